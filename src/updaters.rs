@@ -1,0 +1,667 @@
+//! Updaters for the Deployment (container image) and the HorizontalPodAutoscaler (bounds).
+//!
+//! Each takes an update configuration whose leaves are optional — `None` means "not requested"
+//! — and computes, from the live object, the guarded fields, the focused views and a patch that
+//! carries only the changed leaves (the Deployment's `spec.replicas` is never sent: the HPA owns
+//! it). The Ingress updaters live in `ingress_planner`.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+use serde_json::{Value, json};
+
+use crate::plan::{
+    Action, Base, FieldChange, Kind, ObjectChange, PatchType, PlanError, Updater, Write,
+};
+
+/// Requested changes to the application container (the seed's `ContainerUpdate`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ContainerUpdate {
+    pub image: Option<String>,
+}
+
+/// Requested changes to the autoscaler (the seed's `AutoscalerUpdate`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AutoscalerUpdate {
+    pub min_replicas: Option<i32>,
+    pub max_replicas: Option<i32>,
+}
+
+/// Sets the image of one container of the Deployment `name`.
+#[derive(Clone, Debug)]
+pub struct DeploymentUpdater {
+    pub name: String,
+    /// `--container`; required when the pod template has several containers.
+    pub container: Option<String>,
+    pub update: ContainerUpdate,
+}
+
+/// Sets `spec.minReplicas` / `spec.maxReplicas` of the HPA `name`.
+#[derive(Clone, Debug)]
+pub struct AutoscalerUpdater {
+    pub name: String,
+    pub update: AutoscalerUpdate,
+}
+
+fn meta_view(kind: Kind, namespace: &str, name: &str) -> serde_json::Map<String, Value> {
+    let mut m = serde_json::Map::new();
+    m.insert("apiVersion".into(), json!(kind.api_version()));
+    m.insert("kind".into(), json!(kind.to_string()));
+    m.insert(
+        "metadata".into(),
+        json!({ "name": name, "namespace": namespace }),
+    );
+    m
+}
+
+fn missing(kind: Kind, name: &str, namespace: &str) -> PlanError {
+    PlanError::Missing {
+        reference: format!("{}/{}", kind.kubectl_name(), name),
+        namespace: namespace.to_owned(),
+    }
+}
+
+impl DeploymentUpdater {
+    /// Picks the container to update: `--container` if given, else the only one.
+    fn container_index(&self, containers: &[Value]) -> Result<usize, PlanError> {
+        let reference = format!("{}/{}", Kind::Deployment.kubectl_name(), self.name);
+        let names: Vec<&str> = containers
+            .iter()
+            .map(|c| c["name"].as_str().unwrap_or(""))
+            .collect();
+        let available = names.join(", ");
+        match (&self.container, containers.len()) {
+            (_, 0) => Err(PlanError::NoContainers { reference }),
+            (Some(wanted), _) => {
+                names
+                    .iter()
+                    .position(|n| n == wanted)
+                    .ok_or(PlanError::NoSuchContainer {
+                        reference,
+                        container: wanted.clone(),
+                        available,
+                    })
+            }
+            (None, 1) => Ok(0),
+            (None, count) => Err(PlanError::ContainerRequired {
+                reference,
+                count,
+                available,
+            }),
+        }
+    }
+}
+
+impl Updater for DeploymentUpdater {
+    fn kind(&self) -> Kind {
+        Kind::Deployment
+    }
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn modifiers(&self) -> Vec<String> {
+        let mut m = Vec::new();
+        if self.update.image.is_some() {
+            let c = self.container.as_deref().unwrap_or("*");
+            m.push(format!("spec.template.spec.containers[name={c}].image"));
+        }
+        m
+    }
+
+    fn plan(&self, namespace: &str, live: Option<&Value>) -> Result<ObjectChange, PlanError> {
+        let live = live.ok_or_else(|| missing(Kind::Deployment, &self.name, namespace))?;
+        let empty = Vec::new();
+        let containers = live["spec"]["template"]["spec"]["containers"]
+            .as_array()
+            .unwrap_or(&empty);
+        let index = self.container_index(containers)?;
+        let container = &containers[index];
+        let cname = container["name"].as_str().unwrap_or_default().to_owned();
+        let current = container.get("image").cloned();
+
+        let view = |image: Option<&Value>| {
+            let mut c = serde_json::Map::new();
+            c.insert("name".into(), json!(cname));
+            if let Some(image) = image {
+                c.insert("image".into(), image.clone());
+            }
+            let mut m = meta_view(Kind::Deployment, namespace, &self.name);
+            m.insert(
+                "spec".into(),
+                json!({ "template": { "spec": { "containers": [Value::Object(c)] } } }),
+            );
+            Value::Object(m)
+        };
+
+        let mut fields = Vec::new();
+        let mut after_image = current.clone();
+        if let Some(image) = &self.update.image {
+            let wanted = json!(image);
+            if current.as_ref() != Some(&wanted) {
+                fields.push(FieldChange::new(
+                    format!("spec.template.spec.containers[name={cname}].image"),
+                    current.clone(),
+                    Some(wanted.clone()),
+                ));
+                after_image = Some(wanted);
+            }
+        }
+
+        let (action, write) = if fields.is_empty() {
+            (Action::Unchanged, None)
+        } else {
+            let body = json!({
+                "spec": { "template": { "spec": { "containers": [
+                    { "name": cname, "image": after_image }
+                ] } } }
+            });
+            (
+                Action::Update,
+                Some(Write::Patch {
+                    patch_type: PatchType::Strategic,
+                    body,
+                }),
+            )
+        };
+        Ok(ObjectChange {
+            kind: Kind::Deployment,
+            namespace: namespace.to_owned(),
+            name: self.name.clone(),
+            action,
+            base: Some(Base::of(live)),
+            fields,
+            before: Some(view(current.as_ref())),
+            after: Some(view(after_image.as_ref())),
+            write,
+            ingress: None,
+        })
+    }
+}
+
+/// `spec.minReplicas` defaults to 1 on the server; a missing value reads as 1.
+fn live_bound(live: &Value, field: &str) -> Option<i64> {
+    live["spec"][field].as_i64()
+}
+
+impl Updater for AutoscalerUpdater {
+    fn kind(&self) -> Kind {
+        Kind::HorizontalPodAutoscaler
+    }
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn modifiers(&self) -> Vec<String> {
+        let mut m = Vec::new();
+        if self.update.min_replicas.is_some() {
+            m.push("spec.minReplicas".to_owned());
+        }
+        if self.update.max_replicas.is_some() {
+            m.push("spec.maxReplicas".to_owned());
+        }
+        m
+    }
+
+    fn plan(&self, namespace: &str, live: Option<&Value>) -> Result<ObjectChange, PlanError> {
+        let kind = Kind::HorizontalPodAutoscaler;
+        let live = live.ok_or_else(|| missing(kind, &self.name, namespace))?;
+        let live_min = live_bound(live, "minReplicas").unwrap_or(1);
+        let live_max = live_bound(live, "maxReplicas");
+        let min = self.update.min_replicas.map(i64::from).unwrap_or(live_min);
+        let max = self.update.max_replicas.map(i64::from).or(live_max);
+        if let Some(max) = max
+            && min > max
+        {
+            let (min32, max32) = (
+                i32::try_from(min).unwrap_or(i32::MAX),
+                i32::try_from(max).unwrap_or(i32::MAX),
+            );
+            return Err(if self.update.min_replicas.is_some() {
+                PlanError::MinAboveMax {
+                    min: min32,
+                    max: max32,
+                    max_from_live: self.update.max_replicas.is_none(),
+                }
+            } else {
+                PlanError::MaxBelowMin {
+                    min: min32,
+                    max: max32,
+                    min_from_live: true,
+                }
+            });
+        }
+
+        let mut fields = Vec::new();
+        let mut patch = serde_json::Map::new();
+        let mut check = |field: &str, current: Option<i64>, wanted: Option<i32>| {
+            if let Some(w) = wanted
+                && current != Some(i64::from(w))
+            {
+                fields.push(FieldChange::new(
+                    format!("spec.{field}"),
+                    current.map(|c| json!(c)),
+                    Some(json!(w)),
+                ));
+                patch.insert(field.to_owned(), json!(w));
+            }
+        };
+        check(
+            "minReplicas",
+            live_bound(live, "minReplicas"),
+            self.update.min_replicas,
+        );
+        check("maxReplicas", live_max, self.update.max_replicas);
+
+        let view = |min: Option<i64>, max: Option<i64>| {
+            let mut spec = serde_json::Map::new();
+            if let Some(min) = min {
+                spec.insert("minReplicas".into(), json!(min));
+            }
+            if let Some(max) = max {
+                spec.insert("maxReplicas".into(), json!(max));
+            }
+            let mut m = meta_view(kind, namespace, &self.name);
+            m.insert("spec".into(), Value::Object(spec));
+            Value::Object(m)
+        };
+        let before = view(live_bound(live, "minReplicas"), live_max);
+        let after = view(
+            self.update
+                .min_replicas
+                .map(i64::from)
+                .or(live_bound(live, "minReplicas")),
+            max,
+        );
+        let (action, write) = if fields.is_empty() {
+            (Action::Unchanged, None)
+        } else {
+            (
+                Action::Update,
+                Some(Write::Patch {
+                    patch_type: PatchType::Merge,
+                    body: json!({ "spec": Value::Object(patch) }),
+                }),
+            )
+        };
+        Ok(ObjectChange {
+            kind,
+            namespace: namespace.to_owned(),
+            name: self.name.clone(),
+            action,
+            base: Some(Base::of(live)),
+            fields,
+            before: Some(before),
+            after: Some(after),
+            write,
+            ingress: None,
+        })
+    }
+}
+
+/// Checks an image reference against the distribution reference grammar
+/// (`[domain[:port]/]path[:tag][@digest]`), the way container runtimes parse it.
+/// Returns what is wrong, in words.
+pub fn validate_image_reference(image: &str) -> Result<(), String> {
+    if image.is_empty() {
+        return Err("the image reference is empty".into());
+    }
+    if image.len() > 4096 {
+        return Err("the image reference is too long".into());
+    }
+    if let Some(c) = image.chars().find(|c| c.is_whitespace() || c.is_control()) {
+        return Err(format!(
+            "the image reference contains {}",
+            if c.is_whitespace() {
+                "whitespace"
+            } else {
+                "a control character"
+            }
+        ));
+    }
+    let (rest, digest) = match image.split_once('@') {
+        Some((r, d)) => (r, Some(d)),
+        None => (image, None),
+    };
+    if let Some(d) = digest {
+        validate_digest(d)?;
+    }
+    // A tag is after the last ':' that follows the last '/'.
+    let last_slash = rest.rfind('/').map_or(0, |i| i + 1);
+    let (name, tag) = match rest[last_slash..].rfind(':') {
+        Some(i) => (&rest[..last_slash + i], Some(&rest[last_slash + i + 1..])),
+        None => (rest, None),
+    };
+    if let Some(tag) = tag {
+        validate_tag(tag)?;
+    }
+    validate_name(name)
+}
+
+fn validate_digest(d: &str) -> Result<(), String> {
+    let (alg, hex) = d
+        .split_once(':')
+        .ok_or_else(|| format!("digest {d:?} must look like sha256:<hex>"))?;
+    let alg_ok = !alg.is_empty()
+        && alg.split(['+', '.', '_', '-']).all(|p| {
+            !p.is_empty()
+                && p.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+        });
+    let hex_ok = hex.len() >= 32 && hex.chars().all(|c| c.is_ascii_hexdigit());
+    if alg_ok && hex_ok && (alg != "sha256" || hex.len() == 64) {
+        Ok(())
+    } else {
+        Err(format!(
+            "digest {d:?} is not valid (expected sha256:<64 hex digits>)"
+        ))
+    }
+}
+
+fn validate_tag(tag: &str) -> Result<(), String> {
+    let mut chars = tag.chars();
+    let first_ok = chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
+    let rest_ok = chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'));
+    if first_ok && rest_ok && tag.len() <= 128 {
+        Ok(())
+    } else {
+        Err(format!(
+            "tag {tag:?} is not valid: up to 128 letters, digits, '_', '.' or '-', not starting with '.' or '-'"
+        ))
+    }
+}
+
+fn validate_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("the repository name is empty".into());
+    }
+    if name.len() > 255 {
+        return Err("the repository name is longer than 255 characters".into());
+    }
+    let mut components: Vec<&str> = name.split('/').collect();
+    // The first component is a registry domain when it has a '.' or ':' or is "localhost".
+    let first = components[0];
+    if components.len() > 1 && (first.contains('.') || first.contains(':') || first == "localhost")
+    {
+        validate_domain(first)?;
+        components.remove(0);
+    }
+    for comp in components {
+        validate_path_component(comp)?;
+    }
+    Ok(())
+}
+
+fn validate_domain(domain: &str) -> Result<(), String> {
+    let (host, port) = match domain.rsplit_once(':') {
+        Some((h, p)) if !h.starts_with('[') || h.ends_with(']') => (h, Some(p)),
+        _ => (domain, None),
+    };
+    if let Some(port) = port
+        && (port.is_empty() || !port.chars().all(|c| c.is_ascii_digit()))
+    {
+        return Err(format!("registry port {port:?} is not a number"));
+    }
+    let host_ok = if host.starts_with('[') && host.ends_with(']') {
+        host[1..host.len() - 1]
+            .chars()
+            .all(|c| c.is_ascii_hexdigit() || c == ':')
+    } else {
+        !host.is_empty()
+            && host.split('.').all(|label| {
+                !label.is_empty()
+                    && !label.starts_with('-')
+                    && !label.ends_with('-')
+                    && label.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+            })
+    };
+    if host_ok {
+        Ok(())
+    } else {
+        Err(format!("registry {domain:?} is not a valid host name"))
+    }
+}
+
+fn validate_path_component(comp: &str) -> Result<(), String> {
+    if comp.is_empty() {
+        return Err("the repository name has an empty path component".into());
+    }
+    if comp.chars().any(|c| c.is_ascii_uppercase()) {
+        return Err(format!(
+            "repository name component {comp:?} must be lowercase"
+        ));
+    }
+    // alpha-numeric (separator alpha-numeric)*, separator = '.' | '_' | '__' | '-'+
+    let bytes = comp.as_bytes();
+    let is_alnum = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit();
+    let mut i = 0;
+    let mut expect_alnum = true;
+    while i < bytes.len() {
+        if is_alnum(bytes[i]) {
+            i += 1;
+            expect_alnum = false;
+            continue;
+        }
+        if expect_alnum {
+            break;
+        }
+        let start = i;
+        match bytes[i] {
+            b'.' => i += 1,
+            b'_' => {
+                i += 1;
+                if i < bytes.len() && bytes[i] == b'_' {
+                    i += 1;
+                }
+            }
+            b'-' => {
+                while i < bytes.len() && bytes[i] == b'-' {
+                    i += 1;
+                }
+            }
+            _ => {
+                return Err(format!(
+                    "repository name component {comp:?} may only contain lowercase letters, digits and separators (. _ __ -)"
+                ));
+            }
+        }
+        if i == start {
+            break;
+        }
+        expect_alnum = true;
+    }
+    if expect_alnum || i != bytes.len() {
+        return Err(format!(
+            "repository name component {comp:?} must start and end with a lowercase letter or digit"
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    fn deployment(containers: Value) -> Value {
+        json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": "shop", "resourceVersion": "7", "uid": "u-1"},
+            "spec": {"replicas": 3, "template": {"spec": {"containers": containers}}}
+        })
+    }
+
+    fn hpa(min: i64, max: i64) -> Value {
+        json!({
+            "metadata": {"name": "web", "namespace": "shop", "resourceVersion": "8", "uid": "u-2"},
+            "spec": {"minReplicas": min, "maxReplicas": max}
+        })
+    }
+
+    fn image_updater(image: &str, container: Option<&str>) -> DeploymentUpdater {
+        DeploymentUpdater {
+            name: "web".into(),
+            container: container.map(str::to_owned),
+            update: ContainerUpdate {
+                image: Some(image.into()),
+            },
+        }
+    }
+
+    #[test]
+    fn image_change_patches_only_the_container_image_by_name() {
+        let live = deployment(
+            json!([{"name": "web", "image": "r/web:1", "ports": [{"containerPort": 80}]}]),
+        );
+        let c = image_updater("r/web:2", None)
+            .plan("shop", Some(&live))
+            .unwrap();
+        assert_eq!(c.action, Action::Update);
+        assert_eq!(
+            c.fields,
+            vec![FieldChange::new(
+                "spec.template.spec.containers[name=web].image",
+                Some(json!("r/web:1")),
+                Some(json!("r/web:2"))
+            )]
+        );
+        assert_eq!(
+            c.write,
+            Some(Write::Patch {
+                patch_type: PatchType::Strategic,
+                body: json!({"spec": {"template": {"spec": {"containers": [{"name": "web", "image": "r/web:2"}]}}}})
+            })
+        );
+        assert_eq!(c.base.unwrap().resource_version, "7");
+    }
+
+    #[test]
+    fn same_image_is_unchanged() {
+        let live = deployment(json!([{"name": "web", "image": "r/web:1"}]));
+        let c = image_updater("r/web:1", None)
+            .plan("shop", Some(&live))
+            .unwrap();
+        assert_eq!(c.action, Action::Unchanged);
+        assert!(c.write.is_none() && c.fields.is_empty());
+    }
+
+    #[test]
+    fn several_containers_need_a_choice() {
+        let live =
+            deployment(json!([{"name": "web", "image": "a"}, {"name": "proxy", "image": "b"}]));
+        let err = image_updater("r/web:2", None)
+            .plan("shop", Some(&live))
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "deployment.apps/web has 2 containers (web, proxy); choose one with --container"
+        );
+        let c = image_updater("r/proxy:2", Some("proxy"))
+            .plan("shop", Some(&live))
+            .unwrap();
+        assert_eq!(
+            c.fields[0].path,
+            "spec.template.spec.containers[name=proxy].image"
+        );
+        let err = image_updater("x", Some("nope"))
+            .plan("shop", Some(&live))
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "deployment.apps/web has no container named \"nope\"; its containers are web, proxy"
+        );
+    }
+
+    #[test]
+    fn bounds_change_sends_only_the_requested_bound() {
+        let u = AutoscalerUpdater {
+            name: "web".into(),
+            update: AutoscalerUpdate {
+                min_replicas: None,
+                max_replicas: Some(8),
+            },
+        };
+        let c = u.plan("shop", Some(&hpa(2, 5))).unwrap();
+        assert_eq!(
+            c.write,
+            Some(Write::Patch {
+                patch_type: PatchType::Merge,
+                body: json!({"spec": {"maxReplicas": 8}})
+            })
+        );
+        assert_eq!(u.modifiers(), vec!["spec.maxReplicas"]);
+    }
+
+    #[test]
+    fn min_above_live_max_is_refused_with_the_live_value() {
+        let u = AutoscalerUpdater {
+            name: "web".into(),
+            update: AutoscalerUpdate {
+                min_replicas: Some(6),
+                max_replicas: None,
+            },
+        };
+        let err = u.plan("shop", Some(&hpa(2, 5))).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "--min 6 is greater than the maximum 5 currently set on the HorizontalPodAutoscaler; raise --max or lower --min"
+        );
+        let u = AutoscalerUpdater {
+            name: "web".into(),
+            update: AutoscalerUpdate {
+                min_replicas: None,
+                max_replicas: Some(1),
+            },
+        };
+        let err = u.plan("shop", Some(&hpa(2, 5))).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "--max 1 is less than the minimum 2 currently set on the HorizontalPodAutoscaler; lower --min or raise --max"
+        );
+    }
+
+    #[test]
+    fn image_references() {
+        for ok in [
+            "nginx",
+            "nginx:1.27",
+            "registry.example.com/team/web:2.1",
+            "localhost:5000/web",
+            "localhost/web:dev",
+            "ghcr.io/o/r@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+            "a/b__c/d--e.f:v1.0-rc_1",
+            "[::1]:5000/web:1",
+        ] {
+            assert_eq!(validate_image_reference(ok), Ok(()), "{ok}");
+        }
+        for (bad, why) in [
+            ("", "the image reference is empty"),
+            (
+                "Web:1",
+                "repository name component \"Web\" must be lowercase",
+            ),
+            ("web:1 2", "the image reference contains whitespace"),
+            (
+                "web:-1",
+                "tag \"-1\" is not valid: up to 128 letters, digits, '_', '.' or '-', not starting with '.' or '-'",
+            ),
+            (
+                "web@sha256:abc",
+                "digest \"sha256:abc\" is not valid (expected sha256:<64 hex digits>)",
+            ),
+            ("web/", "the repository name has an empty path component"),
+            (
+                "-web",
+                "repository name component \"-web\" must start and end with a lowercase letter or digit",
+            ),
+            (
+                "we$b",
+                "repository name component \"we$b\" may only contain lowercase letters, digits and separators (. _ __ -)",
+            ),
+        ] {
+            assert_eq!(validate_image_reference(bad), Err(why.to_owned()), "{bad}");
+        }
+    }
+}
