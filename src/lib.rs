@@ -6,6 +6,9 @@
 //! updates and live state into a `Plan`; the plan is rendered as a diff and confirmed; then
 //! `apply` validates every change with a server-side dry run and writes each one conditionally,
 //! retrying conflicts under the approved-diff guard.
+pub mod diff_render;
+pub mod endpoints_file;
+pub mod ingress_planner;
 pub mod plan;
 pub mod updaters;
 
