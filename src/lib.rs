@@ -1,17 +1,111 @@
 //! kubectl-appupdate changes a running application — container image, autoscaler bounds and
 //! the Ingresses built from an endpoints file — safely.
 //!
-//! The pipeline: command-line flags and the environment become `Settings`; the kubeconfig gives
-//! a client; the live objects are read in one concurrent round; pure planners turn requested
-//! updates and live state into a `Plan`; the plan is rendered as a diff and confirmed; then
-//! `apply` validates every change with a server-side dry run and writes each one conditionally,
-//! retrying conflicts under the approved-diff guard.
+//! The pipeline: command-line flags and the environment become [`settings::Settings`]; the
+//! kubeconfig gives a client ([`kube_context`]); the live objects are read in one concurrent
+//! round ([`live_state`]); pure planners ([`planner`], [`updaters`], [`ingress_planner`]) turn
+//! the requested updates and the live state into a [`plan::Plan`]; the plan is rendered
+//! ([`diff_render`], [`output`]) and confirmed ([`confirm`]); then [`apply`] validates every change
+//! with a server-side dry run and writes each one conditionally, retrying conflicts under the
+//! approved-diff guard, and [`report`] says what happened to each object.
+pub mod apply;
+pub mod cli;
+pub mod cluster;
+pub mod confirm;
 pub mod diff_render;
 pub mod endpoints_file;
+pub mod error;
 pub mod ingress_planner;
+pub mod kube_context;
+pub mod live_state;
+pub mod output;
 pub mod plan;
+pub mod planner;
+pub mod report;
+pub mod run;
+pub mod settings;
 pub mod updaters;
 
-pub fn main_with_args<I: IntoIterator<Item = std::ffi::OsString>>(_args: I) -> i32 {
-    0
+use std::ffi::OsString;
+
+use clap::CommandFactory;
+use clap::error::ErrorKind;
+
+use crate::cli::{Cli, Command};
+use crate::error::{AppError, ExitCode};
+use crate::settings::{Environment, RealFiles, Settings};
+
+/// Puts the terminal back the way it was if a prompt was interrupted.
+pub(crate) fn restore_terminal() {}
+
+fn print_error(err: &AppError, color: bool) {
+    let prefix = if color {
+        console::style("error:")
+            .red()
+            .bold()
+            .force_styling(true)
+            .to_string()
+    } else {
+        "error:".to_owned()
+    };
+    #[allow(clippy::print_stderr)]
+    {
+        eprintln!("{prefix} {err}");
+    }
+}
+
+/// The whole program: parses `args`, runs, prints errors, returns the exit code.
+pub fn main_with_args<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
+    let cli = match Cli::try_parse_args(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = match e.kind() {
+                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => ExitCode::Ok,
+                _ => ExitCode::Usage,
+            };
+            let _ = e.print();
+            return code.code();
+        }
+    };
+    if let Some(Command::Completion { shell }) = cli.command {
+        let mut cmd = Cli::command();
+        clap_complete::generate(shell, &mut cmd, "kubectl-appupdate", &mut std::io::stdout());
+        return ExitCode::Ok.code();
+    }
+
+    let env = Environment::capture();
+    let settings = match Settings::resolve(cli.update, &env, &RealFiles) {
+        Ok(s) => s,
+        Err(e) => {
+            print_error(
+                &e,
+                settings::decide_color(cli::ColorChoice::Auto, &env, env.stderr_is_terminal),
+            );
+            return e.exit_code().code();
+        }
+    };
+    let color_stderr = settings.color_stderr;
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            print_error(
+                &AppError::Cluster(format!("cannot start: {e}")),
+                color_stderr,
+            );
+            return ExitCode::Failed.code();
+        }
+    };
+    match runtime.block_on(run::run(settings)) {
+        Ok(code) => code.code(),
+        Err(AppError::Output(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+            ExitCode::Failed.code()
+        }
+        Err(e) => {
+            print_error(&e, color_stderr);
+            e.exit_code().code()
+        }
+    }
 }

@@ -1,0 +1,455 @@
+//! Applies an approved plan safely.
+//!
+//! 1. Preflight: every change is sent once with `dryRun=All`, concurrently. Anything the server
+//!    rejects (invalid, forbidden, quota) stops the run with nothing written.
+//! 2. Writes, in rounds: Deployment, HPA and Ingress creates; then Ingress updates; then Ingress
+//!    deletes — so new routes exist before old ones go. Writes within a round run concurrently;
+//!    a failure stops the later rounds.
+//!
+//! Every write is conditional: patches carry the `metadata.resourceVersion` the change was
+//! computed from, deletes carry uid and resourceVersion preconditions. On a conflict the object
+//! is re-read, its updater re-plans against the fresh object, and [`recheck`] (the approved-diff
+//! guard) decides: proceed with the fresh patch, stop because someone else already did it, or
+//! trip because a field this run changes no longer holds the value the user was shown.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::time::Duration;
+
+use futures::future::join_all;
+use serde_json::Value;
+
+use crate::cluster::{Cluster, RequestError};
+use crate::error::{Target, describe_kube_error};
+use crate::ingress_planner::IDENTIFIER_LABEL;
+use crate::plan::{Action, ObjectChange, Plan, Planned, Recheck, Write, recheck};
+use crate::report::{Interruption, Outcome, Report};
+
+/// Retry bounds: client-go's `DefaultRetry` is 5 tries from 10 ms.
+#[derive(Clone, Copy, Debug)]
+pub struct ApplyOptions {
+    /// Attempts per request when the server reports a conflict (≥ 1).
+    pub tries: u32,
+    /// Delay before the first retry; doubled each time, capped at one second, with jitter.
+    pub initial_backoff: Duration,
+}
+
+impl Default for ApplyOptions {
+    fn default() -> Self {
+        ApplyOptions {
+            tries: 5,
+            initial_backoff: Duration::from_millis(10),
+        }
+    }
+}
+
+/// Set by the signal handlers; checked before every request is started.
+#[derive(Clone, Debug, Default)]
+pub struct InterruptFlag(Arc<AtomicU8>);
+
+impl InterruptFlag {
+    pub fn raise(&self, which: Interruption) {
+        let v = match which {
+            Interruption::Sigint => 2,
+            Interruption::Sigterm => 15,
+        };
+        let _ = self
+            .0
+            .compare_exchange(0, v, Ordering::SeqCst, Ordering::SeqCst);
+    }
+
+    pub fn get(&self) -> Option<Interruption> {
+        match self.0.load(Ordering::SeqCst) {
+            2 => Some(Interruption::Sigint),
+            15 => Some(Interruption::Sigterm),
+            _ => None,
+        }
+    }
+}
+
+fn backoff(opts: &ApplyOptions, attempt: u32) -> Duration {
+    let base = opts
+        .initial_backoff
+        .saturating_mul(1u32 << attempt.saturating_sub(1).min(10))
+        .min(Duration::from_secs(1));
+    // ±10 % jitter without a random number generator: the clock's low bits suffice.
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let jitter = f64::from(nanos % 2001) / 10000.0 - 0.1;
+    base.mul_f64(1.0 + jitter)
+}
+
+/// What the request loop ended with for one object.
+enum Step {
+    /// Sent successfully; the change as finally sent (it may have been re-planned).
+    Sent(Box<ObjectChange>),
+    Done(Outcome),
+}
+
+struct Applier<'a> {
+    cluster: &'a Cluster,
+    app: &'a str,
+    opts: ApplyOptions,
+    interrupt: &'a InterruptFlag,
+}
+
+impl Applier<'_> {
+    fn target(&self, change: &ObjectChange) -> Target {
+        Target {
+            reference: change.reference(),
+            namespace: change.namespace.clone(),
+            context: self.cluster.conn.context.clone(),
+        }
+    }
+
+    fn describe(&self, err: &RequestError, verb: &str, change: &ObjectChange) -> String {
+        let t = self.target(change);
+        match err {
+            RequestError::Kube(e) => describe_kube_error(e, verb, &t),
+            RequestError::Timeout(d) => format!(
+                "cannot reach the cluster of context {:?} for {}: the request timed out after {d:?} (--request-timeout)",
+                t.context, t.reference
+            ),
+        }
+    }
+
+    async fn send(&self, change: &ObjectChange, dry_run: bool) -> Result<Value, RequestError> {
+        let base = change.base.clone().unwrap_or_else(|| crate::plan::Base {
+            resource_version: String::new(),
+            uid: String::new(),
+        });
+        match &change.write {
+            Some(Write::Patch { patch_type, body }) => {
+                self.cluster
+                    .patch(
+                        change.kind,
+                        &change.name,
+                        *patch_type,
+                        body,
+                        &base.resource_version,
+                        dry_run,
+                    )
+                    .await
+            }
+            Some(Write::Create { body }) => self.cluster.create(change.kind, body, dry_run).await,
+            Some(Write::Delete) => {
+                self.cluster
+                    .delete(
+                        change.kind,
+                        &change.name,
+                        &base.uid,
+                        &base.resource_version,
+                        dry_run,
+                    )
+                    .await
+            }
+            None => Ok(Value::Null),
+        }
+    }
+
+    /// An Ingress that already exists under the name we want to create is ours only when it
+    /// carries this app's label and the same identifier.
+    fn is_managed_sibling(&self, live: &Value, approved: &ObjectChange) -> bool {
+        let labels = &live["metadata"]["labels"];
+        let identifier = approved.ingress.as_ref().map(|i| i.identifier.as_str());
+        labels["app"].as_str() == Some(self.app)
+            && labels[IDENTIFIER_LABEL].as_str().is_some()
+            && labels[IDENTIFIER_LABEL].as_str() == identifier
+    }
+
+    /// Sends `current` (dry run or real), handling conflicts by re-reading and re-checking
+    /// against `approved`, at most `opts.tries` times.
+    async fn drive(&self, planned: &Planned, current: ObjectChange, dry_run: bool) -> Step {
+        let approved = &planned.change;
+        let verb = match approved.action {
+            Action::Create => "create",
+            Action::Delete => "delete",
+            _ => "patch",
+        };
+        let mut change = current;
+        let mut attempt = 1;
+        loop {
+            if let Some(_signal) = self.interrupt.get() {
+                return Step::Done(Outcome::NotAttempted);
+            }
+            let err = match self.send(&change, dry_run).await {
+                Ok(_) => return Step::Sent(Box::new(change)),
+                Err(e) => e,
+            };
+            let retryable = match change.action {
+                Action::Update => err.is_conflict() || err.is_not_found(),
+                Action::Create => err.is_already_exists(),
+                Action::Delete => err.is_conflict() || err.is_not_found(),
+                Action::Unchanged => false,
+            };
+            if !retryable {
+                let verb = match change.action {
+                    Action::Create => "create",
+                    Action::Delete => "delete",
+                    _ => verb,
+                };
+                return Step::Done(Outcome::Failed {
+                    message: self.describe(&err, verb, &change),
+                });
+            }
+            if change.action == Action::Delete && err.is_not_found() {
+                return Step::Done(Outcome::AlreadyDone);
+            }
+            if attempt >= self.opts.tries {
+                return Step::Done(Outcome::Failed {
+                    message: format!(
+                        "{}: still conflicting after {} attempt{}; someone keeps changing it — run again to see the new state, or raise --retries",
+                        change.reference(),
+                        attempt,
+                        if attempt == 1 { "" } else { "s" }
+                    ),
+                });
+            }
+            if !err.is_already_exists() {
+                tokio::time::sleep(backoff(&self.opts, attempt)).await;
+            }
+            attempt += 1;
+
+            // Re-read and re-plan.
+            let live = match self.cluster.get(change.kind, &change.name).await {
+                Ok(live) => live,
+                Err(e) => {
+                    return Step::Done(Outcome::Failed {
+                        message: self.describe(&e, "get", &change),
+                    });
+                }
+            };
+            if approved.action == Action::Create
+                && let Some(existing) = &live
+                && !self.is_managed_sibling(existing, approved)
+            {
+                return Step::Done(Outcome::Failed {
+                    message: format!(
+                        "{} already exists and is not one of {}'s managed Ingresses (labels app={} and {IDENTIFIER_LABEL}); rename or remove it",
+                        change.reference(),
+                        self.app,
+                        self.app
+                    ),
+                });
+            }
+            let fresh = match planned.updater.plan(&change.namespace, live.as_ref()) {
+                Ok(f) => f,
+                Err(e) => {
+                    return Step::Done(Outcome::Tripped {
+                        reason: format!("the live object changed since the plan was shown: {e}"),
+                        fresh: None,
+                    });
+                }
+            };
+            // A create that met an existing managed sibling becomes a conditional update to
+            // exactly the approved desired state (the user saw the whole object).
+            let verdict = if approved.action == Action::Create && fresh.action == Action::Update {
+                Recheck::Proceed(fresh)
+            } else {
+                recheck(approved, fresh)
+            };
+            match verdict {
+                Recheck::Proceed(f) => change = f,
+                Recheck::AlreadyDone => return Step::Done(Outcome::AlreadyDone),
+                Recheck::Tripped(f) => {
+                    let reason = guard_reason(approved, &f);
+                    return Step::Done(Outcome::Tripped {
+                        reason,
+                        fresh: Some(Box::new(f)),
+                    });
+                }
+            }
+        }
+    }
+}
+
+/// Says, in one line, what moved under us.
+fn guard_reason(approved: &ObjectChange, fresh: &ObjectChange) -> String {
+    if approved.action != fresh.action {
+        return match (approved.action, fresh.action) {
+            (Action::Update, Action::Create) => {
+                "it was deleted after the plan was shown; nothing was written".into()
+            }
+            (a, f) => format!(
+                "it changed after the plan was shown (planned to {a}, now it would be {f}); nothing was written"
+            ),
+        };
+    }
+    if approved.action == Action::Delete
+        && approved.base.as_ref().map(|b| &b.uid) != fresh.base.as_ref().map(|b| &b.uid)
+    {
+        return "it was deleted and re-created after the plan was shown; the new object was left alone".into();
+    }
+    let moved: Vec<String> = fresh
+        .fields
+        .iter()
+        .filter(|f| !approved.fields.contains(f))
+        .map(|f| {
+            let shown = approved
+                .fields
+                .iter()
+                .find(|a| a.path == f.path)
+                .and_then(|a| a.before.clone());
+            format!(
+                "{} is now {} (the plan showed {})",
+                f.path,
+                display(&f.before),
+                display(&shown)
+            )
+        })
+        .collect();
+    if moved.is_empty() {
+        "its changed fields moved after the plan was shown; nothing was written".into()
+    } else {
+        format!("{}; nothing was written", moved.join(", "))
+    }
+}
+
+fn display(v: &Option<Value>) -> String {
+    match v {
+        None => "absent".into(),
+        Some(Value::String(s)) => format!("{s:?}"),
+        Some(Value::Object(_)) | Some(Value::Array(_)) => "different".into(),
+        Some(other) => other.to_string(),
+    }
+}
+
+/// Applies `plan`. Never panics; every object ends with an [`Outcome`].
+pub async fn apply(
+    cluster: &Cluster,
+    plan: &Plan,
+    opts: ApplyOptions,
+    interrupt: &InterruptFlag,
+) -> Report {
+    let applier = &Applier {
+        cluster,
+        app: &plan.app,
+        opts,
+        interrupt,
+    };
+    let n = plan.objects.len();
+    let mut outcomes: Vec<Option<Outcome>> = vec![None; n];
+    let mut to_send: Vec<Option<ObjectChange>> = vec![None; n];
+    for (i, p) in plan.objects.iter().enumerate() {
+        if p.change.is_change() {
+            to_send[i] = Some(p.change.clone());
+        } else {
+            outcomes[i] = Some(Outcome::Unchanged);
+        }
+    }
+
+    // 1. Preflight: one dry run per change, all at once.
+    let preflight = join_all(plan.objects.iter().enumerate().filter_map(|(i, p)| {
+        to_send[i]
+            .clone()
+            .map(|c| async move { (i, applier.drive(p, c, true).await) })
+    }))
+    .await;
+    let mut preflight_ok = true;
+    for (i, step) in preflight {
+        match step {
+            Step::Sent(c) => to_send[i] = Some(*c),
+            Step::Done(Outcome::AlreadyDone) => {
+                to_send[i] = None;
+                outcomes[i] = Some(Outcome::AlreadyDone);
+            }
+            Step::Done(o) => {
+                preflight_ok = false;
+                to_send[i] = None;
+                outcomes[i] = Some(o);
+            }
+        }
+    }
+    let mut report_interrupt = interrupt.get();
+    if !preflight_ok || report_interrupt.is_some() {
+        return finish(plan, outcomes, !preflight_ok, report_interrupt);
+    }
+
+    // 2. Writes, round by round.
+    for phase in 0..=2u8 {
+        let round: Vec<usize> = (0..n)
+            .filter(|&i| {
+                to_send[i].is_some()
+                    && plan.objects[i]
+                        .change
+                        .action
+                        .phase(plan.objects[i].change.kind)
+                        == Some(phase)
+            })
+            .collect();
+        if round.is_empty() {
+            continue;
+        }
+        if interrupt.get().is_some() {
+            break;
+        }
+        let results = join_all(round.iter().map(|&i| {
+            let p = &plan.objects[i];
+            let c = to_send[i].clone();
+            async move {
+                match c {
+                    Some(c) => (i, applier.drive(p, c, false).await),
+                    None => (i, Step::Done(Outcome::NotAttempted)),
+                }
+            }
+        }))
+        .await;
+        let mut round_ok = true;
+        for (i, step) in results {
+            to_send[i] = None;
+            outcomes[i] = Some(match step {
+                Step::Sent(_) => Outcome::Applied,
+                Step::Done(o) => {
+                    if !matches!(o, Outcome::AlreadyDone) {
+                        round_ok = false;
+                    }
+                    o
+                }
+            });
+        }
+        if !round_ok {
+            break;
+        }
+    }
+    report_interrupt = report_interrupt.or(interrupt.get());
+    finish(plan, outcomes, false, report_interrupt)
+}
+
+fn finish(
+    plan: &Plan,
+    outcomes: Vec<Option<Outcome>>,
+    stopped_in_preflight: bool,
+    interrupted: Option<Interruption>,
+) -> Report {
+    let entries = plan
+        .objects
+        .iter()
+        .zip(outcomes)
+        .map(|(p, o)| (p.change.clone(), o.unwrap_or(Outcome::NotAttempted)))
+        .collect();
+    Report {
+        entries,
+        stopped_in_preflight,
+        interrupted,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_from_the_initial_delay_with_small_jitter() {
+        let o = ApplyOptions::default();
+        for (attempt, ms) in [(1, 10.0), (2, 20.0), (3, 40.0), (4, 80.0)] {
+            let d = backoff(&o, attempt).as_secs_f64() * 1000.0;
+            assert!(
+                d >= ms * 0.89 && d <= ms * 1.11,
+                "attempt {attempt}: {d} ms"
+            );
+        }
+        assert!(backoff(&o, 30) <= Duration::from_millis(1100));
+    }
+}

@@ -1,0 +1,282 @@
+//! Command-line flags, exactly as typed (clap derive). No defaults from the environment here:
+//! `settings` turns these into resolved settings.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+pub const AFTER_HELP: &str = "\
+Examples:
+  # See what would change, then confirm interactively
+  kubectl appupdate web --image registry.example.com/web:2.1 --min 2 --max 8
+
+  # In CI: apply without asking
+  kubectl appupdate web -n shop --image \"$IMAGE\" --yes
+
+  # Preview only; exit 2 when there are changes, 0 when there are none
+  kubectl appupdate web --max 10 --dry-run --detailed-exitcode
+
+  # Re-expose endpoints from a file (one Ingress per scope set)
+  kubectl appupdate web --endpoints endpoints.yaml
+
+Exit codes:
+  0    success, or nothing to change
+  1    failed before any write: nothing was changed
+  2    changes pending (only with --detailed-exitcode)
+  3    bad flags or input (endpoints file, kubeconfig, values): nothing was changed
+  4    not confirmed (answered no, or no terminal and no --yes): nothing was changed
+  5    stopped by the approved-diff guard: the live object changed since the plan was shown
+  6    failed after some writes: the output lists what was and was not applied
+  130  interrupted (SIGINT); 143 terminated (SIGTERM)";
+
+/// Change a running application's image, autoscaler bounds and endpoints, safely.
+///
+/// Reads the application's Deployment, HorizontalPodAutoscaler, Service and Ingresses
+/// (all labelled app=NAME), shows exactly what would change, asks for confirmation, validates
+/// every change with a server-side dry run, then applies each one conditionally on the version
+/// that was shown, retrying conflicts without ever overwriting a change nobody saw.
+#[derive(Debug, Parser)]
+#[command(
+    name = "kubectl appupdate",
+    bin_name = "kubectl appupdate",
+    version,
+    after_help = AFTER_HELP,
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true,
+    disable_help_subcommand = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+
+    #[command(flatten)]
+    pub update: UpdateArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completion {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct UpdateArgs {
+    /// Name of the application (its Deployment, HPA, Service and Ingresses carry app=NAME).
+    #[arg(value_name = "NAME", required = true)]
+    pub name: Option<String>,
+
+    /// New container image, e.g. registry.example.com/web:2.1.
+    #[arg(long, value_name = "IMAGE", help_heading = "Changes")]
+    pub image: Option<String>,
+
+    /// Container whose image to set; required when the pod has several containers.
+    #[arg(long, value_name = "NAME", help_heading = "Changes")]
+    pub container: Option<String>,
+
+    /// New minimum replica count of the HorizontalPodAutoscaler (at least 1).
+    #[arg(long = "min", value_name = "N", help_heading = "Changes")]
+    pub min_replicas: Option<i32>,
+
+    /// New maximum replica count of the HorizontalPodAutoscaler.
+    #[arg(long = "max", value_name = "N", help_heading = "Changes")]
+    pub max_replicas: Option<i32>,
+
+    /// Endpoints file (paths and OAuth scopes) to expose through Ingresses; `-` reads stdin.
+    #[arg(
+        long,
+        visible_alias = "endpoint-config",
+        value_name = "FILE",
+        help_heading = "Changes"
+    )]
+    pub endpoints: Option<PathBuf>,
+
+    /// Allow an endpoints file with no endpoints (removes every public route of the app).
+    #[arg(long, help_heading = "Changes")]
+    pub allow_empty_endpoints: bool,
+
+    /// Namespace of the application (default: the context's namespace, else "default").
+    #[arg(short = 'n', long, value_name = "NAMESPACE", help_heading = "Cluster")]
+    pub namespace: Option<String>,
+
+    /// Kubeconfig context to use (default: the current context).
+    #[arg(long, value_name = "CONTEXT", help_heading = "Cluster")]
+    pub context: Option<String>,
+
+    /// Path to the kubeconfig file (default: $KUBECONFIG, else ~/.kube/config).
+    #[arg(long, value_name = "PATH", help_heading = "Cluster")]
+    pub kubeconfig: Option<PathBuf>,
+
+    /// Kubeconfig cluster to use instead of the context's.
+    #[arg(long, value_name = "CLUSTER", help_heading = "Cluster")]
+    pub cluster: Option<String>,
+
+    /// Kubeconfig user to use instead of the context's.
+    #[arg(long, value_name = "USER", help_heading = "Cluster")]
+    pub user: Option<String>,
+
+    /// User to impersonate for the operation.
+    #[arg(long = "as", value_name = "USER", help_heading = "Cluster")]
+    pub as_user: Option<String>,
+
+    /// Group to impersonate (repeatable).
+    #[arg(long = "as-group", value_name = "GROUP", help_heading = "Cluster")]
+    pub as_group: Vec<String>,
+
+    /// Bound on each request to the cluster, e.g. 10s or 1m (0: no bound, kubectl's default).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, help_heading = "Cluster")]
+    pub request_timeout: Option<Duration>,
+
+    /// Apply without asking for confirmation.
+    #[arg(short = 'y', long, help_heading = "Behaviour")]
+    pub yes: bool,
+
+    /// Show the plan and stop; nothing is sent to the cluster but reads.
+    #[arg(long, help_heading = "Behaviour")]
+    pub dry_run: bool,
+
+    /// With --dry-run: exit 0 when there is nothing to change, 2 when there are changes.
+    #[arg(long, help_heading = "Behaviour")]
+    pub detailed_exitcode: bool,
+
+    /// Output format of the plan.
+    #[arg(short = 'o', long, value_enum, default_value_t = OutputFormat::Diff, help_heading = "Output")]
+    pub output: OutputFormat,
+
+    /// When to colour the output.
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN", help_heading = "Output")]
+    pub color: ColorChoice,
+
+    /// Attempts per write when the server reports a conflict (re-read, re-check, retry).
+    #[arg(long, value_name = "N", default_value_t = 5,
+          value_parser = clap::value_parser!(u32).range(1..=100), help_heading = "Behaviour")]
+    pub retries: u32,
+
+    /// After an image change, wait for the Deployment rollout to finish.
+    #[arg(long, help_heading = "Behaviour")]
+    pub wait: bool,
+
+    /// How long --wait waits, e.g. 5m.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "5m",
+          help_heading = "Behaviour")]
+    pub timeout: Duration,
+
+    /// More detail on stderr (requests and retries); never prints credentials.
+    #[arg(short = 'v', long, action = clap::ArgAction::Count, help_heading = "Output")]
+    pub verbose: u8,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    /// A coloured diff for people.
+    Diff,
+    /// The plan as JSON (schema in the README).
+    Json,
+    /// The plan as YAML (same schema as JSON).
+    Yaml,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    Auto,
+    Always,
+    Never,
+}
+
+impl Cli {
+    pub fn try_parse_args<I, T>(args: I) -> Result<Cli, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<OsString> + Clone,
+    {
+        <Cli as Parser>::try_parse_from(args)
+    }
+}
+
+/// Parses kubectl-style durations: a bare integer is seconds; otherwise a Go duration such as
+/// `1h30m`, `90s`, `500ms`, `1.5s`. `0` means no bound.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    if t.is_empty() {
+        return Err("empty duration; use e.g. 30s, 2m or 1h".into());
+    }
+    if let Ok(secs) = t.parse::<u64>() {
+        return Ok(Duration::from_secs(secs));
+    }
+    let mut total = 0f64;
+    let mut rest = t;
+    while !rest.is_empty() {
+        let num_end = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let (num, tail) = rest.split_at(num_end);
+        let value: f64 = num
+            .parse()
+            .map_err(|_| format!("invalid duration {text:?}; use e.g. 30s, 2m or 1h"))?;
+        let unit_end = tail
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(tail.len());
+        let (unit, next) = tail.split_at(unit_end);
+        let scale = match unit {
+            "ns" => 1e-9,
+            "us" | "µs" => 1e-6,
+            "ms" => 1e-3,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            _ => {
+                return Err(format!(
+                    "invalid duration {text:?}: unknown unit {unit:?}; use ms, s, m or h"
+                ));
+            }
+        };
+        total += value * scale;
+        rest = next;
+    }
+    if !total.is_finite() || total > 1e9 {
+        return Err(format!("duration {text:?} is too long"));
+    }
+    Ok(Duration::from_secs_f64(total))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse_like_kubectl() {
+        assert_eq!(parse_duration("10"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
+        assert_eq!(parse_duration("1m30s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
+        assert!(parse_duration("10 parsecs").is_err());
+        assert!(parse_duration("s").is_err());
+        assert!(parse_duration("").is_err());
+    }
+
+    #[test]
+    fn usage_says_kubectl_appupdate() {
+        use clap::CommandFactory;
+        let help = Cli::command().render_usage().to_string();
+        assert!(help.contains("kubectl appupdate"), "{help}");
+    }
+
+    #[test]
+    fn endpoint_config_is_an_alias() {
+        let cli = Cli::try_parse_args(["kubectl-appupdate", "web", "--endpoint-config", "e.yaml"])
+            .unwrap();
+        assert_eq!(cli.update.endpoints, Some(PathBuf::from("e.yaml")));
+    }
+
+    #[test]
+    fn completion_is_a_subcommand_and_name_is_required_otherwise() {
+        let cli = Cli::try_parse_args(["kubectl-appupdate", "completion", "bash"]).unwrap();
+        assert!(matches!(cli.command, Some(Command::Completion { .. })));
+        assert!(Cli::try_parse_args(["kubectl-appupdate", "--image", "x"]).is_err());
+    }
+}

@@ -1,0 +1,253 @@
+//! The only module that sends requests. Objects travel as raw JSON (`serde_json::Value`), so a
+//! field this binary's API types do not know is never dropped; writes are patches, creates and
+//! deletes with preconditions, never a typed read-modify-write.
+
+use std::time::{Duration, Instant};
+
+use kube::core::Request;
+use kube::core::params::{GetParams, ListParams, Patch, PatchParams, PostParams};
+use serde_json::Value;
+
+use crate::kube_context::Connection;
+use crate::plan::{Kind, PatchType};
+
+/// The field manager recorded in managedFields for our writes.
+pub const FIELD_MANAGER: &str = "kubectl-appupdate";
+
+/// A request failed: the kube error, or our own `--request-timeout` bound.
+#[derive(Debug, thiserror::Error)]
+pub enum RequestError {
+    #[error(transparent)]
+    Kube(#[from] kube::Error),
+    #[error("the request timed out after {0:?} (--request-timeout)")]
+    Timeout(Duration),
+}
+
+impl RequestError {
+    /// The API status code, when the server answered with one.
+    pub fn status_code(&self) -> Option<u16> {
+        match self {
+            RequestError::Kube(kube::Error::Api(s)) => Some(s.code),
+            _ => None,
+        }
+    }
+
+    /// The API status reason (`Conflict`, `AlreadyExists`, `NotFound`…).
+    pub fn reason(&self) -> Option<&str> {
+        match self {
+            RequestError::Kube(kube::Error::Api(s)) => Some(s.reason.as_str()),
+            _ => None,
+        }
+    }
+
+    pub fn is_not_found(&self) -> bool {
+        self.status_code() == Some(404)
+    }
+
+    /// A resourceVersion or uid precondition failed: someone else wrote first.
+    pub fn is_conflict(&self) -> bool {
+        self.status_code() == Some(409) && self.reason() == Some("Conflict")
+    }
+
+    pub fn is_already_exists(&self) -> bool {
+        self.status_code() == Some(409) && self.reason() == Some("AlreadyExists")
+    }
+}
+
+/// A client bound to one namespace, with the run's timeout and verbosity.
+#[derive(Clone)]
+pub struct Cluster {
+    pub conn: Connection,
+    pub verbose: bool,
+}
+
+fn collection_path(kind: Kind, namespace: &str) -> String {
+    format!(
+        "/apis/{}/{}/namespaces/{}/{}",
+        kind.group(),
+        kind.version(),
+        namespace,
+        kind.plural()
+    )
+}
+
+impl Cluster {
+    pub fn new(conn: Connection, verbose: bool) -> Cluster {
+        Cluster { conn, verbose }
+    }
+
+    pub fn namespace(&self) -> &str {
+        &self.conn.namespace
+    }
+
+    async fn send(&self, what: &str, req: http::Request<Vec<u8>>) -> Result<Value, RequestError> {
+        let started = Instant::now();
+        let method = req.method().clone();
+        let uri = req.uri().to_string();
+        let fut = self.conn.client.request::<Value>(req);
+        let result = match self.conn.request_timeout {
+            Some(t) => match tokio::time::timeout(t, fut).await {
+                Ok(r) => r.map_err(RequestError::from),
+                Err(_) => Err(RequestError::Timeout(t)),
+            },
+            None => fut.await.map_err(RequestError::from),
+        };
+        if self.verbose {
+            let outcome = match &result {
+                Ok(_) => "ok".to_owned(),
+                Err(e) => match e.status_code() {
+                    Some(code) => format!("{code} {}", e.reason().unwrap_or_default()),
+                    None => "failed".to_owned(),
+                },
+            };
+            #[allow(clippy::print_stderr)]
+            {
+                eprintln!(
+                    "  {method} {uri} ({what}): {outcome} in {} ms",
+                    started.elapsed().as_millis()
+                );
+            }
+        }
+        result
+    }
+
+    fn build(
+        r: Result<http::Request<Vec<u8>>, kube::core::request::Error>,
+    ) -> Result<http::Request<Vec<u8>>, RequestError> {
+        r.map_err(|e| RequestError::Kube(kube::Error::BuildRequest(e)))
+    }
+
+    /// GET one object; `Ok(None)` when it does not exist.
+    pub async fn get(&self, kind: Kind, name: &str) -> Result<Option<Value>, RequestError> {
+        let req = Self::build(
+            Request::new(collection_path(kind, self.namespace())).get(name, &GetParams::default()),
+        )?;
+        match self.send("read", req).await {
+            Ok(v) => Ok(Some(v)),
+            Err(e) if e.is_not_found() => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// GET the Service `name` (core group).
+    pub async fn get_service(&self, name: &str) -> Result<Option<Value>, RequestError> {
+        let path = format!("/api/v1/namespaces/{}/services", self.namespace());
+        let req = Self::build(Request::new(path).get(name, &GetParams::default()))?;
+        match self.send("read", req).await {
+            Ok(v) => Ok(Some(v)),
+            Err(e) if e.is_not_found() => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// LIST objects of `kind` matching a label selector; items come without kind/apiVersion.
+    pub async fn list(&self, kind: Kind, label_selector: &str) -> Result<Vec<Value>, RequestError> {
+        let lp = ListParams::default().labels(label_selector);
+        let req = Self::build(Request::new(collection_path(kind, self.namespace())).list(&lp))?;
+        let list = self.send("list", req).await?;
+        let items = match list.get("items") {
+            Some(Value::Array(items)) => items.clone(),
+            _ => Vec::new(),
+        };
+        Ok(items
+            .into_iter()
+            .map(|mut item| {
+                if let Value::Object(m) = &mut item {
+                    m.entry("apiVersion")
+                        .or_insert_with(|| Value::String(kind.api_version().into()));
+                    m.entry("kind")
+                        .or_insert_with(|| Value::String(kind.to_string()));
+                }
+                item
+            })
+            .collect())
+    }
+
+    /// PATCH with `metadata.resourceVersion` in the body as the precondition.
+    pub async fn patch(
+        &self,
+        kind: Kind,
+        name: &str,
+        patch_type: PatchType,
+        body: &Value,
+        resource_version: &str,
+        dry_run: bool,
+    ) -> Result<Value, RequestError> {
+        let mut body = body.clone();
+        if let Value::Object(m) = &mut body {
+            let meta = m
+                .entry("metadata")
+                .or_insert_with(|| Value::Object(Default::default()));
+            if let Value::Object(meta) = meta {
+                meta.insert(
+                    "resourceVersion".into(),
+                    Value::String(resource_version.into()),
+                );
+            }
+        }
+        let pp = PatchParams {
+            dry_run,
+            field_manager: Some(FIELD_MANAGER.into()),
+            ..Default::default()
+        };
+        let patch = match patch_type {
+            PatchType::Merge => Patch::Merge(body),
+            PatchType::Strategic => Patch::Strategic(body),
+        };
+        let req = Self::build(
+            Request::new(collection_path(kind, self.namespace())).patch(name, &pp, &patch),
+        )?;
+        self.send(if dry_run { "dry-run patch" } else { "patch" }, req)
+            .await
+    }
+
+    /// POST a new object.
+    pub async fn create(
+        &self,
+        kind: Kind,
+        body: &Value,
+        dry_run: bool,
+    ) -> Result<Value, RequestError> {
+        let pp = PostParams {
+            dry_run,
+            field_manager: Some(FIELD_MANAGER.into()),
+        };
+        let data =
+            serde_json::to_vec(body).map_err(|e| RequestError::Kube(kube::Error::SerdeError(e)))?;
+        let req =
+            Self::build(Request::new(collection_path(kind, self.namespace())).create(&pp, data))?;
+        self.send(if dry_run { "dry-run create" } else { "create" }, req)
+            .await
+    }
+
+    /// DELETE with uid and resourceVersion preconditions.
+    pub async fn delete(
+        &self,
+        kind: Kind,
+        name: &str,
+        uid: &str,
+        resource_version: &str,
+        dry_run: bool,
+    ) -> Result<Value, RequestError> {
+        // DeleteOptions in the body (preconditions) and dryRun both as the query parameter and
+        // in the body, as kubectl sends them; servers accept either.
+        let mut options = serde_json::json!({
+            "kind": "DeleteOptions",
+            "apiVersion": "v1",
+            "preconditions": { "uid": uid, "resourceVersion": resource_version },
+        });
+        let mut url = format!("{}/{}", collection_path(kind, self.namespace()), name);
+        if dry_run {
+            options["dryRun"] = serde_json::json!(["All"]);
+            url.push_str("?dryRun=All");
+        }
+        let body = serde_json::to_vec(&options)
+            .map_err(|e| RequestError::Kube(kube::Error::SerdeError(e)))?;
+        let req = http::Request::delete(url)
+            .header(http::header::CONTENT_TYPE, "application/json")
+            .body(body)
+            .map_err(|e| RequestError::Kube(kube::Error::HttpError(e)))?;
+        self.send(if dry_run { "dry-run delete" } else { "delete" }, req)
+            .await
+    }
+}

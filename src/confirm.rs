@@ -1,0 +1,38 @@
+//! Asking once before writing. The question goes to stderr and the answer comes from the
+//! terminal (stdin when it is one, else /dev/tty), never from piped stdin. Default: No.
+
+use std::io;
+
+use dialoguer::Confirm;
+use dialoguer::theme::{ColorfulTheme, SimpleTheme, Theme};
+
+/// The user's answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Answer {
+    Yes,
+    No,
+    /// Ctrl-C at the prompt.
+    Interrupted,
+}
+
+/// Asks `question` on the terminal; the user types y or n and Enter (Enter alone is No).
+/// Blocking: run it on a blocking thread.
+pub fn ask(question: &str, color: bool) -> io::Result<Answer> {
+    let term = console::Term::stderr();
+    let colorful = ColorfulTheme::default();
+    let theme: &dyn Theme = if color { &colorful } else { &SimpleTheme };
+    let result = Confirm::with_theme(theme)
+        .with_prompt(question)
+        .default(false)
+        .wait_for_newline(true)
+        .interact_on(&term);
+    let _ = term.show_cursor();
+    match result {
+        Ok(true) => Ok(Answer::Yes),
+        Ok(false) => Ok(Answer::No),
+        Err(dialoguer::Error::IO(e)) if e.kind() == io::ErrorKind::Interrupted => {
+            Ok(Answer::Interrupted)
+        }
+        Err(dialoguer::Error::IO(e)) => Err(e),
+    }
+}

@@ -1,0 +1,186 @@
+//! One error type for the whole run, mapped to exit codes in one place.
+//!
+//! Every variant renders as one line that says what went wrong, where (object, namespace,
+//! context, file:line or flag) and what to do. No variant ever carries credentials: kube and
+//! kubeconfig errors are translated here, never printed raw.
+
+use std::fmt;
+
+/// Exit codes, documented in `--help` and the README.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExitCode {
+    /// Success, or nothing to change.
+    Ok = 0,
+    /// Failed before any write: nothing was changed.
+    Failed = 1,
+    /// Changes pending (only with `--detailed-exitcode`).
+    Changes = 2,
+    /// Bad flags or input: nothing was changed.
+    Usage = 3,
+    /// Not confirmed: nothing was changed.
+    NotConfirmed = 4,
+    /// The approved-diff guard stopped the run.
+    GuardTripped = 5,
+    /// Failed after some writes: the state is mixed.
+    Partial = 6,
+    /// Interrupted by SIGINT.
+    Interrupted = 130,
+    /// Terminated by SIGTERM.
+    Terminated = 143,
+}
+
+impl ExitCode {
+    pub fn code(self) -> i32 {
+        self as i32
+    }
+}
+
+/// What a failed request was trying to do, for messages like
+/// `cannot patch deployments.apps "web" in namespace "shop" (context "prod")`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Target {
+    /// kubectl-style reference, e.g. `deployment.apps/web`, or `ingresses.networking.k8s.io`
+    /// for a list.
+    pub reference: String,
+    pub namespace: String,
+    pub context: String,
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} in namespace {:?} (context {:?})",
+            self.reference, self.namespace, self.context
+        )
+    }
+}
+
+/// Everything that can stop a run.
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    /// Bad flags or flag combinations.
+    #[error("{0}")]
+    Usage(String),
+    /// Bad input file or value (endpoints file, image reference…).
+    #[error("{0}")]
+    Input(String),
+    /// The kubeconfig cannot be used.
+    #[error("{0}")]
+    Kubeconfig(String),
+    /// The requested change does not fit the live state (min > live max, container choice…).
+    #[error("{0}")]
+    Plan(String),
+    /// The cluster could not be reached or answered with an error, before any write.
+    #[error("{0}")]
+    Cluster(String),
+    /// The user said no, or could not be asked.
+    #[error("{0}")]
+    NotConfirmed(String),
+    /// Interrupted by a signal.
+    #[error("{0}")]
+    Interrupted(String, ExitCode),
+    /// Writing the output failed (e.g. a closed pipe).
+    #[error("cannot write output: {0}")]
+    Output(#[from] std::io::Error),
+}
+
+impl AppError {
+    pub fn exit_code(&self) -> ExitCode {
+        match self {
+            AppError::Usage(_) | AppError::Input(_) | AppError::Kubeconfig(_) => ExitCode::Usage,
+            AppError::Plan(_) => ExitCode::Usage,
+            AppError::Cluster(_) | AppError::Output(_) => ExitCode::Failed,
+            AppError::NotConfirmed(_) => ExitCode::NotConfirmed,
+            AppError::Interrupted(_, code) => *code,
+        }
+    }
+}
+
+/// Describes a kube client error in the user's language, naming the operation and the target.
+/// `verb` is the RBAC verb (get, list, patch, create, delete).
+pub fn describe_kube_error(err: &kube::Error, verb: &str, target: &Target) -> String {
+    match err {
+        kube::Error::Api(status) => describe_status(status, verb, target),
+        other => describe_transport_error(other, target),
+    }
+}
+
+fn describe_status(status: &kube::core::Status, verb: &str, target: &Target) -> String {
+    let reason = status.reason.as_str();
+    let msg = one_line(&status.message);
+    match (status.code, reason) {
+        (404, _) => format!(
+            "{} not found in namespace {:?} (context {:?}); check the name and -n/--namespace",
+            target.reference, target.namespace, target.context
+        ),
+        (401, _) => format!(
+            "the cluster rejected the credentials of context {:?} (401 Unauthorized); \
+             log in again or check the kubeconfig user",
+            target.context
+        ),
+        (403, _) => format!(
+            "forbidden: you cannot {verb} {} in namespace {:?} (context {:?}): {msg}",
+            target.reference, target.namespace, target.context
+        ),
+        (409, "Conflict") => format!(
+            "conflict on {target}: it was modified concurrently and the retries are exhausted; run again to see the new state"
+        ),
+        (409, "AlreadyExists") => format!("{} already exists: {msg}", target),
+        (422, _) => format!("the cluster rejected the change to {target}: {msg}"),
+        (code, _) => format!(
+            "cannot {verb} {target}: the cluster answered {code}{}: {msg}",
+            if reason.is_empty() {
+                String::new()
+            } else {
+                format!(" {reason}")
+            }
+        ),
+    }
+}
+
+fn describe_transport_error(err: &kube::Error, target: &Target) -> String {
+    // Walk the source chain for the most telling cause without printing request details.
+    let mut chain = Vec::new();
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    while let Some(e) = cur {
+        chain.push(e.to_string());
+        cur = e.source();
+    }
+    let all = chain.join(": ").to_lowercase();
+    let what = if all.contains("connection refused") {
+        "connection refused".to_owned()
+    } else if all.contains("timed out") || all.contains("timeout") || all.contains("elapsed") {
+        "the request timed out".to_owned()
+    } else if all.contains("certificate") || all.contains("tls") || all.contains("handshake") {
+        format!("TLS failure ({})", last_cause(&chain))
+    } else if all.contains("dns") || all.contains("lookup") || all.contains("resolve") {
+        format!("cannot resolve the server name ({})", last_cause(&chain))
+    } else if matches!(err, kube::Error::Auth(_)) {
+        format!("cannot get credentials ({})", last_cause(&chain))
+    } else if all.contains("connection reset")
+        || all.contains("connection closed")
+        || all.contains("incomplete message")
+        || all.contains("broken pipe")
+    {
+        "the connection was closed before the response arrived".to_owned()
+    } else {
+        last_cause(&chain)
+    };
+    format!(
+        "cannot reach the cluster of context {:?} for {}: {what}",
+        target.context, target.reference
+    )
+}
+
+fn last_cause(chain: &[String]) -> String {
+    chain
+        .last()
+        .map(|s| one_line(s))
+        .unwrap_or_else(|| "unknown error".into())
+}
+
+/// Collapses whitespace so every message stays on one line.
+pub fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}

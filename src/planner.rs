@@ -1,0 +1,94 @@
+//! Requested updates + live state → [`Plan`]. Pure: builds one updater per object the run may
+//! touch and asks each for its change against the live object.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+use std::sync::Arc;
+
+use crate::endpoints_file::EndpointsFile;
+use crate::ingress_planner;
+use crate::live_state::{LiveState, Needs};
+use crate::plan::{Plan, PlanError, Planned, Updater};
+use crate::updaters::{AutoscalerUpdate, AutoscalerUpdater, ContainerUpdate, DeploymentUpdater};
+
+/// What the user asked for, independent of where it came from.
+#[derive(Clone, Debug)]
+pub struct UpdateRequest<'a> {
+    pub app: &'a str,
+    pub namespace: &'a str,
+    pub context: &'a str,
+    pub container: Option<&'a str>,
+    pub container_update: &'a ContainerUpdate,
+    pub autoscaler_update: &'a AutoscalerUpdate,
+    pub endpoints: Option<&'a EndpointsFile>,
+}
+
+impl UpdateRequest<'_> {
+    /// The live objects this request needs to read.
+    pub fn needs(&self) -> Needs {
+        Needs {
+            deployment: self.container_update.image.is_some(),
+            autoscaler: self.autoscaler_update.min_replicas.is_some()
+                || self.autoscaler_update.max_replicas.is_some(),
+            endpoints: self.endpoints.is_some(),
+        }
+    }
+}
+
+fn planned(
+    updater: Arc<dyn Updater>,
+    namespace: &str,
+    live: Option<&serde_json::Value>,
+) -> Result<Planned, PlanError> {
+    let change = updater.plan(namespace, live)?;
+    Ok(Planned { updater, change })
+}
+
+/// Builds the plan. Errors when a requested change does not fit the live state.
+pub fn build_plan(req: &UpdateRequest<'_>, live: &LiveState) -> Result<Plan, PlanError> {
+    let mut objects = Vec::new();
+    if req.container_update.image.is_some() {
+        let u = DeploymentUpdater {
+            name: req.app.to_owned(),
+            container: req.container.map(str::to_owned),
+            update: req.container_update.clone(),
+        };
+        objects.push(planned(
+            Arc::new(u),
+            req.namespace,
+            live.deployment.as_ref(),
+        )?);
+    }
+    if req.needs().autoscaler {
+        let u = AutoscalerUpdater {
+            name: req.app.to_owned(),
+            update: req.autoscaler_update.clone(),
+        };
+        objects.push(planned(
+            Arc::new(u),
+            req.namespace,
+            live.autoscaler.as_ref(),
+        )?);
+    }
+    if let Some(file) = req.endpoints {
+        let service = live.service.as_ref().ok_or_else(|| PlanError::Missing {
+            reference: format!("service/{}", req.app),
+            namespace: req.namespace.to_owned(),
+        })?;
+        let port = ingress_planner::backend_port(service, req.app)?;
+        let inherited = ingress_planner::inherited_from(&live.ingresses);
+        let desired = ingress_planner::desired_ingresses(req.app, file, &port, &inherited)?;
+        for updater in ingress_planner::plan_ingresses(req.app, desired, &live.ingresses) {
+            let current = live
+                .ingresses
+                .iter()
+                .find(|i| i["metadata"]["name"].as_str() == Some(updater.name()));
+            objects.push(planned(updater, req.namespace, current)?);
+        }
+    }
+    Ok(Plan::new(
+        req.app.to_owned(),
+        req.namespace.to_owned(),
+        req.context.to_owned(),
+        objects,
+    ))
+}

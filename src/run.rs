@@ -1,0 +1,185 @@
+//! The run, start to finish: connect, read, plan, show, confirm, apply, report.
+
+use std::io::Write;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::apply::{self, ApplyOptions, InterruptFlag};
+use crate::cli::OutputFormat;
+use crate::cluster::Cluster;
+use crate::confirm::{self, Answer};
+use crate::diff_render::{self, RenderOptions};
+use crate::error::{AppError, ExitCode};
+use crate::kube_context;
+use crate::live_state;
+use crate::output;
+use crate::planner::{self, UpdateRequest};
+use crate::report::{self, Interruption, Outcome};
+use crate::settings::Settings;
+
+/// Whether writes have started: before that, a signal ends the run at once (nothing changed);
+/// after, the run stops starting new requests and reports.
+#[derive(Clone, Default)]
+struct Stage {
+    writing: Arc<AtomicBool>,
+}
+
+fn install_signal_handlers(flag: InterruptFlag, stage: Stage) -> Arc<tokio::sync::Notify> {
+    let notify = Arc::new(tokio::sync::Notify::new());
+    let n = notify.clone();
+    tokio::spawn(async move {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (Ok(mut int), Ok(mut term)) = (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+        ) else {
+            return;
+        };
+        let mut count = 0;
+        loop {
+            let which = tokio::select! {
+                _ = int.recv() => Interruption::Sigint,
+                _ = term.recv() => Interruption::Sigterm,
+            };
+            count += 1;
+            flag.raise(which);
+            let code = match which {
+                Interruption::Sigint => ExitCode::Interrupted,
+                Interruption::Sigterm => ExitCode::Terminated,
+            };
+            if !stage.writing.load(Ordering::SeqCst) {
+                let _ = console::Term::stderr().show_cursor();
+                crate::restore_terminal();
+                #[allow(clippy::print_stderr)]
+                {
+                    eprintln!("\ninterrupted: nothing was changed");
+                }
+                std::process::exit(code.code());
+            }
+            if count >= 2 {
+                #[allow(clippy::print_stderr)]
+                {
+                    eprintln!(
+                        "\ninterrupted again: exiting now; requests already sent may or may not have been applied — run again to see the state"
+                    );
+                }
+                std::process::exit(code.code());
+            }
+            #[allow(clippy::print_stderr)]
+            {
+                eprintln!(
+                    "\ninterrupt received: finishing the requests in flight, starting no new ones (interrupt again to exit at once)"
+                );
+            }
+            n.notify_one();
+        }
+    });
+    notify
+}
+
+/// Runs the update described by `settings`; returns the exit code, or an error to print.
+pub async fn run(settings: Settings) -> Result<ExitCode, AppError> {
+    let interrupt = InterruptFlag::default();
+    let stage = Stage::default();
+    let _notify = install_signal_handlers(interrupt.clone(), stage.clone());
+
+    let conn = kube_context::connect(&settings.cluster).await?;
+    let cluster = Cluster::new(conn, settings.verbose > 0);
+
+    let request = UpdateRequest {
+        app: &settings.app,
+        namespace: cluster.namespace(),
+        context: &cluster.conn.context,
+        container: settings.container.as_deref(),
+        container_update: &settings.container_update,
+        autoscaler_update: &settings.autoscaler_update,
+        endpoints: settings.endpoints.as_ref().map(|e| &e.file),
+    };
+    let live = live_state::read(&cluster, &settings.app, request.needs()).await?;
+    let plan = planner::build_plan(&request, &live).map_err(|e| AppError::Plan(e.to_string()))?;
+
+    let mut stdout = std::io::stdout().lock();
+    match settings.output {
+        OutputFormat::Diff => {
+            let opts = RenderOptions {
+                color: settings.color,
+                ..RenderOptions::default()
+            };
+            diff_render::render_plan(&mut stdout, &plan, &opts)?;
+        }
+        OutputFormat::Json => output::write_json(&mut stdout, &plan)?,
+        OutputFormat::Yaml => output::write_yaml(&mut stdout, &plan)?,
+    }
+    stdout.flush()?;
+    drop(stdout);
+
+    if !plan.has_changes() {
+        return Ok(ExitCode::Ok);
+    }
+    if settings.dry_run {
+        return Ok(if settings.detailed_exitcode {
+            ExitCode::Changes
+        } else {
+            ExitCode::Ok
+        });
+    }
+    if !settings.yes {
+        if !settings.can_prompt {
+            return Err(AppError::NotConfirmed(
+                "not applied: there is no terminal to ask for confirmation; pass --yes to apply without asking (nothing was changed)".into(),
+            ));
+        }
+        let summary = plan.summary();
+        let question = format!(
+            "Apply these changes to {} in namespace {} (context {})? {} to create, {} to update, {} to delete",
+            plan.app, plan.namespace, plan.context, summary.create, summary.update, summary.delete
+        );
+        let color = settings.color_stderr;
+        let answer = tokio::task::spawn_blocking(move || confirm::ask(&question, color))
+            .await
+            .map_err(|e| AppError::NotConfirmed(format!("the confirmation prompt failed: {e}")))?
+            .map_err(|e| AppError::NotConfirmed(format!("cannot ask for confirmation: {e}")))?;
+        match answer {
+            Answer::Yes => {}
+            Answer::No => {
+                return Err(AppError::NotConfirmed(
+                    "not applied: the changes were not confirmed (nothing was changed)".into(),
+                ));
+            }
+            Answer::Interrupted => {
+                return Err(AppError::Interrupted(
+                    "interrupted: nothing was changed".into(),
+                    ExitCode::Interrupted,
+                ));
+            }
+        }
+    }
+
+    stage.writing.store(true, Ordering::SeqCst);
+    let opts = ApplyOptions {
+        tries: settings.retries,
+        ..ApplyOptions::default()
+    };
+    let report = apply::apply(&cluster, &plan, opts, &interrupt).await;
+
+    let mut stdout = std::io::stdout().lock();
+    for (_, outcome) in &report.entries {
+        if let Outcome::Tripped {
+            fresh: Some(fresh), ..
+        } = outcome
+        {
+            writeln!(
+                stdout,
+                "The live object changed after the plan was shown. This is what would change now (not applied):"
+            )?;
+            let opts = RenderOptions {
+                color: settings.color,
+                ..RenderOptions::default()
+            };
+            diff_render::render_change(&mut stdout, fresh, &opts)?;
+        }
+    }
+    report::render_report(&mut stdout, &report, settings.color)?;
+    stdout.flush()?;
+    Ok(report.exit_code())
+}
