@@ -1,0 +1,568 @@
+//! `metadata.managedFields` for `Update` operations, following structured-merge-diff v4 and the
+//! API server's field manager: the set of fields an update added or changed (compared with the
+//! live object; with the zero object on create) is merged into the manager's entry, removed
+//! fields leave every entry, `status` and system metadata are never tracked, and an entry's time
+//! moves only when the update changed something.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value, json};
+
+use crate::schema::{self, L, T};
+
+/// A set of field paths (structured-merge-diff `fieldpath.Set`) as a tree; child keys are the
+/// FieldsV1 path elements (`f:name`, `k:{"name":"web"}`, `v:"x"`).
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Set {
+    member: bool,
+    children: BTreeMap<String, Set>,
+}
+
+impl Set {
+    pub fn is_empty(&self) -> bool {
+        !self.member && self.children.is_empty()
+    }
+
+    fn insert(&mut self, path: &[String]) {
+        match path.split_first() {
+            None => self.member = true,
+            Some((first, rest)) => self.children.entry(first.clone()).or_default().insert(rest),
+        }
+    }
+
+    pub fn union(&self, other: &Set) -> Set {
+        let mut out = self.clone();
+        out.member |= other.member;
+        for (k, v) in &other.children {
+            let merged = match out.children.get(k) {
+                Some(mine) => mine.union(v),
+                None => v.clone(),
+            };
+            out.children.insert(k.clone(), merged);
+        }
+        out
+    }
+
+    /// Members of `self` that are not members of `other` (non-recursive).
+    pub fn difference(&self, other: &Set) -> Set {
+        let mut out = Set {
+            member: self.member && !other.member,
+            children: BTreeMap::new(),
+        };
+        for (k, v) in &self.children {
+            let d = match other.children.get(k) {
+                Some(o) => v.difference(o),
+                None => v.clone(),
+            };
+            if !d.is_empty() {
+                out.children.insert(k.clone(), d);
+            }
+        }
+        out
+    }
+
+    pub fn intersection(&self, other: &Set) -> Set {
+        let mut out = Set {
+            member: self.member && other.member,
+            children: BTreeMap::new(),
+        };
+        for (k, v) in &self.children {
+            if let Some(o) = other.children.get(k) {
+                let i = v.intersection(o);
+                if !i.is_empty() {
+                    out.children.insert(k.clone(), i);
+                }
+            }
+        }
+        out
+    }
+
+    /// Remove every member of `other` together with everything below it.
+    pub fn recursive_difference(&self, other: &Set) -> Set {
+        if other.member {
+            return Set::default();
+        }
+        let mut out = Set {
+            member: self.member,
+            children: BTreeMap::new(),
+        };
+        for (k, v) in &self.children {
+            let d = match other.children.get(k) {
+                Some(o) => v.recursive_difference(o),
+                None => v.clone(),
+            };
+            if !d.is_empty() {
+                out.children.insert(k.clone(), d);
+            }
+        }
+        out
+    }
+
+    pub fn to_fields_v1(&self) -> Value {
+        let mut m = Map::new();
+        if self.member && !self.children.is_empty() {
+            m.insert(".".into(), json!({}));
+        }
+        for (k, v) in &self.children {
+            m.insert(k.clone(), v.to_fields_v1());
+        }
+        Value::Object(m)
+    }
+
+    pub fn from_fields_v1(v: &Value) -> Option<Set> {
+        let obj = v.as_object()?;
+        let mut s = Set::default();
+        for (k, child) in obj {
+            if k == "." {
+                s.member = true;
+                continue;
+            }
+            let mut c = Set::from_fields_v1(child)?;
+            if c.children.is_empty() {
+                c.member = true;
+            }
+            s.children.insert(k.clone(), c);
+        }
+        Some(s)
+    }
+
+    fn path(elems: &[&str]) -> Set {
+        let mut s = Set::default();
+        let p: Vec<String> = elems.iter().map(|e| e.to_string()).collect();
+        s.insert(&p);
+        s
+    }
+}
+
+#[derive(Default)]
+struct Comparison {
+    added: Set,
+    modified: Set,
+    removed: Set,
+}
+
+/// The `k:`/`v:` path element of a list item.
+fn item_element(strategy: &L, item: &Value) -> Option<String> {
+    match strategy {
+        L::Set => Some(format!("v:{}", serde_json::to_string(item).ok()?)),
+        L::Map { keys, .. } => {
+            let mut names: Vec<&&str> = keys.iter().collect();
+            names.sort();
+            let mut m = Map::new();
+            for k in names {
+                if let Some(v) = item.get(*k) {
+                    m.insert((*k).to_string(), v.clone());
+                }
+            }
+            if m.is_empty() {
+                return None;
+            }
+            Some(format!(
+                "k:{}",
+                serde_json::to_string(&Value::Object(m)).ok()?
+            ))
+        }
+        L::Atomic => None,
+    }
+}
+
+type FieldTypeFn<'a> = Box<dyn Fn(&str) -> Option<&'static T> + 'a>;
+
+fn compare(
+    lhs: Option<&Value>,
+    rhs: Option<&Value>,
+    ty: &T,
+    path: &mut Vec<String>,
+    out: &mut Comparison,
+) {
+    if lhs.is_none() && rhs.is_none() {
+        return;
+    }
+    let leaf = |out: &mut Comparison, path: &Vec<String>| match (lhs, rhs) {
+        (None, Some(_)) => out.added.insert(path),
+        (Some(_), None) => out.removed.insert(path),
+        (Some(a), Some(b)) if a != b => out.modified.insert(path),
+        _ => {}
+    };
+    let mut in_leaf = false;
+    match ty {
+        T::Obj(_) | T::Map(..) => {
+            let (atomic, field_ty): (bool, FieldTypeFn) = match ty {
+                T::Obj(i) => {
+                    let td = schema::type_def(*i);
+                    (
+                        td.atomic,
+                        Box::new(move |k: &str| td.field(k).map(|f| &f.ty)),
+                    )
+                }
+                T::Map(item, atomic) => (*atomic, Box::new(move |_k: &str| Some(*item))),
+                _ => (true, Box::new(|_k: &str| None)),
+            };
+            let lm = lhs.and_then(Value::as_object);
+            let rm = rhs.and_then(Value::as_object);
+            let empty = |m: Option<&Map<String, Value>>| m.is_none_or(Map::is_empty);
+            if atomic || (empty(lm) && empty(rm)) {
+                leaf(out, path);
+                in_leaf = true;
+            } else {
+                let mut keys: Vec<&String> = Vec::new();
+                for m in [lm, rm].into_iter().flatten() {
+                    for k in m.keys() {
+                        if !keys.contains(&k) {
+                            keys.push(k);
+                        }
+                    }
+                }
+                for k in keys {
+                    let Some(fty) = field_ty(k) else { continue };
+                    path.push(format!("f:{k}"));
+                    compare(
+                        lm.and_then(|m| m.get(k)),
+                        rm.and_then(|m| m.get(k)),
+                        fty,
+                        path,
+                        out,
+                    );
+                    path.pop();
+                }
+            }
+        }
+        T::List(item, strategy) => {
+            let la = lhs.and_then(Value::as_array);
+            let ra = rhs.and_then(Value::as_array);
+            let empty = |a: Option<&Vec<Value>>| a.is_none_or(Vec::is_empty);
+            if matches!(strategy, L::Atomic) || (empty(la) && empty(ra)) {
+                leaf(out, path);
+                in_leaf = true;
+            } else {
+                let mut elems: Vec<(String, Option<&Value>, Option<&Value>)> = Vec::new();
+                for (side, arr) in [(0, la), (1, ra)] {
+                    for it in arr.into_iter().flatten() {
+                        let Some(pe) = item_element(strategy, it) else {
+                            continue;
+                        };
+                        match elems.iter_mut().find(|(p, _, _)| *p == pe) {
+                            Some(e) => {
+                                if side == 0 {
+                                    e.1.get_or_insert(it);
+                                } else {
+                                    e.2.get_or_insert(it);
+                                }
+                            }
+                            None => elems.push((
+                                pe,
+                                (side == 0).then_some(it),
+                                (side == 1).then_some(it),
+                            )),
+                        }
+                    }
+                }
+                for (pe, l, r) in elems {
+                    path.push(pe);
+                    compare(l, r, item, path, out);
+                    path.pop();
+                }
+            }
+        }
+        _ => {
+            leaf(out, path);
+            in_leaf = true;
+        }
+    }
+    if !in_leaf {
+        if lhs.is_none() {
+            out.added.insert(path);
+        } else if rhs.is_none() {
+            out.removed.insert(path);
+        }
+    }
+}
+
+/// One `managedFields` entry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    pub manager: String,
+    pub operation: String,
+    pub api_version: String,
+    pub time: String,
+    pub subresource: String,
+    pub set: Set,
+}
+
+impl Entry {
+    fn same_identity(
+        &self,
+        manager: &str,
+        operation: &str,
+        api_version: &str,
+        subresource: &str,
+    ) -> bool {
+        self.manager == manager
+            && self.operation == operation
+            && (operation == "Apply" || self.api_version == api_version)
+            && self.subresource == subresource
+    }
+
+    pub fn to_json(&self) -> Value {
+        let mut m = Map::new();
+        m.insert("manager".into(), json!(self.manager));
+        m.insert("operation".into(), json!(self.operation));
+        m.insert("apiVersion".into(), json!(self.api_version));
+        m.insert("time".into(), json!(self.time));
+        m.insert("fieldsType".into(), json!("FieldsV1"));
+        m.insert("fieldsV1".into(), self.set.to_fields_v1());
+        if !self.subresource.is_empty() {
+            m.insert("subresource".into(), json!(self.subresource));
+        }
+        Value::Object(m)
+    }
+}
+
+/// Decode `metadata.managedFields`; `None` when absent, empty or malformed (the server then
+/// keeps the live object's entries).
+pub fn decode(obj: &Value) -> Option<Vec<Entry>> {
+    let list = obj.get("metadata")?.get("managedFields")?.as_array()?;
+    if list.is_empty() {
+        return None;
+    }
+    let mut out = Vec::new();
+    for e in list {
+        if e.get("fieldsType").and_then(Value::as_str) != Some("FieldsV1") {
+            return None;
+        }
+        let s = |k: &str| e.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+        out.push(Entry {
+            manager: s("manager"),
+            operation: s("operation"),
+            api_version: s("apiVersion"),
+            time: s("time"),
+            subresource: s("subresource"),
+            set: Set::from_fields_v1(e.get("fieldsV1").unwrap_or(&json!({})))?,
+        });
+    }
+    Some(out)
+}
+
+fn strip_set() -> Set {
+    let mut s = Set::default();
+    for p in [
+        &["f:apiVersion"][..],
+        &["f:kind"],
+        &["f:metadata"],
+        &["f:metadata", "f:name"],
+        &["f:metadata", "f:namespace"],
+        &["f:metadata", "f:creationTimestamp"],
+        &["f:metadata", "f:selfLink"],
+        &["f:metadata", "f:uid"],
+        &["f:metadata", "f:clusterName"],
+        &["f:metadata", "f:generation"],
+        &["f:metadata", "f:managedFields"],
+        &["f:metadata", "f:resourceVersion"],
+    ] {
+        s = s.union(&Set::path(p));
+    }
+    s
+}
+
+fn without_managed_fields(v: &Value) -> Value {
+    let mut v = v.clone();
+    if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+        m.remove("managedFields");
+    }
+    v
+}
+
+/// What one update does to the managed fields.
+pub struct Update<'a> {
+    pub root_type: usize,
+    pub manager: &'a str,
+    pub api_version: &'a str,
+    /// `""` for the main resource, `"status"` for the status subresource.
+    pub subresource: &'a str,
+    pub now: &'a str,
+}
+
+/// Compute the new `managedFields` for `new` (canonical, replaced in place), given the live
+/// object (`None` on create: compared with the zero object).
+pub fn apply_update(u: &Update<'_>, live: Option<&Value>, new: &mut Value) {
+    let zero = schema::zero_struct(schema::type_def(u.root_type));
+    let live_clean = without_managed_fields(live.unwrap_or(&zero));
+    let base = decode(new)
+        .or_else(|| live.and_then(decode))
+        .unwrap_or_default();
+    let new_clean = without_managed_fields(new);
+    let mut cmp = Comparison::default();
+    compare(
+        Some(&live_clean),
+        Some(&new_clean),
+        &T::Obj(u.root_type),
+        &mut Vec::new(),
+        &mut cmp,
+    );
+    let changed = cmp.modified.union(&cmp.added);
+    let mut entries: Vec<Entry> = base
+        .into_iter()
+        .map(|mut e| {
+            e.set = e
+                .set
+                .difference(&e.set.intersection(&changed))
+                .difference(&cmp.removed);
+            e
+        })
+        .collect();
+    let ignored = if u.subresource == "status" {
+        // The status subresource only ever writes status.
+        let mut all = Set::default();
+        for f in ["f:metadata", "f:spec"] {
+            all = all.union(&Set::path(&[f]));
+        }
+        all
+    } else {
+        Set::path(&["f:status"])
+    };
+    let current = changed
+        .difference(&cmp.removed)
+        .recursive_difference(&ignored)
+        .difference(&strip_set());
+    if !current.is_empty() {
+        match entries
+            .iter_mut()
+            .find(|e| e.same_identity(u.manager, "Update", u.api_version, u.subresource))
+        {
+            Some(e) => {
+                e.set = e.set.union(&current);
+                e.time = u.now.to_string();
+                e.api_version = u.api_version.to_string();
+            }
+            None => entries.push(Entry {
+                manager: u.manager.to_string(),
+                operation: "Update".into(),
+                api_version: u.api_version.to_string(),
+                time: u.now.to_string(),
+                subresource: u.subresource.to_string(),
+                set: current,
+            }),
+        }
+    }
+    let strip = strip_set();
+    for e in &mut entries {
+        e.set = e.set.difference(&strip);
+    }
+    entries.retain(|e| !e.set.is_empty());
+    entries.sort_by(|a, b| {
+        a.operation
+            .cmp(&b.operation)
+            .then_with(|| {
+                let ta = crate::timefmt::parse_rfc3339(&a.time).unwrap_or(0);
+                let tb = crate::timefmt::parse_rfc3339(&b.time).unwrap_or(0);
+                ta.cmp(&tb)
+            })
+            .then_with(|| a.manager.cmp(&b.manager))
+            .then_with(|| a.api_version.cmp(&b.api_version))
+            .then_with(|| a.subresource.cmp(&b.subresource))
+    });
+    if let Some(meta) = new.get_mut("metadata").and_then(Value::as_object_mut) {
+        if entries.is_empty() {
+            meta.remove("managedFields");
+        } else {
+            meta.insert(
+                "managedFields".into(),
+                Value::Array(entries.iter().map(Entry::to_json).collect()),
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::schema::canonicalize;
+
+    fn fixture_deployment() -> Value {
+        canonicalize(
+            schema::DEPLOYMENT,
+            &json!({"metadata":{"name":"web","namespace":"fixtures","labels":{"app":"web"}},"spec":{"replicas":1,"selector":{"matchLabels":{"app":"web"}},"template":{"metadata":{"labels":{"app":"web"}},"spec":{"containers":[{"name":"web","image":"nginx:1.25","ports":[{"containerPort":80,"protocol":"TCP"}],"terminationMessagePath":"/dev/termination-log","terminationMessagePolicy":"File","imagePullPolicy":"IfNotPresent"}],"restartPolicy":"Always","terminationGracePeriodSeconds":30,"dnsPolicy":"ClusterFirst","securityContext":{},"schedulerName":"default-scheduler"}},"strategy":{"type":"RollingUpdate","rollingUpdate":{"maxUnavailable":"25%","maxSurge":"25%"}},"revisionHistoryLimit":10,"progressDeadlineSeconds":600}}),
+        )
+        .unwrap()
+        .value
+    }
+
+    #[test]
+    fn create_matches_recorded_fields_v1() {
+        let mut d = fixture_deployment();
+        let u = Update {
+            root_type: schema::DEPLOYMENT,
+            manager: "curl",
+            api_version: "apps/v1",
+            subresource: "",
+            now: "2026-11-30T11:48:25Z",
+        };
+        apply_update(&u, None, &mut d);
+        let want = json!({"f:metadata":{"f:labels":{".":{},"f:app":{}}},"f:spec":{"f:progressDeadlineSeconds":{},"f:replicas":{},"f:revisionHistoryLimit":{},"f:selector":{},"f:strategy":{"f:rollingUpdate":{".":{},"f:maxSurge":{},"f:maxUnavailable":{}},"f:type":{}},"f:template":{"f:metadata":{"f:labels":{".":{},"f:app":{}}},"f:spec":{"f:containers":{"k:{\"name\":\"web\"}":{".":{},"f:image":{},"f:imagePullPolicy":{},"f:name":{},"f:ports":{".":{},"k:{\"containerPort\":80,\"protocol\":\"TCP\"}":{".":{},"f:containerPort":{},"f:protocol":{}}},"f:resources":{},"f:terminationMessagePath":{},"f:terminationMessagePolicy":{}}},"f:dnsPolicy":{},"f:restartPolicy":{},"f:schedulerName":{},"f:securityContext":{},"f:terminationGracePeriodSeconds":{}}}}});
+        let mf = &d["metadata"]["managedFields"][0];
+        assert_eq!(mf["fieldsV1"], want);
+        assert_eq!(
+            serde_json::to_string(&mf["fieldsV1"]).unwrap(),
+            serde_json::to_string(&want).unwrap(),
+            "key order"
+        );
+    }
+
+    #[test]
+    fn noop_update_keeps_time_and_label_update_adds_field() {
+        let mut d = fixture_deployment();
+        let u = Update {
+            root_type: schema::DEPLOYMENT,
+            manager: "curl",
+            api_version: "apps/v1",
+            subresource: "",
+            now: "t1",
+        };
+        apply_update(&u, None, &mut d);
+        let live = d.clone();
+        let mut same = d.clone();
+        let u2 = Update {
+            now: "2026-12-01T00:00:00Z",
+            ..u
+        };
+        apply_update(&u2, Some(&live), &mut same);
+        assert_eq!(same, live);
+        let mut labelled = live.clone();
+        labelled["metadata"]["labels"]["team"] = json!("x");
+        apply_update(&u2, Some(&live), &mut labelled);
+        let mf = &labelled["metadata"]["managedFields"][0];
+        assert_eq!(mf["time"], json!("2026-12-01T00:00:00Z"));
+        assert!(
+            mf["fieldsV1"]["f:metadata"]["f:labels"]
+                .get("f:team")
+                .is_some()
+        );
+    }
+
+    #[test]
+    fn another_manager_takes_over_changed_fields() {
+        let mut d = fixture_deployment();
+        let u = Update {
+            root_type: schema::DEPLOYMENT,
+            manager: "curl",
+            api_version: "apps/v1",
+            subresource: "",
+            now: "2026-11-30T11:48:25Z",
+        };
+        apply_update(&u, None, &mut d);
+        let live = d.clone();
+        d["spec"]["replicas"] = json!(3);
+        let u2 = Update {
+            manager: "kubectl-appupdate",
+            now: "2026-11-30T11:49:00Z",
+            ..u
+        };
+        apply_update(&u2, Some(&live), &mut d);
+        let mf = d["metadata"]["managedFields"].as_array().unwrap();
+        assert_eq!(mf.len(), 2);
+        assert!(mf[0]["fieldsV1"]["f:spec"].get("f:replicas").is_none());
+        assert_eq!(mf[1]["manager"], json!("kubectl-appupdate"));
+        assert_eq!(mf[1]["fieldsV1"], json!({"f:spec":{"f:replicas":{}}}));
+    }
+}

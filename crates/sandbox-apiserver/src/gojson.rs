@@ -1,0 +1,392 @@
+//! JSON the way Go's encoding/json writes and rejects it: HTML-safe escaping (`<` → `\u003c`),
+//! a trailing newline after each document, and the scanner's syntax error texts
+//! (`unexpected end of JSON input`, `invalid character 'x' looking for beginning of value`).
+
+use std::io;
+
+use serde::Serialize;
+use serde_json::Value;
+use serde_json::ser::{CompactFormatter, Formatter, PrettyFormatter};
+
+struct GoEscape<F>(F);
+
+impl<F: Formatter> Formatter for GoEscape<F> {
+    fn write_string_fragment<W: ?Sized + io::Write>(
+        &mut self,
+        writer: &mut W,
+        fragment: &str,
+    ) -> io::Result<()> {
+        let mut start = 0;
+        for (i, c) in fragment.char_indices() {
+            let esc = match c {
+                '<' => "\\u003c",
+                '>' => "\\u003e",
+                '&' => "\\u0026",
+                '\u{2028}' => "\\u2028",
+                '\u{2029}' => "\\u2029",
+                _ => continue,
+            };
+            writer.write_all(&fragment.as_bytes()[start..i])?;
+            writer.write_all(esc.as_bytes())?;
+            start = i + c.len_utf8();
+        }
+        writer.write_all(&fragment.as_bytes()[start..])
+    }
+    fn begin_array<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.0.begin_array(w)
+    }
+    fn end_array<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.0.end_array(w)
+    }
+    fn begin_array_value<W: ?Sized + io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> io::Result<()> {
+        self.0.begin_array_value(w, first)
+    }
+    fn end_array_value<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.0.end_array_value(w)
+    }
+    fn begin_object<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.0.begin_object(w)
+    }
+    fn end_object<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.0.end_object(w)
+    }
+    fn begin_object_key<W: ?Sized + io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> io::Result<()> {
+        self.0.begin_object_key(w, first)
+    }
+    fn begin_object_value<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.0.begin_object_value(w)
+    }
+    fn end_object_value<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.0.end_object_value(w)
+    }
+}
+
+/// Encode like `json.NewEncoder(w).Encode(v)` (compact, newline-terminated) or, when `pretty`,
+/// like the API server's indented output.
+pub fn encode(v: &Value, pretty: bool) -> Vec<u8> {
+    let mut out = Vec::with_capacity(256);
+    let res = if pretty {
+        let mut ser = serde_json::Serializer::with_formatter(
+            &mut out,
+            GoEscape(PrettyFormatter::with_indent(b"  ")),
+        );
+        v.serialize(&mut ser)
+    } else {
+        let mut ser = serde_json::Serializer::with_formatter(&mut out, GoEscape(CompactFormatter));
+        v.serialize(&mut ser)
+    };
+    if res.is_err() {
+        out.clear();
+        out.extend_from_slice(b"{}");
+    }
+    out.push(b'\n');
+    out
+}
+
+/// Parse a request body, reporting syntax errors with Go's scanner messages.
+pub fn parse(body: &[u8]) -> Result<Value, String> {
+    if let Some(msg) = syntax_error(body) {
+        return Err(msg);
+    }
+    serde_json::from_slice(body).map_err(|e| e.to_string())
+}
+
+fn quote_char(c: u8) -> String {
+    match c {
+        b'\'' => "'\\''".into(),
+        b'"' => "'\"'".into(),
+        _ => {
+            let ch = char::from(c);
+            let q = match ch {
+                '\n' => "\\n".to_string(),
+                '\r' => "\\r".to_string(),
+                '\t' => "\\t".to_string(),
+                c if (c as u32) < 0x20 || c == '\u{7f}' => format!("\\x{:02x}", c as u32),
+                c => c.to_string(),
+            };
+            format!("'{q}'")
+        }
+    }
+}
+
+/// Go's `checkValid`: the first syntax error in `data`, if any.
+pub fn syntax_error(data: &[u8]) -> Option<String> {
+    let mut p = Scanner { data, i: 0 };
+    p.run().err()
+}
+
+struct Scanner<'a> {
+    data: &'a [u8],
+    i: usize,
+}
+
+const EOF: &str = "unexpected end of JSON input";
+
+impl Scanner<'_> {
+    fn skip_ws(&mut self) {
+        while self.i < self.data.len() && matches!(self.data[self.i], b' ' | b'\t' | b'\r' | b'\n')
+        {
+            self.i += 1;
+        }
+    }
+    fn peek(&self) -> Option<u8> {
+        self.data.get(self.i).copied()
+    }
+    fn err(c: u8, ctx: &str) -> String {
+        format!("invalid character {} {ctx}", quote_char(c))
+    }
+
+    fn run(&mut self) -> Result<(), String> {
+        self.value()?;
+        self.skip_ws();
+        match self.peek() {
+            None => Ok(()),
+            Some(c) => Err(Self::err(c, "after top-level value")),
+        }
+    }
+
+    fn value(&mut self) -> Result<(), String> {
+        self.skip_ws();
+        let Some(c) = self.peek() else {
+            return Err(EOF.into());
+        };
+        match c {
+            b'{' => {
+                self.i += 1;
+                self.skip_ws();
+                match self.peek() {
+                    None => return Err(EOF.into()),
+                    Some(b'}') => {
+                        self.i += 1;
+                        return Ok(());
+                    }
+                    Some(b'"') => {}
+                    Some(c) => {
+                        return Err(Self::err(c, "looking for beginning of object key string"));
+                    }
+                }
+                loop {
+                    self.string()?;
+                    self.skip_ws();
+                    match self.peek() {
+                        None => return Err(EOF.into()),
+                        Some(b':') => self.i += 1,
+                        Some(c) => return Err(Self::err(c, "after object key")),
+                    }
+                    self.value()?;
+                    self.skip_ws();
+                    match self.peek() {
+                        None => return Err(EOF.into()),
+                        Some(b',') => {
+                            self.i += 1;
+                            self.skip_ws();
+                            match self.peek() {
+                                None => return Err(EOF.into()),
+                                Some(b'"') => {}
+                                Some(c) => {
+                                    return Err(Self::err(
+                                        c,
+                                        "looking for beginning of object key string",
+                                    ));
+                                }
+                            }
+                        }
+                        Some(b'}') => {
+                            self.i += 1;
+                            return Ok(());
+                        }
+                        Some(c) => return Err(Self::err(c, "after object key:value pair")),
+                    }
+                }
+            }
+            b'[' => {
+                self.i += 1;
+                self.skip_ws();
+                match self.peek() {
+                    None => return Err(EOF.into()),
+                    Some(b']') => {
+                        self.i += 1;
+                        return Ok(());
+                    }
+                    _ => {}
+                }
+                loop {
+                    self.value()?;
+                    self.skip_ws();
+                    match self.peek() {
+                        None => return Err(EOF.into()),
+                        Some(b',') => self.i += 1,
+                        Some(b']') => {
+                            self.i += 1;
+                            return Ok(());
+                        }
+                        Some(c) => return Err(Self::err(c, "after array element")),
+                    }
+                }
+            }
+            b'"' => self.string(),
+            b'-' | b'0'..=b'9' => self.number(),
+            b't' => self.literal(b"true"),
+            b'f' => self.literal(b"false"),
+            b'n' => self.literal(b"null"),
+            c => Err(Self::err(c, "looking for beginning of value")),
+        }
+    }
+
+    fn literal(&mut self, lit: &[u8]) -> Result<(), String> {
+        let name = String::from_utf8_lossy(lit).to_string();
+        self.i += 1;
+        for &want in &lit[1..] {
+            match self.peek() {
+                None => return Err(EOF.into()),
+                Some(c) if c == want => self.i += 1,
+                Some(c) => {
+                    return Err(Self::err(
+                        c,
+                        &format!("in literal {name} (expecting {})", quote_char(want)),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn string(&mut self) -> Result<(), String> {
+        self.i += 1; // opening quote
+        loop {
+            let Some(c) = self.peek() else {
+                return Err(EOF.into());
+            };
+            self.i += 1;
+            match c {
+                b'"' => return Ok(()),
+                b'\\' => {
+                    let Some(e) = self.peek() else {
+                        return Err(EOF.into());
+                    };
+                    self.i += 1;
+                    match e {
+                        b'b' | b'f' | b'n' | b'r' | b't' | b'\\' | b'/' | b'"' => {}
+                        b'u' => {
+                            for _ in 0..4 {
+                                let Some(h) = self.peek() else {
+                                    return Err(EOF.into());
+                                };
+                                if !h.is_ascii_hexdigit() {
+                                    return Err(Self::err(
+                                        h,
+                                        "in \\u hexadecimal character escape",
+                                    ));
+                                }
+                                self.i += 1;
+                            }
+                        }
+                        other => return Err(Self::err(other, "in string escape code")),
+                    }
+                }
+                c if c < 0x20 => return Err(Self::err(c, "in string literal")),
+                _ => {}
+            }
+        }
+    }
+
+    fn number(&mut self) -> Result<(), String> {
+        if self.peek() == Some(b'-') {
+            self.i += 1;
+            match self.peek() {
+                None => return Err(EOF.into()),
+                Some(b'0'..=b'9') => {}
+                Some(c) => return Err(Self::err(c, "in numeric literal")),
+            }
+        }
+        if self.peek() == Some(b'0') {
+            self.i += 1;
+        } else {
+            while matches!(self.peek(), Some(b'0'..=b'9')) {
+                self.i += 1;
+            }
+        }
+        if self.peek() == Some(b'.') {
+            self.i += 1;
+            match self.peek() {
+                None => return Err(EOF.into()),
+                Some(b'0'..=b'9') => {}
+                Some(c) => return Err(Self::err(c, "after decimal point in numeric literal")),
+            }
+            while matches!(self.peek(), Some(b'0'..=b'9')) {
+                self.i += 1;
+            }
+        }
+        if matches!(self.peek(), Some(b'e' | b'E')) {
+            self.i += 1;
+            if matches!(self.peek(), Some(b'+' | b'-')) {
+                self.i += 1;
+            }
+            match self.peek() {
+                None => return Err(EOF.into()),
+                Some(b'0'..=b'9') => {}
+                Some(c) => return Err(Self::err(c, "in exponent of numeric literal")),
+            }
+            while matches!(self.peek(), Some(b'0'..=b'9')) {
+                self.i += 1;
+            }
+        }
+        // A number directly followed by garbage is reported by the enclosing context.
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn encodes_html_safe_with_newline() {
+        assert_eq!(
+            encode(&json!({"a":"<b>&"}), false),
+            b"{\"a\":\"\\u003cb\\u003e\\u0026\"}\n".to_vec()
+        );
+    }
+
+    #[test]
+    fn syntax_errors_read_like_go() {
+        assert_eq!(
+            syntax_error(br#"{"apiVersion":"apps/v1","#).as_deref(),
+            Some("unexpected end of JSON input")
+        );
+        assert_eq!(
+            syntax_error(b"").as_deref(),
+            Some("unexpected end of JSON input")
+        );
+        assert_eq!(
+            syntax_error(b"x").as_deref(),
+            Some("invalid character 'x' looking for beginning of value")
+        );
+        assert_eq!(
+            syntax_error(br#"{"a" 1}"#).as_deref(),
+            Some("invalid character '1' after object key")
+        );
+        assert_eq!(
+            syntax_error(br#"{"a":1 "b":2}"#).as_deref(),
+            Some("invalid character '\"' after object key:value pair")
+        );
+        assert_eq!(
+            syntax_error(b"{} x").as_deref(),
+            Some("invalid character 'x' after top-level value")
+        );
+        assert_eq!(
+            syntax_error(b"tru ").as_deref(),
+            Some("invalid character ' ' in literal true (expecting 'e')")
+        );
+        assert_eq!(syntax_error(br#"{"a":[1,2]}"#), None);
+    }
+}
