@@ -1,0 +1,158 @@
+//! Shared harness: a sandbox API server per test, a kubeconfig written for it, and the real
+//! `kubectl-appupdate` binary run with a scrubbed environment.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use assert_cmd::Command;
+use sandbox_apiserver::{Sandbox, SandboxOptions};
+use serde_json::Value;
+
+pub const NS: &str = "shop";
+pub const APP: &str = "web";
+
+pub struct Env {
+    pub sb: Sandbox,
+    pub dir: tempfile::TempDir,
+    pub kubeconfig: PathBuf,
+}
+
+impl Env {
+    /// A TLS sandbox with the demo application `web` in namespace `shop`.
+    pub fn new() -> Env {
+        Env::with_options(SandboxOptions::default())
+    }
+
+    pub fn with_options(opts: SandboxOptions) -> Env {
+        let sb = Sandbox::start(opts).expect("sandbox starts");
+        sb.seed_demo_app(NS, APP);
+        let dir = tempfile::tempdir().expect("temp dir");
+        let kubeconfig = dir.path().join("kubeconfig");
+        sb.write_kubeconfig(&kubeconfig, NS)
+            .expect("kubeconfig written");
+        Env {
+            sb,
+            dir,
+            kubeconfig,
+        }
+    }
+
+    /// The plugin with `--kubeconfig` and a scrubbed environment (no KUBECONFIG, HOME, colour
+    /// or terminal variables).
+    pub fn cmd(&self) -> Command {
+        let mut c = plugin();
+        c.arg("--kubeconfig").arg(&self.kubeconfig);
+        c
+    }
+
+    pub fn run(&self, args: &[&str]) -> Output {
+        let mut c = self.cmd();
+        c.args(args);
+        c.output().expect("binary runs")
+    }
+
+    pub fn deployment(&self) -> Value {
+        self.sb
+            .get(&format!("/apis/apps/v1/namespaces/{NS}/deployments/{APP}"))
+            .expect("deployment exists")
+    }
+
+    pub fn hpa(&self) -> Value {
+        self.sb
+            .get(&format!(
+                "/apis/autoscaling/v2/namespaces/{NS}/horizontalpodautoscalers/{APP}"
+            ))
+            .expect("hpa exists")
+    }
+
+    pub fn image(&self) -> String {
+        self.deployment()["spec"]["template"]["spec"]["containers"][0]["image"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    }
+
+    pub fn bounds(&self) -> (i64, i64) {
+        let h = self.hpa();
+        (
+            h["spec"]["minReplicas"].as_i64().unwrap_or(-1),
+            h["spec"]["maxReplicas"].as_i64().unwrap_or(-1),
+        )
+    }
+
+    pub fn ingresses(&self) -> Vec<Value> {
+        self.sb.list(&format!(
+            "/apis/networking.k8s.io/v1/namespaces/{NS}/ingresses"
+        ))
+    }
+
+    /// Writes sent by clients (not dry runs), from the request log.
+    pub fn writes(&self) -> Vec<sandbox_apiserver::LoggedRequest> {
+        self.sb
+            .requests()
+            .into_iter()
+            .filter(|r| {
+                !r.dry_run
+                    && r.user == "admin"
+                    && matches!(r.method.as_str(), "POST" | "PUT" | "PATCH" | "DELETE")
+            })
+            .collect()
+    }
+
+    pub fn write_file(&self, name: &str, text: &str) -> PathBuf {
+        let p = self.dir.path().join(name);
+        std::fs::write(&p, text).expect("file written");
+        p
+    }
+}
+
+/// The binary with a scrubbed environment.
+pub fn plugin() -> Command {
+    let mut c = Command::cargo_bin("kubectl-appupdate").expect("binary built");
+    for var in [
+        "KUBECONFIG",
+        "HOME",
+        "NO_COLOR",
+        "CLICOLOR",
+        "CLICOLOR_FORCE",
+        "TERM",
+        "KUBE_RS_DEBUG_IMPERSONATE_USER",
+        "KUBE_RS_DEBUG_OVERRIDE_URL",
+        "HTTPS_PROXY",
+        "https_proxy",
+        "HTTP_PROXY",
+        "http_proxy",
+    ] {
+        c.env_remove(var);
+    }
+    c
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+pub fn code(o: &Output) -> i32 {
+    o.status.code().unwrap_or(-1)
+}
+
+/// Asserts an exit code and shows both streams when it differs.
+#[track_caller]
+pub fn assert_code(o: &Output, expected: i32) {
+    assert_eq!(
+        code(o),
+        expected,
+        "exit code\n--- stdout\n{}\n--- stderr\n{}",
+        stdout(o),
+        stderr(o)
+    );
+}
+
+pub fn path_exists(p: &Path) -> bool {
+    p.exists()
+}

@@ -1,0 +1,96 @@
+//! The confirmation prompt in a real pseudo-terminal: answered y, n, and Enter alone (No).
+
+mod common;
+
+use std::process::Command;
+
+use common::*;
+use rexpect::process::WaitStatus;
+
+fn spawn(env: &Env, args: &[&str]) -> rexpect::session::PtySession {
+    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("kubectl-appupdate"));
+    for var in [
+        "KUBECONFIG",
+        "HOME",
+        "NO_COLOR",
+        "CLICOLOR",
+        "CLICOLOR_FORCE",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd.env("TERM", "xterm-256color");
+    cmd.arg("--kubeconfig").arg(&env.kubeconfig).args(args);
+    rexpect::session::spawn_command(cmd, Some(30_000)).expect("spawned in a pty")
+}
+
+/// Waits until the prompt is ready for keys: dialoguer hides the cursor right before it starts
+/// reading, and the terminal goes raw a moment later. Typing earlier would go through the
+/// line discipline (which turns Enter into a newline the prompt does not take for Enter).
+fn wait_for_prompt(p: &mut rexpect::session::PtySession) {
+    p.exp_string("Apply these changes to web in namespace shop (context sandbox)?")
+        .unwrap();
+    p.exp_string("\u{1b}[?25l").unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+}
+
+fn type_key(p: &mut rexpect::session::PtySession, key: &str) {
+    p.send(key).unwrap();
+    p.flush().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(100));
+}
+
+fn exit_code(p: &mut rexpect::session::PtySession) -> i32 {
+    match p.process().wait().expect("process ends") {
+        WaitStatus::Exited(_, code) => code,
+        other => panic!("unexpected end: {other:?}"),
+    }
+}
+
+#[test]
+fn answering_y_applies_the_plan() {
+    let env = Env::new();
+    let mut p = spawn(
+        &env,
+        &[
+            "web",
+            "--image",
+            "registry.example.com/web:2.0",
+            "--color",
+            "never",
+        ],
+    );
+    p.exp_string("Plan: 0 to create, 1 to update, 0 to delete.")
+        .unwrap();
+    wait_for_prompt(&mut p);
+    type_key(&mut p, "y");
+    type_key(&mut p, "\r");
+    p.exp_string("deployment.apps/web updated").unwrap();
+    p.exp_eof().unwrap();
+    assert_eq!(exit_code(&mut p), 0);
+    assert_eq!(env.image(), "registry.example.com/web:2.0");
+}
+
+#[test]
+fn answering_n_changes_nothing() {
+    let env = Env::new();
+    let mut p = spawn(&env, &["web", "--max", "9", "--color", "never"]);
+    wait_for_prompt(&mut p);
+    type_key(&mut p, "n");
+    type_key(&mut p, "\r");
+    p.exp_string("not confirmed").unwrap();
+    p.exp_eof().unwrap();
+    assert_eq!(exit_code(&mut p), 4);
+    assert_eq!(env.bounds(), (2, 5));
+    assert!(env.writes().is_empty());
+}
+
+#[test]
+fn enter_alone_means_no() {
+    let env = Env::new();
+    let mut p = spawn(&env, &["web", "--max", "9"]);
+    wait_for_prompt(&mut p);
+    type_key(&mut p, "\r");
+    p.exp_eof().unwrap();
+    assert_eq!(exit_code(&mut p), 4);
+    assert_eq!(env.bounds(), (2, 5));
+}
