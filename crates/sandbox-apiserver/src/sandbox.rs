@@ -226,6 +226,7 @@ impl Sandbox {
             manager: MANAGER.into(),
             dry_run: false,
             field_validation: FieldValidation::Strict,
+            inject_conflict: false,
         };
         self.shared
             .state
@@ -271,7 +272,7 @@ impl Sandbox {
         self.shared
             .state
             .lock()
-            .delete(k, &ns, &name, &json!({}), false)
+            .delete(k, &ns, &name, &json!({}), false, false)
             .map(|_| ())
     }
 
@@ -399,6 +400,7 @@ fn write_ctx() -> WriteCtx {
         manager: MANAGER.into(),
         dry_run: false,
         field_validation: FieldValidation::Strict,
+        inject_conflict: false,
     }
 }
 

@@ -1057,6 +1057,7 @@ async fn resource(
         manager,
         dry_run,
         field_validation,
+        inject_conflict,
     };
 
     let result: Result<store::Outcome, StatusBody> =
@@ -1101,9 +1102,7 @@ async fn resource(
                 if !consumes_ok(&["application/json"]) {
                     Err(status::generic(415, "415: Unsupported Media Type"))
                 } else {
-                    with_conflict(shared, path, inject_conflict, k, &info.name, || {
-                        shared.state.lock().update(k, &ns, &info.name, body, &ctx)
-                    })
+                    shared.state.lock().update(k, &ns, &info.name, body, &ctx)
                 }
             }
             ("patch", "") => {
@@ -1114,12 +1113,10 @@ async fn resource(
                 ]) {
                     Err(status::generic(415, "415: Unsupported Media Type"))
                 } else {
-                    with_conflict(shared, path, inject_conflict, k, &info.name, || {
-                        shared
-                            .state
-                            .lock()
-                            .patch(k, &ns, &info.name, &ct, body, &ctx)
-                    })
+                    shared
+                        .state
+                        .lock()
+                        .patch(k, &ns, &info.name, &ct, body, &ctx)
                 }
             }
             ("delete", "") => {
@@ -1134,9 +1131,14 @@ async fn resource(
                                     .get("dryRun")
                                     .and_then(Value::as_array)
                                     .is_some_and(|a| a.iter().any(|x| x == "All"));
-                            with_conflict(shared, path, inject_conflict, k, &info.name, || {
-                                shared.state.lock().delete(k, &ns, &info.name, &opts, dry)
-                            })
+                            shared.state.lock().delete(
+                                k,
+                                &ns,
+                                &info.name,
+                                &opts,
+                                dry,
+                                inject_conflict,
+                            )
                         }
                     }
                 }
@@ -1144,6 +1146,10 @@ async fn resource(
             ("deletecollection", "") => delete_collection(shared, k, info, query, dry_run),
             _ => Err(status::generic(405, "")),
         };
+    if inject_conflict && matches!(&result, Err(e) if e.code == 409 && e.reason == "Conflict") {
+        shared.consume_conflict(path);
+        entry.fault = Some("conflict".into());
+    }
     match result {
         Ok(out) => {
             let mut r = json_reply(out.code, &out.body, pretty);
@@ -1158,41 +1164,6 @@ async fn resource(
         }
         Err(s) => status_reply(&s, pretty),
     }
-}
-
-/// Run a write; when a Conflicts fault is pending for the object and the write gets past the
-/// existence check, answer the stale-resourceVersion 409 instead.
-fn with_conflict(
-    shared: &Shared,
-    path: &str,
-    inject: bool,
-    k: &'static Kind,
-    name: &str,
-    run: impl FnOnce() -> Result<store::Outcome, StatusBody>,
-) -> Result<store::Outcome, StatusBody> {
-    if inject {
-        let exists = {
-            let st = shared.state.lock();
-            let ns = namespace_of(path);
-            st.get_object(k, if k.namespaced { &ns } else { "" }, name)
-                .is_some()
-        };
-        if exists {
-            shared.consume_conflict(path);
-            return Err(status::conflict_modified(k, name));
-        }
-    }
-    run()
-}
-
-fn namespace_of(path: &str) -> String {
-    let parts: Vec<&str> = path.split('/').collect();
-    parts
-        .iter()
-        .position(|p| *p == "namespaces")
-        .and_then(|i| parts.get(i + 1))
-        .map(|s| percent_decode(s))
-        .unwrap_or_default()
 }
 
 fn delete_options(body: &Bytes) -> Result<Value, StatusBody> {
@@ -1354,7 +1325,7 @@ fn delete_collection(
     let mut items = Vec::new();
     for (ns, name) in names {
         if let Some(obj) = st.get_object(k, &ns, &name).cloned() {
-            st.delete(k, &ns, &name, &json!({}), dry_run)?;
+            st.delete(k, &ns, &name, &json!({}), dry_run, false)?;
             items.push(obj);
         }
     }

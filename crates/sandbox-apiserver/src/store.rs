@@ -44,6 +44,9 @@ pub struct WriteCtx {
     pub manager: String,
     pub dry_run: bool,
     pub field_validation: FieldValidation,
+    /// An injected conflict: answer the stale-resourceVersion 409 where the precondition check
+    /// happens (after decoding and the existence check).
+    pub inject_conflict: bool,
 }
 
 /// A successful response: status code, body and `Warning` texts.
@@ -617,18 +620,22 @@ impl State {
             }
             return Err(status::not_found(k, name));
         };
-        self.check_update_preconditions(k, ns, name, &obj, &old)?;
+        self.check_update_preconditions(ctx.inject_conflict, k, ns, name, &obj, &old)?;
         self.finish_update(k, key, obj, old, warnings, ctx)
     }
 
     fn check_update_preconditions(
         &self,
+        inject_conflict: bool,
         k: &Kind,
         ns: &str,
         name: &str,
         obj: &Value,
         old: &Value,
     ) -> Result<(), StatusBody> {
+        if inject_conflict {
+            return Err(status::conflict_modified(k, name));
+        }
         let uid = meta_str(obj, "uid");
         if !uid.is_empty() && uid != meta_str(old, "uid") {
             return Err(status::conflict(
@@ -818,7 +825,7 @@ impl State {
             meta_mut(&mut obj).insert("namespace".into(), json!(ns));
         }
         default_and_normalize(k, &mut obj);
-        self.check_update_preconditions(k, ns, name, &obj, &old)?;
+        self.check_update_preconditions(ctx.inject_conflict, k, ns, name, &obj, &old)?;
         self.finish_update(k, key, obj, old, warnings, ctx)
     }
 
@@ -830,6 +837,7 @@ impl State {
         name: &str,
         options: &Value,
         dry_run: bool,
+        inject_conflict: bool,
     ) -> Result<Outcome, StatusBody> {
         let key = (
             k.resource,
@@ -843,6 +851,9 @@ impl State {
         let Some(old) = self.objects.get(&key).cloned() else {
             return Err(status::not_found(k, name));
         };
+        if inject_conflict {
+            return Err(status::conflict_modified(k, name));
+        }
         let pre = options.get("preconditions").unwrap_or(&Value::Null);
         if let Some(uid) = pre.get("uid").and_then(Value::as_str)
             && uid != meta_str(&old, "uid")

@@ -1,0 +1,387 @@
+//! kubectl as a real client: TLS, the generated kubeconfig, discovery, tables, create/replace,
+//! the three patch types, label, delete, watch, and the read-only identity; plus the standalone
+//! `sandbox-apiserver serve` command.
+#![allow(clippy::unwrap_used)]
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use sandbox_apiserver::{Sandbox, SandboxOptions};
+
+fn kubectl_available() -> bool {
+    let ok = Command::new("kubectl")
+        .arg("version")
+        .arg("--client")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!("\n*** SKIPPED: kubectl is not on PATH — the kubectl tests did not run ***\n");
+    }
+    ok
+}
+
+fn tempdir(tag: &str) -> PathBuf {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let d = std::env::temp_dir().join(format!(
+        "sandbox-kubectl-{tag}-{}-{nanos}",
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+struct Kubectl {
+    kubeconfig: PathBuf,
+    home: PathBuf,
+}
+
+impl Kubectl {
+    fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new("kubectl");
+        c.env_remove("KUBECONFIG")
+            .env("HOME", &self.home)
+            .env_remove("NO_COLOR")
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .args(args);
+        c
+    }
+    fn run(&self, args: &[&str]) -> Output {
+        self.command(args).output().unwrap()
+    }
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(
+            out.status.success(),
+            "kubectl {args:?} failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+}
+
+fn setup(sb: &Sandbox, tag: &str) -> (Kubectl, PathBuf) {
+    let dir = tempdir(tag);
+    let kubeconfig = dir.join("kubeconfig");
+    sb.write_kubeconfig(&kubeconfig, "demo").unwrap();
+    (
+        Kubectl {
+            kubeconfig,
+            home: dir.clone(),
+        },
+        dir,
+    )
+}
+
+const DEPLOYMENT_YAML: &str = "apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: api
+  labels:
+    app: api
+spec:
+  selector:
+    matchLabels:
+      app: api
+  template:
+    metadata:
+      labels:
+        app: api
+    spec:
+      containers:
+      - name: api
+        image: nginx:1.25
+";
+
+#[test]
+fn kubectl_reads_and_writes_through_the_generated_kubeconfig() {
+    if !kubectl_available() {
+        return;
+    }
+    let sb = Sandbox::start(SandboxOptions::default()).unwrap();
+    sb.seed_demo_app("demo", "web").unwrap();
+    let (k, dir) = setup(&sb, "rw");
+
+    let yaml = k.ok(&["get", "deployment", "web", "-o", "yaml"]);
+    assert!(
+        yaml.contains("image: registry.example.com/web:1.0"),
+        "{yaml}"
+    );
+    assert!(yaml.contains("resourceVersion:"));
+    let table = k.ok(&["get", "deploy,svc,hpa,ing"]);
+    assert!(
+        table.contains("deployment.apps/web") && table.contains("0/2"),
+        "{table}"
+    );
+    assert!(
+        table.contains("service/web") && table.contains("ClusterIP") && table.contains("80/TCP"),
+        "{table}"
+    );
+    assert!(table.contains("web-unmanaged"), "{table}");
+
+    let file = dir.join("api.yaml");
+    std::fs::write(&file, DEPLOYMENT_YAML).unwrap();
+    assert!(
+        k.ok(&["create", "-f", file.to_str().unwrap()])
+            .contains("deployment.apps/api created")
+    );
+    let created = sb
+        .get("/apis/apps/v1/namespaces/demo/deployments/api")
+        .unwrap();
+    assert_eq!(
+        created["metadata"]["managedFields"][0]["manager"],
+        "kubectl-create"
+    );
+    let log = sb.requests();
+    let post = log.iter().find(|r| r.method == "POST").unwrap();
+    assert!(
+        post.query.contains("fieldValidation=Strict"),
+        "kubectl leaves validation to the server: {}",
+        post.query
+    );
+
+    std::fs::write(&file, DEPLOYMENT_YAML.replace("nginx:1.25", "nginx:1.26")).unwrap();
+    assert!(
+        k.ok(&["replace", "-f", file.to_str().unwrap()])
+            .contains("deployment.apps/api replaced")
+    );
+    k.ok(&[
+        "patch",
+        "deployment",
+        "api",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"replicas":3}}"#,
+    ]);
+    k.ok(&[
+        "patch",
+        "deployment",
+        "api",
+        "--type=json",
+        "-p",
+        r#"[{"op":"replace","path":"/spec/replicas","value":2}]"#,
+    ]);
+    k.ok(&[
+        "patch",
+        "deployment",
+        "api",
+        "-p",
+        r#"{"spec":{"template":{"spec":{"containers":[{"name":"api","image":"nginx:1.27"}]}}}}"#,
+    ]);
+    k.ok(&["label", "deployment", "api", "team=platform"]);
+    let d = sb
+        .get("/apis/apps/v1/namespaces/demo/deployments/api")
+        .unwrap();
+    assert_eq!(d["spec"]["replicas"], 2);
+    assert_eq!(
+        d["spec"]["template"]["spec"]["containers"][0]["image"],
+        "nginx:1.27"
+    );
+    assert_eq!(d["metadata"]["labels"]["team"], "platform");
+    assert_eq!(
+        d["metadata"]["generation"], 5,
+        "create, replace, two scalings, image; labels do not count"
+    );
+
+    // A stale replace conflicts like on a real cluster.
+    let mut stale: serde_json::Value =
+        serde_json::from_str(&k.ok(&["get", "deployment", "api", "-o", "json"])).unwrap();
+    sb.update("/apis/apps/v1/namespaces/demo/deployments/api", |d| {
+        d["metadata"]["annotations"] = serde_json::json!({"x": "y"})
+    })
+    .unwrap();
+    stale["spec"]["replicas"] = serde_json::json!(4);
+    std::fs::write(&file, serde_json::to_string(&stale).unwrap()).unwrap();
+    let out = k.run(&["replace", "-f", file.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("the object has been modified; please apply your changes to the latest version and try again"));
+
+    assert!(
+        k.ok(&["delete", "deployment", "api"])
+            .contains("deployment.apps \"api\" deleted")
+    );
+    let out = k.run(&["get", "deployment", "api"]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("Error from server (NotFound): deployments.apps \"api\" not found")
+    );
+}
+
+#[test]
+fn the_read_only_context_can_read_but_not_delete() {
+    if !kubectl_available() {
+        return;
+    }
+    let sb = Sandbox::start(SandboxOptions::default()).unwrap();
+    sb.seed_demo_app("demo", "web").unwrap();
+    let (k, _dir) = setup(&sb, "ro");
+    assert!(
+        k.ok(&["--context", "sandbox-readonly", "get", "deployment", "web"])
+            .contains("web")
+    );
+    let out = k.run(&[
+        "--context",
+        "sandbox-readonly",
+        "delete",
+        "deployment",
+        "web",
+    ]);
+    assert!(!out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        "Error from server (Forbidden): deployments.apps \"web\" is forbidden: User \"readonly\" cannot delete resource \"deployments\" in API group \"apps\" in the namespace \"demo\""
+    );
+    assert!(
+        sb.get("/apis/apps/v1/namespaces/demo/deployments/web")
+            .is_some()
+    );
+    let out = k.run(&["--context", "sandbox-invalid", "get", "deployment", "web"]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("Unauthorized"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn kubectl_get_watch_prints_changes() {
+    if !kubectl_available() {
+        return;
+    }
+    let sb = Sandbox::start(SandboxOptions::default()).unwrap();
+    sb.seed_demo_app("demo", "web").unwrap();
+    let (k, _dir) = setup(&sb, "watch");
+    let mut child = k
+        .command(&["get", "deployment", "web", "-w", "--request-timeout=10s"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let first = rx.recv_timeout(Duration::from_secs(20)).unwrap();
+    assert!(first.starts_with("NAME"), "{first}");
+    assert!(
+        rx.recv_timeout(Duration::from_secs(5))
+            .unwrap()
+            .starts_with("web")
+    );
+    // kubectl drops the first event of a single-object watch (the ADDED replay of the current
+    // state); change the object only once its watch is open, or the change would be that event.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !sb.requests().iter().any(|r| r.query.contains("watch=true")) {
+        assert!(Instant::now() < deadline, "kubectl never watched");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    sb.update("/apis/apps/v1/namespaces/demo/deployments/web", |d| {
+        d["spec"]["replicas"] = serde_json::json!(4)
+    })
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut lines = Vec::new();
+    while !lines
+        .iter()
+        .any(|l: &String| l.starts_with("web") && l.contains("0/4"))
+    {
+        assert!(Instant::now() < deadline, "no updated row in {lines:?}");
+        if let Ok(l) = rx.recv_timeout(Duration::from_millis(200)) {
+            lines.push(l);
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+fn wait_for_line(reader: &mut impl BufRead, needle: &str, timeout: Duration) -> String {
+    let deadline = Instant::now() + timeout;
+    let mut line = String::new();
+    while Instant::now() < deadline {
+        line.clear();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            break;
+        }
+        if line.contains(needle) {
+            return line;
+        }
+    }
+    panic!("no line containing {needle:?}");
+}
+
+#[test]
+fn the_standalone_command_serves_the_demo_until_terminated() {
+    let dir = tempdir("serve");
+    let kubeconfig = dir.join("kubeconfig");
+    let log = dir.join("requests.jsonl");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sandbox-apiserver"))
+        .args([
+            "serve",
+            "--demo",
+            "--app",
+            "shop",
+            "--namespace",
+            "sandbox",
+            "--rollout",
+            "auto:200ms",
+            "--kubeconfig",
+        ])
+        .arg(&kubeconfig)
+        .arg("--request-log")
+        .arg(&log)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let line = wait_for_line(&mut stderr, "serving", Duration::from_secs(20));
+    assert!(
+        line.contains("https://127.0.0.1:") && line.contains(kubeconfig.to_str().unwrap()),
+        "{line}"
+    );
+    if kubectl_available() {
+        let k = Kubectl {
+            kubeconfig: kubeconfig.clone(),
+            home: dir.clone(),
+        };
+        let out = k.ok(&["get", "deploy,svc,hpa,ing"]);
+        assert!(
+            out.contains("deployment.apps/shop") && out.contains("shop-unmanaged"),
+            "{out}"
+        );
+        let logged = std::fs::read_to_string(&log).unwrap();
+        let entries: Vec<serde_json::Value> = logged
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert!(entries.iter().any(|e| e["path"]
+            == "/apis/apps/v1/namespaces/sandbox/deployments"
+            && e["status"] == 200));
+    }
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            assert!(s.success(), "exit status {s:?}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "did not stop on SIGTERM");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let mut rest = String::new();
+    let _ = stderr.read_to_string(&mut rest);
+    let _ = std::fs::remove_dir_all(Path::new(&dir));
+}
