@@ -58,6 +58,8 @@ impl std::fmt::Debug for Sandbox {
 }
 
 const MANAGER: &str = "sandbox-control";
+/// The field manager of competing writes.
+pub(crate) const COMPETITOR: &str = "sandbox-competitor";
 
 fn random_token() -> String {
     format!(
@@ -260,10 +262,18 @@ impl Sandbox {
     pub fn update(
         &self,
         object_path: &str,
-        mutate: impl FnOnce(&mut Value) + Send + 'static,
+        mutate: impl FnOnce(&mut Value),
     ) -> Result<Value, StatusBody> {
         let (k, ns, name) = resolve(object_path)?;
-        self.shared.competing_write(k, &ns, &name, Box::new(mutate))
+        let mut once = Some(mutate);
+        self.shared
+            .state
+            .lock()
+            .system_update(k, &ns, &name, COMPETITOR, "", &mut |obj| {
+                if let Some(m) = once.take() {
+                    m(obj);
+                }
+            })
     }
 
     /// Delete the object now.
@@ -353,7 +363,9 @@ async fn accept_loop(
                 tokio::spawn(async move {
                     let svc_shared = shared.clone();
                     let svc = hyper::service::service_fn(move |req| server::serve(svc_shared.clone(), conn_id, req));
-                    let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+                    let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+                    // Go's net/http writes canonical header names (`Content-Type`, `Audit-Id`).
+                    builder.http1().title_case_headers(true);
                     match tls {
                         Some(acceptor) => {
                             let Ok(stream) = acceptor.accept(stream).await else { return };

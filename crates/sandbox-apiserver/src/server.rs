@@ -491,7 +491,7 @@ impl Shared {
     ) -> Result<Value, StatusBody> {
         let mut once = Some(mutate);
         let mut st = self.state.lock();
-        st.system_update(k, ns, name, "sandbox-competitor", "", &mut |obj| {
+        st.system_update(k, ns, name, crate::sandbox::COMPETITOR, "", &mut |obj| {
             if let Some(m) = once.take() {
                 m(obj);
             }
@@ -953,7 +953,12 @@ async fn resource(
         }
         return not_found_text();
     };
-    if info.extra > 0 || (!info.subresource.is_empty() && info.subresource != "status") {
+    let sub_ok = match info.subresource.as_str() {
+        "" | "status" => true,
+        "scale" => k.kind == "Deployment",
+        _ => false,
+    };
+    if info.extra > 0 || !sub_ok {
         return status_reply(&status::generic(404, ""), pretty);
     }
     // A namespaced kind addressed without a namespace (or the reverse) has no route.
@@ -1062,7 +1067,39 @@ async fn resource(
 
     let result: Result<store::Outcome, StatusBody> =
         match (info.verb.as_str(), info.subresource.as_str()) {
-            ("get", _) => {
+            ("get", "scale") if k.kind == "Deployment" => shared
+                .state
+                .lock()
+                .get_object(k, &ns, &info.name)
+                .map(|o| store::Outcome {
+                    code: 200,
+                    body: store::scale_of(o),
+                    warnings: vec![],
+                })
+                .ok_or_else(|| status::not_found(k, &info.name)),
+            ("update" | "patch", sub @ ("status" | "scale"))
+                if sub == "status" || k.kind == "Deployment" =>
+            {
+                let allowed: &[&str] = if info.verb == "update" {
+                    &["application/json"]
+                } else {
+                    &[
+                        "application/json-patch+json",
+                        "application/merge-patch+json",
+                        "application/strategic-merge-patch+json",
+                    ]
+                };
+                if !consumes_ok(allowed) {
+                    Err(status::generic(415, "415: Unsupported Media Type"))
+                } else {
+                    let pt = (info.verb == "patch").then_some(ct.as_str());
+                    shared
+                        .state
+                        .lock()
+                        .update_subresource(k, &ns, &info.name, sub, pt, body, &ctx)
+                }
+            }
+            ("get", "" | "status") => {
                 let r = shared.state.lock().get(k, &ns, &info.name);
                 if r.is_ok()
                     && let Some(m) = shared.take_competing_write(path, Trigger::Read)

@@ -978,6 +978,173 @@ impl State {
             .collect()
     }
 
+    /// PUT or PATCH of the `status` or `scale` subresource. `patch_type` is `None` for PUT.
+    #[allow(clippy::too_many_arguments)]
+    pub fn update_subresource(
+        &mut self,
+        k: &'static Kind,
+        ns: &str,
+        name: &str,
+        sub: &str,
+        patch_type: Option<&str>,
+        body: &[u8],
+        ctx: &WriteCtx,
+    ) -> Result<Outcome, StatusBody> {
+        let key = (
+            k.resource,
+            if k.namespaced {
+                ns.to_string()
+            } else {
+                String::new()
+            },
+            name.to_string(),
+        );
+        let Some(old) = self.objects.get(&key).cloned() else {
+            return Err(status::not_found(k, name));
+        };
+        let current = if sub == "scale" {
+            scale_of(&old)
+        } else {
+            kinds::with_type_meta(k, &old)
+        };
+        let incoming = match patch_type {
+            None => gojson::parse(body).map_err(|e| {
+                status::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
+            })?,
+            Some("application/json-patch+json") => {
+                let Value::Array(ops) = gojson::parse(body).map_err(status::bad_request)? else {
+                    return Err(status::bad_request(
+                        "json: cannot unmarshal object into Go value of type jsonpatch.Patch",
+                    ));
+                };
+                patch::json_patch(&current, &ops).map_err(|_| status::generic(422, ""))?
+            }
+            Some("application/merge-patch+json") => {
+                let p =
+                    gojson::parse(body).map_err(|_| status::bad_request("Invalid JSON Patch"))?;
+                patch::merge_patch(&current, &p)
+            }
+            Some(_) => {
+                let p = gojson::parse(body)
+                    .map_err(|_| status::bad_request("invalid JSON document"))?;
+                if sub == "scale" {
+                    // Scale has no list fields: a strategic merge is a plain merge.
+                    patch::merge_patch(&current, &p)
+                } else {
+                    match patch::strategic_merge(&current, &p, k.type_idx) {
+                        Ok(v) => v,
+                        Err(SmpError::BadRequest(m)) => return Err(status::bad_request(m)),
+                        Err(SmpError::Internal(m)) => return Err(status::internal(&m)),
+                    }
+                }
+            }
+        };
+        let in_name = incoming
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        if patch_type.is_none() && in_name != name {
+            return Err(status::bad_request(format!(
+                "the name of the object ({in_name}) does not match the name on the URL ({name})"
+            )));
+        }
+        let mut check = json!({"metadata": {}});
+        for f in ["uid", "resourceVersion"] {
+            if let Some(v) = incoming.pointer(&format!("/metadata/{f}")) {
+                check["metadata"][f] = v.clone();
+            }
+        }
+        self.check_update_preconditions(ctx.inject_conflict, k, ns, name, &check, &old)?;
+        let mut new = old.clone();
+        let manager_sub = if sub == "scale" { "scale" } else { "status" };
+        if sub == "scale" {
+            let replicas = match incoming.pointer("/spec/replicas") {
+                None | Some(Value::Null) => 0,
+                Some(Value::Number(n)) if n.as_i64().is_some_and(|r| i32::try_from(r).is_ok()) => {
+                    n.as_i64().unwrap_or(0)
+                }
+                Some(other) => {
+                    return Err(status::bad_request(format!(
+                        "Scale in version \"v1\" cannot be handled as a Scale: json: cannot unmarshal {} into Go struct field ScaleSpec.spec.replicas of type int32",
+                        if other.is_string() {
+                            "string".to_string()
+                        } else {
+                            format!("number {other}")
+                        }
+                    )));
+                }
+            };
+            if replicas < 0 {
+                return Err(status::invalid_kind(
+                    "autoscaling",
+                    "Scale",
+                    name,
+                    &[FieldError::invalid(
+                        "spec.replicas",
+                        &replicas.to_string(),
+                        "must be greater than or equal to 0",
+                    )],
+                ));
+            }
+            if let Some(spec) = new.get_mut("spec").and_then(Value::as_object_mut) {
+                spec.insert("replicas".into(), json!(replicas));
+            }
+            kinds::prepare_update(k, &mut new, &old);
+        } else {
+            let decoded = schema::canonicalize(k.type_idx, &incoming).map_err(|e| {
+                status::bad_request(format!(
+                    "{} in version \"{}\" cannot be handled as a {}: {e}",
+                    k.kind, k.version, k.kind
+                ))
+            })?;
+            if let (Some(m), Some(s)) = (new.as_object_mut(), decoded.value.get("status")) {
+                m.insert("status".into(), s.clone());
+            }
+        }
+        new = schema::normalize(k.type_idx, &new);
+        let errs = crate::validation::validate(k, &new, Some(&old));
+        if !errs.is_empty() {
+            return Err(status::invalid(k, name, &errs));
+        }
+        let now = timefmt::now_rfc3339();
+        fieldset::apply_update(
+            &fieldset::Update {
+                root_type: k.type_idx,
+                manager: &ctx.manager,
+                api_version: k.api_version,
+                subresource: manager_sub,
+                now: &now,
+            },
+            Some(&old),
+            &mut new,
+        );
+        new = schema::normalize(k.type_idx, &new);
+        let render = |obj: &Value| {
+            if sub == "scale" {
+                scale_of(obj)
+            } else {
+                kinds::with_type_meta(k, obj)
+            }
+        };
+        if new == old || ctx.dry_run {
+            let shown = if new == old { &old } else { &new };
+            return Ok(Outcome {
+                code: 200,
+                body: render(shown),
+                warnings: vec![],
+            });
+        }
+        self.rv += 1;
+        meta_mut(&mut new).insert("resourceVersion".into(), json!(self.rv.to_string()));
+        self.objects.insert(key, new.clone());
+        self.emit(k, "MODIFIED", &new, Some(old));
+        Ok(Outcome {
+            code: 200,
+            body: render(&new),
+            warnings: vec![],
+        })
+    }
+
     /// A server-side change (rollout controller, competing writer): mutate and store, bumping the
     /// revision, with the usual generation rules and managedFields for `manager`.
     pub fn system_update(
@@ -1050,6 +1217,60 @@ impl State {
         self.emit(k, "MODIFIED", &obj, Some(old));
         Ok(kinds::with_type_meta(k, &obj))
     }
+}
+
+/// The `autoscaling/v1` Scale of a Deployment (the `scale` subresource).
+pub fn scale_of(obj: &Value) -> Value {
+    let mut meta = Map::new();
+    for f in [
+        "name",
+        "namespace",
+        "uid",
+        "resourceVersion",
+        "creationTimestamp",
+    ] {
+        if let Some(v) = obj.pointer(&format!("/metadata/{f}")) {
+            meta.insert(f.into(), v.clone());
+        }
+    }
+    let mut terms: Vec<String> = Vec::new();
+    if let Some(ml) = obj
+        .pointer("/spec/selector/matchLabels")
+        .and_then(Value::as_object)
+    {
+        for (k, v) in ml {
+            terms.push(format!("{k}={}", v.as_str().unwrap_or("")));
+        }
+    }
+    for e in obj
+        .pointer("/spec/selector/matchExpressions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let key = e.get("key").and_then(Value::as_str).unwrap_or("");
+        let values: Vec<&str> = e
+            .get("values")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        terms.push(
+            match e.get("operator").and_then(Value::as_str).unwrap_or("") {
+                "In" => format!("{key} in ({})", values.join(",")),
+                "NotIn" => format!("{key} notin ({})", values.join(",")),
+                "Exists" => key.to_string(),
+                _ => format!("!{key}"),
+            },
+        );
+    }
+    terms.sort();
+    json!({
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": meta,
+        "spec": {"replicas": obj.pointer("/spec/replicas").cloned().unwrap_or(json!(0))},
+        "status": {"replicas": obj.pointer("/status/replicas").cloned().unwrap_or(json!(0)), "selector": terms.join(",")},
+    })
 }
 
 /// Parsed `labelSelector` + `fieldSelector`.

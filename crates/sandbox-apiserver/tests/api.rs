@@ -921,3 +921,150 @@ fn deleting_a_namespace_removes_its_objects() {
     assert!(sb.list("/apis/networking.k8s.io/v1/ingresses").is_empty());
     assert_eq!(get(&sb, "/api/v1/namespaces/demo").status, 404);
 }
+
+#[test]
+fn status_and_scale_subresources() {
+    let sb = sandbox();
+    sb.seed_demo_app("demo", "web").unwrap();
+    let web = "/apis/apps/v1/namespaces/demo/deployments/web";
+    let scale = get(&sb, &format!("{web}/scale")).json();
+    assert_eq!(scale["kind"], json!("Scale"));
+    assert_eq!(scale["spec"]["replicas"], json!(2));
+    assert_eq!(scale["status"]["selector"], json!("app=web"));
+    let r = send_json(
+        &sb,
+        "PATCH",
+        &format!("{web}/scale"),
+        "application/merge-patch+json",
+        &json!({"spec": {"replicas": 4}}),
+    );
+    assert_eq!(
+        (r.status, r.json()["spec"]["replicas"].clone()),
+        (200, json!(4))
+    );
+    let d = sb.get(web).unwrap();
+    assert_eq!(d["spec"]["replicas"], json!(4));
+    assert_eq!(d["metadata"]["generation"], json!(2));
+    let r = send_json(
+        &sb,
+        "PATCH",
+        &format!("{web}/scale"),
+        "application/merge-patch+json",
+        &json!({"spec": {"replicas": -1}}),
+    );
+    assert_eq!(r.status, 422);
+    let mut stale = scale.clone();
+    stale["spec"]["replicas"] = json!(1);
+    assert_eq!(
+        send_json(
+            &sb,
+            "PUT",
+            &format!("{web}/scale"),
+            "application/json",
+            &stale
+        )
+        .status,
+        409
+    );
+
+    // Status writes change only status, never the generation.
+    let r = send_json(
+        &sb,
+        "PATCH",
+        &format!("{web}/status"),
+        "application/merge-patch+json",
+        &json!({"status": {"replicas": 4, "observedGeneration": 2}, "spec": {"replicas": 9}}),
+    );
+    assert_eq!(r.status, 200);
+    let d = sb.get(web).unwrap();
+    assert_eq!(d["status"]["replicas"], json!(4));
+    assert_eq!(d["spec"]["replicas"], json!(4));
+    assert_eq!(d["metadata"]["generation"], json!(2));
+    let status_entry = d["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["subresource"] == "status")
+        .cloned()
+        .unwrap();
+    assert_eq!(
+        status_entry["fieldsV1"],
+        json!({"f:status": {"f:observedGeneration": {}, "f:replicas": {}}})
+    );
+    assert_eq!(
+        get(&sb, &format!("{web}/status")).json()["status"]["replicas"],
+        json!(4)
+    );
+    assert_eq!(
+        get(&sb, "/api/v1/namespaces/demo/services/web/scale").status,
+        404
+    );
+}
+
+#[test]
+fn services_are_created_by_put_and_oversized_bodies_rejected() {
+    let sb = sandbox();
+    namespace(&sb, "shop");
+    let svc = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "api"}, "spec": {"ports": [{"port": 80}]}});
+    let r = send_json(
+        &sb,
+        "PUT",
+        "/api/v1/namespaces/shop/services/api",
+        "application/json",
+        &svc,
+    );
+    assert_eq!(r.status, 201, "Services allow create on update");
+    let r = send_json(
+        &sb,
+        "PUT",
+        &format!("{DEPLOYMENTS}/web"),
+        "application/json",
+        &deployment("web", "x:1"),
+    );
+    assert_eq!(r.status, 404, "Deployments do not");
+    let big = vec![b' '; 3 * 1024 * 1024 + 1];
+    let r = request(
+        &sb,
+        Some(&admin(&sb)),
+        "POST",
+        DEPLOYMENTS,
+        &[("Content-Type", "application/json")],
+        Some(&big),
+    );
+    assert_eq!(
+        (r.status, r.json()["reason"].clone()),
+        (413, json!("RequestEntityTooLarge"))
+    );
+}
+
+#[test]
+fn aggregated_discovery_honours_etags() {
+    let sb = sandbox();
+    let accept = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json";
+    let r = request(
+        &sb,
+        Some(&admin(&sb)),
+        "GET",
+        "/apis",
+        &[("Accept", accept)],
+        None,
+    );
+    assert_eq!(r.json()["kind"], json!("APIGroupDiscoveryList"));
+    let etag = r.header("Etag").unwrap().to_string();
+    let r = request(
+        &sb,
+        Some(&admin(&sb)),
+        "GET",
+        "/apis",
+        &[("Accept", accept), ("If-None-Match", &etag)],
+        None,
+    );
+    assert_eq!(r.status, 304);
+    let r = get(&sb, "/apis/batch/v1");
+    assert_eq!(r.json()["groupVersion"], json!("batch/v1"));
+    let r = get(&sb, "/api/v1/namespaces/default/pods");
+    assert_eq!(
+        (r.status, r.json()["kind"].clone()),
+        (200, json!("PodList"))
+    );
+}
