@@ -190,8 +190,13 @@ impl Applier<'_> {
                     Action::Delete => "delete",
                     _ => verb,
                 };
-                return Step::Done(Outcome::Failed {
-                    message: self.describe(&err, verb, &change),
+                let message = self.describe(&err, verb, &change);
+                // A real write that got no answer may have landed; an error answer means it
+                // did not.
+                return Step::Done(if !dry_run && err.may_have_landed() {
+                    Outcome::Unknown { message }
+                } else {
+                    Outcome::Failed { message }
                 });
             }
             if change.action == Action::Delete && err.is_not_found() {

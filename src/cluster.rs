@@ -40,6 +40,36 @@ impl RequestError {
         }
     }
 
+    /// Whether a write that failed this way may nevertheless have been applied: no answer came
+    /// back after the request may have reached the server (a timeout, a connection lost
+    /// mid-exchange). A refused connection, a credential failure or any server answer means the
+    /// write did not land.
+    pub fn may_have_landed(&self) -> bool {
+        match self {
+            RequestError::Timeout(_) => true,
+            RequestError::Kube(kube::Error::Api(_)) => false,
+            RequestError::Kube(
+                e @ (kube::Error::HyperError(_)
+                | kube::Error::Service(_)
+                | kube::Error::ReadEvents(_)),
+            ) => {
+                let mut text = String::new();
+                let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+                while let Some(err) = cur {
+                    text.push_str(&err.to_string().to_lowercase());
+                    text.push(' ');
+                    cur = err.source();
+                }
+                !(text.contains("connection refused")
+                    || text.contains("dns error")
+                    || text.contains("failed to lookup")
+                    || text.contains("invalid peer certificate")
+                    || text.contains("certificate"))
+            }
+            RequestError::Kube(_) => false,
+        }
+    }
+
     pub fn is_not_found(&self) -> bool {
         self.status_code() == Some(404)
     }

@@ -27,6 +27,9 @@ pub enum Outcome {
     },
     /// The request failed; `message` is one line.
     Failed { message: String },
+    /// The write was sent but no answer came back (timeout, connection lost): it may or may
+    /// not have been applied.
+    Unknown { message: String },
     /// Not attempted because an earlier step failed or the run was interrupted.
     NotAttempted,
     /// Planned as unchanged: nothing to do.
@@ -51,11 +54,11 @@ pub struct Report {
 }
 
 impl Report {
-    /// Whether any object was actually written.
+    /// Whether any object was (or may have been) written.
     pub fn any_written(&self) -> bool {
-        self.entries
-            .iter()
-            .any(|(c, o)| *o == Outcome::Applied && c.action != Action::Unchanged)
+        self.entries.iter().any(|(c, o)| {
+            c.action != Action::Unchanged && matches!(o, Outcome::Applied | Outcome::Unknown { .. })
+        })
     }
 
     pub fn exit_code(&self) -> ExitCode {
@@ -66,7 +69,7 @@ impl Report {
         let failed = self
             .entries
             .iter()
-            .any(|(_, o)| matches!(o, Outcome::Failed { .. }));
+            .any(|(_, o)| matches!(o, Outcome::Failed { .. } | Outcome::Unknown { .. }));
         match self.interrupted {
             Some(Interruption::Sigint) => return ExitCode::Interrupted,
             Some(Interruption::Sigterm) => return ExitCode::Terminated,
@@ -174,6 +177,17 @@ pub fn render_report(out: &mut impl Write, report: &Report, color: bool) -> io::
                     Style::new().red(),
                     format!(
                         "{} NOT {}: {message}",
+                        change.reference(),
+                        past_tense(change.action)
+                    ),
+                )
+            }
+            Outcome::Unknown { message } => {
+                not_applied += 1;
+                paint(
+                    Style::new().red().bold(),
+                    format!(
+                        "{} MAYBE {}: {message}; it may or may not have been applied — run again to see the state",
                         change.reference(),
                         past_tense(change.action)
                     ),
