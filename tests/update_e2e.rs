@@ -351,7 +351,7 @@ fn kubeconfig_from_two_files_first_one_wins_and_sets_the_context() {
 #[test]
 fn namespace_comes_from_the_flag_then_the_context() {
     let env = Env::new();
-    env.sb.seed_demo_app("staging", "web");
+    env.sb.seed_demo_app("staging", "web").unwrap();
     // The context's namespace is shop.
     let o = env.run(&["web", "--max", "6", "--yes"]);
     assert_code(&o, 0);

@@ -26,7 +26,7 @@ impl Env {
 
     pub fn with_options(opts: SandboxOptions) -> Env {
         let sb = Sandbox::start(opts).expect("sandbox starts");
-        sb.seed_demo_app(NS, APP);
+        sb.seed_demo_app(NS, APP).expect("demo app seeded");
         let dir = tempfile::tempdir().expect("temp dir");
         let kubeconfig = dir.path().join("kubeconfig");
         sb.write_kubeconfig(&kubeconfig, NS)
