@@ -29,6 +29,8 @@ Exit codes:
   4    not confirmed (answered no, or no terminal and no --yes): nothing was changed
   5    stopped by the approved-diff guard: the live object changed since the plan was shown
   6    failed after some writes: the output lists what was and was not applied
+  7    --wait: the changes were applied but the rollout did not complete in --timeout
+       or exceeded its progress deadline
   130  interrupted (SIGINT); 143 terminated (SIGTERM)";
 
 /// Change a running application's image, autoscaler bounds and endpoints, safely.
@@ -160,7 +162,7 @@ pub struct UpdateArgs {
     #[arg(long, help_heading = "Behaviour")]
     pub wait: bool,
 
-    /// How long --wait waits, e.g. 5m.
+    /// How long --wait waits, e.g. 5m (0: no bound).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "5m",
           help_heading = "Behaviour")]
     pub timeout: Duration,

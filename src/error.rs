@@ -23,6 +23,9 @@ pub enum ExitCode {
     GuardTripped = 5,
     /// Failed after some writes: the state is mixed.
     Partial = 6,
+    /// `--wait`: every change was applied, but the rollout did not complete (timed out, exceeded
+    /// its progress deadline, or could not be followed).
+    RolloutIncomplete = 7,
     /// Interrupted by SIGINT.
     Interrupted = 130,
     /// Terminated by SIGTERM.
@@ -80,6 +83,9 @@ pub enum AppError {
     /// Interrupted by a signal.
     #[error("{0}")]
     Interrupted(String, ExitCode),
+    /// `--wait`: the changes were applied but the rollout did not complete.
+    #[error("{0}")]
+    Rollout(String),
     /// Writing the output failed (e.g. a closed pipe).
     #[error("cannot write output: {0}")]
     Output(#[from] std::io::Error),
@@ -93,6 +99,7 @@ impl AppError {
             AppError::Cluster(_) | AppError::Output(_) => ExitCode::Failed,
             AppError::NotConfirmed(_) => ExitCode::NotConfirmed,
             AppError::Interrupted(_, code) => *code,
+            AppError::Rollout(_) => ExitCode::RolloutIncomplete,
         }
     }
 }

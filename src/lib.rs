@@ -25,6 +25,7 @@ pub mod report;
 pub mod run;
 pub mod settings;
 pub mod updaters;
+pub mod wait;
 
 use std::ffi::OsString;
 

@@ -16,6 +16,7 @@ use crate::output;
 use crate::planner::{self, UpdateRequest};
 use crate::report::{self, Interruption, Outcome};
 use crate::settings::Settings;
+use crate::wait::{self, WaitTarget};
 
 /// Whether writes have started: before that, a signal ends the run at once (nothing changed);
 /// after, the run stops starting new requests and reports.
@@ -81,7 +82,7 @@ fn install_signal_handlers(flag: InterruptFlag, stage: Stage) -> Arc<tokio::sync
 pub async fn run(settings: Settings) -> Result<ExitCode, AppError> {
     let interrupt = InterruptFlag::default();
     let stage = Stage::default();
-    let _notify = install_signal_handlers(interrupt.clone(), stage.clone());
+    let notify = install_signal_handlers(interrupt.clone(), stage.clone());
 
     let conn = kube_context::connect(&settings.cluster).await?;
     let cluster = Cluster::new(conn, settings.verbose > 0);
@@ -114,6 +115,10 @@ pub async fn run(settings: Settings) -> Result<ExitCode, AppError> {
     drop(stdout);
 
     if !plan.has_changes() {
+        // `--wait` re-run after a timeout: nothing to write, but the rollout may still be going.
+        if settings.wait && !settings.dry_run {
+            follow_rollout(&cluster, &settings, &notify, &interrupt).await?;
+        }
         return Ok(ExitCode::Ok);
     }
     if settings.dry_run {
@@ -162,7 +167,16 @@ pub async fn run(settings: Settings) -> Result<ExitCode, AppError> {
     };
     let report = apply::apply(&cluster, &plan, opts, &interrupt).await;
 
-    let mut stdout = std::io::stdout().lock();
+    // With -o json|yaml, stdout carries exactly one document (the plan); the report goes to
+    // stderr with the other notices.
+    let mut stdout: Box<dyn Write> = match settings.output {
+        OutputFormat::Diff => Box::new(std::io::stdout().lock()),
+        OutputFormat::Json | OutputFormat::Yaml => Box::new(std::io::stderr().lock()),
+    };
+    let color = match settings.output {
+        OutputFormat::Diff => settings.color,
+        OutputFormat::Json | OutputFormat::Yaml => settings.color_stderr,
+    };
     for (_, outcome) in &report.entries {
         if let Outcome::Tripped {
             fresh: Some(fresh), ..
@@ -173,13 +187,68 @@ pub async fn run(settings: Settings) -> Result<ExitCode, AppError> {
                 "The live object changed after the plan was shown. This is what would change now (not applied):"
             )?;
             let opts = RenderOptions {
-                color: settings.color,
+                color,
                 ..RenderOptions::default()
             };
             diff_render::render_change(&mut stdout, fresh, &opts)?;
         }
     }
-    report::render_report(&mut stdout, &report, settings.color)?;
+    report::render_report(&mut stdout, &report, color)?;
     stdout.flush()?;
-    Ok(report.exit_code())
+    drop(stdout);
+    let code = report.exit_code();
+    if code == ExitCode::Ok && settings.wait {
+        follow_rollout(&cluster, &settings, &notify, &interrupt).await?;
+    }
+    Ok(code)
+}
+
+/// `--wait`: follows the Deployment's rollout on stderr (a bar on a terminal, plain lines
+/// otherwise) until it completes, fails or `--timeout` (0: no bound) runs out. The writes have
+/// landed by now, so every failure here is [`AppError::Rollout`] (its own exit code), and an
+/// interrupt only stops the waiting.
+async fn follow_rollout(
+    cluster: &Cluster,
+    settings: &Settings,
+    notify: &tokio::sync::Notify,
+    interrupt: &InterruptFlag,
+) -> Result<(), AppError> {
+    let target = WaitTarget {
+        namespace: cluster.namespace().to_owned(),
+        name: settings.app.clone(),
+        context: cluster.conn.context.clone(),
+    };
+    let timeout = Some(settings.wait_timeout).filter(|t| !t.is_zero());
+    let mut progress: Box<dyn wait::Progress> = if settings.stderr_is_terminal {
+        Box::new(wait::Bar::new(&target.reference(), settings.color_stderr))
+    } else {
+        Box::new(wait::Lines::new(
+            std::io::stderr(),
+            &target.reference(),
+            settings.color_stderr,
+        ))
+    };
+    let followed = wait::follow(
+        cluster.conn.client.clone(),
+        &target,
+        timeout,
+        cluster.conn.request_timeout,
+        progress.as_mut(),
+    );
+    tokio::select! {
+        result = followed => result.map(|_| ()).map_err(|e| AppError::Rollout(e.to_string())),
+        () = notify.notified() => {
+            let code = match interrupt.get() {
+                Some(Interruption::Sigterm) => ExitCode::Terminated,
+                _ => ExitCode::Interrupted,
+            };
+            Err(AppError::Interrupted(
+                format!(
+                    "stopped waiting: the changes were applied and the rollout goes on (kubectl rollout status deployment/{} -n {})",
+                    target.name, target.namespace
+                ),
+                code,
+            ))
+        }
+    }
 }
