@@ -4,6 +4,9 @@
 //! a server sets, merge patches follow RFC 7386, deletes remove by name. The caller's part is
 //! played as the real command does it: list the managed Ingresses (`app=web,identifier`), plan,
 //! then hand each updater the live object of its name.
+// Helpers outside `#[test]` functions are not covered by `allow-unwrap-in-tests`; here a
+// failed unwrap is a failed test, which is what we want.
+#![allow(clippy::unwrap_used)]
 
 use std::collections::BTreeSet;
 
