@@ -3,6 +3,8 @@
 //! preservation of what the tool does not own, the empty-file guard, injection attempts, and
 //! competing writers deleting or re-creating an Ingress between plan and apply.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use common::*;

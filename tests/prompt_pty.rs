@@ -1,5 +1,7 @@
 //! The confirmation prompt in a real pseudo-terminal: answered y, n, and Enter alone (No).
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::process::Command;

@@ -3,6 +3,8 @@
 //! errors, and kubeconfig resolution. Each test checks what the user sees and the cluster
 //! state afterwards.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use common::*;
@@ -282,7 +284,8 @@ fn several_containers_need_container_and_then_update_only_that_one() {
             "name": "proxy", "image": "envoyproxy/envoy:v1.30", "terminationMessagePath": "/dev/termination-log",
             "terminationMessagePolicy": "File", "imagePullPolicy": "IfNotPresent", "resources": {}
         }));
-    });
+    })
+    .unwrap();
     let o = env.run(&["web", "--image", "envoyproxy/envoy:v1.31", "--yes"]);
     assert_code(&o, 3);
     assert!(

@@ -1,6 +1,7 @@
 //! Shared harness: a sandbox API server per test, a kubeconfig written for it, and the real
 //! `kubectl-appupdate` binary run with a scrubbed environment.
 #![allow(dead_code)]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
