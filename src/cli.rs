@@ -21,6 +21,9 @@ Examples:
   # Re-expose endpoints from a file (one Ingress per scope set)
   kubectl appupdate web --endpoints endpoints.yaml
 
+  # In a pipeline: the plan as JSON on stdout, apply, wait for the rollout (exit 7 if it stalls)
+  kubectl appupdate web --image \"$IMAGE\" -o json --yes --wait --timeout 10m > plan.json
+
 Exit codes:
   0    success, or nothing to change
   1    failed before any write: nothing was changed

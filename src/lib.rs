@@ -11,6 +11,7 @@
 pub mod apply;
 pub mod cli;
 pub mod cluster;
+pub mod completion;
 pub mod confirm;
 pub mod diff_render;
 pub mod endpoints_file;
@@ -57,6 +58,12 @@ fn print_error(err: &AppError, color: bool) {
 
 /// The whole program: parses `args`, runs, prints errors, returns the exit code.
 pub fn main_with_args<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
+    let args: Vec<OsString> = args.into_iter().collect();
+    // kubectl's plugin completion, through the kubectl_complete-appupdate helper.
+    if args.get(1).is_some_and(|a| a == completion::ENTRY) {
+        let env = Environment::capture();
+        return completion::main(args[2..].to_vec(), &env, &mut std::io::stdout().lock());
+    }
     let cli = match Cli::try_parse_args(args) {
         Ok(cli) => cli,
         Err(e) => {
@@ -69,9 +76,20 @@ pub fn main_with_args<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
         }
     };
     if let Some(Command::Completion { shell }) = cli.command {
-        let mut cmd = Cli::command();
-        clap_complete::generate(shell, &mut cmd, "kubectl-appupdate", &mut std::io::stdout());
-        return ExitCode::Ok.code();
+        // Into a buffer first: clap_complete panics on a failed write (`… | head`).
+        let mut script = Vec::new();
+        clap_complete::generate(shell, &mut Cli::command(), "kubectl-appupdate", &mut script);
+        let mut stdout = std::io::stdout().lock();
+        return match std::io::Write::write_all(&mut stdout, &script)
+            .and_then(|()| std::io::Write::flush(&mut stdout))
+        {
+            Ok(()) => ExitCode::Ok.code(),
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::Ok.code(),
+            Err(e) => {
+                print_error(&AppError::Output(e), false);
+                ExitCode::Failed.code()
+            }
+        };
     }
 
     let env = Environment::capture();
