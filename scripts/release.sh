@@ -132,7 +132,7 @@ for target in $targets; do
       export "$linker_var=${triple%%-*}-linux-gnu-gcc"
     fi
     (cd "$root" && cargo build --release --locked --target "$triple" --bin kubectl-appupdate)
-    bin_path="$root/target/$triple/release/kubectl-appupdate"
+    bin_path="${CARGO_TARGET_DIR:-$root/target}/$triple/release/kubectl-appupdate"
   fi
   if [ "$triple" = "$host_triple" ]; then
     got=$("$bin_path" --version)

@@ -7,7 +7,9 @@
 //! the requested updates and the live state into a [`plan::Plan`]; the plan is rendered
 //! ([`diff_render`], [`output`]) and confirmed ([`confirm`]); then [`apply`] validates every change
 //! with a server-side dry run and writes each one conditionally, retrying conflicts under the
-//! approved-diff guard, and [`report`] says what happened to each object.
+//! approved-diff guard, and [`report`] says what happened to each object; with `--wait`,
+//! [`wait`] then follows the Deployment's rollout. [`completion`] answers kubectl's plugin
+//! completion (`kubectl_complete-appupdate`) from the same flag definitions.
 pub mod apply;
 pub mod cli;
 pub mod cluster;
