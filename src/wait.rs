@@ -420,7 +420,10 @@ where
             Some(Observation::Object(obj)) => {
                 last_problem = None;
                 let state = rollout_state(&obj);
-                progress.update(&state);
+                // A failure is said once, by the error; progress shows only the way there.
+                if !matches!(state, RolloutState::DeadlineExceeded { .. }) {
+                    progress.update(&state);
+                }
                 match state {
                     RolloutState::Complete { .. } => break Ok(state),
                     RolloutState::DeadlineExceeded { .. } => {
