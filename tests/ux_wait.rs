@@ -158,7 +158,11 @@ fn a_rollout_past_its_progress_deadline_fails_at_once_with_exit_7() {
     );
     assert!(last.contains("has timed out progressing"), "{err}");
     // Said once, by the error, not also as a progress line.
-    assert_eq!(err.matches("exceeded its progress deadline").count(), 1, "{err}");
+    assert_eq!(
+        err.matches("exceeded its progress deadline").count(),
+        1,
+        "{err}"
+    );
     assert_eq!(env.image(), NEW_IMAGE);
 }
 
