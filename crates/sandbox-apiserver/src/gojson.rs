@@ -119,14 +119,23 @@ fn quote_char(c: u8) -> String {
 
 /// Go's `checkValid`: the first syntax error in `data`, if any.
 pub fn syntax_error(data: &[u8]) -> Option<String> {
-    let mut p = Scanner { data, i: 0 };
+    let mut p = Scanner {
+        data,
+        i: 0,
+        depth: 0,
+    };
     p.run().err()
 }
 
 struct Scanner<'a> {
     data: &'a [u8],
     i: usize,
+    depth: usize,
 }
+
+/// Nesting beyond this is refused (Go allows 10000; serde_json stops at 128 anyway), which keeps
+/// the recursive scanner's stack use bounded.
+const MAX_DEPTH: usize = 512;
 
 const EOF: &str = "unexpected end of JSON input";
 
@@ -154,6 +163,16 @@ impl Scanner<'_> {
     }
 
     fn value(&mut self) -> Result<(), String> {
+        self.depth += 1;
+        let r = self.value_inner();
+        self.depth -= 1;
+        r
+    }
+
+    fn value_inner(&mut self) -> Result<(), String> {
+        if self.depth > MAX_DEPTH {
+            return Err("exceeded max depth".into());
+        }
         self.skip_ws();
         let Some(c) = self.peek() else {
             return Err(EOF.into());

@@ -963,9 +963,9 @@ async fn resource(
     }
     // A namespaced kind addressed without a namespace (or the reverse) has no route.
     let ns = info.namespace.clone();
-    let cluster_path = !path.contains("/namespaces/") || k.kind == "Namespace";
+    // A namespaced kind addressed without a namespace (or the reverse) has no route.
     if k.namespaced
-        && cluster_path
+        && info.namespace.is_empty()
         && !(info.name.is_empty() && (info.verb == "list" || info.verb == "watch"))
     {
         return status_reply(
@@ -973,12 +973,8 @@ async fn resource(
             pretty,
         );
     }
-    if !k.namespaced
-        && path.contains("/namespaces/")
-        && !path
-            .trim_start_matches('/')
-            .starts_with("api/v1/namespaces")
-    {
+    // RequestInfo puts a namespace's own name in `namespace`; anything else is no route.
+    if !k.namespaced && !info.namespace.is_empty() && info.namespace != info.name {
         return status_reply(&status::generic(404, ""), pretty);
     }
     let ct = media_type(headers);
@@ -1590,7 +1586,10 @@ async fn watch(
                 _ = &mut deadline => break,
                 _ = crate::server::stopped(&mut shutdown) => break,
                 _ = tick.tick(), if bookmarks => {
-                    let bm = json!({"kind": kind_for_bookmark.kind, "apiVersion": kind_for_bookmark.api_version, "metadata": {"resourceVersion": last_rv.to_string(), "creationTimestamp": null}});
+                    // An empty object of the kind carrying only the revision, as the real server sends.
+                    let mut empty = crate::schema::zero_struct(crate::schema::type_def(kind_for_bookmark.type_idx));
+                    empty["metadata"] = json!({"resourceVersion": last_rv.to_string(), "creationTimestamp": null});
+                    let bm = kinds::with_type_meta(kind_for_bookmark, &empty);
                     if tx.send(Ok(Frame::data(event_line("BOOKMARK", bm)))).await.is_err() { return; }
                 }
                 ev = rx.recv() => match ev {

@@ -510,15 +510,6 @@ impl State {
             let meta = meta_mut(&mut obj);
             meta.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
             meta.insert("creationTimestamp".into(), json!(now));
-            if meta
-                .get("resourceVersion")
-                .and_then(Value::as_str)
-                .is_some_and(|s| !s.is_empty())
-            {
-                return Err(status::bad_request(
-                    "resourceVersion should not be set on objects to be created",
-                ));
-            }
         }
         if k.kind == "Service" {
             self.allocate_service(&mut obj, None, ctx.dry_run);
@@ -538,6 +529,16 @@ impl State {
             },
             name.clone(),
         );
+        // etcd3's Create refuses a resourceVersion with a plain error (500, no reason) before it
+        // looks for an existing key; the dry-run storage does not check it.
+        if !ctx.dry_run && !meta_str(&obj, "resourceVersion").is_empty() {
+            return Err(StatusBody::new(
+                500,
+                "",
+                "resourceVersion should not be set on objects to be created",
+                None,
+            ));
+        }
         if self.objects.contains_key(&key) {
             return Err(status::already_exists(k, &name));
         }

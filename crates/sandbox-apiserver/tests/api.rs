@@ -725,6 +725,18 @@ fn malformed_requests_get_statuses_not_panics() {
         Some(b"{}"),
     );
     assert_eq!(r.status, 405);
+    assert_eq!(get(&sb, "/api/v1/namespaces/shop/namespaces").status, 404);
+    assert_eq!(get(&sb, "/apis/apps/v1/deployments/web").status, 404);
+    let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+    let r = request(
+        &sb,
+        Some(&t),
+        "POST",
+        DEPLOYMENTS,
+        &[("Content-Type", "application/json")],
+        Some(deep.as_bytes()),
+    );
+    assert_eq!(r.status, 400);
     assert_eq!(get(&sb, "/version").status, 200, "still serving");
 }
 
