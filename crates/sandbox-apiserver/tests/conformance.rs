@@ -73,32 +73,55 @@ fn is_cluster_ip(s: &str) -> bool {
 
 impl Replay {
     /// Learn uid / IP correspondences from a recorded and an actual value at the same place.
-    fn learn(&mut self, recorded: &Value, ours: &Value) {
+    /// Record that recorded `a` is our `b`; a recorded value must always map to the same value
+    /// of ours, and two recorded values never to one of ours (uids are unique).
+    fn map(
+        table: &mut HashMap<String, String>,
+        a: &str,
+        b: &str,
+        what: &str,
+        problems: &mut Vec<String>,
+    ) {
+        match table.get(a) {
+            Some(prev) if prev != b => {
+                problems.push(format!("{what} {a} was {prev} earlier, now {b}"))
+            }
+            Some(_) => {}
+            None => {
+                if table.values().any(|v| v == b) {
+                    problems.push(format!("{what} {b} stands for two recorded values"));
+                }
+                table.insert(a.to_string(), b.to_string());
+            }
+        }
+    }
+
+    fn learn(&mut self, recorded: &Value, ours: &Value, problems: &mut Vec<String>) {
         match (recorded, ours) {
             (Value::Object(r), Value::Object(o)) => {
                 for (k, rv) in r {
                     let Some(ov) = o.get(k) else { continue };
                     match (k.as_str(), rv, ov) {
                         ("uid", Value::String(a), Value::String(b)) => {
-                            self.uids.insert(a.clone(), b.clone());
+                            Self::map(&mut self.uids, a, b, "uid", problems);
                         }
                         ("clusterIP", Value::String(a), Value::String(b)) => {
-                            self.ips.insert(a.clone(), b.clone());
+                            Self::map(&mut self.ips, a, b, "cluster IP", problems);
                         }
                         ("clusterIPs", Value::Array(a), Value::Array(b)) => {
                             for (x, y) in a.iter().zip(b) {
                                 if let (Some(x), Some(y)) = (x.as_str(), y.as_str()) {
-                                    self.ips.insert(x.to_string(), y.to_string());
+                                    Self::map(&mut self.ips, x, y, "cluster IP", problems);
                                 }
                             }
                         }
-                        _ => self.learn(rv, ov),
+                        _ => self.learn(rv, ov, problems),
                     }
                 }
             }
             (Value::Array(r), Value::Array(o)) => {
                 for (a, b) in r.iter().zip(o) {
-                    self.learn(a, b);
+                    self.learn(a, b, problems);
                 }
             }
             _ => {}
@@ -353,7 +376,7 @@ fn compare_headers(recorded: &Value, ours: &[(String, String)], problems: &mut V
 }
 
 fn compare_json(replay: &mut Replay, recorded: &Value, ours: &Value, problems: &mut Vec<String>) {
-    replay.learn(recorded, ours);
+    replay.learn(recorded, ours, problems);
     let r = normalize(recorded, replay, true, problems, "");
     let o = normalize(ours, replay, false, problems, "");
     if let Some(d) = first_difference(&r, &o, "") {
