@@ -946,7 +946,10 @@ async fn resource(
 ) -> Reply {
     let Some(k) = kinds::lookup(&info.group, &info.version, &info.resource) else {
         if let Some(g) = discovery::generic_resource(&info.group, &info.version, &info.resource) {
-            return generic_resource(shared, g, method, info, headers, pretty);
+            let timeout = query_get(query, "timeoutSeconds")
+                .and_then(|t| t.parse().ok())
+                .unwrap_or(1800);
+            return generic_resource(shared, timeout, g, method, info, headers, pretty);
         }
         if info.group.is_empty() || discovery::group_served(&info.group) {
             return status_reply(&status::generic(404, ""), pretty);
@@ -1389,6 +1392,7 @@ fn table_for(k: &Kind, objs: &[Value], rv: Option<u64>, cont: Option<String>) ->
 
 fn generic_resource(
     shared: &Shared,
+    watch_timeout: u64,
     g: &discovery::GenericResource,
     method: &Method,
     info: &RequestInfo,
@@ -1421,16 +1425,33 @@ fn generic_resource(
                 pretty,
             )
         }
-        ("GET", true, "watch") => Reply {
-            status: 200,
-            headers: vec![
-                ("Content-Type".into(), "application/json".into()),
-                ("Cache-Control".into(), "no-cache, private".into()),
-            ],
-            body: full(Bytes::new()),
-            reason: None,
-            cut: false,
-        },
+        ("GET", true, "watch") => {
+            // Nothing ever changes: keep the stream open, without events, until it times out.
+            let shutdown = shared.shutdown.clone();
+            let timeout = Duration::from_secs(watch_timeout);
+            let idle = futures_util::stream::unfold(true, move |first| {
+                let mut shutdown = shutdown.clone();
+                async move {
+                    if first {
+                        tokio::select! {
+                            _ = tokio::time::sleep(timeout) => {}
+                            _ = stopped(&mut shutdown) => {}
+                        }
+                    }
+                    None::<(Result<Frame<Bytes>, std::io::Error>, bool)>
+                }
+            });
+            Reply {
+                status: 200,
+                headers: vec![
+                    ("Cache-Control".into(), "no-cache, private".into()),
+                    ("Content-Type".into(), "application/json".into()),
+                ],
+                body: BodyExt::boxed(StreamBody::new(idle)),
+                reason: None,
+                cut: false,
+            }
+        }
         ("GET", false, _) => {
             let gr = status::group_resource(&g.group, &g.resource);
             status_reply(

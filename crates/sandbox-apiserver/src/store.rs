@@ -764,6 +764,19 @@ impl State {
             "application/merge-patch+json" => {
                 let p =
                     gojson::parse(body).map_err(|_| status::bad_request("Invalid JSON Patch"))?;
+                if let Value::Array(_) = &p {
+                    // evanphx/json-patch returns the array itself, which then fails to decode.
+                    return Err(status::invalid_kind(
+                        "",
+                        "",
+                        "",
+                        &[FieldError::invalid(
+                            "patch",
+                            &status::go_quote(&serde_json::to_string(&p).unwrap_or_default()),
+                            "couldn't get version/kind; json parse error: json: cannot unmarshal array into Go value of type struct { APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" }",
+                        )],
+                    ));
+                }
                 if !p.is_object() {
                     return Err(status::bad_request("Invalid JSON Patch"));
                 }

@@ -1079,4 +1079,12 @@ fn aggregated_discovery_honours_etags() {
         (r.status, r.json()["kind"].clone()),
         (200, json!("PodList"))
     );
+    // A watch of a resource that never changes stays open until it times out.
+    let t = std::time::Instant::now();
+    let r = get(
+        &sb,
+        "/api/v1/namespaces/default/pods?watch=true&timeoutSeconds=1",
+    );
+    assert_eq!((r.status, r.body.len()), (200, 0));
+    assert!(t.elapsed() >= Duration::from_millis(900));
 }
