@@ -207,14 +207,12 @@ pub fn default_pod_spec(pod: &mut Map<String, Value>) {
     set_default(pod, "dnsPolicy", json!("ClusterFirst"));
     set_default(pod, "securityContext", json!({}));
     set_default(pod, "schedulerName", json!("default-scheduler"));
-    let host_network = pod
-        .get("hostNetwork")
-        .and_then(Value::as_bool)
-        .unwrap_or(false);
+    // hostNetwork → hostPort defaulting is Pod-only in v1.28 (the
+    // DefaultHostNetworkHostPortsInPodTemplates gate is off), so templates keep hostPort unset.
     for list in ["containers", "initContainers"] {
         if let Some(Value::Array(cs)) = pod.get_mut(list) {
             for c in cs.iter_mut().filter_map(Value::as_object_mut) {
-                default_container(c, host_network);
+                default_container(c);
             }
         }
     }
@@ -255,7 +253,7 @@ fn default_handler(h: &mut Map<String, Value>) {
     }
 }
 
-fn default_container(c: &mut Map<String, Value>, host_network: bool) {
+fn default_container(c: &mut Map<String, Value>) {
     set_default(c, "terminationMessagePath", json!("/dev/termination-log"));
     set_default(c, "terminationMessagePolicy", json!("File"));
     let image = c
@@ -267,12 +265,6 @@ fn default_container(c: &mut Map<String, Value>, host_network: bool) {
     if let Some(Value::Array(ports)) = c.get_mut("ports") {
         for p in ports.iter_mut().filter_map(Value::as_object_mut) {
             set_default(p, "protocol", json!("TCP"));
-            if host_network
-                && let Some(cp) = p.get("containerPort").cloned()
-                && p.get("hostPort").and_then(Value::as_i64).unwrap_or(0) == 0
-            {
-                p.insert("hostPort".into(), cp);
-            }
         }
     }
     if let Some(Value::Array(env)) = c.get_mut("env") {
@@ -342,6 +334,28 @@ fn default_volume(v: &mut Map<String, Value>) {
         && !m.contains_key("type")
     {
         m.insert("type".into(), json!(""));
+    }
+    if let Some(items) = v.get_mut("downwardAPI").and_then(|d| d.get_mut("items")) {
+        default_downward_items(items);
+    }
+    if let Some(Value::Array(sources)) = v.get_mut("projected").and_then(|p| p.get_mut("sources")) {
+        for src in sources.iter_mut() {
+            if let Some(items) = src.get_mut("downwardAPI").and_then(|d| d.get_mut("items")) {
+                default_downward_items(items);
+            }
+            if let Some(Value::Object(t)) = src.get_mut("serviceAccountToken") {
+                set_default(t, "expirationSeconds", json!(3600));
+            }
+        }
+    }
+}
+
+/// SetDefaults_ObjectFieldSelector inside downward API volume items.
+fn default_downward_items(items: &mut Value) {
+    for it in items.as_array_mut().into_iter().flatten() {
+        if let Some(Value::Object(fr)) = it.get_mut("fieldRef") {
+            set_default(fr, "apiVersion", json!("v1"));
+        }
     }
 }
 
@@ -1030,6 +1044,44 @@ mod tests {
             "IfNotPresent"
         );
         assert_eq!(image_pull_policy("nginx@sha256:abc"), "IfNotPresent");
+    }
+
+    #[test]
+    fn pod_template_defaults_match_v1_28() {
+        let mut pod: Map<String, Value> = serde_json::from_value(json!({
+            "hostNetwork": true,
+            "containers": [{"name": "a", "image": "x", "ports": [{"containerPort": 80}],
+                "env": [{"name": "N", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}],
+                "readinessProbe": {"tcpSocket": {"port": 80}}}],
+            "volumes": [{"name": "tmp"}, {"name": "cfg", "configMap": {"name": "c"}},
+                {"name": "token", "projected": {"sources": [{"serviceAccountToken": {"path": "t"}}]}},
+                {"name": "info", "downwardAPI": {"items": [{"path": "n", "fieldRef": {"fieldPath": "metadata.name"}}]}}]
+        }))
+        .unwrap_or_default();
+        default_pod_spec(&mut pod);
+        let c = &pod["containers"][0];
+        assert_eq!(
+            c["ports"][0],
+            json!({"containerPort": 80, "protocol": "TCP"}),
+            "no hostPort in templates"
+        );
+        assert_eq!(c["imagePullPolicy"], json!("Always"));
+        assert_eq!(
+            c["env"][0]["valueFrom"]["fieldRef"]["apiVersion"],
+            json!("v1")
+        );
+        assert_eq!(c["readinessProbe"]["periodSeconds"], json!(10));
+        assert_eq!(pod["volumes"][0]["emptyDir"], json!({}));
+        assert_eq!(pod["volumes"][1]["configMap"]["defaultMode"], json!(420));
+        assert_eq!(
+            pod["volumes"][2]["projected"]["sources"][0]["serviceAccountToken"]["expirationSeconds"],
+            json!(3600)
+        );
+        assert_eq!(
+            pod["volumes"][3]["downwardAPI"]["items"][0]["fieldRef"]["apiVersion"],
+            json!("v1")
+        );
+        assert_eq!(pod["volumes"][3]["downwardAPI"]["defaultMode"], json!(420));
     }
 
     #[test]
