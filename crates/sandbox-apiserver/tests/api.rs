@@ -212,8 +212,8 @@ fn tls_with_the_generated_ca_serves_http2_and_keeps_http1_connections_alive() {
         return;
     }
     let sb = sandbox();
-    let dir = tempdir();
-    let ca = dir.join("ca.pem");
+    let dir = common::TempDir::new("tls");
+    let ca = dir.path().join("ca.pem");
     std::fs::write(&ca, sb.ca_pem().unwrap()).unwrap();
     let auth = format!("Authorization: Bearer {}", admin(&sb));
     for (flag, want) in [("--http2", "HTTP/2.0"), ("--http1.1", "HTTP/1.1")] {
@@ -253,23 +253,6 @@ fn tls_with_the_generated_ca_serves_http2_and_keeps_http1_connections_alive() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-}
-
-fn tempdir() -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("sandbox-apiserver-test-{}", uuid_like()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn uuid_like() -> String {
-    format!(
-        "{}-{:?}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos()
-    )
 }
 
 #[test]

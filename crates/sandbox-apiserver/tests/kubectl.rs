@@ -3,8 +3,10 @@
 //! `sandbox-apiserver serve` command.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::io::{BufRead, BufReader, Read};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -20,19 +22,6 @@ fn kubectl_available() -> bool {
         eprintln!("\n*** SKIPPED: kubectl is not on PATH — the kubectl tests did not run ***\n");
     }
     ok
-}
-
-fn tempdir(tag: &str) -> PathBuf {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    let d = std::env::temp_dir().join(format!(
-        "sandbox-kubectl-{tag}-{}-{nanos}",
-        std::process::id()
-    ));
-    std::fs::create_dir_all(&d).unwrap();
-    d
 }
 
 struct Kubectl {
@@ -66,14 +55,14 @@ impl Kubectl {
     }
 }
 
-fn setup(sb: &Sandbox, tag: &str) -> (Kubectl, PathBuf) {
-    let dir = tempdir(tag);
-    let kubeconfig = dir.join("kubeconfig");
+fn setup(sb: &Sandbox, tag: &str) -> (Kubectl, common::TempDir) {
+    let dir = common::TempDir::new(tag);
+    let kubeconfig = dir.path().join("kubeconfig");
     sb.write_kubeconfig(&kubeconfig, "demo").unwrap();
     (
         Kubectl {
             kubeconfig,
-            home: dir.clone(),
+            home: dir.path().to_path_buf(),
         },
         dir,
     )
@@ -125,7 +114,7 @@ fn kubectl_reads_and_writes_through_the_generated_kubeconfig() {
     );
     assert!(table.contains("web-unmanaged"), "{table}");
 
-    let file = dir.join("api.yaml");
+    let file = dir.path().join("api.yaml");
     std::fs::write(&file, DEPLOYMENT_YAML).unwrap();
     assert!(
         k.ok(&["create", "-f", file.to_str().unwrap()])
@@ -321,9 +310,9 @@ fn wait_for_line(reader: &mut impl BufRead, needle: &str, timeout: Duration) -> 
 
 #[test]
 fn the_standalone_command_serves_the_demo_until_terminated() {
-    let dir = tempdir("serve");
-    let kubeconfig = dir.join("kubeconfig");
-    let log = dir.join("requests.jsonl");
+    let dir = common::TempDir::new("serve");
+    let kubeconfig = dir.path().join("kubeconfig");
+    let log = dir.path().join("requests.jsonl");
     let mut child = Command::new(env!("CARGO_BIN_EXE_sandbox-apiserver"))
         .args([
             "serve",
@@ -351,7 +340,7 @@ fn the_standalone_command_serves_the_demo_until_terminated() {
     if kubectl_available() {
         let k = Kubectl {
             kubeconfig: kubeconfig.clone(),
-            home: dir.clone(),
+            home: dir.path().to_path_buf(),
         };
         let out = k.ok(&["get", "deploy,svc,hpa,ing"]);
         assert!(
@@ -383,5 +372,4 @@ fn the_standalone_command_serves_the_demo_until_terminated() {
     }
     let mut rest = String::new();
     let _ = stderr.read_to_string(&mut rest);
-    let _ = std::fs::remove_dir_all(Path::new(&dir));
 }
