@@ -2,7 +2,7 @@
 
 use std::io::Write;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 
 use crate::apply::{self, ApplyOptions, InterruptFlag};
 use crate::cli::OutputFormat;
@@ -18,11 +18,24 @@ use crate::report::{self, Interruption, Outcome};
 use crate::settings::Settings;
 use crate::wait::{self, WaitTarget};
 
-/// Whether writes have started: before that, a signal ends the run at once (nothing changed);
-/// after, the run stops starting new requests and reports.
+/// Where the run is, for the signal handler: before writes a signal ends the run at once
+/// (nothing changed); while writing, the run stops starting new requests and reports; while
+/// following a rollout (the writes are done), it only stops waiting.
 #[derive(Clone, Default)]
-struct Stage {
-    writing: Arc<AtomicBool>,
+struct Stage(Arc<AtomicU8>);
+
+impl Stage {
+    const PLANNING: u8 = 0;
+    const WRITING: u8 = 1;
+    const WAITING: u8 = 2;
+
+    fn set(&self, stage: u8) {
+        self.0.store(stage, Ordering::SeqCst);
+    }
+
+    fn get(&self) -> u8 {
+        self.0.load(Ordering::SeqCst)
+    }
 }
 
 fn install_signal_handlers(flag: InterruptFlag, stage: Stage) -> Arc<tokio::sync::Notify> {
@@ -48,7 +61,7 @@ fn install_signal_handlers(flag: InterruptFlag, stage: Stage) -> Arc<tokio::sync
                 Interruption::Sigint => ExitCode::Interrupted,
                 Interruption::Sigterm => ExitCode::Terminated,
             };
-            if !stage.writing.load(Ordering::SeqCst) {
+            if stage.get() == Stage::PLANNING {
                 let _ = console::Term::stderr().show_cursor();
                 crate::restore_terminal();
                 #[allow(clippy::print_stderr)]
@@ -66,11 +79,13 @@ fn install_signal_handlers(flag: InterruptFlag, stage: Stage) -> Arc<tokio::sync
                 }
                 std::process::exit(code.code());
             }
-            #[allow(clippy::print_stderr)]
-            {
-                eprintln!(
-                    "\ninterrupt received: finishing the requests in flight, starting no new ones (interrupt again to exit at once)"
-                );
+            if stage.get() == Stage::WRITING {
+                #[allow(clippy::print_stderr)]
+                {
+                    eprintln!(
+                        "\ninterrupt received: finishing the requests in flight, starting no new ones (interrupt again to exit at once)"
+                    );
+                }
             }
             n.notify_one();
         }
@@ -117,6 +132,7 @@ pub async fn run(settings: Settings) -> Result<ExitCode, AppError> {
     if !plan.has_changes() {
         // `--wait` re-run after a timeout: nothing to write, but the rollout may still be going.
         if settings.wait && !settings.dry_run {
+            stage.set(Stage::WAITING);
             follow_rollout(&cluster, &settings, &notify, &interrupt).await?;
         }
         return Ok(ExitCode::Ok);
@@ -160,7 +176,7 @@ pub async fn run(settings: Settings) -> Result<ExitCode, AppError> {
         }
     }
 
-    stage.writing.store(true, Ordering::SeqCst);
+    stage.set(Stage::WRITING);
     let opts = ApplyOptions {
         tries: settings.retries,
         ..ApplyOptions::default()
@@ -198,6 +214,7 @@ pub async fn run(settings: Settings) -> Result<ExitCode, AppError> {
     drop(stdout);
     let code = report.exit_code();
     if code == ExitCode::Ok && settings.wait {
+        stage.set(Stage::WAITING);
         follow_rollout(&cluster, &settings, &notify, &interrupt).await?;
     }
     Ok(code)
