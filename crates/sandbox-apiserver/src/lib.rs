@@ -122,8 +122,12 @@ pub enum Rollout {
 pub enum Trigger {
     /// Right after our next GET of the object has been served.
     Read,
-    /// Right before our next write (PUT/PATCH/DELETE) to the object is processed.
+    /// Right before our next write to the object is processed: a PUT, PATCH or DELETE of it,
+    /// or a POST to its collection that creates it (by `metadata.name`). Dry runs count.
     NextWrite,
+    /// Like [`Trigger::NextWrite`], but dry runs do not count: right before the next write
+    /// that would change the object (e.g. after a client's `dryRun=All` preflight).
+    NextRealWrite,
 }
 
 /// A mutation applied by a competing writer.
@@ -147,11 +151,33 @@ pub enum Fault {
     /// Delay every request by this much (`Duration::ZERO` turns it off).
     Latency(Duration),
     /// Another writer (manager `sandbox-competitor`) modifies the object, bumping its
-    /// resourceVersion, at the given moment.
+    /// resourceVersion, at the given moment. A mutation that fails (the object is gone, the
+    /// result is invalid) or changes nothing is loud: the request log marks the request
+    /// `competing-write-failed`, [`crate::Sandbox::competing_write_failures`] lists it, and
+    /// dropping the [`crate::Sandbox`] panics — a test whose competitor did nothing fails.
     CompetingWrite {
         object_path: String,
         after: Trigger,
         mutate: Mutation,
+    },
+    /// Another writer deletes the object at the given moment (loud on failure, as above).
+    CompetingDelete { object_path: String, after: Trigger },
+    /// Another writer deletes the object and creates it again under the same name: a new uid,
+    /// the same labels, annotations and spec (server-set metadata and status reset), with
+    /// `mutate` applied to the new object before it is created (loud on failure, as above).
+    CompetingRecreate {
+        object_path: String,
+        after: Trigger,
+        mutate: Option<Mutation>,
+    },
+    /// Another writer creates the object at `object_path` from `body` (its name and
+    /// namespace are taken from the path) at the given moment — with
+    /// [`Trigger::NextWrite`]/[`Trigger::NextRealWrite`], right before our POST that creates
+    /// the same name, which then meets `AlreadyExists` (loud on failure, as above).
+    CompetingCreate {
+        object_path: String,
+        after: Trigger,
+        body: serde_json::Value,
     },
     /// Close the connection without any response for the next `count` matching requests
     /// (the request is not processed).
@@ -196,6 +222,25 @@ impl std::fmt::Debug for Fault {
                 object_path, after, ..
             } => f
                 .debug_struct("CompetingWrite")
+                .field("object_path", object_path)
+                .field("after", after)
+                .finish(),
+            Fault::CompetingDelete { object_path, after } => f
+                .debug_struct("CompetingDelete")
+                .field("object_path", object_path)
+                .field("after", after)
+                .finish(),
+            Fault::CompetingRecreate {
+                object_path, after, ..
+            } => f
+                .debug_struct("CompetingRecreate")
+                .field("object_path", object_path)
+                .field("after", after)
+                .finish(),
+            Fault::CompetingCreate {
+                object_path, after, ..
+            } => f
+                .debug_struct("CompetingCreate")
                 .field("object_path", object_path)
                 .field("after", after)
                 .finish(),
@@ -248,7 +293,8 @@ pub struct LoggedRequest {
     /// The Status `reason` of an error response.
     pub reason: Option<String>,
     /// The fault that shaped this response, if any (`conflict`, `status`, `latency`,
-    /// `competing-write`, `drop-connection`, `drop-mid-response`, `hang`).
+    /// `competing-write`, `competing-delete`, `competing-recreate`, `competing-create`,
+    /// `competing-write-failed`, `drop-connection`, `drop-mid-response`, `hang`).
     pub fault: Option<String>,
     /// Milliseconds since the sandbox started.
     pub started_ms: f64,

@@ -334,10 +334,34 @@ impl Sandbox {
     pub fn counters(&self) -> Counters {
         self.shared.log.lock().counters.clone()
     }
+
+    /// Competing writers ([`Fault::CompetingWrite`] and friends) that fired but could not do
+    /// what they were armed to do (the object was gone, the mutation was invalid or changed
+    /// nothing). Dropping the handle panics when this is not empty, so a test whose competitor
+    /// silently did nothing fails; call [`Sandbox::take_competing_write_failures`] to expect one.
+    pub fn competing_write_failures(&self) -> Vec<String> {
+        self.shared.competitor_failures.lock().clone()
+    }
+
+    /// Returns and forgets the recorded competing-writer failures.
+    pub fn take_competing_write_failures(&self) -> Vec<String> {
+        std::mem::take(&mut *self.shared.competitor_failures.lock())
+    }
 }
 
 impl Drop for Sandbox {
     fn drop(&mut self) {
+        let failures = self.take_competing_write_failures();
+        if !failures.is_empty() && !std::thread::panicking() {
+            let _ = self.shutdown.send(true);
+            if let Some(t) = self.thread.take() {
+                let _ = t.join();
+            }
+            panic!(
+                "sandbox-apiserver: a competing writer failed, so the test did not test what it meant to: {}",
+                failures.join("; ")
+            );
+        }
         let _ = self.shutdown.send(true);
         if let Some(t) = self.thread.take() {
             let _ = t.join();
@@ -711,16 +735,25 @@ pub(crate) fn fault_from_json(v: &Value) -> Result<Fault, String> {
                 .and_then(Value::as_u64)
                 .ok_or("missing \"ms\"")?,
         )),
+        "competingDelete" => Fault::CompetingDelete {
+            object_path: path("objectPath")?,
+            after: trigger(v)?,
+        },
+        "competingRecreate" => Fault::CompetingRecreate {
+            object_path: path("objectPath")?,
+            after: trigger(v)?,
+            mutate: v.get("mergePatch").cloned().map(|patch| {
+                Box::new(move |obj: &mut Value| *obj = crate::patch::merge_patch(obj, &patch))
+                    as crate::Mutation
+            }),
+        },
+        "competingCreate" => Fault::CompetingCreate {
+            object_path: path("objectPath")?,
+            after: trigger(v)?,
+            body: v.get("body").cloned().ok_or("missing \"body\"")?,
+        },
         "competingWrite" => {
-            let after = match v.get("after").and_then(Value::as_str).unwrap_or("read") {
-                "read" => Trigger::Read,
-                "nextWrite" => Trigger::NextWrite,
-                other => {
-                    return Err(format!(
-                        "\"after\" must be \"read\" or \"nextWrite\", not {other:?}"
-                    ));
-                }
-            };
+            let after = trigger(v)?;
             let patch = v.get("mergePatch").cloned().unwrap_or_else(
                 || json!({"metadata": {"annotations": {"sandbox/competing-write": "1"}}}),
             );
@@ -746,6 +779,18 @@ pub(crate) fn fault_from_json(v: &Value) -> Result<Fault, String> {
         },
         other => return Err(format!("unknown fault type {other:?}")),
     })
+}
+
+/// `"after"` of a competing-writer fault (default `read`).
+fn trigger(v: &Value) -> Result<Trigger, String> {
+    match v.get("after").and_then(Value::as_str).unwrap_or("read") {
+        "read" => Ok(Trigger::Read),
+        "nextWrite" => Ok(Trigger::NextWrite),
+        "nextRealWrite" => Ok(Trigger::NextRealWrite),
+        other => Err(format!(
+            "\"after\" must be \"read\", \"nextWrite\" or \"nextRealWrite\", not {other:?}"
+        )),
+    }
 }
 
 /// Parse `off`, `stuck`, `deadline`, `auto`, `auto:2s`, `auto:500ms`.
@@ -794,6 +839,15 @@ fn fault_summary(f: &Fault) -> Value {
         Fault::CompetingWrite {
             object_path, after, ..
         } => json!({"type": "competingWrite", "objectPath": object_path, "after": after}),
+        Fault::CompetingDelete { object_path, after } => {
+            json!({"type": "competingDelete", "objectPath": object_path, "after": after})
+        }
+        Fault::CompetingRecreate {
+            object_path, after, ..
+        } => json!({"type": "competingRecreate", "objectPath": object_path, "after": after}),
+        Fault::CompetingCreate {
+            object_path, after, ..
+        } => json!({"type": "competingCreate", "objectPath": object_path, "after": after}),
         Fault::DropConnection {
             method,
             path_prefix,

@@ -72,6 +72,8 @@ pub struct Shared {
     conn_seq: AtomicU64,
     pub sink: Option<Mutex<Box<dyn Write + Send>>>,
     pub shutdown: watch::Receiver<bool>,
+    /// Competing writers that could not do what they were armed to do.
+    pub competitor_failures: Mutex<Vec<String>>,
 }
 
 impl Shared {
@@ -104,6 +106,7 @@ impl Shared {
             conn_seq: AtomicU64::new(0),
             sink: sink.map(Mutex::new),
             shutdown,
+            competitor_failures: Mutex::new(Vec::new()),
         }
     }
 
@@ -469,33 +472,164 @@ impl Shared {
             .retain(|x| !matches!(x, Fault::Conflicts { count: 0, .. }));
     }
 
-    fn take_competing_write(&self, path: &str, trigger: Trigger) -> Option<crate::Mutation> {
+    /// Removes and returns the first competing-writer fault armed for `path` at `trigger`.
+    /// `dry_run`: the request that triggers it is a dry run ([`Trigger::NextRealWrite`] waits
+    /// for a real one).
+    fn take_competitor(&self, path: &str, trigger: Trigger, dry_run: bool) -> Option<Fault> {
+        let fires = |after: Trigger, object_path: &str| {
+            same_path(object_path, path)
+                && match trigger {
+                    Trigger::Read => after == Trigger::Read,
+                    Trigger::NextWrite | Trigger::NextRealWrite => {
+                        after == Trigger::NextWrite || (after == Trigger::NextRealWrite && !dry_run)
+                    }
+                }
+        };
         let mut f = self.faults.lock();
-        let pos = f
-            .active
-            .iter()
-            .position(|x| matches!(x, Fault::CompetingWrite { object_path, after, .. } if *after == trigger && same_path(object_path, path)))?;
-        match f.active.remove(pos) {
-            Fault::CompetingWrite { mutate, .. } => Some(mutate),
-            _ => None,
+        let pos = f.active.iter().position(|x| match x {
+            Fault::CompetingWrite {
+                object_path, after, ..
+            }
+            | Fault::CompetingDelete { object_path, after }
+            | Fault::CompetingRecreate {
+                object_path, after, ..
+            }
+            | Fault::CompetingCreate {
+                object_path, after, ..
+            } => fires(*after, object_path),
+            _ => false,
+        })?;
+        Some(f.active.remove(pos))
+    }
+
+    /// Runs a competing writer taken by [`Shared::take_competitor`] against the object
+    /// `ns`/`name` of kind `k`. Returns the request-log mark: `competing-…` when it did what it
+    /// was armed to do, `competing-write-failed` (and a recorded failure) otherwise.
+    pub fn run_competitor(&self, k: &'static Kind, ns: &str, name: &str, fault: Fault) -> String {
+        let (mark, result) = match fault {
+            Fault::CompetingWrite { mutate, .. } => {
+                ("competing-write", self.competing_write(k, ns, name, mutate))
+            }
+            Fault::CompetingDelete { .. } => (
+                "competing-delete",
+                self.state
+                    .lock()
+                    .delete(k, ns, name, &json!({}), false, false)
+                    .map(|_| ())
+                    .map_err(|e| e.message),
+            ),
+            Fault::CompetingRecreate { mutate, .. } => (
+                "competing-recreate",
+                self.competing_recreate(k, ns, name, mutate),
+            ),
+            Fault::CompetingCreate { body, .. } => {
+                ("competing-create", self.competing_create(k, ns, name, body))
+            }
+            _ => return String::new(),
+        };
+        match result {
+            Ok(()) => mark.to_owned(),
+            Err(why) => {
+                self.competitor_failures
+                    .lock()
+                    .push(format!("{mark} of {} {ns}/{name}: {why}", k.resource));
+                "competing-write-failed".to_owned()
+            }
         }
     }
 
-    /// Apply a competing writer's mutation to the object at `path`.
+    /// Apply a competing writer's mutation to the object; an error when it cannot be applied
+    /// or changes nothing.
     pub fn competing_write(
         &self,
         k: &'static Kind,
         ns: &str,
         name: &str,
         mutate: crate::Mutation,
-    ) -> Result<Value, StatusBody> {
+    ) -> Result<(), String> {
         let mut once = Some(mutate);
         let mut st = self.state.lock();
+        let before = st.rv;
         st.system_update(k, ns, name, crate::sandbox::COMPETITOR, "", &mut |obj| {
             if let Some(m) = once.take() {
                 m(obj);
             }
         })
+        .map_err(|e| e.message)?;
+        if st.rv == before {
+            return Err("the mutation changed nothing".into());
+        }
+        Ok(())
+    }
+
+    fn competing_recreate(
+        &self,
+        k: &'static Kind,
+        ns: &str,
+        name: &str,
+        mutate: Option<crate::Mutation>,
+    ) -> Result<(), String> {
+        let mut st = self.state.lock();
+        let old = st.get(k, ns, name).map_err(|e| e.message)?;
+        let mut fresh = old.clone();
+        if let Some(meta) = fresh.get_mut("metadata").and_then(Value::as_object_mut) {
+            for field in [
+                "uid",
+                "resourceVersion",
+                "creationTimestamp",
+                "generation",
+                "managedFields",
+                "deletionTimestamp",
+                "selfLink",
+            ] {
+                meta.remove(field);
+            }
+        }
+        if let Some(m) = fresh.as_object_mut() {
+            m.remove("status");
+        }
+        if let Some(m) = mutate {
+            m(&mut fresh);
+        }
+        st.delete(k, ns, name, &json!({}), false, false)
+            .map_err(|e| e.message)?;
+        let bytes = serde_json::to_vec(&fresh).map_err(|e| e.to_string())?;
+        st.create(k, ns, &bytes, &competitor_ctx())
+            .map(|_| ())
+            .map_err(|e| e.message)
+    }
+
+    fn competing_create(
+        &self,
+        k: &'static Kind,
+        ns: &str,
+        name: &str,
+        mut body: Value,
+    ) -> Result<(), String> {
+        if let Some(m) = body.as_object_mut() {
+            let meta = m.entry("metadata").or_insert_with(|| json!({}));
+            if let Some(meta) = meta.as_object_mut() {
+                meta.insert("name".into(), json!(name));
+                if k.namespaced {
+                    meta.insert("namespace".into(), json!(ns));
+                }
+            }
+        }
+        let bytes = serde_json::to_vec(&body).map_err(|e| e.to_string())?;
+        self.state
+            .lock()
+            .create(k, ns, &bytes, &competitor_ctx())
+            .map(|_| ())
+            .map_err(|e| e.message)
+    }
+}
+
+fn competitor_ctx() -> WriteCtx {
+    WriteCtx {
+        manager: crate::sandbox::COMPETITOR.into(),
+        dry_run: false,
+        field_validation: FieldValidation::Strict,
+        inject_conflict: false,
     }
 }
 
@@ -1052,10 +1186,25 @@ async fn resource(
     let inject_conflict = matches!(info.verb.as_str(), "update" | "patch" | "delete")
         && shared.conflict_pending(path);
     if matches!(info.verb.as_str(), "update" | "patch" | "delete")
-        && let Some(m) = shared.take_competing_write(path, Trigger::NextWrite)
+        && let Some(c) = shared.take_competitor(path, Trigger::NextWrite, dry_run)
     {
-        let _ = shared.competing_write(k, &ns, &info.name, m);
-        entry.fault = Some("competing-write".into());
+        entry.fault = Some(shared.run_competitor(k, &ns, &info.name, c));
+    }
+    // A create is a write to the object it names.
+    if info.verb == "create"
+        && info.subresource.is_empty()
+        && let Some(name) = serde_json::from_slice::<Value>(body).ok().and_then(|b| {
+            b.pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        })
+        && let Some(c) = shared.take_competitor(
+            &format!("{}/{name}", path.trim_end_matches('/')),
+            Trigger::NextWrite,
+            dry_run,
+        )
+    {
+        entry.fault = Some(shared.run_competitor(k, &ns, &name, c));
     }
     let ctx = WriteCtx {
         manager,
@@ -1101,10 +1250,9 @@ async fn resource(
             ("get", "" | "status") => {
                 let r = shared.state.lock().get(k, &ns, &info.name);
                 if r.is_ok()
-                    && let Some(m) = shared.take_competing_write(path, Trigger::Read)
+                    && let Some(c) = shared.take_competitor(path, Trigger::Read, false)
                 {
-                    let _ = shared.competing_write(k, &ns, &info.name, m);
-                    entry.fault = Some("competing-write".into());
+                    entry.fault = Some(shared.run_competitor(k, &ns, &info.name, c));
                 }
                 r.map(|obj| {
                     let body = if table {

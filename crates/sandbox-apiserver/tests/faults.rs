@@ -218,6 +218,158 @@ fn a_competing_writer_before_our_next_write() {
     assert_eq!(r.json()["metadata"]["labels"]["seen"], json!("yes"));
 }
 
+const ING: &str = "/apis/networking.k8s.io/v1/namespaces/demo/ingresses";
+const PUBLIC_ING: &str =
+    "/apis/networking.k8s.io/v1/namespaces/demo/ingresses/web-e3b0c44298fc1c14";
+
+#[test]
+fn a_failed_competing_write_is_marked_and_makes_the_handle_panic() {
+    let sb = demo();
+    // The object does not exist: the competitor cannot write it.
+    sb.inject(Fault::CompetingWrite {
+        object_path: format!("{WEB}-gone"),
+        after: Trigger::NextWrite,
+        mutate: Box::new(|d| d["metadata"]["labels"]["x"] = json!("y")),
+    });
+    // A mutation that changes nothing is a failure too.
+    sb.inject(Fault::CompetingWrite {
+        object_path: WEB.into(),
+        after: Trigger::Read,
+        mutate: Box::new(|_| {}),
+    });
+    let r = send_json(
+        &sb,
+        "PATCH",
+        &format!("{WEB}-gone"),
+        "application/merge-patch+json",
+        &json!({"spec": {"replicas": 3}}),
+    );
+    assert_eq!(r.status, 404);
+    assert_eq!(get(&sb, WEB).status, 200);
+    let marks: Vec<_> = sb.requests().into_iter().map(|r| r.fault).collect();
+    assert_eq!(
+        marks,
+        vec![
+            Some("competing-write-failed".to_owned()),
+            Some("competing-write-failed".to_owned())
+        ]
+    );
+    assert_eq!(sb.competing_write_failures().len(), 2);
+    assert!(sb.competing_write_failures()[1].contains("changed nothing"));
+    let dropped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(sb)));
+    assert!(dropped.is_err(), "dropping the handle panics");
+}
+
+#[test]
+fn a_competing_delete_and_a_recreate_at_the_next_write() {
+    let sb = demo();
+    let before = sb.get(PUBLIC_ING).unwrap();
+    sb.inject(Fault::CompetingRecreate {
+        object_path: PUBLIC_ING.into(),
+        after: Trigger::NextWrite,
+        mutate: None,
+    });
+    let uid = before["metadata"]["uid"].as_str().unwrap();
+    let rv = before["metadata"]["resourceVersion"].as_str().unwrap();
+    let del = json!({"kind": "DeleteOptions", "apiVersion": "v1", "preconditions": {"uid": uid, "resourceVersion": rv}});
+    let r = send_json(&sb, "DELETE", PUBLIC_ING, "application/json", &del);
+    assert_eq!(r.status, 409, "the uid precondition fails: {:?}", r.json());
+    assert!(
+        r.json()["message"]
+            .as_str()
+            .unwrap()
+            .contains("UID in the precondition")
+    );
+    let now = sb.get(PUBLIC_ING).unwrap();
+    assert_ne!(
+        now["metadata"]["uid"], before["metadata"]["uid"],
+        "a new incarnation"
+    );
+    assert_eq!(now["metadata"]["labels"], before["metadata"]["labels"]);
+    assert_eq!(now["spec"], before["spec"]);
+    assert_eq!(
+        sb.requests()[0].fault.as_deref(),
+        Some("competing-recreate")
+    );
+
+    sb.inject(Fault::CompetingDelete {
+        object_path: PUBLIC_ING.into(),
+        after: Trigger::NextWrite,
+    });
+    let r = send_json(
+        &sb,
+        "PATCH",
+        PUBLIC_ING,
+        "application/merge-patch+json",
+        &json!({"metadata": {"labels": {"x": "y"}}}),
+    );
+    assert_eq!(r.status, 404);
+    assert!(sb.get(PUBLIC_ING).is_none());
+    assert_eq!(sb.requests()[1].fault.as_deref(), Some("competing-delete"));
+    assert!(sb.competing_write_failures().is_empty());
+}
+
+#[test]
+fn next_real_write_skips_dry_runs_and_a_competing_create_meets_our_post() {
+    let sb = demo();
+    let name = "web-competitor";
+    let body = json!({
+        "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+        "metadata": {"name": name, "labels": {"app": "web"}},
+        "spec": {"rules": [{"http": {"paths": [{"path": "/web/x", "pathType": "Prefix",
+            "backend": {"service": {"name": "web", "port": {"number": 80}}}}]}}]}
+    });
+    sb.inject(Fault::CompetingCreate {
+        object_path: format!("{ING}/{name}"),
+        after: Trigger::NextRealWrite,
+        body: json!({"metadata": {"labels": {"owner": "someone-else"}}, "spec": body["spec"].clone()}),
+    });
+    let r = send_json(
+        &sb,
+        "POST",
+        &format!("{ING}?dryRun=All"),
+        "application/json",
+        &body,
+    );
+    assert_eq!(r.status, 201, "the dry run does not trigger it");
+    assert!(sb.get(&format!("{ING}/{name}")).is_none());
+    let r = send_json(&sb, "POST", ING, "application/json", &body);
+    assert_eq!(r.status, 409);
+    assert_eq!(r.json()["reason"], json!("AlreadyExists"));
+    let live = sb.get(&format!("{ING}/{name}")).unwrap();
+    assert_eq!(live["metadata"]["labels"], json!({"owner": "someone-else"}));
+    let marks: Vec<_> = sb.requests().into_iter().map(|r| r.fault).collect();
+    assert_eq!(marks, vec![None, Some("competing-create".to_owned())]);
+}
+
+#[test]
+fn competing_writers_through_the_control_surface() {
+    let sb = demo();
+    let tok = admin(&sb);
+    for fault in [
+        json!({"type": "competingDelete", "objectPath": HPA, "after": "nextRealWrite"}),
+        json!({"type": "competingRecreate", "objectPath": WEB, "after": "read", "mergePatch": {"metadata": {"labels": {"gen": "2"}}}}),
+    ] {
+        let r = request(
+            &sb,
+            Some(&tok),
+            "POST",
+            "/sandbox/faults",
+            &[("Content-Type", "application/json")],
+            Some(fault.to_string().as_bytes()),
+        );
+        assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    }
+    let old_uid = sb.get(WEB).unwrap()["metadata"]["uid"].clone();
+    assert_eq!(get(&sb, WEB).status, 200);
+    let now = sb.get(WEB).unwrap();
+    assert_ne!(now["metadata"]["uid"], old_uid);
+    assert_eq!(now["metadata"]["labels"]["gen"], json!("2"));
+    let r = put_current(&sb, HPA, false);
+    assert_eq!(r.status, 404);
+    assert!(sb.get(HPA).is_none());
+}
+
 #[test]
 fn dropped_connections_get_no_response_and_are_logged() {
     let sb = demo();
