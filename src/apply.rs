@@ -20,7 +20,7 @@ use futures::future::join_all;
 use serde_json::Value;
 
 use crate::cluster::{Cluster, RequestError};
-use crate::error::{Target, describe_kube_error};
+use crate::error::Target;
 use crate::ingress_planner::IDENTIFIER_LABEL;
 use crate::plan::{Action, ObjectChange, Plan, Planned, Recheck, Write, recheck};
 use crate::report::{Interruption, Outcome, Report};
@@ -105,14 +105,7 @@ impl Applier<'_> {
     }
 
     fn describe(&self, err: &RequestError, verb: &str, change: &ObjectChange) -> String {
-        let t = self.target(change);
-        match err {
-            RequestError::Kube(e) => describe_kube_error(e, verb, &t),
-            RequestError::Timeout(d) => format!(
-                "cannot reach the cluster of context {:?} for {}: the request timed out after {d:?} (--request-timeout)",
-                t.context, t.reference
-            ),
-        }
+        err.describe(verb, &self.target(change))
     }
 
     async fn send(&self, change: &ObjectChange, dry_run: bool) -> Result<Value, RequestError> {

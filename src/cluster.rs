@@ -8,6 +8,7 @@ use kube::core::Request;
 use kube::core::params::{GetParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::Value;
 
+use crate::error::{Target, describe_kube_error, error_chain};
 use crate::kube_context::Connection;
 use crate::plan::{Kind, PatchType};
 
@@ -53,13 +54,7 @@ impl RequestError {
                 | kube::Error::Service(_)
                 | kube::Error::ReadEvents(_)),
             ) => {
-                let mut text = String::new();
-                let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
-                while let Some(err) = cur {
-                    text.push_str(&err.to_string().to_lowercase());
-                    text.push(' ');
-                    cur = err.source();
-                }
+                let text = error_chain(e).join(" ").to_lowercase();
                 !(text.contains("connection refused")
                     || text.contains("dns error")
                     || text.contains("failed to lookup")
@@ -67,6 +62,18 @@ impl RequestError {
                     || text.contains("certificate"))
             }
             RequestError::Kube(_) => false,
+        }
+    }
+
+    /// One line for the user: what failed, on which object, in which namespace and context.
+    /// `verb` is the RBAC verb (get, list, patch, create, delete).
+    pub fn describe(&self, verb: &str, target: &Target) -> String {
+        match self {
+            RequestError::Kube(e) => describe_kube_error(e, verb, target),
+            RequestError::Timeout(d) => format!(
+                "cannot reach the cluster of context {:?} for {}: the request timed out after {d:?} (--request-timeout)",
+                target.context, target.reference
+            ),
         }
     }
 

@@ -146,14 +146,20 @@ fn describe_status(status: &kube::core::Status, verb: &str, target: &Target) -> 
     }
 }
 
-fn describe_transport_error(err: &kube::Error, target: &Target) -> String {
-    // Walk the source chain for the most telling cause without printing request details.
+/// The messages of an error and all its sources, outermost first.
+pub fn error_chain(err: &(dyn std::error::Error + 'static)) -> Vec<String> {
     let mut chain = Vec::new();
-    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    let mut cur = Some(err);
     while let Some(e) = cur {
         chain.push(e.to_string());
         cur = e.source();
     }
+    chain
+}
+
+fn describe_transport_error(err: &kube::Error, target: &Target) -> String {
+    // The most telling cause, without printing request details.
+    let chain = error_chain(err);
     let all = chain.join(": ").to_lowercase();
     let what = if all.contains("connection refused") {
         "connection refused".to_owned()

@@ -257,12 +257,7 @@ pub async fn connect(sel: &ClusterSelection) -> Result<Connection, AppError> {
 
 fn client_setup_reason(e: &kube::Error) -> String {
     // TLS set-up errors name what is wrong (e.g. an invalid private key) without the data.
-    let mut chain = Vec::new();
-    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(err) = cur {
-        chain.push(err.to_string());
-        cur = err.source();
-    }
+    let chain = crate::error::error_chain(e);
     let text = chain.join(": ");
     if text.to_lowercase().contains("key") {
         "the client key cannot be used (check client-key-data / client-key)".into()

@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use crate::cluster::{Cluster, RequestError};
-use crate::error::{AppError, Target, describe_kube_error};
+use crate::error::{AppError, Target};
 use crate::plan::Kind;
 
 /// Which objects the requested changes need.
@@ -40,14 +40,7 @@ fn target(cluster: &Cluster, reference: String) -> Target {
 }
 
 fn failure(cluster: &Cluster, err: RequestError, verb: &str, reference: String) -> AppError {
-    let t = target(cluster, reference);
-    match err {
-        RequestError::Kube(e) => AppError::Cluster(describe_kube_error(&e, verb, &t)),
-        RequestError::Timeout(d) => AppError::Cluster(format!(
-            "cannot reach the cluster of context {:?} for {}: the request timed out after {d:?} (--request-timeout)",
-            t.context, t.reference
-        )),
-    }
+    AppError::Cluster(err.describe(verb, &target(cluster, reference)))
 }
 
 fn must_exist(
