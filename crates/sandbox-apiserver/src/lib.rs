@@ -195,6 +195,19 @@ pub enum Fault {
     },
     /// Never answer the next `count` matching requests (for client timeouts).
     Hang { path_prefix: String, count: u32 },
+    /// Hold the next `count` matching requests before they are processed, until
+    /// [`crate::Sandbox::release_held`]; then they are processed and answered as usual. The
+    /// request log gets each entry when it is answered; [`crate::Sandbox::held`] counts the
+    /// requests waiting now — so a test can act (send a signal) while a request is in flight.
+    Hold {
+        method: Option<String>,
+        path_prefix: String,
+        count: u32,
+    },
+    /// `fault` (a `Status`, `DropConnection`, `DropMidResponse`, `Hang` or `Hold`) that only
+    /// matches requests with (`dry_run: true`) or without (`false`) `dryRun`: e.g. fail the real
+    /// write of an object but not the dry-run preflight before it.
+    Restrict { dry_run: bool, fault: Box<Fault> },
 }
 
 impl std::fmt::Debug for Fault {
@@ -269,6 +282,21 @@ impl std::fmt::Debug for Fault {
                 .field("path_prefix", path_prefix)
                 .field("count", count)
                 .finish(),
+            Fault::Hold {
+                method,
+                path_prefix,
+                count,
+            } => f
+                .debug_struct("Hold")
+                .field("method", method)
+                .field("path_prefix", path_prefix)
+                .field("count", count)
+                .finish(),
+            Fault::Restrict { dry_run, fault } => f
+                .debug_struct("Restrict")
+                .field("dry_run", dry_run)
+                .field("fault", fault)
+                .finish(),
         }
     }
 }
@@ -294,7 +322,7 @@ pub struct LoggedRequest {
     pub reason: Option<String>,
     /// The fault that shaped this response, if any (`conflict`, `status`, `latency`,
     /// `competing-write`, `competing-delete`, `competing-recreate`, `competing-create`,
-    /// `competing-write-failed`, `drop-connection`, `drop-mid-response`, `hang`).
+    /// `competing-write-failed`, `drop-connection`, `drop-mid-response`, `hang`, `hold`).
     pub fault: Option<String>,
     /// Milliseconds since the sandbox started.
     pub started_ms: f64,

@@ -343,6 +343,16 @@ impl Sandbox {
         self.shared.competitor_failures.lock().clone()
     }
 
+    /// How many requests a [`Fault::Hold`] is holding now.
+    pub fn held(&self) -> u64 {
+        self.shared.held.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Lets every request held by [`Fault::Hold`] go on: it is processed and answered.
+    pub fn release_held(&self) {
+        self.shared.hold_gate.send_modify(|g| *g += 1);
+    }
+
     /// Returns and forgets the recorded competing-writer failures.
     pub fn take_competing_write_failures(&self) -> Vec<String> {
         std::mem::take(&mut *self.shared.competitor_failures.lock())
@@ -710,6 +720,17 @@ fn opt_string(v: &Value, key: &str) -> Option<String> {
 
 /// Parse a fault from its JSON form (see the crate README).
 pub(crate) fn fault_from_json(v: &Value) -> Result<Fault, String> {
+    let fault = fault_kind_from_json(v)?;
+    Ok(match v.get("dryRun").and_then(Value::as_bool) {
+        Some(dry_run) => Fault::Restrict {
+            dry_run,
+            fault: Box::new(fault),
+        },
+        None => fault,
+    })
+}
+
+fn fault_kind_from_json(v: &Value) -> Result<Fault, String> {
     let kind = v
         .get("type")
         .and_then(Value::as_str)
@@ -774,6 +795,11 @@ pub(crate) fn fault_from_json(v: &Value) -> Result<Fault, String> {
             count: opt_u32(v, "count", 1),
         },
         "hang" => Fault::Hang {
+            path_prefix: path("pathPrefix")?,
+            count: opt_u32(v, "count", 1),
+        },
+        "hold" => Fault::Hold {
+            method: opt_string(v, "method"),
             path_prefix: path("pathPrefix")?,
             count: opt_u32(v, "count", 1),
         },
@@ -864,6 +890,18 @@ fn fault_summary(f: &Fault) -> Value {
         }
         Fault::Hang { path_prefix, count } => {
             json!({"type": "hang", "pathPrefix": path_prefix, "count": count})
+        }
+        Fault::Hold {
+            method,
+            path_prefix,
+            count,
+        } => {
+            json!({"type": "hold", "method": method, "pathPrefix": path_prefix, "count": count})
+        }
+        Fault::Restrict { dry_run, fault } => {
+            let mut v = fault_summary(fault);
+            v["dryRun"] = json!(dry_run);
+            v
         }
     }
 }

@@ -74,6 +74,9 @@ pub struct Shared {
     pub shutdown: watch::Receiver<bool>,
     /// Competing writers that could not do what they were armed to do.
     pub competitor_failures: Mutex<Vec<String>>,
+    /// Requests held by [`Fault::Hold`] now, and the gate that releases them.
+    pub held: AtomicU64,
+    pub hold_gate: watch::Sender<u64>,
 }
 
 impl Shared {
@@ -107,6 +110,8 @@ impl Shared {
             sink: sink.map(Mutex::new),
             shutdown,
             competitor_failures: Mutex::new(Vec::new()),
+            held: AtomicU64::new(0),
+            hold_gate: watch::channel(0).0,
         }
     }
 
@@ -393,6 +398,7 @@ enum RequestFault {
     Drop,
     DropMid,
     Hang,
+    Hold,
 }
 
 fn prefix_matches(prefix: &str, path: &str) -> bool {
@@ -405,55 +411,84 @@ fn method_matches(want: &Option<String>, method: &str) -> bool {
 }
 
 impl Shared {
-    fn take_request_fault(&self, method: &str, path: &str) -> Option<RequestFault> {
+    fn take_request_fault(&self, method: &str, path: &str, dry_run: bool) -> Option<RequestFault> {
+        fn matches(fault: &Fault, method: &str, path: &str, dry_run: bool) -> bool {
+            match fault {
+                Fault::Status {
+                    method: m,
+                    path_prefix,
+                    count,
+                    ..
+                }
+                | Fault::DropConnection {
+                    method: m,
+                    path_prefix,
+                    count,
+                }
+                | Fault::DropMidResponse {
+                    method: m,
+                    path_prefix,
+                    count,
+                }
+                | Fault::Hold {
+                    method: m,
+                    path_prefix,
+                    count,
+                } => *count > 0 && method_matches(m, method) && prefix_matches(path_prefix, path),
+                Fault::Hang { path_prefix, count } => {
+                    *count > 0 && prefix_matches(path_prefix, path)
+                }
+                Fault::Restrict { dry_run: d, fault } => {
+                    *d == dry_run && matches(fault, method, path, dry_run)
+                }
+                _ => false,
+            }
+        }
+        fn fire(fault: &mut Fault) -> Option<RequestFault> {
+            match fault {
+                Fault::Status { status, count, .. } => {
+                    *count -= 1;
+                    Some(RequestFault::Status(*status))
+                }
+                Fault::DropConnection { count, .. } => {
+                    *count -= 1;
+                    Some(RequestFault::Drop)
+                }
+                Fault::DropMidResponse { count, .. } => {
+                    *count -= 1;
+                    Some(RequestFault::DropMid)
+                }
+                Fault::Hang { count, .. } => {
+                    *count -= 1;
+                    Some(RequestFault::Hang)
+                }
+                Fault::Hold { count, .. } => {
+                    *count -= 1;
+                    Some(RequestFault::Hold)
+                }
+                Fault::Restrict { fault, .. } => fire(fault),
+                _ => None,
+            }
+        }
+        fn spent(fault: &Fault) -> bool {
+            match fault {
+                Fault::Status { count, .. }
+                | Fault::DropConnection { count, .. }
+                | Fault::DropMidResponse { count, .. }
+                | Fault::Hang { count, .. }
+                | Fault::Hold { count, .. }
+                | Fault::Conflicts { count, .. } => *count == 0,
+                Fault::Restrict { fault, .. } => spent(fault),
+                _ => false,
+            }
+        }
         let mut f = self.faults.lock();
-        let pos = f.active.iter().position(|fault| match fault {
-            Fault::Status {
-                method: m,
-                path_prefix,
-                count,
-                ..
-            }
-            | Fault::DropConnection {
-                method: m,
-                path_prefix,
-                count,
-            }
-            | Fault::DropMidResponse {
-                method: m,
-                path_prefix,
-                count,
-            } => *count > 0 && method_matches(m, method) && prefix_matches(path_prefix, path),
-            Fault::Hang { path_prefix, count } => *count > 0 && prefix_matches(path_prefix, path),
-            _ => false,
-        })?;
-        let fired = match &mut f.active[pos] {
-            Fault::Status { status, count, .. } => {
-                *count -= 1;
-                RequestFault::Status(*status)
-            }
-            Fault::DropConnection { count, .. } => {
-                *count -= 1;
-                RequestFault::Drop
-            }
-            Fault::DropMidResponse { count, .. } => {
-                *count -= 1;
-                RequestFault::DropMid
-            }
-            Fault::Hang { count, .. } => {
-                *count -= 1;
-                RequestFault::Hang
-            }
-            _ => return None,
-        };
-        f.active.retain(|fault| match fault {
-            Fault::Status { count, .. }
-            | Fault::DropConnection { count, .. }
-            | Fault::DropMidResponse { count, .. }
-            | Fault::Hang { count, .. }
-            | Fault::Conflicts { count, .. } => *count > 0,
-            _ => true,
-        });
+        let pos = f
+            .active
+            .iter()
+            .position(|fault| matches(fault, method, path, dry_run))?;
+        let fired = fire(&mut f.active[pos])?;
+        f.active.retain(|fault| !spent(fault));
         Some(fired)
     }
 
@@ -777,7 +812,19 @@ pub async fn serve(
     }
 
     let info = request_info(&method, &path, &query);
-    match shared.take_request_fault(method.as_str(), &path) {
+    match shared.take_request_fault(method.as_str(), &path, entry.dry_run) {
+        Some(RequestFault::Hold) => {
+            entry.fault = Some("hold".into());
+            let mut gate = shared.hold_gate.subscribe();
+            let generation = *gate.borrow_and_update();
+            shared.held.fetch_add(1, Ordering::SeqCst);
+            let mut sd = shared.shutdown.clone();
+            tokio::select! {
+                _ = gate.wait_for(|g| *g != generation) => {}
+                _ = stopped(&mut sd) => {}
+            }
+            shared.held.fetch_sub(1, Ordering::SeqCst);
+        }
         Some(RequestFault::Hang) => {
             entry.fault = Some("hang".into());
             shared.record(entry, started);

@@ -371,6 +371,64 @@ fn competing_writers_through_the_control_surface() {
 }
 
 #[test]
+fn restrict_targets_real_writes_or_dry_runs_and_hold_waits_for_release() {
+    let sb = demo();
+    sb.inject(Fault::Restrict {
+        dry_run: false,
+        fault: Box::new(Fault::Status {
+            method: Some("PUT".into()),
+            path_prefix: HPA.into(),
+            status: 500,
+            count: 1,
+        }),
+    });
+    assert_eq!(
+        put_current(&sb, HPA, true).status,
+        200,
+        "the dry run passes"
+    );
+    assert_eq!(
+        put_current(&sb, HPA, false).status,
+        500,
+        "the real write fails"
+    );
+    assert_eq!(put_current(&sb, HPA, false).status, 200, "consumed");
+
+    sb.inject(Fault::Restrict {
+        dry_run: false,
+        fault: Box::new(Fault::Hold {
+            method: None,
+            path_prefix: HPA.into(),
+            count: 1,
+        }),
+    });
+    assert_eq!(put_current(&sb, HPA, true).status, 200, "dry run not held");
+    let url_sb = std::sync::Arc::new(sb);
+    let bg = url_sb.clone();
+    let t = std::thread::spawn(move || {
+        let mut obj = bg.get(HPA).unwrap();
+        obj["spec"]["maxReplicas"] = json!(11);
+        send_json(&bg, "PUT", HPA, "application/json", &obj).status
+    });
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while url_sb.held() == 0 {
+        assert!(Instant::now() < deadline, "the write is held");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(
+        url_sb.get(HPA).unwrap()["spec"]["maxReplicas"],
+        json!(9),
+        "not yet processed"
+    );
+    url_sb.release_held();
+    assert_eq!(t.join().unwrap(), 200);
+    assert_eq!(url_sb.held(), 0);
+    assert_eq!(url_sb.get(HPA).unwrap()["spec"]["maxReplicas"], json!(11));
+    let last = url_sb.requests().pop().unwrap();
+    assert_eq!(last.fault.as_deref(), Some("hold"));
+}
+
+#[test]
 fn dropped_connections_get_no_response_and_are_logged() {
     let sb = demo();
     sb.inject(Fault::DropConnection {
