@@ -21,11 +21,14 @@ pub fn ask(question: &str, color: bool) -> io::Result<Answer> {
     let term = console::Term::stderr();
     let colorful = ColorfulTheme::default();
     let theme: &dyn Theme = if color { &colorful } else { &SimpleTheme };
+    // A signal during the prompt exits from the handler, which restores these modes.
+    crate::terminal::save();
     let result = Confirm::with_theme(theme)
         .with_prompt(question)
         .default(false)
         .wait_for_newline(true)
         .interact_on(&term);
+    crate::terminal::forget();
     let _ = term.show_cursor();
     match result {
         Ok(true) => Ok(Answer::Yes),

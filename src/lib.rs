@@ -27,6 +27,7 @@ pub mod planner;
 pub mod report;
 pub mod run;
 pub mod settings;
+pub mod terminal;
 pub mod updaters;
 pub mod wait;
 
@@ -40,7 +41,9 @@ use crate::error::{AppError, ExitCode};
 use crate::settings::{Environment, RealFiles, Settings};
 
 /// Puts the terminal back the way it was if a prompt was interrupted.
-pub(crate) fn restore_terminal() {}
+pub(crate) fn restore_terminal() {
+    terminal::restore();
+}
 
 fn print_error(err: &AppError, color: bool) {
     let prefix = if color {
