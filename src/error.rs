@@ -175,6 +175,10 @@ fn describe_transport_error(err: &kube::Error, target: &Target) -> String {
         || all.contains("connection closed")
         || all.contains("incomplete message")
         || all.contains("broken pipe")
+        // HTTP/2: the server reset the stream or went away mid-exchange.
+        || all.contains("stream error")
+        || all.contains("error reading a body")
+        || all.contains("goaway")
     {
         "the connection was closed before the response arrived".to_owned()
     } else {
