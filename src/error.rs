@@ -169,8 +169,8 @@ fn describe_transport_error(err: &kube::Error, target: &Target) -> String {
         format!("TLS failure ({})", last_cause(&chain))
     } else if all.contains("dns") || all.contains("lookup") || all.contains("resolve") {
         format!("cannot resolve the server name ({})", last_cause(&chain))
-    } else if matches!(err, kube::Error::Auth(_)) {
-        format!("cannot get credentials ({})", last_cause(&chain))
+    } else if let kube::Error::Auth(auth) = err {
+        format!("cannot get credentials ({})", describe_auth_error(auth))
     } else if all.contains("connection reset")
         || all.contains("connection closed")
         || all.contains("incomplete message")
@@ -188,6 +188,46 @@ fn describe_transport_error(err: &kube::Error, target: &Target) -> String {
         "cannot reach the cluster of context {:?} for {}: {what}",
         target.context, target.reference
     )
+}
+
+/// Describes a credential failure without what kube's own message carries: the exec plugin's
+/// command line (its arguments and environment may hold secrets such as an OIDC client
+/// secret), its stdout (where a plugin prints the token) and the unparsable output quoted by
+/// the parser. The plugin's stderr, which plugins write for people, is kept (first 200
+/// characters, one line).
+pub fn describe_auth_error(err: &kube::client::AuthError) -> String {
+    use kube::client::AuthError as A;
+    match err {
+        A::AuthExecStart(io) => {
+            format!("the exec credential plugin could not be started: {io}")
+        }
+        A::AuthExecRun { out, .. } => {
+            let status = match out.status.code() {
+                Some(code) => format!("exit status {code}"),
+                None => "killed by a signal".to_owned(),
+            };
+            let said: String = one_line(&String::from_utf8_lossy(&out.stderr))
+                .chars()
+                .take(200)
+                .collect();
+            if said.is_empty() {
+                format!("the exec credential plugin failed ({status})")
+            } else {
+                format!("the exec credential plugin failed ({status}): {said}")
+            }
+        }
+        A::AuthExecParse(_) | A::ExecPluginFailed => {
+            "the exec credential plugin did not print a valid ExecCredential".to_owned()
+        }
+        A::AuthExec(_) => "the credential command could not be run".to_owned(),
+        A::InvalidBearerToken(_) => "the token is not a valid HTTP header value".to_owned(),
+        A::InvalidBasicAuth(_) => {
+            "the username or password is not a valid HTTP header value".to_owned()
+        }
+        A::ParseTokenKey(_) => "the token response is not valid JSON".to_owned(),
+        // The remaining messages name only files, flags and states, never data.
+        other => one_line(&other.to_string()),
+    }
 }
 
 fn last_cause(chain: &[String]) -> String {

@@ -256,6 +256,17 @@ pub async fn connect(sel: &ClusterSelection) -> Result<Connection, AppError> {
 }
 
 fn client_setup_reason(e: &kube::Error) -> String {
+    // Credential errors (exec plugins) carry command lines and output: describe them ourselves.
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = cur {
+        if let Some(auth) = err.downcast_ref::<kube::client::AuthError>() {
+            return format!(
+                "cannot get credentials ({})",
+                crate::error::describe_auth_error(auth)
+            );
+        }
+        cur = err.source();
+    }
     // TLS set-up errors name what is wrong (e.g. an invalid private key) without the data.
     let chain = crate::error::error_chain(e);
     let text = chain.join(": ");
