@@ -208,6 +208,16 @@ pub async fn connect(sel: &ClusterSelection) -> Result<Connection, AppError> {
             names(&kubeconfig.auth_infos, |u| &u.name)
         )));
     }
+    // A context naming a user that is not there would silently run as system:anonymous.
+    if sel.user.is_none()
+        && let Some(user) = context.user.as_ref().filter(|u| !u.is_empty())
+        && !kubeconfig.auth_infos.iter().any(|u| &u.name == user)
+    {
+        return Err(AppError::Kubeconfig(format!(
+            "user {user:?} (context {context_name:?}) does not exist in kubeconfig {where_} (users: {})",
+            names(&kubeconfig.auth_infos, |u| &u.name)
+        )));
+    }
     let namespace = sel
         .namespace
         .clone()
