@@ -1,0 +1,784 @@
+//! `appupdate-bench`: kubectl-appupdate against the equivalent kubectl command sequence, side by
+//! side, over TLS through a latency proxy in front of the sandbox API server.
+//!
+//! ```text
+//! cargo run --release -p appupdate-bench -- --out docs/performance.md
+//! ```
+//!
+//! builds the release plugin, runs the criterion CPU benchmark (`cargo bench --bench plan`),
+//! starts the sandbox with TLS, puts the latency proxy in front of it, and for every RTT and
+//! scenario alternates the plugin with kubectl (cold and warm discovery cache), resetting the
+//! application between runs. It checks that every run ends in the same state, accounts for the
+//! requests from the sandbox's log, measures peak RSS, start-up time and binary size, and writes
+//! the report and its plot. Not part of the test suite.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use appupdate_bench::accounting::{self, Accounting};
+use appupdate_bench::proxy::LatencyProxy;
+use appupdate_bench::scenario::{NAMESPACE, Scenario};
+use appupdate_bench::{Summary, summarize};
+use clap::Parser;
+use kubectl_appupdate::plan::Plan;
+use sandbox_apiserver::{LoggedRequest, Sandbox, SandboxOptions};
+use serde_json::Value;
+
+mod notes;
+mod report;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "appupdate-bench",
+    about = "kubectl-appupdate vs kubectl, through a latency proxy"
+)]
+struct Args {
+    /// Where to write the report (Markdown); the plot goes next to it (`<stem>.png`).
+    #[arg(long, default_value = "docs/performance.md")]
+    out: PathBuf,
+    /// Timed repetitions per scenario, RTT and contender.
+    #[arg(long, default_value_t = 7)]
+    reps: usize,
+    /// Round-trip times to add, in milliseconds.
+    #[arg(long, value_delimiter = ',', default_value = "0,5,20")]
+    rtt: Vec<u64>,
+    /// Scenarios to run (S, M, L).
+    #[arg(long, value_delimiter = ',', default_value = "S,M,L")]
+    scenarios: Vec<String>,
+    /// The kubectl binary (default: `kubectl.1.28` beside the `kubectl` on PATH when that is
+    /// the version dispatcher, else `kubectl`).
+    #[arg(long)]
+    kubectl: Option<PathBuf>,
+    /// The plugin binary (default: build it with `cargo build --release`).
+    #[arg(long)]
+    plugin: Option<PathBuf>,
+    /// Skip the criterion benchmark (the report then quotes the last saved results, if any).
+    #[arg(long)]
+    no_criterion: bool,
+    /// Print the request log of every plugin run (timings relative to the process start).
+    #[arg(long)]
+    dump_log: bool,
+    /// Internal: run a command and print its peak RSS (KiB) and exit code.
+    #[arg(long, hide = true, num_args = 1.., allow_hyphen_values = true)]
+    peak_rss: Option<Vec<String>>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Contender {
+    Plugin,
+    KubectlCold,
+    KubectlWarm,
+}
+
+impl Contender {
+    pub const ALL: [Contender; 3] = [
+        Contender::Plugin,
+        Contender::KubectlCold,
+        Contender::KubectlWarm,
+    ];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Contender::Plugin => "kubectl-appupdate",
+            Contender::KubectlCold => "kubectl, cold cache",
+            Contender::KubectlWarm => "kubectl, warm cache",
+        }
+    }
+}
+
+/// One timed run.
+pub struct Run {
+    pub wall_ms: f64,
+    pub log: Vec<LoggedRequest>,
+    /// TCP connections the sandbox accepted during the run (= TLS handshakes).
+    pub connections: u64,
+    pub processes: usize,
+}
+
+/// Everything measured for one scenario at one RTT.
+pub struct Cell {
+    pub scenario: Scenario,
+    pub rtt_ms: u64,
+    pub runs: Vec<(Contender, Run)>,
+}
+
+impl Cell {
+    pub fn summary(&self, c: Contender) -> Summary {
+        let xs: Vec<f64> = self
+            .runs
+            .iter()
+            .filter(|(k, _)| *k == c)
+            .map(|(_, r)| r.wall_ms)
+            .collect();
+        summarize(&xs)
+    }
+
+    pub fn first(&self, c: Contender) -> Option<&Run> {
+        self.runs.iter().find(|(k, _)| *k == c).map(|(_, r)| r)
+    }
+
+    /// Accounting of every run of `c`, to check they agree.
+    pub fn accountings(&self, c: Contender) -> Vec<(Accounting, u64)> {
+        self.runs
+            .iter()
+            .filter(|(k, _)| *k == c)
+            .map(|(_, r)| {
+                (
+                    accounting::account(&r.log, self.rtt_ms as f64),
+                    r.connections,
+                )
+            })
+            .collect()
+    }
+}
+
+/// The request floor of a plan: one concurrent read round, one dry run and one write per
+/// changed object, the write rounds the create → update → delete order forces, one connection.
+#[derive(Clone, Debug, Default)]
+pub struct Floor {
+    pub reads: usize,
+    pub changes: usize,
+    pub write_rounds: usize,
+}
+
+impl Floor {
+    pub fn of(plan: &Plan, reads: usize) -> Floor {
+        let mut phases: Vec<u8> = plan
+            .changes()
+            .filter(|c| c.is_change())
+            .filter_map(|c| c.action.phase(c.kind))
+            .collect();
+        phases.sort_unstable();
+        phases.dedup();
+        Floor {
+            reads,
+            changes: plan.changes().filter(|c| c.is_change()).count(),
+            write_rounds: phases.len(),
+        }
+    }
+
+    pub fn requests(&self) -> usize {
+        self.reads + 2 * self.changes
+    }
+
+    pub fn rounds(&self) -> usize {
+        2 + self.write_rounds
+    }
+}
+
+/// The one-off measurements.
+#[derive(Default)]
+pub struct Extras {
+    /// Peak RSS (KiB) and CPU time (ms) for scenario L.
+    pub peak_rss_plugin_kib: Option<(i64, f64)>,
+    pub peak_rss_kubectl_kib: Option<(i64, f64)>,
+    pub start_plugin: Summary,
+    pub start_kubectl: Summary,
+    pub binary_size: u64,
+    pub musl: String,
+    /// (benchmark id, median ns) from criterion's saved estimates.
+    pub criterion: Vec<(String, f64)>,
+    pub criterion_note: String,
+}
+
+/// The machine and the tools.
+#[derive(Default)]
+pub struct Machine {
+    pub cpu: String,
+    pub cores: usize,
+    pub load_before: String,
+    pub load_after: String,
+    pub kernel: String,
+    pub rustc: String,
+    pub kubectl: String,
+    pub kubectl_path: String,
+    pub started: String,
+    pub total_s: f64,
+}
+
+pub struct Context {
+    pub sb: Sandbox,
+    pub proxy: LatencyProxy,
+    pub dir: PathBuf,
+    pub kubeconfig: PathBuf,
+    pub plugin: PathBuf,
+    pub kubectl: PathBuf,
+    pub home: PathBuf,
+    pub warm_cache: PathBuf,
+}
+
+fn main() {
+    let args = Args::parse();
+    if let Some(cmd) = &args.peak_rss {
+        std::process::exit(peak_rss_child(cmd));
+    }
+    if let Err(e) = run(args) {
+        eprintln!("appupdate-bench: {e}");
+        std::process::exit(1);
+    }
+}
+
+/// `--peak-rss CMD…`: runs CMD (output discarded), prints `<max RSS KiB> <exit code>`. A process
+/// of its own, so that RUSAGE_CHILDREN sees exactly one child.
+fn peak_rss_child(cmd: &[String]) -> i32 {
+    let Some((prog, rest)) = cmd.split_first() else {
+        return 2;
+    };
+    let status = Command::new(prog)
+        .args(rest)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+    let code = match status {
+        Ok(s) => s.code().unwrap_or(-1),
+        Err(_) => return 2,
+    };
+    match nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN) {
+        Ok(u) => {
+            let ms = |t: nix::sys::time::TimeVal| {
+                t.tv_sec() as f64 * 1000.0 + t.tv_usec() as f64 / 1000.0
+            };
+            println!(
+                "{} {code} {:.1}",
+                u.max_rss(),
+                ms(u.user_time()) + ms(u.system_time())
+            );
+            0
+        }
+        Err(_) => 2,
+    }
+}
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn target_release_dir() -> Result<PathBuf, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find myself: {e}"))?;
+    exe.parent()
+        .map(Path::to_path_buf)
+        .ok_or_else(|| "cannot find the target directory".into())
+}
+
+fn cargo() -> String {
+    std::env::var("CARGO").unwrap_or_else(|_| "cargo".into())
+}
+
+fn run(args: Args) -> Result<(), String> {
+    let t_start = Instant::now();
+    let scenarios: Vec<Scenario> = args
+        .scenarios
+        .iter()
+        .map(|s| Scenario::parse(s).ok_or_else(|| format!("unknown scenario {s:?} (S, M, L)")))
+        .collect::<Result<_, _>>()?;
+    if args.reps == 0 || args.rtt.is_empty() {
+        return Err("--reps must be ≥ 1 and --rtt must name at least one RTT".into());
+    }
+    let mut machine = Machine {
+        load_before: read_trim("/proc/loadavg"),
+        started: now_utc(),
+        ..Machine::default()
+    };
+
+    let release = target_release_dir()?;
+    let plugin = match &args.plugin {
+        Some(p) => p.clone(),
+        None => {
+            eprintln!("building the release plugin…");
+            let ok = Command::new(cargo())
+                .args([
+                    "build",
+                    "--release",
+                    "-p",
+                    "kubectl-appupdate",
+                    "--bin",
+                    "kubectl-appupdate",
+                ])
+                .current_dir(workspace_root())
+                .status()
+                .map_err(|e| format!("cannot run cargo: {e}"))?
+                .success();
+            if !ok {
+                return Err("cargo build --release failed".into());
+            }
+            release.join("kubectl-appupdate")
+        }
+    };
+    let mut extras = Extras::default();
+    if !args.no_criterion {
+        eprintln!("running the criterion benchmark (cargo bench --bench plan)…");
+        let ok = Command::new(cargo())
+            .args(["bench", "-p", "kubectl-appupdate", "--bench", "plan"])
+            .current_dir(workspace_root())
+            .status()
+            .map_err(|e| format!("cannot run cargo: {e}"))?
+            .success();
+        if !ok {
+            return Err("cargo bench --bench plan failed".into());
+        }
+    }
+    read_criterion(&release, &mut extras);
+
+    let kubectl = match &args.kubectl {
+        Some(k) => k.clone(),
+        None => find_kubectl(),
+    };
+    machine.kubectl_path = kubectl.display().to_string();
+    machine.kubectl = Command::new(&kubectl)
+        .args(["version", "--client", "-o", "json"])
+        .output()
+        .ok()
+        .and_then(|o| serde_json::from_slice::<Value>(&o.stdout).ok())
+        .and_then(|v| v["clientVersion"]["gitVersion"].as_str().map(str::to_owned))
+        .unwrap_or_else(|| "unknown".into());
+    fill_machine(&mut machine);
+
+    let dir = std::env::temp_dir().join(format!("appupdate-bench-{}", std::process::id()));
+    let home = dir.join("home");
+    let warm_cache = dir.join("kube-cache-warm");
+    std::fs::create_dir_all(&home).map_err(|e| e.to_string())?;
+
+    let sb = Sandbox::start(SandboxOptions {
+        tls: true,
+        ..SandboxOptions::default()
+    })
+    .map_err(|e| format!("cannot start the sandbox: {e}"))?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let proxy = rt
+        .block_on(LatencyProxy::start(sb.addr(), Duration::ZERO))
+        .map_err(|e| format!("cannot start the latency proxy: {e}"))?;
+    let kubeconfig = dir.join("kubeconfig");
+    let yaml = sb
+        .kubeconfig_yaml(NAMESPACE)
+        .replace(sb.url(), &format!("https://{}", proxy.addr()));
+    std::fs::write(&kubeconfig, yaml).map_err(|e| e.to_string())?;
+    let ctx = Context {
+        sb,
+        proxy,
+        dir: dir.clone(),
+        kubeconfig,
+        plugin,
+        kubectl,
+        home,
+        warm_cache,
+    };
+    eprintln!(
+        "sandbox {} behind latency proxy {}; kubectl {} ({})",
+        ctx.sb.url(),
+        ctx.proxy.addr(),
+        machine.kubectl,
+        machine.kubectl_path
+    );
+
+    let mut cells: Vec<Cell> = Vec::new();
+    let mut floors: Vec<(Scenario, Floor)> = Vec::new();
+    let mut reference: Vec<(Scenario, Value)> = Vec::new();
+    let mut mismatches: Vec<String> = Vec::new();
+    for &rtt in &args.rtt {
+        ctx.proxy.set_rtt(Duration::from_millis(rtt));
+        for &s in &scenarios {
+            s.reset(&ctx.sb)?;
+            if !floors.iter().any(|(x, _)| *x == s) {
+                let plan = s.plan(&ctx.sb)?;
+                let reads = if s.endpoints().is_some() { 4 } else { 1 };
+                floors.push((s, Floor::of(&plan, reads)));
+            }
+            // Warm kubectl's cache (discovery, OpenAPI) with one untimed sequence.
+            let _ = std::fs::remove_dir_all(&ctx.warm_cache);
+            run_kubectl(&ctx, s, &ctx.warm_cache)?;
+            let mut cell = Cell {
+                scenario: s,
+                rtt_ms: rtt,
+                runs: Vec::new(),
+            };
+            for rep in 0..args.reps {
+                let mut order = Contender::ALL.to_vec();
+                if rep % 2 == 1 {
+                    order.reverse();
+                }
+                for c in order {
+                    let run = match c {
+                        Contender::Plugin => {
+                            let r = run_plugin(&ctx, s)?;
+                            if args.dump_log {
+                                dump(&r);
+                            }
+                            r
+                        }
+                        Contender::KubectlWarm => run_kubectl(&ctx, s, &ctx.warm_cache)?,
+                        Contender::KubectlCold => {
+                            let cold = ctx.dir.join("kube-cache-cold");
+                            let _ = std::fs::remove_dir_all(&cold);
+                            run_kubectl(&ctx, s, &cold)?
+                        }
+                    };
+                    let state = appupdate_bench::scenario::end_state(&ctx.sb);
+                    match reference.iter().find(|(x, _)| *x == s) {
+                        None => reference.push((s, state)),
+                        Some((_, r)) if *r != state => mismatches.push(format!(
+                            "scenario {} at RTT {rtt} ms, {} run {rep}: the end state differs from the first run's\nexpected: {r}\n     got: {state}",
+                            s.name(),
+                            c.label()
+                        )),
+                        Some(_) => {}
+                    }
+                    cell.runs.push((c, run));
+                }
+            }
+            eprintln!(
+                "RTT {rtt:>2} ms, {}: plugin {:.0} ms, kubectl cold {:.0} ms, warm {:.0} ms (medians)",
+                s.name(),
+                cell.summary(Contender::Plugin).median,
+                cell.summary(Contender::KubectlCold).median,
+                cell.summary(Contender::KubectlWarm).median
+            );
+            cells.push(cell);
+        }
+    }
+
+    eprintln!("peak RSS, start-up, size…");
+    ctx.proxy.set_rtt(Duration::ZERO);
+    if scenarios.contains(&Scenario::L) {
+        extras.peak_rss_plugin_kib = peak_rss_plugin(&ctx, Scenario::L)?;
+        extras.peak_rss_kubectl_kib = peak_rss_kubectl(&ctx, Scenario::L)?;
+    }
+    extras.start_plugin = time_command(&ctx.plugin, &["--version"], 31)?;
+    extras.start_kubectl = time_command(&ctx.kubectl, &["version", "--client"], 11)?;
+    extras.binary_size = std::fs::metadata(&ctx.plugin).map(|m| m.len()).unwrap_or(0);
+    extras.musl = musl_note();
+
+    machine.load_after = read_trim("/proc/loadavg");
+    machine.total_s = t_start.elapsed().as_secs_f64();
+    if let Some(parent) = args.out.parent() {
+        let _ = std::fs::create_dir_all(parent);
+    }
+    let plot = args.out.with_extension("png");
+    report::plot(&plot, &cells).map_err(|e| format!("cannot draw {}: {e}", plot.display()))?;
+    let text = report::markdown(
+        &machine,
+        &cells,
+        &floors,
+        &extras,
+        &mismatches,
+        &plot,
+        &args.rtt,
+        args.reps,
+    );
+    if let Some(parent) = args.out.parent() {
+        let _ = std::fs::create_dir_all(parent);
+    }
+    std::fs::write(&args.out, text)
+        .map_err(|e| format!("cannot write {}: {e}", args.out.display()))?;
+    eprintln!("wrote {} and {}", args.out.display(), plot.display());
+    let _ = std::fs::remove_dir_all(&dir);
+    if mismatches.is_empty() {
+        Ok(())
+    } else {
+        for m in &mismatches {
+            eprintln!("{m}");
+        }
+        Err(format!(
+            "{} run(s) ended in a different state",
+            mismatches.len()
+        ))
+    }
+}
+
+fn scrubbed(program: &Path, home: &Path) -> Command {
+    let mut c = Command::new(program);
+    c.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null());
+    c
+}
+
+fn run_plugin(ctx: &Context, s: Scenario) -> Result<Run, String> {
+    s.reset(&ctx.sb)?;
+    let endpoints = match s.endpoints() {
+        Some(text) => {
+            let p = ctx.dir.join(format!("endpoints-{}.yaml", s.name()));
+            std::fs::write(&p, text).map_err(|e| e.to_string())?;
+            Some(p)
+        }
+        None => None,
+    };
+    let args = s.plugin_args(&ctx.kubeconfig, endpoints.as_deref());
+    ctx.sb.clear_requests();
+    let t = Instant::now();
+    let out = scrubbed(&ctx.plugin, &ctx.home)
+        .args(&args)
+        .output()
+        .map_err(|e| format!("cannot run the plugin: {e}"))?;
+    let wall_ms = t.elapsed().as_secs_f64() * 1000.0;
+    if !out.status.success() {
+        return Err(format!(
+            "the plugin failed ({}) in scenario {}: {}",
+            out.status,
+            s.name(),
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok(Run {
+        wall_ms,
+        log: ctx.sb.requests(),
+        connections: ctx.sb.counters().connections,
+        processes: 1,
+    })
+}
+
+fn dump(r: &Run) {
+    eprintln!("plugin run: {:.1} ms wall", r.wall_ms);
+    let t0 = r.log.first().map_or(0.0, |l| l.started_ms);
+    for l in &r.log {
+        eprintln!(
+            "  +{:7.1} ms {:5.1} ms conn {} {} {} {}{}",
+            l.started_ms - t0,
+            l.duration_ms,
+            l.connection_id,
+            l.http_version,
+            l.method,
+            l.path,
+            if l.dry_run { " (dry run)" } else { "" }
+        );
+    }
+}
+
+fn kubectl_commands(ctx: &Context, s: Scenario, cache: &Path) -> Result<Vec<Vec<String>>, String> {
+    let manifest = ctx.dir.join(format!("ingresses-{}.yaml", s.name()));
+    let cmds = s.kubectl_sequence(&ctx.sb, &manifest)?;
+    Ok(cmds
+        .into_iter()
+        .map(|c| {
+            let mut full = vec![
+                "--kubeconfig".to_owned(),
+                ctx.kubeconfig.display().to_string(),
+                "--cache-dir".to_owned(),
+                cache.display().to_string(),
+            ];
+            full.extend(c);
+            full
+        })
+        .collect())
+}
+
+fn run_kubectl(ctx: &Context, s: Scenario, cache: &Path) -> Result<Run, String> {
+    s.reset(&ctx.sb)?;
+    let cmds = kubectl_commands(ctx, s, cache)?;
+    ctx.sb.clear_requests();
+    let t = Instant::now();
+    for c in &cmds {
+        let out = scrubbed(&ctx.kubectl, &ctx.home)
+            .args(c)
+            .output()
+            .map_err(|e| format!("cannot run kubectl: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "kubectl {} failed ({}): {}",
+                c[4..].join(" "),
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+    }
+    let wall_ms = t.elapsed().as_secs_f64() * 1000.0;
+    Ok(Run {
+        wall_ms,
+        log: ctx.sb.requests(),
+        connections: ctx.sb.counters().connections,
+        processes: cmds.len(),
+    })
+}
+
+/// Runs `prog args…` under `--peak-rss` in a child of its own; returns the peak RSS (KiB) and
+/// the CPU time (user + system, ms).
+fn peak_rss_of(prog: &Path, args: &[String], home: &Path) -> Result<(i64, f64), String> {
+    let me = std::env::current_exe().map_err(|e| e.to_string())?;
+    let out = scrubbed(&me, home)
+        .arg("--peak-rss")
+        .arg(prog)
+        .args(args)
+        .output()
+        .map_err(|e| e.to_string())?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut parts = text.split_whitespace();
+    let kib: i64 = parts
+        .next()
+        .and_then(|p| p.parse().ok())
+        .ok_or_else(|| format!("--peak-rss printed {text:?}"))?;
+    let code = parts.next();
+    let cpu_ms: f64 = parts
+        .next()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(f64::NAN);
+    match code {
+        Some("0") => Ok((kib, cpu_ms)),
+        other => Err(format!(
+            "{} exited with {other:?} under --peak-rss",
+            prog.display()
+        )),
+    }
+}
+
+fn peak_rss_plugin(ctx: &Context, s: Scenario) -> Result<Option<(i64, f64)>, String> {
+    s.reset(&ctx.sb)?;
+    let p = ctx.dir.join("endpoints-rss.yaml");
+    std::fs::write(&p, s.endpoints().unwrap_or_default()).map_err(|e| e.to_string())?;
+    let args = s.plugin_args(&ctx.kubeconfig, s.endpoints().map(|_| p.as_path()));
+    peak_rss_of(&ctx.plugin, &args, &ctx.home).map(Some)
+}
+
+/// The largest peak RSS of the sequence's processes, and their CPU time added up.
+fn peak_rss_kubectl(ctx: &Context, s: Scenario) -> Result<Option<(i64, f64)>, String> {
+    s.reset(&ctx.sb)?;
+    let cmds = kubectl_commands(ctx, s, &ctx.warm_cache)?;
+    let (mut max, mut cpu) = (0, 0.0);
+    for c in &cmds {
+        let (kib, ms) = peak_rss_of(&ctx.kubectl, c, &ctx.home)?;
+        max = max.max(kib);
+        cpu += ms;
+    }
+    Ok(Some((max, cpu)))
+}
+
+fn time_command(prog: &Path, args: &[&str], n: usize) -> Result<Summary, String> {
+    let mut xs = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        let out = Command::new(prog)
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| e.to_string())?;
+        xs.push(t.elapsed().as_secs_f64() * 1000.0);
+        if !out.status.success() {
+            return Err(format!("{} {} failed", prog.display(), args.join(" ")));
+        }
+    }
+    Ok(summarize(&xs))
+}
+
+/// `kubectl` on PATH; when it is the version dispatcher with a `kubectl.1.28` beside it, that
+/// one: the client the dispatcher would pick for the sandbox (v1.28), without the dispatcher's
+/// own `/version` request and process per command.
+fn find_kubectl() -> PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    for dir in std::env::split_paths(&path) {
+        let k = dir.join("kubectl");
+        if k.is_file() {
+            let real = std::fs::canonicalize(&k).unwrap_or(k.clone());
+            if let Some(parent) = real.parent() {
+                let direct = parent.join("kubectl.1.28");
+                if direct.is_file() {
+                    return direct;
+                }
+            }
+            return k;
+        }
+    }
+    PathBuf::from("kubectl")
+}
+
+fn read_trim(path: &str) -> String {
+    std::fs::read_to_string(path)
+        .map(|s| s.trim().to_owned())
+        .unwrap_or_default()
+}
+
+fn now_utc() -> String {
+    Command::new("date")
+        .args(["-u", "+%Y-%m-%d %H:%M UTC"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_default()
+}
+
+fn fill_machine(m: &mut Machine) {
+    m.cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    m.cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|s| s.trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown".into());
+    m.kernel = read_trim("/proc/sys/kernel/osrelease");
+    m.rustc = Command::new("rustc")
+        .arg("-V")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_default();
+}
+
+/// Criterion's saved medians for the `plan_10k` group.
+fn read_criterion(release: &Path, extras: &mut Extras) {
+    let root = release
+        .parent()
+        .map(|t| t.join("criterion").join("plan_10k"))
+        .unwrap_or_default();
+    for id in ["parse", "build_plan", "render_plan", "parse+plan+render"] {
+        let p = root.join(id).join("new").join("estimates.json");
+        if let Some(ns) = std::fs::read(&p)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+            .and_then(|v| v["median"]["point_estimate"].as_f64())
+        {
+            extras.criterion.push((id.to_owned(), ns));
+        }
+    }
+    extras.criterion_note = if extras.criterion.is_empty() {
+        format!("no criterion results found under {}", root.display())
+    } else {
+        String::new()
+    };
+}
+
+/// A static musl build only when the toolchain already has the target.
+fn musl_note() -> String {
+    let sysroot = Command::new("rustc")
+        .args(["--print", "sysroot"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_default();
+    let target = "x86_64-unknown-linux-musl";
+    if Path::new(&sysroot)
+        .join("lib/rustlib")
+        .join(target)
+        .is_dir()
+    {
+        let ok = Command::new(cargo())
+            .args([
+                "build",
+                "--release",
+                "--target",
+                target,
+                "--bin",
+                "kubectl-appupdate",
+            ])
+            .current_dir(workspace_root())
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false);
+        let bin = workspace_root()
+            .join("target")
+            .join(target)
+            .join("release/kubectl-appupdate");
+        match (ok, std::fs::metadata(&bin)) {
+            (true, Ok(m)) => format!("static musl build: {}", report::mib(m.len())),
+            _ => "static musl build: the target is installed but the build failed".into(),
+        }
+    } else {
+        format!(
+            "static musl build: not measured — the toolchain ({sysroot}) has no {target} target installed, and this benchmark does not download one"
+        )
+    }
+}
