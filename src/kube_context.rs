@@ -250,7 +250,7 @@ pub async fn connect(sel: &ClusterSelection) -> Result<Connection, AppError> {
         config.connect_timeout = Some(config.connect_timeout.map_or(t, |c| c.min(t)));
     }
     let server = config.cluster_url.to_string();
-    let client = kube::Client::try_from(config).map_err(|e| {
+    let client = transport::client(config).map_err(|e| {
         AppError::Kubeconfig(format!(
             "cannot set up a client for context {context_name:?}: {}",
             crate::error::one_line(&client_setup_reason(&e))
@@ -286,5 +286,190 @@ fn client_setup_reason(e: &kube::Error) -> String {
         "the certificate data cannot be used (check certificate-authority-data / client-certificate-data)".into()
     } else {
         chain.first().cloned().unwrap_or_default()
+    }
+}
+
+/// The HTTP transport under kube's middleware.
+///
+/// `kube::Client::try_from(Config)` offers only HTTP/1.1 over rustls (ALPN `http/1.1`), so every
+/// concurrent request needs a connection — a TCP and a TLS handshake — of its own: the read
+/// round opened 4, a dry-run round of 62 changes opened 58 more. Here the same middleware as
+/// kube's (base URI, kube's retry of 429/503/504, authentication, impersonation headers) sits on
+/// a hyper client that offers `h2` by ALPN and, when the server takes it, sends every request
+/// of the run as a stream of one HTTP/2 connection: concurrent requests wait for that one
+/// connection instead of opening their own. A server that does not negotiate `h2` gets plain
+/// HTTP/1.1 keep-alive, as before (one wasted handshake on the first request, nothing sent on
+/// it). Plain `http://` servers and proxied clusters keep kube's own stack.
+mod transport {
+    use std::future::Future;
+    use std::pin::Pin;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::task::{Context, Poll};
+
+    use http::{Request, Response, Uri};
+    use http_body_util::BodyExt;
+    use hyper_util::client::legacy::Client as HyperClient;
+    use hyper_util::client::legacy::connect::{Connection, HttpConnector};
+    use hyper_util::rt::TokioExecutor;
+    use kube::client::{Body, ConfigExt};
+    use tower::{BoxError, ServiceBuilder};
+
+    type BoxFuture<T> = Pin<Box<dyn Future<Output = Result<T, BoxError>> + Send>>;
+
+    /// The server did not negotiate `h2`: nothing was sent on the connection.
+    #[derive(Debug)]
+    struct NoH2;
+
+    impl std::fmt::Display for NoH2 {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("the server did not negotiate HTTP/2")
+        }
+    }
+
+    impl std::error::Error for NoH2 {}
+
+    /// A connector that only yields connections on which ALPN chose `h2`.
+    #[derive(Clone)]
+    struct RequireH2<C>(C);
+
+    impl<C> tower::Service<Uri> for RequireH2<C>
+    where
+        C: tower::Service<Uri, Error = BoxError>,
+        C::Response: Connection + Send + 'static,
+        C::Future: Send + 'static,
+    {
+        type Response = C::Response;
+        type Error = BoxError;
+        type Future = BoxFuture<C::Response>;
+
+        fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+            self.0.poll_ready(cx)
+        }
+
+        fn call(&mut self, dst: Uri) -> Self::Future {
+            let connecting = self.0.call(dst);
+            Box::pin(async move {
+                let io = connecting.await?;
+                if io.connected().is_negotiated_h2() {
+                    Ok(io)
+                } else {
+                    Err(Box::new(NoH2) as BoxError)
+                }
+            })
+        }
+    }
+
+    fn is_no_h2(e: &hyper_util::client::legacy::Error) -> bool {
+        let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+        while let Some(err) = cur {
+            if err.is::<NoH2>() {
+                return true;
+            }
+            cur = err.source();
+        }
+        false
+    }
+
+    type Connector = hyper_timeout::TimeoutConnector<hyper_rustls::HttpsConnector<HttpConnector>>;
+
+    /// HTTP/2 on one connection, else HTTP/1.1 keep-alive for the rest of the run.
+    #[derive(Clone)]
+    struct H2OrH1 {
+        h2: HyperClient<RequireH2<Connector>, Body>,
+        h1: HyperClient<Connector, Body>,
+        h1_only: Arc<AtomicBool>,
+    }
+
+    impl tower::Service<Request<Body>> for H2OrH1 {
+        type Response = Response<hyper::body::Incoming>;
+        type Error = BoxError;
+        type Future = BoxFuture<Self::Response>;
+
+        fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+            Poll::Ready(Ok(()))
+        }
+
+        fn call(&mut self, req: Request<Body>) -> Self::Future {
+            let this = self.clone();
+            Box::pin(async move {
+                if this.h1_only.load(Ordering::SeqCst) {
+                    return Ok(this.h1.request(req).await?);
+                }
+                // Request bodies are small, complete JSON documents; keep one to resend it over
+                // HTTP/1.1 should the server not speak HTTP/2 (then nothing was sent).
+                let (parts, body) = req.into_parts();
+                let bytes = body.collect().await?.to_bytes();
+                let first = Request::from_parts(parts.clone(), Body::from(bytes.clone()));
+                match this.h2.request(first).await {
+                    Err(e) if is_no_h2(&e) => {
+                        this.h1_only.store(true, Ordering::SeqCst);
+                        Ok(this
+                            .h1
+                            .request(Request::from_parts(parts, Body::from(bytes)))
+                            .await?)
+                    }
+                    other => Ok(other?),
+                }
+            })
+        }
+    }
+
+    fn connector(config: &kube::Config, h2: bool) -> Result<Connector, kube::Error> {
+        let mut http = HttpConnector::new();
+        http.enforce_http(false);
+        // HTTP/2 writes frames (settings, headers, data, window updates) as they come; without
+        // TCP_NODELAY, Nagle's algorithm holds a small write back until the previous one is
+        // acknowledged, a round trip at a time. kubectl (Go) sets it too.
+        http.set_nodelay(true);
+        let tls = config.rustls_client_config()?;
+        let builder = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(tls)
+            .https_or_http();
+        let builder = match &config.tls_server_name {
+            Some(name) => builder.with_server_name_resolver(
+                hyper_rustls::FixedServerNameResolver::new(name.clone().try_into().map_err(
+                    |e| kube::Error::RustlsTls(kube::client::RustlsTlsError::InvalidServerName(e)),
+                )?),
+            ),
+            None => builder,
+        };
+        let builder = builder.enable_http1();
+        let https = if h2 {
+            builder.enable_http2().wrap_connector(http)
+        } else {
+            builder.wrap_connector(http)
+        };
+        let mut c = hyper_timeout::TimeoutConnector::new(https);
+        c.set_connect_timeout(config.connect_timeout);
+        c.set_read_timeout(config.read_timeout);
+        c.set_write_timeout(config.write_timeout);
+        c.set_reset_reader_on_write(config.reset_reader_on_write);
+        Ok(c)
+    }
+
+    /// kube's client stack (see `kube::client::ClientBuilder::try_from`) over [`H2OrH1`].
+    pub(super) fn client(config: kube::Config) -> Result<kube::Client, kube::Error> {
+        if config.proxy_url.is_some() || config.cluster_url.scheme_str() != Some("https") {
+            return kube::Client::try_from(config);
+        }
+        let transport = H2OrH1 {
+            h2: HyperClient::builder(TokioExecutor::new())
+                .http2_only(true)
+                .build(RequireH2(connector(&config, true)?)),
+            h1: HyperClient::builder(TokioExecutor::new()).build(connector(&config, false)?),
+            h1_only: Arc::new(AtomicBool::new(false)),
+        };
+        let retry = config.default_retry.then(|| {
+            tower::retry::RetryLayer::new(kube::client::retry::RetryPolicy::server_retry())
+        });
+        let service = ServiceBuilder::new()
+            .layer(config.base_uri_layer())
+            .option_layer(retry)
+            .option_layer(config.auth_layer()?)
+            .layer(config.extra_headers_layer()?)
+            .map_err(BoxError::from)
+            .service(transport);
+        Ok(kube::Client::new(service, config.default_namespace))
     }
 }
