@@ -181,9 +181,9 @@ impl Cluster {
     pub async fn list(&self, kind: Kind, label_selector: &str) -> Result<Vec<Value>, RequestError> {
         let lp = ListParams::default().labels(label_selector);
         let req = Self::build(Request::new(collection_path(kind, self.namespace())).list(&lp))?;
-        let list = self.send("list", req).await?;
-        let items = match list.get("items") {
-            Some(Value::Array(items)) => items.clone(),
+        let mut list = self.send("list", req).await?;
+        let items = match list.get_mut("items").map(Value::take) {
+            Some(Value::Array(items)) => items,
             _ => Vec::new(),
         };
         Ok(items
