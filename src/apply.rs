@@ -338,10 +338,11 @@ pub async fn apply(
         }
     }
 
-    // 1. Preflight: one dry run per change, all at once.
+    // 1. Preflight: one dry run per change, all at once. Each change moves into its request
+    // and comes back (possibly re-planned) with the result: no copies.
     let preflight = join_all(plan.objects.iter().enumerate().filter_map(|(i, p)| {
         to_send[i]
-            .clone()
+            .take()
             .map(|c| async move { (i, applier.drive(p, c, true).await) })
     }))
     .await;
@@ -385,7 +386,7 @@ pub async fn apply(
         }
         let results = join_all(round.iter().map(|&i| {
             let p = &plan.objects[i];
-            let c = to_send[i].clone();
+            let c = to_send[i].take();
             async move {
                 match c {
                     Some(c) => (i, applier.drive(p, c, false).await),
