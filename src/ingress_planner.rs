@@ -591,7 +591,7 @@ impl IngressUpdater {
             });
         }
         let mut fields = Vec::new();
-        let mut after = live.clone();
+        let mut after = view_source(live);
         let mut patch = Map::new();
 
         let wanted = json!(d.snippet);
@@ -683,6 +683,24 @@ impl IngressUpdater {
             ingress: Some(d.info()),
         })
     }
+}
+
+/// The parts of an Ingress that [`focused_view`] reads (labels, annotations, spec), copied
+/// without the rest (managedFields, status…): what an update's after-view is computed from, so
+/// that planning a large application does not copy every live object whole.
+fn view_source(live: &Value) -> Value {
+    let mut meta = Map::new();
+    for key in ["labels", "annotations"] {
+        if let Some(v) = live["metadata"].get(key) {
+            meta.insert(key.into(), v.clone());
+        }
+    }
+    let mut obj = Map::new();
+    obj.insert("metadata".into(), Value::Object(meta));
+    if let Some(spec) = live.get("spec") {
+        obj.insert("spec".into(), spec.clone());
+    }
+    Value::Object(obj)
 }
 
 /// Sets `obj[path…] = value`, creating (or replacing non-object) intermediate objects.
