@@ -41,6 +41,7 @@ use serde::{Deserialize, Serialize};
 
 pub use sandbox::{Sandbox, StartError, parse_rollout};
 pub use status::StatusBody;
+pub use tls::client_certificate;
 
 /// How to start a sandbox.
 #[derive(Debug, Clone)]
@@ -198,7 +199,8 @@ pub enum Fault {
     /// Hold the next `count` matching requests before they are processed, until
     /// [`crate::Sandbox::release_held`]; then they are processed and answered as usual. The
     /// request log gets each entry when it is answered; [`crate::Sandbox::held`] counts the
-    /// requests waiting now — so a test can act (send a signal) while a request is in flight.
+    /// requests waiting now (a request whose client gave up stops counting) — so a test can act
+    /// (send a signal) while a request is in flight.
     Hold {
         method: Option<String>,
         path_prefix: String,

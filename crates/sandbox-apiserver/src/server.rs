@@ -817,13 +817,21 @@ pub async fn serve(
             entry.fault = Some("hold".into());
             let mut gate = shared.hold_gate.subscribe();
             let generation = *gate.borrow_and_update();
+            // Counted while waiting, also when the client gives up and the future is dropped.
+            struct Held<'a>(&'a AtomicU64);
+            impl Drop for Held<'_> {
+                fn drop(&mut self) {
+                    self.0.fetch_sub(1, Ordering::SeqCst);
+                }
+            }
             shared.held.fetch_add(1, Ordering::SeqCst);
+            let held = Held(&shared.held);
             let mut sd = shared.shutdown.clone();
             tokio::select! {
                 _ = gate.wait_for(|g| *g != generation) => {}
                 _ = stopped(&mut sd) => {}
             }
-            shared.held.fetch_sub(1, Ordering::SeqCst);
+            drop(held);
         }
         Some(RequestFault::Hang) => {
             entry.fault = Some("hang".into());

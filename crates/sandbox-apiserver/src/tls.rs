@@ -66,3 +66,21 @@ pub fn generate() -> Result<Tls, String> {
         config: Arc::new(config),
     })
 }
+
+/// A self-signed client certificate and its private key (PEM), for kubeconfigs that carry
+/// `client-certificate-data`/`client-key-data`. The sandbox does not ask for client
+/// certificates (identities are bearer tokens), so a client offers it to no one; tests use it
+/// to check that certificate and key bytes never reach any output.
+pub fn client_certificate(common_name: &str) -> Result<(String, String), String> {
+    let e = |e: rcgen::Error| e.to_string();
+    let mut params = CertificateParams::new(Vec::<String>::new()).map_err(e)?;
+    params
+        .distinguished_name
+        .push(DnType::CommonName, common_name);
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    params.not_before = rcgen::date_time_ymd(2020, 1, 1);
+    params.not_after = rcgen::date_time_ymd(2099, 12, 31);
+    let key = KeyPair::generate().map_err(e)?;
+    let cert = params.self_signed(&key).map_err(e)?;
+    Ok((cert.pem(), key.serialize_pem()))
+}
