@@ -271,8 +271,7 @@ fn run_case(step: Step, kind: Kind) -> Case {
     };
     let want = message_says(kind, verb);
     let writes = env.writes();
-    let line;
-    match step {
+    let line = match step {
         Step::Read => {
             assert_eq!(code, 1, "{ctx}");
             let e = err.trim();
@@ -283,7 +282,7 @@ fn run_case(step: Step, kind: Kind) -> Case {
                 assert!(e.contains("deployment.apps/web"), "names the object: {ctx}");
             }
             assert!(out.is_empty(), "no plan was shown: {ctx}");
-            line = e.to_owned();
+            e.to_owned()
         }
         Step::DryRun => {
             assert_eq!(code, 1, "{ctx}");
@@ -297,7 +296,7 @@ fn run_case(step: Step, kind: Kind) -> Case {
                 !out.contains("MAYBE"),
                 "a dry run never changes anything: {ctx}"
             );
-            line = l.to_owned();
+            l.to_owned()
         }
         Step::Write1 | Step::Write2 | Step::Write3 => {
             assert_eq!(code, 6, "{ctx}");
@@ -353,9 +352,9 @@ fn run_case(step: Step, kind: Kind) -> Case {
                 }
             }
             assert!(out.contains("The application is partly updated:"), "{ctx}");
-            line = l.to_owned();
+            l.to_owned()
         }
-    }
+    };
     if matches!(step, Step::Read | Step::DryRun) {
         assert!(writes.is_empty(), "nothing was written: {writes:?}\n{ctx}");
     }

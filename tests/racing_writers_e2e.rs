@@ -234,7 +234,7 @@ fn round(totals: &mut Totals) {
             let mut n = 0u64;
             while !stop.load(Ordering::SeqCst) && n < 20_000 {
                 n += 1;
-                let path = if n % 2 == 0 { DEPLOY_PATH } else { HPA_PATH };
+                let path = if n.is_multiple_of(2) { DEPLOY_PATH } else { HPA_PATH };
                 env.sb
                     .update(path, |o| {
                         o["metadata"]["labels"]["outside"] = json!(n.to_string())
@@ -265,7 +265,7 @@ fn round(totals: &mut Totals) {
 
     // The outside writer's last labels are there.
     let last = label_writes;
-    let (last_deploy, last_hpa) = if last % 2 == 0 {
+    let (last_deploy, last_hpa) = if last.is_multiple_of(2) {
         (last, last - 1)
     } else {
         (last - 1, last)

@@ -1,0 +1,199 @@
+//! Nothing in an endpoints file can alter the generated nginx configuration.
+//!
+//! Exhaustive over ASCII (every code point 0–127) and over representative non-ASCII (line and
+//! paragraph separators, NEL, no-break and zero-width spaces, BOM, bidi overrides, fullwidth
+//! and look-alike `;` `/` `$` `"`, combining marks, an emoji, private use, U+FFFD): each
+//! character is put inside a path and inside a scope, through the parser API and the planner.
+//!
+//! The characters that could change what nginx reads — whitespace and control characters
+//! (they end a directive's argument), `;` (ends a directive), `"` `'` `` ` `` (end a quoted
+//! string), `{` `}` (blocks), `$` (variables), `#` (comments), `\` (escapes), the regular
+//! expression metacharacters `( ) * + ? [ ] ^ |` and `%` (paths are locations,
+//! regexes under `use-regex`), `<` `>` and every non-ASCII character (no byte-level surprises)
+//! — must be rejected with a `FILE:LINE` error. Every accepted character must lie outside that
+//! set, and for every accepted path and scope the generated snippet keeps its exact shape: the
+//! same directives, quotes and semicolons as for a plain letter.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use kubectl_appupdate::endpoints_file::{self, ErrorKind};
+use kubectl_appupdate::ingress_planner::{BackendPort, Inherited, desired_ingresses};
+
+const NON_ASCII: &[char] = &[
+    '\u{0085}',
+    '\u{00A0}',
+    '\u{00AD}',
+    '\u{00E9}',
+    '\u{0130}',
+    '\u{0301}',
+    '\u{037E}',
+    '\u{1680}',
+    '\u{180E}',
+    '\u{2000}',
+    '\u{200B}',
+    '\u{200D}',
+    '\u{2028}',
+    '\u{2029}',
+    '\u{202E}',
+    '\u{2066}',
+    '\u{212A}',
+    '\u{2215}',
+    '\u{3000}',
+    '\u{E000}',
+    '\u{FEFF}',
+    '\u{FF02}',
+    '\u{FF04}',
+    '\u{FF0F}',
+    '\u{FF1B}',
+    '\u{FFFD}',
+    '\u{1F600}',
+    '\u{10FFFD}',
+];
+
+/// Could change what nginx (or a regex location) reads, if it got into the configuration.
+fn dangerous(c: char) -> bool {
+    !c.is_ascii()
+        || c.is_ascii_control()
+        || c.is_whitespace()
+        || ";\"'`{}$#\\()*+?[]^|%<>".contains(c)
+}
+
+/// A YAML double-quoted scalar holding exactly `s` (every character escaped).
+fn yaml_quoted(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        out.push_str(&format!("\\U{:08X}", u32::from(c)));
+    }
+    out.push('"');
+    out
+}
+
+fn chars() -> Vec<char> {
+    (0u8..=127)
+        .map(char::from)
+        .chain(NON_ASCII.iter().copied())
+        .collect()
+}
+
+/// The snippet's shape: everything but letters and digits.
+fn shape(snippet: &str) -> String {
+    snippet
+        .chars()
+        .filter(|c| !c.is_ascii_alphanumeric())
+        .collect()
+}
+
+#[test]
+fn every_character_that_could_alter_the_snippet_is_rejected_in_paths() {
+    let (mut rejected, mut accepted) = (0, 0);
+    let baseline = {
+        let f = endpoints_file::parse("endpoints:\n  - path: /axb\n", "e.yaml").unwrap();
+        let d =
+            desired_ingresses("web", &f, &BackendPort::Number(80), &Inherited::default()).unwrap();
+        shape(&d[0].snippet)
+    };
+    for c in chars() {
+        let path = format!("/a{c}b");
+        let text = format!("endpoints:\n  - path: {}\n", yaml_quoted(&path));
+        match endpoints_file::parse(&text, "e.yaml") {
+            Err(e) => {
+                rejected += 1;
+                assert_eq!(e.line, 2, "{c:?}: {e}");
+                assert!(
+                    matches!(e.kind, ErrorKind::InvalidPath),
+                    "{c:?} U+{:04X}: {e}",
+                    u32::from(c)
+                );
+                assert!(e.to_string().starts_with("e.yaml:2: "), "{e}");
+            }
+            Ok(f) => {
+                accepted += 1;
+                assert!(
+                    !dangerous(c),
+                    "{c:?} (U+{:04X}) is accepted in a path",
+                    u32::from(c)
+                );
+                let d =
+                    desired_ingresses("web", &f, &BackendPort::Number(80), &Inherited::default())
+                        .unwrap();
+                assert_eq!(shape(&d[0].snippet), baseline, "{c:?}");
+                // The path reaches the Ingress as written, under the app's prefix.
+                assert_eq!(d[0].http_paths[0]["path"], format!("/web{path}"));
+            }
+        }
+    }
+    for c in chars().into_iter().filter(|&c| dangerous(c)) {
+        let text = format!(
+            "endpoints:\n  - path: {}\n",
+            yaml_quoted(&format!("/a{c}b"))
+        );
+        assert!(
+            endpoints_file::parse(&text, "e.yaml").is_err(),
+            "{c:?} must be rejected"
+        );
+    }
+    println!("paths: {rejected} characters rejected, {accepted} accepted");
+    assert_eq!(rejected + accepted, 128 + NON_ASCII.len());
+}
+
+#[test]
+fn every_character_that_could_alter_the_snippet_is_rejected_in_scopes() {
+    let (mut rejected, mut accepted) = (0, 0);
+    let snippet_for = |scope: &str| {
+        let text = format!(
+            "endpoints:\n  - path: /a\n    scopes: [{}]\n",
+            yaml_quoted(scope)
+        );
+        endpoints_file::parse(&text, "e.yaml").map(|f| {
+            desired_ingresses("web", &f, &BackendPort::Number(80), &Inherited::default())
+                .unwrap()
+                .remove(0)
+                .snippet
+        })
+    };
+    let baseline = shape(&snippet_for("axb").unwrap());
+    for c in chars() {
+        match snippet_for(&format!("a{c}b")) {
+            Err(e) => {
+                rejected += 1;
+                assert_eq!(e.line, 3, "{c:?}: {e}");
+                assert!(matches!(e.kind, ErrorKind::InvalidScope), "{c:?}: {e}");
+            }
+            Ok(snippet) => {
+                accepted += 1;
+                assert!(
+                    !dangerous(c),
+                    "{c:?} (U+{:04X}) is accepted in a scope",
+                    u32::from(c)
+                );
+                // Same directives, quotes and semicolons; the scope sits inside the quotes.
+                let same = shape(&snippet.replace(&format!("a{c}b"), "axb"));
+                assert_eq!(same, baseline, "{c:?}: {snippet}");
+                assert!(
+                    snippet.contains(&format!("set $scopes \"a{c}b\";\n")),
+                    "{snippet}"
+                );
+            }
+        }
+    }
+    println!("scopes: {rejected} characters rejected, {accepted} accepted");
+    assert_eq!(rejected + accepted, 128 + NON_ASCII.len());
+}
+
+#[test]
+fn the_accepted_sets_are_exactly_the_documented_ones() {
+    let documented_path: Vec<char> = chars()
+        .into_iter()
+        .filter(|c| c.is_ascii_alphanumeric() || endpoints_file::PATH_PUNCTUATION.contains(*c))
+        .collect();
+    for c in &documented_path {
+        assert!(!dangerous(*c), "{c:?}");
+    }
+    let documented_scope: Vec<char> = chars()
+        .into_iter()
+        .filter(|c| c.is_ascii_alphanumeric() || endpoints_file::SCOPE_PUNCTUATION.contains(*c))
+        .collect();
+    for c in &documented_scope {
+        assert!(!dangerous(*c), "{c:?}");
+    }
+}
