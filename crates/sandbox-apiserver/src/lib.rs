@@ -43,6 +43,10 @@ pub use sandbox::{Sandbox, StartError, parse_rollout};
 pub use status::StatusBody;
 pub use tls::client_certificate;
 
+/// The label and field selector parsers (apimachinery's grammar and error texts), public for
+/// fuzzing: what `?labelSelector=` and `?fieldSelector=` go through.
+pub use selector::{FieldSelector, LabelSelector};
+
 /// How to start a sandbox.
 #[derive(Debug, Clone)]
 pub struct SandboxOptions {
