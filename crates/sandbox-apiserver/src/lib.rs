@@ -60,6 +60,9 @@ pub struct SandboxOptions {
     pub rollout: Rollout,
     /// Also write each logged request as one JSON line here.
     pub request_log: Option<RequestLogSink>,
+    /// With TLS, offer only `http/1.1` by ALPN (default: `h2` and `http/1.1`), for clients'
+    /// HTTP/1.1 paths.
+    pub http1_only: bool,
 }
 
 impl Default for SandboxOptions {
@@ -70,6 +73,7 @@ impl Default for SandboxOptions {
             initial_resource_version: 100,
             rollout: Rollout::Off,
             request_log: None,
+            http1_only: false,
         }
     }
 }

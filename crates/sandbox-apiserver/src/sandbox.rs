@@ -76,7 +76,7 @@ impl Sandbox {
         listener.set_nonblocking(true)?;
         let addr = listener.local_addr()?;
         let tls = if opts.tls {
-            Some(crate::tls::generate().map_err(StartError)?)
+            Some(crate::tls::generate(opts.http1_only).map_err(StartError)?)
         } else {
             None
         };

@@ -16,7 +16,8 @@ pub struct Tls {
     pub config: Arc<rustls::ServerConfig>,
 }
 
-pub fn generate() -> Result<Tls, String> {
+/// `http1_only`: offer only `http/1.1` by ALPN (clients then never use HTTP/2).
+pub fn generate(http1_only: bool) -> Result<Tls, String> {
     let e = |e: rcgen::Error| e.to_string();
     let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(e)?;
     ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
@@ -59,7 +60,11 @@ pub fn generate() -> Result<Tls, String> {
         .with_no_client_auth()
         .with_single_cert(chain, key_der)
         .map_err(|e| e.to_string())?;
-    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    config.alpn_protocols = if http1_only {
+        vec![b"http/1.1".to_vec()]
+    } else {
+        vec![b"h2".to_vec(), b"http/1.1".to_vec()]
+    };
     Ok(Tls {
         ca_pem: ca_cert.pem(),
         ca_der: ca_cert.der().to_vec(),
