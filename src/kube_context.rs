@@ -379,6 +379,12 @@ mod transport {
         h2: HyperClient<RequireH2<Connector>, Body>,
         h1: HyperClient<Connector, Body>,
         h1_only: Arc<AtomicBool>,
+        /// Set once a request went through on HTTP/2.
+        h2_ok: Arc<AtomicBool>,
+        /// Until the protocol is known, one request at a time tries HTTP/2: concurrent requests
+        /// waiting for that first connection would otherwise fail with "request was canceled"
+        /// (not [`NoH2`]) when it turns out to be HTTP/1.1, and never fall back.
+        probe: Arc<tokio::sync::Mutex<()>>,
     }
 
     impl tower::Service<Request<Body>> for H2OrH1 {
@@ -401,15 +407,35 @@ mod transport {
                 let (parts, body) = req.into_parts();
                 let bytes = body.collect().await?.to_bytes();
                 let first = Request::from_parts(parts.clone(), Body::from(bytes.clone()));
+                let probing = if this.h2_ok.load(Ordering::SeqCst) {
+                    None
+                } else {
+                    let guard = this.probe.clone().lock_owned().await;
+                    if this.h1_only.load(Ordering::SeqCst) {
+                        drop(guard);
+                        return Ok(this
+                            .h1
+                            .request(Request::from_parts(parts, Body::from(bytes)))
+                            .await?);
+                    }
+                    (!this.h2_ok.load(Ordering::SeqCst)).then_some(guard)
+                };
                 match this.h2.request(first).await {
                     Err(e) if is_no_h2(&e) => {
                         this.h1_only.store(true, Ordering::SeqCst);
+                        drop(probing);
                         Ok(this
                             .h1
                             .request(Request::from_parts(parts, Body::from(bytes)))
                             .await?)
                     }
-                    other => Ok(other?),
+                    other => {
+                        if other.is_ok() {
+                            this.h2_ok.store(true, Ordering::SeqCst);
+                        }
+                        drop(probing);
+                        Ok(other?)
+                    }
                 }
             })
         }
@@ -459,6 +485,8 @@ mod transport {
                 .build(RequireH2(connector(&config, true)?)),
             h1: HyperClient::builder(TokioExecutor::new()).build(connector(&config, false)?),
             h1_only: Arc::new(AtomicBool::new(false)),
+            h2_ok: Arc::new(AtomicBool::new(false)),
+            probe: Arc::new(tokio::sync::Mutex::new(())),
         };
         let retry = config.default_retry.then(|| {
             tower::retry::RetryLayer::new(kube::client::retry::RetryPolicy::server_retry())
