@@ -161,26 +161,32 @@ fn describe_transport_error(err: &kube::Error, target: &Target) -> String {
     // The most telling cause, without printing request details.
     let chain = error_chain(err);
     let all = chain.join(": ").to_lowercase();
-    let what = if all.contains("connection refused") {
-        "connection refused".to_owned()
-    } else if all.contains("timed out") || all.contains("timeout") || all.contains("elapsed") {
-        "the request timed out".to_owned()
-    } else if all.contains("certificate") || all.contains("tls") || all.contains("handshake") {
-        format!("TLS failure ({})", last_cause(&chain))
-    } else if all.contains("dns") || all.contains("lookup") || all.contains("resolve") {
-        format!("cannot resolve the server name ({})", last_cause(&chain))
-    } else if let kube::Error::Auth(auth) = err {
-        format!("cannot get credentials ({})", describe_auth_error(auth))
-    } else if all.contains("connection reset")
+    // A peer that closes a TLS connection mid-response (HTTP/1.1) shows up as rustls's
+    // "peer closed connection without sending TLS close_notify"; it is not a TLS problem.
+    let closed_early = all.contains("close_notify")
+        || all.contains("unexpected eof")
+        // hyper: the connection went away before the response head arrived.
+        || all.contains("canceled")
+        || all.contains("connection reset")
         || all.contains("connection closed")
         || all.contains("incomplete message")
         || all.contains("broken pipe")
         // HTTP/2: the server reset the stream or went away mid-exchange.
         || all.contains("stream error")
         || all.contains("error reading a body")
-        || all.contains("goaway")
-    {
+        || all.contains("goaway");
+    let what = if all.contains("connection refused") {
+        "connection refused".to_owned()
+    } else if all.contains("timed out") || all.contains("timeout") || all.contains("elapsed") {
+        "the request timed out".to_owned()
+    } else if closed_early {
         "the connection was closed before the response arrived".to_owned()
+    } else if all.contains("certificate") || all.contains("tls") || all.contains("handshake") {
+        format!("TLS failure ({})", last_cause(&chain))
+    } else if all.contains("dns") || all.contains("lookup") || all.contains("resolve") {
+        format!("cannot resolve the server name ({})", last_cause(&chain))
+    } else if let kube::Error::Auth(auth) = err {
+        format!("cannot get credentials ({})", describe_auth_error(auth))
     } else {
         last_cause(&chain)
     };

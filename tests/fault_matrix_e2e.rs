@@ -242,7 +242,10 @@ struct Case {
 }
 
 fn run_case(step: Step, kind: Kind) -> Case {
-    let env = Env::new();
+    run_case_on(Env::new(), step, kind)
+}
+
+fn run_case_on(env: Env, step: Step, kind: Kind) -> Case {
     let file = env.write_file("endpoints.yaml", ENDPOINTS);
     env.sb.inject(fault(step, kind));
     let o = env.run(&[
@@ -258,7 +261,21 @@ fn run_case(step: Step, kind: Kind) -> Case {
         timeout_flag(kind),
     ]);
     let (out, err) = (stdout(&o), stderr(&o));
-    let ctx = format!("{step:?} × {kind:?}\n--- stdout\n{out}\n--- stderr\n{err}");
+    let log: Vec<String> = env
+        .sb
+        .requests()
+        .iter()
+        .map(|r| {
+            format!(
+                "{} {} {} {:?} {}",
+                r.method, r.path, r.status, r.fault, r.http_version
+            )
+        })
+        .collect();
+    let ctx = format!(
+        "{step:?} × {kind:?}\n--- stdout\n{out}\n--- stderr\n{err}\n--- requests\n{}",
+        log.join("\n")
+    );
     if kind == Kind::Timeout {
         env.sb.release_held();
     }
@@ -409,6 +426,22 @@ fn faults_in_the_second_write_round_are_reported_exactly() {
 #[test]
 fn faults_in_the_third_write_round_are_reported_exactly() {
     run_step(Step::Write3);
+}
+
+/// The same connection faults when the server speaks only HTTP/1.1 (the plugin's fallback
+/// transport): a TLS connection closed mid-response is not a "TLS failure".
+#[test]
+fn connection_faults_over_http1_read_the_same() {
+    for step in [Step::Read, Step::DryRun, Step::Write1] {
+        for kind in [Kind::ResetMidResponse, Kind::Dropped, Kind::Timeout] {
+            let env = Env::with_options(sandbox_apiserver::SandboxOptions {
+                http1_only: true,
+                ..Default::default()
+            });
+            let case = run_case_on(env, step, kind);
+            println!("HTTP/1.1 {}", table(&[case]).trim());
+        }
+    }
 }
 
 #[test]

@@ -234,7 +234,11 @@ fn round(totals: &mut Totals) {
             let mut n = 0u64;
             while !stop.load(Ordering::SeqCst) && n < 20_000 {
                 n += 1;
-                let path = if n.is_multiple_of(2) { DEPLOY_PATH } else { HPA_PATH };
+                let path = if n.is_multiple_of(2) {
+                    DEPLOY_PATH
+                } else {
+                    HPA_PATH
+                };
                 env.sb
                     .update(path, |o| {
                         o["metadata"]["labels"]["outside"] = json!(n.to_string())
