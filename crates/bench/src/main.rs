@@ -277,7 +277,7 @@ fn run(args: Args) -> Result<(), String> {
         return Err("--reps must be ≥ 1 and --rtt must name at least one RTT".into());
     }
     let mut machine = Machine {
-        load_before: read_trim("/proc/loadavg"),
+        load_before: load_average(),
         started: now_utc(),
         ..Machine::default()
     };
@@ -453,7 +453,7 @@ fn run(args: Args) -> Result<(), String> {
     extras.binary_size = std::fs::metadata(&ctx.plugin).map(|m| m.len()).unwrap_or(0);
     extras.musl = musl_note();
 
-    machine.load_after = read_trim("/proc/loadavg");
+    machine.load_after = load_average();
     machine.total_s = t_start.elapsed().as_secs_f64();
     if let Some(parent) = args.out.parent() {
         let _ = std::fs::create_dir_all(parent);
@@ -690,6 +690,15 @@ fn read_trim(path: &str) -> String {
     std::fs::read_to_string(path)
         .map(|s| s.trim().to_owned())
         .unwrap_or_default()
+}
+
+/// The 1, 5 and 15 minute load averages.
+fn load_average() -> String {
+    read_trim("/proc/loadavg")
+        .split_whitespace()
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 fn now_utc() -> String {

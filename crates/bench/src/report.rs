@@ -89,10 +89,11 @@ per changed object, in as many rounds as the order Deployment/HPA/Ingress create
 updates → Ingress deletes forces; no discovery; no read repeated without a conflict; one
 connection (one TLS handshake).
 
-Rounds are derived from the sandbox's request log: a request may depend on another only if it
-reached the server at least a round trip after that one's answer left it; a request's round is
-one more than the highest round it may depend on (with a threshold of RTT/2, so client-side
-jitter does not split a concurrent round); requests that overlap in time always share a round.
+Rounds are derived from the sandbox's request log: requests that overlap in time form one
+round — sorted by arrival, a request joins the current round if it reached the server less than
+RTT/2 after the round's last answer left, and starts a new round otherwise (a request that
+needed an answer first arrives a full RTT after it; requests sent together arrive within a few
+milliseconds, even when the server works through a burst of them one by one).
 It is computed at the largest RTT measured, where rounds are unambiguous.";
 
 #[allow(clippy::too_many_arguments)]
@@ -361,12 +362,14 @@ pub fn plot(path: &Path, cells: &[Cell]) -> Result<(), Box<dyn std::error::Error
             .caption(format!("{}: {}", sc.name(), short(*sc)), ("sans-serif", 19))
             .margin(14)
             .x_label_area_size(42)
-            .y_label_area_size(62)
+            .y_label_area_size(70)
             .build_cartesian_2d(-0.5..max_rtt + 0.5, 0.0..max_ms)?;
         chart
             .configure_mesh()
             .x_desc("RTT (ms)")
             .y_desc("wall time (ms)")
+            .x_label_formatter(&|v| format!("{v:.0}"))
+            .y_label_formatter(&|v| format!("{v:.0}"))
             .label_style(("sans-serif", 15))
             .axis_desc_style(("sans-serif", 16))
             .draw()?;
