@@ -313,6 +313,7 @@ mod transport {
     use hyper_util::client::legacy::connect::{Connection, HttpConnector};
     use hyper_util::rt::TokioExecutor;
     use kube::client::{Body, ConfigExt};
+    use tokio::sync::watch;
     use tower::{BoxError, ServiceBuilder};
 
     type BoxFuture<T> = Pin<Box<dyn Future<Output = Result<T, BoxError>> + Send>>;
@@ -329,9 +330,21 @@ mod transport {
 
     impl std::error::Error for NoH2 {}
 
-    /// A connector that only yields connections on which ALPN chose `h2`.
+    /// What the server's TLS handshake (ALPN) chose, once a connection has been set up.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    enum Protocol {
+        Unknown,
+        H2,
+        H1,
+    }
+
+    /// A connector that only yields connections on which ALPN chose `h2`, and tells the
+    /// transport which protocol the server chose as soon as the handshake is done.
     #[derive(Clone)]
-    struct RequireH2<C>(C);
+    struct RequireH2<C> {
+        inner: C,
+        protocol: Arc<watch::Sender<Protocol>>,
+    }
 
     impl<C> tower::Service<Uri> for RequireH2<C>
     where
@@ -344,16 +357,19 @@ mod transport {
         type Future = BoxFuture<C::Response>;
 
         fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
-            self.0.poll_ready(cx)
+            self.inner.poll_ready(cx)
         }
 
         fn call(&mut self, dst: Uri) -> Self::Future {
-            let connecting = self.0.call(dst);
+            let connecting = self.inner.call(dst);
+            let protocol = self.protocol.clone();
             Box::pin(async move {
                 let io = connecting.await?;
                 if io.connected().is_negotiated_h2() {
+                    protocol.send_replace(Protocol::H2);
                     Ok(io)
                 } else {
+                    protocol.send_replace(Protocol::H1);
                     Err(Box::new(NoH2) as BoxError)
                 }
             })
@@ -374,17 +390,44 @@ mod transport {
     type Connector = hyper_timeout::TimeoutConnector<hyper_rustls::HttpsConnector<HttpConnector>>;
 
     /// HTTP/2 on one connection, else HTTP/1.1 keep-alive for the rest of the run.
+    ///
+    /// Until the protocol is known, the first request sets up the connection and the others
+    /// wait only for its TLS handshake (not for its answer): then they follow it onto the one
+    /// HTTP/2 connection, or go to HTTP/1.1. Sent straight to the HTTP/2 client, they would wait
+    /// in its pool and, if the server turns out to speak only HTTP/1.1, fail with "request was
+    /// canceled" instead of falling back (tests/transport_http1_e2e.rs); serialised until the
+    /// first answer, the concurrent read round would cost one more round trip.
     #[derive(Clone)]
     struct H2OrH1 {
         h2: HyperClient<RequireH2<Connector>, Body>,
         h1: HyperClient<Connector, Body>,
-        h1_only: Arc<AtomicBool>,
-        /// Set once a request went through on HTTP/2.
-        h2_ok: Arc<AtomicBool>,
-        /// Until the protocol is known, one request at a time tries HTTP/2: concurrent requests
-        /// waiting for that first connection would otherwise fail with "request was canceled"
-        /// (not [`NoH2`]) when it turns out to be HTTP/1.1, and never fall back.
-        probe: Arc<tokio::sync::Mutex<()>>,
+        protocol: Arc<watch::Sender<Protocol>>,
+        /// A request is setting up the first connection.
+        probing: Arc<AtomicBool>,
+    }
+
+    impl H2OrH1 {
+        async fn send(
+            &self,
+            parts: http::request::Parts,
+            bytes: hyper::body::Bytes,
+        ) -> Result<Response<hyper::body::Incoming>, BoxError> {
+            if *self.protocol.borrow() == Protocol::H1 {
+                return Ok(self
+                    .h1
+                    .request(Request::from_parts(parts, Body::from(bytes)))
+                    .await?);
+            }
+            let first = Request::from_parts(parts.clone(), Body::from(bytes.clone()));
+            match self.h2.request(first).await {
+                // Nothing was sent on that connection: resend over HTTP/1.1.
+                Err(e) if is_no_h2(&e) => Ok(self
+                    .h1
+                    .request(Request::from_parts(parts, Body::from(bytes)))
+                    .await?),
+                other => Ok(other?),
+            }
+        }
     }
 
     impl tower::Service<Request<Body>> for H2OrH1 {
@@ -399,45 +442,37 @@ mod transport {
         fn call(&mut self, req: Request<Body>) -> Self::Future {
             let this = self.clone();
             Box::pin(async move {
-                if this.h1_only.load(Ordering::SeqCst) {
-                    return Ok(this.h1.request(req).await?);
-                }
                 // Request bodies are small, complete JSON documents; keep one to resend it over
                 // HTTP/1.1 should the server not speak HTTP/2 (then nothing was sent).
                 let (parts, body) = req.into_parts();
                 let bytes = body.collect().await?.to_bytes();
-                let first = Request::from_parts(parts.clone(), Body::from(bytes.clone()));
-                let probing = if this.h2_ok.load(Ordering::SeqCst) {
-                    None
-                } else {
-                    let guard = this.probe.clone().lock_owned().await;
-                    if this.h1_only.load(Ordering::SeqCst) {
-                        drop(guard);
-                        return Ok(this
-                            .h1
-                            .request(Request::from_parts(parts, Body::from(bytes)))
-                            .await?);
-                    }
-                    (!this.h2_ok.load(Ordering::SeqCst)).then_some(guard)
-                };
-                match this.h2.request(first).await {
-                    Err(e) if is_no_h2(&e) => {
-                        this.h1_only.store(true, Ordering::SeqCst);
-                        drop(probing);
-                        Ok(this
-                            .h1
-                            .request(Request::from_parts(parts, Body::from(bytes)))
-                            .await?)
-                    }
-                    other => {
-                        if other.is_ok() {
-                            this.h2_ok.store(true, Ordering::SeqCst);
-                        }
-                        drop(probing);
-                        Ok(other?)
-                    }
+                let mut known = this.protocol.subscribe();
+                if *known.borrow_and_update() != Protocol::Unknown {
+                    return this.send(parts, bytes).await;
                 }
+                if this.probing.swap(true, Ordering::SeqCst) {
+                    // Another request is setting up the connection: wait for its handshake (or
+                    // its failure, then try for ourselves).
+                    let _ = known.changed().await;
+                    return this.send(parts, bytes).await;
+                }
+                let _probe = Probe(&this);
+                this.send(parts, bytes).await
             })
+        }
+    }
+
+    /// Held by the request that sets up the first connection; when it is done (or dropped, say
+    /// by --request-timeout) without a handshake having told the protocol, the waiting requests
+    /// are woken to try for themselves.
+    struct Probe<'a>(&'a H2OrH1);
+
+    impl Drop for Probe<'_> {
+        fn drop(&mut self) {
+            self.0.probing.store(false, Ordering::SeqCst);
+            if *self.0.protocol.borrow() == Protocol::Unknown {
+                self.0.protocol.send_replace(Protocol::Unknown);
+            }
         }
     }
 
@@ -479,14 +514,17 @@ mod transport {
         if config.proxy_url.is_some() || config.cluster_url.scheme_str() != Some("https") {
             return kube::Client::try_from(config);
         }
+        let protocol = Arc::new(watch::channel(Protocol::Unknown).0);
         let transport = H2OrH1 {
             h2: HyperClient::builder(TokioExecutor::new())
                 .http2_only(true)
-                .build(RequireH2(connector(&config, true)?)),
+                .build(RequireH2 {
+                    inner: connector(&config, true)?,
+                    protocol: protocol.clone(),
+                }),
             h1: HyperClient::builder(TokioExecutor::new()).build(connector(&config, false)?),
-            h1_only: Arc::new(AtomicBool::new(false)),
-            h2_ok: Arc::new(AtomicBool::new(false)),
-            probe: Arc::new(tokio::sync::Mutex::new(())),
+            protocol,
+            probing: Arc::new(AtomicBool::new(false)),
         };
         let retry = config.default_retry.then(|| {
             tower::retry::RetryLayer::new(kube::client::retry::RetryPolicy::server_retry())
