@@ -21,8 +21,8 @@ Numbers: medians at RTT 20 ms unless said, same machine, before → after.
    first request sets up the connection and the others wait only for its TLS handshake, then
    follow it (a first fallback fix, 5cead9b, waited for the first *answer*, which cost the read
    round a round trip: M 191/194 → 173/170 ms, 6 → 5 rounds). M: 193 → 174 ms, 7 → 1 connections,
-   6 → 5 rounds (the floor); L: 353 → 297 ms, 62 → 1 connections. The release binary grew by
-   1.8 MiB (the `h2` crate).
+   6 → 5 rounds (the floor); L: 353 → 297 ms, 62 → 1 connections. The release binary is
+   12.4 MiB against 10.4 MiB before this work, mostly the `h2` crate (other work landed too).
 2. **TCP_NODELAY** on that connection. HTTP/2 writes several small frames per exchange; with
    Nagle's algorithm on, the first HTTP/2 build was *slower* than HTTP/1.1 (S 117 → 204 ms, M
    193 → 347 ms): a small write waited for the acknowledgement of the previous one. Go (kubectl)
@@ -35,12 +35,13 @@ Numbers: medians at RTT 20 ms unless said, same machine, before → after.
    the CPU side is not where L's time goes.
 
 All existing tests pass unchanged; `tests/transport_e2e.rs` checks that a run with image,
-bounds and five Ingress changes uses exactly one HTTP/2 connection.
+bounds and five Ingress changes uses exactly one HTTP/2 connection, and
+`tests/transport_http1_e2e.rs` that a server offering only HTTP/1.1 still works.
 
 ## Reading the numbers
 
-* **The plugin is at the floor in S and M** (requests, rounds, one connection, no discovery) and
-  in L for requests, connections and discovery. Its wall time at RTT 20 ms is about
+* **The plugin is at the floor in every scenario**: requests, rounds, one connection, no
+  discovery, no repeated read. Its wall time at RTT 20 ms is about
   (2 + rounds) × RTT — one RTT for TCP, one for TLS 1.3, one per round — plus ~20–30 ms of
   process, CPU and proxy timer granularity (each hop can take up to 1 ms more than RTT/2).
 * **S** cannot be much faster than kubectl: both need TCP + TLS + the requests; kubectl's `set
@@ -48,15 +49,15 @@ bounds and five Ingress changes uses exactly one HTTP/2 connection.
   specification requires before any write (3 rounds). 1.2–1.6× at 20 ms is that one round.
 * **M**: kubectl pays a process, a connection and (cold) discovery per command, and `apply -f`
   GETs each Ingress and then PATCHes or POSTs it one at a time: 21 sequential rounds against 5.
-  At 20 ms that is 5.2× (cold cache) and 4.8× (warm cache): the goal of 5× is met against a cold
-  cache and missed by a little against a warm one. The plugin's remaining time is its floor:
-  7 round trips including the two handshakes (~140 ms of the ~168 ms).
+  At 20 ms that is 5.0× (cold cache) and 4.7× (warm cache): the goal of 5× is just met against a
+  cold cache and missed by a little against a warm one. The plugin's remaining time is its
+  floor: 7 round trips including the two handshakes (~140 ms of the ~170 ms).
 * **L**: kubectl's per-object GET-then-PATCH makes 222–224 sequential round trips, so the ratio
-  grows with RTT (12× at 5 ms, 20× at 20 ms). At RTT 0 the plugin's ~130 ms are CPU: its own
+  grows with RTT (12× at 5 ms, 20× at 20 ms). At RTT 0 the plugin's ~125 ms are CPU: its own
   (60–70 ms: parsing, planning and rendering 1 000 endpoints and 100 Ingresses, 128 requests) and
   the sandbox's, which serialises writes behind one lock on the same 2 cores.
 * **Discovery** is not what makes kubectl slow against a v1.28 server: aggregated discovery is
-  2 requests in one round, and a warm cache saves about one RTT per process (S: 195 → 146 ms).
+  2 requests in one round, and a warm cache saves about one RTT per process (S: 185 → 137 ms).
 
 ## Where the issue was silent: choices
 
