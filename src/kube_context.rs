@@ -509,10 +509,58 @@ mod transport {
         Ok(c)
     }
 
-    /// kube's client stack (see `kube::client::ClientBuilder::try_from`) over [`H2OrH1`].
+    /// Retries of 429/503/504 below our own conflict handling: 4 retries from 100 ms, doubling,
+    /// capped at 2 s (about 1.5 s in all), or the server's `Retry-After`. kube's
+    /// `RetryPolicy::server_retry()` makes 15 attempts with delays growing toward 1 000 s —
+    /// minutes of silence for a command-line tool. Retrying a write is safe: every write carries
+    /// preconditions, so a repeat of one that did land meets a conflict and is re-checked.
+    fn retry_layer() -> Option<tower::retry::RetryLayer<kube::client::retry::RetryPolicy>> {
+        kube::client::retry::RetryPolicy::new(
+            std::time::Duration::from_millis(100),
+            std::time::Duration::from_secs(2),
+            4,
+            true,
+        )
+        .ok()
+        .map(tower::retry::RetryLayer::new)
+    }
+
+    /// kube's middleware (see `kube::client::ClientBuilder::try_from`): base URI, retries,
+    /// authentication (tokens, exec plugins), impersonation and extra headers, over `transport`.
+    fn stack<S>(config: kube::Config, transport: S) -> Result<kube::Client, kube::Error>
+    where
+        S: tower::Service<Request<Body>, Response = Response<hyper::body::Incoming>>
+            + Clone
+            + Send
+            + Sync
+            + 'static,
+        S::Error: Into<BoxError>,
+        S::Future: Send + 'static,
+    {
+        let retry = if config.default_retry {
+            retry_layer()
+        } else {
+            None
+        };
+        let service = ServiceBuilder::new()
+            .layer(config.base_uri_layer())
+            .option_layer(retry)
+            .option_layer(config.auth_layer()?)
+            .layer(config.extra_headers_layer()?)
+            .map_err(Into::<BoxError>::into)
+            .service(transport);
+        Ok(kube::Client::new(service, config.default_namespace))
+    }
+
+    /// The client: [`H2OrH1`] for `https://` servers, HTTP/1.1 keep-alive for `http://` ones,
+    /// kube's own client for proxied clusters.
     pub(super) fn client(config: kube::Config) -> Result<kube::Client, kube::Error> {
-        if config.proxy_url.is_some() || config.cluster_url.scheme_str() != Some("https") {
+        if config.proxy_url.is_some() {
             return kube::Client::try_from(config);
+        }
+        if config.cluster_url.scheme_str() != Some("https") {
+            let h1 = HyperClient::builder(TokioExecutor::new()).build(connector(&config, false)?);
+            return stack(config, h1);
         }
         let protocol = Arc::new(watch::channel(Protocol::Unknown).0);
         let transport = H2OrH1 {
@@ -526,16 +574,6 @@ mod transport {
             protocol,
             probing: Arc::new(AtomicBool::new(false)),
         };
-        let retry = config.default_retry.then(|| {
-            tower::retry::RetryLayer::new(kube::client::retry::RetryPolicy::server_retry())
-        });
-        let service = ServiceBuilder::new()
-            .layer(config.base_uri_layer())
-            .option_layer(retry)
-            .option_layer(config.auth_layer()?)
-            .layer(config.extra_headers_layer()?)
-            .map_err(BoxError::from)
-            .service(transport);
-        Ok(kube::Client::new(service, config.default_namespace))
+        stack(config, transport)
     }
 }
