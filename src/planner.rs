@@ -2,7 +2,10 @@
 //! touch and asks each for its change against the live object.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+use std::collections::HashMap;
 use std::sync::Arc;
+
+use serde_json::Value;
 
 use crate::endpoints_file::EndpointsFile;
 use crate::ingress_planner;
@@ -37,7 +40,7 @@ impl UpdateRequest<'_> {
 fn planned(
     updater: Arc<dyn Updater>,
     namespace: &str,
-    live: Option<&serde_json::Value>,
+    live: Option<&Value>,
 ) -> Result<Planned, PlanError> {
     let change = updater.plan(namespace, live)?;
     Ok(Planned { updater, change })
@@ -77,11 +80,13 @@ pub fn build_plan(req: &UpdateRequest<'_>, live: &LiveState) -> Result<Plan, Pla
         let port = ingress_planner::backend_port(service, req.app)?;
         let inherited = ingress_planner::inherited_from(&live.ingresses);
         let desired = ingress_planner::desired_ingresses(req.app, file, &port, &inherited)?;
+        let by_name: HashMap<&str, &Value> = live
+            .ingresses
+            .iter()
+            .filter_map(|i| Some((i["metadata"]["name"].as_str()?, i)))
+            .collect();
         for updater in ingress_planner::plan_ingresses(req.app, desired, &live.ingresses) {
-            let current = live
-                .ingresses
-                .iter()
-                .find(|i| i["metadata"]["name"].as_str() == Some(updater.name()));
+            let current = by_name.get(updater.name()).copied();
             objects.push(planned(updater, req.namespace, current)?);
         }
     }
