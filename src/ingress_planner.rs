@@ -763,18 +763,6 @@ impl IngressRemoval {
 
     /// What the live Ingress serves, in endpoint terms.
     fn info(&self, live: &Value) -> IngressInfo {
-        let prefix = format!("/{}", self.app);
-        let paths: BTreeSet<String> = live["spec"]["rules"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .flat_map(|r| r["http"]["paths"].as_array().into_iter().flatten())
-            .filter_map(|p| p["path"].as_str())
-            .map(|p| match p.strip_prefix(&prefix) {
-                Some(rest) if rest.starts_with('/') => rest.to_owned(),
-                _ => p.to_owned(),
-            })
-            .collect();
         let scopes = live["metadata"]["annotations"][SNIPPET_ANNOTATION]
             .as_str()
             .map(snippet_scopes)
@@ -782,9 +770,27 @@ impl IngressRemoval {
         IngressInfo {
             identifier: label(live, IDENTIFIER_LABEL).unwrap_or_default().to_owned(),
             scopes: normalize_scopes(&scopes),
-            paths: paths.into_iter().collect(),
+            paths: served_paths(live, &self.app),
         }
     }
+}
+
+/// The endpoint paths an Ingress (live object or focused view) serves: every rule's HTTP paths
+/// with the `/<app>` prefix removed, de-duplicated and sorted.
+pub fn served_paths(ingress: &Value, app: &str) -> Vec<String> {
+    let prefix = format!("/{app}");
+    let paths: BTreeSet<String> = ingress["spec"]["rules"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|r| r["http"]["paths"].as_array().into_iter().flatten())
+        .filter_map(|p| p["path"].as_str())
+        .map(|p| match p.strip_prefix(&prefix) {
+            Some(rest) if rest.starts_with('/') => rest.to_owned(),
+            _ => p.to_owned(),
+        })
+        .collect();
+    paths.into_iter().collect()
 }
 
 impl Updater for IngressRemoval {

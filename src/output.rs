@@ -10,12 +10,12 @@
 //! only ever added, never renamed, removed or retyped; an incompatible change bumps it to v2.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
-use std::collections::BTreeSet;
 use std::io::{self, Write};
 
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::ingress_planner;
 use crate::plan::{Action, ObjectChange, Plan};
 
 /// Schema identifier; bump on any incompatible change.
@@ -98,26 +98,6 @@ pub struct IngressDoc {
     pub paths_before: Vec<String>,
 }
 
-/// Endpoint paths served by a focused Ingress view, without the `/<app>` prefix, sorted.
-fn served_paths(view: Option<&Value>, app: &str) -> Vec<String> {
-    let Some(view) = view else {
-        return Vec::new();
-    };
-    let prefix = format!("/{app}");
-    let paths: BTreeSet<String> = view["spec"]["rules"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .flat_map(|r| r["http"]["paths"].as_array().into_iter().flatten())
-        .filter_map(|p| p["path"].as_str())
-        .map(|p| match p.strip_prefix(&prefix) {
-            Some(rest) if rest.starts_with('/') => rest.to_owned(),
-            _ => p.to_owned(),
-        })
-        .collect();
-    paths.into_iter().collect()
-}
-
 fn object_doc(change: &ObjectChange, app: &str) -> ObjectDoc {
     let ingress = change.ingress.as_ref().map(|info| {
         let (paths, paths_before) = match change.action {
@@ -125,7 +105,11 @@ fn object_doc(change: &ObjectChange, app: &str) -> ObjectDoc {
             Action::Delete => (Vec::new(), info.paths.clone()),
             Action::Update => (
                 info.paths.clone(),
-                served_paths(change.before.as_ref(), app),
+                change
+                    .before
+                    .as_ref()
+                    .map(|v| ingress_planner::served_paths(v, app))
+                    .unwrap_or_default(),
             ),
             Action::Unchanged => (info.paths.clone(), info.paths.clone()),
         };
