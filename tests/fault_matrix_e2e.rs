@@ -22,7 +22,6 @@ use std::fmt::Write as _;
 
 use common::*;
 use sandbox_apiserver::Fault;
-use serde_json::Value;
 
 const DEPLOY_PATH: &str = "/apis/apps/v1/namespaces/shop/deployments/web";
 const INGRESSES: &str = "/apis/networking.k8s.io/v1/namespaces/shop/ingresses";
@@ -154,25 +153,13 @@ struct State {
     admin_exists: bool,
 }
 
-fn paths(i: &Value) -> Vec<String> {
-    let mut v: Vec<String> = i["spec"]["rules"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .flat_map(|r| r["http"]["paths"].as_array().cloned().unwrap_or_default())
-        .map(|p| p["path"].as_str().unwrap_or_default().to_owned())
-        .collect();
-    v.sort();
-    v
-}
-
 fn state(env: &Env) -> State {
     State {
         image: env.image(),
         public_paths: env
             .sb
             .get(&ingress(PUBLIC))
-            .map(|i| paths(&i))
+            .map(|i| paths_of(&i))
             .unwrap_or_default(),
         user_exists: env.sb.get(&ingress(USER)).is_some(),
         admin_exists: env.sb.get(&ingress(ADMIN_USER)).is_some(),

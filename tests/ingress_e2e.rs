@@ -11,14 +11,9 @@ use common::*;
 use sandbox_apiserver::{Fault, Trigger};
 use serde_json::json;
 
-const INGRESSES: &str = "/apis/networking.k8s.io/v1/namespaces/shop/ingresses";
 const PUBLIC: &str = "web-e3b0c44298fc1c14"; // scopes []
 const USER: &str = "web-04f8996da763b7a9"; // scopes [user]
 const ADMIN_USER: &str = "web-4f515e078b8f8861"; // scopes [admin, user]
-
-fn ingress_path(name: &str) -> String {
-    format!("{INGRESSES}/{name}")
-}
 
 /// name → sorted backend paths of every Ingress in the namespace.
 fn routes(env: &Env) -> Vec<(String, Vec<String>)> {
@@ -26,15 +21,10 @@ fn routes(env: &Env) -> Vec<(String, Vec<String>)> {
         .ingresses()
         .iter()
         .map(|i| {
-            let mut paths: Vec<String> = i["spec"]["rules"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .flat_map(|r| r["http"]["paths"].as_array().cloned().unwrap_or_default())
-                .map(|p| p["path"].as_str().unwrap_or_default().to_owned())
-                .collect();
-            paths.sort();
-            (i["metadata"]["name"].as_str().unwrap().to_owned(), paths)
+            (
+                i["metadata"]["name"].as_str().unwrap().to_owned(),
+                paths_of(i),
+            )
         })
         .collect();
     v.sort();

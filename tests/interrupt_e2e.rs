@@ -54,15 +54,7 @@ fn spawn_in_shell(env: &Env, args: &[&str]) -> (rexpect::session::PtySession, u3
         .arg("--kubeconfig")
         .arg(&env.kubeconfig)
         .args(args);
-    for var in [
-        "KUBECONFIG",
-        "HOME",
-        "NO_COLOR",
-        "CLICOLOR",
-        "CLICOLOR_FORCE",
-    ] {
-        cmd.env_remove(var);
-    }
+    scrub(&mut cmd);
     cmd.env("TERM", "xterm-256color");
     let mut p = rexpect::session::spawn_command(cmd, Some(60_000)).expect("spawned in a pty");
     let (modes, pid) = p.exp_regex(r"SHELL_PID=(\d+)").unwrap();
@@ -146,16 +138,7 @@ struct Running {
 impl Running {
     fn start(env: &Env, args: &[&str]) -> Running {
         let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("kubectl-appupdate"));
-        for var in [
-            "KUBECONFIG",
-            "HOME",
-            "NO_COLOR",
-            "CLICOLOR",
-            "CLICOLOR_FORCE",
-            "TERM",
-        ] {
-            cmd.env_remove(var);
-        }
+        scrub(&mut cmd);
         cmd.arg("--kubeconfig")
             .arg(&env.kubeconfig)
             .args(args)

@@ -11,15 +11,7 @@ use rexpect::process::WaitStatus;
 
 fn spawn(env: &Env, args: &[&str]) -> rexpect::session::PtySession {
     let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("kubectl-appupdate"));
-    for var in [
-        "KUBECONFIG",
-        "HOME",
-        "NO_COLOR",
-        "CLICOLOR",
-        "CLICOLOR_FORCE",
-    ] {
-        cmd.env_remove(var);
-    }
+    scrub(&mut cmd);
     cmd.env("TERM", "xterm-256color");
     cmd.arg("--kubeconfig").arg(&env.kubeconfig).args(args);
     rexpect::session::spawn_command(cmd, Some(30_000)).expect("spawned in a pty")

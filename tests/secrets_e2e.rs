@@ -359,16 +359,7 @@ fn no_token_certificate_or_key_bytes_reach_any_output() {
     // An interrupt while a write is in flight.
     for verbose in [false, true] {
         let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("kubectl-appupdate"));
-        for var in [
-            "KUBECONFIG",
-            "HOME",
-            "NO_COLOR",
-            "CLICOLOR",
-            "CLICOLOR_FORCE",
-            "TERM",
-        ] {
-            cmd.env_remove(var);
-        }
+        scrub(&mut cmd);
         cmd.arg("--kubeconfig")
             .arg(&s.kubeconfig)
             .args(["web", "--max", if verbose { "17" } else { "16" }, "--yes"])

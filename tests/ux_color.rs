@@ -125,16 +125,7 @@ fn data_output_is_never_coloured() {
 /// Everything the plugin prints in a pseudo-terminal, until it exits.
 fn in_a_pty(env: &Env, vars: &[(&str, &str)]) -> String {
     let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("kubectl-appupdate"));
-    for var in [
-        "KUBECONFIG",
-        "HOME",
-        "NO_COLOR",
-        "CLICOLOR",
-        "CLICOLOR_FORCE",
-        "TERM",
-    ] {
-        cmd.env_remove(var);
-    }
+    scrub(&mut cmd);
     for (k, v) in vars {
         cmd.env(k, v);
     }

@@ -37,16 +37,7 @@ fn path_with(dir: &Path) -> std::ffi::OsString {
 
 fn scrubbed(program: impl AsRef<std::ffi::OsStr>, dir: &Path) -> Command {
     let mut c = Command::new(program);
-    for var in [
-        "KUBECONFIG",
-        "HOME",
-        "NO_COLOR",
-        "CLICOLOR",
-        "CLICOLOR_FORCE",
-        "TERM",
-    ] {
-        c.env_remove(var);
-    }
+    scrub(&mut c);
     c.env("PATH", path_with(dir));
     c
 }

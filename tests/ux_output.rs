@@ -256,17 +256,8 @@ fn json_to_a_file_while_the_prompt_stays_on_the_terminal() {
         .args(["--kubeconfig"])
         .arg(&env.kubeconfig)
         .args(["web", "--max", "7", "-o", "json", "--color", "never"])
-        .env("PLAN_FILE", &plan_file)
-        .env("TERM", "xterm-256color");
-    for var in [
-        "KUBECONFIG",
-        "HOME",
-        "NO_COLOR",
-        "CLICOLOR",
-        "CLICOLOR_FORCE",
-    ] {
-        cmd.env_remove(var);
-    }
+        .env("PLAN_FILE", &plan_file);
+    scrub(&mut cmd).env("TERM", "xterm-256color");
     let mut p = rexpect::session::spawn_command(cmd, Some(30_000)).expect("spawned in a pty");
     p.exp_string("Apply these changes to web in namespace shop (context sandbox)?")
         .unwrap();

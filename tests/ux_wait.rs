@@ -238,15 +238,7 @@ fn on_a_terminal_the_wait_shows_a_progress_bar() {
         delay: Duration::from_millis(1500),
     });
     let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("kubectl-appupdate"));
-    for var in [
-        "KUBECONFIG",
-        "HOME",
-        "NO_COLOR",
-        "CLICOLOR",
-        "CLICOLOR_FORCE",
-    ] {
-        cmd.env_remove(var);
-    }
+    scrub(&mut cmd);
     cmd.env("TERM", "xterm-256color");
     cmd.arg("--kubeconfig").arg(&env.kubeconfig).args([
         "web", "--image", NEW_IMAGE, "--yes", "--wait", "--color", "never",

@@ -108,23 +108,34 @@ impl Env {
     }
 }
 
+/// Variables that change what the plugin does; every test run starts without them.
+pub const BEHAVIOUR_VARS: &[&str] = &[
+    "KUBECONFIG",
+    "HOME",
+    "NO_COLOR",
+    "CLICOLOR",
+    "CLICOLOR_FORCE",
+    "TERM",
+    "KUBE_RS_DEBUG_IMPERSONATE_USER",
+    "KUBE_RS_DEBUG_OVERRIDE_URL",
+    "HTTPS_PROXY",
+    "https_proxy",
+    "HTTP_PROXY",
+    "http_proxy",
+];
+
+/// Removes [`BEHAVIOUR_VARS`] from a command's environment.
+pub fn scrub(cmd: &mut std::process::Command) -> &mut std::process::Command {
+    for var in BEHAVIOUR_VARS {
+        cmd.env_remove(var);
+    }
+    cmd
+}
+
 /// The binary with a scrubbed environment.
 pub fn plugin() -> Command {
     let mut c = Command::cargo_bin("kubectl-appupdate").expect("binary built");
-    for var in [
-        "KUBECONFIG",
-        "HOME",
-        "NO_COLOR",
-        "CLICOLOR",
-        "CLICOLOR_FORCE",
-        "TERM",
-        "KUBE_RS_DEBUG_IMPERSONATE_USER",
-        "KUBE_RS_DEBUG_OVERRIDE_URL",
-        "HTTPS_PROXY",
-        "https_proxy",
-        "HTTP_PROXY",
-        "http_proxy",
-    ] {
+    for var in BEHAVIOUR_VARS {
         c.env_remove(var);
     }
     c
@@ -156,4 +167,22 @@ pub fn assert_code(o: &Output, expected: i32) {
 
 pub fn path_exists(p: &Path) -> bool {
     p.exists()
+}
+
+/// The HTTP paths an Ingress routes, over all its rules, sorted.
+pub fn paths_of(ingress: &Value) -> Vec<String> {
+    let mut v: Vec<String> = ingress["spec"]["rules"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|r| r["http"]["paths"].as_array().cloned().unwrap_or_default())
+        .map(|p| p["path"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+/// The API path of the Ingress `name` in namespace `shop`.
+pub fn ingress_path(name: &str) -> String {
+    format!("/apis/networking.k8s.io/v1/namespaces/{NS}/ingresses/{name}")
 }
