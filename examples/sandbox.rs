@@ -44,7 +44,7 @@ fn main() {
         std::process::exit(1);
     }
     eprintln!(
-        "Sandbox API server at {} with application {APP} in namespace {NAMESPACE}\n(kubeconfig {}; try `kubectl --kubeconfig {} get deploy,hpa,svc,ingress` while it runs)\n",
+        "Sandbox API server at {} with application {APP} in namespace {NAMESPACE}\n(kubeconfig {}; while the prompt waits, try `kubectl --kubeconfig {} get deploy,hpa,svc,ingress`)\n",
         sandbox.url(),
         kubeconfig.display(),
         kubeconfig.display()
@@ -86,6 +86,48 @@ fn main() {
     }
     args.extend(extra);
     let code = kubectl_appupdate::main_with_args(args);
+    print_state(&sandbox);
     let _ = std::fs::remove_dir_all(&dir);
     std::process::exit(code);
+}
+
+/// What the sandbox holds now, so the effect of the run is visible before the sandbox stops.
+fn print_state(sandbox: &Sandbox) {
+    let ns = NAMESPACE;
+    let deployment = sandbox.get(&format!("/apis/apps/v1/namespaces/{ns}/deployments/{APP}"));
+    let hpa = sandbox.get(&format!(
+        "/apis/autoscaling/v2/namespaces/{ns}/horizontalpodautoscalers/{APP}"
+    ));
+    eprintln!("\nThe sandbox now holds (it stops when this command ends):");
+    if let Some(d) = deployment {
+        let images: Vec<&str> = d["spec"]["template"]["spec"]["containers"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c["image"].as_str())
+            .collect();
+        eprintln!("  deployment.apps/{APP}: image {}", images.join(", "));
+    }
+    if let Some(h) = hpa {
+        eprintln!(
+            "  horizontalpodautoscaler.autoscaling/{APP}: minReplicas {}, maxReplicas {}",
+            h["spec"]["minReplicas"], h["spec"]["maxReplicas"]
+        );
+    }
+    for ing in sandbox.list(&format!(
+        "/apis/networking.k8s.io/v1/namespaces/{ns}/ingresses"
+    )) {
+        let paths: Vec<&str> = ing["spec"]["rules"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|r| r["http"]["paths"].as_array().into_iter().flatten())
+            .filter_map(|p| p["path"].as_str())
+            .collect();
+        eprintln!(
+            "  ingress.networking.k8s.io/{}: {}",
+            ing["metadata"]["name"].as_str().unwrap_or_default(),
+            paths.join(" ")
+        );
+    }
 }
