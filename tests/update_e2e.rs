@@ -418,3 +418,35 @@ fn help_shows_examples_and_exit_codes() {
         .stdout(predicate::str::contains("Exit codes:"))
         .stdout(predicate::str::contains("--detailed-exitcode"));
 }
+
+#[test]
+fn an_exec_credential_plugin_supplies_the_token() {
+    let env = Env::new();
+    let token = env.sb.token(sandbox_apiserver::Identity::Admin);
+    let credential = format!(
+        r#"{{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{{"token":"{token}"}}}}"#
+    );
+    let plugin_script = env.write_file(
+        "credential-plugin.sh",
+        &format!("#!/bin/sh\nprintf '%s' '{credential}'\n"),
+    );
+    // The sandbox kubeconfig with a fifth user whose credentials come from the plugin.
+    let exec_user = format!(
+        "users:\n- name: exec-admin\n  user:\n    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: sh\n      args: [{:?}]\n      interactiveMode: Never\n",
+        plugin_script.to_str().unwrap()
+    );
+    let kubeconfig = std::fs::read_to_string(&env.kubeconfig)
+        .unwrap()
+        .replacen("users:\n", &exec_user, 1);
+    let kc = env.write_file("exec-kubeconfig", &kubeconfig);
+    let o = plugin()
+        .arg("--kubeconfig")
+        .arg(&kc)
+        .args(["web", "--max", "11", "--yes", "--user", "exec-admin"])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    assert_eq!(env.bounds(), (2, 11));
+    // Every request was the admin identity, authenticated with the plugin's token.
+    assert!(env.sb.requests().iter().all(|r| r.user == "admin"));
+}
