@@ -59,6 +59,13 @@ pub struct Outcome {
 
 type Key = (&'static str, String, String);
 
+/// The store key of an object: cluster-scoped kinds are stored without a namespace, whatever
+/// namespace the request path named.
+fn key(k: &'static Kind, ns: &str, name: &str) -> Key {
+    let ns = if k.namespaced { ns } else { "" };
+    (k.resource, ns.to_string(), name.to_string())
+}
+
 pub struct State {
     pub rv: u64,
     objects: BTreeMap<Key, Value>,
@@ -520,15 +527,7 @@ impl State {
         if !errs.is_empty() {
             return Err(status::invalid(k, &name, &errs));
         }
-        let key = (
-            k.resource,
-            if k.namespaced {
-                ns.to_string()
-            } else {
-                String::new()
-            },
-            name.clone(),
-        );
+        let key = key(k, ns, &name);
         // etcd3's Create refuses a resourceVersion with a plain error (500, no reason) before it
         // looks for an existing key; the dry-run storage does not check it.
         if !ctx.dry_run && !meta_str(&obj, "resourceVersion").is_empty() {
@@ -599,15 +598,7 @@ impl State {
         warnings: Vec<String>,
         ctx: &WriteCtx,
     ) -> Result<Outcome, StatusBody> {
-        let key = (
-            k.resource,
-            if k.namespaced {
-                ns.to_string()
-            } else {
-                String::new()
-            },
-            name.to_string(),
-        );
+        let key = key(k, ns, name);
         if k.namespaced {
             meta_mut(&mut obj).insert("namespace".into(), json!(ns));
         } else {
@@ -737,15 +728,7 @@ impl State {
         body: &[u8],
         ctx: &WriteCtx,
     ) -> Result<Outcome, StatusBody> {
-        let key = (
-            k.resource,
-            if k.namespaced {
-                ns.to_string()
-            } else {
-                String::new()
-            },
-            name.to_string(),
-        );
+        let key = key(k, ns, name);
         let Some(old) = self.objects.get(&key).cloned() else {
             return Err(status::not_found(k, name));
         };
@@ -853,15 +836,7 @@ impl State {
         dry_run: bool,
         inject_conflict: bool,
     ) -> Result<Outcome, StatusBody> {
-        let key = (
-            k.resource,
-            if k.namespaced {
-                ns.to_string()
-            } else {
-                String::new()
-            },
-            name.to_string(),
-        );
+        let key = key(k, ns, name);
         let Some(old) = self.objects.get(&key).cloned() else {
             return Err(status::not_found(k, name));
         };
@@ -1004,15 +979,7 @@ impl State {
         body: &[u8],
         ctx: &WriteCtx,
     ) -> Result<Outcome, StatusBody> {
-        let key = (
-            k.resource,
-            if k.namespaced {
-                ns.to_string()
-            } else {
-                String::new()
-            },
-            name.to_string(),
-        );
+        let key = key(k, ns, name);
         let Some(old) = self.objects.get(&key).cloned() else {
             return Err(status::not_found(k, name));
         };
@@ -1170,15 +1137,7 @@ impl State {
         subresource: &str,
         mutate: &mut dyn FnMut(&mut Value),
     ) -> Result<Value, StatusBody> {
-        let key = (
-            k.resource,
-            if k.namespaced {
-                ns.to_string()
-            } else {
-                String::new()
-            },
-            name.to_string(),
-        );
+        let key = key(k, ns, name);
         let Some(old) = self.objects.get(&key).cloned() else {
             return Err(status::not_found(k, name));
         };
