@@ -652,27 +652,37 @@ fn validate_deployment_spec(spec: &Value, old: Option<&Value>) -> Vec<FieldError
     errs
 }
 
+/// `<p>.name` of a volume or container: required, a DNS-1123 label, unique among its siblings
+/// (`seen`, to which it is added).
+fn unique_label_name<'a>(
+    name: &'a str,
+    p: &str,
+    seen: &mut Vec<&'a str>,
+    errs: &mut Vec<FieldError>,
+) {
+    if name.is_empty() {
+        errs.push(FieldError::required(format!("{p}.name"), ""));
+        return;
+    }
+    for m in is_dns1123_label(name) {
+        errs.push(FieldError::invalid(
+            format!("{p}.name"),
+            &go_quote(name),
+            &m,
+        ));
+    }
+    if seen.contains(&name) {
+        errs.push(FieldError::duplicate(format!("{p}.name"), &go_quote(name)));
+    }
+    seen.push(name);
+}
+
 fn validate_pod_spec(pod: &Value, path: &str, template: bool) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let mut volume_names: Vec<&str> = Vec::new();
     for (i, v) in arr(pod, "volumes").iter().enumerate() {
         let p = format!("{path}.volumes[{i}]");
-        let name = s(v, "name");
-        if name.is_empty() {
-            errs.push(FieldError::required(format!("{p}.name"), ""));
-        } else {
-            for m in is_dns1123_label(name) {
-                errs.push(FieldError::invalid(
-                    format!("{p}.name"),
-                    &go_quote(name),
-                    &m,
-                ));
-            }
-            if volume_names.contains(&name) {
-                errs.push(FieldError::duplicate(format!("{p}.name"), &go_quote(name)));
-            }
-            volume_names.push(name);
-        }
+        unique_label_name(s(v, "name"), &p, &mut volume_names, &mut errs);
     }
     let containers = arr(pod, "containers");
     if containers.is_empty() {
@@ -726,22 +736,7 @@ fn validate_container<'a>(
     volumes: &[&str],
 ) -> Vec<FieldError> {
     let mut errs = Vec::new();
-    let name = s(c, "name");
-    if name.is_empty() {
-        errs.push(FieldError::required(format!("{p}.name"), ""));
-    } else {
-        for m in is_dns1123_label(name) {
-            errs.push(FieldError::invalid(
-                format!("{p}.name"),
-                &go_quote(name),
-                &m,
-            ));
-        }
-        if names.contains(&name) {
-            errs.push(FieldError::duplicate(format!("{p}.name"), &go_quote(name)));
-        }
-        names.push(name);
-    }
+    unique_label_name(s(c, "name"), p, names, &mut errs);
     let image = s(c, "image");
     if image.is_empty() {
         errs.push(FieldError::required(format!("{p}.image"), ""));
