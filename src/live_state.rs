@@ -39,14 +39,14 @@ fn target(cluster: &Cluster, reference: String) -> Target {
     }
 }
 
-fn failure(cluster: &Cluster, err: RequestError, verb: &str, reference: String) -> AppError {
-    AppError::Cluster(err.describe(verb, &target(cluster, reference)))
+fn failure(cluster: &Cluster, err: RequestError, verb: &str, reference: &str) -> AppError {
+    AppError::Cluster(err.describe(verb, &target(cluster, reference.to_owned())))
 }
 
 fn must_exist(
     cluster: &Cluster,
     v: Option<Value>,
-    reference: String,
+    reference: &str,
     why: &str,
 ) -> Result<Value, AppError> {
     v.ok_or_else(|| {
@@ -95,52 +95,27 @@ pub async fn read(cluster: &Cluster, app: &str, needs: Needs) -> Result<LiveStat
     };
     let (d, h, s, i) = tokio::join!(deployment, autoscaler, service, ingresses);
 
-    let d = d.map_err(|e| {
-        failure(
-            cluster,
-            e,
-            "get",
-            format!("{}/{app}", Kind::Deployment.kubectl_name()),
-        )
-    })?;
-    let h = h.map_err(|e| {
-        failure(
-            cluster,
-            e,
-            "get",
-            format!("{}/{app}", Kind::HorizontalPodAutoscaler.kubectl_name()),
-        )
-    })?;
-    let s = s.map_err(|e| failure(cluster, e, "get", format!("service/{app}")))?;
-    let i = i.map_err(|e| failure(cluster, e, "list", "ingresses.networking.k8s.io".to_owned()))?;
-
-    let mut live = LiveState {
-        ingresses: i,
-        ..Default::default()
+    let deployment_ref = format!("{}/{app}", Kind::Deployment.kubectl_name());
+    let autoscaler_ref = format!("{}/{app}", Kind::HorizontalPodAutoscaler.kubectl_name());
+    let service_ref = format!("service/{app}");
+    // Transport and API errors first, then objects that were needed but are missing.
+    let d = d.map_err(|e| failure(cluster, e, "get", &deployment_ref))?;
+    let h = h.map_err(|e| failure(cluster, e, "get", &autoscaler_ref))?;
+    let s = s.map_err(|e| failure(cluster, e, "get", &service_ref))?;
+    let i = i.map_err(|e| failure(cluster, e, "list", "ingresses.networking.k8s.io"))?;
+    // `None`: not needed; `Some(None)`: needed and not found.
+    let required = |read: Option<Option<Value>>, reference: &str, why: &str| {
+        read.map(|found| must_exist(cluster, found, reference, why))
+            .transpose()
     };
-    if let Some(d) = d {
-        live.deployment = Some(must_exist(
-            cluster,
-            d,
-            format!("{}/{app}", Kind::Deployment.kubectl_name()),
-            "",
-        )?);
-    }
-    if let Some(h) = h {
-        live.autoscaler = Some(must_exist(
-            cluster,
-            h,
-            format!("{}/{app}", Kind::HorizontalPodAutoscaler.kubectl_name()),
-            "",
-        )?);
-    }
-    if let Some(s) = s {
-        live.service = Some(must_exist(
-            cluster,
+    Ok(LiveState {
+        deployment: required(d, &deployment_ref, "")?,
+        autoscaler: required(h, &autoscaler_ref, "")?,
+        service: required(
             s,
-            format!("service/{app}"),
+            &service_ref,
             " (the Ingress backend port is read from it)",
-        )?);
-    }
-    Ok(live)
+        )?,
+        ingresses: i,
+    })
 }
