@@ -36,18 +36,23 @@ fn rollout_status(env: &Env) -> (i64, i64, i64, i64) {
     )
 }
 
-#[test]
-fn a_completed_rollout_is_followed_in_plain_lines_and_exits_0() {
-    let env = env_with(auto());
-    let o = env.run(&[
+/// `web --image NEW_IMAGE --yes --wait --timeout <timeout>`.
+fn update_and_wait(env: &Env, timeout: &str) -> std::process::Output {
+    env.run(&[
         "web",
         "--image",
         NEW_IMAGE,
         "--yes",
         "--wait",
         "--timeout",
-        "2m",
-    ]);
+        timeout,
+    ])
+}
+
+#[test]
+fn a_completed_rollout_is_followed_in_plain_lines_and_exits_0() {
+    let env = env_with(auto());
+    let o = update_and_wait(&env, "2m");
     assert_code(&o, 0);
     let out = stdout(&o);
     assert!(out.contains("deployment.apps/web updated"), "{out}");
@@ -107,15 +112,7 @@ fn the_rollout_is_followed_with_one_watch_on_the_one_deployment() {
 #[test]
 fn a_stalled_rollout_times_out_naming_the_deployment_and_what_it_waited_for() {
     let env = env_with(Rollout::Stuck);
-    let o = env.run(&[
-        "web",
-        "--image",
-        NEW_IMAGE,
-        "--yes",
-        "--wait",
-        "--timeout",
-        "4s",
-    ]);
+    let o = update_and_wait(&env, "4s");
     assert_code(&o, 7);
     let err = stderr(&o);
     let last = err.lines().last().unwrap_or_default();
@@ -140,15 +137,7 @@ fn a_stalled_rollout_times_out_naming_the_deployment_and_what_it_waited_for() {
 fn a_rollout_past_its_progress_deadline_fails_at_once_with_exit_7() {
     let env = env_with(Rollout::ProgressDeadlineExceeded);
     // A long timeout: the failure must come from the condition, not from the clock.
-    let o = env.run(&[
-        "web",
-        "--image",
-        NEW_IMAGE,
-        "--yes",
-        "--wait",
-        "--timeout",
-        "10m",
-    ]);
+    let o = update_and_wait(&env, "10m");
     assert_code(&o, 7);
     let err = stderr(&o);
     let last = err.lines().last().unwrap_or_default();
@@ -169,40 +158,16 @@ fn a_rollout_past_its_progress_deadline_fails_at_once_with_exit_7() {
 #[test]
 fn a_rerun_with_the_same_image_waits_for_the_rollout_again() {
     let env = env_with(Rollout::Stuck);
-    let o = env.run(&[
-        "web",
-        "--image",
-        NEW_IMAGE,
-        "--yes",
-        "--wait",
-        "--timeout",
-        "1s",
-    ]);
+    let o = update_and_wait(&env, "1s");
     assert_code(&o, 7);
     // The pipeline retries: nothing to write, but the rollout is still not done.
-    let o = env.run(&[
-        "web",
-        "--image",
-        NEW_IMAGE,
-        "--yes",
-        "--wait",
-        "--timeout",
-        "1s",
-    ]);
+    let o = update_and_wait(&env, "1s");
     assert_code(&o, 7);
     assert!(stdout(&o).contains("No changes."), "{}", stdout(&o));
     assert!(stderr(&o).contains("timed out after 1s"), "{}", stderr(&o));
     // Once the controller catches up, the same re-run succeeds.
     env.sb.set_rollout(auto());
-    let o = env.run(&[
-        "web",
-        "--image",
-        NEW_IMAGE,
-        "--yes",
-        "--wait",
-        "--timeout",
-        "2m",
-    ]);
+    let o = update_and_wait(&env, "2m");
     assert_code(&o, 0);
     assert!(
         stderr(&o).contains("successfully rolled out"),
