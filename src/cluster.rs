@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::error::{Target, describe_kube_error, error_chain};
 use crate::kube_context::Connection;
-use crate::plan::{Kind, PatchType};
+use crate::plan::{Base, Kind, PatchType};
 
 /// The field manager recorded in managedFields for our writes.
 pub const FIELD_MANAGER: &str = "kubectl-appupdate";
@@ -200,14 +200,14 @@ impl Cluster {
             .collect())
     }
 
-    /// PATCH with `metadata.resourceVersion` in the body as the precondition.
+    /// PATCH with `base`'s `metadata.resourceVersion` in the body as the precondition.
     pub async fn patch(
         &self,
         kind: Kind,
         name: &str,
         patch_type: PatchType,
         body: &Value,
-        resource_version: &str,
+        base: &Base,
         dry_run: bool,
     ) -> Result<Value, RequestError> {
         let mut body = body.clone();
@@ -218,7 +218,7 @@ impl Cluster {
             if let Value::Object(meta) = meta {
                 meta.insert(
                     "resourceVersion".into(),
-                    Value::String(resource_version.into()),
+                    Value::String(base.resource_version().into()),
                 );
             }
         }
@@ -257,13 +257,12 @@ impl Cluster {
             .await
     }
 
-    /// DELETE with uid and resourceVersion preconditions.
+    /// DELETE with `base`'s uid and resourceVersion as preconditions.
     pub async fn delete(
         &self,
         kind: Kind,
         name: &str,
-        uid: &str,
-        resource_version: &str,
+        base: &Base,
         dry_run: bool,
     ) -> Result<Value, RequestError> {
         // DeleteOptions in the body (preconditions) and dryRun both as the query parameter and
@@ -271,7 +270,7 @@ impl Cluster {
         let mut options = serde_json::json!({
             "kind": "DeleteOptions",
             "apiVersion": "v1",
-            "preconditions": { "uid": uid, "resourceVersion": resource_version },
+            "preconditions": { "uid": base.uid(), "resourceVersion": base.resource_version() },
         });
         let mut url = format!("{}/{}", collection_path(kind, self.namespace()), name);
         if dry_run {

@@ -91,8 +91,7 @@ use sha2::{Digest, Sha256};
 
 use crate::endpoints_file::EndpointsFile;
 use crate::plan::{
-    Action, Base, FieldChange, IngressInfo, Kind, ObjectChange, PatchType, PlanError, Updater,
-    Write,
+    Base, FieldChange, IngressInfo, Kind, ObjectChange, PatchType, PlanError, Updater, Write,
 };
 
 /// The label whose value identifies the scope group of a managed Ingress.
@@ -567,8 +566,7 @@ impl IngressUpdater {
             kind: Kind::Ingress,
             namespace: namespace.to_owned(),
             name: self.name.clone(),
-            action: Action::Create,
-            base: None,
+            live: None,
             fields,
             before: None,
             after: Some(focused_view(&body, namespace, &self.name)),
@@ -659,23 +657,20 @@ impl IngressUpdater {
             set_path(&mut after, &["spec", "rules"], Value::Array(new_rules));
         }
 
-        let (action, write) = if fields.is_empty() {
-            (Action::Unchanged, None)
+        let write = if fields.is_empty() {
+            None
         } else {
-            (
-                Action::Update,
-                Some(Write::Patch {
-                    patch_type: PatchType::Merge,
-                    body: Value::Object(patch),
-                }),
-            )
+            Some(Write::Patch {
+                base: Base::required(live, &self.reference())?,
+                patch_type: PatchType::Merge,
+                body: Value::Object(patch),
+            })
         };
         Ok(ObjectChange {
             kind: Kind::Ingress,
             namespace: namespace.to_owned(),
             name: self.name.clone(),
-            action,
-            base: Some(Base::of(live)),
+            live: Base::of(live),
             fields,
             before: Some(focused_view(live, namespace, &self.name)),
             after: Some(focused_view(&after, namespace, &self.name)),
@@ -812,8 +807,7 @@ impl Updater for IngressRemoval {
                 kind: Kind::Ingress,
                 namespace: namespace.to_owned(),
                 name: self.name.clone(),
-                action: Action::Unchanged,
-                base: None,
+                live: None,
                 fields: Vec::new(),
                 before: None,
                 after: None,
@@ -822,16 +816,18 @@ impl Updater for IngressRemoval {
             });
         };
         let view = focused_view(live, namespace, &self.name);
+        let reference = format!("{}/{}", Kind::Ingress.kubectl_name(), self.name);
         Ok(ObjectChange {
             kind: Kind::Ingress,
             namespace: namespace.to_owned(),
             name: self.name.clone(),
-            action: Action::Delete,
-            base: Some(Base::of(live)),
+            live: Base::of(live),
             fields: vec![FieldChange::new(".", Some(view.clone()), None)],
             before: Some(view),
             after: None,
-            write: Some(Write::Delete),
+            write: Some(Write::Delete {
+                base: Base::required(live, &reference)?,
+            }),
             ingress: Some(self.info(live)),
         })
     }
@@ -841,7 +837,7 @@ impl Updater for IngressRemoval {
 mod tests {
     use super::*;
     use crate::endpoints_file::Endpoint;
-    use crate::plan::{Recheck, recheck};
+    use crate::plan::{Action, Recheck, recheck};
     use pretty_assertions::assert_eq;
 
     fn s(v: &[&str]) -> Vec<String> {
@@ -1084,9 +1080,9 @@ mod tests {
         let updaters = plan_ingresses("web", d, &[]);
         assert_eq!(updaters.len(), 1);
         let c = updaters[0].plan("shop", None).unwrap();
-        assert_eq!(c.action, Action::Create);
+        assert_eq!(c.action(), Action::Create);
         assert_eq!(c.name, "web-4f515e078b8f8861");
-        assert_eq!(c.base, None);
+        assert_eq!(c.live, None);
         let body = json!({
             "apiVersion": "networking.k8s.io/v1",
             "kind": "Ingress",
@@ -1212,7 +1208,7 @@ mod tests {
         assert_eq!(updaters.len(), 1);
         assert_eq!(updaters[0].name(), "web-public");
         let c = updaters[0].plan("shop", Some(&l)).unwrap();
-        assert_eq!(c.action, Action::Unchanged);
+        assert_eq!(c.action(), Action::Unchanged);
         assert!(c.fields.is_empty() && c.write.is_none());
         assert_eq!(c.before, c.after);
     }
@@ -1249,9 +1245,9 @@ mod tests {
         let updaters = plan_ingresses("web", d, std::slice::from_ref(&l));
         assert_eq!(updaters.len(), 1);
         let c = updaters[0].plan("shop", Some(&l)).unwrap();
-        assert_eq!(c.action, Action::Update);
+        assert_eq!(c.action(), Action::Update);
         assert_eq!(c.name, "web-admin");
-        assert_eq!(c.base.as_ref().unwrap().uid, "uid-web-admin");
+        assert_eq!(c.live.as_ref().unwrap().uid(), "uid-web-admin");
         let both = json!([
             http_path("/web/protected/admin"),
             http_path("/web/protected/ops")
@@ -1268,6 +1264,7 @@ mod tests {
         assert_eq!(
             c.write,
             Some(Write::Patch {
+                base: Base::new("203", "uid-web-admin").unwrap(),
                 patch_type: PatchType::Merge,
                 body: json!({"spec": {"rules": [
                     {"host": "shop.example.com", "futureRuleField": true,
@@ -1329,6 +1326,7 @@ mod tests {
         assert_eq!(
             c.write,
             Some(Write::Patch {
+                base: Base::new("203", "uid-web-admin").unwrap(),
                 patch_type: PatchType::Merge,
                 body: json!({"metadata": {"annotations": {SNIPPET_ANNOTATION: FIXTURE_31_SNIPPET}}})
             })
@@ -1354,6 +1352,7 @@ mod tests {
         assert_eq!(
             c.write,
             Some(Write::Patch {
+                base: Base::new("203", "uid-web-public").unwrap(),
                 patch_type: PatchType::Merge,
                 body: json!({"spec": {"rules": [{"http": {"paths": [http_path("/web/a")]}}]}})
             })
@@ -1385,8 +1384,13 @@ mod tests {
         assert_eq!(names, ["web-public", "web-admin"]);
 
         let c = updaters[1].plan("shop", Some(&admin)).unwrap();
-        assert_eq!(c.action, Action::Delete);
-        assert_eq!(c.write, Some(Write::Delete));
+        assert_eq!(c.action(), Action::Delete);
+        assert_eq!(
+            c.write,
+            Some(Write::Delete {
+                base: Base::new("203", "uid-web-admin").unwrap()
+            })
+        );
         assert_eq!(c.after, None);
         let view = focused_view(&admin, "shop", "web-admin");
         assert_eq!(c.before, Some(view.clone()));
@@ -1400,7 +1404,7 @@ mod tests {
             })
         );
         let gone = updaters[1].plan("shop", None).unwrap();
-        assert_eq!(gone.action, Action::Unchanged);
+        assert_eq!(gone.action(), Action::Unchanged);
         assert!(gone.write.is_none());
     }
 
@@ -1470,7 +1474,7 @@ mod tests {
         let d = desired(&[("/a", &[]), ("/b", &[])], &Inherited::default());
         let u = &plan_ingresses("web", d, std::slice::from_ref(&l))[0];
         let approved = u.plan("shop", Some(&l)).unwrap();
-        assert_eq!(approved.action, Action::Update);
+        assert_eq!(approved.action(), Action::Update);
 
         // A foreign label changed: the same change proceeds.
         let mut relabelled = l.clone();

@@ -11,8 +11,7 @@ use crate::error::ExitCode;
 use crate::plan::{Action, ObjectChange};
 
 /// The fate of one planned object.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-#[serde(tag = "outcome", rename_all = "kebab-case")]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Outcome {
     /// Written: created, updated or deleted as planned.
     Applied,
@@ -22,7 +21,6 @@ pub enum Outcome {
     /// shown. `fresh` is what the run would now do (not applied).
     Tripped {
         reason: String,
-        #[serde(skip)]
         fresh: Option<Box<ObjectChange>>,
     },
     /// The request failed; `message` is one line.
@@ -45,7 +43,7 @@ pub enum Interruption {
 }
 
 /// The result of applying a plan.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Report {
     pub entries: Vec<(ObjectChange, Outcome)>,
     /// The server-side dry run failed or tripped: nothing was written.
@@ -57,7 +55,8 @@ impl Report {
     /// Whether any object was (or may have been) written.
     pub fn any_written(&self) -> bool {
         self.entries.iter().any(|(c, o)| {
-            c.action != Action::Unchanged && matches!(o, Outcome::Applied | Outcome::Unknown { .. })
+            c.action() != Action::Unchanged
+                && matches!(o, Outcome::Applied | Outcome::Unknown { .. })
         })
     }
 
@@ -154,7 +153,11 @@ pub fn render_report(out: &mut impl Write, report: &Report, color: bool) -> io::
             Outcome::Unchanged => continue,
             Outcome::Applied => paint(
                 Style::new().green(),
-                format!("{} {}{what}", change.reference(), past_tense(change.action)),
+                format!(
+                    "{} {}{what}",
+                    change.reference(),
+                    past_tense(change.action())
+                ),
             ),
             Outcome::AlreadyDone => format!(
                 "{} already as planned (someone else made the same change){what}",
@@ -167,7 +170,7 @@ pub fn render_report(out: &mut impl Write, report: &Report, color: bool) -> io::
                     format!(
                         "{} NOT {}: {reason}",
                         change.reference(),
-                        past_tense(change.action)
+                        past_tense(change.action())
                     ),
                 )
             }
@@ -178,7 +181,7 @@ pub fn render_report(out: &mut impl Write, report: &Report, color: bool) -> io::
                     format!(
                         "{} NOT {}: {message}",
                         change.reference(),
-                        past_tense(change.action)
+                        past_tense(change.action())
                     ),
                 )
             }
@@ -189,7 +192,7 @@ pub fn render_report(out: &mut impl Write, report: &Report, color: bool) -> io::
                     format!(
                         "{} MAYBE {}: {message}; it may or may not have been applied — run again to see the state",
                         change.reference(),
-                        past_tense(change.action)
+                        past_tense(change.action())
                     ),
                 )
             }
@@ -200,7 +203,7 @@ pub fn render_report(out: &mut impl Write, report: &Report, color: bool) -> io::
                     format!(
                         "{} NOT {}: not attempted{what}",
                         change.reference(),
-                        past_tense(change.action)
+                        past_tense(change.action())
                     ),
                 )
             }

@@ -147,7 +147,7 @@ impl Floor {
         let mut phases: Vec<u8> = plan
             .changes()
             .filter(|c| c.is_change())
-            .filter_map(|c| c.action.phase(c.kind))
+            .filter_map(|c| c.action().phase(c.kind))
             .collect();
         phases.sort_unstable();
         phases.dedup();
