@@ -716,21 +716,8 @@ fn set_path(obj: &mut Value, path: &[&str], value: Value) {
 }
 
 impl Updater for IngressUpdater {
-    fn kind(&self) -> Kind {
-        Kind::Ingress
-    }
-
     fn name(&self) -> &str {
         &self.name
-    }
-
-    fn modifiers(&self) -> Vec<String> {
-        vec![
-            label_field(APP_LABEL),
-            label_field(IDENTIFIER_LABEL),
-            annotation_field(),
-            "spec.rules[*].http.paths".to_owned(),
-        ]
     }
 
     fn plan(&self, namespace: &str, live: Option<&Value>) -> Result<ObjectChange, PlanError> {
@@ -789,16 +776,8 @@ pub fn served_paths(ingress: &Value, app: &str) -> Vec<String> {
 }
 
 impl Updater for IngressRemoval {
-    fn kind(&self) -> Kind {
-        Kind::Ingress
-    }
-
     fn name(&self) -> &str {
         &self.name
-    }
-
-    fn modifiers(&self) -> Vec<String> {
-        vec![".".to_owned()]
     }
 
     fn plan(&self, namespace: &str, live: Option<&Value>) -> Result<ObjectChange, PlanError> {
@@ -1429,23 +1408,27 @@ mod tests {
             &["/web/a"],
         );
         let d = desired(&[("/a", &[])], &Inherited::default());
-        let names: Vec<String> = plan_ingresses("web", d.clone(), &[a.clone(), b.clone(), c])
-            .iter()
-            .map(|u| format!("{}:{}", u.name(), u.modifiers()[0]))
-            .collect();
+        // Each updater planned against the live object of its name: the one kept is already
+        // converged, the others are deleted.
+        let fates = |live: &[Value]| -> Vec<String> {
+            plan_ingresses("web", d.clone(), live)
+                .iter()
+                .map(|u| {
+                    let obj = live.iter().find(|o| name_of(o) == Some(u.name()));
+                    let change = u.plan("shop", obj).unwrap();
+                    format!("{}:{}", u.name(), change.action())
+                })
+                .collect()
+        };
         assert_eq!(
-            names,
+            fates(&[a.clone(), b.clone(), c]),
             [
-                "web-e3b0c44298fc1c14:metadata.labels[app]",
-                "web-aaa:.",
-                "web-zzz:."
+                "web-e3b0c44298fc1c14:unchanged",
+                "web-aaa:delete",
+                "web-zzz:delete"
             ]
         );
-        let names: Vec<String> = plan_ingresses("web", d, &[a, b])
-            .iter()
-            .map(|u| format!("{}:{}", u.name(), u.modifiers()[0]))
-            .collect();
-        assert_eq!(names, ["web-aaa:metadata.labels[app]", "web-zzz:."]);
+        assert_eq!(fates(&[a, b]), ["web-aaa:unchanged", "web-zzz:delete"]);
     }
 
     #[test]

@@ -354,14 +354,13 @@ pub enum PlanError {
     NoPrecondition { reference: String },
 }
 
-/// One object's planner. The seed's `Updater` interface: it names the leaf values it modifies
-/// and computes the change from the latest live object. Pure; called once while planning and
-/// again after every conflict.
+/// One object's planner: computes the object's change — the fields it modifies, with their
+/// values before and after, and the write — from the latest live object. Pure; called once
+/// while planning and again after every conflict, so a retry re-applies only the requested
+/// values to whatever else changed meanwhile.
 pub trait Updater: Send + Sync + fmt::Debug {
-    fn kind(&self) -> Kind;
+    /// The name of the object it plans.
     fn name(&self) -> &str;
-    /// Names of the leaf values that will be written (the seed's `GetModifiers`).
-    fn modifiers(&self) -> Vec<String>;
     /// The change against `live` (`None`: the object does not exist).
     fn plan(&self, namespace: &str, live: Option<&Value>) -> Result<ObjectChange, PlanError>;
 }

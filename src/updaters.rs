@@ -10,13 +10,13 @@ use serde_json::{Value, json};
 
 use crate::plan::{Base, FieldChange, Kind, ObjectChange, PatchType, PlanError, Updater, Write};
 
-/// Requested changes to the application container (the seed's `ContainerUpdate`).
+/// Requested changes to the application container; `None` leaves a value as it is.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ContainerUpdate {
     pub image: Option<String>,
 }
 
-/// Requested changes to the autoscaler (the seed's `AutoscalerUpdate`).
+/// Requested changes to the autoscaler; `None` leaves a bound as it is.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct AutoscalerUpdate {
     pub min_replicas: Option<i32>,
@@ -93,21 +93,8 @@ impl DeploymentUpdater {
 }
 
 impl Updater for DeploymentUpdater {
-    fn kind(&self) -> Kind {
-        Kind::Deployment
-    }
-
     fn name(&self) -> &str {
         &self.name
-    }
-
-    fn modifiers(&self) -> Vec<String> {
-        let mut m = Vec::new();
-        if self.update.image.is_some() {
-            let c = self.container.as_deref().unwrap_or("*");
-            m.push(format!("spec.template.spec.containers[name={c}].image"));
-        }
-        m
     }
 
     fn plan(&self, namespace: &str, live: Option<&Value>) -> Result<ObjectChange, PlanError> {
@@ -177,29 +164,16 @@ impl Updater for DeploymentUpdater {
     }
 }
 
-/// `spec.minReplicas` defaults to 1 on the server; a missing value reads as 1.
+/// A bound as the live HPA holds it; `None` when the field is absent. (The server defaults
+/// `spec.minReplicas` to 1, so where bounds are compared an absent minimum counts as 1; the
+/// views show it as absent.)
 fn live_bound(live: &Value, field: &str) -> Option<i64> {
     live["spec"][field].as_i64()
 }
 
 impl Updater for AutoscalerUpdater {
-    fn kind(&self) -> Kind {
-        Kind::HorizontalPodAutoscaler
-    }
-
     fn name(&self) -> &str {
         &self.name
-    }
-
-    fn modifiers(&self) -> Vec<String> {
-        let mut m = Vec::new();
-        if self.update.min_replicas.is_some() {
-            m.push("spec.minReplicas".to_owned());
-        }
-        if self.update.max_replicas.is_some() {
-            m.push("spec.maxReplicas".to_owned());
-        }
-        m
     }
 
     fn plan(&self, namespace: &str, live: Option<&Value>) -> Result<ObjectChange, PlanError> {
@@ -608,7 +582,6 @@ mod tests {
                 body: json!({"spec": {"maxReplicas": 8}})
             })
         );
-        assert_eq!(u.modifiers(), vec!["spec.maxReplicas"]);
     }
 
     #[test]
