@@ -90,6 +90,7 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::endpoints_file::EndpointsFile;
+use crate::names;
 use crate::plan::{
     Base, FieldChange, IngressInfo, Kind, ObjectChange, PatchType, PlanError, Updater, Write,
 };
@@ -123,23 +124,10 @@ pub fn scope_identifier(scopes: &[String]) -> String {
     digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
 }
 
-/// Whether `name` is a valid DNS subdomain (RFC 1123, as Kubernetes checks object names).
-pub fn is_dns_subdomain(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 253
-        && name.split('.').all(|label| {
-            let b = label.as_bytes();
-            let alnum = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
-            b.first().is_some_and(alnum)
-                && b.last().is_some_and(alnum)
-                && b.iter().all(|c| alnum(c) || *c == b'-')
-        })
-}
-
 /// The name of a new Ingress: `<app>-<identifier>`, which must be a valid DNS subdomain.
 pub fn ingress_name(app: &str, identifier: &str) -> Result<String, PlanError> {
     let name = format!("{app}-{identifier}");
-    if is_dns_subdomain(&name) {
+    if names::is_dns1123_subdomain(&name) {
         Ok(name)
     } else {
         Err(PlanError::Unexpected {
@@ -930,8 +918,8 @@ mod tests {
         );
         assert!(ingress_name(&"a".repeat(237), "04f8996da763b7a9").is_err());
         assert!(ingress_name(&"a".repeat(236), "04f8996da763b7a9").is_ok());
-        assert!(!is_dns_subdomain("a..b"));
-        assert!(!is_dns_subdomain("-a"));
+        assert!(!names::is_dns1123_subdomain("a..b"));
+        assert!(!names::is_dns1123_subdomain("-a"));
     }
 
     #[test]

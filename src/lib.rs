@@ -21,6 +21,7 @@ pub mod error;
 pub mod ingress_planner;
 pub mod kube_context;
 pub mod live_state;
+pub mod names;
 pub mod output;
 pub mod plan;
 pub mod planner;

@@ -9,6 +9,7 @@ use std::time::Duration;
 use crate::cli::{ColorChoice, OutputFormat, UpdateArgs};
 use crate::endpoints_file::{self, EndpointsFile};
 use crate::error::AppError;
+use crate::names;
 use crate::updaters::{AutoscalerUpdate, ContainerUpdate, validate_image_reference};
 
 /// What the process was started with, captured once.
@@ -139,35 +140,21 @@ pub fn decide_color(choice: ColorChoice, env: &Environment, stream_is_terminal: 
     }
 }
 
-/// A Kubernetes object name as the platform uses it: a DNS-1035 label (the Service name
-/// rules), which also makes it a valid label value for `app=<name>`.
+/// The application name names a Service, so it must be a DNS-1035 label — which also makes
+/// it a valid label value for `app=<name>`.
 fn validate_app_name(name: &str) -> Result<(), String> {
-    let ok_chars = name
-        .chars()
-        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
-    let starts = name.chars().next().is_some_and(|c| c.is_ascii_lowercase());
-    let ends = name
-        .chars()
-        .last()
-        .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
-    if name.is_empty() || name.len() > 63 || !ok_chars || !starts || !ends {
-        return Err(format!(
+    if names::is_dns1035_label(name) {
+        Ok(())
+    } else {
+        Err(format!(
             "application name {name:?} is not valid: use at most 63 lowercase letters, digits \
              and '-', starting with a letter and ending with a letter or digit"
-        ));
+        ))
     }
-    Ok(())
 }
 
 fn validate_namespace(ns: &str) -> Result<(), String> {
-    let ok = !ns.is_empty()
-        && ns.len() <= 63
-        && ns
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-        && !ns.starts_with('-')
-        && !ns.ends_with('-');
-    if ok {
+    if names::is_dns1123_label(ns) {
         Ok(())
     } else {
         Err(format!(
