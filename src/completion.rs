@@ -72,7 +72,7 @@ pub struct KubeconfigNames {
 }
 
 /// The kubeconfig a completed command line would use: an earlier `--kubeconfig`, else
-/// `KUBECONFIG`, else `~/.kube/config` (kubectl's order, as in `settings`).
+/// `KUBECONFIG`, else `~/.kube/config` — the rule the run itself uses.
 fn kubeconfig_source(words: &[String], env: &Environment) -> KubeconfigSource {
     let mut flag: Option<PathBuf> = None;
     let mut it = words.iter();
@@ -83,21 +83,7 @@ fn kubeconfig_source(words: &[String], env: &Environment) -> KubeconfigSource {
             flag = Some(PathBuf::from(v));
         }
     }
-    if let Some(path) = flag.filter(|p| !p.as_os_str().is_empty()) {
-        return KubeconfigSource::Flag(path);
-    }
-    if let Some(list) = env.kubeconfig.as_ref().filter(|v| !v.is_empty()) {
-        let paths: Vec<PathBuf> = std::env::split_paths(list)
-            .filter(|p| !p.as_os_str().is_empty())
-            .collect();
-        if !paths.is_empty() {
-            return KubeconfigSource::Env(paths);
-        }
-    }
-    match &env.home {
-        Some(home) => KubeconfigSource::Home(home.join(".kube").join("config")),
-        None => KubeconfigSource::Nowhere,
-    }
+    KubeconfigSource::resolve(flag, env)
 }
 
 /// Reads the names from the kubeconfig; an unreadable kubeconfig simply has none.

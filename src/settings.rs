@@ -73,6 +73,28 @@ pub enum KubeconfigSource {
     Nowhere,
 }
 
+impl KubeconfigSource {
+    /// kubectl's rule: `--kubeconfig` (an empty value counts as not given), else the files
+    /// listed in `KUBECONFIG` (empty entries skipped), else `~/.kube/config`.
+    pub fn resolve(flag: Option<PathBuf>, env: &Environment) -> KubeconfigSource {
+        if let Some(path) = flag.filter(|p| !p.as_os_str().is_empty()) {
+            return KubeconfigSource::Flag(path);
+        }
+        if let Some(list) = env.kubeconfig.as_ref().filter(|v| !v.is_empty()) {
+            let paths: Vec<PathBuf> = std::env::split_paths(list)
+                .filter(|p| !p.as_os_str().is_empty())
+                .collect();
+            if !paths.is_empty() {
+                return KubeconfigSource::Env(paths);
+            }
+        }
+        match &env.home {
+            Some(home) => KubeconfigSource::Home(home.join(".kube").join("config")),
+            None => KubeconfigSource::Nowhere,
+        }
+    }
+}
+
 /// Which cluster, user and namespace to talk to.
 #[derive(Clone, Debug)]
 pub struct ClusterSelection {
@@ -274,21 +296,7 @@ impl Settings {
             }
         };
 
-        let kubeconfig = if let Some(path) = args.kubeconfig {
-            KubeconfigSource::Flag(path)
-        } else if let Some(list) = env.kubeconfig.as_ref().filter(|v| !v.is_empty()) {
-            let paths: Vec<PathBuf> = std::env::split_paths(list)
-                .filter(|p| !p.as_os_str().is_empty())
-                .collect();
-            if paths.is_empty() {
-                home_kubeconfig(env)
-            } else {
-                KubeconfigSource::Env(paths)
-            }
-        } else {
-            home_kubeconfig(env)
-        };
-
+        let kubeconfig = KubeconfigSource::resolve(args.kubeconfig, env);
         let request_timeout = args.request_timeout.filter(|d| !d.is_zero());
         Ok(Settings {
             app,
@@ -322,13 +330,6 @@ impl Settings {
             can_prompt: env.can_prompt,
             stderr_is_terminal: env.stderr_is_terminal,
         })
-    }
-}
-
-fn home_kubeconfig(env: &Environment) -> KubeconfigSource {
-    match &env.home {
-        Some(home) => KubeconfigSource::Home(home.join(".kube").join("config")),
-        None => KubeconfigSource::Nowhere,
     }
 }
 
