@@ -72,13 +72,21 @@ pub fn main_with_args<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
     }
     let cli = match Cli::try_parse_args(args) {
         Ok(cli) => cli,
-        Err(e) => {
+        Err(cli::CliError::Clap(e)) => {
             let code = match e.kind() {
                 ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => ExitCode::Ok,
                 _ => ExitCode::Usage,
             };
             let _ = e.print();
             return code.code();
+        }
+        Err(e) => {
+            let env = Environment::capture();
+            print_error(
+                &AppError::Usage(e.to_string()),
+                settings::decide_color(cli::ColorChoice::Auto, &env, env.stderr_is_terminal),
+            );
+            return ExitCode::Usage.code();
         }
     };
     if let Some(Command::Completion { shell }) = cli.command {

@@ -206,7 +206,8 @@ impl FileReader for RealFiles {
 }
 
 impl Settings {
-    /// Validates flags (everything that can be checked without the cluster) and resolves them.
+    /// Validates what clap cannot (values that depend on each other, the image syntax, names,
+    /// the endpoints file) without the cluster, and resolves the flags.
     pub fn resolve(
         args: UpdateArgs,
         env: &Environment,
@@ -214,38 +215,9 @@ impl Settings {
     ) -> Result<Settings, AppError> {
         let app = args.name.unwrap_or_default();
         validate_app_name(&app).map_err(AppError::Usage)?;
-        if args.image.is_none()
-            && args.min_replicas.is_none()
-            && args.max_replicas.is_none()
-            && args.endpoints.is_none()
-        {
-            return Err(AppError::Usage(
-                "nothing to change: give at least one of --image, --min, --max or --endpoints"
-                    .into(),
-            ));
-        }
         if let Some(image) = &args.image {
             validate_image_reference(image)
                 .map_err(|why| AppError::Usage(format!("--image {image:?}: {why}")))?;
-        }
-        if args.container.is_some() && args.image.is_none() {
-            return Err(AppError::Usage(
-                "--container only selects the container for --image; add --image".into(),
-            ));
-        }
-        if let Some(min) = args.min_replicas
-            && min < 1
-        {
-            return Err(AppError::Usage(format!(
-                "--min {min}: the minimum replica count must be at least 1"
-            )));
-        }
-        if let Some(max) = args.max_replicas
-            && max < 1
-        {
-            return Err(AppError::Usage(format!(
-                "--max {max}: the maximum replica count must be at least 1"
-            )));
         }
         if let (Some(min), Some(max)) = (args.min_replicas, args.max_replicas)
             && min > max
@@ -253,21 +225,6 @@ impl Settings {
             return Err(AppError::Usage(format!(
                 "--min {min} is greater than --max {max}; the minimum must not exceed the maximum"
             )));
-        }
-        if args.allow_empty_endpoints && args.endpoints.is_none() {
-            return Err(AppError::Usage(
-                "--allow-empty-endpoints only applies with --endpoints FILE".into(),
-            ));
-        }
-        if args.detailed_exitcode && !args.dry_run {
-            return Err(AppError::Usage(
-                "--detailed-exitcode only applies with --dry-run".into(),
-            ));
-        }
-        if args.wait && args.image.is_none() {
-            return Err(AppError::Usage(
-                "--wait follows the rollout of an image change; add --image".into(),
-            ));
         }
         if let Some(ns) = &args.namespace {
             validate_namespace(ns).map_err(AppError::Usage)?;
@@ -362,19 +319,7 @@ mod tests {
     }
 
     #[test]
-    fn at_least_one_change_is_required() {
-        assert_eq!(
-            err(&["web"]),
-            "nothing to change: give at least one of --image, --min, --max or --endpoints"
-        );
-    }
-
-    #[test]
     fn bounds_are_checked_before_any_request() {
-        assert_eq!(
-            err(&["web", "--min", "0"]),
-            "--min 0: the minimum replica count must be at least 1"
-        );
         assert_eq!(
             err(&["web", "--min", "5", "--max", "3"]),
             "--min 5 is greater than --max 3; the minimum must not exceed the maximum"
@@ -443,13 +388,5 @@ mod tests {
         };
         assert!(!decide_color(ColorChoice::Auto, &dumb, true));
         assert!(!decide_color(ColorChoice::Never, &tty, true));
-    }
-
-    #[test]
-    fn detailed_exitcode_needs_dry_run() {
-        assert_eq!(
-            err(&["web", "--max", "3", "--detailed-exitcode"]),
-            "--detailed-exitcode only applies with --dry-run"
-        );
     }
 }
