@@ -29,6 +29,7 @@ pub mod report;
 pub mod run;
 pub mod settings;
 pub mod terminal;
+pub mod transport;
 pub mod updaters;
 pub mod wait;
 

@@ -9,7 +9,7 @@
 //! at a real write is wrapped in `Fault::Restrict { dry_run: false }` so the preflight passes.
 //!
 //! The client retries 429/503/504 by itself below the conflict handling (kube's retry layer with
-//! our bounds, `kube_context::transport::retry_layer`: 4 retries from 100 ms, doubling, capped
+//! our bounds, `transport::retry_layer`: 4 retries from 100 ms, doubling, capped
 //! at 2 s, or the server's `Retry-After`). So a 503 burst within that budget is absorbed
 //! (`a_503_burst_within_the_clients_retries…`), and a storm beyond it fails after 5 attempts
 //! with the server's answer — in seconds, not the minutes kube's default policy would take.
