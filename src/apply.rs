@@ -12,15 +12,14 @@
 //! guard) decides: proceed with the fresh patch, stop because someone else already did it, or
 //! trip because a field this run changes no longer holds the value the user was shown.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use futures::future::join_all;
 use serde_json::Value;
 
 use crate::cluster::{Cluster, RequestError};
-use crate::error::Target;
+use crate::describe::Target;
 use crate::ingress_planner::IDENTIFIER_LABEL;
 use crate::plan::{Action, Base, ObjectChange, Plan, Planned, Recheck, Write, recheck};
 use crate::report::{Interruption, Outcome, Report};
@@ -43,27 +42,18 @@ impl Default for ApplyOptions {
     }
 }
 
-/// Set by the signal handlers; checked before every request is started.
+/// The first signal received while applying; checked before every request is started.
 #[derive(Clone, Debug, Default)]
-pub struct InterruptFlag(Arc<AtomicU8>);
+pub struct InterruptFlag(Arc<OnceLock<Interruption>>);
 
 impl InterruptFlag {
-    pub fn raise(&self, which: Interruption) {
-        let v = match which {
-            Interruption::Sigint => 2,
-            Interruption::Sigterm => 15,
-        };
-        let _ = self
-            .0
-            .compare_exchange(0, v, Ordering::SeqCst, Ordering::SeqCst);
+    /// Records `which`; `false` when a signal was already recorded (the first one stays).
+    pub fn raise(&self, which: Interruption) -> bool {
+        self.0.set(which).is_ok()
     }
 
     pub fn get(&self) -> Option<Interruption> {
-        match self.0.load(Ordering::SeqCst) {
-            2 => Some(Interruption::Sigint),
-            15 => Some(Interruption::Sigterm),
-            _ => None,
-        }
+        self.0.get().copied()
     }
 }
 

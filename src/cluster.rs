@@ -8,7 +8,7 @@ use kube::core::Request;
 use kube::core::params::{GetParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::Value;
 
-use crate::error::{Target, describe_kube_error, error_chain};
+use crate::describe::{Target, classify, describe_kube_error};
 use crate::kube_context::Connection;
 use crate::plan::{Base, Kind, PatchType};
 
@@ -53,14 +53,7 @@ impl RequestError {
                 e @ (kube::Error::HyperError(_)
                 | kube::Error::Service(_)
                 | kube::Error::ReadEvents(_)),
-            ) => {
-                let text = error_chain(e).join(" ").to_lowercase();
-                !(text.contains("connection refused")
-                    || text.contains("dns error")
-                    || text.contains("failed to lookup")
-                    || text.contains("invalid peer certificate")
-                    || text.contains("certificate"))
-            }
+            ) => classify(e).may_have_been_sent(),
             RequestError::Kube(_) => false,
         }
     }

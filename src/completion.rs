@@ -170,9 +170,9 @@ pub fn complete(words: &[String], names: &KubeconfigNames, current_dir: &Path) -
     }
 }
 
-/// `kubectl-appupdate __complete WORDS…`: prints the completions; always exits 0 (a failing
-/// completion must not break the shell).
-pub fn main(words: Vec<OsString>, env: &Environment, out: &mut impl Write) -> i32 {
+/// `kubectl-appupdate __complete WORDS…`: prints the completions. It never fails: a failing
+/// completion must not break the shell.
+pub fn main(words: Vec<OsString>, env: &Environment, out: &mut impl Write) {
     let words: Vec<String> = words
         .into_iter()
         .map(|w| w.to_string_lossy().into_owned())
@@ -181,7 +181,6 @@ pub fn main(words: Vec<OsString>, env: &Environment, out: &mut impl Write) -> i3
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     let completions = complete(&words, &names, &cwd);
     let _ = completions.write(out);
-    0
 }
 
 #[cfg(test)]

@@ -8,10 +8,110 @@
 
 use std::path::{Path, PathBuf};
 
-use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError, LoadDataError};
+use kube::config::{KubeConfigOptions, Kubeconfig, LoadDataError};
 
-use crate::error::AppError;
+use crate::describe::{describe_auth_error, one_line};
 use crate::settings::{ClusterSelection, KubeconfigSource};
+
+/// kube's own error for a kubeconfig that cannot be loaded.
+type KubeKubeconfigError = kube::config::KubeconfigError;
+
+/// Why the kubeconfig cannot be used. The messages name files, contexts, clusters and users,
+/// never data from the file; kube's error, kept as the source, is not printed.
+#[derive(Debug, thiserror::Error)]
+pub enum KubeconfigError {
+    #[error("cannot read kubeconfig {}: {}", .path.display(), io_reason(.source))]
+    Unreadable {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "kubeconfig {} is not a valid kubeconfig{}; fix the file or point --kubeconfig elsewhere",
+        .path.display(),
+        .at.map(|(line, column)| format!(" at line {line}, column {column}")).unwrap_or_default()
+    )]
+    Invalid {
+        path: PathBuf,
+        /// Line and column of the parse error.
+        at: Option<(u64, u64)>,
+        #[source]
+        source: KubeKubeconfigError,
+    },
+    #[error("kubeconfig {} cannot be used: {}", .path.display(), describe_kubeconfig_error(.source))]
+    Unusable {
+        path: PathBuf,
+        #[source]
+        source: KubeKubeconfigError,
+    },
+    #[error("cannot merge kubeconfig {}: {}", .path.display(), describe_kubeconfig_error(.source))]
+    Merge {
+        path: PathBuf,
+        #[source]
+        source: KubeKubeconfigError,
+    },
+    #[error(
+        "none of the files in KUBECONFIG exists ({}); set KUBECONFIG or pass --kubeconfig",
+        list(.paths)
+    )]
+    NoneExists { paths: Vec<PathBuf> },
+    #[error(
+        "no kubeconfig found: {} does not exist and KUBECONFIG is not set; pass --kubeconfig",
+        .path.display()
+    )]
+    NoHomeFile { path: PathBuf },
+    #[error("no kubeconfig found: KUBECONFIG and HOME are not set; pass --kubeconfig")]
+    Nowhere,
+    #[error("kubeconfig {files} has no current context; pass --context (contexts: {contexts})")]
+    NoCurrentContext { files: String, contexts: String },
+    #[error("context {context:?} does not exist in kubeconfig {files} (contexts: {contexts})")]
+    NoSuchContext {
+        context: String,
+        files: String,
+        contexts: String,
+    },
+    #[error(
+        "cluster {cluster:?} (context {context:?}) does not exist in kubeconfig {files} (clusters: {clusters})"
+    )]
+    NoSuchCluster {
+        cluster: String,
+        context: String,
+        files: String,
+        clusters: String,
+    },
+    /// `--user`, or the context's user (`context` is then its name), is not in the file.
+    #[error(
+        "user {user:?}{} does not exist in kubeconfig {files} (users: {users})",
+        .context.as_ref().map(|c| format!(" (context {c:?})")).unwrap_or_default()
+    )]
+    NoSuchUser {
+        user: String,
+        context: Option<String>,
+        files: String,
+        users: String,
+    },
+    #[error("kubeconfig {files}, context {context:?}: {}", describe_kubeconfig_error(.source))]
+    Config {
+        files: String,
+        context: String,
+        #[source]
+        source: KubeKubeconfigError,
+    },
+    #[error("cannot set up a client for context {context:?}: {}", one_line(&client_setup_reason(.source)))]
+    Client {
+        context: String,
+        #[source]
+        source: kube::Error,
+    },
+}
+
+fn list(paths: &[PathBuf]) -> String {
+    paths
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
 
 /// A ready client and where it points.
 #[derive(Clone)]
@@ -24,28 +124,16 @@ pub struct Connection {
     pub request_timeout: Option<std::time::Duration>,
 }
 
-fn read_one(path: &Path) -> Result<Kubeconfig, AppError> {
-    Kubeconfig::read_from(path).map_err(|e| match e {
-        KubeconfigError::ReadConfig(io, _) => AppError::Kubeconfig(format!(
-            "cannot read kubeconfig {}: {}",
-            path.display(),
-            io_reason(&io)
-        )),
-        KubeconfigError::Parse(err) => {
-            let at = err
-                .location()
-                .map(|l| format!(" at line {}, column {}", l.line(), l.column()))
-                .unwrap_or_default();
-            AppError::Kubeconfig(format!(
-                "kubeconfig {} is not a valid kubeconfig{at}; fix the file or point --kubeconfig elsewhere",
-                path.display()
-            ))
-        }
-        other => AppError::Kubeconfig(format!(
-            "kubeconfig {} cannot be used: {}",
-            path.display(),
-            describe_kubeconfig_error(&other)
-        )),
+fn read_one(path: &Path) -> Result<Kubeconfig, KubeconfigError> {
+    let path = path.to_owned();
+    Kubeconfig::read_from(&path).map_err(|e| match e {
+        KubeKubeconfigError::ReadConfig(source, _) => KubeconfigError::Unreadable { path, source },
+        KubeKubeconfigError::Parse(ref err) => KubeconfigError::Invalid {
+            at: err.location().map(|l| (l.line(), l.column())),
+            path,
+            source: e,
+        },
+        source => KubeconfigError::Unusable { path, source },
     })
 }
 
@@ -59,7 +147,9 @@ fn io_reason(e: &std::io::Error) -> String {
 }
 
 /// Loads and merges the kubeconfig files; returns the merged config and the files used.
-pub fn load_kubeconfig(source: &KubeconfigSource) -> Result<(Kubeconfig, Vec<PathBuf>), AppError> {
+pub fn load_kubeconfig(
+    source: &KubeconfigSource,
+) -> Result<(Kubeconfig, Vec<PathBuf>), KubeconfigError> {
     match source {
         KubeconfigSource::Flag(path) => Ok((read_one(path)?, vec![path.clone()])),
         KubeconfigSource::Env(paths) => {
@@ -73,39 +163,26 @@ pub fn load_kubeconfig(source: &KubeconfigSource) -> Result<(Kubeconfig, Vec<Pat
                 used.push(p.clone());
                 merged = Some(match merged {
                     None => next,
-                    Some(m) => m.merge(next).map_err(|e| {
-                        AppError::Kubeconfig(format!(
-                            "cannot merge kubeconfig {}: {}",
-                            p.display(),
-                            describe_kubeconfig_error(&e)
-                        ))
+                    Some(m) => m.merge(next).map_err(|source| KubeconfigError::Merge {
+                        path: p.clone(),
+                        source,
                     })?,
                 });
             }
             match merged {
                 Some(m) => Ok((m, used)),
-                None => Err(AppError::Kubeconfig(format!(
-                    "none of the files in KUBECONFIG exists ({}); set KUBECONFIG or pass --kubeconfig",
-                    paths
-                        .iter()
-                        .map(|p| p.display().to_string())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ))),
+                None => Err(KubeconfigError::NoneExists {
+                    paths: paths.clone(),
+                }),
             }
         }
         KubeconfigSource::Home(path) => {
             if !path.exists() {
-                return Err(AppError::Kubeconfig(format!(
-                    "no kubeconfig found: {} does not exist and KUBECONFIG is not set; pass --kubeconfig",
-                    path.display()
-                )));
+                return Err(KubeconfigError::NoHomeFile { path: path.clone() });
             }
             Ok((read_one(path)?, vec![path.clone()]))
         }
-        KubeconfigSource::Nowhere => Err(AppError::Kubeconfig(
-            "no kubeconfig found: KUBECONFIG and HOME are not set; pass --kubeconfig".into(),
-        )),
+        KubeconfigSource::Nowhere => Err(KubeconfigError::Nowhere),
     }
 }
 
@@ -121,30 +198,31 @@ fn load_data_reason(e: &LoadDataError) -> String {
 }
 
 /// Describes a kubeconfig error without any of the data it was loading.
-pub fn describe_kubeconfig_error(e: &KubeconfigError) -> String {
+pub fn describe_kubeconfig_error(e: &KubeKubeconfigError) -> String {
+    use KubeKubeconfigError as K;
     match e {
-        KubeconfigError::CurrentContextNotSet => "it has no current-context".into(),
-        KubeconfigError::KindMismatch | KubeconfigError::ApiVersionMismatch => {
+        K::CurrentContextNotSet => "it has no current-context".into(),
+        K::KindMismatch | K::ApiVersionMismatch => {
             "the files have different kinds or apiVersions".into()
         }
-        KubeconfigError::LoadContext(name) => format!("context {name:?} does not exist"),
-        KubeconfigError::LoadClusterOfContext(name) => format!("cluster {name:?} does not exist"),
-        KubeconfigError::FindPath => "no kubeconfig path".into(),
-        KubeconfigError::ReadConfig(io, path) => {
+        K::LoadContext(name) => format!("context {name:?} does not exist"),
+        K::LoadClusterOfContext(name) => format!("cluster {name:?} does not exist"),
+        K::FindPath => "no kubeconfig path".into(),
+        K::ReadConfig(io, path) => {
             format!("cannot read {}: {}", path.display(), io_reason(io))
         }
-        KubeconfigError::Parse(_) => "it is not valid YAML".into(),
-        KubeconfigError::MissingClusterUrl => "the cluster has no server URL".into(),
-        KubeconfigError::ParseClusterUrl(_) => "the cluster's server URL is not a valid URL".into(),
-        KubeconfigError::ParseProxyUrl(_) => "the proxy URL is not a valid URL".into(),
-        KubeconfigError::LoadCertificateAuthority(d) => {
+        K::Parse(_) => "it is not valid YAML".into(),
+        K::MissingClusterUrl => "the cluster has no server URL".into(),
+        K::ParseClusterUrl(_) => "the cluster's server URL is not a valid URL".into(),
+        K::ParseProxyUrl(_) => "the proxy URL is not a valid URL".into(),
+        K::LoadCertificateAuthority(d) => {
             format!("certificate-authority: {}", load_data_reason(d))
         }
-        KubeconfigError::LoadClientCertificate(d) => {
+        K::LoadClientCertificate(d) => {
             format!("client-certificate: {}", load_data_reason(d))
         }
-        KubeconfigError::LoadClientKey(d) => format!("client-key: {}", load_data_reason(d)),
-        KubeconfigError::ParseCertificates(_) => "the certificate data is not valid PEM".into(),
+        K::LoadClientKey(d) => format!("client-key: {}", load_data_reason(d)),
+        K::ParseCertificates(_) => "the certificate data is not valid PEM".into(),
         #[allow(unreachable_patterns)]
         _ => "it cannot be used".into(),
     }
@@ -161,7 +239,7 @@ fn names<T>(items: &[T], name: impl Fn(&T) -> &String) -> String {
 }
 
 /// Resolves the kubeconfig and builds a client. Makes no request.
-pub async fn connect(sel: &ClusterSelection) -> Result<Connection, AppError> {
+pub async fn connect(sel: &ClusterSelection) -> Result<Connection, KubeconfigError> {
     let (kubeconfig, files) = load_kubeconfig(&sel.kubeconfig)?;
     let where_ = files
         .iter()
@@ -176,10 +254,10 @@ pub async fn connect(sel: &ClusterSelection) -> Result<Connection, AppError> {
     {
         Some(c) if !c.is_empty() => c,
         _ => {
-            return Err(AppError::Kubeconfig(format!(
-                "kubeconfig {where_} has no current context; pass --context (contexts: {})",
-                names(&kubeconfig.contexts, |c| &c.name)
-            )));
+            return Err(KubeconfigError::NoCurrentContext {
+                files: where_,
+                contexts: names(&kubeconfig.contexts, |c| &c.name),
+            });
         }
     };
     let Some(context) = kubeconfig
@@ -188,35 +266,42 @@ pub async fn connect(sel: &ClusterSelection) -> Result<Connection, AppError> {
         .find(|c| c.name == context_name)
         .and_then(|c| c.context.clone())
     else {
-        return Err(AppError::Kubeconfig(format!(
-            "context {context_name:?} does not exist in kubeconfig {where_} (contexts: {})",
-            names(&kubeconfig.contexts, |c| &c.name)
-        )));
+        return Err(KubeconfigError::NoSuchContext {
+            context: context_name,
+            files: where_,
+            contexts: names(&kubeconfig.contexts, |c| &c.name),
+        });
     };
     let cluster_name = sel.cluster.clone().unwrap_or(context.cluster.clone());
     if !kubeconfig.clusters.iter().any(|c| c.name == cluster_name) {
-        return Err(AppError::Kubeconfig(format!(
-            "cluster {cluster_name:?} (context {context_name:?}) does not exist in kubeconfig {where_} (clusters: {})",
-            names(&kubeconfig.clusters, |c| &c.name)
-        )));
+        return Err(KubeconfigError::NoSuchCluster {
+            cluster: cluster_name,
+            context: context_name,
+            files: where_,
+            clusters: names(&kubeconfig.clusters, |c| &c.name),
+        });
     }
     if let Some(user) = &sel.user
         && !kubeconfig.auth_infos.iter().any(|u| &u.name == user)
     {
-        return Err(AppError::Kubeconfig(format!(
-            "user {user:?} does not exist in kubeconfig {where_} (users: {})",
-            names(&kubeconfig.auth_infos, |u| &u.name)
-        )));
+        return Err(KubeconfigError::NoSuchUser {
+            user: user.clone(),
+            context: None,
+            files: where_,
+            users: names(&kubeconfig.auth_infos, |u| &u.name),
+        });
     }
     // A context naming a user that is not there would silently run as system:anonymous.
     if sel.user.is_none()
         && let Some(user) = context.user.as_ref().filter(|u| !u.is_empty())
         && !kubeconfig.auth_infos.iter().any(|u| &u.name == user)
     {
-        return Err(AppError::Kubeconfig(format!(
-            "user {user:?} (context {context_name:?}) does not exist in kubeconfig {where_} (users: {})",
-            names(&kubeconfig.auth_infos, |u| &u.name)
-        )));
+        return Err(KubeconfigError::NoSuchUser {
+            user: user.clone(),
+            context: Some(context_name),
+            files: where_,
+            users: names(&kubeconfig.auth_infos, |u| &u.name),
+        });
     }
     let namespace = sel
         .namespace
@@ -232,11 +317,10 @@ pub async fn connect(sel: &ClusterSelection) -> Result<Connection, AppError> {
     };
     let mut config = kube::Config::from_custom_kubeconfig(kubeconfig, &options)
         .await
-        .map_err(|e| {
-            AppError::Kubeconfig(format!(
-                "kubeconfig {where_}, context {context_name:?}: {}",
-                describe_kubeconfig_error(&e)
-            ))
+        .map_err(|source| KubeconfigError::Config {
+            files: where_.clone(),
+            context: context_name.clone(),
+            source,
         })?;
     if let Some(user) = &sel.as_user {
         config.auth_info.impersonate = Some(user.clone());
@@ -250,11 +334,9 @@ pub async fn connect(sel: &ClusterSelection) -> Result<Connection, AppError> {
         config.connect_timeout = Some(config.connect_timeout.map_or(t, |c| c.min(t)));
     }
     let server = config.cluster_url.to_string();
-    let client = crate::transport::client(config).map_err(|e| {
-        AppError::Kubeconfig(format!(
-            "cannot set up a client for context {context_name:?}: {}",
-            crate::error::one_line(&client_setup_reason(&e))
-        ))
+    let client = crate::transport::client(config).map_err(|source| KubeconfigError::Client {
+        context: context_name.clone(),
+        source,
     })?;
     Ok(Connection {
         client,
@@ -266,25 +348,34 @@ pub async fn connect(sel: &ClusterSelection) -> Result<Connection, AppError> {
 }
 
 fn client_setup_reason(e: &kube::Error) -> String {
+    use kube::client::RustlsTlsError as Tls;
     // Credential errors (exec plugins) carry command lines and output: describe them ourselves.
     let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(err) = cur {
         if let Some(auth) = err.downcast_ref::<kube::client::AuthError>() {
-            return format!(
-                "cannot get credentials ({})",
-                crate::error::describe_auth_error(auth)
-            );
+            return format!("cannot get credentials ({})", describe_auth_error(auth));
         }
         cur = err.source();
     }
-    // TLS set-up errors name what is wrong (e.g. an invalid private key) without the data.
-    let chain = crate::error::error_chain(e);
-    let text = chain.join(": ");
-    if text.to_lowercase().contains("key") {
-        "the client key cannot be used (check client-key-data / client-key)".into()
-    } else if text.to_lowercase().contains("certificate") || text.to_lowercase().contains("pem") {
-        "the certificate data cannot be used (check certificate-authority-data / client-certificate-data)".into()
-    } else {
-        chain.first().cloned().unwrap_or_default()
+    // TLS set-up errors say what is wrong (e.g. an invalid private key) without the data.
+    const KEY: &str = "the client key cannot be used (check client-key-data / client-key)";
+    const CERTIFICATES: &str = "the certificate data cannot be used (check certificate-authority-data / client-certificate-data)";
+    match e {
+        kube::Error::RustlsTls(
+            Tls::InvalidPrivateKey(_) | Tls::MissingPrivateKey | Tls::UnknownPrivateKeyFormat,
+        )
+        | kube::Error::InferKubeconfig(KubeKubeconfigError::LoadClientKey(_)) => KEY.into(),
+        kube::Error::RustlsTls(
+            Tls::InvalidIdentityPem(_)
+            | Tls::MissingCertificate
+            | Tls::AddRootCertificate(_)
+            | Tls::NoValidNativeRootCA(_),
+        )
+        | kube::Error::InferKubeconfig(
+            KubeKubeconfigError::LoadClientCertificate(_)
+            | KubeKubeconfigError::LoadCertificateAuthority(_)
+            | KubeKubeconfigError::ParseCertificates(_),
+        ) => CERTIFICATES.into(),
+        other => other.to_string(),
     }
 }

@@ -7,10 +7,33 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::cli::{ColorChoice, OutputFormat, UpdateArgs};
-use crate::endpoints_file::{self, EndpointsFile};
-use crate::error::AppError;
+use crate::endpoints_file::{self, EndpointsError, EndpointsFile};
 use crate::names;
 use crate::updaters::{AutoscalerUpdate, ContainerUpdate, validate_image_reference};
+
+/// Why the flags' values or the files they name cannot be used. Nothing was sent.
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsError {
+    /// A value is not valid: the application name, the namespace, the image reference,
+    /// `--min` above `--max`.
+    #[error("{0}")]
+    Invalid(String),
+    /// The endpoints file cannot be read.
+    #[error("cannot read endpoints file {name}: {source}")]
+    EndpointsUnreadable {
+        name: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The endpoints file is not valid.
+    #[error(transparent)]
+    Endpoints(#[from] EndpointsError),
+    /// The endpoints file lists nothing, and `--allow-empty-endpoints` was not given.
+    #[error(
+        "{name}: the file lists no endpoints, which would remove every public route of {app}; pass --allow-empty-endpoints if that is intended"
+    )]
+    NoEndpoints { name: String, app: String },
+}
 
 /// What the process was started with, captured once.
 #[derive(Clone, Debug, Default)]
@@ -212,22 +235,22 @@ impl Settings {
         args: UpdateArgs,
         env: &Environment,
         files: &dyn FileReader,
-    ) -> Result<Settings, AppError> {
+    ) -> Result<Settings, SettingsError> {
         let app = args.name.unwrap_or_default();
-        validate_app_name(&app).map_err(AppError::Usage)?;
+        validate_app_name(&app).map_err(SettingsError::Invalid)?;
         if let Some(image) = &args.image {
             validate_image_reference(image)
-                .map_err(|why| AppError::Usage(format!("--image {image:?}: {why}")))?;
+                .map_err(|why| SettingsError::Invalid(format!("--image {image:?}: {why}")))?;
         }
         if let (Some(min), Some(max)) = (args.min_replicas, args.max_replicas)
             && min > max
         {
-            return Err(AppError::Usage(format!(
+            return Err(SettingsError::Invalid(format!(
                 "--min {min} is greater than --max {max}; the minimum must not exceed the maximum"
             )));
         }
         if let Some(ns) = &args.namespace {
-            validate_namespace(ns).map_err(AppError::Usage)?;
+            validate_namespace(ns).map_err(SettingsError::Invalid)?;
         }
 
         let endpoints = match &args.endpoints {
@@ -238,16 +261,15 @@ impl Settings {
                 } else {
                     path.display().to_string()
                 };
-                let text = files.read(path).map_err(|e| {
-                    AppError::Input(format!("cannot read endpoints file {source}: {e}"))
-                })?;
-                let file = endpoints_file::parse(&text, &source)
-                    .map_err(|e| AppError::Input(e.to_string()))?;
+                let text = files
+                    .read(path)
+                    .map_err(|e| SettingsError::EndpointsUnreadable {
+                        name: source.clone(),
+                        source: e,
+                    })?;
+                let file = endpoints_file::parse(&text, &source)?;
                 if file.endpoints.is_empty() && !args.allow_empty_endpoints {
-                    return Err(AppError::Input(format!(
-                        "{source}: the file lists no endpoints, which would remove every public \
-                         route of {app}; pass --allow-empty-endpoints if that is intended"
-                    )));
+                    return Err(SettingsError::NoEndpoints { name: source, app });
                 }
                 Some(EndpointsInput { source, file })
             }
@@ -305,7 +327,7 @@ mod tests {
         }
     }
 
-    fn resolve(args: &[&str], env: &Environment) -> Result<Settings, AppError> {
+    fn resolve(args: &[&str], env: &Environment) -> Result<Settings, SettingsError> {
         let mut argv = vec!["kubectl-appupdate"];
         argv.extend_from_slice(args);
         let cli = Cli::try_parse_args(argv).unwrap();

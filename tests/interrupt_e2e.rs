@@ -231,12 +231,12 @@ fn signal_during_apply(signal: &str, expected: i32) {
         "{out}"
     );
     assert!(
-        out.contains("ingress.networking.k8s.io/web-04f8996da763b7a9 NOT deleted: not attempted"),
-        "{out}"
+        err.contains("ingress.networking.k8s.io/web-04f8996da763b7a9 NOT deleted: not attempted"),
+        "{err}"
     );
     assert!(
-        out.contains("The application is partly updated: 1 change was not applied"),
-        "{out}"
+        err.contains("The application is partly updated: 1 change was not applied"),
+        "{err}"
     );
     assert_eq!(env.image(), "registry.example.com/web:2.0");
     assert!(
