@@ -43,7 +43,9 @@ Exit codes:
   6    failed after some writes: the output lists what was and was not applied
   7    --wait: the changes were applied but the rollout did not complete in --timeout
        or exceeded its progress deadline
-  130  interrupted (SIGINT); 143 terminated (SIGTERM)";
+  130  interrupted (SIGINT, Ctrl-C); 143 terminated (SIGTERM; Ctrl-Break on Windows)
+  Streams: the plan and what was done on stdout; what was not done and every
+  error on stderr. With -o json|yaml, stdout holds only the plan document.";
 
 /// Change a running application's image, autoscaler bounds and endpoints, safely.
 ///

@@ -39,8 +39,10 @@ pub async fn run(settings: &Settings, streams: &Streams) -> Ending {
         next = plan(settings, streams) => next,
         signal = signals.recv() => {
             // The prompt may be showing: it leaves the terminal raw and the cursor hidden.
-            crate::terminal::restore();
-            let _ = console::Term::stderr().show_cursor();
+            if settings.stderr_is_terminal {
+                crate::terminal::restore();
+                let _ = console::Term::stderr().show_cursor();
+            }
             Err(AppError::Interrupted { signal, stage: Stage::Planning })
         }
     };
