@@ -1,7 +1,7 @@
 //! SIGINT and SIGTERM at the prompt (in a real pty) and while a write is in flight.
 //!
-//! No timing is relied on: at the prompt the signal is sent once dialoguer has hidden the
-//! cursor and the terminal is raw (the same readiness the prompt tests use); during apply the
+//! No timing is relied on: at the prompt the signal is sent once the question is shown and the
+//! terminal is raw (the same readiness the prompt tests use, `common::pty`); during apply the
 //! real write is held by the sandbox (`Fault::Hold`, dry runs excluded) and the signal is sent
 //! once `held()` shows it in flight; the write is released only after the plugin has said it
 //! received the signal. Each object write is one request, so nothing can be half-written: the
@@ -82,14 +82,6 @@ fn normalize(modes: &str) -> String {
     modes.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-fn wait_for_prompt(p: &mut rexpect::session::PtySession) {
-    p.exp_string("Apply these changes to web in namespace shop (context sandbox)?")
-        .unwrap();
-    // dialoguer hides the cursor right before it reads keys; the terminal goes raw then.
-    p.exp_string("\u{1b}[?25l").unwrap();
-    std::thread::sleep(Duration::from_millis(300));
-}
-
 #[test]
 fn sigterm_at_the_prompt_restores_the_terminal_and_exits_143() {
     signal_at_the_prompt_checked("TERM", 143);
@@ -104,7 +96,10 @@ fn signal_at_the_prompt_checked(signal: &str, expected: i32) {
     let env = Env::new();
     let (mut p, shell, modes_before) =
         spawn_in_shell(&env, &["web", "--max", "9", "--color", "never"]);
-    wait_for_prompt(&mut p);
+    pty::wait_for_prompt(
+        &mut p,
+        "Apply these changes to web in namespace shop (context sandbox)?",
+    );
     let plugin = child_of(shell);
     kill(plugin, signal);
     let (before, exit) = p.exp_regex(r"EXIT=\d+").unwrap();

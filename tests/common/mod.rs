@@ -3,6 +3,8 @@
 #![allow(dead_code)]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+pub mod pty;
+
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
