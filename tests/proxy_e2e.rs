@@ -541,3 +541,46 @@ fn kubectl_goes_through_the_same_proxy_the_same_way() {
     // The same CONNECT target for both clients.
     assert!(both.targets.iter().all(|t| *t == env.sb.addr().to_string()));
 }
+
+#[test]
+fn an_https_proxy_is_verified_with_the_clusters_ca_and_tunnels_as_the_others_do() {
+    use base64::Engine;
+    let env = Env::new();
+    let p = proxy(Kind::Https);
+    let b64 = |pem: &str| base64::engine::general_purpose::STANDARD.encode(pem);
+    let sandbox_ca = env.sb.ca_pem().unwrap();
+    let yaml = env.sb.kubeconfig_yaml(NS).replace(
+        &format!("    server: \"{}\"\n", env.sb.url()),
+        &format!(
+            "    server: \"{}\"\n    proxy-url: {}\n",
+            env.sb.url(),
+            p.url()
+        ),
+    );
+    // As with kubectl, the proxy's certificate is checked against the cluster's CA data: with
+    // the sandbox's CA alone it is not trusted; with both CAs in the bundle it is.
+    let alone = env.write_file("kubeconfig-ca-alone", &yaml);
+    let o = dry_run(&alone, &[]);
+    assert_code(&o, 1);
+    assert!(
+        stderr(&o).contains(&format!(
+            "TLS with the proxy {} (the kubeconfig's proxy-url) failed",
+            p.url()
+        )),
+        "{}",
+        stderr(&o)
+    );
+    let both = env.write_file(
+        "kubeconfig-ca-both",
+        &yaml.replace(
+            &b64(sandbox_ca),
+            &b64(&format!("{sandbox_ca}{}", p.ca_pem().unwrap())),
+        ),
+    );
+    env.sb.clear_requests();
+    let o = full_run(&env, &both, &[]);
+    assert_code(&o, 0);
+    assert_eq!(env.image(), IMAGE);
+    assert_eq!(p.stats().tunnels, 1);
+    assert_one_http2_connection(&env);
+}

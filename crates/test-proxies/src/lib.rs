@@ -3,6 +3,8 @@
 //! * [`Kind::Http`]: an HTTP proxy that opens `CONNECT` tunnels and forwards requests written in
 //!   absolute form (`GET http://host/path`) — what kubectl and the plugin use for `https://`
 //!   and `http://` servers;
+//! * [`Kind::Https`]: the same over TLS, with a certificate for 127.0.0.1 and localhost from a
+//!   CA generated per proxy ([`TestProxy::ca_pem`]);
 //! * [`Kind::Socks5`]: a SOCKS5 proxy (`CONNECT` by IPv4, IPv6 or name).
 //!
 //! Either can require credentials (HTTP: `Proxy-Authorization: Basic`, answered with 407
@@ -19,13 +21,14 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 use base64::Engine;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 /// Which protocol the proxy speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
     Http,
+    Https,
     Socks5,
 }
 
@@ -67,6 +70,7 @@ pub struct TestProxy {
     kind: Kind,
     addr: SocketAddr,
     stats: Arc<Mutex<Stats>>,
+    ca_pem: Option<String>,
     _rt: tokio::runtime::Runtime,
 }
 
@@ -86,6 +90,16 @@ impl TestProxy {
         let listener = rt.block_on(TcpListener::bind(listen))?;
         let addr = listener.local_addr()?;
         let stats = Arc::new(Mutex::new(Stats::default()));
+        let (ca_pem, acceptor) = match kind {
+            Kind::Https => {
+                let (ca, config) = tls_config().map_err(io::Error::other)?;
+                (
+                    Some(ca),
+                    Some(tokio_rustls::TlsAcceptor::from(Arc::new(config))),
+                )
+            }
+            _ => (None, None),
+        };
         let shared = Arc::new(Shared {
             opts,
             stats: stats.clone(),
@@ -94,10 +108,18 @@ impl TestProxy {
             while let Ok((client, _)) = listener.accept().await {
                 shared.stats.lock().unwrap().connections += 1;
                 let shared = shared.clone();
+                let acceptor = acceptor.clone();
                 tokio::spawn(async move {
-                    let _ = match kind {
-                        Kind::Http => http(client, &shared).await,
-                        Kind::Socks5 => socks5(client, &shared).await,
+                    let _ = match (kind, acceptor) {
+                        (Kind::Https, Some(tls)) => match tls.accept(client).await {
+                            Ok(client) => http(client, &shared).await,
+                            Err(e) => {
+                                shared.log(format!("TLS handshake failed: {e}"));
+                                Ok(())
+                            }
+                        },
+                        (Kind::Socks5, _) => socks5(client, &shared).await,
+                        _ => http(client, &shared).await,
                     };
                 });
             }
@@ -106,6 +128,7 @@ impl TestProxy {
             kind,
             addr,
             stats,
+            ca_pem,
             _rt: rt,
         })
     }
@@ -130,9 +153,15 @@ impl TestProxy {
         )
     }
 
+    /// The CA certificate (PEM) of a [`Kind::Https`] proxy.
+    pub fn ca_pem(&self) -> Option<&str> {
+        self.ca_pem.as_deref()
+    }
+
     fn scheme(&self) -> &'static str {
         match self.kind {
             Kind::Http => "http",
+            Kind::Https => "https",
             Kind::Socks5 => "socks5",
         }
     }
@@ -195,7 +224,7 @@ impl Shared {
     }
 }
 
-async fn read_head(client: &mut TcpStream) -> io::Result<Vec<u8>> {
+async fn read_head<S: AsyncRead + Unpin>(client: &mut S) -> io::Result<Vec<u8>> {
     let mut head = Vec::new();
     while !head.ends_with(b"\r\n\r\n") {
         if head.len() > 64 * 1024 {
@@ -220,7 +249,7 @@ fn reason(code: u16) -> &'static str {
     }
 }
 
-async fn http(mut client: TcpStream, shared: &Shared) -> io::Result<()> {
+async fn http<S: AsyncRead + AsyncWrite + Unpin>(mut client: S, shared: &Shared) -> io::Result<()> {
     let head = read_head(&mut client).await?;
     let text = String::from_utf8_lossy(&head).into_owned();
     let mut lines = text.split("\r\n");
@@ -392,4 +421,37 @@ async fn socks5(mut client: TcpStream, shared: &Shared) -> io::Result<()> {
         "SOCKS5 CONNECT {target} closed: {up} bytes up, {down} bytes down"
     ));
     Ok(())
+}
+
+/// A CA (returned as PEM) and a server configuration for 127.0.0.1 and localhost.
+fn tls_config() -> Result<(String, rustls::ServerConfig), String> {
+    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+    let e = |e: rcgen::Error| e.to_string();
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(e)?;
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(DnType::CommonName, "test-proxies CA");
+    let ca_key = KeyPair::generate().map_err(e)?;
+    let ca_cert = ca_params.self_signed(&ca_key).map_err(e)?;
+    let issuer = Issuer::new(ca_params, ca_key);
+    let mut params =
+        CertificateParams::new(vec!["127.0.0.1".to_owned(), "localhost".to_owned()]).map_err(e)?;
+    params
+        .distinguished_name
+        .push(DnType::CommonName, "test-proxies");
+    let key = KeyPair::generate().map_err(e)?;
+    let cert = params.signed_by(&key, &issuer).map_err(e)?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![CertificateDer::from(cert.der().to_vec())],
+            PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
+        )
+        .map_err(|e| e.to_string())?;
+    Ok((ca_cert.pem(), config))
 }

@@ -1,4 +1,4 @@
-//! `test-proxies http|socks5 [--listen ADDR] [--user USER:PASSWORD]`: runs one of the test
+//! `test-proxies http|https|socks5 [--listen ADDR] [--user USER:PASSWORD]`: runs one of the test
 //! proxies in the foreground and prints one line per request on stderr (never credentials),
 //! for trying kubectl and kubectl-appupdate side by side behind a proxy.
 
@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use test_proxies::{Kind, Options, TestProxy};
 
 fn usage() -> ! {
-    eprintln!("usage: test-proxies http|socks5 [--listen ADDR] [--user USER:PASSWORD]");
+    eprintln!("usage: test-proxies http|https|socks5 [--listen ADDR] [--user USER:PASSWORD]");
     std::process::exit(2)
 }
 
@@ -15,6 +15,7 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let kind = match args.next().as_deref() {
         Some("http") => Kind::Http,
+        Some("https") => Kind::Https,
         Some("socks5") => Kind::Socks5,
         _ => usage(),
     };
