@@ -111,7 +111,8 @@ impl fmt::Display for ProxyUrl {
     }
 }
 
-fn bracketed(host: &str) -> String {
+/// `host`, in brackets when it is an IPv6 address.
+pub(crate) fn bracketed(host: &str) -> String {
     if host.contains(':') {
         format!("[{host}]")
     } else {

@@ -31,7 +31,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
 use tokio_rustls::rustls;
 
-use crate::proxy::{Proxy, ProxyUrl};
+use crate::proxy::{Proxy, ProxyUrl, bracketed};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 type BoxFuture<T> = Pin<Box<dyn Future<Output = Result<T, BoxError>> + Send>>;
@@ -367,14 +367,6 @@ async fn read_exact(io: &mut TcpStream, buf: &mut [u8]) -> Result<(), Kind> {
         Ok(_) => Ok(()),
         Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => Err(Kind::Closed),
         Err(e) => Err(Kind::Io(e)),
-    }
-}
-
-fn bracketed(host: &str) -> String {
-    if host.contains(':') {
-        format!("[{host}]")
-    } else {
-        host.to_owned()
     }
 }
 
@@ -721,28 +713,20 @@ mod tests {
             )
         );
 
-        let (uri, _h) = answering("HTTP/1.1 407 Proxy Authentication Required\r\n\r\n").await;
-        let e = open(
-            &proxy(&format!("http://{}", uri.authority().unwrap())),
-            "https://h",
-        )
-        .await
-        .err()
-        .unwrap();
+        let e = refusal("HTTP/1.1 407 Proxy Authentication Required\r\n\r\n").await;
         assert!(e.contains("requires authentication (407"), "{e}");
-
-        let (uri, _h) = answering("SSH-2.0-OpenSSH\r\n\r\n").await;
-        let e = open(
-            &proxy(&format!("http://{}", uri.authority().unwrap())),
-            "https://h",
-        )
-        .await
-        .err()
-        .unwrap();
+        let e = refusal("SSH-2.0-OpenSSH\r\n\r\n").await;
         assert!(
             e.contains("did not answer the CONNECT request for h:443 with HTTP"),
             "{e}"
         );
+    }
+
+    /// The error of a tunnel to `https://h` through a proxy that answers `answer`.
+    async fn refusal(answer: &'static str) -> String {
+        let (uri, _h) = answering(answer).await;
+        let p = proxy(&format!("http://{}", uri.authority().unwrap()));
+        open(&p, "https://h").await.err().unwrap()
     }
 
     #[tokio::test]

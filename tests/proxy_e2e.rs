@@ -27,6 +27,27 @@ fn proxy(kind: Kind) -> TestProxy {
     TestProxy::start(kind, Options::default()).unwrap()
 }
 
+/// A proxy that sends every tunnel to the sandbox, and a kubeconfig naming the server
+/// [`UNRESOLVABLE`]; with the server's `host:port`.
+fn via_unresolvable_name(env: &Env, kind: Kind) -> (TestProxy, PathBuf, String) {
+    let p = TestProxy::start(
+        kind,
+        Options {
+            upstream: Some(env.sb.addr()),
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    let target = format!("{UNRESOLVABLE}:{}", env.sb.addr().port());
+    let kc = kubeconfig(
+        env,
+        "kubeconfig-name",
+        &format!("https://{target}"),
+        TLS_NAME,
+    );
+    (p, kc, target)
+}
+
 /// The sandbox's kubeconfig with the cluster's server set to `server` and `extra` cluster
 /// fields (each `    key: value\n`).
 fn kubeconfig(env: &Env, name: &str, server: &str, extra: &str) -> PathBuf {
@@ -184,21 +205,7 @@ fn no_proxy_exempts_the_server_by_address_cidr_port_and_star() {
 #[test]
 fn no_proxy_exempts_a_host_name_and_its_subdomains() {
     let env = Env::new();
-    let p = TestProxy::start(
-        Kind::Http,
-        Options {
-            upstream: Some(env.sb.addr()),
-            ..Options::default()
-        },
-    )
-    .unwrap();
-    let port = env.sb.addr().port();
-    let kc = kubeconfig(
-        &env,
-        "kubeconfig-name",
-        &format!("https://{UNRESOLVABLE}:{port}"),
-        TLS_NAME,
-    );
+    let (p, kc, target) = via_unresolvable_name(&env, Kind::Http);
     // Not matching (a different suffix, a part of a label, a subdomain-only form of another
     // name): through the proxy, which alone can reach the name.
     for no_proxy in [
@@ -210,7 +217,7 @@ fn no_proxy_exempts_a_host_name_and_its_subdomains() {
         assert_code(&o, 0);
     }
     assert_eq!(p.stats().tunnels, 3);
-    assert_eq!(p.stats().targets, vec![format!("{UNRESOLVABLE}:{port}"); 3]);
+    assert_eq!(p.stats().targets, vec![target; 3]);
     // Matching (the domain, a leading-dot or `*.` suffix, the name itself): straight to the
     // name, which does not resolve — the proxy sees nothing.
     for no_proxy in [
@@ -276,25 +283,11 @@ fn socks5_proxies_from_the_kubeconfig_and_the_environment_with_credentials() {
 
     // socks5h:// (the proxy resolves the name) from the environment, for a name only the
     // proxy can reach.
-    let q = TestProxy::start(
-        Kind::Socks5,
-        Options {
-            upstream: Some(env.sb.addr()),
-            ..Options::default()
-        },
-    )
-    .unwrap();
-    let port = env.sb.addr().port();
-    let kc = kubeconfig(
-        &env,
-        "kubeconfig-name",
-        &format!("https://{UNRESOLVABLE}:{port}"),
-        TLS_NAME,
-    );
+    let (q, kc, target) = via_unresolvable_name(&env, Kind::Socks5);
     let url = q.url().replace("socks5://", "socks5h://");
     let o = dry_run(&kc, &[("HTTPS_PROXY", &url)]);
     assert_code(&o, 0);
-    assert_eq!(q.stats().targets, vec![format!("{UNRESOLVABLE}:{port}")]);
+    assert_eq!(q.stats().targets, vec![target]);
 }
 
 #[test]
