@@ -1,26 +1,44 @@
-//! The object store and the request paths of the real handlers (create, update, patch, delete,
-//! get, list), with their order of checks: body decoding (400) → existence (404) →
-//! preconditions (409) → validation (422). One revision counter is shared by every object.
+//! The third layer: the object store and the request paths of the real registry (create,
+//! update, patch, delete, get, list, subresources), with their order of checks: body decoding
+//! (400) → existence (404) → preconditions (409) → validation (422). One revision counter is
+//! shared by every object; every change is a watch [`Event`] and stays in the history.
+//!
+//! * [`decode`] — request bodies into a kind's canonical object;
+//! * [`patch`] — JSON merge patch, JSON patch and strategic merge patch;
+//! * [`managed_fields`] — `metadata.managedFields` as structured-merge-diff computes them;
+//! * [`select`] — label and field selectors for a kind.
+//!
+//! Uses [`crate::kinds`] (each kind's strategy) and [`crate::model`].
+
+mod decode;
+pub mod managed_fields;
+pub mod patch;
+mod select;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
-use crate::fieldset;
-use crate::gojson;
-use crate::kinds::{self, Kind};
-use crate::patch::{self, SmpError};
-use crate::schema;
-use crate::selector::{FieldSelector, LabelSelector};
-use crate::status::{self, FieldError, StatusBody};
-use crate::timefmt;
+use crate::kinds::{self, Allocators, Deletion, Kind, Subresource};
+use crate::model::gojson;
+use crate::model::object::{meta_mut, meta_str, with_type_meta};
+use crate::model::schema;
+use crate::model::status::{self, FieldError, StatusBody};
+use crate::model::time;
+use patch::SmpError;
+
+pub use decode::{FieldValidation, decode_body};
+pub use select::Selectors;
+
+/// The store of one sandbox: everything that reads or writes objects takes this lock.
+pub type Store = parking_lot::Mutex<State>;
 
 /// One change, as watchers see it.
 #[derive(Debug, Clone)]
 pub struct Event {
     pub rv: u64,
-    pub kind: &'static Kind,
+    pub kind: &'static dyn Kind,
     pub event_type: &'static str,
     pub namespace: String,
     pub name: String,
@@ -28,14 +46,6 @@ pub struct Event {
     pub object: Value,
     /// The object before the change (MODIFIED only), for selector transitions.
     pub old: Option<Value>,
-}
-
-/// `?fieldValidation=`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FieldValidation {
-    Ignore,
-    Warn,
-    Strict,
 }
 
 /// Who is writing and how.
@@ -57,52 +67,27 @@ pub struct Outcome {
     pub warnings: Vec<String>,
 }
 
-type Key = (&'static str, String, String);
+/// (resource, group, namespace, name): sorted like etcd keys within a kind.
+type Key = (&'static str, &'static str, String, String);
 
 /// The store key of an object: cluster-scoped kinds are stored without a namespace, whatever
 /// namespace the request path named.
-fn key(k: &'static Kind, ns: &str, name: &str) -> Key {
-    let ns = if k.namespaced { ns } else { "" };
-    (k.resource, ns.to_string(), name.to_string())
+fn key(k: &dyn Kind, ns: &str, name: &str) -> Key {
+    let a = k.api();
+    let ns = if a.namespaced { ns } else { "" };
+    (a.resource, a.group, ns.to_string(), name.to_string())
 }
 
 pub struct State {
     pub rv: u64,
     objects: BTreeMap<Key, Value>,
     pub history: Vec<Arc<Event>>,
-    cluster_ips: Vec<String>,
-    node_ports: Vec<i64>,
+    alloc: Allocators,
     /// Watchers subscribe while holding the state lock, so no event is missed or duplicated.
     pub events: tokio::sync::broadcast::Sender<Arc<Event>>,
 }
 
 const HISTORY_LIMIT: usize = 100_000;
-
-fn meta_str<'a>(obj: &'a Value, field: &str) -> &'a str {
-    obj.get("metadata")
-        .and_then(|m| m.get(field))
-        .and_then(Value::as_str)
-        .unwrap_or("")
-}
-
-fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
-    if !obj.is_object() {
-        *obj = Value::Object(Map::new());
-    }
-    let Value::Object(root) = obj else {
-        unreachable!("made an object above")
-    };
-    let meta = root
-        .entry("metadata")
-        .or_insert_with(|| Value::Object(Map::new()));
-    if !meta.is_object() {
-        *meta = Value::Object(Map::new());
-    }
-    let Value::Object(m) = meta else {
-        unreachable!("made an object above")
-    };
-    m
-}
 
 fn random_suffix(n: usize) -> String {
     const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
@@ -112,169 +97,13 @@ fn random_suffix(n: usize) -> String {
         .collect()
 }
 
-fn etcd_key(k: &Kind, ns: &str, name: &str) -> String {
-    let prefix = match k.resource {
-        "services" => "services/specs",
-        "ingresses" => "ingress",
-        other => other,
-    };
+fn etcd_key(k: &dyn Kind, ns: &str, name: &str) -> String {
+    let prefix = k.storage_prefix();
     if ns.is_empty() {
         format!("/registry/{prefix}/{name}")
     } else {
         format!("/registry/{prefix}/{ns}/{name}")
     }
-}
-
-/// Registered API versions per kind (what the scheme could decode).
-fn registered_versions(k: &Kind) -> &'static [&'static str] {
-    match k.kind {
-        "HorizontalPodAutoscaler" => &["autoscaling/v2", "autoscaling/v1"],
-        _ => &[],
-    }
-}
-
-fn internal_pkg(k: &Kind) -> &'static str {
-    match k.group {
-        "" => "core",
-        "networking.k8s.io" => "networking",
-        other => other,
-    }
-}
-
-/// Decode a request body into the kind's canonical form (`transformDecodeError` texts).
-pub fn decode_body(
-    k: &Kind,
-    body: &[u8],
-    fv: FieldValidation,
-) -> Result<(Value, Vec<String>), StatusBody> {
-    let unrecognized = |err: &str| {
-        status::bad_request(format!(
-            "the object provided is unrecognized (must be of type {}): {err} ({})",
-            k.kind,
-            summarize(body)
-        ))
-    };
-    let value = gojson::parse(body)
-        .map_err(|e| unrecognized(&format!("couldn't get version/kind; json parse error: {e}")))?;
-    let Value::Object(m) = &value else {
-        let what = match &value {
-            Value::Array(_) => "array",
-            Value::String(_) => "string",
-            Value::Number(_) => "number",
-            Value::Bool(_) => "bool",
-            _ => "null",
-        };
-        if value.is_null() {
-            return Err(status::bad_request(format!(
-                "Object 'Kind' is missing in '{}'",
-                String::from_utf8_lossy(body).trim_end()
-            )));
-        }
-        return Err(unrecognized(&format!(
-            "couldn't get version/kind; json parse error: json: cannot unmarshal {what} into Go value of type struct {{ APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" }}"
-        )));
-    };
-    for f in ["apiVersion", "kind"] {
-        if let Some(v) = m.get(f)
-            && !v.is_string()
-            && !v.is_null()
-        {
-            let what = match v {
-                Value::Array(_) => "array",
-                Value::Object(_) => "object",
-                Value::Number(_) => "number",
-                _ => "bool",
-            };
-            return Err(unrecognized(&format!(
-                "couldn't get version/kind; json parse error: json: cannot unmarshal {what} into Go struct field .{f} of type string"
-            )));
-        }
-    }
-    let body_kind = m
-        .get("kind")
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-        .unwrap_or(k.kind);
-    let body_av = m
-        .get("apiVersion")
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-        .unwrap_or(k.api_version);
-    let version = body_av.rsplit('/').next().unwrap_or(body_av);
-    let prefix = format!(
-        "{body_kind} in version \"{version}\" cannot be handled as a {}",
-        k.kind
-    );
-    if body_kind != k.kind {
-        let msg = match kinds::by_kind(body_kind) {
-            Some(other) if other.api_version == body_av => format!(
-                "{prefix}: converting ({version}.{body_kind}) to ({}.{}): unknown conversion",
-                internal_pkg(k),
-                k.kind
-            ),
-            _ => format!(
-                "{prefix}: no kind \"{body_kind}\" is registered for version \"{body_av}\" in scheme \"pkg/api/legacyscheme/scheme.go:30\""
-            ),
-        };
-        return Err(status::bad_request(msg));
-    }
-    if body_av != k.api_version {
-        if registered_versions(k).contains(&body_av) {
-            return Err(status::bad_request(format!(
-                "the API version in the data ({body_av}) does not match the expected API version ({})",
-                k.api_version
-            )));
-        }
-        return Err(status::bad_request(format!(
-            "{prefix}: no kind \"{body_kind}\" is registered for version \"{body_av}\" in scheme \"pkg/api/legacyscheme/scheme.go:30\""
-        )));
-    }
-    let decoded = schema::canonicalize(k.type_idx, &value)
-        .map_err(|e| status::bad_request(format!("{prefix}: {e}")))?;
-    let mut warnings = Vec::new();
-    if !decoded.unknown.is_empty() {
-        let texts: Vec<String> = decoded
-            .unknown
-            .iter()
-            .map(|f| format!("unknown field \"{f}\""))
-            .collect();
-        match fv {
-            FieldValidation::Strict => {
-                return Err(status::bad_request(format!(
-                    "{prefix}: strict decoding error: {}",
-                    texts.join(", ")
-                )));
-            }
-            FieldValidation::Warn => warnings = texts,
-            FieldValidation::Ignore => {}
-        }
-    }
-    Ok((decoded.value, warnings))
-}
-
-/// `summarizeData(body, 30)`.
-fn summarize(body: &[u8]) -> String {
-    if body.is_empty() {
-        return "<empty>".into();
-    }
-    if body[0] == b'{' {
-        if body.len() > 30 {
-            return format!("{} ...", String::from_utf8_lossy(&body[..30]));
-        }
-        return String::from_utf8_lossy(body).into_owned();
-    }
-    let hex: String = body.iter().take(30).map(|b| format!("{b:02x}")).collect();
-    if body.len() > 30 {
-        format!("{hex} ...")
-    } else {
-        hex
-    }
-}
-
-/// Defaulting happens at decode time; re-encode to restore Go field order.
-fn default_and_normalize(k: &Kind, obj: &mut Value) {
-    kinds::apply_defaults(k, obj);
-    *obj = schema::normalize(k.type_idx, obj);
 }
 
 impl State {
@@ -284,20 +113,18 @@ impl State {
             rv: start_rv,
             objects: BTreeMap::new(),
             history: Vec::new(),
-            cluster_ips: Vec::new(),
-            node_ports: Vec::new(),
+            alloc: Allocators::default(),
             events,
         }
     }
 
-    pub fn get_object(&self, k: &'static Kind, ns: &str, name: &str) -> Option<&Value> {
-        self.objects
-            .get(&(k.resource, ns.to_string(), name.to_string()))
+    pub fn get_object(&self, k: &dyn Kind, ns: &str, name: &str) -> Option<&Value> {
+        self.objects.get(&key(k, ns, name))
     }
 
     fn emit(
         &mut self,
-        k: &'static Kind,
+        k: &'static dyn Kind,
         event_type: &'static str,
         obj: &Value,
         old: Option<Value>,
@@ -308,8 +135,8 @@ impl State {
             event_type,
             namespace: meta_str(obj, "namespace").to_string(),
             name: meta_str(obj, "name").to_string(),
-            object: kinds::with_type_meta(k, obj),
-            old: old.map(|o| kinds::with_type_meta(k, &o)),
+            object: with_type_meta(k.api(), obj),
+            old: old.map(|o| with_type_meta(k.api(), &o)),
         });
         self.history.push(ev.clone());
         if self.history.len() > HISTORY_LIMIT {
@@ -321,126 +148,13 @@ impl State {
     }
 
     fn namespace_exists(&self, ns: &str) -> bool {
-        self.objects
-            .contains_key(&("namespaces", String::new(), ns.to_string()))
-    }
-
-    fn allocate_cluster_ip(&mut self) -> String {
-        loop {
-            let b = *uuid::Uuid::new_v4().as_bytes();
-            // 10.96.0.0/12 without the network, the first (kubernetes) and broadcast addresses.
-            let n = (u32::from(b[0]) << 16 | u32::from(b[1]) << 8 | u32::from(b[2])) & 0x000F_FFFF;
-            if n < 2 || n == 0x000F_FFFF {
-                continue;
-            }
-            let ip = format!("10.{}.{}.{}", 96 + (n >> 16), (n >> 8) & 0xFF, n & 0xFF);
-            if !self.cluster_ips.contains(&ip) {
-                return ip;
-            }
-        }
-    }
-
-    fn allocate_node_port(&mut self) -> i64 {
-        loop {
-            let b = *uuid::Uuid::new_v4().as_bytes();
-            let p = 30000 + i64::from(u16::from_be_bytes([b[0], b[1]]) % 2768);
-            if !self.node_ports.contains(&p) {
-                return p;
-            }
-        }
-    }
-
-    /// The Service REST layer: cluster IPs, IP families, node ports (after the field manager,
-    /// so none of it shows in managedFields). `old` on update: keep what was allocated.
-    fn allocate_service(&mut self, obj: &mut Value, old: Option<&Value>, dry_run: bool) {
-        let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else {
-            return;
-        };
-        let ty = spec
-            .get("type")
-            .and_then(Value::as_str)
-            .unwrap_or("ClusterIP")
-            .to_string();
-        if ty == "ExternalName" {
-            return;
-        }
-        let old_spec = old.and_then(|o| o.get("spec"));
-        for f in ["clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"] {
-            if spec
-                .get(f)
-                .is_none_or(|v| v.is_null() || v == "" || v.as_array().is_some_and(Vec::is_empty))
-                && let Some(v) = old_spec.and_then(|s| s.get(f))
-            {
-                spec.insert(f.into(), v.clone());
-            }
-        }
-        let ip = match spec.get("clusterIP").and_then(Value::as_str) {
-            Some(ip) if !ip.is_empty() => ip.to_string(),
-            _ => {
-                let ip = self.allocate_cluster_ip();
-                if !dry_run {
-                    self.cluster_ips.push(ip.clone());
-                }
-                ip
-            }
-        };
-        spec.insert("clusterIP".into(), json!(ip));
-        if spec
-            .get("clusterIPs")
-            .and_then(Value::as_array)
-            .is_none_or(Vec::is_empty)
-        {
-            spec.insert("clusterIPs".into(), json!([ip]));
-        }
-        if spec
-            .get("ipFamilies")
-            .and_then(Value::as_array)
-            .is_none_or(Vec::is_empty)
-        {
-            spec.insert("ipFamilies".into(), json!(["IPv4"]));
-        }
-        if spec.get("ipFamilyPolicy").is_none() {
-            spec.insert("ipFamilyPolicy".into(), json!("SingleStack"));
-        }
-        if ty == "NodePort" || ty == "LoadBalancer" {
-            let old_ports: Vec<Value> = old_spec
-                .and_then(|s| s.get("ports"))
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default();
-            let mut allocated = Vec::new();
-            if let Some(Value::Array(ports)) = spec.get_mut("ports") {
-                for p in ports.iter_mut().filter_map(Value::as_object_mut) {
-                    if p.get("nodePort").and_then(Value::as_i64).unwrap_or(0) == 0 {
-                        let reuse = old_ports
-                            .iter()
-                            .find(|o| o.get("port") == p.get("port"))
-                            .and_then(|o| o.get("nodePort"))
-                            .cloned();
-                        match reuse {
-                            Some(np) => {
-                                p.insert("nodePort".into(), np);
-                            }
-                            None => allocated.push(p),
-                        }
-                    }
-                }
-            }
-            for p in allocated {
-                let np = self.allocate_node_port();
-                if !dry_run {
-                    self.node_ports.push(np);
-                }
-                p.insert("nodePort".into(), json!(np));
-            }
-        }
-        *obj = schema::normalize(schema::SERVICE, obj);
+        self.objects.contains_key(&key(&kinds::NAMESPACE, "", ns))
     }
 
     /// POST a collection.
     pub fn create(
         &mut self,
-        k: &'static Kind,
+        k: &'static dyn Kind,
         ns: &str,
         body: &[u8],
         ctx: &WriteCtx,
@@ -451,7 +165,7 @@ impl State {
 
     pub fn create_decoded(
         &mut self,
-        k: &'static Kind,
+        k: &'static dyn Kind,
         ns: &str,
         mut obj: Value,
         warnings: Vec<String>,
@@ -464,7 +178,7 @@ impl State {
                 .and_then(Value::as_str)
                 .unwrap_or("")
                 .to_string();
-            if k.namespaced {
+            if k.api().namespaced {
                 if !obj_ns.is_empty() && obj_ns != ns {
                     return Err(status::bad_request(
                         "the namespace of the provided object does not match the namespace sent on the request",
@@ -475,20 +189,20 @@ impl State {
                 meta.remove("namespace");
             }
         }
-        default_and_normalize(k, &mut obj);
-        let now = timefmt::now_rfc3339();
-        fieldset::apply_update(
-            &fieldset::Update {
-                root_type: k.type_idx,
+        kinds::default_and_normalize(k, &mut obj);
+        let now = time::now_rfc3339();
+        managed_fields::apply_update(
+            &managed_fields::Update {
+                root_type: k.schema(),
                 manager: &ctx.manager,
-                api_version: k.api_version,
+                api_version: k.api().api_version,
                 subresource: "",
                 now: &now,
             },
             None,
             &mut obj,
         );
-        if k.namespaced && !self.namespace_exists(ns) {
+        if k.api().namespaced && !self.namespace_exists(ns) {
             return Err(status::namespace_not_found(ns));
         }
         {
@@ -518,14 +232,12 @@ impl State {
             meta.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
             meta.insert("creationTimestamp".into(), json!(now));
         }
-        if k.kind == "Service" {
-            self.allocate_service(&mut obj, None, ctx.dry_run);
-        }
-        obj = schema::normalize(k.type_idx, &obj);
-        let errs = crate::validation::validate(k, &obj, None);
+        k.allocate(&mut obj, None, &mut self.alloc, ctx.dry_run);
+        obj = schema::normalize(k.schema(), &obj);
+        let errs = kinds::validate(k, &obj, None);
         let name = meta_str(&obj, "name").to_string();
         if !errs.is_empty() {
-            return Err(status::invalid(k, &name, &errs));
+            return Err(status::invalid(k.api(), &name, &errs));
         }
         let key = key(k, ns, &name);
         // etcd3's Create refuses a resourceVersion with a plain error (500, no reason) before it
@@ -539,27 +251,25 @@ impl State {
             ));
         }
         if self.objects.contains_key(&key) {
-            return Err(status::already_exists(k, &name));
+            return Err(status::already_exists(k.api(), &name));
         }
         if ctx.dry_run {
             return Ok(Outcome {
                 code: 201,
-                body: kinds::with_type_meta(k, &obj),
+                body: with_type_meta(k.api(), &obj),
                 warnings,
             });
         }
-        if k.kind == "Service" {
-            // The ClusterIP allocator persists its bitmap in etcd: one more revision.
-            self.rv += 1;
-        }
+        // An allocator persisting its bitmap in etcd (Service IPs) costs one more revision.
+        self.rv += k.allocator_revisions();
         self.rv += 1;
         meta_mut(&mut obj).insert("resourceVersion".into(), json!(self.rv.to_string()));
-        obj = schema::normalize(k.type_idx, &obj);
+        obj = schema::normalize(k.schema(), &obj);
         self.objects.insert(key, obj.clone());
         self.emit(k, "ADDED", &obj, None);
         Ok(Outcome {
             code: 201,
-            body: kinds::with_type_meta(k, &obj),
+            body: with_type_meta(k.api(), &obj),
             warnings,
         })
     }
@@ -567,7 +277,7 @@ impl State {
     /// PUT an object.
     pub fn update(
         &mut self,
-        k: &'static Kind,
+        k: &'static dyn Kind,
         ns: &str,
         name: &str,
         body: &[u8],
@@ -581,7 +291,7 @@ impl State {
             )));
         }
         let obj_ns = meta_str(&obj, "namespace");
-        if k.namespaced && !obj_ns.is_empty() && obj_ns != ns {
+        if k.api().namespaced && !obj_ns.is_empty() && obj_ns != ns {
             return Err(status::bad_request(format!(
                 "the namespace of the object ({obj_ns}) does not match the namespace on the request ({ns})"
             )));
@@ -591,7 +301,7 @@ impl State {
 
     fn update_decoded(
         &mut self,
-        k: &'static Kind,
+        k: &'static dyn Kind,
         ns: &str,
         name: &str,
         mut obj: Value,
@@ -599,18 +309,18 @@ impl State {
         ctx: &WriteCtx,
     ) -> Result<Outcome, StatusBody> {
         let key = key(k, ns, name);
-        if k.namespaced {
+        if k.api().namespaced {
             meta_mut(&mut obj).insert("namespace".into(), json!(ns));
         } else {
             meta_mut(&mut obj).remove("namespace");
         }
-        default_and_normalize(k, &mut obj);
+        kinds::default_and_normalize(k, &mut obj);
         let Some(old) = self.objects.get(&key).cloned() else {
             let rv = meta_str(&obj, "resourceVersion");
-            if k.create_on_update && rv.is_empty() {
+            if k.create_on_update() && rv.is_empty() {
                 return self.create_decoded(k, ns, obj, warnings, ctx);
             }
-            return Err(status::not_found(k, name));
+            return Err(status::not_found(k.api(), name));
         };
         self.check_update_preconditions(ctx.inject_conflict, k, ns, name, &obj, &old)?;
         self.finish_update(k, key, obj, old, warnings, ctx)
@@ -619,24 +329,24 @@ impl State {
     fn check_update_preconditions(
         &self,
         inject_conflict: bool,
-        k: &Kind,
+        k: &dyn Kind,
         ns: &str,
         name: &str,
         obj: &Value,
         old: &Value,
     ) -> Result<(), StatusBody> {
         if inject_conflict {
-            return Err(status::conflict_modified(k, name));
+            return Err(status::conflict_modified(k.api(), name));
         }
         let uid = meta_str(obj, "uid");
         if !uid.is_empty() && uid != meta_str(old, "uid") {
             return Err(status::conflict(
-                k.group,
-                k.resource,
+                k.api().group,
+                k.api().resource,
                 name,
                 &format!(
                     "StorageError: invalid object, Code: 4, Key: {}, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-                    etcd_key(k, if k.namespaced { ns } else { "" }, name),
+                    etcd_key(k, if k.api().namespaced { ns } else { "" }, name),
                     meta_str(old, "uid")
                 ),
             ));
@@ -651,7 +361,7 @@ impl State {
                 )));
             }
             if rv != meta_str(old, "resourceVersion") {
-                return Err(status::conflict_modified(k, name));
+                return Err(status::conflict_modified(k.api(), name));
             }
         }
         Ok(())
@@ -659,51 +369,49 @@ impl State {
 
     fn finish_update(
         &mut self,
-        k: &'static Kind,
+        k: &'static dyn Kind,
         key: Key,
         mut obj: Value,
         old: Value,
         warnings: Vec<String>,
         ctx: &WriteCtx,
     ) -> Result<Outcome, StatusBody> {
-        let name = key.2.clone();
+        let name = key.3.clone();
         kinds::prepare_update(k, &mut obj, &old);
         meta_mut(&mut obj).insert(
             "resourceVersion".into(),
             json!(meta_str(&old, "resourceVersion")),
         );
-        if k.kind == "Service" {
-            self.allocate_service(&mut obj, Some(&old), ctx.dry_run);
-        }
-        obj = schema::normalize(k.type_idx, &obj);
-        let errs = crate::validation::validate(k, &obj, Some(&old));
+        k.allocate(&mut obj, Some(&old), &mut self.alloc, ctx.dry_run);
+        obj = schema::normalize(k.schema(), &obj);
+        let errs = kinds::validate(k, &obj, Some(&old));
         if !errs.is_empty() {
-            return Err(status::invalid(k, &name, &errs));
+            return Err(status::invalid(k.api(), &name, &errs));
         }
-        let now = timefmt::now_rfc3339();
-        fieldset::apply_update(
-            &fieldset::Update {
-                root_type: k.type_idx,
+        let now = time::now_rfc3339();
+        managed_fields::apply_update(
+            &managed_fields::Update {
+                root_type: k.schema(),
                 manager: &ctx.manager,
-                api_version: k.api_version,
+                api_version: k.api().api_version,
                 subresource: "",
                 now: &now,
             },
             Some(&old),
             &mut obj,
         );
-        obj = schema::normalize(k.type_idx, &obj);
+        obj = schema::normalize(k.schema(), &obj);
         if obj == old {
             return Ok(Outcome {
                 code: 200,
-                body: kinds::with_type_meta(k, &old),
+                body: with_type_meta(k.api(), &old),
                 warnings,
             });
         }
         if ctx.dry_run {
             return Ok(Outcome {
                 code: 200,
-                body: kinds::with_type_meta(k, &obj),
+                body: with_type_meta(k.api(), &obj),
                 warnings,
             });
         }
@@ -713,7 +421,7 @@ impl State {
         self.emit(k, "MODIFIED", &obj, Some(old));
         Ok(Outcome {
             code: 200,
-            body: kinds::with_type_meta(k, &obj),
+            body: with_type_meta(k.api(), &obj),
             warnings,
         })
     }
@@ -721,7 +429,7 @@ impl State {
     /// PATCH an object. `content_type` is the media type without parameters.
     pub fn patch(
         &mut self,
-        k: &'static Kind,
+        k: &'static dyn Kind,
         ns: &str,
         name: &str,
         content_type: &str,
@@ -730,9 +438,9 @@ impl State {
     ) -> Result<Outcome, StatusBody> {
         let key = key(k, ns, name);
         let Some(old) = self.objects.get(&key).cloned() else {
-            return Err(status::not_found(k, name));
+            return Err(status::not_found(k.api(), name));
         };
-        let current = kinds::with_type_meta(k, &old);
+        let current = with_type_meta(k.api(), &old);
         let patched = match content_type {
             "application/json-patch+json" => {
                 let ops = gojson::parse(body).map_err(status::bad_request)?;
@@ -768,7 +476,7 @@ impl State {
             "application/strategic-merge-patch+json" => {
                 let p = gojson::parse(body)
                     .map_err(|_| status::bad_request("invalid JSON document"))?;
-                match patch::strategic_merge(&current, &p, k.type_idx) {
+                match patch::strategic_merge(&current, &p, k.schema()) {
                     Ok(v) => v,
                     Err(SmpError::BadRequest(m)) => return Err(status::bad_request(m)),
                     Err(SmpError::Internal(m)) => return Err(status::internal(&m)),
@@ -776,7 +484,7 @@ impl State {
             }
             _ => return Err(status::generic(415, "415: Unsupported Media Type")),
         };
-        let decoded = match schema::canonicalize(k.type_idx, &patched) {
+        let decoded = match schema::canonicalize(k.schema(), &patched) {
             Ok(d) => d,
             Err(e) => {
                 let compact = serde_json::to_string(&patched).unwrap_or_default();
@@ -818,10 +526,10 @@ impl State {
             )));
         }
         let mut obj = obj;
-        if k.namespaced {
+        if k.api().namespaced {
             meta_mut(&mut obj).insert("namespace".into(), json!(ns));
         }
-        default_and_normalize(k, &mut obj);
+        kinds::default_and_normalize(k, &mut obj);
         self.check_update_preconditions(ctx.inject_conflict, k, ns, name, &obj, &old)?;
         self.finish_update(k, key, obj, old, warnings, ctx)
     }
@@ -829,7 +537,7 @@ impl State {
     /// DELETE an object.
     pub fn delete(
         &mut self,
-        k: &'static Kind,
+        k: &'static dyn Kind,
         ns: &str,
         name: &str,
         options: &Value,
@@ -838,18 +546,18 @@ impl State {
     ) -> Result<Outcome, StatusBody> {
         let key = key(k, ns, name);
         let Some(old) = self.objects.get(&key).cloned() else {
-            return Err(status::not_found(k, name));
+            return Err(status::not_found(k.api(), name));
         };
         if inject_conflict {
-            return Err(status::conflict_modified(k, name));
+            return Err(status::conflict_modified(k.api(), name));
         }
         let pre = options.get("preconditions").unwrap_or(&Value::Null);
         if let Some(uid) = pre.get("uid").and_then(Value::as_str)
             && uid != meta_str(&old, "uid")
         {
             return Err(status::conflict(
-                k.group,
-                k.kind,
+                k.api().group,
+                k.api().kind,
                 name,
                 &format!(
                     "the UID in the precondition ({uid}) does not match the UID in record ({}). The object might have been deleted and then recreated",
@@ -861,8 +569,8 @@ impl State {
             && rv != meta_str(&old, "resourceVersion")
         {
             return Err(status::conflict(
-                k.group,
-                k.kind,
+                k.api().group,
+                k.api().kind,
                 name,
                 &format!(
                     "the ResourceVersion in the precondition ({rv}) does not match the ResourceVersion in record ({}). The object might have been modified",
@@ -871,35 +579,38 @@ impl State {
             ));
         }
         let uid = meta_str(&old, "uid").to_string();
-        if k.kind == "Namespace" {
+        if k.deletion() == Deletion::Namespace {
             // The namespace is returned Terminating; its content goes away as the namespace
             // controller of a full cluster would remove it.
             let mut term = old.clone();
-            meta_mut(&mut term).insert("deletionTimestamp".into(), json!(timefmt::now_rfc3339()));
+            meta_mut(&mut term).insert("deletionTimestamp".into(), json!(time::now_rfc3339()));
             if let Some(st) = term.get_mut("status").and_then(Value::as_object_mut) {
                 st.insert("phase".into(), json!("Terminating"));
             }
             if dry_run {
                 return Ok(Outcome {
                     code: 200,
-                    body: kinds::with_type_meta(k, &schema::normalize(k.type_idx, &term)),
+                    body: with_type_meta(k.api(), &schema::normalize(k.schema(), &term)),
                     warnings: vec![],
                 });
             }
             self.rv += 1;
             meta_mut(&mut term).insert("resourceVersion".into(), json!(self.rv.to_string()));
-            term = schema::normalize(k.type_idx, &term);
+            term = schema::normalize(k.schema(), &term);
             self.objects.insert(key.clone(), term.clone());
             self.emit(k, "MODIFIED", &term, Some(old));
             let children: Vec<Key> = self
                 .objects
                 .keys()
-                .filter(|(_, n, _)| n == name)
+                .filter(|(_, _, n, _)| n == name)
                 .cloned()
                 .collect();
             for ck in children {
                 if let Some(obj) = self.objects.remove(&ck)
-                    && let Some(ck_kind) = kinds::KINDS.iter().find(|x| x.resource == ck.0)
+                    && let Some(ck_kind) = kinds::KINDS
+                        .iter()
+                        .copied()
+                        .find(|x| x.api().resource == ck.0 && x.api().group == ck.1)
                 {
                     self.rv += 1;
                     let mut gone = obj;
@@ -915,14 +626,14 @@ impl State {
             self.emit(k, "DELETED", &gone, None);
             return Ok(Outcome {
                 code: 200,
-                body: kinds::with_type_meta(k, &term),
+                body: with_type_meta(k.api(), &term),
                 warnings: vec![],
             });
         }
         if dry_run {
             return Ok(Outcome {
                 code: 200,
-                body: status::delete_success(k, name, &uid),
+                body: status::delete_success(k.api(), name, &uid),
                 warnings: vec![],
             });
         }
@@ -931,36 +642,30 @@ impl State {
         let mut gone = old;
         meta_mut(&mut gone).insert("resourceVersion".into(), json!(self.rv.to_string()));
         self.emit(k, "DELETED", &gone, None);
-        if k.kind == "Service" {
-            // Releasing the ClusterIP rewrites the allocator bitmap: one more revision.
-            let ip = gone
-                .pointer("/spec/clusterIP")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string();
-            self.cluster_ips.retain(|x| *x != ip);
-            self.rv += 1;
-        }
+        // Releasing an allocation rewrites the allocator's bitmap: one more revision.
+        k.release(&gone, &mut self.alloc);
+        self.rv += k.allocator_revisions();
         Ok(Outcome {
             code: 200,
-            body: status::delete_success(k, name, &uid),
+            body: status::delete_success(k.api(), name, &uid),
             warnings: vec![],
         })
     }
 
-    pub fn get(&self, k: &'static Kind, ns: &str, name: &str) -> Result<Value, StatusBody> {
-        let ns = if k.namespaced { ns } else { "" };
+    pub fn get(&self, k: &'static dyn Kind, ns: &str, name: &str) -> Result<Value, StatusBody> {
+        let ns = if k.api().namespaced { ns } else { "" };
         self.get_object(k, ns, name)
-            .map(|o| kinds::with_type_meta(k, o))
-            .ok_or_else(|| status::not_found(k, name))
+            .map(|o| with_type_meta(k.api(), o))
+            .ok_or_else(|| status::not_found(k.api(), name))
     }
 
     /// Objects of `k` in `ns` (`None`: all namespaces), in storage (key) order.
-    pub fn select(&self, k: &'static Kind, ns: Option<&str>, sel: &Selectors) -> Vec<&Value> {
+    pub fn select(&self, k: &'static dyn Kind, ns: Option<&str>, sel: &Selectors) -> Vec<&Value> {
         self.objects
             .iter()
-            .filter(|((r, n, _), _)| {
-                *r == k.resource && ns.is_none_or(|ns| !k.namespaced || n == ns)
+            .filter(|((r, g, n, _), _)| {
+                let a = k.api();
+                *r == a.resource && *g == a.group && ns.is_none_or(|ns| !a.namespaced || n == ns)
             })
             .map(|(_, v)| v)
             .filter(|v| sel.matches(k, v))
@@ -971,22 +676,22 @@ impl State {
     #[allow(clippy::too_many_arguments)]
     pub fn update_subresource(
         &mut self,
-        k: &'static Kind,
+        k: &'static dyn Kind,
         ns: &str,
         name: &str,
-        sub: &str,
+        sub: Subresource,
         patch_type: Option<&str>,
         body: &[u8],
         ctx: &WriteCtx,
     ) -> Result<Outcome, StatusBody> {
         let key = key(k, ns, name);
         let Some(old) = self.objects.get(&key).cloned() else {
-            return Err(status::not_found(k, name));
+            return Err(status::not_found(k.api(), name));
         };
-        let current = if sub == "scale" {
-            scale_of(&old)
+        let current = if sub == Subresource::Scale {
+            kinds::scale_of(&old)
         } else {
-            kinds::with_type_meta(k, &old)
+            with_type_meta(k.api(), &old)
         };
         let incoming = match patch_type {
             None => gojson::parse(body).map_err(|e| {
@@ -1008,11 +713,11 @@ impl State {
             Some(_) => {
                 let p = gojson::parse(body)
                     .map_err(|_| status::bad_request("invalid JSON document"))?;
-                if sub == "scale" {
+                if sub == Subresource::Scale {
                     // Scale has no list fields: a strategic merge is a plain merge.
                     patch::merge_patch(&current, &p)
                 } else {
-                    match patch::strategic_merge(&current, &p, k.type_idx) {
+                    match patch::strategic_merge(&current, &p, k.schema()) {
                         Ok(v) => v,
                         Err(SmpError::BadRequest(m)) => return Err(status::bad_request(m)),
                         Err(SmpError::Internal(m)) => return Err(status::internal(&m)),
@@ -1037,8 +742,8 @@ impl State {
         }
         self.check_update_preconditions(ctx.inject_conflict, k, ns, name, &check, &old)?;
         let mut new = old.clone();
-        let manager_sub = if sub == "scale" { "scale" } else { "status" };
-        if sub == "scale" {
+        let manager_sub = sub.path();
+        if sub == Subresource::Scale {
             let replicas = match incoming.pointer("/spec/replicas") {
                 None | Some(Value::Null) => 0,
                 Some(Value::Number(n)) if n.as_i64().is_some_and(|r| i32::try_from(r).is_ok()) => {
@@ -1072,39 +777,41 @@ impl State {
             }
             kinds::prepare_update(k, &mut new, &old);
         } else {
-            let decoded = schema::canonicalize(k.type_idx, &incoming).map_err(|e| {
+            let decoded = schema::canonicalize(k.schema(), &incoming).map_err(|e| {
                 status::bad_request(format!(
                     "{} in version \"{}\" cannot be handled as a {}: {e}",
-                    k.kind, k.version, k.kind
+                    k.api().kind,
+                    k.api().version,
+                    k.api().kind
                 ))
             })?;
             if let (Some(m), Some(s)) = (new.as_object_mut(), decoded.value.get("status")) {
                 m.insert("status".into(), s.clone());
             }
         }
-        new = schema::normalize(k.type_idx, &new);
-        let errs = crate::validation::validate(k, &new, Some(&old));
+        new = schema::normalize(k.schema(), &new);
+        let errs = kinds::validate(k, &new, Some(&old));
         if !errs.is_empty() {
-            return Err(status::invalid(k, name, &errs));
+            return Err(status::invalid(k.api(), name, &errs));
         }
-        let now = timefmt::now_rfc3339();
-        fieldset::apply_update(
-            &fieldset::Update {
-                root_type: k.type_idx,
+        let now = time::now_rfc3339();
+        managed_fields::apply_update(
+            &managed_fields::Update {
+                root_type: k.schema(),
                 manager: &ctx.manager,
-                api_version: k.api_version,
+                api_version: k.api().api_version,
                 subresource: manager_sub,
                 now: &now,
             },
             Some(&old),
             &mut new,
         );
-        new = schema::normalize(k.type_idx, &new);
+        new = schema::normalize(k.schema(), &new);
         let render = |obj: &Value| {
-            if sub == "scale" {
-                scale_of(obj)
+            if sub == Subresource::Scale {
+                kinds::scale_of(obj)
             } else {
-                kinds::with_type_meta(k, obj)
+                with_type_meta(k.api(), obj)
             }
         };
         if new == old || ctx.dry_run {
@@ -1130,7 +837,7 @@ impl State {
     /// revision, with the usual generation rules and managedFields for `manager`.
     pub fn system_update(
         &mut self,
-        k: &'static Kind,
+        k: &'static dyn Kind,
         ns: &str,
         name: &str,
         manager: &str,
@@ -1139,15 +846,15 @@ impl State {
     ) -> Result<Value, StatusBody> {
         let key = key(k, ns, name);
         let Some(old) = self.objects.get(&key).cloned() else {
-            return Err(status::not_found(k, name));
+            return Err(status::not_found(k.api(), name));
         };
-        let mut obj = kinds::with_type_meta(k, &old);
+        let mut obj = with_type_meta(k.api(), &old);
         mutate(&mut obj);
-        let mut obj = match schema::canonicalize(k.type_idx, &obj) {
+        let mut obj = match schema::canonicalize(k.schema(), &obj) {
             Ok(d) => d.value,
             Err(e) => return Err(status::bad_request(e.to_string())),
         };
-        default_and_normalize(k, &mut obj);
+        kinds::default_and_normalize(k, &mut obj);
         let status_after = obj.get("status").cloned();
         if subresource == "status" {
             // Status writes keep everything else.
@@ -1163,146 +870,31 @@ impl State {
             "resourceVersion".into(),
             json!(meta_str(&old, "resourceVersion")),
         );
-        obj = schema::normalize(k.type_idx, &obj);
-        let errs = crate::validation::validate(k, &obj, Some(&old));
+        obj = schema::normalize(k.schema(), &obj);
+        let errs = kinds::validate(k, &obj, Some(&old));
         if !errs.is_empty() {
-            return Err(status::invalid(k, name, &errs));
+            return Err(status::invalid(k.api(), name, &errs));
         }
-        let now = timefmt::now_rfc3339();
-        fieldset::apply_update(
-            &fieldset::Update {
-                root_type: k.type_idx,
+        let now = time::now_rfc3339();
+        managed_fields::apply_update(
+            &managed_fields::Update {
+                root_type: k.schema(),
                 manager,
-                api_version: k.api_version,
+                api_version: k.api().api_version,
                 subresource,
                 now: &now,
             },
             Some(&old),
             &mut obj,
         );
-        obj = schema::normalize(k.type_idx, &obj);
+        obj = schema::normalize(k.schema(), &obj);
         if obj == old {
-            return Ok(kinds::with_type_meta(k, &old));
+            return Ok(with_type_meta(k.api(), &old));
         }
         self.rv += 1;
         meta_mut(&mut obj).insert("resourceVersion".into(), json!(self.rv.to_string()));
         self.objects.insert(key, obj.clone());
         self.emit(k, "MODIFIED", &obj, Some(old));
-        Ok(kinds::with_type_meta(k, &obj))
-    }
-}
-
-/// The `autoscaling/v1` Scale of a Deployment (the `scale` subresource).
-pub fn scale_of(obj: &Value) -> Value {
-    let mut meta = Map::new();
-    for f in [
-        "name",
-        "namespace",
-        "uid",
-        "resourceVersion",
-        "creationTimestamp",
-    ] {
-        if let Some(v) = obj.pointer(&format!("/metadata/{f}")) {
-            meta.insert(f.into(), v.clone());
-        }
-    }
-    let mut terms: Vec<String> = Vec::new();
-    if let Some(ml) = obj
-        .pointer("/spec/selector/matchLabels")
-        .and_then(Value::as_object)
-    {
-        for (k, v) in ml {
-            terms.push(format!("{k}={}", v.as_str().unwrap_or("")));
-        }
-    }
-    for e in obj
-        .pointer("/spec/selector/matchExpressions")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let key = e.get("key").and_then(Value::as_str).unwrap_or("");
-        let values: Vec<&str> = e
-            .get("values")
-            .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
-        terms.push(
-            match e.get("operator").and_then(Value::as_str).unwrap_or("") {
-                "In" => format!("{key} in ({})", values.join(",")),
-                "NotIn" => format!("{key} notin ({})", values.join(",")),
-                "Exists" => key.to_string(),
-                _ => format!("!{key}"),
-            },
-        );
-    }
-    terms.sort();
-    json!({
-        "kind": "Scale",
-        "apiVersion": "autoscaling/v1",
-        "metadata": meta,
-        "spec": {"replicas": obj.pointer("/spec/replicas").cloned().unwrap_or(json!(0))},
-        "status": {"replicas": obj.pointer("/status/replicas").cloned().unwrap_or(json!(0)), "selector": terms.join(",")},
-    })
-}
-
-/// Parsed `labelSelector` + `fieldSelector`.
-#[derive(Debug, Default, Clone)]
-pub struct Selectors {
-    pub label: LabelSelector,
-    pub field: FieldSelector,
-}
-
-impl Selectors {
-    pub fn parse(
-        k: &Kind,
-        label: Option<&str>,
-        field: Option<&str>,
-    ) -> Result<Selectors, StatusBody> {
-        let label = LabelSelector::parse(label.unwrap_or("")).map_err(status::bad_request)?;
-        let field = FieldSelector::parse(field.unwrap_or("")).map_err(status::bad_request)?;
-        for t in &field.terms {
-            if !kinds::field_label_supported(k, &t.field) {
-                return Err(status::bad_request(format!(
-                    "field label not supported: {}",
-                    t.field
-                )));
-            }
-        }
-        Ok(Selectors { label, field })
-    }
-
-    pub fn matches(&self, k: &Kind, obj: &Value) -> bool {
-        let labels = obj
-            .get("metadata")
-            .and_then(|m| m.get("labels"))
-            .and_then(Value::as_object);
-        self.label.matches(labels) && self.field.matches(&|f| kinds::field_value(k, obj, f))
-    }
-}
-
-/// A LIST response body.
-pub fn list_body(k: &Kind, items: Vec<Value>, rv: u64, cont: Option<(String, usize)>) -> Value {
-    let mut meta = Map::new();
-    meta.insert("resourceVersion".into(), json!(rv.to_string()));
-    if let Some((token, remaining)) = cont {
-        meta.insert("continue".into(), json!(token));
-        meta.insert("remainingItemCount".into(), json!(remaining));
-    }
-    json!({"kind": k.list_kind, "apiVersion": k.api_version, "metadata": meta, "items": items})
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn summaries_match_go() {
-        assert_eq!(
-            summarize(br#"{"apiVersion":"apps/v1","kind":"Deployment"}"#),
-            r#"{"apiVersion":"apps/v1","kind" ..."#
-        );
-        assert_eq!(summarize(b""), "<empty>");
-        assert_eq!(summarize(b"[1]"), "5b315d");
+        Ok(with_type_meta(k.api(), &obj))
     }
 }

@@ -5,7 +5,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::schema::{self, L, T};
+use crate::model::schema::{self, L, T};
 
 /// RFC 7386.
 pub fn merge_patch(target: &Value, patch: &Value) -> Value {
