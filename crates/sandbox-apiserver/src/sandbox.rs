@@ -19,8 +19,7 @@ use crate::http::auth::{Identity, Tokens};
 use crate::http::faults::{COMPETITOR, Fault};
 use crate::http::log::{Counters, LoggedRequest, RequestLog};
 use crate::http::{Server, conn, tls};
-use crate::kinds::{self, Kind};
-use crate::model::object::with_type_meta;
+use crate::kinds::{self, Kind, Registry};
 use crate::model::status::{self, StatusBody};
 use crate::store::{FieldValidation, Selectors, State, Store, WriteCtx};
 
@@ -40,6 +39,10 @@ pub struct SandboxOptions {
     /// With TLS, offer only `http/1.1` by ALPN (default: `h2` and `http/1.1`), for clients'
     /// HTTP/1.1 paths.
     pub http1_only: bool,
+    /// Serve the kinds that a real cluster gets from CustomResourceDefinitions (default: yes).
+    /// `false` is a cluster without those CRDs: their groups answer 404 and discovery does not
+    /// list them.
+    pub install_crds: bool,
 }
 
 impl Default for SandboxOptions {
@@ -51,6 +54,7 @@ impl Default for SandboxOptions {
             rollout: Rollout::Off,
             request_log: None,
             http1_only: false,
+            install_crds: true,
         }
     }
 }
@@ -127,6 +131,7 @@ impl Sandbox {
             store.clone(),
             Tokens::generate(tls.is_some()),
             RequestLog::new(sink),
+            Registry::new(opts.install_crds),
             addr,
             sd_rx.clone(),
             Some(Box::new(Control {
@@ -247,7 +252,7 @@ impl Sandbox {
     /// `sandbox-control`), without a request-log entry. `collection_path` is e.g.
     /// `/apis/apps/v1/namespaces/shop/deployments`.
     pub fn create(&self, collection_path: &str, body: Value) -> Result<Value, StatusBody> {
-        let (k, ns, _) = resolve(collection_path)?;
+        let (k, ns, _) = resolve(&self.server.registry, collection_path)?;
         let bytes = serde_json::to_vec(&body).map_err(|e| status::bad_request(e.to_string()))?;
         let ctx = WriteCtx {
             manager: demo::MANAGER.into(),
@@ -264,21 +269,21 @@ impl Sandbox {
 
     /// The object at `object_path`, as a GET would return it.
     pub fn get(&self, object_path: &str) -> Option<Value> {
-        let (k, ns, name) = resolve(object_path).ok()?;
+        let (k, ns, name) = resolve(&self.server.registry, object_path).ok()?;
         self.server.store.lock().get(k, &ns, &name).ok()
     }
 
     /// The objects of a collection (`…/namespaces/shop/ingresses`, or all namespaces without
     /// one), with kind/apiVersion, in name order.
     pub fn list(&self, collection_path: &str) -> Vec<Value> {
-        let Ok((k, ns, _)) = resolve(collection_path) else {
+        let Ok((k, ns, _)) = resolve(&self.server.registry, collection_path) else {
             return Vec::new();
         };
         let st = self.server.store.lock();
         let ns = (!ns.is_empty()).then_some(ns.as_str());
         st.select(k, ns, &Selectors::default())
             .into_iter()
-            .map(|o| with_type_meta(k.api(), o))
+            .map(|o| kinds::to_wire(k, o))
             .collect()
     }
 
@@ -289,7 +294,7 @@ impl Sandbox {
         object_path: &str,
         mutate: impl FnOnce(&mut Value),
     ) -> Result<Value, StatusBody> {
-        let (k, ns, name) = resolve(object_path)?;
+        let (k, ns, name) = resolve(&self.server.registry, object_path)?;
         let mut once = Some(mutate);
         self.server
             .store
@@ -303,7 +308,7 @@ impl Sandbox {
 
     /// Delete the object now.
     pub fn delete(&self, object_path: &str) -> Result<(), StatusBody> {
-        let (k, ns, name) = resolve(object_path)?;
+        let (k, ns, name) = resolve(&self.server.registry, object_path)?;
         self.server
             .store
             .lock()
@@ -405,7 +410,10 @@ impl Drop for Sandbox {
 }
 
 /// A path → (kind, namespace, name).
-fn resolve(path: &str) -> Result<(&'static dyn Kind, String, String), StatusBody> {
+fn resolve(
+    registry: &Registry,
+    path: &str,
+) -> Result<(&'static dyn Kind, String, String), StatusBody> {
     let p = path.split('?').next().unwrap_or("");
     let parts: Vec<&str> = p
         .trim_matches('/')
@@ -426,6 +434,8 @@ fn resolve(path: &str) -> Result<(&'static dyn Kind, String, String), StatusBody
     }
     let resource = cur.first().copied().unwrap_or("");
     let name = cur.get(1).copied().unwrap_or("").to_string();
-    let k = kinds::lookup(group, version, resource).ok_or_else(|| status::generic(404, ""))?;
+    let k = registry
+        .lookup(group, version, resource)
+        .ok_or_else(|| status::generic(404, ""))?;
     Ok((k, ns, name))
 }

@@ -5,8 +5,8 @@ use serde_json::{Value, json};
 
 use super::request::{RequestInfo, query_get};
 use super::table::table_for;
-use crate::kinds::Kind;
-use crate::model::object::{list_body, with_type_meta};
+use crate::kinds::{self, Kind};
+use crate::model::object::list_body;
 use crate::model::status::{self, StatusBody};
 use crate::store::{Outcome, Selectors, Store};
 
@@ -73,7 +73,7 @@ pub fn list(
         }
     }
     let body = if table {
-        let full: Vec<Value> = items.iter().map(|o| with_type_meta(k.api(), o)).collect();
+        let full: Vec<Value> = items.iter().map(|o| kinds::to_wire(k, o)).collect();
         table_for(k, &full, Some(st.rv), cont.as_ref().map(|(t, _)| t.clone()))
     } else {
         list_body(k.api(), items.into_iter().cloned().collect(), st.rv, cont)

@@ -28,7 +28,7 @@ use http_body_util::{BodyExt, Full};
 use serde_json::Value;
 use tokio::sync::watch as signal;
 
-use crate::kinds::Kind;
+use crate::kinds::{Kind, Registry};
 use crate::model::gojson;
 use crate::model::status::StatusBody;
 use crate::store::Store;
@@ -52,6 +52,8 @@ pub struct Reply {
 /// What the handlers work on.
 pub struct Ctx<'a> {
     pub store: &'a Store,
+    /// The kinds served.
+    pub registry: &'a Registry,
     /// The address clients reach the server at (`/api` reports it).
     pub addr: SocketAddr,
     /// Becomes `true` when the sandbox stops: open watch streams end.

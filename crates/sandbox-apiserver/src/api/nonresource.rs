@@ -35,22 +35,22 @@ pub fn non_resource(ctx: &Ctx<'_>, method: &Method, path: &str, headers: &Header
         ["healthz"] | ["livez"] | ["readyz"] => text_reply(200, "ok"),
         ["api"] | ["apis"] if aggregated => {
             let (doc, etag) = if parts[0] == "api" {
-                (discovery::aggregated_api(), discovery::AGGREGATED_API_ETAG)
-            } else {
                 (
-                    discovery::aggregated_apis(),
-                    discovery::AGGREGATED_APIS_ETAG,
+                    discovery::aggregated_api(),
+                    discovery::AGGREGATED_API_ETAG.to_string(),
                 )
+            } else {
+                discovery::aggregated_apis(ctx.registry)
             };
             if headers
                 .get(http::header::IF_NONE_MATCH)
                 .and_then(|v| v.to_str().ok())
-                == Some(etag)
+                == Some(etag.as_str())
             {
                 return Reply {
                     status: 304,
                     headers: vec![
-                        ("Etag".into(), etag.into()),
+                        ("Etag".into(), etag),
                         ("Vary".into(), "Accept".into()),
                         ("Cache-Control".into(), "public".into()),
                     ],
@@ -67,7 +67,7 @@ pub fn non_resource(ctx: &Ctx<'_>, method: &Method, path: &str, headers: &Header
                         "Content-Type".into(),
                         discovery::AGGREGATED_CONTENT_TYPE.into(),
                     ),
-                    ("Etag".into(), etag.into()),
+                    ("Etag".into(), etag),
                     ("Vary".into(), "Accept".into()),
                 ],
                 body: full(gojson::encode(&doc, pretty)),
@@ -76,18 +76,20 @@ pub fn non_resource(ctx: &Ctx<'_>, method: &Method, path: &str, headers: &Header
             }
         }
         ["api"] => json_reply(200, &discovery::api(&ctx.addr.to_string()), pretty),
-        ["apis"] => json_reply(200, &discovery::apis(), pretty),
-        ["api", v] => match discovery::resource_list("", v) {
+        ["apis"] => json_reply(200, &discovery::apis(ctx.registry), pretty),
+        ["api", v] => match discovery::resource_list(ctx.registry, "", v) {
             Some(d) => json_reply(200, &d, pretty),
             None => status_reply(&status::generic(404, ""), pretty),
         },
-        ["apis", g] => match discovery::api_group(g) {
+        ["apis", g] => match discovery::api_group(ctx.registry, g) {
             Some(d) => json_reply(200, &d, pretty),
             None => not_found_text(),
         },
-        ["apis", g, v] => match discovery::resource_list(g, v) {
+        ["apis", g, v] => match discovery::resource_list(ctx.registry, g, v) {
             Some(d) => json_reply(200, &d, pretty),
-            None if discovery::group_served(g) => status_reply(&status::generic(404, ""), pretty),
+            None if discovery::group_served(ctx.registry, g) => {
+                status_reply(&status::generic(404, ""), pretty)
+            }
             None => not_found_text(),
         },
         ["openapi", "v2"] => {
@@ -113,8 +115,8 @@ pub fn non_resource(ctx: &Ctx<'_>, method: &Method, path: &str, headers: &Header
                 )
             }
         }
-        ["openapi", "v3"] => json_reply(200, &openapi::v3_root(), pretty),
-        ["openapi", "v3", rest @ ..] => match openapi::v3_doc(&rest.join("/")) {
+        ["openapi", "v3"] => json_reply(200, &openapi::v3_root(ctx.registry), pretty),
+        ["openapi", "v3", rest @ ..] => match openapi::v3_doc(ctx.registry, &rest.join("/")) {
             Some(d) => json_reply(200, &d, pretty),
             None => not_found_text(),
         },

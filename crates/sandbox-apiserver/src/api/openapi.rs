@@ -5,15 +5,18 @@
 
 use serde_json::{Value, json};
 
-use crate::kinds;
+use crate::kinds::Registry;
 
-fn openapi_gvs() -> Vec<(&'static str, &'static str)> {
-    vec![
-        ("", "v1"),
-        ("apps", "v1"),
-        ("autoscaling", "v2"),
-        ("networking.k8s.io", "v1"),
-    ]
+/// The group/versions of the served kinds, in registration order.
+fn openapi_gvs(reg: &Registry) -> Vec<(&'static str, &'static str)> {
+    let mut gvs = Vec::new();
+    for k in reg.kinds() {
+        let gv = (k.api().group, k.api().version);
+        if !gvs.contains(&gv) {
+            gvs.push(gv);
+        }
+    }
+    gvs
 }
 
 fn gv_path(group: &str, version: &str) -> String {
@@ -52,9 +55,9 @@ pub fn v2_protobuf() -> Vec<u8> {
 }
 
 /// `/openapi/v3`: one path per served group/version.
-pub fn v3_root() -> Value {
+pub fn v3_root(reg: &Registry) -> Value {
     let mut paths = serde_json::Map::new();
-    for (g, v) in openapi_gvs() {
+    for (g, v) in openapi_gvs(reg) {
         let p = gv_path(g, v);
         paths.insert(
             p.clone(),
@@ -65,8 +68,8 @@ pub fn v3_root() -> Value {
 }
 
 /// `/openapi/v3/<gv>`: the PATCH operation of each served kind, with its parameters.
-pub fn v3_doc(path: &str) -> Option<Value> {
-    let (g, v) = openapi_gvs()
+pub fn v3_doc(reg: &Registry, path: &str) -> Option<Value> {
+    let (g, v) = openapi_gvs(reg)
         .into_iter()
         .find(|(g, v)| gv_path(g, v) == path)?;
     let params = json!([
@@ -76,8 +79,8 @@ pub fn v3_doc(path: &str) -> Option<Value> {
         {"name": "force", "in": "query", "schema": {"type": "boolean", "uniqueItems": true}}
     ]);
     let mut paths = serde_json::Map::new();
-    for k in kinds::KINDS
-        .iter()
+    for k in reg
+        .kinds()
         .map(|k| k.api())
         .filter(|k| k.group == g && k.version == v)
     {

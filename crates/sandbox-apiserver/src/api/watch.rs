@@ -14,7 +14,6 @@ use super::table::table_for;
 use super::{Ctx, Reply, status_reply, stopped};
 use crate::kinds::{self, Kind};
 use crate::model::gojson;
-use crate::model::object::with_type_meta;
 use crate::model::schema;
 use crate::model::status::{self, StatusBody};
 use crate::store::{Event, Selectors};
@@ -96,7 +95,7 @@ pub fn watch(
         match start_rv {
             None => {
                 for o in st.select(k, ns.as_deref(), &sel) {
-                    initial.push(("ADDED".into(), with_type_meta(k.api(), o)));
+                    initial.push(("ADDED".into(), kinds::to_wire(k, o)));
                 }
             }
             Some(from) => {
@@ -160,7 +159,7 @@ pub fn watch(
                     // An empty object of the kind carrying only the revision, as the real server sends.
                     let mut empty = schema::zero_struct(schema::type_def(kind_for_bookmark.schema()));
                     empty["metadata"] = json!({"resourceVersion": last_rv.to_string(), "creationTimestamp": null});
-                    let bm = with_type_meta(kind_for_bookmark.api(), &empty);
+                    let bm = kinds::to_wire(kind_for_bookmark, &empty);
                     if tx.send(Ok(Frame::data(event_line("BOOKMARK", bm)))).await.is_err() { return; }
                 }
                 ev = rx.recv() => match ev {

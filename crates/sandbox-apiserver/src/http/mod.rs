@@ -33,6 +33,7 @@ use tokio::sync::watch;
 
 use crate::api::request::{RequestInfo, parse_bool, query_get, request_info};
 use crate::api::{Body, Ctx, Reply, status_reply, stopped, text_reply};
+use crate::kinds::Registry;
 use crate::model::status::StatusBody;
 use crate::store::Store;
 use auth::{Identity, Tokens};
@@ -60,6 +61,8 @@ pub trait ControlSurface: Send + Sync {
 /// Everything the connections share.
 pub struct Server {
     pub store: Arc<Store>,
+    /// The kinds served.
+    pub registry: Registry,
     pub tokens: Tokens,
     pub log: RequestLog,
     pub faults: Faults,
@@ -75,12 +78,14 @@ impl Server {
         store: Arc<Store>,
         tokens: Tokens,
         log: RequestLog,
+        registry: Registry,
         addr: SocketAddr,
         shutdown: watch::Receiver<bool>,
         control: Option<Box<dyn ControlSurface>>,
     ) -> Self {
         Server {
             store,
+            registry,
             tokens,
             log,
             faults: Faults::default(),
@@ -207,6 +212,7 @@ pub async fn serve(
     };
     let ctx = Ctx {
         store: &server.store,
+        registry: &server.registry,
         addr: server.addr,
         shutdown: &server.shutdown,
         pretty: req.pretty,

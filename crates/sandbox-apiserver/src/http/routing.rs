@@ -11,7 +11,6 @@ use crate::api::{
     Ctx, Hooks, Reply, discovery, generic_resource, nonresource, not_found_text, resource,
     status_reply,
 };
-use crate::kinds;
 use crate::model::status;
 
 #[allow(clippy::too_many_arguments)]
@@ -29,14 +28,17 @@ pub fn route(
         return nonresource::non_resource(ctx, method, path, headers);
     }
     let pretty = ctx.pretty;
-    let Some(k) = kinds::lookup(&info.group, &info.version, &info.resource) else {
+    let Some(k) = ctx
+        .registry
+        .lookup(&info.group, &info.version, &info.resource)
+    else {
         if let Some(g) = discovery::generic_resource(&info.group, &info.version, &info.resource) {
             let timeout = query_get(query, "timeoutSeconds")
                 .and_then(|t| t.parse().ok())
                 .unwrap_or(1800);
             return generic_resource(ctx, timeout, g, method, info, headers);
         }
-        if info.group.is_empty() || discovery::group_served(&info.group) {
+        if info.group.is_empty() || discovery::group_served(ctx.registry, &info.group) {
             return status_reply(&status::generic(404, ""), pretty);
         }
         return not_found_text();

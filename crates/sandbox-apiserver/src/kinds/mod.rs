@@ -23,6 +23,7 @@ use serde_json::{Map, Value, json};
 
 use crate::model::ApiResource;
 use crate::model::names::NameRule;
+use crate::model::object::with_type_meta;
 use crate::model::schema;
 use crate::model::status::FieldError;
 
@@ -142,6 +143,17 @@ pub trait Kind: Send + Sync + 'static {
     fn deletion(&self) -> Deletion {
         Deletion::Immediate
     }
+
+    /// How clients discover the kind: built in, or defined by a CRD (served only when the
+    /// sandbox installs CRDs).
+    fn discovery(&self) -> Discovery {
+        Discovery::BuiltIn
+    }
+
+    /// How objects are written on the wire.
+    fn encoding(&self) -> Encoding {
+        Encoding::GoStruct
+    }
 }
 
 impl std::fmt::Debug for dyn Kind {
@@ -167,6 +179,9 @@ pub enum Generation {
     Spec,
     /// Like `Spec`, and also when the annotations change (Deployment).
     SpecOrAnnotations,
+    /// 1 on create, +1 on any change outside `metadata` and `status` (custom resources).
+    #[cfg_attr(not(test), expect(dead_code, reason = "for custom resource kinds"))]
+    AllButMetadataAndStatus,
 }
 
 /// A subresource a kind serves.
@@ -198,7 +213,114 @@ pub enum Deletion {
     Namespace,
 }
 
-/// The kind serving `resource` in `group`/`version`.
+/// How the server writes an object of a kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Encoding {
+    /// A Go struct: `kind`, `apiVersion`, then the fields in Go struct order (built-in kinds).
+    GoStruct,
+    /// Unstructured JSON, as a custom resource is stored: every object's keys sorted
+    /// (`apiVersion`, `kind`, `metadata`, `spec`, `status`), as Go writes a map.
+    #[cfg_attr(not(test), expect(dead_code, reason = "for custom resource kinds"))]
+    Unstructured,
+}
+
+/// An object of `k` as the server writes it: with `kind` and `apiVersion`, in the kind's
+/// [`Encoding`].
+pub fn to_wire(k: &dyn Kind, obj: &Value) -> Value {
+    let typed = with_type_meta(k.api(), obj);
+    match k.encoding() {
+        Encoding::GoStruct => typed,
+        Encoding::Unstructured => sorted(typed),
+    }
+}
+
+/// Every object's keys sorted, recursively.
+fn sorted(v: Value) -> Value {
+    match v {
+        Value::Object(m) => {
+            let mut entries: Vec<(String, Value)> = m.into_iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            Value::Object(entries.into_iter().map(|(k, v)| (k, sorted(v))).collect())
+        }
+        Value::Array(a) => Value::Array(a.into_iter().map(sorted).collect()),
+        other => other,
+    }
+}
+
+/// How clients discover a kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Discovery {
+    /// Compiled into the API server: listed in the recorded discovery documents, always served.
+    BuiltIn,
+    /// Defined by a CustomResourceDefinition: served, and listed in discovery (built from
+    /// these names and the kind's [`ApiResource`]), only when the sandbox installs CRDs;
+    /// otherwise its group answers 404 like a cluster without the CRD.
+    #[cfg_attr(not(test), expect(dead_code, reason = "for custom resource kinds"))]
+    CustomResource(&'static CustomResourceNames),
+}
+
+/// What discovery says about a custom resource besides its [`ApiResource`] (the CRD's
+/// `spec.names`).
+#[derive(Debug, PartialEq, Eq)]
+pub struct CustomResourceNames {
+    pub singular: &'static str,
+    pub short_names: &'static [&'static str],
+    pub categories: &'static [&'static str],
+    /// `storageVersionHash` of the APIResourceList entry, as the real server reports it.
+    pub storage_version_hash: Option<&'static str>,
+}
+
+/// The kinds one sandbox serves: every built-in kind, and the custom resources when their CRDs
+/// are installed.
+#[derive(Debug, Clone, Copy)]
+pub struct Registry {
+    kinds: &'static [&'static dyn Kind],
+    install_crds: bool,
+}
+
+impl Registry {
+    /// The registered [`KINDS`]; `install_crds: false` leaves the custom resources out.
+    pub fn new(install_crds: bool) -> Registry {
+        Registry::of(KINDS, install_crds)
+    }
+
+    /// A registry of other kinds (tests).
+    pub fn of(kinds: &'static [&'static dyn Kind], install_crds: bool) -> Registry {
+        Registry {
+            kinds,
+            install_crds,
+        }
+    }
+
+    /// The served kinds, in registration order.
+    pub fn kinds(&self) -> impl Iterator<Item = &'static dyn Kind> + '_ {
+        self.kinds.iter().copied().filter(|k| match k.discovery() {
+            Discovery::BuiltIn => true,
+            Discovery::CustomResource(_) => self.install_crds,
+        })
+    }
+
+    /// The served custom resources, with their names.
+    pub fn custom_resources(
+        &self,
+    ) -> impl Iterator<Item = (&'static dyn Kind, &'static CustomResourceNames)> + '_ {
+        self.kinds().filter_map(|k| match k.discovery() {
+            Discovery::CustomResource(names) => Some((k, names)),
+            Discovery::BuiltIn => None,
+        })
+    }
+
+    /// The served kind of `resource` in `group`/`version`.
+    pub fn lookup(&self, group: &str, version: &str, resource: &str) -> Option<&'static dyn Kind> {
+        self.kinds().find(|k| {
+            let a = k.api();
+            a.group == group && a.version == version && a.resource == resource
+        })
+    }
+}
+
+/// The kind serving `resource` in `group`/`version`, whether or not it is installed (what the
+/// scheme knows).
 pub fn lookup(group: &str, version: &str, resource: &str) -> Option<&'static dyn Kind> {
     KINDS.iter().copied().find(|k| {
         let a = k.api();
@@ -302,6 +424,15 @@ pub fn prepare_update(k: &dyn Kind, new: &mut Value, old: &Value) {
             .cloned()
     };
     let annotations_changed = ann(new) != ann(old);
+    let outside_metadata_changed = {
+        let strip = |v: &Value| {
+            let mut m = v.as_object().cloned().unwrap_or_default();
+            m.remove("metadata");
+            m.remove("status");
+            m
+        };
+        strip(new) != strip(old)
+    };
     if let Some(m) = new.as_object_mut() {
         match old.get("status") {
             Some(s) => m.insert("status".into(), s.clone()),
@@ -341,6 +472,7 @@ pub fn prepare_update(k: &dyn Kind, new: &mut Value, old: &Value) {
         Generation::Untracked => false,
         Generation::Spec => spec_changed,
         Generation::SpecOrAnnotations => spec_changed || annotations_changed,
+        Generation::AllButMetadataAndStatus => outside_metadata_changed,
     };
     if bump {
         let g = old_gen.and_then(|g| g.as_i64()).unwrap_or(0) + 1;
@@ -465,5 +597,142 @@ fn set_default(m: &mut Map<String, Value>, key: &str, v: Value) {
     };
     if missing {
         m.insert(key.to_string(), v);
+    }
+}
+
+/// A custom resource kind for tests: `widgets.example.com/v1` Widget, namespaced, with status.
+#[cfg(test)]
+pub mod testing {
+    use serde_json::Value;
+
+    use super::{CustomResourceNames, Discovery, Encoding, Generation, Kind, table};
+    use crate::model::ApiResource;
+    use crate::model::schema;
+
+    pub struct Widget;
+
+    pub static WIDGET: Widget = Widget;
+
+    /// The built-in kinds and the widget.
+    pub static WITH_WIDGET: &[&dyn Kind] = &[
+        &super::namespace::NAMESPACE,
+        &super::deployment::DEPLOYMENT,
+        &WIDGET,
+    ];
+
+    static API: ApiResource = ApiResource {
+        group: "widgets.example.com",
+        version: "v1",
+        api_version: "widgets.example.com/v1",
+        resource: "widgets",
+        kind: "Widget",
+        list_kind: "WidgetList",
+        namespaced: true,
+    };
+
+    static NAMES: CustomResourceNames = CustomResourceNames {
+        singular: "widget",
+        short_names: &["wd"],
+        categories: &["all"],
+        storage_version_hash: None,
+    };
+
+    impl Kind for Widget {
+        fn api(&self) -> &'static ApiResource {
+            &API
+        }
+
+        fn schema(&self) -> usize {
+            schema::INGRESS
+        }
+
+        fn generation(&self) -> Generation {
+            Generation::AllButMetadataAndStatus
+        }
+
+        fn patch_types(&self) -> &'static [&'static str] {
+            &[
+                "application/json-patch+json",
+                "application/merge-patch+json",
+            ]
+        }
+
+        fn discovery(&self) -> Discovery {
+            Discovery::CustomResource(&NAMES)
+        }
+
+        fn encoding(&self) -> Encoding {
+            Encoding::Unstructured
+        }
+
+        fn table_columns(&self) -> Vec<Value> {
+            vec![table::name_column(), table::age_column()]
+        }
+
+        fn table_cells(&self, obj: &Value, now: i64) -> Vec<Value> {
+            vec![
+                Value::from(table::st(obj, "/metadata/name")),
+                Value::from(table::age(obj, now)),
+            ]
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::testing::{WIDGET, WITH_WIDGET};
+    use super::*;
+
+    #[test]
+    fn custom_resources_are_served_only_when_crds_are_installed() {
+        let installed = Registry::of(WITH_WIDGET, true);
+        assert!(
+            installed
+                .lookup("widgets.example.com", "v1", "widgets")
+                .is_some()
+        );
+        assert_eq!(installed.custom_resources().count(), 1);
+        let without = Registry::of(WITH_WIDGET, false);
+        assert!(
+            without
+                .lookup("widgets.example.com", "v1", "widgets")
+                .is_none()
+        );
+        assert!(without.lookup("apps", "v1", "deployments").is_some());
+        assert_eq!(without.kinds().count(), 2);
+    }
+
+    #[test]
+    fn a_custom_resource_is_written_with_sorted_keys() {
+        let obj = json!({"metadata": {"name": "w", "namespace": "n"}, "spec": {"b": 1, "a": [{"y": 1, "x": 2}]}});
+        assert_eq!(
+            serde_json::to_string(&to_wire(&WIDGET, &obj)).unwrap_or_default(),
+            r#"{"apiVersion":"widgets.example.com/v1","kind":"Widget","metadata":{"name":"w","namespace":"n"},"spec":{"a":[{"x":2,"y":1}],"b":1}}"#
+        );
+        assert_eq!(
+            serde_json::to_string(&to_wire(&DEPLOYMENT, &obj)).unwrap_or_default(),
+            r#"{"kind":"Deployment","apiVersion":"apps/v1","metadata":{"name":"w","namespace":"n"},"spec":{"b":1,"a":[{"y":1,"x":2}]}}"#,
+            "built-in kinds keep Go struct order"
+        );
+    }
+
+    #[test]
+    fn a_custom_resource_generation_moves_on_any_change_outside_metadata_and_status() {
+        let old = json!({"metadata": {"name": "w", "generation": 1}, "spec": {"a": 1}, "status": {"s": 1}});
+        let mut labels_only =
+            json!({"metadata": {"name": "w", "labels": {"x": "y"}}, "spec": {"a": 1}});
+        prepare_update(&WIDGET, &mut labels_only, &old);
+        assert_eq!(labels_only["metadata"]["generation"], json!(1));
+        assert_eq!(
+            labels_only["status"],
+            json!({"s": 1}),
+            "status comes from the stored object"
+        );
+        let mut top_level =
+            json!({"metadata": {"name": "w"}, "spec": {"a": 1}, "data": {"k": "v"}});
+        prepare_update(&WIDGET, &mut top_level, &old);
+        assert_eq!(top_level["metadata"]["generation"], json!(2));
     }
 }

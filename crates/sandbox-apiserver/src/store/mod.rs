@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 
 use crate::kinds::{self, Allocators, Deletion, Kind, Subresource};
 use crate::model::gojson;
-use crate::model::object::{meta_mut, meta_str, with_type_meta};
+use crate::model::object::{meta_mut, meta_str};
 use crate::model::schema;
 use crate::model::status::{self, FieldError, StatusBody};
 use crate::model::time;
@@ -135,8 +135,8 @@ impl State {
             event_type,
             namespace: meta_str(obj, "namespace").to_string(),
             name: meta_str(obj, "name").to_string(),
-            object: with_type_meta(k.api(), obj),
-            old: old.map(|o| with_type_meta(k.api(), &o)),
+            object: kinds::to_wire(k, obj),
+            old: old.map(|o| kinds::to_wire(k, &o)),
         });
         self.history.push(ev.clone());
         if self.history.len() > HISTORY_LIMIT {
@@ -256,7 +256,7 @@ impl State {
         if ctx.dry_run {
             return Ok(Outcome {
                 code: 201,
-                body: with_type_meta(k.api(), &obj),
+                body: kinds::to_wire(k, &obj),
                 warnings,
             });
         }
@@ -269,7 +269,7 @@ impl State {
         self.emit(k, "ADDED", &obj, None);
         Ok(Outcome {
             code: 201,
-            body: with_type_meta(k.api(), &obj),
+            body: kinds::to_wire(k, &obj),
             warnings,
         })
     }
@@ -404,14 +404,14 @@ impl State {
         if obj == old {
             return Ok(Outcome {
                 code: 200,
-                body: with_type_meta(k.api(), &old),
+                body: kinds::to_wire(k, &old),
                 warnings,
             });
         }
         if ctx.dry_run {
             return Ok(Outcome {
                 code: 200,
-                body: with_type_meta(k.api(), &obj),
+                body: kinds::to_wire(k, &obj),
                 warnings,
             });
         }
@@ -421,7 +421,7 @@ impl State {
         self.emit(k, "MODIFIED", &obj, Some(old));
         Ok(Outcome {
             code: 200,
-            body: with_type_meta(k.api(), &obj),
+            body: kinds::to_wire(k, &obj),
             warnings,
         })
     }
@@ -440,7 +440,7 @@ impl State {
         let Some(old) = self.objects.get(&key).cloned() else {
             return Err(status::not_found(k.api(), name));
         };
-        let current = with_type_meta(k.api(), &old);
+        let current = kinds::to_wire(k, &old);
         let patched = match content_type {
             "application/json-patch+json" => {
                 let ops = gojson::parse(body).map_err(status::bad_request)?;
@@ -590,7 +590,7 @@ impl State {
             if dry_run {
                 return Ok(Outcome {
                     code: 200,
-                    body: with_type_meta(k.api(), &schema::normalize(k.schema(), &term)),
+                    body: kinds::to_wire(k, &schema::normalize(k.schema(), &term)),
                     warnings: vec![],
                 });
             }
@@ -626,7 +626,7 @@ impl State {
             self.emit(k, "DELETED", &gone, None);
             return Ok(Outcome {
                 code: 200,
-                body: with_type_meta(k.api(), &term),
+                body: kinds::to_wire(k, &term),
                 warnings: vec![],
             });
         }
@@ -655,7 +655,7 @@ impl State {
     pub fn get(&self, k: &'static dyn Kind, ns: &str, name: &str) -> Result<Value, StatusBody> {
         let ns = if k.api().namespaced { ns } else { "" };
         self.get_object(k, ns, name)
-            .map(|o| with_type_meta(k.api(), o))
+            .map(|o| kinds::to_wire(k, o))
             .ok_or_else(|| status::not_found(k.api(), name))
     }
 
@@ -691,7 +691,7 @@ impl State {
         let current = if sub == Subresource::Scale {
             kinds::scale_of(&old)
         } else {
-            with_type_meta(k.api(), &old)
+            kinds::to_wire(k, &old)
         };
         let incoming = match patch_type {
             None => gojson::parse(body).map_err(|e| {
@@ -811,7 +811,7 @@ impl State {
             if sub == Subresource::Scale {
                 kinds::scale_of(obj)
             } else {
-                with_type_meta(k.api(), obj)
+                kinds::to_wire(k, obj)
             }
         };
         if new == old || ctx.dry_run {
@@ -848,7 +848,7 @@ impl State {
         let Some(old) = self.objects.get(&key).cloned() else {
             return Err(status::not_found(k.api(), name));
         };
-        let mut obj = with_type_meta(k.api(), &old);
+        let mut obj = kinds::to_wire(k, &old);
         mutate(&mut obj);
         let mut obj = match schema::canonicalize(k.schema(), &obj) {
             Ok(d) => d.value,
@@ -889,12 +889,12 @@ impl State {
         );
         obj = schema::normalize(k.schema(), &obj);
         if obj == old {
-            return Ok(with_type_meta(k.api(), &old));
+            return Ok(kinds::to_wire(k, &old));
         }
         self.rv += 1;
         meta_mut(&mut obj).insert("resourceVersion".into(), json!(self.rv.to_string()));
         self.objects.insert(key, obj.clone());
         self.emit(k, "MODIFIED", &obj, Some(old));
-        Ok(with_type_meta(k.api(), &obj))
+        Ok(kinds::to_wire(k, &obj))
     }
 }
