@@ -231,6 +231,21 @@ fn validate_hpa_spec(spec: &Value) -> Vec<FieldError> {
             }
         }
     }
+    let has_object_or_external = validate_metrics(spec, &mut errs);
+    if min == Some(0) && !has_object_or_external {
+        errs.push(FieldError::forbidden(
+            "spec.metrics",
+            "must specify at least one Object or External metric to support scaling to zero replicas",
+        ));
+    }
+    if let Some(b) = spec.get("behavior") {
+        validate_behavior(b, &mut errs);
+    }
+    errs
+}
+
+/// `spec.metrics`; true when one is an Object or External metric (which allows scaling to zero).
+fn validate_metrics(spec: &Value, errs: &mut Vec<FieldError>) -> bool {
     let mut has_object_or_external = false;
     for (i, m) in arr(spec, "metrics").iter().enumerate() {
         let p = format!("spec.metrics[{i}]");
@@ -314,63 +329,59 @@ fn validate_hpa_spec(spec: &Value) -> Vec<FieldError> {
             }
         }
     }
-    if min == Some(0) && !has_object_or_external {
-        errs.push(FieldError::forbidden(
-            "spec.metrics",
-            "must specify at least one Object or External metric to support scaling to zero replicas",
-        ));
-    }
-    if let Some(b) = spec.get("behavior") {
-        for dir in ["scaleUp", "scaleDown"] {
-            let Some(rules) = b.get(dir) else { continue };
-            let p = format!("spec.behavior.{dir}");
-            if let Some(w) = rules
-                .get("stabilizationWindowSeconds")
-                .and_then(Value::as_i64)
-            {
-                if w < 0 {
-                    errs.push(FieldError::invalid(
-                        format!("{p}.stabilizationWindowSeconds"),
-                        &w.to_string(),
-                        "must be greater than or equal to zero",
-                    ));
-                } else if w > 3600 {
-                    errs.push(FieldError::invalid(
-                        format!("{p}.stabilizationWindowSeconds"),
-                        &w.to_string(),
-                        "must be less than or equal to 3600",
-                    ));
-                }
+    has_object_or_external
+}
+
+/// `spec.behavior`: stabilization windows and scaling policies.
+fn validate_behavior(b: &Value, errs: &mut Vec<FieldError>) {
+    for dir in ["scaleUp", "scaleDown"] {
+        let Some(rules) = b.get(dir) else { continue };
+        let p = format!("spec.behavior.{dir}");
+        if let Some(w) = rules
+            .get("stabilizationWindowSeconds")
+            .and_then(Value::as_i64)
+        {
+            if w < 0 {
+                errs.push(FieldError::invalid(
+                    format!("{p}.stabilizationWindowSeconds"),
+                    &w.to_string(),
+                    "must be greater than or equal to zero",
+                ));
+            } else if w > 3600 {
+                errs.push(FieldError::invalid(
+                    format!("{p}.stabilizationWindowSeconds"),
+                    &w.to_string(),
+                    "must be less than or equal to 3600",
+                ));
             }
-            for (i, pol) in arr(rules, "policies").iter().enumerate() {
-                let pp = format!("{p}.policies[{i}]");
-                let v = pol.get("value").and_then(Value::as_i64).unwrap_or(0);
-                if v <= 0 {
-                    errs.push(FieldError::invalid(
-                        format!("{pp}.value"),
-                        &v.to_string(),
-                        "must be greater than zero",
-                    ));
-                }
-                let ps = pol
-                    .get("periodSeconds")
-                    .and_then(Value::as_i64)
-                    .unwrap_or(0);
-                if ps <= 0 {
-                    errs.push(FieldError::invalid(
-                        format!("{pp}.periodSeconds"),
-                        &ps.to_string(),
-                        "must be greater than zero",
-                    ));
-                } else if ps > 1800 {
-                    errs.push(FieldError::invalid(
-                        format!("{pp}.periodSeconds"),
-                        &ps.to_string(),
-                        "must be less than or equal to 1800",
-                    ));
-                }
+        }
+        for (i, pol) in arr(rules, "policies").iter().enumerate() {
+            let pp = format!("{p}.policies[{i}]");
+            let v = pol.get("value").and_then(Value::as_i64).unwrap_or(0);
+            if v <= 0 {
+                errs.push(FieldError::invalid(
+                    format!("{pp}.value"),
+                    &v.to_string(),
+                    "must be greater than zero",
+                ));
+            }
+            let ps = pol
+                .get("periodSeconds")
+                .and_then(Value::as_i64)
+                .unwrap_or(0);
+            if ps <= 0 {
+                errs.push(FieldError::invalid(
+                    format!("{pp}.periodSeconds"),
+                    &ps.to_string(),
+                    "must be greater than zero",
+                ));
+            } else if ps > 1800 {
+                errs.push(FieldError::invalid(
+                    format!("{pp}.periodSeconds"),
+                    &ps.to_string(),
+                    "must be less than or equal to 1800",
+                ));
             }
         }
     }
-    errs
 }

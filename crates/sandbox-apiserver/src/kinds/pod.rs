@@ -264,6 +264,46 @@ fn validate_container<'a>(
             "must not have leading or trailing whitespace",
         ));
     }
+    validate_ports(c, p, &mut errs);
+    validate_env(c, p, &mut errs);
+    for (j, m) in arr(c, "volumeMounts").iter().enumerate() {
+        let n = s(m, "name");
+        if !volumes.contains(&n) {
+            errs.push(FieldError {
+                cause: "FieldValueNotFound",
+                field: format!("{p}.volumeMounts[{j}].name"),
+                body: format!("Not found: {}", go_quote(n)),
+            });
+        }
+        if s(m, "mountPath").is_empty() {
+            errs.push(FieldError::required(
+                format!("{p}.volumeMounts[{j}].mountPath"),
+                "",
+            ));
+        }
+    }
+    let ipp = s(c, "imagePullPolicy");
+    if !["Always", "IfNotPresent", "Never"].contains(&ipp) {
+        errs.push(FieldError::not_supported(
+            format!("{p}.imagePullPolicy"),
+            &go_quote(ipp),
+            &["Always", "IfNotPresent", "Never"],
+        ));
+    }
+    let tmp = s(c, "terminationMessagePolicy");
+    if !["File", "FallbackToLogsOnError"].contains(&tmp) {
+        errs.push(FieldError::not_supported(
+            format!("{p}.terminationMessagePolicy"),
+            &go_quote(tmp),
+            &["File", "FallbackToLogsOnError"],
+        ));
+    }
+    validate_resources(c, p, &mut errs);
+    errs
+}
+
+/// `<p>.ports`: names (unique, IANA service names), container and host ports, protocols.
+fn validate_ports(c: &Value, p: &str, errs: &mut Vec<FieldError>) {
     let mut port_names: Vec<&str> = Vec::new();
     for (j, port) in arr(c, "ports").iter().enumerate() {
         let pp = format!("{p}.ports[{j}]");
@@ -316,6 +356,10 @@ fn validate_container<'a>(
             ));
         }
     }
+}
+
+/// `<p>.env`: names, and `value` and `valueFrom` not both.
+fn validate_env(c: &Value, p: &str, errs: &mut Vec<FieldError>) {
     for (j, e) in arr(c, "env").iter().enumerate() {
         let ep = format!("{p}.env[{j}]");
         let n = s(e, "name");
@@ -350,38 +394,10 @@ fn validate_container<'a>(
             ));
         }
     }
-    for (j, m) in arr(c, "volumeMounts").iter().enumerate() {
-        let n = s(m, "name");
-        if !volumes.contains(&n) {
-            errs.push(FieldError {
-                cause: "FieldValueNotFound",
-                field: format!("{p}.volumeMounts[{j}].name"),
-                body: format!("Not found: {}", go_quote(n)),
-            });
-        }
-        if s(m, "mountPath").is_empty() {
-            errs.push(FieldError::required(
-                format!("{p}.volumeMounts[{j}].mountPath"),
-                "",
-            ));
-        }
-    }
-    let ipp = s(c, "imagePullPolicy");
-    if !["Always", "IfNotPresent", "Never"].contains(&ipp) {
-        errs.push(FieldError::not_supported(
-            format!("{p}.imagePullPolicy"),
-            &go_quote(ipp),
-            &["Always", "IfNotPresent", "Never"],
-        ));
-    }
-    let tmp = s(c, "terminationMessagePolicy");
-    if !["File", "FallbackToLogsOnError"].contains(&tmp) {
-        errs.push(FieldError::not_supported(
-            format!("{p}.terminationMessagePolicy"),
-            &go_quote(tmp),
-            &["File", "FallbackToLogsOnError"],
-        ));
-    }
+}
+
+/// `<p>.resources`: no negative quantity, requests at most the limits.
+fn validate_resources(c: &Value, p: &str, errs: &mut Vec<FieldError>) {
     for (res_kind, res) in ["limits", "requests"]
         .iter()
         .filter_map(|k| c.get("resources").and_then(|r| obj(r, k)).map(|m| (*k, m)))
@@ -418,7 +434,6 @@ fn validate_container<'a>(
             }
         }
     }
-    errs
 }
 
 #[cfg(test)]

@@ -580,55 +580,7 @@ impl State {
         }
         let uid = meta_str(&old, "uid").to_string();
         if k.deletion() == Deletion::Namespace {
-            // The namespace is returned Terminating; its content goes away as the namespace
-            // controller of a full cluster would remove it.
-            let mut term = old.clone();
-            meta_mut(&mut term).insert("deletionTimestamp".into(), json!(time::now_rfc3339()));
-            if let Some(st) = term.get_mut("status").and_then(Value::as_object_mut) {
-                st.insert("phase".into(), json!("Terminating"));
-            }
-            if dry_run {
-                return Ok(Outcome {
-                    code: 200,
-                    body: kinds::to_wire(k, &schema::normalize(k.schema(), &term)),
-                    warnings: vec![],
-                });
-            }
-            self.rv += 1;
-            meta_mut(&mut term).insert("resourceVersion".into(), json!(self.rv.to_string()));
-            term = schema::normalize(k.schema(), &term);
-            self.objects.insert(key.clone(), term.clone());
-            self.emit(k, "MODIFIED", &term, Some(old));
-            let children: Vec<Key> = self
-                .objects
-                .keys()
-                .filter(|(_, _, n, _)| n == name)
-                .cloned()
-                .collect();
-            for ck in children {
-                if let Some(obj) = self.objects.remove(&ck)
-                    && let Some(ck_kind) = kinds::KINDS
-                        .iter()
-                        .copied()
-                        .find(|x| x.api().resource == ck.0 && x.api().group == ck.1)
-                {
-                    self.rv += 1;
-                    let mut gone = obj;
-                    meta_mut(&mut gone)
-                        .insert("resourceVersion".into(), json!(self.rv.to_string()));
-                    self.emit(ck_kind, "DELETED", &gone, None);
-                }
-            }
-            self.objects.remove(&key);
-            self.rv += 1;
-            let mut gone = term.clone();
-            meta_mut(&mut gone).insert("resourceVersion".into(), json!(self.rv.to_string()));
-            self.emit(k, "DELETED", &gone, None);
-            return Ok(Outcome {
-                code: 200,
-                body: kinds::to_wire(k, &term),
-                warnings: vec![],
-            });
+            return Ok(self.delete_namespace(k, key, old, dry_run));
         }
         if dry_run {
             return Ok(Outcome {
@@ -650,6 +602,63 @@ impl State {
             body: status::delete_success(k.api(), name, &uid),
             warnings: vec![],
         })
+    }
+
+    /// DELETE of a namespace: returned `Terminating`, then its content removed (as the namespace
+    /// controller of a full cluster would) and the namespace itself.
+    fn delete_namespace(
+        &mut self,
+        k: &'static dyn Kind,
+        key: Key,
+        old: Value,
+        dry_run: bool,
+    ) -> Outcome {
+        let mut term = old.clone();
+        meta_mut(&mut term).insert("deletionTimestamp".into(), json!(time::now_rfc3339()));
+        if let Some(st) = term.get_mut("status").and_then(Value::as_object_mut) {
+            st.insert("phase".into(), json!("Terminating"));
+        }
+        if dry_run {
+            return Outcome {
+                code: 200,
+                body: kinds::to_wire(k, &schema::normalize(k.schema(), &term)),
+                warnings: vec![],
+            };
+        }
+        self.rv += 1;
+        meta_mut(&mut term).insert("resourceVersion".into(), json!(self.rv.to_string()));
+        term = schema::normalize(k.schema(), &term);
+        self.objects.insert(key.clone(), term.clone());
+        self.emit(k, "MODIFIED", &term, Some(old));
+        let children: Vec<Key> = self
+            .objects
+            .keys()
+            .filter(|(_, _, n, _)| *n == key.3)
+            .cloned()
+            .collect();
+        for ck in children {
+            if let Some(obj) = self.objects.remove(&ck)
+                && let Some(ck_kind) = kinds::KINDS
+                    .iter()
+                    .copied()
+                    .find(|x| x.api().resource == ck.0 && x.api().group == ck.1)
+            {
+                self.rv += 1;
+                let mut gone = obj;
+                meta_mut(&mut gone).insert("resourceVersion".into(), json!(self.rv.to_string()));
+                self.emit(ck_kind, "DELETED", &gone, None);
+            }
+        }
+        self.objects.remove(&key);
+        self.rv += 1;
+        let mut gone = term.clone();
+        meta_mut(&mut gone).insert("resourceVersion".into(), json!(self.rv.to_string()));
+        self.emit(k, "DELETED", &gone, None);
+        Outcome {
+            code: 200,
+            body: kinds::to_wire(k, &term),
+            warnings: vec![],
+        }
     }
 
     pub fn get(&self, k: &'static dyn Kind, ns: &str, name: &str) -> Result<Value, StatusBody> {
@@ -693,38 +702,7 @@ impl State {
         } else {
             kinds::to_wire(k, &old)
         };
-        let incoming = match patch_type {
-            None => gojson::parse(body).map_err(|e| {
-                status::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
-            })?,
-            Some("application/json-patch+json") => {
-                let Value::Array(ops) = gojson::parse(body).map_err(status::bad_request)? else {
-                    return Err(status::bad_request(
-                        "json: cannot unmarshal object into Go value of type jsonpatch.Patch",
-                    ));
-                };
-                patch::json_patch(&current, &ops).map_err(|_| status::generic(422, ""))?
-            }
-            Some("application/merge-patch+json") => {
-                let p =
-                    gojson::parse(body).map_err(|_| status::bad_request("Invalid JSON Patch"))?;
-                patch::merge_patch(&current, &p)
-            }
-            Some(_) => {
-                let p = gojson::parse(body)
-                    .map_err(|_| status::bad_request("invalid JSON document"))?;
-                if sub == Subresource::Scale {
-                    // Scale has no list fields: a strategic merge is a plain merge.
-                    patch::merge_patch(&current, &p)
-                } else {
-                    match patch::strategic_merge(&current, &p, k.schema()) {
-                        Ok(v) => v,
-                        Err(SmpError::BadRequest(m)) => return Err(status::bad_request(m)),
-                        Err(SmpError::Internal(m)) => return Err(status::internal(&m)),
-                    }
-                }
-            }
-        };
+        let incoming = subresource_body(k, sub, &current, patch_type, body)?;
         let in_name = incoming
             .pointer("/metadata/name")
             .and_then(Value::as_str)
@@ -744,34 +722,7 @@ impl State {
         let mut new = old.clone();
         let manager_sub = sub.path();
         if sub == Subresource::Scale {
-            let replicas = match incoming.pointer("/spec/replicas") {
-                None | Some(Value::Null) => 0,
-                Some(Value::Number(n)) if n.as_i64().is_some_and(|r| i32::try_from(r).is_ok()) => {
-                    n.as_i64().unwrap_or(0)
-                }
-                Some(other) => {
-                    return Err(status::bad_request(format!(
-                        "Scale in version \"v1\" cannot be handled as a Scale: json: cannot unmarshal {} into Go struct field ScaleSpec.spec.replicas of type int32",
-                        if other.is_string() {
-                            "string".to_string()
-                        } else {
-                            format!("number {other}")
-                        }
-                    )));
-                }
-            };
-            if replicas < 0 {
-                return Err(status::invalid_kind(
-                    "autoscaling",
-                    "Scale",
-                    name,
-                    &[FieldError::invalid(
-                        "spec.replicas",
-                        &replicas.to_string(),
-                        "must be greater than or equal to 0",
-                    )],
-                ));
-            }
+            let replicas = scale_replicas(&incoming, name)?;
             if let Some(spec) = new.get_mut("spec").and_then(Value::as_object_mut) {
                 spec.insert("replicas".into(), json!(replicas));
             }
@@ -897,4 +848,79 @@ impl State {
         self.emit(k, "MODIFIED", &obj, Some(old));
         Ok(kinds::to_wire(k, &obj))
     }
+}
+
+/// The object a subresource PUT or PATCH asks for: the body (PUT) or `current` patched.
+fn subresource_body(
+    k: &dyn Kind,
+    sub: Subresource,
+    current: &Value,
+    patch_type: Option<&str>,
+    body: &[u8],
+) -> Result<Value, StatusBody> {
+    let incoming = match patch_type {
+        None => gojson::parse(body).map_err(|e| {
+            status::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
+        })?,
+        Some("application/json-patch+json") => {
+            let Value::Array(ops) = gojson::parse(body).map_err(status::bad_request)? else {
+                return Err(status::bad_request(
+                    "json: cannot unmarshal object into Go value of type jsonpatch.Patch",
+                ));
+            };
+            patch::json_patch(current, &ops).map_err(|_| status::generic(422, ""))?
+        }
+        Some("application/merge-patch+json") => {
+            let p = gojson::parse(body).map_err(|_| status::bad_request("Invalid JSON Patch"))?;
+            patch::merge_patch(current, &p)
+        }
+        Some(_) => {
+            let p =
+                gojson::parse(body).map_err(|_| status::bad_request("invalid JSON document"))?;
+            if sub == Subresource::Scale {
+                // Scale has no list fields: a strategic merge is a plain merge.
+                patch::merge_patch(current, &p)
+            } else {
+                match patch::strategic_merge(current, &p, k.schema()) {
+                    Ok(v) => v,
+                    Err(SmpError::BadRequest(m)) => return Err(status::bad_request(m)),
+                    Err(SmpError::Internal(m)) => return Err(status::internal(&m)),
+                }
+            }
+        }
+    };
+    Ok(incoming)
+}
+
+/// `spec.replicas` of a Scale (absent: 0), as autoscaling/v1 decodes and validates it.
+fn scale_replicas(incoming: &Value, name: &str) -> Result<i64, StatusBody> {
+    let replicas = match incoming.pointer("/spec/replicas") {
+        None | Some(Value::Null) => 0,
+        Some(Value::Number(n)) if n.as_i64().is_some_and(|r| i32::try_from(r).is_ok()) => {
+            n.as_i64().unwrap_or(0)
+        }
+        Some(other) => {
+            return Err(status::bad_request(format!(
+                "Scale in version \"v1\" cannot be handled as a Scale: json: cannot unmarshal {} into Go struct field ScaleSpec.spec.replicas of type int32",
+                if other.is_string() {
+                    "string".to_string()
+                } else {
+                    format!("number {other}")
+                }
+            )));
+        }
+    };
+    if replicas < 0 {
+        return Err(status::invalid_kind(
+            "autoscaling",
+            "Scale",
+            name,
+            &[FieldError::invalid(
+                "spec.replicas",
+                &replicas.to_string(),
+                "must be greater than or equal to 0",
+            )],
+        ));
+    }
+    Ok(replicas)
 }
