@@ -657,15 +657,7 @@ pub fn status_for(code: u16, info: &RequestInfo, user: &str) -> StatusBody {
     let kind = kinds::lookup(&info.group, &info.version, &info.resource);
     match code {
         401 => status::unauthorized(),
-        403 if info.resource_request => status::forbidden(
-            user,
-            &info.verb,
-            &info.group,
-            &info.resource,
-            &info.subresource,
-            &info.namespace,
-            &info.name,
-        ),
+        403 if info.resource_request => super::auth::forbidden(user, info),
         404 if kind.is_some() && !info.name.is_empty() => kind
             .map(|k| status::not_found(k.api(), &info.name))
             .unwrap_or_else(|| status::generic(404, "")),
