@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use tokio::sync::{broadcast, watch};
 
 use crate::kinds::{self, DEPLOYMENT};
-use crate::model::time as timefmt;
+use crate::model::time;
 use crate::store::{Selectors, Store};
 
 /// Deployment rollout simulation.
@@ -90,7 +90,7 @@ fn status_for(obj: &Value, phase: Phase) -> Value {
         .and_then(Value::as_str)
         .unwrap_or("");
     let rs = format!("{name}-{}", template_hash(obj));
-    let now = timefmt::now_rfc3339();
+    let now = time::now_rfc3339();
     let prev = |ty: &str| {
         obj.pointer("/status/conditions")
             .and_then(Value::as_array)

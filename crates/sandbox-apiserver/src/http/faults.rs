@@ -315,12 +315,8 @@ impl Faults {
         }
     }
 
-    /// The request fault (if any) for this request, consumed.
+    /// The request fault for this request, if one matches: one firing of the first that does.
     pub fn take(&self, method: &str, path: &str, dry_run: bool) -> Option<RequestFault> {
-        self.take_request_fault(method, path, dry_run)
-    }
-    /// Takes one firing of the first request fault matching this request.
-    fn take_request_fault(&self, method: &str, path: &str, dry_run: bool) -> Option<RequestFault> {
         fn matches(fault: &Fault, method: &str, path: &str, dry_run: bool) -> bool {
             match fault {
                 Fault::Status {
