@@ -84,11 +84,12 @@ impl RequestError {
     }
 }
 
-/// A client bound to one namespace, with the run's timeout and verbosity.
+/// A client bound to one namespace, with the run's timeout, and where `-v` logs each request
+/// (`None`: nowhere).
 #[derive(Clone)]
 pub struct Cluster {
     pub conn: Connection,
-    pub verbose: bool,
+    pub log: Option<fn(&str)>,
 }
 
 fn collection_path(kind: Kind, namespace: &str) -> String {
@@ -102,8 +103,8 @@ fn collection_path(kind: Kind, namespace: &str) -> String {
 }
 
 impl Cluster {
-    pub fn new(conn: Connection, verbose: bool) -> Cluster {
-        Cluster { conn, verbose }
+    pub fn new(conn: Connection, log: Option<fn(&str)>) -> Cluster {
+        Cluster { conn, log }
     }
 
     pub fn namespace(&self) -> &str {
@@ -122,7 +123,7 @@ impl Cluster {
             },
             None => fut.await.map_err(RequestError::from),
         };
-        if self.verbose {
+        if let Some(log) = self.log {
             let outcome = match &result {
                 Ok(_) => "ok".to_owned(),
                 Err(e) => match e.status_code() {
@@ -130,13 +131,10 @@ impl Cluster {
                     None => "failed".to_owned(),
                 },
             };
-            #[allow(clippy::print_stderr)]
-            {
-                eprintln!(
-                    "  {method} {uri} ({what}): {outcome} in {} ms",
-                    started.elapsed().as_millis()
-                );
-            }
+            log(&format!(
+                "  {method} {uri} ({what}): {outcome} in {} ms",
+                started.elapsed().as_millis()
+            ));
         }
         result
     }

@@ -11,7 +11,8 @@ use std::error::Error as StdError;
 use std::fmt;
 use std::io;
 
-use crate::transport::ResolveError;
+use crate::proxy_connector::{ResolveError, find_proxy_error};
+pub use crate::text::one_line;
 
 /// What a failed request was trying to do, for messages like
 /// `cannot patch deployments.apps "web" in namespace "shop" (context "prod")`.
@@ -202,6 +203,13 @@ pub fn classify(err: &(dyn StdError + 'static)) -> Unanswered {
 }
 
 fn describe_transport_error(err: &kube::Error, target: &Target) -> String {
+    // A proxy failure says itself which proxy did what.
+    if let Some(proxy) = find_proxy_error(err) {
+        return format!(
+            "cannot reach the cluster of context {:?} for {}: {proxy}",
+            target.context, target.reference
+        );
+    }
     let what = match classify(err) {
         Unanswered::Refused => "connection refused".to_owned(),
         Unanswered::TimedOut => "the request timed out".to_owned(),
@@ -257,11 +265,6 @@ pub fn describe_auth_error(err: &kube::client::AuthError) -> String {
         // The remaining messages name only files, flags and states, never data.
         other => one_line(&other.to_string()),
     }
-}
-
-/// Collapses whitespace so every message stays on one line.
-pub fn one_line(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use kube::config::{KubeConfigOptions, Kubeconfig, LoadDataError};
 
 use crate::describe::{describe_auth_error, one_line};
+use crate::proxy;
 use crate::settings::{ClusterSelection, KubeconfigSource};
 
 /// kube's own error for a kubeconfig that cannot be loaded.
@@ -97,6 +98,17 @@ pub enum KubeconfigError {
         #[source]
         source: KubeKubeconfigError,
     },
+    /// The cluster's `proxy-url` is not valid.
+    #[error("kubeconfig {files}, cluster {cluster:?}: {source}")]
+    ProxyUrl {
+        files: String,
+        cluster: String,
+        #[source]
+        source: proxy::SelectError,
+    },
+    /// The proxy from the environment cannot be used.
+    #[error(transparent)]
+    Proxy(proxy::SelectError),
     #[error("cannot set up a client for context {context:?}: {}", one_line(&client_setup_reason(.source)))]
     Client {
         context: String,
@@ -122,7 +134,13 @@ pub struct Connection {
     /// The API server URL (for messages; carries no credentials).
     pub server: String,
     pub request_timeout: Option<std::time::Duration>,
+    /// The proxy the connection goes through, e.g. `http://proxy.corp:3128 (HTTPS_PROXY)`
+    /// (carries no credentials).
+    pub proxy: Option<String>,
 }
+
+/// Stands in for the cluster's `proxy-url` while kube loads the kubeconfig (never dialled).
+const PROXY_PLACEHOLDER: &str = "http://proxy-chosen-by-kubectl-appupdate.invalid";
 
 fn read_one(path: &Path) -> Result<Kubeconfig, KubeconfigError> {
     let path = path.to_owned();
@@ -310,6 +328,20 @@ pub async fn connect(sel: &ClusterSelection) -> Result<Connection, KubeconfigErr
         .filter(|n| !n.is_empty())
         .unwrap_or_else(|| "default".to_owned());
 
+    // The cluster's proxy-url is ours to interpret (kubectl's rules, `crate::proxy`). Left
+    // empty, kube would read HTTPS_PROXY itself (ignoring NO_PROXY) and fail to parse what it
+    // does not understand; a placeholder keeps it from reading the environment at all.
+    let mut kubeconfig = kubeconfig;
+    let mut proxy_url = None;
+    if let Some(cluster) = kubeconfig
+        .clusters
+        .iter_mut()
+        .find(|c| c.name == cluster_name)
+        .and_then(|c| c.cluster.as_mut())
+    {
+        proxy_url = cluster.proxy_url.replace(PROXY_PLACEHOLDER.to_owned());
+    }
+
     let options = KubeConfigOptions {
         context: Some(context_name.clone()),
         cluster: sel.cluster.clone(),
@@ -334,9 +366,25 @@ pub async fn connect(sel: &ClusterSelection) -> Result<Connection, KubeconfigErr
         config.connect_timeout = Some(config.connect_timeout.map_or(t, |c| c.min(t)));
     }
     let server = config.cluster_url.to_string();
-    let client = crate::transport::client(config).map_err(|source| KubeconfigError::Client {
-        context: context_name.clone(),
-        source,
+    config.proxy_url = None;
+    let proxy = proxy::select(
+        proxy_url.as_deref(),
+        &proxy::Target::from_uri(&config.cluster_url),
+        &sel.proxy_env,
+    )
+    .map_err(|source| match source {
+        proxy::SelectError::InvalidProxyUrl(_) => KubeconfigError::ProxyUrl {
+            files: where_.clone(),
+            cluster: cluster_name.clone(),
+            source,
+        },
+        proxy::SelectError::Cgi(_) => KubeconfigError::Proxy(source),
+    })?;
+    let client = crate::transport::client(config, proxy.as_ref()).map_err(|source| {
+        KubeconfigError::Client {
+            context: context_name.clone(),
+            source,
+        }
     })?;
     Ok(Connection {
         client,
@@ -344,6 +392,7 @@ pub async fn connect(sel: &ClusterSelection) -> Result<Connection, KubeconfigErr
         context: context_name,
         server,
         request_timeout: sel.request_timeout,
+        proxy: proxy.map(|p| p.to_string()),
     })
 }
 

@@ -77,7 +77,12 @@ pub async fn run(settings: &Settings, streams: &Streams) -> Ending {
 /// Connects, reads, plans, shows the plan and asks for confirmation. Writes nothing.
 async fn plan(settings: &Settings, streams: &Streams) -> Result<Next, AppError> {
     let conn = kube_context::connect(&settings.cluster).await?;
-    let cluster = Cluster::new(conn, settings.verbose > 0);
+    // -v: the proxy and every request, as notices.
+    let log = (settings.verbose > 0).then_some(streams::notice as fn(&str));
+    if let (Some(log), Some(proxy)) = (log, &conn.proxy) {
+        log(&format!("  via proxy {proxy}"));
+    }
+    let cluster = Cluster::new(conn, log);
 
     let request = UpdateRequest {
         app: &settings.app,

@@ -9,6 +9,7 @@ use std::time::Duration;
 use crate::cli::{ColorChoice, OutputFormat, UpdateArgs};
 use crate::endpoints_file::{self, EndpointsError, EndpointsFile};
 use crate::names;
+use crate::proxy::ProxyEnv;
 use crate::updaters::{AutoscalerUpdate, ContainerUpdate, validate_image_reference};
 
 /// Why the flags' values or the files they name cannot be used. Nothing was sent.
@@ -53,6 +54,9 @@ pub struct Environment {
     /// A question can be asked on stderr and answered from the terminal (stdin when it is a
     /// terminal, else `/dev/tty`) — never from piped stdin.
     pub can_prompt: bool,
+    /// `HTTPS_PROXY`, `HTTP_PROXY`, `NO_PROXY` (or their lower-case forms) and whether
+    /// `REQUEST_METHOD` is set.
+    pub proxy: ProxyEnv,
 }
 
 impl Environment {
@@ -79,6 +83,7 @@ impl Environment {
             stdout_is_terminal: std::io::stdout().is_terminal(),
             stderr_is_terminal: stderr_tty,
             can_prompt: stderr_tty && (stdin_tty || dev_tty()),
+            proxy: ProxyEnv::from_lookup(|k| var(k).map(|v| v.to_string_lossy().into_owned())),
         }
     }
 }
@@ -130,6 +135,8 @@ pub struct ClusterSelection {
     pub as_groups: Vec<String>,
     /// `None`: no bound (kubectl's default).
     pub request_timeout: Option<Duration>,
+    /// The proxy variables, for when the kubeconfig sets no `proxy-url`.
+    pub proxy_env: ProxyEnv,
 }
 
 /// The endpoints file as read and parsed.
@@ -295,6 +302,7 @@ impl Settings {
                 as_user: args.as_user,
                 as_groups: args.as_group,
                 request_timeout,
+                proxy_env: env.proxy.clone(),
             },
             yes: args.yes,
             dry_run: args.dry_run,

@@ -8,8 +8,9 @@
 //! ALPN and, when the server takes it, sends every request of the run as a stream of one
 //! HTTP/2 connection: concurrent requests wait for that one connection instead of opening
 //! their own. A server that does not negotiate `h2` gets plain HTTP/1.1 keep-alive, as before
-//! (one wasted handshake on the first request, nothing sent on it). Plain `http://` servers
-//! and proxied clusters keep kube's own stack.
+//! (one wasted handshake on the first request, nothing sent on it). Plain `http://` servers get
+//! HTTP/1.1 keep-alive. Through a proxy (see [`crate::proxy_connector`]) the same holds, over
+//! one tunnel.
 //!
 //! When this module can go: once kube's own client negotiates HTTP/2 — kube-rs/kube#1923
 //! ("Try to enable HTTP/2 support in the client", open; a first attempt is kube-rs/kube#1823)
@@ -19,9 +20,9 @@
 //! `tests/transport_e2e.rs` (one connection for a whole run) and `tests/transport_http1_e2e.rs`
 //! (the fallback) hold any replacement to the same behaviour.
 //!
-//! Name resolution goes through [`Resolver`], whose failures carry their own type
-//! ([`ResolveError`]) so that the error messages can tell a name that does not resolve from
-//! other connection failures without reading error text.
+//! Name resolution goes through [`crate::proxy_connector::Resolver`], whose failures carry their
+//! own type, so that the error messages can tell a name that does not resolve from other
+//! connection failures without reading error text.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -34,7 +35,6 @@ use http::{HeaderMap, Request, Response, Uri};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper_util::client::legacy::Client as HyperClient;
-use hyper_util::client::legacy::connect::dns::{GaiResolver, Name};
 use hyper_util::client::legacy::connect::{Connection, HttpConnector};
 use hyper_util::rt::TokioExecutor;
 use kube::client::{Body, ConfigExt};
@@ -115,39 +115,9 @@ fn is_no_h2(e: &hyper_util::client::legacy::Error) -> bool {
     false
 }
 
-/// The system resolver (getaddrinfo on a blocking thread, as hyper's default), with its
-/// failures as [`ResolveError`].
-#[derive(Clone)]
-pub struct Resolver(GaiResolver);
-
-impl Default for Resolver {
-    fn default() -> Self {
-        Resolver(GaiResolver::new())
-    }
-}
-
-/// The server's name did not resolve: nothing was sent.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct ResolveError(#[source] pub std::io::Error);
-
-impl tower::Service<Name> for Resolver {
-    type Response = <GaiResolver as tower::Service<Name>>::Response;
-    type Error = ResolveError;
-    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, ResolveError>> + Send>>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), ResolveError>> {
-        self.0.poll_ready(cx).map_err(ResolveError)
-    }
-
-    fn call(&mut self, name: Name) -> Self::Future {
-        let resolving = self.0.call(name);
-        Box::pin(async move { resolving.await.map_err(ResolveError) })
-    }
-}
-
-type Connector =
-    hyper_timeout::TimeoutConnector<hyper_rustls::HttpsConnector<HttpConnector<Resolver>>>;
+type Connector = hyper_timeout::TimeoutConnector<
+    hyper_rustls::HttpsConnector<crate::proxy_connector::ProxyConnector>,
+>;
 
 /// HTTP/2 on one connection, else HTTP/1.1 keep-alive for the rest of the run.
 ///
@@ -236,13 +206,19 @@ impl Drop for Probe<'_> {
     }
 }
 
-fn connector(config: &kube::Config, h2: bool) -> Result<Connector, kube::Error> {
-    let mut http = HttpConnector::new_with_resolver(Resolver::default());
+fn connector(
+    config: &kube::Config,
+    h2: bool,
+    proxy: Option<&crate::proxy::Proxy>,
+) -> Result<Connector, kube::Error> {
+    let mut http = HttpConnector::new_with_resolver(crate::proxy_connector::Resolver::default());
     http.enforce_http(false);
     // HTTP/2 writes frames (settings, headers, data, window updates) as they come; without
     // TCP_NODELAY, Nagle's algorithm holds a small write back until the previous one is
     // acknowledged, a round trip at a time. kubectl (Go) sets it too.
     http.set_nodelay(true);
+    let http =
+        crate::proxy_connector::ProxyConnector::new(http, proxy, || config.rustls_client_config())?;
     let tls = config.rustls_client_config()?;
     let builder = hyper_rustls::HttpsConnectorBuilder::new()
         .with_tls_config(tls)
@@ -355,31 +331,44 @@ where
     Ok(kube::Client::new(service, config.default_namespace))
 }
 
-/// The client: [`H2OrH1`] for `https://` servers, HTTP/1.1 keep-alive for `http://` ones,
-/// kube's own client for proxied clusters.
-pub fn client(config: kube::Config) -> Result<kube::Client, kube::Error> {
-    if config.proxy_url.is_some() {
-        return kube::Client::try_from(config);
-    }
+/// The client: [`H2OrH1`] for `https://` servers, HTTP/1.1 keep-alive for `http://` ones;
+/// either through `proxy`.
+pub fn client(
+    mut config: kube::Config,
+    proxy: Option<&crate::proxy::Proxy>,
+) -> Result<kube::Client, kube::Error> {
     if config.cluster_url.scheme_str() != Some("https") {
-        let h1 = HyperClient::builder(TokioExecutor::new()).build(connector(&config, false)?);
+        let h1 =
+            HyperClient::builder(TokioExecutor::new()).build(connector(&config, false, proxy)?);
+        // Requests forwarded by an HTTP proxy carry its credentials.
+        if let Some(auth) = proxy
+            .filter(|p| matches!(p.url.scheme.as_str(), "http" | "https"))
+            .and_then(|p| crate::proxy_connector::basic_authorization(&p.url))
+        {
+            config
+                .headers
+                .push((http::header::PROXY_AUTHORIZATION, auth));
+        }
         return stack(config, h1);
     }
-    let transport = H2OrH1::new(&config)?;
+    let transport = H2OrH1::new(&config, proxy)?;
     stack(config, transport)
 }
 
 impl H2OrH1 {
-    fn new(config: &kube::Config) -> Result<H2OrH1, kube::Error> {
+    fn new(
+        config: &kube::Config,
+        proxy: Option<&crate::proxy::Proxy>,
+    ) -> Result<H2OrH1, kube::Error> {
         let protocol = Arc::new(watch::channel(Protocol::Unknown).0);
         Ok(H2OrH1 {
             h2: HyperClient::builder(TokioExecutor::new())
                 .http2_only(true)
                 .build(RequireH2 {
-                    inner: connector(config, true)?,
+                    inner: connector(config, true, proxy)?,
                     protocol: protocol.clone(),
                 }),
-            h1: HyperClient::builder(TokioExecutor::new()).build(connector(config, false)?),
+            h1: HyperClient::builder(TokioExecutor::new()).build(connector(config, false, proxy)?),
             protocol,
             probing: Arc::new(AtomicBool::new(false)),
         })
@@ -401,7 +390,7 @@ mod tests {
             kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
                 .await
                 .unwrap();
-        client(config).unwrap()
+        client(config, None).unwrap()
     }
 
     fn version() -> Request<Vec<u8>> {
@@ -470,7 +459,7 @@ mod tests {
                 .unwrap_or_else(|_| panic!("timed out waiting until {what}"));
         };
         let url = format!("https://127.0.0.1:{port}/version");
-        let transport = H2OrH1::new(&kube::Config::new(url.parse().unwrap())).unwrap();
+        let transport = H2OrH1::new(&kube::Config::new(url.parse().unwrap()), None).unwrap();
         let get = || {
             let mut transport = transport.clone();
             let request = Request::get(url.as_str())
