@@ -256,15 +256,25 @@ fn names<T>(items: &[T], name: impl Fn(&T) -> &String) -> String {
     }
 }
 
-/// Resolves the kubeconfig and builds a client. Makes no request.
-pub async fn connect(sel: &ClusterSelection) -> Result<Connection, KubeconfigError> {
-    let (kubeconfig, files) = load_kubeconfig(&sel.kubeconfig)?;
-    let where_ = files
-        .iter()
-        .map(|p| p.display().to_string())
-        .collect::<Vec<_>>()
-        .join(", ");
+/// The context, cluster and namespace a run uses, checked against the kubeconfig.
+struct Selected {
+    context: String,
+    cluster: String,
+    namespace: String,
+}
 
+/// kubectl's choice of context (`--context`, else the current one), cluster (`--cluster`, else
+/// the context's) and namespace (`-n`, else the context's, else `default`); every name must
+/// exist in the kubeconfig, users included (a context naming a user that is not there would
+/// silently run as system:anonymous).
+fn select(
+    kubeconfig: &Kubeconfig,
+    sel: &ClusterSelection,
+    files: &str,
+) -> Result<Selected, KubeconfigError> {
+    let files = files.to_owned();
+    let contexts = || names(&kubeconfig.contexts, |c| &c.name);
+    let users = || names(&kubeconfig.auth_infos, |u| &u.name);
     let context_name = match sel
         .context
         .clone()
@@ -273,8 +283,8 @@ pub async fn connect(sel: &ClusterSelection) -> Result<Connection, KubeconfigErr
         Some(c) if !c.is_empty() => c,
         _ => {
             return Err(KubeconfigError::NoCurrentContext {
-                files: where_,
-                contexts: names(&kubeconfig.contexts, |c| &c.name),
+                files,
+                contexts: contexts(),
             });
         }
     };
@@ -282,43 +292,35 @@ pub async fn connect(sel: &ClusterSelection) -> Result<Connection, KubeconfigErr
         .contexts
         .iter()
         .find(|c| c.name == context_name)
-        .and_then(|c| c.context.clone())
+        .and_then(|c| c.context.as_ref())
     else {
         return Err(KubeconfigError::NoSuchContext {
             context: context_name,
-            files: where_,
-            contexts: names(&kubeconfig.contexts, |c| &c.name),
+            files,
+            contexts: contexts(),
         });
     };
-    let cluster_name = sel.cluster.clone().unwrap_or(context.cluster.clone());
-    if !kubeconfig.clusters.iter().any(|c| c.name == cluster_name) {
+    let cluster = sel.cluster.clone().unwrap_or(context.cluster.clone());
+    if !kubeconfig.clusters.iter().any(|c| c.name == cluster) {
         return Err(KubeconfigError::NoSuchCluster {
-            cluster: cluster_name,
+            cluster,
             context: context_name,
-            files: where_,
+            files,
             clusters: names(&kubeconfig.clusters, |c| &c.name),
         });
     }
-    if let Some(user) = &sel.user
+    let (user, named_by_context) = match &sel.user {
+        Some(user) => (Some(user), false),
+        None => (context.user.as_ref().filter(|u| !u.is_empty()), true),
+    };
+    if let Some(user) = user
         && !kubeconfig.auth_infos.iter().any(|u| &u.name == user)
     {
         return Err(KubeconfigError::NoSuchUser {
             user: user.clone(),
-            context: None,
-            files: where_,
-            users: names(&kubeconfig.auth_infos, |u| &u.name),
-        });
-    }
-    // A context naming a user that is not there would silently run as system:anonymous.
-    if sel.user.is_none()
-        && let Some(user) = context.user.as_ref().filter(|u| !u.is_empty())
-        && !kubeconfig.auth_infos.iter().any(|u| &u.name == user)
-    {
-        return Err(KubeconfigError::NoSuchUser {
-            user: user.clone(),
-            context: Some(context_name),
-            files: where_,
-            users: names(&kubeconfig.auth_infos, |u| &u.name),
+            context: named_by_context.then_some(context_name),
+            files,
+            users: users(),
         });
     }
     let namespace = sel
@@ -327,31 +329,43 @@ pub async fn connect(sel: &ClusterSelection) -> Result<Connection, KubeconfigErr
         .or(context.namespace.clone())
         .filter(|n| !n.is_empty())
         .unwrap_or_else(|| "default".to_owned());
+    Ok(Selected {
+        context: context_name,
+        cluster,
+        namespace,
+    })
+}
+
+/// Resolves the kubeconfig and builds a client. Makes no request.
+pub async fn connect(sel: &ClusterSelection) -> Result<Connection, KubeconfigError> {
+    let (mut kubeconfig, files) = load_kubeconfig(&sel.kubeconfig)?;
+    let files = list(&files);
+    let Selected {
+        context,
+        cluster,
+        namespace,
+    } = select(&kubeconfig, sel, &files)?;
 
     // The cluster's proxy-url is ours to interpret (kubectl's rules, `crate::proxy`). Left
     // empty, kube would read HTTPS_PROXY itself (ignoring NO_PROXY) and fail to parse what it
     // does not understand; a placeholder keeps it from reading the environment at all.
-    let mut kubeconfig = kubeconfig;
-    let mut proxy_url = None;
-    if let Some(cluster) = kubeconfig
+    let proxy_url = kubeconfig
         .clusters
         .iter_mut()
-        .find(|c| c.name == cluster_name)
+        .find(|c| c.name == cluster)
         .and_then(|c| c.cluster.as_mut())
-    {
-        proxy_url = cluster.proxy_url.replace(PROXY_PLACEHOLDER.to_owned());
-    }
+        .and_then(|c| c.proxy_url.replace(PROXY_PLACEHOLDER.to_owned()));
 
     let options = KubeConfigOptions {
-        context: Some(context_name.clone()),
+        context: Some(context.clone()),
         cluster: sel.cluster.clone(),
         user: sel.user.clone(),
     };
     let mut config = kube::Config::from_custom_kubeconfig(kubeconfig, &options)
         .await
         .map_err(|source| KubeconfigError::Config {
-            files: where_.clone(),
-            context: context_name.clone(),
+            files: files.clone(),
+            context: context.clone(),
             source,
         })?;
     if let Some(user) = &sel.as_user {
@@ -374,22 +388,22 @@ pub async fn connect(sel: &ClusterSelection) -> Result<Connection, KubeconfigErr
     )
     .map_err(|source| match source {
         proxy::SelectError::InvalidProxyUrl(_) => KubeconfigError::ProxyUrl {
-            files: where_.clone(),
-            cluster: cluster_name.clone(),
+            files,
+            cluster,
             source,
         },
         proxy::SelectError::Cgi(_) => KubeconfigError::Proxy(source),
     })?;
     let client = crate::transport::client(config, proxy.as_ref()).map_err(|source| {
         KubeconfigError::Client {
-            context: context_name.clone(),
+            context: context.clone(),
             source,
         }
     })?;
     Ok(Connection {
         client,
         namespace,
-        context: context_name,
+        context,
         server,
         request_timeout: sel.request_timeout,
         proxy: proxy.map(|p| p.to_string()),
