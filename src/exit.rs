@@ -104,20 +104,10 @@ fn failed(err: &AppError) -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::{Action, Kind, ObjectChange, Write};
+    use crate::plan::{Action, ObjectChange};
 
     fn change(action: Action) -> ObjectChange {
-        ObjectChange {
-            kind: Kind::Ingress,
-            namespace: "shop".into(),
-            name: "web-x".into(),
-            live: None,
-            fields: Vec::new(),
-            before: None,
-            after: None,
-            write: Write::sample(action),
-            ingress: None,
-        }
+        ObjectChange::sample("web-x", action)
     }
 
     fn report(outcomes: Vec<(Action, Outcome)>) -> Report {

@@ -253,6 +253,25 @@ impl Write {
     }
 }
 
+#[cfg(test)]
+impl ObjectChange {
+    /// An Ingress `name` in namespace `shop` with [`Write::sample`] of `action` and nothing
+    /// else, for tests of what looks only at the action and the name.
+    pub(crate) fn sample(name: &str, action: Action) -> ObjectChange {
+        ObjectChange {
+            kind: Kind::Ingress,
+            namespace: "shop".into(),
+            name: name.into(),
+            live: None,
+            fields: Vec::new(),
+            before: None,
+            after: None,
+            write: Write::sample(action),
+            ingress: None,
+        }
+    }
+}
+
 /// What an Ingress change means in endpoint terms, for people and for `-o json`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct IngressInfo {

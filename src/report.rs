@@ -222,21 +222,8 @@ pub fn lines(report: &Report) -> Vec<Line> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::{Kind, Write};
-
     fn entry(name: &str, action: Action, outcome: Outcome) -> (ObjectChange, Outcome) {
-        let change = ObjectChange {
-            kind: Kind::Ingress,
-            namespace: "shop".into(),
-            name: name.into(),
-            live: None,
-            fields: Vec::new(),
-            before: None,
-            after: None,
-            write: Write::sample(action),
-            ingress: None,
-        };
-        (change, outcome)
+        (ObjectChange::sample(name, action), outcome)
     }
 
     fn fates(report: &Report) -> Vec<(Fate, String)> {

@@ -12,33 +12,14 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::process::Command;
 
+use common::running::{DEPLOY_PATH, Running, kill, wait_until};
 use common::*;
 use sandbox_apiserver::Fault;
 
-const DEPLOY_PATH: &str = "/apis/apps/v1/namespaces/shop/deployments/web";
 const USER_INGRESS: &str =
     "/apis/networking.k8s.io/v1/namespaces/shop/ingresses/web-04f8996da763b7a9";
-
-fn kill(pid: u32, signal: &str) {
-    let st = Command::new("kill")
-        .args([format!("-{signal}"), pid.to_string()])
-        .status()
-        .unwrap();
-    assert!(st.success(), "kill -{signal} {pid}");
-}
-
-fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !cond() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
 
 // ---------------------------------------------------------------------------------------------
 // At the prompt, in a pty
@@ -124,97 +105,9 @@ fn signal_at_the_prompt_checked(signal: &str, expected: i32) {
 // ---------------------------------------------------------------------------------------------
 // During apply
 
-struct Running {
-    child: Child,
-    lines: mpsc::Receiver<String>,
-    stderr: Vec<String>,
-}
-
-impl Running {
-    fn start(env: &Env, args: &[&str]) -> Running {
-        let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("kubectl-appupdate"));
-        scrub(&mut cmd);
-        cmd.arg("--kubeconfig")
-            .arg(&env.kubeconfig)
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = cmd.spawn().unwrap();
-        let err = child.stderr.take().unwrap();
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(err).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Running {
-            child,
-            lines: rx,
-            stderr: Vec::new(),
-        }
-    }
-
-    fn wait_for_stderr(&mut self, needle: &str) {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            if self.stderr.iter().any(|l| l.contains(needle)) {
-                return;
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(l) => self.stderr.push(l),
-                Err(_) => panic!("no {needle:?} on stderr: {:?}", self.stderr),
-            }
-        }
-    }
-
-    fn finish(mut self) -> (i32, String, String) {
-        let out = self.child.wait_with_output().unwrap();
-        self.stderr.extend(self.lines.iter());
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            self.stderr.join("\n"),
-        )
-    }
-}
-
-const DROP_USER: &str = "endpoints:\n  - path: /health\n  - path: /unprotected\n";
-
-/// An image change (first write round) and an Ingress delete (last round); the real
-/// Deployment write is held in flight.
-fn start_held_apply(env: &Env) -> Running {
-    let file = env.write_file("endpoints.yaml", DROP_USER);
-    env.sb.inject(Fault::Restrict {
-        dry_run: false,
-        fault: Box::new(Fault::Hold {
-            method: Some("PATCH".into()),
-            path_prefix: DEPLOY_PATH.into(),
-            count: 1,
-        }),
-    });
-    let run = Running::start(
-        env,
-        &[
-            "web",
-            "--image",
-            "registry.example.com/web:2.0",
-            "--endpoints",
-            file.to_str().unwrap(),
-            "--yes",
-        ],
-    );
-    wait_until("the Deployment write in flight", || env.sb.held() == 1);
-    run
-}
-
 fn signal_during_apply(signal: &str, expected: i32) {
     let env = Env::new();
-    let mut run = start_held_apply(&env);
+    let mut run = Running::with_the_deployment_write_held(&env);
     kill(run.child.id(), signal);
     run.wait_for_stderr("interrupt received: finishing the requests in flight");
     env.sb.release_held();
@@ -259,7 +152,7 @@ fn sigterm_during_apply_finishes_the_write_in_flight_starts_no_other_and_exits_1
 #[test]
 fn a_second_signal_during_apply_exits_at_once_and_says_the_write_may_have_landed() {
     let env = Env::new();
-    let mut run = start_held_apply(&env);
+    let mut run = Running::with_the_deployment_write_held(&env);
     kill(run.child.id(), "INT");
     run.wait_for_stderr("interrupt received");
     kill(run.child.id(), "TERM");

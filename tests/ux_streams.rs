@@ -7,19 +7,13 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
-
+use common::running::{DEPLOY_PATH, DROP_USER, Running, wait_until};
 use common::*;
 use sandbox_apiserver::{Fault, Rollout, SandboxOptions, Trigger};
 use serde_json::{Value, json};
 
 const NEW_IMAGE: &str = "registry.example.com/web:2.0";
-const DEPLOY_PATH: &str = "/apis/apps/v1/namespaces/shop/deployments/web";
 const USER_INGRESS: &str = "web-04f8996da763b7a9";
-/// Keeps the public group, drops the user group (a delete in the last write round).
-const DROP_USER: &str = "endpoints:\n  - path: /health\n  - path: /unprotected\n";
 
 /// What every report, failure or notice line starts with or contains: none of it on stdout.
 const NOT_ON_STDOUT: &[&str] = &[
@@ -278,78 +272,6 @@ fn exit_7_what_was_done_on_stdout_progress_and_the_reason_on_stderr() {
     );
 }
 
-/// Runs the plugin with its stderr read line by line, so the test can act on what it says.
-struct Running {
-    child: std::process::Child,
-    lines: std::sync::mpsc::Receiver<String>,
-    seen: Vec<String>,
-}
-
-impl Running {
-    fn start(env: &Env, args: &[&str]) -> Running {
-        let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("kubectl-appupdate"));
-        scrub(&mut cmd);
-        cmd.arg("--kubeconfig")
-            .arg(&env.kubeconfig)
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = cmd.spawn().unwrap();
-        let err = child.stderr.take().unwrap();
-        let (tx, lines) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(err).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Running {
-            child,
-            lines,
-            seen: Vec::new(),
-        }
-    }
-
-    fn signal(&self, signal: &str) {
-        let st = Command::new("kill")
-            .args([format!("-{signal}"), self.child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(st.success());
-    }
-
-    fn wait_for_stderr(&mut self, needle: &str) {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while !self.seen.iter().any(|l| l.contains(needle)) {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(line) => self.seen.push(line),
-                Err(_) => panic!("no {needle:?} on stderr: {:?}", self.seen),
-            }
-        }
-    }
-
-    fn finish(mut self) -> (i32, String, String) {
-        let out = self.child.wait_with_output().unwrap();
-        self.seen.extend(self.lines.iter());
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            self.seen.join("\n"),
-        )
-    }
-}
-
-fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
 #[test]
 fn exit_130_while_reading_nothing_on_stdout_the_reason_on_stderr() {
     let env = Env::new();
@@ -371,27 +293,7 @@ fn exit_130_while_reading_nothing_on_stdout_the_reason_on_stderr() {
 #[test]
 fn exit_143_while_writing_what_was_done_on_stdout_the_rest_on_stderr() {
     let env = Env::new();
-    let file = env.write_file("endpoints.yaml", DROP_USER);
-    env.sb.inject(Fault::Restrict {
-        dry_run: false,
-        fault: Box::new(Fault::Hold {
-            method: Some("PATCH".into()),
-            path_prefix: DEPLOY_PATH.into(),
-            count: 1,
-        }),
-    });
-    let mut run = Running::start(
-        &env,
-        &[
-            "web",
-            "--image",
-            NEW_IMAGE,
-            "--endpoints",
-            file.to_str().unwrap(),
-            "--yes",
-        ],
-    );
-    wait_until("the Deployment write in flight", || env.sb.held() == 1);
+    let mut run = Running::with_the_deployment_write_held(&env);
     run.signal("TERM");
     run.wait_for_stderr("interrupt received: finishing the requests in flight");
     env.sb.release_held();

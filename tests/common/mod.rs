@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod pty;
+pub mod running;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
