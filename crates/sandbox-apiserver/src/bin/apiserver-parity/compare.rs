@@ -38,6 +38,19 @@ impl Verdict {
 
 /// The normalised form of one exchange on one side.
 pub fn normalized(ex: &Exchange, side: &mut Side) -> Value {
+    if let Some(prefix) = ex
+        .sent
+        .as_ref()
+        .and_then(|p| p.body.as_deref())
+        .and_then(|b| serde_json::from_slice::<Value>(b).ok())
+        .and_then(|b| {
+            b.pointer("/metadata/generateName")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
+    {
+        side.hint_generate_name(&prefix);
+    }
     if let Some(e) = &ex.got.error
         && ex.got.status == 0
     {

@@ -136,48 +136,144 @@ fn is_ip(s: &str) -> bool {
     s.parse::<std::net::IpAddr>().is_ok()
 }
 
-/// The random values one server produced so far, in order of first appearance, and what was
-/// wrong with any of them.
+/// The characters apimachinery's `utilrand.String` picks a generated name's suffix from.
+const GENERATED_ALPHABET: &str = "bcdfghjklmnpqrstvwxz2456789";
+const GENERATED_LEN: usize = 5;
+
+/// The random values one server produced so far, each with the placeholder it stands for,
+/// and what was wrong with any of them.
 #[derive(Debug, Default, Clone)]
 pub struct Side {
-    pub rvs: Vec<String>,
+    /// (value, placeholder) in order of first appearance: versions, uids, continue tokens,
+    /// IPs, generated names.
+    pub labels: Vec<(String, String)>,
+    /// Current revisions (lists, bookmarks) in order of appearance.
     pub current_rvs: Vec<String>,
-    pub uids: Vec<String>,
-    pub continues: Vec<String>,
-    pub ips: Vec<String>,
-    pub generated: Vec<String>,
+    /// `generateName` prefixes seen: the name the server made up from one appears in
+    /// messages and details too, even when no object came back.
+    pub generate_prefixes: Vec<String>,
+    per_object: std::collections::HashMap<String, usize>,
+    per_class: std::collections::HashMap<String, usize>,
     max_rv: u64,
     pub problems: Vec<String>,
 }
 
-fn ordinal(table: &mut Vec<String>, value: &str) -> usize {
-    match table.iter().position(|v| v == value) {
-        Some(i) => i + 1,
-        None => {
-            table.push(value.to_string());
-            table.len()
-        }
-    }
+/// Where a value sits: in the metadata of an object (whose kind and name identify it), in a
+/// list item (kind from the list), in a bookmark.
+#[derive(Debug, Clone, Default)]
+struct Ctx {
+    /// In `metadata`: the object's `Kind/name`, and whether its version is the current
+    /// revision (a list's, a bookmark's).
+    metadata_of: Option<(Option<String>, bool)>,
+    item_kind: Option<String>,
+    bookmark: bool,
 }
 
 impl Side {
-    fn rv(&mut self, value: &str, path: &str) -> Value {
+    /// The placeholder of `value` in `class` (rv, uid, continue, ip, generated): the one it
+    /// already has, else a new one - per object (`<rv:Deployment/web#2>`: web's second
+    /// version) when the object is known, else by order of appearance (`<rv:3>`).
+    fn label(&mut self, class: &str, value: &str, ident: Option<&str>) -> String {
+        let prefix = format!("<{class}:");
+        if let Some((_, l)) = self
+            .labels
+            .iter()
+            .find(|(v, l)| v == value && l.starts_with(&prefix))
+        {
+            return l.clone();
+        }
+        let label = match ident {
+            Some(id) => {
+                let n = self.per_object.entry(format!("{class}:{id}")).or_default();
+                *n += 1;
+                if *n == 1 {
+                    format!("<{class}:{id}>")
+                } else {
+                    format!("<{class}:{id}#{n}>")
+                }
+            }
+            None => {
+                let n = self.per_class.entry(class.to_string()).or_default();
+                *n += 1;
+                format!("<{class}:{n}>")
+            }
+        };
+        self.labels.push((value.to_string(), label.clone()));
+        label
+    }
+
+    /// The value of `placeholder` on this side.
+    pub fn value_of(&self, placeholder: &str) -> Option<&str> {
+        self.labels
+            .iter()
+            .find(|(_, l)| l == placeholder)
+            .map(|(v, _)| v.as_str())
+    }
+
+    fn label_of(&self, value: &str) -> Option<&str> {
+        self.labels
+            .iter()
+            .find(|(v, _)| v == value)
+            .map(|(_, l)| l.as_str())
+    }
+
+    /// Remember the `generateName` of a request about to be judged.
+    pub fn hint_generate_name(&mut self, prefix: &str) {
+        if !prefix.is_empty() && !self.generate_prefixes.iter().any(|p| p == prefix) {
+            self.generate_prefixes.push(prefix.to_string());
+        }
+    }
+
+    /// Replace names generated from a known prefix inside `s`.
+    fn generated_names(&mut self, s: &str) -> String {
+        let mut out = s.to_string();
+        for prefix in self.generate_prefixes.clone() {
+            let mut result = String::new();
+            let mut rest = out.as_str();
+            while let Some(i) = rest.find(prefix.as_str()) {
+                let after = &rest[i + prefix.len()..];
+                let suffix: String = after.chars().take(GENERATED_LEN).collect();
+                let next = after.chars().nth(GENERATED_LEN);
+                if suffix.chars().count() == GENERATED_LEN
+                    && suffix.chars().all(|c| GENERATED_ALPHABET.contains(c))
+                    && !next.is_some_and(|c| c.is_ascii_alphanumeric())
+                {
+                    let name = format!("{prefix}{suffix}");
+                    let label = self.label("generated", &name, None);
+                    result.push_str(&rest[..i]);
+                    result.push_str(&format!("{prefix}{label}"));
+                    rest = &after[suffix.len()..];
+                } else {
+                    result.push_str(&rest[..i + prefix.len()]);
+                    rest = after;
+                }
+            }
+            result.push_str(rest);
+            out = result;
+        }
+        out
+    }
+
+    fn rv(&mut self, value: &str, ident: Option<&str>, path: &str) -> Value {
         match value.parse::<u64>() {
             Ok(n) => self.max_rv = self.max_rv.max(n),
             Err(_) => self.problems.push(format!(
                 "{path}: resourceVersion {value:?} is not a decimal number"
             )),
         }
-        json!(format!("<rv:{}>", ordinal(&mut self.rvs, value)))
+        json!(self.label("rv", value, ident))
     }
 
     fn current_rv(&mut self, value: &str, path: &str) -> Value {
+        // A continue page or an exact read repeats a version seen before; anything new must
+        // not be older than what was seen.
+        let seen = self.label_of(value).is_some() || self.current_rvs.iter().any(|v| v == value);
         match value.parse::<u64>() {
-            Ok(n) if n < self.max_rv => self.problems.push(format!(
+            Ok(n) if n < self.max_rv && !seen => self.problems.push(format!(
                 "{path}: the current resourceVersion {n} is older than {} seen before",
                 self.max_rv
             )),
-            Ok(n) => self.max_rv = n,
+            Ok(n) => self.max_rv = self.max_rv.max(n),
             Err(_) => self.problems.push(format!(
                 "{path}: resourceVersion {value:?} is not a decimal number"
             )),
@@ -188,22 +284,33 @@ impl Side {
         json!("<rv:current>")
     }
 
-    /// Replace what is known to be random inside a free text (messages, Table cells).
-    fn text(&self, s: &str) -> String {
-        let mut out = s.to_string();
-        for (i, uid) in self.uids.iter().enumerate() {
-            out = out.replace(uid.as_str(), &format!("<uid:{}>", i + 1));
+    fn uid(&mut self, value: &str, ident: Option<&str>, path: &str) -> Value {
+        if !is_uuid(value) {
+            self.problems
+                .push(format!("{path}: {value:?} is not a UUID"));
         }
-        for (i, name) in self.generated.iter().enumerate() {
-            out = out.replace(name.as_str(), &format!("<generated:{}>", i + 1));
+        json!(self.label("uid", value, ident))
+    }
+
+    /// Replace what is known to be random inside a free text (messages).
+    fn text(&mut self, s: &str) -> String {
+        let mut out = self.generated_names(s);
+        for (value, label) in &self.labels {
+            if label.starts_with("<uid:") || label.starts_with("<generated:") {
+                out = out.replace(value.as_str(), label);
+            }
         }
         // Whole decimal numbers that are known versions.
         let mut result = String::with_capacity(out.len());
         let mut digits = String::new();
         let flush = |digits: &mut String, result: &mut String| {
             if !digits.is_empty() {
-                match self.rvs.iter().position(|v| v == digits) {
-                    Some(i) => result.push_str(&format!("<rv:{}>", i + 1)),
+                match self
+                    .labels
+                    .iter()
+                    .find(|(v, l)| v == digits && l.starts_with("<rv:"))
+                {
+                    Some((_, l)) => result.push_str(l),
                     None if self.current_rvs.iter().any(|v| v == digits) => {
                         result.push_str("<rv:current>")
                     }
@@ -224,8 +331,7 @@ impl Side {
         result
     }
 
-    /// A whole response: status, compared headers, body (and watch events, and the answers to
-    /// requests sent while the watch was open).
+    /// A whole response: status, body (or watch events), compared headers.
     pub fn response(
         &mut self,
         status: u16,
@@ -246,7 +352,7 @@ impl Side {
                 out.insert("events".into(), Value::Array(ev));
             }
             None => {
-                let b = self.value(body, "/body", Context::Top);
+                let b = self.value(body, "/body", &Ctx::default());
                 out.insert("body".into(), b);
             }
         }
@@ -281,10 +387,9 @@ impl Side {
                 self.value(
                     v,
                     &p,
-                    if bookmark {
-                        Context::Current
-                    } else {
-                        Context::Top
+                    &Ctx {
+                        bookmark,
+                        ..Ctx::default()
                     },
                 )
             } else {
@@ -295,13 +400,13 @@ impl Side {
         Value::Object(out)
     }
 
-    fn value(&mut self, v: &Value, path: &str, ctx: Context) -> Value {
+    fn value(&mut self, v: &Value, path: &str, ctx: &Ctx) -> Value {
         match v {
             Value::Object(m) => self.object(m, path, ctx),
             Value::Array(a) => Value::Array(
                 a.iter()
                     .enumerate()
-                    .map(|(i, x)| self.value(x, &format!("{path}/{i}"), Context::Top))
+                    .map(|(i, x)| self.value(x, &format!("{path}/{i}"), &Ctx::default()))
                     .collect(),
             ),
             Value::String(s) => self.string(s),
@@ -315,23 +420,49 @@ impl Side {
         if is_timestamp(s) {
             json!("<time>")
         } else if is_uuid(s) {
-            json!(format!("<uid:{}>", ordinal(&mut self.uids, s)))
+            json!(self.label("uid", s, None))
         } else if is_ip(s) {
-            json!(format!("<ip:{}>", ordinal(&mut self.ips, s)))
-        } else {
+            json!(self.label("ip", s, None))
+        } else if self.generate_prefixes.is_empty() {
             json!(s)
+        } else {
+            json!(self.generated_names(s))
         }
     }
 
-    fn object(&mut self, m: &Map<String, Value>, path: &str, ctx: Context) -> Value {
+    fn object(&mut self, m: &Map<String, Value>, path: &str, ctx: &Ctx) -> Value {
         // A list (or Table) carries the current revision in its metadata; so does a bookmark.
         let is_list = m.contains_key("items")
             || m.get("kind")
                 .and_then(Value::as_str)
                 .is_some_and(|k| k.ends_with("List") || k == "Table");
-        let generate_name = m
-            .get("generateName")
+        let kind = m
+            .get("kind")
             .and_then(Value::as_str)
+            .map(str::to_string)
+            .or_else(|| ctx.item_kind.clone());
+        if let Some(g) = m.get("generateName").and_then(Value::as_str) {
+            self.hint_generate_name(g);
+        }
+        let meta = m.get("metadata");
+        if let Some(g) = meta
+            .and_then(|x| x.get("generateName"))
+            .and_then(Value::as_str)
+        {
+            self.hint_generate_name(g);
+        }
+        let ident = match (
+            &kind,
+            meta.and_then(|x| x.get("name")).and_then(Value::as_str),
+        ) {
+            (Some(k), Some(name)) if !is_list => {
+                Some(format!("{k}/{}", self.generated_names(name)))
+            }
+            _ => None,
+        };
+        let item_kind = kind
+            .as_deref()
+            .and_then(|k| k.strip_suffix("List"))
             .map(str::to_string);
         let age_column = m
             .get("columnDefinitions")
@@ -345,39 +476,43 @@ impl Side {
             let p = format!("{path}/{k}");
             let nv = match (k.as_str(), x) {
                 ("resourceVersion", Value::String(s)) if s.is_empty() => x.clone(),
-                ("resourceVersion", Value::String(s)) => match ctx {
-                    Context::Metadata { current: true } => self.current_rv(s, &p),
-                    _ => self.rv(s, &p),
+                ("resourceVersion", Value::String(s)) => match &ctx.metadata_of {
+                    Some((_, true)) => self.current_rv(s, &p),
+                    Some((owner, false)) => self.rv(s, owner.clone().as_deref(), &p),
+                    None => self.rv(s, None, &p),
                 },
-                ("metadata", Value::Object(_)) => self.value_in(
-                    x,
+                ("uid", Value::String(s)) if !s.is_empty() => match &ctx.metadata_of {
+                    Some((owner, _)) => self.uid(s, owner.clone().as_deref(), &p),
+                    None => self.uid(s, None, &p),
+                },
+                ("metadata", Value::Object(meta)) => self.object(
+                    meta,
                     &p,
-                    Context::Metadata {
-                        current: is_list || ctx == Context::Current,
+                    &Ctx {
+                        metadata_of: Some((ident.clone(), is_list || ctx.bookmark)),
+                        ..Ctx::default()
                     },
                 ),
-                ("uid", Value::String(s)) if !s.is_empty() => {
-                    if !is_uuid(s) {
-                        self.problems.push(format!("{p}: {s:?} is not a UUID"));
-                    }
-                    json!(format!("<uid:{}>", ordinal(&mut self.uids, s)))
-                }
+                ("items", Value::Array(items)) => Value::Array(
+                    items
+                        .iter()
+                        .enumerate()
+                        .map(|(i, item)| {
+                            self.value(
+                                item,
+                                &format!("{p}/{i}"),
+                                &Ctx {
+                                    item_kind: item_kind.clone(),
+                                    ..Ctx::default()
+                                },
+                            )
+                        })
+                        .collect(),
+                ),
                 ("continue", Value::String(s)) if !s.is_empty() => {
-                    json!(format!("<continue:{}>", ordinal(&mut self.continues, s)))
+                    json!(self.label("continue", s, None))
                 }
                 ("serverAddress", Value::String(_)) => json!("<address>"),
-                ("name", Value::String(s))
-                    if matches!(ctx, Context::Metadata { .. })
-                        && generate_name
-                            .as_deref()
-                            .is_some_and(|g| s.len() == g.len() + 5 && s.starts_with(g)) =>
-                {
-                    let g = generate_name.as_deref().unwrap_or_default();
-                    json!(format!(
-                        "{g}<generated:{}>",
-                        ordinal(&mut self.generated, s)
-                    ))
-                }
                 ("message", Value::String(s)) => json!(self.text(s)),
                 ("rows", Value::Array(rows)) if age_column.is_some() => {
                     let col = age_column.unwrap_or_default();
@@ -385,7 +520,7 @@ impl Side {
                         rows.iter()
                             .enumerate()
                             .map(|(i, row)| {
-                                let mut row = self.value(row, &format!("{p}/{i}"), Context::Top);
+                                let mut row = self.value(row, &format!("{p}/{i}"), &Ctx::default());
                                 if let Some(cell) =
                                     row.get_mut("cells").and_then(|c| c.get_mut(col))
                                 {
@@ -396,29 +531,12 @@ impl Side {
                             .collect(),
                     )
                 }
-                _ => self.value(x, &p, Context::Top),
+                _ => self.value(x, &p, &Ctx::default()),
             };
             out.insert(k.clone(), nv);
         }
         Value::Object(out)
     }
-
-    fn value_in(&mut self, v: &Value, path: &str, ctx: Context) -> Value {
-        match v {
-            Value::Object(m) => self.object(m, path, ctx),
-            other => self.value(other, path, Context::Top),
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Context {
-    Top,
-    /// The object of a BOOKMARK event: its metadata carries the current revision.
-    Current,
-    Metadata {
-        current: bool,
-    },
 }
 
 /// Where two normalised responses first differ: a JSON pointer-like path and both values
@@ -526,9 +644,9 @@ pub fn first_difference(a: &Value, b: &Value, path: &str) -> Option<Difference> 
 }
 
 /// Rewrites a value recorded on one side into the other side's terms: every string that one
-/// side produced as a random value (version, uid, continue token, generated name) becomes the
-/// other side's value of the same ordinal. Used to replay a recorded request against another
-/// server.
+/// side produced as a random value (version, uid, continue token, generated name, current
+/// revision) becomes the other side's value with the same placeholder. Used to replay a
+/// recorded request against another server.
 pub fn translate(v: &Value, from: &Side, to: &Side) -> Value {
     match v {
         Value::String(s) => Value::String(translate_str(s, from, to)),
@@ -542,27 +660,25 @@ pub fn translate(v: &Value, from: &Side, to: &Side) -> Value {
     }
 }
 
-/// [`translate`] for one string: an exact match of a version, uid, continue token or
-/// generated name, or (for paths and raw text) any occurrence of a uid or generated name.
+/// [`translate`] for one string: an exact match of a known value, or (for paths and raw
+/// text) any occurrence of a uid or generated name.
 pub fn translate_str(s: &str, from: &Side, to: &Side) -> String {
-    let tables: [(&Vec<String>, &Vec<String>); 5] = [
-        (&from.rvs, &to.rvs),
-        (&from.uids, &to.uids),
-        (&from.continues, &to.continues),
-        (&from.generated, &to.generated),
-        (&from.current_rvs, &to.current_rvs),
-    ];
-    for (a, b) in tables {
-        if let Some(i) = a.iter().position(|x| x == s)
-            && let Some(y) = b.get(i)
-        {
-            return y.clone();
-        }
+    if let Some(label) = from.label_of(s)
+        && let Some(v) = to.value_of(label)
+    {
+        return v.to_string();
+    }
+    if let Some(i) = from.current_rvs.iter().position(|v| v == s)
+        && let Some(v) = to.current_rvs.get(i)
+    {
+        return v.clone();
     }
     let mut out = s.to_string();
-    for (a, b) in [(&from.uids, &to.uids), (&from.generated, &to.generated)] {
-        for (x, y) in a.iter().zip(b.iter()) {
-            out = out.replace(x.as_str(), y);
+    for (value, label) in &from.labels {
+        if (label.starts_with("<uid:") || label.starts_with("<generated:"))
+            && let Some(v) = to.value_of(label)
+        {
+            out = out.replace(value.as_str(), v);
         }
     }
     out
@@ -572,49 +688,63 @@ pub fn translate_str(s: &str, from: &Side, to: &Side) -> String {
 mod tests {
     use super::*;
 
-    #[test]
-    fn versions_become_ordinals_in_order_of_appearance() {
-        let mut s = Side::default();
-        let a = s.value(
-            &json!({"metadata": {"resourceVersion": "905", "uid": "8ad3a07d-81dc-40e5-875c-ad57ccea7dae"}}),
-            "",
-            Context::Top,
-        );
-        let b = s.value(
-            &json!({"metadata": {"resourceVersion": "907"}, "x": {"metadata": {"resourceVersion": "905"}}}),
-            "",
-            Context::Top,
-        );
-        assert_eq!(
-            a,
-            json!({"metadata": {"resourceVersion": "<rv:1>", "uid": "<uid:1>"}})
-        );
-        assert_eq!(
-            b,
-            json!({"metadata": {"resourceVersion": "<rv:2>"}, "x": {"metadata": {"resourceVersion": "<rv:1>"}}})
-        );
-        assert!(s.problems.is_empty());
+    fn norm(s: &mut Side, v: Value) -> Value {
+        s.value(&v, "", &Ctx::default())
     }
 
     #[test]
-    fn a_list_version_is_the_current_one_and_may_not_go_back() {
+    fn versions_and_uids_are_named_after_their_object() {
         let mut s = Side::default();
-        s.value(
-            &json!({"metadata": {"resourceVersion": "500"}}),
-            "",
-            Context::Top,
+        let a = norm(
+            &mut s,
+            json!({"kind": "Deployment", "metadata": {"name": "web", "resourceVersion": "905", "uid": "8ad3a07d-81dc-40e5-875c-ad57ccea7dae"}}),
         );
-        let l = s.value(
-            &json!({"kind": "DeploymentList", "metadata": {"resourceVersion": "512"}, "items": []}),
-            "",
-            Context::Top,
+        let b = norm(
+            &mut s,
+            json!({"kind": "DeploymentList", "metadata": {"resourceVersion": "990"}, "items": [
+                {"metadata": {"name": "web", "resourceVersion": "907"}},
+                {"metadata": {"name": "api", "resourceVersion": "905"}}]}),
         );
-        assert_eq!(l["metadata"]["resourceVersion"], "<rv:current>");
+        assert_eq!(
+            a["metadata"],
+            json!({"name": "web", "resourceVersion": "<rv:Deployment/web>", "uid": "<uid:Deployment/web>"})
+        );
+        assert_eq!(b["metadata"]["resourceVersion"], "<rv:current>");
+        assert_eq!(
+            b["items"][0]["metadata"]["resourceVersion"],
+            "<rv:Deployment/web#2>"
+        );
+        // A value keeps the placeholder it got first.
+        assert_eq!(
+            b["items"][1]["metadata"]["resourceVersion"],
+            "<rv:Deployment/web>"
+        );
+        let c = norm(&mut s, json!({"preconditions": {"resourceVersion": "911"}}));
+        assert_eq!(c["preconditions"]["resourceVersion"], "<rv:1>");
+        assert!(s.problems.is_empty(), "{:?}", s.problems);
+    }
+
+    #[test]
+    fn a_new_current_version_may_not_be_older_than_one_seen() {
+        let mut s = Side::default();
+        norm(
+            &mut s,
+            json!({"kind": "Ingress", "metadata": {"name": "a", "resourceVersion": "500"}}),
+        );
+        norm(
+            &mut s,
+            json!({"kind": "IngressList", "metadata": {"resourceVersion": "512"}, "items": []}),
+        );
         assert!(s.problems.is_empty());
-        s.value(
-            &json!({"items": [], "metadata": {"resourceVersion": "499"}}),
-            "",
-            Context::Top,
+        // A continue page repeats the first page's version: fine.
+        norm(
+            &mut s,
+            json!({"kind": "IngressList", "metadata": {"resourceVersion": "512"}, "items": []}),
+        );
+        assert!(s.problems.is_empty());
+        norm(
+            &mut s,
+            json!({"items": [], "metadata": {"resourceVersion": "499"}}),
         );
         assert_eq!(s.problems.len(), 1, "{:?}", s.problems);
     }
@@ -622,38 +752,50 @@ mod tests {
     #[test]
     fn messages_lose_known_uids_and_versions_but_keep_other_numbers() {
         let mut s = Side::default();
-        s.value(
-            &json!({"metadata": {"resourceVersion": "203", "uid": "8ad3a07d-81dc-40e5-875c-ad57ccea7dae"}}),
-            "",
-            Context::Top,
+        norm(
+            &mut s,
+            json!({"kind": "Ingress", "metadata": {"name": "a", "resourceVersion": "203", "uid": "8ad3a07d-81dc-40e5-875c-ad57ccea7dae"}}),
         );
-        let m = s.value(
-            &json!({"message": "the ResourceVersion in the precondition (203) does not match (208) of 8ad3a07d-81dc-40e5-875c-ad57ccea7dae, max 5"}),
-            "",
-            Context::Top,
+        let m = norm(
+            &mut s,
+            json!({"message": "the ResourceVersion in the precondition (203) does not match (208) of 8ad3a07d-81dc-40e5-875c-ad57ccea7dae, max 5"}),
         );
         assert_eq!(
             m["message"],
-            "the ResourceVersion in the precondition (<rv:1>) does not match (208) of <uid:1>, max 5"
+            "the ResourceVersion in the precondition (<rv:Ingress/a>) does not match (208) of <uid:Ingress/a>, max 5"
         );
     }
 
     #[test]
     fn timestamps_ages_and_generated_names_are_placeholders() {
         let mut s = Side::default();
-        let t = s.value(
-            &json!({"kind": "Table", "columnDefinitions": [{"name": "Name"}, {"name": "Age"}],
-                     "rows": [{"cells": ["web", "3s"], "object": {"metadata": {"creationTimestamp": "2026-12-01T05:50:55Z"}}}],
-                     "x": {"metadata": {"generateName": "web-", "name": "web-x7k2p"}}}),
-            "",
-            Context::Top,
+        let t = norm(
+            &mut s,
+            json!({"kind": "Table", "columnDefinitions": [{"name": "Name"}, {"name": "Age"}],
+                   "rows": [{"cells": ["web", "3s"], "object": {"metadata": {"creationTimestamp": "2026-12-01T05:50:55Z"}}}]}),
         );
         assert_eq!(t["rows"][0]["cells"], json!(["web", "<age>"]));
         assert_eq!(
             t["rows"][0]["object"]["metadata"]["creationTimestamp"],
             "<time>"
         );
-        assert_eq!(t["x"]["metadata"]["name"], "web-<generated:1>");
+        let d = norm(
+            &mut s,
+            json!({"kind": "Deployment", "metadata": {"generateName": "web-", "name": "web-x7k2p", "resourceVersion": "7"}}),
+        );
+        assert_eq!(d["metadata"]["name"], "web-<generated:1>");
+        assert_eq!(
+            d["metadata"]["resourceVersion"],
+            "<rv:Deployment/web-<generated:1>>"
+        );
+        let m = norm(
+            &mut s,
+            json!({"message": "deployments.apps \"web-x7k2p\" not found", "details": {"name": "web-x7k2p"}}),
+        );
+        assert_eq!(
+            m,
+            json!({"message": "deployments.apps \"web-<generated:1>\" not found", "details": {"name": "web-<generated:1>"}})
+        );
         assert!(is_timestamp("2026-12-01T05:50:55.123456Z"));
         assert!(!is_timestamp("2026-12-01"));
     }
@@ -674,18 +816,16 @@ mod tests {
     }
 
     #[test]
-    fn translation_maps_values_of_the_same_ordinal() {
+    fn translation_maps_values_with_the_same_placeholder() {
         let mut a = Side::default();
         let mut b = Side::default();
-        a.value(
-            &json!({"metadata": {"resourceVersion": "900", "uid": "8ad3a07d-81dc-40e5-875c-ad57ccea7dae"}}),
-            "",
-            Context::Top,
+        norm(
+            &mut a,
+            json!({"kind": "Ingress", "metadata": {"name": "x", "resourceVersion": "900", "uid": "8ad3a07d-81dc-40e5-875c-ad57ccea7dae"}}),
         );
-        b.value(
-            &json!({"metadata": {"resourceVersion": "101", "uid": "11111111-81dc-40e5-875c-ad57ccea7dae"}}),
-            "",
-            Context::Top,
+        norm(
+            &mut b,
+            json!({"kind": "Ingress", "metadata": {"name": "x", "resourceVersion": "101", "uid": "11111111-81dc-40e5-875c-ad57ccea7dae"}}),
         );
         assert_eq!(
             translate(
@@ -694,6 +834,11 @@ mod tests {
                 &b
             ),
             json!({"preconditions": {"resourceVersion": "101", "uid": "11111111-81dc-40e5-875c-ad57ccea7dae"}})
+        );
+        assert_eq!(
+            translate_str("/x?rv=900", &a, &b),
+            "/x?rv=900",
+            "only whole values and uids are translated"
         );
     }
 }
