@@ -9,10 +9,35 @@ use std::time::Duration;
 use http_body_util::BodyExt;
 use kube::config::{AuthInfo, KubeConfigOptions, Kubeconfig};
 
-use crate::sequence::Who;
+use serde::Deserialize;
 
 /// A bearer token no server knows (the `invalid` identity).
 const INVALID_TOKEN: &str = "parity-invalid-token";
+
+/// Who sends a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default, Hash, PartialOrd, Ord)]
+#[serde(rename_all = "kebab-case")]
+pub enum Who {
+    #[default]
+    Admin,
+    Readonly,
+    Noperm,
+    Invalid,
+    Anonymous,
+}
+
+impl Who {
+    /// The `user` of a fixture (as in the shared recording).
+    pub fn fixture_user(self) -> &'static str {
+        match self {
+            Who::Admin => "admin",
+            Who::Readonly => "readonly",
+            Who::Noperm => "noperm",
+            Who::Invalid => "invalid-token",
+            Who::Anonymous => "anonymous",
+        }
+    }
+}
 
 /// A request with every `${…}` resolved.
 #[derive(Debug, Clone)]

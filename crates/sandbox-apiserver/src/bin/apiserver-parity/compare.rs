@@ -1,8 +1,8 @@
 //! Judges two runs of the same sequence step by step, on normalised responses.
 
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 
-use crate::normalize::{Difference, Side, body_value, first_difference, header_map};
+use crate::normalize::{Difference, Observed, Side, body_value, differences, header_map};
 use crate::run::Exchange;
 
 /// One step where the two servers answered differently.
@@ -15,6 +15,8 @@ pub struct StepDifference {
     pub left_status: Option<u16>,
     pub right_status: Option<u16>,
     pub difference: Difference,
+    /// The first few differences of the step (the first is `difference`).
+    pub more: Vec<Difference>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -36,45 +38,26 @@ impl Verdict {
     }
 }
 
-/// The normalised form of one exchange on one side.
-pub fn normalized(ex: &Exchange, side: &mut Side) -> Value {
-    if let Some(prefix) = ex
-        .sent
-        .as_ref()
-        .and_then(|p| p.body.as_deref())
-        .and_then(|b| serde_json::from_slice::<Value>(b).ok())
-        .and_then(|b| {
-            b.pointer("/metadata/generateName")
-                .and_then(Value::as_str)
-                .map(str::to_string)
-        })
-    {
-        side.hint_generate_name(&prefix);
+/// One exchange of the harness as data for the judge.
+pub fn observed(ex: &Exchange) -> Observed {
+    Observed {
+        status: ex.got.status,
+        headers: header_map(&ex.got.headers),
+        body: body_value(&ex.got.body),
+        events: ex.events.clone(),
+        error: ex.got.error.clone(),
+        generate_name: ex
+            .sent
+            .as_ref()
+            .and_then(|p| p.body.as_deref())
+            .and_then(|b| serde_json::from_slice::<Value>(b).ok())
+            .and_then(|b| {
+                b.pointer("/metadata/generateName")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            }),
+        during: ex.during.iter().map(observed).collect(),
     }
-    if let Some(e) = &ex.got.error
-        && ex.got.status == 0
-    {
-        return json!({ "error": e });
-    }
-    let headers: Map<String, Value> = header_map(&ex.got.headers);
-    let mut v = side.response(
-        ex.got.status,
-        &headers,
-        &body_value(&ex.got.body),
-        ex.events.as_deref(),
-    );
-    if let Some(e) = &ex.got.error
-        && let Some(m) = v.as_object_mut()
-    {
-        m.insert("error".into(), json!(e));
-    }
-    if !ex.during.is_empty()
-        && let Some(m) = v.as_object_mut()
-    {
-        let during: Vec<Value> = ex.during.iter().map(|d| normalized(d, side)).collect();
-        m.insert("during".into(), Value::Array(during));
-    }
-    v
 }
 
 fn status(ex: &Exchange) -> Option<u16> {
@@ -89,8 +72,8 @@ pub fn compare(left: &[Exchange], right: &[Exchange]) -> Verdict {
         ..Default::default()
     };
     for (i, (a, b)) in left.iter().zip(right).enumerate() {
-        let na = normalized(a, &mut l);
-        let nb = normalized(b, &mut r);
+        let na = l.exchange(&observed(a));
+        let nb = r.exchange(&observed(b));
         if let Some(want) = a.expect
             && status(a) != Some(want)
         {
@@ -103,7 +86,19 @@ pub fn compare(left: &[Exchange], right: &[Exchange]) -> Verdict {
                 )
             ));
         }
-        if let Some(d) = first_difference(&na, &nb, "") {
+        // When the statuses differ, the rest of two different bodies is noise: show what
+        // each said instead.
+        let all = if na.get("status") != nb.get("status") {
+            let said = |v: &Value| {
+                let b = &v["body"];
+                serde_json::json!({"status": v["status"], "body": {
+                    "kind": b.get("kind"), "reason": b.get("reason"), "message": b.get("message")}})
+            };
+            differences(&said(&na), &said(&nb), "", 4)
+        } else {
+            differences(&na, &nb, "", 6)
+        };
+        if let Some(d) = all.first().cloned() {
             verdict.differences.push(StepDifference {
                 index: i,
                 step: a.step.clone(),
@@ -111,6 +106,7 @@ pub fn compare(left: &[Exchange], right: &[Exchange]) -> Verdict {
                 left_status: status(a),
                 right_status: status(b),
                 difference: d,
+                more: all.into_iter().skip(1).collect(),
             });
         }
     }

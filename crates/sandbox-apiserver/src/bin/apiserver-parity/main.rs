@@ -46,7 +46,8 @@ struct Cli {
     /// Write the reference server's answers as fixtures into DIR/<sequence>/ (replacing them).
     #[arg(long, value_name = "DIR")]
     record: Option<PathBuf>,
-    /// List every differing step, not only the first of each sequence.
+    /// List every differing step (and up to six differences in each), not only the first of
+    /// each sequence.
     #[arg(long)]
     all: bool,
     /// Leave the namespaces (and cluster-scoped objects) in place for inspection.
@@ -90,6 +91,28 @@ fn clip(v: &serde_json::Value) -> String {
     }
 }
 
+fn print_difference(diff: &normalize::Difference) {
+    let path = if diff.path.is_empty() {
+        "/"
+    } else {
+        &diff.path
+    };
+    match &diff.key_order {
+        Some((l, r)) => println!("        {path}: key order: real {l:?}, sandbox {r:?}"),
+        None => {
+            println!("        {path}:");
+            println!(
+                "          real:    {}",
+                diff.left.as_ref().map_or("(absent)".into(), clip)
+            );
+            println!(
+                "          sandbox: {}",
+                diff.right.as_ref().map_or("(absent)".into(), clip)
+            );
+        }
+    }
+}
+
 fn print_verdict(seq: &Sequence, v: &Verdict, all: bool) {
     if v.identical() {
         println!("identical  {} ({} steps)", seq.name, v.steps);
@@ -109,34 +132,10 @@ fn print_verdict(seq: &Sequence, v: &Verdict, all: bool) {
             show(d.left_status),
             show(d.right_status)
         );
-        let diff = &d.difference;
-        match &diff.key_order {
-            Some((l, r)) => println!(
-                "        {}: key order: real {l:?}, sandbox {r:?}",
-                if diff.path.is_empty() {
-                    "/"
-                } else {
-                    &diff.path
-                }
-            ),
-            None => {
-                println!(
-                    "        {}:",
-                    if diff.path.is_empty() {
-                        "/"
-                    } else {
-                        &diff.path
-                    }
-                );
-                println!(
-                    "          real:    {}",
-                    diff.left.as_ref().map_or("(absent)".into(), clip)
-                );
-                println!(
-                    "          sandbox: {}",
-                    diff.right.as_ref().map_or("(absent)".into(), clip)
-                );
-            }
+        for diff in
+            std::iter::once(&d.difference).chain(if all { d.more.iter() } else { [].iter() })
+        {
+            print_difference(diff);
         }
     }
     for p in &v.left_problems {

@@ -12,9 +12,10 @@
 //!   other clients of a shared server move: it becomes `<rv:current>` and must not be older
 //!   than any version seen before;
 //! * `uid`s become `<uid:N>`, `continue` tokens `<continue:N>`, cluster IPs `<ip:N>`, names
-//!   generated from `generateName` `<prefix><generated:N>`;
+//!   generated from `generateName` `<prefix><generated:N>`, node ports `<nodePort:N>`;
 //! * timestamps (RFC 3339) become `<time>`, a Table's `Age` cells `<age>`, discovery's server
-//!   addresses `<address>`, an `Etag` `<etag>`;
+//!   addresses `<address>`, an `Etag` `<etag>`; managedFields entries are ordered by operation
+//!   and manager (the server orders them by time first, at a resolution of a second);
 //! * inside messages, known uids, versions and generated names are replaced the same way.
 //!
 //! Values that should have a shape (UUID, RFC 3339, IP, decimal version) are checked: a
@@ -295,6 +296,15 @@ impl Side {
     /// Replace what is known to be random inside a free text (messages).
     fn text(&mut self, s: &str) -> String {
         let mut out = self.generated_names(s);
+        // Revisions only the server knows: the oldest one its watch cache still has ("too
+        // old resource version: 1 (1651)") and its current one ("current: 1931").
+        out = replace_number_after(
+            &out,
+            "too old resource version: ",
+            Some(" ("),
+            "<rv:oldest>",
+        );
+        out = replace_number_after(&out, "current: ", None, "<rv:current>");
         for (value, label) in &self.labels {
             if label.starts_with("<uid:") || label.starts_with("<generated:") {
                 out = out.replace(value.as_str(), label);
@@ -513,7 +523,21 @@ impl Side {
                     json!(self.label("continue", s, None))
                 }
                 ("serverAddress", Value::String(_)) => json!("<address>"),
+                ("nodePort", Value::Number(n)) => {
+                    json!(self.label("nodePort", &n.to_string(), None))
+                }
                 ("message", Value::String(s)) => json!(self.text(s)),
+                ("managedFields", Value::Array(entries)) => {
+                    // Entries are sorted by operation, time, manager; times within a second
+                    // tie, and which writes share a second depends on timing: order by what
+                    // does not.
+                    let mut sorted = entries.clone();
+                    sorted.sort_by_key(|e| {
+                        ["operation", "manager", "subresource", "apiVersion"]
+                            .map(|k| e.get(k).and_then(Value::as_str).unwrap_or("").to_string())
+                    });
+                    self.value(&Value::Array(sorted), &p, &Ctx::default())
+                }
                 ("rows", Value::Array(rows)) if age_column.is_some() => {
                     let col = age_column.unwrap_or_default();
                     Value::Array(
@@ -536,6 +560,72 @@ impl Side {
             out.insert(k.clone(), nv);
         }
         Value::Object(out)
+    }
+}
+
+/// In `s`, the decimal number that follows `marker` (and then `then`, when given: the number
+/// after that) becomes `placeholder`.
+fn replace_number_after(s: &str, marker: &str, then: Option<&str>, placeholder: &str) -> String {
+    let Some(i) = s.find(marker) else {
+        return s.to_string();
+    };
+    let mut start = i + marker.len();
+    if let Some(then) = then {
+        let first = s[start..]
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(s.len() - start);
+        if !s[start + first..].starts_with(then) {
+            return s.to_string();
+        }
+        start += first + then.len();
+    }
+    let len = s[start..]
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(s.len() - start);
+    if len == 0 {
+        return s.to_string();
+    }
+    format!("{}{placeholder}{}", &s[..start], &s[start + len..])
+}
+
+/// One exchange as observed on one side, in data: what [`Side::exchange`] judges.
+#[derive(Debug, Clone, Default)]
+pub struct Observed {
+    /// 0 when no answer came.
+    pub status: u16,
+    /// The compared headers ([`header_map`]).
+    pub headers: Map<String, Value>,
+    pub body: Value,
+    /// For a watch: the events.
+    pub events: Option<Vec<Value>>,
+    /// Why no (complete) answer came.
+    pub error: Option<String>,
+    /// The `metadata.generateName` of the request body, if any.
+    pub generate_name: Option<String>,
+    /// The requests sent while a watch was open.
+    pub during: Vec<Observed>,
+}
+
+impl Side {
+    /// The normalised form of one exchange.
+    pub fn exchange(&mut self, o: &Observed) -> Value {
+        if let Some(prefix) = &o.generate_name {
+            self.hint_generate_name(prefix);
+        }
+        if o.status == 0 {
+            return json!({ "error": o.error.clone().unwrap_or_default() });
+        }
+        let mut v = self.response(o.status, &o.headers, &o.body, o.events.as_deref());
+        if let Some(m) = v.as_object_mut() {
+            if let Some(e) = &o.error {
+                m.insert("error".into(), json!(e));
+            }
+            if !o.during.is_empty() {
+                let during: Vec<Value> = o.during.iter().map(|d| self.exchange(d)).collect();
+                m.insert("during".into(), Value::Array(during));
+            }
+        }
+        v
     }
 }
 
@@ -571,75 +661,70 @@ impl std::fmt::Display for Difference {
 
 /// The first difference between two JSON values, key order included.
 pub fn first_difference(a: &Value, b: &Value, path: &str) -> Option<Difference> {
+    differences(a, b, path, 1).into_iter().next()
+}
+
+/// Up to `limit` differences between two JSON values, in document order, key order included.
+pub fn differences(a: &Value, b: &Value, path: &str, limit: usize) -> Vec<Difference> {
+    let mut out = Vec::new();
+    collect(a, b, path, limit, &mut out);
+    out
+}
+
+fn collect(a: &Value, b: &Value, path: &str, limit: usize, out: &mut Vec<Difference>) {
+    if out.len() >= limit {
+        return;
+    }
+    let diff = |path: String, left: Option<&Value>, right: Option<&Value>| Difference {
+        path,
+        left: left.cloned(),
+        right: right.cloned(),
+        key_order: None,
+    };
     match (a, b) {
         (Value::Object(x), Value::Object(y)) => {
             for (k, xv) in x {
                 let p = format!("{path}/{k}");
                 match y.get(k) {
-                    None => {
-                        return Some(Difference {
-                            path: p,
-                            left: Some(xv.clone()),
-                            right: None,
-                            key_order: None,
-                        });
-                    }
-                    Some(yv) => {
-                        if let Some(d) = first_difference(xv, yv, &p) {
-                            return Some(d);
-                        }
-                    }
+                    None => out.push(diff(p, Some(xv), None)),
+                    Some(yv) => collect(xv, yv, &p, limit, out),
+                }
+                if out.len() >= limit {
+                    return;
                 }
             }
-            if let Some((k, yv)) = y.iter().find(|(k, _)| !x.contains_key(k.as_str())) {
-                return Some(Difference {
-                    path: format!("{path}/{k}"),
-                    left: None,
-                    right: Some(yv.clone()),
-                    key_order: None,
-                });
+            for (k, yv) in y.iter().filter(|(k, _)| !x.contains_key(k.as_str())) {
+                out.push(diff(format!("{path}/{k}"), None, Some(yv)));
+                if out.len() >= limit {
+                    return;
+                }
             }
-            let kx: Vec<String> = x.keys().cloned().collect();
-            let ky: Vec<String> = y.keys().cloned().collect();
-            if kx != ky {
-                return Some(Difference {
+            let common_x: Vec<String> = x.keys().filter(|k| y.contains_key(*k)).cloned().collect();
+            let common_y: Vec<String> = y.keys().filter(|k| x.contains_key(*k)).cloned().collect();
+            if common_x != common_y {
+                out.push(Difference {
                     path: path.to_string(),
                     left: None,
                     right: None,
-                    key_order: Some((kx, ky)),
+                    key_order: Some((x.keys().cloned().collect(), y.keys().cloned().collect())),
                 });
             }
-            None
         }
         (Value::Array(x), Value::Array(y)) => {
             for (i, (p, q)) in x.iter().zip(y).enumerate() {
-                if let Some(d) = first_difference(p, q, &format!("{path}/{i}")) {
-                    return Some(d);
+                collect(p, q, &format!("{path}/{i}"), limit, out);
+                if out.len() >= limit {
+                    return;
                 }
             }
-            match x.len().cmp(&y.len()) {
-                std::cmp::Ordering::Equal => None,
-                std::cmp::Ordering::Greater => Some(Difference {
-                    path: format!("{path}/{}", y.len()),
-                    left: Some(x[y.len()].clone()),
-                    right: None,
-                    key_order: None,
-                }),
-                std::cmp::Ordering::Less => Some(Difference {
-                    path: format!("{path}/{}", x.len()),
-                    left: None,
-                    right: Some(y[x.len()].clone()),
-                    key_order: None,
-                }),
+            if x.len() > y.len() {
+                out.push(diff(format!("{path}/{}", y.len()), Some(&x[y.len()]), None));
+            } else if y.len() > x.len() {
+                out.push(diff(format!("{path}/{}", x.len()), None, Some(&y[x.len()])));
             }
         }
-        _ if a == b => None,
-        _ => Some(Difference {
-            path: path.to_string(),
-            left: Some(a.clone()),
-            right: Some(b.clone()),
-            key_order: None,
-        }),
+        _ if a == b => {}
+        _ => out.push(diff(path.to_string(), Some(a), Some(b))),
     }
 }
 
@@ -767,6 +852,24 @@ mod tests {
     }
 
     #[test]
+    fn revisions_only_the_server_knows_are_placeholders_in_messages() {
+        let mut s = Side::default();
+        let m = norm(
+            &mut s,
+            json!({"message": "too old resource version: 1 (1651)", "x": {"message": "Timeout: Too large resource version: 999999999, current: 1931"}}),
+        );
+        assert_eq!(m["message"], "too old resource version: 1 (<rv:oldest>)");
+        assert_eq!(
+            m["x"]["message"],
+            "Timeout: Too large resource version: 999999999, current: <rv:current>"
+        );
+        assert_eq!(
+            replace_number_after("current: x", "current: ", None, "<rv>"),
+            "current: x"
+        );
+    }
+
+    #[test]
     fn timestamps_ages_and_generated_names_are_placeholders() {
         let mut s = Side::default();
         let t = norm(
@@ -813,6 +916,16 @@ mod tests {
         assert!(d.key_order.is_some());
         let d = first_difference(&json!({"a": 1}), &json!({"a": 1, "z": 0}), "").unwrap();
         assert_eq!(d.to_string(), "/z: (absent) vs 0");
+        let all = differences(
+            &json!({"a": 1, "b": [1], "c": 3}),
+            &json!({"a": 2, "b": [], "c": 4}),
+            "",
+            2,
+        );
+        assert_eq!(
+            all.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            ["/a: 1 vs 2", "/b/0: 1 vs (absent)"]
+        );
     }
 
     #[test]

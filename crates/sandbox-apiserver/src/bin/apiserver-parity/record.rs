@@ -69,6 +69,9 @@ pub fn fixture(ex: &Exchange) -> Option<Value> {
     let mut m = Map::new();
     m.insert("description".into(), json!(ex.description));
     m.insert("request".into(), request(sent));
+    if let Some(ms) = ex.stream_ms {
+        m.insert("stream_ms".into(), json!(ms));
+    }
     if !ex.during.is_empty() {
         let during: Vec<Value> = ex
             .during

@@ -26,6 +26,8 @@ pub struct Exchange {
     pub during: Vec<Exchange>,
     /// For a request sent while a watch was open: when, after the watch opened.
     pub after_ms: u64,
+    /// For a watch: how long the stream was read at most.
+    pub stream_ms: Option<u64>,
 }
 
 impl Exchange {
@@ -66,6 +68,7 @@ pub fn create_namespace_step() -> Step {
         expect: Some(201),
         watch: None,
         after_ms: 0,
+        sleep_ms: 0,
     }
 }
 
@@ -135,6 +138,9 @@ fn save(step: &Step, got: &Got, vars: &mut Vars) {
 }
 
 async fn one(server: &Server, step: &Step, vars: &mut Vars) -> Exchange {
+    if step.sleep_ms > 0 {
+        tokio::time::sleep(Duration::from_millis(step.sleep_ms)).await;
+    }
     let description = step
         .description
         .clone()
@@ -154,6 +160,7 @@ async fn one(server: &Server, step: &Step, vars: &mut Vars) -> Exchange {
                 events: None,
                 during: vec![],
                 after_ms: step.after_ms,
+                stream_ms: step.watch.as_ref().map(|w| w.max_ms),
             };
         }
     };
@@ -187,6 +194,7 @@ async fn one(server: &Server, step: &Step, vars: &mut Vars) -> Exchange {
         events,
         during,
         after_ms: step.after_ms,
+        stream_ms: step.watch.as_ref().map(|w| w.max_ms),
     }
 }
 
@@ -280,10 +288,20 @@ async fn force_delete(server: &Server, path: String) {
 
 async fn cleanup(server: &Server, seq: &Sequence, ns: &str, vars: &Vars) {
     for path in &seq.cleanup {
-        if let Ok(path) = vars.string(path) {
-            force_delete(server, path).await;
+        let Ok(path) = vars.string(path) else {
+            continue;
+        };
+        match path.strip_prefix("/api/v1/namespaces/") {
+            Some(name) if !name.contains('/') => remove_namespace(server, name).await,
+            _ => force_delete(server, path).await,
         }
     }
+    remove_namespace(server, ns).await;
+}
+
+/// Empties a `parity-` namespace, deletes it and, since no namespace controller runs,
+/// finalizes it.
+async fn remove_namespace(server: &Server, ns: &str) {
     if !ns.starts_with("parity-") {
         return;
     }
@@ -302,7 +320,6 @@ async fn cleanup(server: &Server, seq: &Sequence, ns: &str, vars: &Vars) {
     }
     let ns_path = format!("/api/v1/namespaces/{ns}");
     admin(server, "DELETE", ns_path.clone(), None).await;
-    // Without a namespace controller a deleted namespace stays Terminating: finalize it.
     let got = admin(server, "GET", ns_path.clone(), None).await;
     if got.status == 200 {
         let mut obj = body_value(&got.body);

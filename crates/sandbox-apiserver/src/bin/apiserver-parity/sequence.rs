@@ -18,12 +18,14 @@
 //!     remove: [/metadata/resourceVersion]
 //!     save: web                     # remember the response body as `web`
 //!     expect: 201                   # the status the author expects from the real server
+//!     sleep_ms: 1100                # wait before sending
 //!     watch: {max_ms: 3000, during: [{after_ms: 500, …step…}]}
 //! ```
 //!
-//! Strings may use `${ns}` (the sequence's namespace), `${run}` (this run's suffix) and
-//! `${name}` / `${name/json/pointer}` (a saved response or a value in it). A string that is
-//! exactly one `${…}` becomes the value itself (an object, a number…).
+//! Strings may use `${ns}` (the sequence's namespace), `${run}` (this run's suffix),
+//! `${name}` / `${name/json/pointer}` (a saved response or a value in it) and
+//! `${repeat:N:text}` (text N times). A string that is exactly one `${…}` becomes the value
+//! itself (an object, a number…).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -42,29 +44,7 @@ pub struct Sequence {
     pub steps: Vec<Step>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default, Hash, PartialOrd, Ord)]
-#[serde(rename_all = "kebab-case")]
-pub enum Who {
-    #[default]
-    Admin,
-    Readonly,
-    Noperm,
-    Invalid,
-    Anonymous,
-}
-
-impl Who {
-    /// The `user` of a fixture (as in the shared recording).
-    pub fn fixture_user(self) -> &'static str {
-        match self {
-            Who::Admin => "admin",
-            Who::Readonly => "readonly",
-            Who::Noperm => "noperm",
-            Who::Invalid => "invalid-token",
-            Who::Anonymous => "anonymous",
-        }
-    }
-}
+pub use crate::client::Who;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -119,6 +99,9 @@ pub struct Step {
     /// Only for steps inside `watch.during`: when to send, after the watch opened.
     #[serde(default)]
     pub after_ms: u64,
+    /// Wait this long before sending (creation timestamps have a resolution of a second).
+    #[serde(default)]
+    pub sleep_ms: u64,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -206,6 +189,16 @@ pub struct Vars {
 
 impl Vars {
     fn lookup(&self, expr: &str) -> Result<Value, String> {
+        // `${repeat:N:text}`: text N times (large bodies without large files).
+        if let Some(rest) = expr.strip_prefix("repeat:") {
+            let (n, text) = rest
+                .split_once(':')
+                .ok_or_else(|| format!("${{{expr}}}: expected repeat:N:text"))?;
+            let n: usize = n
+                .parse()
+                .map_err(|_| format!("${{{expr}}}: {n:?} is not a count"))?;
+            return Ok(Value::String(text.repeat(n)));
+        }
         if let Some(v) = self.fixed.get(expr) {
             return Ok(Value::String(v.clone()));
         }
