@@ -91,7 +91,7 @@ pub fn compare(left: &[Exchange], right: &[Exchange]) -> Verdict {
         let all = if na.get("status") != nb.get("status") {
             let said = |v: &Value| {
                 let b = &v["body"];
-                serde_json::json!({"status": v["status"], "body": {
+                serde_json::json!({"status": v["status"], "error": v.get("error"), "body": {
                     "kind": b.get("kind"), "reason": b.get("reason"), "message": b.get("message")}})
             };
             differences(&said(&na), &said(&nb), "", 4)
