@@ -37,7 +37,7 @@ const PENDING: &[(&str, &str)] = &[
     ("configmap/02-get.json", "/status: real 200, sandbox 404"),
     (
         "configmap/03-list-by-label.json",
-        "/body/items/0: real {\"metadata\":{\"name\":\"web-history\",\"namespace\":\"parity-configmap-bbfc02\",\"uid\":\"<uid:ConfigMap/web-hi…, sandbox (absent)",
+        "/body/items/0: real {\"metadata\":{\"name\":\"web-history\",\"namespace\":\"<ns>\",\"uid\":\"<uid:ConfigMap/web-history>\",\"resourceVe…, sandbox (absent)",
     ),
     (
         "configmap/04-merge-patch-with-version.json",
@@ -149,7 +149,7 @@ const PENDING: &[(&str, &str)] = &[
     ),
     (
         "content-types/12-get-as-yaml.json",
-        "/body: real \"apiVersion: networking.k8s.io/v1\\nkind: Ingress\\nmetadata:\\n  creationTimestamp: \\\"2026-12-01T06:32…, sandbox {\"kind\":\"Ingress\",\"apiVersion\":\"networking.k8s.io/v1\",\"metadata\":{\"name\":\"charset\",\"namespace\":\"pari…",
+        "/body: real \"apiVersion: networking.k8s.io/v1\\nkind: Ingress\\nmetadata:\\n  creationTimestamp: \\\"2026-12-01T06:32…, sandbox {\"kind\":\"Ingress\",\"apiVersion\":\"networking.k8s.io/v1\",\"metadata\":{\"name\":\"charset\",\"namespace\":\"<ns>…",
     ),
     (
         "content-types/13-get-as-unknown-type.json",
@@ -217,7 +217,7 @@ const PENDING: &[(&str, &str)] = &[
     ),
     (
         "delete-foreground-without-gc/04-list-terminating.json",
-        "/body/items/0: real {\"metadata\":{\"name\":\"web\",\"namespace\":\"parity-delete-foreground-without-gc-bbfc02\",\"uid\":\"<uid:Deplo…, sandbox (absent)",
+        "/body/items/0: real {\"metadata\":{\"name\":\"web\",\"namespace\":\"<ns>\",\"uid\":\"<uid:Deployment/web>\",\"resourceVersion\":\"<rv:Dep…, sandbox (absent)",
     ),
     (
         "delete-foreground-without-gc/05-patch-terminating.json",
@@ -891,7 +891,7 @@ const PENDING: &[(&str, &str)] = &[
     ),
     (
         "put-and-generation/13-put-namespace-mismatch.json",
-        "/body/message: real \"the namespace of the provided object does not match the namespace sent on the request\", sandbox \"the namespace of the object (default) does not match the namespace on the request (parity-put-and-g…",
+        "/body/message: real \"the namespace of the provided object does not match the namespace sent on the request\", sandbox \"the namespace of the object (default) does not match the namespace on the request (<ns>)\"",
     ),
     (
         "put-and-generation/15-put-wrong-kind.json",

@@ -16,7 +16,9 @@
 //! * timestamps (RFC 3339) become `<time>`, a Table's `Age` cells `<age>`, discovery's server
 //!   addresses `<address>`, an `Etag` `<etag>`; managedFields entries are ordered by operation
 //!   and manager (the server orders them by time first, at a resolution of a second);
-//! * inside messages, known uids, versions and generated names are replaced the same way.
+//! * inside messages, known uids, versions, generated names and timestamps are replaced the
+//!   same way, and so are the revisions only the server knows ("too old resource version:
+//!   N (M)", "current: N").
 //!
 //! Values that should have a shape (UUID, RFC 3339, IP, decimal version) are checked: a
 //! malformed one is reported as a problem of that side.
@@ -305,6 +307,8 @@ impl Side {
             "<rv:oldest>",
         );
         out = replace_number_after(&out, "current: ", None, "<rv:current>");
+        // Objects quoted inside messages carry their timestamps.
+        out = replace_timestamps(&out);
         for (value, label) in &self.labels {
             if label.starts_with("<uid:") || label.starts_with("<generated:") {
                 out = out.replace(value.as_str(), label);
@@ -561,6 +565,33 @@ impl Side {
         }
         Value::Object(out)
     }
+}
+
+/// Every RFC 3339 timestamp inside `s` becomes `<time>`.
+fn replace_timestamps(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut i = 0;
+    while i < s.len() {
+        let rest = &s[i..];
+        // The longest candidate starting here: digits, '-', ':', 'T', '.', then 'Z'.
+        let end = rest
+            .char_indices()
+            .find(|(_, c)| !(c.is_ascii_digit() || matches!(c, '-' | ':' | 'T' | '.' | 'Z')))
+            .map_or(rest.len(), |(j, _)| j);
+        let candidate = &rest[..end];
+        match candidate.find('Z') {
+            Some(z) if z >= 19 && is_timestamp(&candidate[..=z]) => {
+                out.push_str("<time>");
+                i += z + 1;
+            }
+            _ => {
+                let c = rest.chars().next().unwrap_or_default();
+                out.push(c);
+                i += c.len_utf8();
+            }
+        }
+    }
+    out
 }
 
 /// In `s`, the decimal number that follows `marker` (and then `then`, when given: the number
@@ -866,6 +897,12 @@ mod tests {
         assert_eq!(
             replace_number_after("current: x", "current: ", None, "<rv>"),
             "current: x"
+        );
+        assert_eq!(
+            replace_timestamps(
+                r#"{\"time\":\"2026-12-01T06:42:30Z\",\"n\":1}, 2026-12-01T06:42:30.5Z."#
+            ),
+            r#"{\"time\":\"<time>\",\"n\":1}, <time>."#
         );
     }
 
