@@ -391,8 +391,9 @@ impl Side {
 
     fn event(&mut self, e: &Value, path: &str) -> Value {
         let bookmark = e.get("type").and_then(Value::as_str) == Some("BOOKMARK");
-        let Some(m) = e.as_object() else {
-            return e.clone();
+        let Some(m) = e.as_object().filter(|m| m.contains_key("type")) else {
+            // Not an event (an error Status, or an object where a stream was expected).
+            return self.value(e, path, &Ctx::default());
         };
         let mut out = Map::new();
         for (k, v) in m {
