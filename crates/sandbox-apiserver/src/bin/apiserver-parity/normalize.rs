@@ -307,8 +307,10 @@ impl Side {
             "<rv:oldest>",
         );
         out = replace_number_after(&out, "current: ", None, "<rv:current>");
-        // Objects quoted inside messages carry their timestamps.
+        // Objects quoted inside messages carry their timestamps, and Go's %#v prints
+        // pointers as addresses.
         out = replace_timestamps(&out);
+        out = replace_pointers(&out);
         for (value, label) in &self.labels {
             if label.starts_with("<uid:") || label.starts_with("<generated:") {
                 out = out.replace(value.as_str(), label);
@@ -566,6 +568,26 @@ impl Side {
         }
         Value::Object(out)
     }
+}
+
+/// Every `0x…` address inside `s` (at least six hex digits) becomes `<pointer>`.
+fn replace_pointers(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(i) = rest.find("0x") {
+        let hex = rest[i + 2..]
+            .find(|c: char| !c.is_ascii_hexdigit())
+            .unwrap_or(rest.len() - i - 2);
+        out.push_str(&rest[..i]);
+        if hex >= 6 {
+            out.push_str("<pointer>");
+        } else {
+            out.push_str(&rest[i..i + 2 + hex]);
+        }
+        rest = &rest[i + 2 + hex..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Every RFC 3339 timestamp inside `s` becomes `<time>`.
@@ -898,6 +920,10 @@ mod tests {
         assert_eq!(
             replace_number_after("current: x", "current: ", None, "<rv>"),
             "current: x"
+        );
+        assert_eq!(
+            replace_pointers("Controller:(*bool)(0xc011da57f9), 0x1f"),
+            "Controller:(*bool)(<pointer>), 0x1f"
         );
         assert_eq!(
             replace_timestamps(
