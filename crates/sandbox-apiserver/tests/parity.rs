@@ -339,13 +339,9 @@ const PENDING: &[(&str, &str)] = &[
         "deployment-validation/13-bad-strategy-type.json",
         "/body/message: real \"Deployment.apps \\\"web\\\" is invalid: spec.strategy: Unsupported value: apps.DeploymentStrategy{Type:…, sandbox \"Deployment.apps \\\"web\\\" is invalid: spec.strategy.type: Unsupported value: \\\"BlueGreen\\\": supported…",
     ),
-    // Build metadata of /version (gitCommit); the Gateway API group and CRD kinds are missing
-    // from /apis, the aggregated documents and their group/version documents; /livez?verbose
-    // lists the real server's checks; /openapi/v3 lists every group/version.
-    (
-        "discovery/01-version.json",
-        "/body/gitCommit: real \"855e7c48de7388eb330da0f8d9d2394ee818fb8d\", sandbox \"8bfc72d03e2130f1bee566d692596931b0ff57cf\"",
-    ),
+    // The Gateway API group and CRD kinds are missing from /apis, the aggregated documents and
+    // their group/version documents; /livez?verbose lists the real server's checks;
+    // /openapi/v3 lists every group/version.
     (
         "discovery/03-apis.json",
         "/body/groups/19: real {\"name\":\"gateway.networking.k8s.io\",\"versions\":[{\"groupVersion\":\"gateway.networking.k8s.io/v1\",\"vers…, sandbox (absent)",
@@ -1191,6 +1187,12 @@ fn prepared(req: &Value, rec: &Side, ours: &Side, seen: &Seen) -> Prepared {
     }
 }
 
+fn initial_events(fixture: &Value) -> bool {
+    fixture["request"]["path"]
+        .as_str()
+        .is_some_and(normalize::starts_with_initial_events)
+}
+
 fn generate_name(fixture: &Value) -> Option<String> {
     fixture
         .pointer("/request/body/metadata/generateName")
@@ -1205,6 +1207,7 @@ fn recorded(fixture: &Value) -> Observed {
         .get("events")
         .and_then(Value::as_array)
         .map(|e| e.to_vec());
+    let watch = events.is_some();
     Observed {
         status: resp["status"].as_u64().unwrap_or(0) as u16,
         headers: resp["headers"].as_object().cloned().unwrap_or_default(),
@@ -1220,6 +1223,7 @@ fn recorded(fixture: &Value) -> Observed {
             .as_array()
             .map(|d| d.iter().map(recorded).collect())
             .unwrap_or_default(),
+        initial_events: watch && initial_events(fixture),
     }
 }
 
@@ -1236,6 +1240,7 @@ fn observed(got: &Got, watch: bool, generate_name: Option<String>) -> Observed {
         error: got.error.clone(),
         generate_name,
         during: vec![],
+        initial_events: false,
     }
 }
 
@@ -1274,6 +1279,7 @@ async fn replay_one(
     let (got, during) = tokio::join!(server.send(&req, Some(limit)), concurrent);
     let mut o = observed(&got, true, None);
     o.during = during;
+    o.initial_events = initial_events(fixture);
     o
 }
 

@@ -2,7 +2,9 @@
 
 use serde_json::Value;
 
-use crate::normalize::{Difference, Observed, Side, body_value, differences, header_map};
+use crate::normalize::{
+    Difference, Observed, Side, body_value, differences, header_map, starts_with_initial_events,
+};
 use crate::run::Exchange;
 
 /// One step where the two servers answered differently.
@@ -57,6 +59,11 @@ pub fn observed(ex: &Exchange) -> Observed {
                     .map(str::to_string)
             }),
         during: ex.during.iter().map(observed).collect(),
+        initial_events: ex.events.is_some()
+            && ex
+                .sent
+                .as_ref()
+                .is_some_and(|p| starts_with_initial_events(&p.target)),
     }
 }
 

@@ -13,6 +13,7 @@
 //!   than any version seen before;
 //! * `uid`s become `<uid:N>`, `continue` tokens `<continue:N>`, cluster IPs `<ip:N>`, names
 //!   generated from `generateName` `<prefix><generated:N>`, node ports `<nodePort:N>`;
+//! * /version's build details (gitCommit, gitTreeState, buildDate, goVersion) `<build>`;
 //! * timestamps (RFC 3339) become `<time>`, a Table's `Age` cells `<age>`, discovery's server
 //!   addresses `<address>`, an `Etag` `<etag>`; managedFields entries are ordered by operation
 //!   and manager (the server orders them by time first, at a resolution of a second);
@@ -488,10 +489,17 @@ impl Side {
                 cols.iter()
                     .position(|c| c.get("name").and_then(Value::as_str) == Some("Age"))
             });
+        // /version: two builds of the same release differ in these.
+        let version_info = m.contains_key("gitVersion") && m.contains_key("gitCommit");
         let mut out = Map::new();
         for (k, x) in m {
             let p = format!("{path}/{k}");
             let nv = match (k.as_str(), x) {
+                ("gitCommit" | "gitTreeState" | "buildDate" | "goVersion", Value::String(_))
+                    if version_info =>
+                {
+                    json!("<build>")
+                }
                 ("resourceVersion", Value::String(s)) if s.is_empty() => x.clone(),
                 ("resourceVersion", Value::String(s)) => match &ctx.metadata_of {
                     Some((_, true)) => self.current_rv(s, &p),
@@ -658,6 +666,44 @@ pub struct Observed {
     pub generate_name: Option<String>,
     /// The requests sent while a watch was open.
     pub during: Vec<Observed>,
+    /// A watch without a resourceVersion (or from "0"): it starts with synthetic ADDED events,
+    /// which the server's watch cache sends in no defined order.
+    pub initial_events: bool,
+}
+
+/// Whether a request (path and query) is a watch that starts with synthetic ADDED events.
+pub fn starts_with_initial_events(target: &str) -> bool {
+    let Some((_, query)) = target.split_once('?') else {
+        return false;
+    };
+    let mut watch = false;
+    let mut from_zero = true;
+    for (k, v) in form_urlencoded::parse(query.as_bytes()) {
+        match k.as_ref() {
+            "watch" => watch = !matches!(v.as_ref(), "false" | "0" | ""),
+            "resourceVersion" => from_zero = v.is_empty() || v == "0",
+            _ => {}
+        }
+    }
+    watch && from_zero
+}
+
+/// Orders the leading ADDED events by namespace and name.
+fn sort_initial_events(events: &[Value]) -> Vec<Value> {
+    let leading = events
+        .iter()
+        .take_while(|e| e.get("type").and_then(Value::as_str) == Some("ADDED"))
+        .count();
+    let mut out = events.to_vec();
+    out[..leading].sort_by_key(|e| {
+        ["namespace", "name"].map(|k| {
+            e.pointer(&format!("/object/metadata/{k}"))
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        })
+    });
+    out
 }
 
 impl Side {
@@ -669,7 +715,14 @@ impl Side {
         if o.status == 0 {
             return json!({ "error": o.error.clone().unwrap_or_default() });
         }
-        let mut v = self.response(o.status, &o.headers, &o.body, o.events.as_deref());
+        let events = o.events.as_deref().map(|e| {
+            if o.initial_events {
+                sort_initial_events(e)
+            } else {
+                e.to_vec()
+            }
+        });
+        let mut v = self.response(o.status, &o.headers, &o.body, events.as_deref());
         if let Some(m) = v.as_object_mut() {
             if let Some(e) = &o.error {
                 m.insert("error".into(), json!(e));
@@ -965,6 +1018,23 @@ mod tests {
         );
         assert!(is_timestamp("2026-12-01T05:50:55.123456Z"));
         assert!(!is_timestamp("2026-12-01"));
+    }
+
+    #[test]
+    fn a_watch_s_initial_added_events_are_ordered_by_name() {
+        assert!(starts_with_initial_events("/x?watch=true&labelSelector=a"));
+        assert!(starts_with_initial_events("/x?watch=1&resourceVersion=0"));
+        assert!(!starts_with_initial_events(
+            "/x?watch=true&resourceVersion=12"
+        ));
+        assert!(!starts_with_initial_events("/x?labelSelector=a"));
+        let ev = |t: &str, n: &str| json!({"type": t, "object": {"metadata": {"namespace": "a", "name": n}}});
+        let sorted =
+            sort_initial_events(&[ev("ADDED", "b"), ev("ADDED", "a"), ev("MODIFIED", "0")]);
+        assert_eq!(
+            sorted,
+            [ev("ADDED", "a"), ev("ADDED", "b"), ev("MODIFIED", "0")]
+        );
     }
 
     #[test]
