@@ -642,7 +642,12 @@ fn malformed_requests_get_statuses_not_panics() {
     );
     assert_eq!(
         (r.status, r.json()["message"].clone()),
-        (400, json!("field label not supported: spec.x"))
+        (
+            400,
+            json!(
+                "\"spec.x\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
+            )
+        )
     );
     let bodies: [&[u8]; 8] = [
         b"",

@@ -18,6 +18,9 @@ pub struct RequestInfo {
     pub extra: usize,
     /// `/api/v1/watch/…` legacy watch prefix.
     pub legacy_watch: bool,
+    /// A list or watch whose field selector requires `metadata.name=X`: X (RBAC sees it as the
+    /// name, and its 403 names the object); routing still treats the request as a collection's.
+    pub selector_name: String,
 }
 
 fn percent_decode(s: &str) -> String {
@@ -99,6 +102,19 @@ pub fn request_info(method: &Method, path: &str, query: &[(String, String)]) -> 
         }
         ref m => m.as_str().to_lowercase(),
     };
+    if info.name.is_empty()
+        && matches!(info.verb.as_str(), "list" | "watch")
+        && let Some(fs) = query_get(query, "fieldSelector")
+        && let Ok(sel) = crate::model::selector::FieldSelector::parse(fs)
+        && let Some(t) = sel
+            .terms
+            .iter()
+            .find(|t| t.field == "metadata.name" && !t.negate)
+        && !matches!(t.value.as_str(), "." | "..")
+        && !t.value.contains(['/', '%'])
+    {
+        info.selector_name = t.value.clone();
+    }
     info
 }
 
