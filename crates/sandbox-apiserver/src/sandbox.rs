@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::watch;
 
 use crate::control::{Control, demo};
@@ -309,11 +309,7 @@ impl Sandbox {
     /// Delete the object now.
     pub fn delete(&self, object_path: &str) -> Result<(), StatusBody> {
         let (k, ns, name) = resolve(&self.server.registry, object_path)?;
-        self.server
-            .store
-            .lock()
-            .delete(k, &ns, &name, &json!({}), false, false)
-            .map(|_| ())
+        self.server.store.lock().delete_now(k, &ns, &name)
     }
 
     /// The current global resourceVersion.

@@ -300,7 +300,7 @@ fn custom_resource_list(reg: &Registry, group: &str, version: &str) -> Option<Va
         resources.push(Value::Object(e));
         for sub in k.subresources() {
             let kind = match sub {
-                Subresource::Status => json!({"kind": a.kind}),
+                Subresource::Status | Subresource::Finalize => json!({"kind": a.kind}),
                 Subresource::Scale => {
                     json!({"group": "autoscaling", "version": "v1", "kind": "Scale"})
                 }
@@ -369,7 +369,7 @@ fn aggregated_resource(k: &dyn Kind, names: &CustomResourceNames) -> Value {
         .iter()
         .map(|sub| {
             let kind = match sub {
-                Subresource::Status => response_kind(a.kind),
+                Subresource::Status | Subresource::Finalize => response_kind(a.kind),
                 Subresource::Scale => {
                     json!({"group": "autoscaling", "version": "v1", "kind": "Scale"})
                 }

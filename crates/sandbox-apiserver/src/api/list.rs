@@ -107,8 +107,12 @@ pub fn delete_collection(
     k: &'static dyn Kind,
     info: &RequestInfo,
     query: &[(String, String)],
-    dry_run: bool,
+    options: &Value,
 ) -> Result<Outcome, StatusBody> {
+    let dry_run = options
+        .get("dryRun")
+        .and_then(Value::as_array)
+        .is_some_and(|a| !a.is_empty());
     let sel = Selectors::parse(
         k,
         query_get(query, "labelSelector"),
@@ -135,7 +139,7 @@ pub fn delete_collection(
     let mut items = Vec::new();
     for (ns, name) in names {
         if let Some(obj) = st.get_object(k, &ns, &name).cloned() {
-            st.delete(k, &ns, &name, &json!({}), dry_run, false)?;
+            st.delete(k, &ns, &name, options, dry_run, false)?;
             items.push(obj);
         }
     }

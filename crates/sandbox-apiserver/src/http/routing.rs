@@ -65,5 +65,5 @@ pub fn route(
     if !namespaced && !info.namespace.is_empty() && info.namespace != info.name {
         return status_reply(&status::generic(404, ""), pretty);
     }
-    resource::handle(ctx, hooks, k, method, path, query, headers, body, info)
+    resource::handle(ctx, hooks, k, path, query, headers, body, info)
 }

@@ -57,6 +57,13 @@ impl Kind for Deployment {
         )
     }
 
+    fn validate_status(&self, obj: &Value, old: &Value) -> Vec<FieldError> {
+        validate_deployment_status(
+            obj.get("status").unwrap_or(&Value::Null),
+            old.get("status").unwrap_or(&Value::Null),
+        )
+    }
+
     fn table_columns(&self) -> Vec<Value> {
         vec![
             name_column(),
@@ -163,6 +170,52 @@ fn default_deployment(obj: &mut Value) {
     {
         default_pod_spec(pod);
     }
+}
+
+/// `ValidateDeploymentStatus` and the collision count that may not go down.
+fn validate_deployment_status(st: &Value, old: &Value) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let n = |v: &Value, f: &str| v.get(f).and_then(Value::as_i64).unwrap_or(0);
+    for f in [
+        "observedGeneration",
+        "replicas",
+        "updatedReplicas",
+        "readyReplicas",
+        "availableReplicas",
+        "unavailableReplicas",
+        "collisionCount",
+    ] {
+        validate_nonnegative(st.get(f), &format!("status.{f}"), &mut errs);
+    }
+    let msg = "cannot be greater than status.replicas";
+    let replicas = n(st, "replicas");
+    for f in ["updatedReplicas", "readyReplicas", "availableReplicas"] {
+        if n(st, f) > replicas {
+            errs.push(FieldError::invalid(
+                format!("status.{f}"),
+                &n(st, f).to_string(),
+                msg,
+            ));
+        }
+    }
+    if n(st, "availableReplicas") > n(st, "readyReplicas") {
+        errs.push(FieldError::invalid(
+            "status.availableReplicas",
+            &n(st, "availableReplicas").to_string(),
+            "cannot be greater than readyReplicas",
+        ));
+    }
+    if let Some(old_c) = old.get("collisionCount").and_then(Value::as_i64) {
+        let new_c = st.get("collisionCount").and_then(Value::as_i64);
+        if new_c.is_none_or(|c| c < old_c) {
+            errs.push(FieldError::invalid(
+                "status.collisionCount",
+                &new_c.unwrap_or(0).to_string(),
+                "cannot be decremented",
+            ));
+        }
+    }
+    errs
 }
 
 fn int_or_percent(v: &Value) -> Option<(i64, bool)> {

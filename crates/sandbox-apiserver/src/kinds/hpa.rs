@@ -45,6 +45,22 @@ impl Kind for HorizontalPodAutoscaler {
         validate_hpa_spec(obj.get("spec").unwrap_or(&Value::Null))
     }
 
+    fn validate_status(&self, obj: &Value, _old: &Value) -> Vec<FieldError> {
+        let mut errs = Vec::new();
+        for f in ["currentReplicas", "desiredReplicas"] {
+            if let Some(n) = obj.pointer(&format!("/status/{f}")).and_then(Value::as_i64)
+                && n < 0
+            {
+                errs.push(FieldError::invalid(
+                    format!("status.{f}"),
+                    &n.to_string(),
+                    "must be greater than or equal to 0",
+                ));
+            }
+        }
+        errs
+    }
+
     fn table_columns(&self) -> Vec<Value> {
         vec![
             name_column(),

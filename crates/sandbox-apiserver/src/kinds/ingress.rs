@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 use super::table::{age, age_column, column, name_column, st};
 use super::validate::{arr, s};
-use super::{Generation, Kind};
+use super::{Generation, Kind, UpdateValidation};
 use crate::model::ApiResource;
 use crate::model::names::{
     is_dns1035_label, is_dns1123_subdomain, is_valid_port_name, is_wildcard_dns1123_subdomain,
@@ -43,6 +43,10 @@ impl Kind for Ingress {
 
     fn storage_prefix(&self) -> &'static str {
         "ingress"
+    }
+
+    fn update_validation(&self) -> UpdateValidation {
+        UpdateValidation::MetaUpdateThenObject
     }
 
     fn validate(&self, obj: &Value, _old: Option<&Value>) -> Vec<FieldError> {

@@ -91,6 +91,17 @@ pub trait Kind: Send + Sync + 'static {
         Vec::new()
     }
 
+    /// How the kind's `ValidateUpdate` checks the metadata around [`Kind::validate`].
+    fn update_validation(&self) -> UpdateValidation {
+        UpdateValidation::MetaUpdate
+    }
+
+    /// The status strategy's checks of `status` (`ValidateDeploymentStatus`…) on a write to
+    /// the `status` subresource, besides the metadata's update rules.
+    fn validate_status(&self, _obj: &Value, _old: &Value) -> Vec<FieldError> {
+        Vec::new()
+    }
+
     /// Field selector labels besides `metadata.name` and `metadata.namespace`.
     fn field_labels(&self) -> &'static [&'static str] {
         &[]
@@ -139,6 +150,12 @@ pub trait Kind: Send + Sync + 'static {
         0
     }
 
+    /// A DELETE that removes the object answers with it (`ReturnDeletedObject`), not a
+    /// Status.
+    fn returns_deleted_object(&self) -> bool {
+        false
+    }
+
     /// What DELETE does.
     fn deletion(&self) -> Deletion {
         Deletion::Immediate
@@ -184,6 +201,18 @@ pub enum Generation {
     AllButMetadataAndStatus,
 }
 
+/// What a kind's `ValidateUpdate` runs besides [`Kind::validate`] (after the checks every
+/// update gets: ObjectMeta and its update rules).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UpdateValidation {
+    /// The metadata's update rules, then the kind's checks (Deployment, HPA).
+    MetaUpdate,
+    /// The update rules, then ObjectMeta and the kind's checks again (Ingress, Service).
+    MetaUpdateThenObject,
+    /// ObjectMeta and the kind's checks, then the update rules (Namespace).
+    ObjectThenMetaUpdate,
+}
+
 /// A subresource a kind serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Subresource {
@@ -191,6 +220,8 @@ pub enum Subresource {
     Status,
     /// `…/scale`: an `autoscaling/v1` Scale of `spec.replicas` and the label selector.
     Scale,
+    /// `…/finalize` (namespaces): a PUT that only changes `spec.finalizers`.
+    Finalize,
 }
 
 impl Subresource {
@@ -199,6 +230,7 @@ impl Subresource {
         match self {
             Subresource::Status => "status",
             Subresource::Scale => "scale",
+            Subresource::Finalize => "finalize",
         }
     }
 }
@@ -206,10 +238,10 @@ impl Subresource {
 /// What DELETE does to an object of the kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Deletion {
-    /// Removed at once (no finalizers or graceful deletion are emulated).
+    /// The generic registry's: removed at once, or marked deleting while finalizers remain.
     Immediate,
-    /// A namespace: returned `Terminating` while everything in it is removed, then gone — what
-    /// the namespace controller of a full cluster does.
+    /// A namespace: marked `Terminating` and kept, with its content, until its `spec.finalizers`
+    /// are emptied (the namespace controller's job, which no controller does here).
     Namespace,
 }
 
@@ -445,26 +477,29 @@ pub fn prepare_update(k: &dyn Kind, new: &mut Value, old: &Value) {
             Some(g) => meta.insert("generation".into(), g.clone()),
             None => meta.remove("generation"),
         };
+        // BeforeUpdate: an empty uid means the existing one (a different one fails
+        // validation); the creation and deletion timestamps and grace period cannot be
+        // changed once set (setting a deletion timestamp fails validation).
         for f in [
             "uid",
             "creationTimestamp",
             "deletionTimestamp",
             "deletionGracePeriodSeconds",
         ] {
-            let keep = old.pointer(&format!("/metadata/{f}")).cloned();
-            let client = meta.get(f).cloned();
+            let keep = old
+                .pointer(&format!("/metadata/{f}"))
+                .filter(|v| !v.is_null())
+                .cloned();
+            let client = meta.get(f).filter(|v| !v.is_null()).cloned();
             match (f, keep, client) {
-                // An empty uid means "the existing one"; a different one fails validation.
-                ("uid", Some(k), None) => {
+                ("uid" | "deletionGracePeriodSeconds", Some(k), None) => {
                     meta.insert(f.into(), k);
                 }
-                ("uid", _, _) => {}
-                (_, Some(k), _) => {
+                ("uid" | "deletionGracePeriodSeconds", _, _) => {}
+                ("creationTimestamp", Some(k), _) | ("deletionTimestamp", Some(k), _) => {
                     meta.insert(f.into(), k);
                 }
-                (_, None, _) => {
-                    meta.remove(f);
-                }
+                _ => {}
             }
         }
     }
@@ -482,17 +517,65 @@ pub fn prepare_update(k: &dyn Kind, new: &mut Value, old: &Value) {
     }
 }
 
-/// Validation: ObjectMeta (and its update rules), then the kind's own.
+/// Validation as the registry runs it. On create, the strategy's: ObjectMeta (with the
+/// finalizer names built-in kinds add) and the kind's checks. On update, the checks every
+/// update gets (ObjectMeta and its update rules), then the strategy's `ValidateUpdate`, which
+/// repeats some of them: the real server reports those twice (once in the message).
 pub fn validate(k: &dyn Kind, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
     let meta = obj.get("metadata").unwrap_or(&Value::Null);
-    let mut errs = validate::object_meta(k.api(), k.name_rule(), meta);
-    if let Some(old) = old {
-        errs.extend(validate::object_meta_update(
-            meta,
-            old.get("metadata").unwrap_or(&Value::Null),
-        ));
+    let builtin = k.discovery() == Discovery::BuiltIn;
+    let object_meta = || {
+        let mut e = validate::object_meta(k.api(), k.name_rule(), meta);
+        if builtin {
+            e.extend(validate::kube_finalizers(meta));
+        }
+        e
+    };
+    let Some(old) = old else {
+        let mut errs = object_meta();
+        errs.extend(k.validate(obj, None));
+        return errs;
+    };
+    let old_meta = old.get("metadata").unwrap_or(&Value::Null);
+    let update = validate::object_meta_update(meta, old_meta);
+    let mut kind_update = update.clone();
+    if builtin {
+        kind_update.extend(validate::kube_finalizers(meta));
     }
-    errs.extend(k.validate(obj, old));
+    let mut errs = validate::object_meta(k.api(), k.name_rule(), meta);
+    errs.extend(update);
+    match k.update_validation() {
+        UpdateValidation::MetaUpdate => {
+            errs.extend(kind_update);
+            errs.extend(k.validate(obj, Some(old)));
+        }
+        UpdateValidation::MetaUpdateThenObject => {
+            errs.extend(kind_update);
+            errs.extend(object_meta());
+            errs.extend(k.validate(obj, Some(old)));
+        }
+        UpdateValidation::ObjectThenMetaUpdate => {
+            errs.extend(object_meta());
+            errs.extend(k.validate(obj, Some(old)));
+            errs.extend(kind_update);
+        }
+    }
+    errs
+}
+
+/// Validation of a write to the `status` subresource: the checks every update gets, the
+/// metadata's update rules again, and the kind's status checks.
+pub fn validate_status(k: &dyn Kind, obj: &Value, old: &Value) -> Vec<FieldError> {
+    let meta = obj.get("metadata").unwrap_or(&Value::Null);
+    let old_meta = old.get("metadata").unwrap_or(&Value::Null);
+    let update = validate::object_meta_update(meta, old_meta);
+    let mut errs = validate::object_meta(k.api(), k.name_rule(), meta);
+    errs.extend(update.clone());
+    errs.extend(update);
+    if k.discovery() == Discovery::BuiltIn {
+        errs.extend(validate::kube_finalizers(meta));
+    }
+    errs.extend(k.validate_status(obj, old));
     errs
 }
 

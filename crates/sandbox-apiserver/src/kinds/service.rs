@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use super::table::{age, age_column, column, name_column, selector_text, st};
 use super::validate::{arr, go_string_slice, obj, s, validate_labels};
-use super::{Allocators, Kind, map_mut, map_mut_in, set_default};
+use super::{Allocators, Kind, UpdateValidation, map_mut, map_mut_in, set_default};
 use crate::model::ApiResource;
 use crate::model::names::{NameRule, is_dns1123_label, is_valid_port_name, port_range_msg};
 use crate::model::schema;
@@ -52,6 +52,10 @@ impl Kind for Service {
         default_service(obj);
     }
 
+    fn update_validation(&self) -> UpdateValidation {
+        UpdateValidation::MetaUpdateThenObject
+    }
+
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
         validate_service_spec(
             obj.get("spec").unwrap_or(&Value::Null),
@@ -73,6 +77,10 @@ impl Kind for Service {
         if let Some(ip) = obj.pointer("/spec/clusterIP").and_then(Value::as_str) {
             alloc.release_cluster_ip(ip);
         }
+    }
+
+    fn returns_deleted_object(&self) -> bool {
+        true
     }
 
     fn allocator_revisions(&self) -> u64 {

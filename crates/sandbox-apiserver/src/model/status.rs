@@ -110,6 +110,26 @@ pub fn namespace_not_found(ns: &str) -> StatusBody {
     )
 }
 
+/// The NamespaceLifecycle admission's 403 for new content in a namespace being deleted.
+pub fn namespace_terminating(k: &ApiResource, name: &str, ns: &str) -> StatusBody {
+    let mut d = details(name, k.group, k.resource);
+    if let Value::Object(m) = &mut d {
+        m.insert(
+            "causes".into(),
+            json!([{"reason": "NamespaceTerminating", "message": format!("namespace {ns} is being terminated"), "field": "metadata.namespace"}]),
+        );
+    }
+    StatusBody::new(
+        403,
+        "Forbidden",
+        format!(
+            "{} \"{name}\" is forbidden: unable to create new content in namespace {ns} because it is being terminated",
+            group_resource(k.group, k.resource)
+        ),
+        Some(d),
+    )
+}
+
 pub fn already_exists(k: &ApiResource, name: &str) -> StatusBody {
     StatusBody::new(
         409,
