@@ -120,34 +120,6 @@ const PENDING: &[(&str, &str)] = &[
     // (application/apply-patch+yaml) is served: 422 without fieldManager, create, 409 conflict,
     // force; a YAML merge patch is 400.
     (
-        "content-types/01-create-yaml.json",
-        "/status: real 201, sandbox 415",
-    ),
-    (
-        "content-types/03-create-text-plain.json",
-        "/body/message: real \"the body of the request was in an unknown format - accepted media types include: application/json, …, sandbox \"415: Unsupported Media Type\"",
-    ),
-    (
-        "content-types/04-create-protobuf-garbage.json",
-        "/status: real 400, sandbox 415",
-    ),
-    (
-        "content-types/05-create-no-content-type.json",
-        "/status: real 201, sandbox 415",
-    ),
-    (
-        "content-types/12-get-as-yaml.json",
-        "/body: real \"apiVersion: networking.k8s.io/v1\\nkind: Ingress\\nmetadata:\\n  creationTimestamp: \\\"2026-12-01T06:32…, sandbox {\"kind\":\"Ingress\",\"apiVersion\":\"networking.k8s.io/v1\",\"metadata\":{\"name\":\"charset\",\"namespace\":\"<ns>…",
-    ),
-    (
-        "content-types/13-get-as-unknown-type.json",
-        "/status: real 406, sandbox 200",
-    ),
-    (
-        "content-types/15-error-as-yaml.json",
-        "/body: real \"apiVersion: v1\\ncode: 404\\ndetails:\\n  group: networking.k8s.io\\n  kind: ingresses\\n  name: missing…, sandbox {\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"ingresses.networking.…",
-    ),
-    (
         "content-types/17-apply-patch-creates.json",
         "/status: real 201, sandbox 415",
     ),
@@ -490,62 +462,10 @@ const PENDING: &[(&str, &str)] = &[
     ),
     // Table column definitions for Deployments: the real READY column is a string (and Tables
     // come as application/json).
-    (
-        "kubectl-requests/02-get-table.json",
-        "/body/columnDefinitions/2/type: real \"string\", sandbox \"integer\"",
-    ),
-    (
-        "kubectl-requests/03-list-table.json",
-        "/body/columnDefinitions/2/type: real \"string\", sandbox \"integer\"",
-    ),
-    (
-        "kubectl-requests/10-get-watch-table.json",
-        "/events/0/object/columnDefinitions/2/type: real \"string\", sandbox \"integer\"",
-    ),
     // LIST with a selector and limit: no remainingItemCount; invalid continue token message;
     // continue with resourceVersion is 400; resourceVersion=0 ignores limit (no continue);
     // resourceVersionMatch=Exact serves the old snapshot; match without version is 422; a future
     // resourceVersion is 504 Timeout; a malformed one is 500.
-    (
-        "list-pagination/07-first-page-with-selector.json",
-        "/body/metadata/remainingItemCount: real (absent), sandbox 2",
-    ),
-    (
-        "list-pagination/08-second-page-with-selector.json",
-        "/body/metadata/remainingItemCount: real (absent), sandbox 1",
-    ),
-    (
-        "list-pagination/12-field-selector-with-limit.json",
-        "/body/metadata/remainingItemCount: real (absent), sandbox 2",
-    ),
-    (
-        "list-pagination/13-invalid-continue.json",
-        "/body/message: real \"invalid continue token: continue key is not valid: invalid character '\\\\u009e' looking for beginnin…, sandbox \"continue key is not valid: illegal base64 data\"",
-    ),
-    (
-        "list-pagination/14-continue-with-resource-version.json",
-        "/status: real 400, sandbox 200",
-    ),
-    (
-        "list-pagination/17-resource-version-zero-with-limit.json",
-        "/body/metadata/continue: real (absent), sandbox \"<continue:4>\"",
-    ),
-    (
-        "list-pagination/19-exact-old-version.json",
-        "/body/items/1/metadata/name: real \"b\", sandbox \"aa\"",
-    ),
-    (
-        "list-pagination/20-match-without-version.json",
-        "/status: real 422, sandbox 200",
-    ),
-    (
-        "list-pagination/21-future-version.json",
-        "/status: real 504, sandbox 200",
-    ),
-    (
-        "list-pagination/22-garbage-version.json",
-        "/status: real 500, sandbox 200",
-    ),
     // Field selector errors: unsupported fields have the real message; a set-based field selector
     // is refused where the real parser stops.
     // Server-side apply is not served; a fieldManager over 128 characters is 422. The later
@@ -582,22 +502,6 @@ const PENDING: &[(&str, &str)] = &[
         "not-found-and-routing/09-httproute.json",
         "/body: real {\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"httproutes.gateway.ne…, sandbox \"404 page not found\\n\"",
     ),
-    (
-        "not-found-and-routing/21-put-collection.json",
-        "/status: real 405, sandbox 404",
-    ),
-    (
-        "not-found-and-routing/22-patch-collection.json",
-        "/status: real 405, sandbox 404",
-    ),
-    (
-        "not-found-and-routing/24-cluster-scoped-under-namespace.json",
-        "/status: real 404, sandbox 200",
-    ),
-    (
-        "not-found-and-routing/26-head-request.json",
-        "/status: real 405, sandbox 200",
-    ),
     // PUT error texts: a malformed resourceVersion (bare strconv error), a namespace mismatch, a
     // body of another kind (unknown conversion) or apiVersion (does not match the expected API
     // version).
@@ -615,10 +519,6 @@ const PENDING: &[(&str, &str)] = &[
     // force on a non-apply patch is 422; a fieldManager with a control character is 422; a
     // malformed limit is 400 (strconv error); watch=maybe starts a watch. The later
     // resourceVersions follow from the accepted force patch.
-    (
-        "request-options/07-list-bad-limit.json",
-        "/status: real 400, sandbox 200",
-    ),
     // A dry-run Service create shows clusterIP 10.0.0.0 (the dry-run allocator), not an allocated
     // address; RequireDualStack on a single-stack cluster and a clusterIP outside the range are
     // 422; a type change to NodePort is recorded in managedFields without the allocated nodePort;
@@ -651,85 +551,8 @@ const PENDING: &[(&str, &str)] = &[
     // A status patch is validated (replicas -1 is 422); the scale subresource's 404 names
     // deployments/scale; the later resourceVersions follow from the accepted invalid status.
     (
-        "subresources/10-get-deployment.json",
-        "/body/metadata/resourceVersion: real \"<rv:Scale/web#2>\", sandbox \"<rv:Scale/web>\"",
-    ),
-    (
         "subresources/12-scale-of-missing.json",
         "/body/message: real \"deployments/scale.apps \\\"missing\\\" not found\", sandbox \"deployments.apps \\\"missing\\\" not found\"",
-    ),
-    // Tables come with Content-Type application/json (the sandbox adds
-    // ;as=Table;v=v1;g=meta.k8s.io); column definitions: Deployment READY is a string; Service,
-    // HPA and Ingress column descriptions have the real texts; a namespace list by field selector
-    // comes as plain JSON; a v1beta1 Table and a PartialObjectMetadataList are served.
-    (
-        "tables/06-deployments-table.json",
-        "/body/columnDefinitions/2/type: real \"string\", sandbox \"integer\"",
-    ),
-    (
-        "tables/07-services-table.json",
-        "/body/columnDefinitions/1/description: real \"type determines how the Service is exposed. Defaults to ClusterIP. Valid options are ExternalName, …, sandbox \"type determines how the Service is exposed.\"",
-    ),
-    (
-        "tables/08-hpa-table.json",
-        "/body/columnDefinitions/1/description: real \"scaleTargetRef points to the target resource to scale, and is used to the pods for which metrics sh…, sandbox \"reference to the target object\"",
-    ),
-    (
-        "tables/09-ingresses-table.json",
-        "/body/columnDefinitions/1/description: real \"The name of the IngressClass resource that should be used for additional configuration\", sandbox \"The name of the IngressClass resource.\"",
-    ),
-    (
-        "tables/10-ingress-table-include-object.json",
-        "/body/columnDefinitions/1/description: real \"The name of the IngressClass resource that should be used for additional configuration\", sandbox \"The name of the IngressClass resource.\"",
-    ),
-    (
-        "tables/11-hpa-table-include-none.json",
-        "/body/columnDefinitions/1/description: real \"scaleTargetRef points to the target resource to scale, and is used to the pods for which metrics sh…, sandbox \"reference to the target object\"",
-    ),
-    (
-        "tables/12-namespaces-table.json",
-        "/headers/Content-Type: real \"application/json\", sandbox \"application/json;as=Table;v=v1;g=meta.k8s.io\"",
-    ),
-    (
-        "tables/13-empty-table.json",
-        "/body/columnDefinitions/1/description: real \"The name of the IngressClass resource that should be used for additional configuration\", sandbox \"The name of the IngressClass resource.\"",
-    ),
-    (
-        "tables/14-table-with-limit.json",
-        "/body/columnDefinitions/1/description: real \"type determines how the Service is exposed. Defaults to ClusterIP. Valid options are ExternalName, …, sandbox \"type determines how the Service is exposed.\"",
-    ),
-    (
-        "tables/15-table-v1beta1.json",
-        "/body/apiVersion: real \"meta.k8s.io/v1beta1\", sandbox \"meta.k8s.io/v1\"",
-    ),
-    (
-        "tables/16-partial-object-metadata-list.json",
-        "/body/kind: real \"PartialObjectMetadataList\", sandbox \"DeploymentList\"",
-    ),
-    // An object leaving a watch's label selector is sent as DELETED with its previous state; a
-    // watch from a resourceVersion older than the watch cache is 200 with one ERROR event (410
-    // Expired, "too old resource version"), not a 410 response; a malformed resourceVersion is
-    // 500; resourceVersionMatch on a watch is 422; watch=true on an object path returns the
-    // object (no watch).
-    (
-        "watch-semantics/02-watch-selector-transitions.json",
-        "/events/0/object/metadata/labels/stage: real \"blue\", sandbox \"green\"",
-    ),
-    (
-        "watch-semantics/03-watch-too-old.json",
-        "/status: real 200, sandbox 410",
-    ),
-    (
-        "watch-semantics/04-watch-garbage-version.json",
-        "/status: real 500, sandbox 422",
-    ),
-    (
-        "watch-semantics/06-watch-resource-version-match.json",
-        "/status: real 422, sandbox 200",
-    ),
-    (
-        "watch-semantics/10-watch-object-path.json",
-        "/events/0/kind: real \"Ingress\", sandbox (absent)",
     ),
 ];
 

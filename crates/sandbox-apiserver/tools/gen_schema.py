@@ -121,7 +121,6 @@ VALUE = {
     "DeploymentCondition.lastUpdateTime", "DeploymentCondition.lastTransitionTime",
     "HorizontalPodAutoscalerCondition.lastTransitionTime",
     "NamespaceCondition.lastTransitionTime",
-    "ManagedFieldsEntry.time",
     "ResourceFieldSelector.divisor",
 }
 # Optional scalar fields that are plain Go values with omitempty (a zero value is dropped);

@@ -76,6 +76,8 @@ pub struct GenericResource {
     pub version: String,
     pub resource: String,
     pub kind: String,
+    /// `scope: Namespaced` in the aggregated document.
+    pub namespaced: bool,
 }
 
 fn collect_generic(doc: &Value, out: &mut Vec<GenericResource>) {
@@ -116,6 +118,7 @@ fn collect_generic(doc: &Value, out: &mut Vec<GenericResource>) {
                     continue;
                 }
                 out.push(GenericResource {
+                    namespaced: r.get("scope").and_then(Value::as_str) == Some("Namespaced"),
                     group: group.clone(),
                     version: version.clone(),
                     resource,

@@ -10,8 +10,8 @@ use hyper::body::Frame;
 use serde_json::json;
 
 use super::discovery::GenericResource;
-use super::request::{RequestInfo, wants_table};
-use super::{Ctx, Reply, json_reply, status_reply, stopped, table};
+use super::request::{Output, RequestInfo, negotiate};
+use super::{Ctx, Reply, json_reply, status_reply, stopped};
 use crate::model::status::{self, StatusBody};
 
 /// A resource the real server advertises that the sandbox does not store (pods, ReplicaSets…):
@@ -31,19 +31,31 @@ pub fn generic_resource(
     } else {
         format!("{}/{}", g.group, g.version)
     };
+    let output = match negotiate(headers, &info.verb) {
+        Ok(o) => o,
+        Err(s) => return status_reply(&s, pretty),
+    };
     match (method.as_str(), info.name.is_empty(), info.verb.as_str()) {
         ("GET", true, "list") => {
             let rv = ctx.store.lock().rv;
-            if wants_table(headers) {
-                let mut r = json_reply(
-                    200,
-                    &json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {"resourceVersion": rv.to_string()},
-                        "columnDefinitions": [{"name": "Name", "type": "string", "format": "name", "description": "Name must be unique within a namespace.", "priority": 0}],
-                        "rows": []}),
-                    pretty,
-                );
-                r.headers[0].1 = table::CONTENT_TYPE.into();
-                return r;
+            match output {
+                Output::Table(version) => {
+                    return json_reply(
+                        200,
+                        &json!({"kind": "Table", "apiVersion": format!("meta.k8s.io/{version}"), "metadata": {"resourceVersion": rv.to_string()},
+                            "columnDefinitions": [{"name": "Name", "type": "string", "format": "name", "description": "Name must be unique within a namespace.", "priority": 0}],
+                            "rows": []}),
+                        pretty,
+                    );
+                }
+                Output::Partial(version) => {
+                    return json_reply(
+                        200,
+                        &json!({"kind": "PartialObjectMetadataList", "apiVersion": format!("meta.k8s.io/{version}"), "metadata": {"resourceVersion": rv.to_string()}, "items": []}),
+                        pretty,
+                    );
+                }
+                Output::Json | Output::Yaml => {}
             }
             json_reply(
                 200,
@@ -76,6 +88,7 @@ pub fn generic_resource(
                 body: BodyExt::boxed(StreamBody::new(idle)),
                 reason: None,
                 cut: false,
+                json: None,
             }
         }
         ("GET", false, _) => {

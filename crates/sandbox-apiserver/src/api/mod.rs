@@ -47,6 +47,8 @@ pub struct Reply {
     pub reason: Option<String>,
     /// Send half the body, then drop the connection (an injected fault).
     pub cut: bool,
+    /// The body, when it is one JSON document (to write it as YAML instead).
+    pub json: Option<Value>,
 }
 
 /// What the handlers work on.
@@ -123,6 +125,7 @@ pub fn json_reply(code: u16, v: &Value, pretty: bool) -> Reply {
         body: full(gojson::encode(v, pretty)),
         reason: None,
         cut: false,
+        json: Some(v.clone()),
     }
 }
 
@@ -146,6 +149,7 @@ pub fn text_reply(code: u16, text: &str) -> Reply {
         body: full(text.to_string()),
         reason: None,
         cut: false,
+        json: None,
     }
 }
 

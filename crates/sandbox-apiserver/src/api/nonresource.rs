@@ -57,6 +57,7 @@ pub fn non_resource(ctx: &Ctx<'_>, method: &Method, path: &str, headers: &Header
                     body: full(Bytes::new()),
                     reason: None,
                     cut: false,
+                    json: None,
                 };
             }
             Reply {
@@ -73,6 +74,7 @@ pub fn non_resource(ctx: &Ctx<'_>, method: &Method, path: &str, headers: &Header
                 body: full(gojson::encode(&doc, pretty)),
                 reason: None,
                 cut: false,
+                json: None,
             }
         }
         ["api"] => json_reply(200, &discovery::api(&ctx.addr.to_string()), pretty),
@@ -106,6 +108,7 @@ pub fn non_resource(ctx: &Ctx<'_>, method: &Method, path: &str, headers: &Header
                     body: full(openapi::v2_protobuf()),
                     reason: None,
                     cut: false,
+                    json: None,
                 }
             } else {
                 json_reply(

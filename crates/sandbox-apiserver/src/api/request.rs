@@ -81,8 +81,9 @@ pub fn request_info(method: &Method, path: &str, query: &[(String, String)]) -> 
         .iter()
         .any(|(k, v)| k == "watch" && !matches!(v.to_lowercase().as_str(), "false" | "0"));
     info.verb = match *method {
+        // `?watch=` only makes a collection's GET a watch; `/watch/…` paths always are.
         Method::GET | Method::HEAD => {
-            if info.legacy_watch || watch_param {
+            if info.legacy_watch || (watch_param && info.name.is_empty()) {
                 "watch".into()
             } else if info.name.is_empty() {
                 "list".into()
@@ -136,14 +137,90 @@ pub fn media_type(h: &HeaderMap) -> String {
         .unwrap_or_default()
 }
 
-/// Does the client ask for a `meta.k8s.io/v1` Table (kubectl get)?
-pub fn wants_table(h: &HeaderMap) -> bool {
-    h.get(http::header::ACCEPT)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|a| {
-            a.split(',')
-                .any(|part| part.contains("as=Table") && part.contains("g=meta.k8s.io"))
-        })
+/// What a response is written as (`Accept`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Output {
+    Json,
+    Yaml,
+    /// A `meta.k8s.io` Table of this version (`v1`, `v1beta1`).
+    Table(&'static str),
+    /// `PartialObjectMetadata` (a GET) or `PartialObjectMetadataList` (a LIST) of this version.
+    Partial(&'static str),
+}
+
+/// The real server's output negotiation: the first acceptable clause of `Accept` by `q`,
+/// JSON without one; 406 when none is acceptable. Tables and partial metadata are offered
+/// for reads. (Protobuf is not emulated: such clauses are passed over.)
+pub fn negotiate(h: &HeaderMap, verb: &str) -> Result<Output, crate::model::status::StatusBody> {
+    let accept: Vec<&str> = h
+        .get_all(http::header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect();
+    let accept = accept.join(",");
+    if accept.trim().is_empty() {
+        return Ok(Output::Json);
+    }
+    /// One `Accept` clause: q, media type, other parameters.
+    type Clause = (f64, String, Vec<(String, String)>);
+    let mut clauses: Vec<Clause> = Vec::new();
+    for clause in accept.split(',') {
+        let mut parts = clause.split(';').map(str::trim);
+        let media = parts.next().unwrap_or("").to_lowercase();
+        if media.is_empty() {
+            continue;
+        }
+        let mut q = 1.0;
+        let mut params = Vec::new();
+        for p in parts {
+            let (k, v) = p.split_once('=').unwrap_or((p, ""));
+            if k.trim() == "q" {
+                q = v.trim().parse().unwrap_or(1.0);
+            } else {
+                params.push((k.trim().to_string(), v.trim().to_string()));
+            }
+        }
+        if q > 0.0 {
+            clauses.push((q, media, params));
+        }
+    }
+    clauses.sort_by(|a, b| b.0.partial_cmp(&a.0).unwrap_or(std::cmp::Ordering::Equal));
+    let read = matches!(verb, "get" | "list" | "watch");
+    for (_, media, params) in &clauses {
+        let param = |k: &str| {
+            params
+                .iter()
+                .find(|(pk, _)| pk == k)
+                .map(|(_, v)| v.as_str())
+        };
+        let version = match param("v") {
+            Some("v1") => "v1",
+            Some("v1beta1") => "v1beta1",
+            _ => "",
+        };
+        let meta_group = param("g") == Some("meta.k8s.io") && !version.is_empty();
+        let json_like = matches!(media.as_str(), "application/json" | "*/*" | "application/*");
+        match (json_like, media.as_str(), param("as")) {
+            (true, _, None) => return Ok(Output::Json),
+            (true, _, Some("Table")) if read && meta_group => return Ok(Output::Table(version)),
+            (true, _, Some("PartialObjectMetadata"))
+                if meta_group && matches!(verb, "get" | "watch") =>
+            {
+                return Ok(Output::Partial(version));
+            }
+            (true, _, Some("PartialObjectMetadataList")) if meta_group && verb == "list" => {
+                return Ok(Output::Partial(version));
+            }
+            (false, "application/yaml", None) => return Ok(Output::Yaml),
+            _ => {}
+        }
+    }
+    Err(crate::model::status::StatusBody::new(
+        406,
+        "NotAcceptable",
+        "406: Not Acceptable\n\nAvailable representations: application/json, application/yaml, application/vnd.kubernetes.protobuf",
+        Some(serde_json::json!({})),
+    ))
 }
 
 #[cfg(test)]

@@ -8,8 +8,8 @@ use http::HeaderMap;
 use serde_json::{Value, json};
 
 use super::list::{delete_collection, list};
-use super::request::{RequestInfo, media_type, query_get, wants_table};
-use super::table::{self, table_for};
+use super::request::{Output, RequestInfo, media_type, negotiate, query_get};
+use super::table::{Include, partial, table_for};
 use super::watch::watch;
 use super::{Ctx, Hooks, Reply, json_reply, status_reply};
 use crate::kinds::{self, Kind, Subresource};
@@ -36,11 +36,49 @@ pub fn handle(
         "finalize" => Some(Subresource::Finalize),
         _ => return status_reply(&status::generic(404, ""), ctx.pretty),
     };
+    let output = match negotiate(headers, &info.verb) {
+        Ok(o) => o,
+        Err(s) => return status_reply(&s, ctx.pretty),
+    };
+    let reply = handle_as(ctx, hooks, k, sub, output, path, query, headers, body, info);
+    if output == Output::Yaml {
+        yaml_reply(reply)
+    } else {
+        reply
+    }
+}
+
+/// A reply whose JSON body is written as YAML instead (`Accept: application/yaml`).
+fn yaml_reply(mut r: Reply) -> Reply {
+    let Some(json) = r.json.take() else {
+        return r;
+    };
+    r.body = super::full(crate::model::goyaml::encode(&json));
+    for h in r.headers.iter_mut() {
+        if h.0 == "Content-Type" {
+            h.1 = "application/yaml".into();
+        }
+    }
+    r
+}
+
+#[allow(clippy::too_many_arguments)]
+fn handle_as(
+    ctx: &Ctx<'_>,
+    hooks: &mut dyn Hooks,
+    k: &'static dyn Kind,
+    sub: Option<Subresource>,
+    output: Output,
+    path: &str,
+    query: &[(String, String)],
+    headers: &HeaderMap,
+    body: &Bytes,
+    info: &RequestInfo,
+) -> Reply {
     let options = match write_options(&info.verb, &media_type(headers), query, headers) {
         Ok(o) => o,
         Err(s) => return status_reply(&s, ctx.pretty),
     };
-    let table = wants_table(headers);
     let ns = info.namespace.as_str();
     let is_write = matches!(info.verb.as_str(), "update" | "patch" | "delete");
     let inject_conflict = is_write && hooks.conflict_armed(path);
@@ -74,11 +112,11 @@ pub fn handle(
         content_type: &content_type,
         query,
         write: &write,
-        table,
+        output,
     };
     let result = match (info.verb.as_str(), sub) {
-        ("watch", None) => return watch(ctx, k, info, query, table),
-        ("list", None) => list(ctx.store, k, info, query, table),
+        ("watch", None) => return watch(ctx, k, info, query, output),
+        ("list", None) => list(ctx.store, k, info, query, output),
         ("get", Some(Subresource::Scale)) => request.get_scale(),
         ("get", None | Some(Subresource::Status)) => {
             let r = request.get();
@@ -101,11 +139,7 @@ pub fn handle(
         hooks.conflict_sent(path);
     }
     match result {
-        Ok(out) => outcome_reply(
-            out,
-            table && matches!(info.verb.as_str(), "get" | "list"),
-            ctx.pretty,
-        ),
+        Ok(out) => outcome_reply(out, ctx.pretty),
         Err(s) => status_reply(&s, ctx.pretty),
     }
 }
@@ -232,12 +266,9 @@ fn is_print(c: char) -> bool {
         && !matches!(c, '\u{200b}'..='\u{200f}' | '\u{feff}')
 }
 
-/// A successful outcome as JSON (or a Table), with its warnings.
-fn outcome_reply(out: Outcome, table: bool, pretty: bool) -> Reply {
+/// A successful outcome as JSON, with its warnings.
+fn outcome_reply(out: Outcome, pretty: bool) -> Reply {
     let mut r = json_reply(out.code, &out.body, pretty);
-    if table {
-        r.headers[0].1 = table::CONTENT_TYPE.into();
-    }
     for w in out.warnings {
         r.headers
             .push(("Warning".into(), format!("299 - {}", status::go_quote(&w))));
@@ -260,7 +291,7 @@ struct Request<'a> {
     content_type: &'a str,
     query: &'a [(String, String)],
     write: &'a WriteCtx,
-    table: bool,
+    output: Output,
 }
 
 impl Request<'_> {
@@ -274,15 +305,31 @@ impl Request<'_> {
     }
 
     fn get(&self) -> Result<Outcome, StatusBody> {
-        let obj = self
-            .ctx
-            .store
-            .lock()
-            .get(self.k, self.ns(), &self.info.name)?;
-        let body = if self.table {
-            table_for(self.k, std::slice::from_ref(&obj), None, None)
-        } else {
-            obj
+        let include = match self.output {
+            Output::Table(_) => Include::parse(query_get(self.query, "includeObject"))?,
+            _ => Include::Metadata,
+        };
+        let st = self.ctx.store.lock();
+        // A resourceVersion reads the watch cache: it must have reached it.
+        let rv = query_get(self.query, "resourceVersion").unwrap_or("");
+        if !rv.is_empty() {
+            let rv = super::list::parse_rv(rv).map_err(|m| StatusBody::new(500, "", m, None))?;
+            if rv > st.rv {
+                return Err(super::list::too_large(rv, st.rv, 1));
+            }
+        }
+        let obj = st.get(self.k, self.ns(), &self.info.name)?;
+        let body = match self.output {
+            Output::Table(version) => table_for(
+                self.k,
+                std::slice::from_ref(&obj),
+                None,
+                None,
+                version,
+                include,
+            ),
+            Output::Partial(version) => partial(&obj, version),
+            Output::Json | Output::Yaml => obj,
         };
         Ok(Outcome {
             code: 200,
@@ -329,27 +376,52 @@ impl Request<'_> {
         if !self.info.name.is_empty() {
             return Err(status::generic(405, ""));
         }
-        // Only JSON bodies are emulated (the real server also takes YAML and protobuf).
-        if !self.consumes(&["application/json"]) {
-            return Err(unsupported_media_type());
-        }
+        let body = self.object_body()?;
         if self.k.api().namespaced && self.ns().is_empty() {
             return Err(status::generic(405, ""));
         }
         self.ctx
             .store
             .lock()
-            .create(self.k, self.ns(), self.body, self.write)
+            .create(self.k, self.ns(), &body, self.write)
     }
 
     fn update(&self) -> Result<Outcome, StatusBody> {
-        if !self.consumes(&["application/json"]) {
-            return Err(unsupported_media_type());
-        }
+        let body = self.object_body()?;
         self.ctx
             .store
             .lock()
-            .update(self.k, self.ns(), &self.info.name, self.body, self.write)
+            .update(self.k, self.ns(), &self.info.name, &body, self.write)
+    }
+
+    /// The body of a create or update as JSON: JSON as it is (also without a Content-Type),
+    /// YAML converted (go-yaml's YAML 1.1 booleans included); anything else is 415 — and
+    /// protobuf, which the sandbox does not decode, 400 without its magic prefix and 415 with
+    /// it.
+    fn object_body(&self) -> Result<std::borrow::Cow<'_, [u8]>, StatusBody> {
+        match self.content_type {
+            "" | "application/json" => Ok(std::borrow::Cow::Borrowed(&self.body[..])),
+            "application/yaml" => {
+                let text = String::from_utf8_lossy(self.body);
+                let v: Value = serde_saphyr::from_str(&text).map_err(|e| {
+                    status::bad_request(format!("error converting YAML to JSON: yaml: {e}"))
+                })?;
+                Ok(std::borrow::Cow::Owned(gojson::compact(&v).into_bytes()))
+            }
+            "application/vnd.kubernetes.protobuf" if !self.body.starts_with(b"k8s\0") => {
+                Err(status::bad_request(format!(
+                    "the object provided is unrecognized (must be of type {}): provided data does not appear to be a protobuf message, expected prefix [107 56 115 0] ({})",
+                    self.k.api().kind,
+                    crate::store::summarize(self.body)
+                )))
+            }
+            _ => Err(StatusBody::new(
+                415,
+                "UnsupportedMediaType",
+                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf",
+                None,
+            )),
+        }
     }
 
     fn patch(&self) -> Result<Outcome, StatusBody> {

@@ -3,19 +3,62 @@
 use serde_json::{Value, json};
 
 use crate::kinds::Kind;
-use crate::model::object::partial_metadata;
+use crate::model::status::{self, StatusBody};
 use crate::model::time;
 
-/// The Content-Type of a Table response.
-pub const CONTENT_TYPE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
+/// What a Table row carries besides its cells (`?includeObject=`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Include {
+    None,
+    Metadata,
+    Object,
+}
 
-/// A Table of `objs`; `rv`: the list's revision (else the first object's), `cont`: the
-/// continue token.
-pub fn table_for(k: &dyn Kind, objs: &[Value], rv: Option<u64>, cont: Option<String>) -> Value {
+impl Include {
+    /// `includeObject`: `Metadata` by default; 400 for an unknown value.
+    pub fn parse(v: Option<&str>) -> Result<Include, StatusBody> {
+        match v.unwrap_or("") {
+            "" | "Metadata" => Ok(Include::Metadata),
+            "Object" => Ok(Include::Object),
+            "None" => Ok(Include::None),
+            other => Err(status::bad_request(format!(
+                "unrecognized includeObject value: {}",
+                status::go_quote(other)
+            ))),
+        }
+    }
+}
+
+/// `PartialObjectMetadata` of `meta.k8s.io/<version>`.
+pub fn partial(obj: &Value, version: &str) -> Value {
+    json!({
+        "kind": "PartialObjectMetadata",
+        "apiVersion": format!("meta.k8s.io/{version}"),
+        "metadata": obj.get("metadata").cloned().unwrap_or(json!({})),
+    })
+}
+
+/// A Table (`meta.k8s.io/<version>`) of `objs` (as the server writes them); `rv`: the list's
+/// revision (else the first object's), `cont`: the continue token and remaining count.
+pub fn table_for(
+    k: &dyn Kind,
+    objs: &[Value],
+    rv: Option<u64>,
+    cont: Option<(String, Option<usize>)>,
+    version: &str,
+    include: Include,
+) -> Value {
     let now = time::now_secs();
     let rows: Vec<Value> = objs
         .iter()
-        .map(|o| json!({"cells": k.table_cells(o, now), "object": partial_metadata(o)}))
+        .map(|o| {
+            let object = match include {
+                Include::None => Value::Null,
+                Include::Metadata => partial(o, version),
+                Include::Object => o.clone(),
+            };
+            json!({"cells": k.table_cells(o, now), "object": object})
+        })
         .collect();
     let mut meta = serde_json::Map::new();
     if let Some(rv) = rv {
@@ -26,8 +69,11 @@ pub fn table_for(k: &dyn Kind, objs: &[Value], rv: Option<u64>, cont: Option<Str
     {
         meta.insert("resourceVersion".into(), rv.clone());
     }
-    if let Some(c) = cont {
+    if let Some((c, remaining)) = cont {
         meta.insert("continue".into(), json!(c));
+        if let Some(n) = remaining {
+            meta.insert("remainingItemCount".into(), json!(n));
+        }
     }
-    json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": meta, "columnDefinitions": k.table_columns(), "rows": rows})
+    json!({"kind": "Table", "apiVersion": format!("meta.k8s.io/{version}"), "metadata": meta, "columnDefinitions": k.table_columns(), "rows": rows})
 }

@@ -28,11 +28,19 @@ pub fn route(
         return nonresource::non_resource(ctx, method, path, headers);
     }
     let pretty = ctx.pretty;
+    // go-restful registers no HEAD route for resources.
+    if *method == Method::HEAD {
+        return status_reply(&status::generic(405, ""), pretty);
+    }
     let Some(k) = ctx
         .registry
         .lookup(&info.group, &info.version, &info.resource)
     else {
         if let Some(g) = discovery::generic_resource(&info.group, &info.version, &info.resource) {
+            // A cluster-scoped resource has no route under a namespace.
+            if !g.namespaced && !info.namespace.is_empty() && info.namespace != info.name {
+                return status_reply(&status::generic(404, ""), pretty);
+            }
             let timeout = query_get(query, "timeoutSeconds")
                 .and_then(|t| t.parse().ok())
                 .unwrap_or(1800);
@@ -64,6 +72,10 @@ pub fn route(
     // RequestInfo puts a namespace's own name in `namespace`; anything else is no route.
     if !namespaced && !info.namespace.is_empty() && info.namespace != info.name {
         return status_reply(&status::generic(404, ""), pretty);
+    }
+    // A collection takes no PUT or PATCH.
+    if info.name.is_empty() && matches!(info.verb.as_str(), "update" | "patch") {
+        return status_reply(&status::generic(405, ""), pretty);
     }
     resource::handle(ctx, hooks, k, path, query, headers, body, info)
 }

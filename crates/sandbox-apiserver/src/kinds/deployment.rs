@@ -76,14 +76,14 @@ impl Kind for Deployment {
             ),
             column(
                 "Up-to-date",
-                "integer",
+                "string",
                 "",
                 "Total number of non-terminated pods targeted by this deployment that have the desired template spec.",
                 0,
             ),
             column(
                 "Available",
-                "integer",
+                "string",
                 "",
                 "Total number of available pods (ready for at least minReadySeconds) targeted by this deployment.",
                 0,

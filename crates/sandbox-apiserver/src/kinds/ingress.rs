@@ -60,7 +60,7 @@ impl Kind for Ingress {
                 "Class",
                 "string",
                 "",
-                "The name of the IngressClass resource.",
+                "The name of the IngressClass resource that should be used for additional configuration",
                 0,
             ),
             column(

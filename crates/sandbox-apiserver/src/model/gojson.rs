@@ -366,12 +366,16 @@ fn quote_char(c: u8) -> String {
         b'\'' => "'\\''".into(),
         b'"' => "'\"'".into(),
         _ => {
+            // strconv.Quote(string(rune(c))): control characters escaped, Latin-1 as is.
             let ch = char::from(c);
             let q = match ch {
                 '\n' => "\\n".to_string(),
                 '\r' => "\\r".to_string(),
                 '\t' => "\\t".to_string(),
                 c if (c as u32) < 0x20 || c == '\u{7f}' => format!("\\x{:02x}", c as u32),
+                c if (0x80..=0xa0).contains(&(c as u32)) || c == '\u{ad}' => {
+                    format!("\\u{:04x}", c as u32)
+                }
                 c => c.to_string(),
             };
             format!("'{q}'")

@@ -335,7 +335,7 @@ pub fn decode_patch(
 }
 
 /// `summarizeData(body, 30)`.
-fn summarize(body: &[u8]) -> String {
+pub fn summarize(body: &[u8]) -> String {
     if body.is_empty() {
         return "<empty>".into();
     }

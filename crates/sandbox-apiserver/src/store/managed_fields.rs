@@ -308,7 +308,10 @@ impl Entry {
         m.insert("manager".into(), json!(self.manager));
         m.insert("operation".into(), json!(self.operation));
         m.insert("apiVersion".into(), json!(self.api_version));
-        m.insert("time".into(), json!(self.time));
+        // The scale subresource records its entry without a time.
+        if !self.time.is_empty() {
+            m.insert("time".into(), json!(self.time));
+        }
         m.insert("fieldsType".into(), json!("FieldsV1"));
         m.insert("fieldsV1".into(), self.set.to_fields_v1());
         if !self.subresource.is_empty() {

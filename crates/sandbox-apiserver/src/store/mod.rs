@@ -28,7 +28,7 @@ use crate::model::status::{self, FieldError, StatusBody};
 use crate::model::time;
 use patch::SmpError;
 
-pub use decode::{FieldValidation, decode_body, decode_patch};
+pub use decode::{FieldValidation, decode_body, decode_patch, summarize};
 pub use select::Selectors;
 
 /// The store of one sandbox: everything that reads or writes objects takes this lock.
@@ -44,7 +44,8 @@ pub struct Event {
     pub name: String,
     /// The object after the change (for DELETED: the last state, with the deletion revision).
     pub object: Value,
-    /// The object before the change (MODIFIED only), for selector transitions.
+    /// The object before the change (MODIFIED and DELETED), for selector transitions and
+    /// past snapshots.
     pub old: Option<Value>,
 }
 
@@ -80,6 +81,8 @@ fn key(k: &dyn Kind, ns: &str, name: &str) -> Key {
 
 pub struct State {
     pub rv: u64,
+    /// The revision the sandbox started at.
+    start_rv: u64,
     objects: BTreeMap<Key, Value>,
     pub history: Vec<Arc<Event>>,
     alloc: Allocators,
@@ -111,6 +114,7 @@ impl State {
         let (events, _) = tokio::sync::broadcast::channel(8192);
         State {
             rv: start_rv,
+            start_rv,
             objects: BTreeMap::new(),
             history: Vec::new(),
             alloc: Allocators::default(),
@@ -591,9 +595,9 @@ impl State {
     fn remove(&mut self, k: &'static dyn Kind, key: Key, old: Value) -> Value {
         self.objects.remove(&key);
         self.rv += 1;
-        let mut gone = old;
+        let mut gone = old.clone();
         meta_mut(&mut gone).insert("resourceVersion".into(), json!(self.rv.to_string()));
-        self.emit(k, "DELETED", &gone, None);
+        self.emit(k, "DELETED", &gone, Some(old));
         // Releasing an allocation rewrites the allocator's bitmap: one more revision.
         k.release(&gone, &mut self.alloc);
         self.rv += k.allocator_revisions();
@@ -779,6 +783,83 @@ impl State {
             .ok_or_else(|| status::not_found(k.api(), name))
     }
 
+    /// The oldest revision a watch may start from: the sandbox's first, or the one before the
+    /// oldest change the history still holds.
+    pub fn watch_start(&self) -> u64 {
+        match self.history.first() {
+            Some(e) if self.history.len() >= HISTORY_LIMIT => e.rv.saturating_sub(1),
+            _ => self.start_rv,
+        }
+    }
+
+    /// The revision before the oldest change the history still holds (0: it reaches back to
+    /// the start).
+    pub fn history_start(&self) -> u64 {
+        match self.history.first() {
+            Some(e) if self.history.len() >= HISTORY_LIMIT => e.rv.saturating_sub(1),
+            _ => 0,
+        }
+    }
+
+    /// The objects of `k` selected as at revision `rv` (as stored, like [`State::select`]), in
+    /// key order: the current ones with every later change undone. `None` when the history no
+    /// longer reaches back that far.
+    pub fn select_at(
+        &self,
+        k: &'static dyn Kind,
+        ns: Option<&str>,
+        sel: &Selectors,
+        rv: u64,
+    ) -> Option<Vec<Value>> {
+        if rv < self.history_start() {
+            return None;
+        }
+        let a = k.api();
+        let mut objs: BTreeMap<(String, String), Value> = self
+            .objects
+            .iter()
+            .filter(|((r, g, _, _), _)| *r == a.resource && *g == a.group)
+            .map(|((_, _, n, name), v)| ((n.clone(), name.clone()), v.clone()))
+            .collect();
+        let stored = |wire: &Value| {
+            let mut v = wire.clone();
+            if k.encoding() == kinds::Encoding::GoStruct
+                && let Some(m) = v.as_object_mut()
+            {
+                m.remove("kind");
+                m.remove("apiVersion");
+            }
+            v
+        };
+        for ev in self.history.iter().rev().take_while(|e| e.rv > rv) {
+            if !kinds::same(ev.kind, k) {
+                continue;
+            }
+            let ns_key = if a.namespaced {
+                ev.namespace.clone()
+            } else {
+                String::new()
+            };
+            let key = (ns_key, ev.name.clone());
+            match (ev.event_type, &ev.old) {
+                ("ADDED", _) => {
+                    objs.remove(&key);
+                }
+                (_, Some(old)) => {
+                    objs.insert(key, stored(old));
+                }
+                _ => {}
+            }
+        }
+        Some(
+            objs.into_iter()
+                .filter(|((n, _), _)| ns.is_none_or(|ns| !a.namespaced || n == ns))
+                .map(|(_, v)| v)
+                .filter(|v| sel.matches(k, v))
+                .collect(),
+        )
+    }
+
     /// Objects of `k` in `ns` (`None`: all namespaces), in storage (key) order.
     pub fn select(&self, k: &'static dyn Kind, ns: Option<&str>, sel: &Selectors) -> Vec<&Value> {
         self.objects
@@ -877,7 +958,12 @@ impl State {
         if !errs.is_empty() {
             return Err(status::invalid(k.api(), name, &errs));
         }
-        let now = time::now_rfc3339();
+        // The scale subresource's entry comes back from the Scale conversion without a time.
+        let now = if sub == Subresource::Scale {
+            String::new()
+        } else {
+            time::now_rfc3339()
+        };
         managed_fields::apply_update(
             &managed_fields::Update {
                 root_type: k.schema(),

@@ -17,7 +17,8 @@
 //! * timestamps (RFC 3339) become `<time>`, a Table's `Age` cells `<age>`, discovery's server
 //!   addresses `<address>`, an `Etag` `<etag>`; managedFields entries are ordered by operation
 //!   and manager (the server orders them by time first, at a resolution of a second);
-//! * inside messages, known uids, versions, generated names and timestamps are replaced the
+//! * inside messages (and text bodies: YAML, plain text), known uids, versions, generated
+//!   names and timestamps are replaced the
 //!   same way, and so are the revisions only the server knows ("too old resource version:
 //!   N (M)", "current: N").
 //!
@@ -158,6 +159,9 @@ pub struct Side {
     pub generate_prefixes: Vec<String>,
     per_object: std::collections::HashMap<String, usize>,
     per_class: std::collections::HashMap<String, usize>,
+    /// The Age column of the last Table with column definitions: a watch's later Table events
+    /// come without them.
+    table_age_column: Option<usize>,
     max_rv: u64,
     pub problems: Vec<String>,
 }
@@ -368,8 +372,12 @@ impl Side {
                     .collect();
                 out.insert("events".into(), Value::Array(ev));
             }
+            // A text body (YAML, plain text) is free text, like a message.
             None => {
-                let b = self.value(body, "/body", &Ctx::default());
+                let b = match body {
+                    Value::String(s) => json!(self.text(s)),
+                    other => self.value(other, "/body", &Ctx::default()),
+                };
                 out.insert("body".into(), b);
             }
         }
@@ -482,13 +490,16 @@ impl Side {
             .as_deref()
             .and_then(|k| k.strip_suffix("List"))
             .map(str::to_string);
-        let age_column = m
-            .get("columnDefinitions")
-            .and_then(Value::as_array)
-            .and_then(|cols| {
-                cols.iter()
-                    .position(|c| c.get("name").and_then(Value::as_str) == Some("Age"))
-            });
+        let age_column = match m.get("columnDefinitions") {
+            Some(Value::Array(cols)) => {
+                self.table_age_column = cols
+                    .iter()
+                    .position(|c| c.get("name").and_then(Value::as_str) == Some("Age"));
+                self.table_age_column
+            }
+            Some(Value::Null) => self.table_age_column,
+            _ => None,
+        };
         // /version: two builds of the same release differ in these.
         let version_info = m.contains_key("gitVersion") && m.contains_key("gitCommit");
         let mut out = Map::new();

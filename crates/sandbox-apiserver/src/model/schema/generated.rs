@@ -34,8 +34,8 @@ pub static TYPES: &[TypeDef] = &[
             FieldDef {
                 name: "time",
                 ty: T::Time,
-                omitempty: false,
-                ptr: false,
+                omitempty: true,
+                ptr: true,
                 go_type: "v1.Time",
             },
             FieldDef {
