@@ -64,6 +64,7 @@ pub fn handle(
         dry_run: options.dry_run,
         field_validation: options.field_validation,
         inject_conflict,
+        skip_webhooks: false,
     };
     let content_type = media_type(headers);
     let request = Request {

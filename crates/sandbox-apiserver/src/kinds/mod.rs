@@ -10,9 +10,11 @@
 //!
 //! Uses only [`crate::model`].
 
+mod config_map;
 mod deployment;
 mod hpa;
 mod ingress;
+mod ingress_class;
 mod namespace;
 mod pod;
 mod service;
@@ -25,9 +27,11 @@ use crate::model::ApiResource;
 use crate::model::names::NameRule;
 use crate::model::object::with_type_meta;
 use crate::model::schema;
-use crate::model::status::FieldError;
+use crate::model::status::{FieldError, StatusBody};
 
 pub use deployment::DEPLOYMENT;
+pub use ingress::{INGRESS_NGINX_CLASS, INGRESS_NGINX_CONTROLLER, IngressNginxWebhook};
+pub use ingress_class::IS_DEFAULT_CLASS;
 pub use namespace::NAMESPACE;
 
 /// Every kind the sandbox serves, in the order the OpenAPI documents list them. Registering a
@@ -38,6 +42,8 @@ pub static KINDS: &[&dyn Kind] = &[
     &deployment::DEPLOYMENT,
     &hpa::HORIZONTAL_POD_AUTOSCALER,
     &ingress::INGRESS,
+    &config_map::CONFIG_MAP,
+    &ingress_class::INGRESS_CLASS,
 ];
 
 /// A served kind and its registry strategy. Only [`Kind::api`], [`Kind::schema`] and the table
@@ -84,6 +90,21 @@ pub trait Kind: Send + Sync + 'static {
     /// PrepareForUpdate beyond what every kind does (status, generation and system metadata
     /// come from `old`).
     fn prepare_update(&self, _new: &mut Value, _old: &Value) {}
+
+    /// Mutating admission on create, after defaulting and the field manager (so what it sets
+    /// is not in managedFields) and before validation: DefaultIngressClass.
+    fn admit_create(&self, _obj: &mut Value, _admission: &Admission<'_>) {}
+
+    /// Validating admission on create and update (`old`), after validation and before the
+    /// object is stored: the admission webhooks a cluster may run.
+    fn validate_admission(
+        &self,
+        _obj: &Value,
+        _old: Option<&Value>,
+        _admission: &Admission<'_>,
+    ) -> Result<(), StatusBody> {
+        Ok(())
+    }
 
     /// `Validate<Kind>` / `Validate<Kind>Update` beyond ObjectMeta, on the canonical object
     /// (`old`: the stored one, on update).
@@ -161,6 +182,25 @@ impl std::fmt::Debug for dyn Kind {
         let a = self.api();
         write!(f, "Kind({}/{})", a.api_version, a.resource)
     }
+}
+
+/// The objects admission plugins may look at (an informer's view of the cluster).
+pub trait Objects {
+    /// Every stored object of `k`, in all namespaces.
+    fn all(&self, k: &'static dyn Kind) -> Vec<&Value>;
+}
+
+/// What admission sees: the cluster's objects and the admission webhooks it runs.
+pub struct Admission<'a> {
+    pub objects: &'a dyn Objects,
+    pub webhooks: &'a Webhooks,
+}
+
+/// The admission webhooks the emulated cluster runs (none by default).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Webhooks {
+    /// ingress-nginx's validating webhook, `validate.nginx.ingress.kubernetes.io`.
+    pub ingress_nginx: Option<IngressNginxWebhook>,
 }
 
 /// The PATCH media types of built-in kinds.

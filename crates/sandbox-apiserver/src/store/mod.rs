@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::kinds::{self, Allocators, Deletion, Kind, Subresource};
+use crate::kinds::{self, Admission, Allocators, Deletion, Kind, Objects, Subresource, Webhooks};
 use crate::model::gojson;
 use crate::model::object::{meta_mut, meta_str};
 use crate::model::schema;
@@ -57,6 +57,9 @@ pub struct WriteCtx {
     /// An injected conflict: answer the stale-resourceVersion 409 where the precondition check
     /// happens (after decoding and the existence check).
     pub inject_conflict: bool,
+    /// Write as if no admission webhook ran (objects the sandbox seeds existed before any
+    /// webhook was installed).
+    pub skip_webhooks: bool,
 }
 
 /// A successful response: status code, body and `Warning` texts.
@@ -83,6 +86,8 @@ pub struct State {
     objects: BTreeMap<Key, Value>,
     pub history: Vec<Arc<Event>>,
     alloc: Allocators,
+    /// The admission webhooks the cluster runs.
+    pub webhooks: Webhooks,
     /// Watchers subscribe while holding the state lock, so no event is missed or duplicated.
     pub events: tokio::sync::broadcast::Sender<Arc<Event>>,
 }
@@ -114,6 +119,7 @@ impl State {
             objects: BTreeMap::new(),
             history: Vec::new(),
             alloc: Allocators::default(),
+            webhooks: Webhooks::default(),
             events,
         }
     }
@@ -145,6 +151,13 @@ impl State {
         }
         // No receiver is fine: nobody is watching.
         let _ = self.events.send(ev);
+    }
+
+    fn admission(&self) -> Admission<'_> {
+        Admission {
+            objects: self,
+            webhooks: &self.webhooks,
+        }
     }
 
     fn namespace_exists(&self, ns: &str) -> bool {
@@ -202,6 +215,8 @@ impl State {
             None,
             &mut obj,
         );
+        k.admit_create(&mut obj, &self.admission());
+        obj = schema::normalize(k.schema(), &obj);
         if k.api().namespaced && !self.namespace_exists(ns) {
             return Err(status::namespace_not_found(ns));
         }
@@ -238,6 +253,9 @@ impl State {
         let name = meta_str(&obj, "name").to_string();
         if !errs.is_empty() {
             return Err(status::invalid(k.api(), &name, &errs));
+        }
+        if !ctx.skip_webhooks {
+            k.validate_admission(&obj, None, &self.admission())?;
         }
         let key = key(k, ns, &name);
         // etcd3's Create refuses a resourceVersion with a plain error (500, no reason) before it
@@ -387,6 +405,9 @@ impl State {
         let errs = kinds::validate(k, &obj, Some(&old));
         if !errs.is_empty() {
             return Err(status::invalid(k.api(), &name, &errs));
+        }
+        if !ctx.skip_webhooks {
+            k.validate_admission(&obj, Some(&old), &self.admission())?;
         }
         let now = time::now_rfc3339();
         managed_fields::apply_update(
@@ -847,6 +868,12 @@ impl State {
         self.objects.insert(key, obj.clone());
         self.emit(k, "MODIFIED", &obj, Some(old));
         Ok(kinds::to_wire(k, &obj))
+    }
+}
+
+impl Objects for State {
+    fn all(&self, k: &'static dyn Kind) -> Vec<&Value> {
+        self.select(k, None, &Selectors::default())
     }
 }
 

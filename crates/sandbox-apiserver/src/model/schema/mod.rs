@@ -13,11 +13,13 @@ use serde_json::{Map, Value};
 
 use super::quantity;
 
-pub use generated::{DEPLOYMENT, HORIZONTAL_POD_AUTOSCALER, INGRESS, NAMESPACE, SERVICE};
+pub use generated::{
+    CONFIG_MAP, DEPLOYMENT, HORIZONTAL_POD_AUTOSCALER, INGRESS, INGRESS_CLASS, NAMESPACE, SERVICE,
+};
 
 /// A field's type.
 #[derive(Debug)]
-#[allow(dead_code)] // F64 and Bytes exist in the Go types, not (yet) in the five served kinds
+#[allow(dead_code)] // F64 exists in the Go types, not (yet) in the served kinds
 pub enum T {
     Str,
     I32,
@@ -295,7 +297,12 @@ impl Walker {
                 other => Err(self.type_err(json_kind(other), struct_name, go_type)),
             },
             T::Bytes => match v {
-                Value::String(_) => Ok(Some(v.clone())),
+                Value::String(text) => match super::gojson::go_base64_canonical(text) {
+                    Ok(canonical) => Ok(Some(Value::String(canonical))),
+                    Err(at) => Err(DecodeError::Other(format!(
+                        "illegal base64 data at input byte {at}"
+                    ))),
+                },
                 other => Err(self.type_err(json_kind(other), struct_name, go_type)),
             },
             T::IntOrStr => match v {
