@@ -362,6 +362,7 @@ for key in order:
     print("    },")
 print("];")
 print()
+print("pub const OBJECT_META: usize = %d;" % index["apimachinery/pkg/apis/meta/v1/ObjectMeta"])
 for mod, name in ROOTS:
     const = re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).upper()
     print("pub const %s: usize = %d;" % (const, index[mod + "/" + name]))

@@ -11,6 +11,7 @@
 //! Uses only [`crate::model`].
 
 mod config_map;
+pub mod custom;
 mod deployment;
 mod hpa;
 mod ingress;
@@ -26,7 +27,7 @@ use serde_json::{Map, Value, json};
 use crate::model::ApiResource;
 use crate::model::names::NameRule;
 use crate::model::object::with_type_meta;
-use crate::model::schema;
+use crate::model::schema::{self, DecodeError, Decoded};
 use crate::model::status::{FieldError, StatusBody};
 
 pub use deployment::DEPLOYMENT;
@@ -34,8 +35,8 @@ pub use ingress::{INGRESS_NGINX_CLASS, INGRESS_NGINX_CONTROLLER, IngressNginxWeb
 pub use ingress_class::IS_DEFAULT_CLASS;
 pub use namespace::NAMESPACE;
 
-/// Every kind the sandbox serves, in the order the OpenAPI documents list them. Registering a
-/// kind is one line here.
+/// Every built-in kind the sandbox serves, in the order the OpenAPI documents list them.
+/// Registering a kind is one line here.
 pub static KINDS: &[&dyn Kind] = &[
     &namespace::NAMESPACE,
     &service::SERVICE,
@@ -45,6 +46,19 @@ pub static KINDS: &[&dyn Kind] = &[
     &config_map::CONFIG_MAP,
     &ingress_class::INGRESS_CLASS,
 ];
+
+/// Every kind the sandbox knows: the built-in [`KINDS`], then the custom resources of the
+/// bundled CRDs ([`custom`]).
+pub fn all() -> &'static [&'static dyn Kind] {
+    static ALL: std::sync::OnceLock<Vec<&'static dyn Kind>> = std::sync::OnceLock::new();
+    ALL.get_or_init(|| {
+        KINDS
+            .iter()
+            .copied()
+            .chain(custom::kinds().iter().copied())
+            .collect()
+    })
+}
 
 /// A served kind and its registry strategy. Only [`Kind::api`], [`Kind::schema`] and the table
 /// methods are required; every other method has the default most built-in kinds have.
@@ -66,6 +80,12 @@ pub trait Kind: Send + Sync + 'static {
         Generation::Untracked
     }
 
+    /// `AllowUnconditionalUpdate()`: a PUT without a resourceVersion overwrites (custom
+    /// resources refuse it).
+    fn allow_unconditional_update(&self) -> bool {
+        true
+    }
+
     /// `AllowCreateOnUpdate()`: a PUT without a resourceVersion creates a missing object.
     fn create_on_update(&self) -> bool {
         false
@@ -79,6 +99,12 @@ pub trait Kind: Send + Sync + 'static {
     /// PATCH media types the kind accepts (custom resources take no strategic merge patch).
     fn patch_types(&self) -> &'static [&'static str] {
         PATCH_TYPES
+    }
+
+    /// Decode a request body (without `kind`/`apiVersion` checks) into the canonical object:
+    /// through the Go type by default; custom resources prune to their schema.
+    fn decode(&self, v: &Value) -> Result<Decoded, DecodeError> {
+        schema::canonicalize(self.schema(), v)
     }
 
     /// The `SetDefaults_*` functions, applied at decode time (so defaults show in managedFields).
@@ -220,7 +246,6 @@ pub enum Generation {
     /// Like `Spec`, and also when the annotations change (Deployment).
     SpecOrAnnotations,
     /// 1 on create, +1 on any change outside `metadata` and `status` (custom resources).
-    #[cfg_attr(not(test), expect(dead_code, reason = "for custom resource kinds"))]
     AllButMetadataAndStatus,
 }
 
@@ -260,7 +285,6 @@ pub enum Encoding {
     GoStruct,
     /// Unstructured JSON, as a custom resource is stored: every object's keys sorted
     /// (`apiVersion`, `kind`, `metadata`, `spec`, `status`), as Go writes a map.
-    #[cfg_attr(not(test), expect(dead_code, reason = "for custom resource kinds"))]
     Unstructured,
 }
 
@@ -295,7 +319,6 @@ pub enum Discovery {
     /// Defined by a CustomResourceDefinition: served, and listed in discovery (built from
     /// these names and the kind's [`ApiResource`]), only when the sandbox installs CRDs;
     /// otherwise its group answers 404 like a cluster without the CRD.
-    #[cfg_attr(not(test), expect(dead_code, reason = "for custom resource kinds"))]
     CustomResource(&'static CustomResourceNames),
 }
 
@@ -319,9 +342,9 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// The registered [`KINDS`]; `install_crds: false` leaves the custom resources out.
+    /// Every kind ([`all`]); `install_crds: false` leaves the custom resources out.
     pub fn new(install_crds: bool) -> Registry {
-        Registry::of(KINDS, install_crds)
+        Registry::of(all(), install_crds)
     }
 
     /// A registry of other kinds (tests).
@@ -362,7 +385,7 @@ impl Registry {
 /// The kind serving `resource` in `group`/`version`, whether or not it is installed (what the
 /// scheme knows).
 pub fn lookup(group: &str, version: &str, resource: &str) -> Option<&'static dyn Kind> {
-    KINDS.iter().copied().find(|k| {
+    all().iter().copied().find(|k| {
         let a = k.api();
         a.group == group && a.version == version && a.resource == resource
     })
@@ -370,12 +393,13 @@ pub fn lookup(group: &str, version: &str, resource: &str) -> Option<&'static dyn
 
 /// The kind named `kind` (what a body's `kind` field names).
 pub fn by_kind(kind: &str) -> Option<&'static dyn Kind> {
-    KINDS.iter().copied().find(|k| k.api().kind == kind)
+    all().iter().copied().find(|k| k.api().kind == kind)
 }
 
-/// Is `k` the same served kind as `other`?
+/// Do `k` and `other` store the same objects (one resource of one group, in any version)?
 pub fn same(k: &dyn Kind, other: &dyn Kind) -> bool {
-    k.api() == other.api()
+    let (a, b) = (k.api(), other.api());
+    a.group == b.group && a.resource == b.resource
 }
 
 /// The cluster's allocators the REST layer of some kinds draws from (Service cluster IPs and
@@ -435,14 +459,17 @@ pub fn default_and_normalize(k: &dyn Kind, obj: &mut Value) {
     *obj = schema::normalize(k.schema(), obj);
 }
 
-/// PrepareForCreate: status reset, generation 1 when tracked, then the kind's own steps.
+/// PrepareForCreate: status reset (removed where the type has no status value, as custom
+/// resources drop it), generation 1 when tracked, then the kind's own steps.
 pub fn prepare_create(k: &dyn Kind, obj: &mut Value) {
     let zero_status = schema::zero_struct(schema::type_def(k.schema()))
         .get("status")
-        .cloned()
-        .unwrap_or(json!({}));
+        .cloned();
     if let Some(m) = obj.as_object_mut() {
-        m.insert("status".into(), zero_status);
+        match zero_status {
+            Some(z) => m.insert("status".into(), z),
+            None => m.remove("status"),
+        };
     }
     if k.generation() != Generation::Untracked
         && let Some(meta) = map_mut(obj, "metadata")

@@ -173,7 +173,8 @@ impl State {
         ctx: &WriteCtx,
     ) -> Result<Outcome, StatusBody> {
         let (obj, warnings) = decode_body(k, body, ctx.field_validation)?;
-        self.create_decoded(k, ns, obj, warnings, ctx)
+        self.create_decoded(k, ns, obj, warnings.clone(), ctx)
+            .map_err(|e| with_warnings(e, &warnings))
     }
 
     pub fn create_decoded(
@@ -314,7 +315,8 @@ impl State {
                 "the namespace of the object ({obj_ns}) does not match the namespace on the request ({ns})"
             )));
         }
-        self.update_decoded(k, ns, name, obj, warnings, ctx)
+        self.update_decoded(k, ns, name, obj, warnings.clone(), ctx)
+            .map_err(|e| with_warnings(e, &warnings))
     }
 
     fn update_decoded(
@@ -341,6 +343,18 @@ impl State {
             return Err(status::not_found(k.api(), name));
         };
         self.check_update_preconditions(ctx.inject_conflict, k, ns, name, &obj, &old)?;
+        if !k.allow_unconditional_update() && meta_str(&obj, "resourceVersion").is_empty() {
+            return Err(status::invalid_kind(
+                k.api().group,
+                k.api().resource,
+                name,
+                &[FieldError::invalid(
+                    "metadata.resourceVersion",
+                    "0x0",
+                    "must be specified for an update",
+                )],
+            ));
+        }
         self.finish_update(k, key, obj, old, warnings, ctx)
     }
 
@@ -505,7 +519,7 @@ impl State {
             }
             _ => return Err(status::generic(415, "415: Unsupported Media Type")),
         };
-        let decoded = match schema::canonicalize(k.schema(), &patched) {
+        let decoded = match k.decode(&patched) {
             Ok(d) => d,
             Err(e) => {
                 let compact = serde_json::to_string(&patched).unwrap_or_default();
@@ -551,8 +565,10 @@ impl State {
             meta_mut(&mut obj).insert("namespace".into(), json!(ns));
         }
         kinds::default_and_normalize(k, &mut obj);
-        self.check_update_preconditions(ctx.inject_conflict, k, ns, name, &obj, &old)?;
-        self.finish_update(k, key, obj, old, warnings, ctx)
+        self.check_update_preconditions(ctx.inject_conflict, k, ns, name, &obj, &old)
+            .map_err(|e| with_warnings(e, &warnings))?;
+        self.finish_update(k, key, obj, old, warnings.clone(), ctx)
+            .map_err(|e| with_warnings(e, &warnings))
     }
 
     /// DELETE an object.
@@ -659,7 +675,7 @@ impl State {
             .collect();
         for ck in children {
             if let Some(obj) = self.objects.remove(&ck)
-                && let Some(ck_kind) = kinds::KINDS
+                && let Some(ck_kind) = kinds::all()
                     .iter()
                     .copied()
                     .find(|x| x.api().resource == ck.0 && x.api().group == ck.1)
@@ -749,7 +765,7 @@ impl State {
             }
             kinds::prepare_update(k, &mut new, &old);
         } else {
-            let decoded = schema::canonicalize(k.schema(), &incoming).map_err(|e| {
+            let decoded = k.decode(&incoming).map_err(|e| {
                 status::bad_request(format!(
                     "{} in version \"{}\" cannot be handled as a {}: {e}",
                     k.api().kind,
@@ -757,7 +773,10 @@ impl State {
                     k.api().kind
                 ))
             })?;
-            if let (Some(m), Some(s)) = (new.as_object_mut(), decoded.value.get("status")) {
+            // The body is decoded with defaulting, as every request body is.
+            let mut incoming = decoded.value;
+            kinds::default_and_normalize(k, &mut incoming);
+            if let (Some(m), Some(s)) = (new.as_object_mut(), incoming.get("status")) {
                 m.insert("status".into(), s.clone());
             }
         }
@@ -822,7 +841,7 @@ impl State {
         };
         let mut obj = kinds::to_wire(k, &old);
         mutate(&mut obj);
-        let mut obj = match schema::canonicalize(k.schema(), &obj) {
+        let mut obj = match k.decode(&obj) {
             Ok(d) => d.value,
             Err(e) => return Err(status::bad_request(e.to_string())),
         };
@@ -869,6 +888,15 @@ impl State {
         self.emit(k, "MODIFIED", &obj, Some(old));
         Ok(kinds::to_wire(k, &obj))
     }
+}
+
+/// An error answered after decoding carries the decoder's warnings too.
+fn with_warnings(mut e: StatusBody, warnings: &[String]) -> StatusBody {
+    for w in warnings {
+        e.headers
+            .push(("Warning".into(), format!("299 - {}", status::go_quote(w))));
+    }
+    e
 }
 
 impl Objects for State {

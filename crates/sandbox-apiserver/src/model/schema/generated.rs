@@ -6338,6 +6338,7 @@ pub static TYPES: &[TypeDef] = &[
     },
 ];
 
+pub const OBJECT_META: usize = 2;
 pub const DEPLOYMENT: usize = 110;
 pub const SERVICE: usize = 120;
 pub const NAMESPACE: usize = 124;

@@ -14,7 +14,8 @@ use serde_json::{Map, Value};
 use super::quantity;
 
 pub use generated::{
-    CONFIG_MAP, DEPLOYMENT, HORIZONTAL_POD_AUTOSCALER, INGRESS, INGRESS_CLASS, NAMESPACE, SERVICE,
+    CONFIG_MAP, DEPLOYMENT, HORIZONTAL_POD_AUTOSCALER, INGRESS, INGRESS_CLASS, NAMESPACE,
+    OBJECT_META, SERVICE,
 };
 
 /// A field's type.
@@ -80,8 +81,28 @@ impl TypeDef {
     }
 }
 
+/// The type at index `i`: one of the generated Go types, or one installed at run time
+/// ([`install_types`]).
 pub fn type_def(i: usize) -> &'static TypeDef {
-    &generated::TYPES[i]
+    match generated::TYPES.get(i) {
+        Some(t) => t,
+        None => INSTALLED
+            .get()
+            .and_then(|extra| extra.get(i - generated::TYPES.len()))
+            .copied()
+            .unwrap_or(&generated::TYPES[0]),
+    }
+}
+
+/// Types built at run time (from CustomResourceDefinitions' schemas), after the generated ones.
+static INSTALLED: std::sync::OnceLock<Vec<&'static TypeDef>> = std::sync::OnceLock::new();
+
+/// Install the run-time types, once per process: `build` gets the index its first type will
+/// have (so it can refer to its own types as `T::Obj(base + n)`). Returns that index.
+pub fn install_types(build: impl FnOnce(usize) -> Vec<&'static TypeDef>) -> usize {
+    let base = generated::TYPES.len();
+    INSTALLED.get_or_init(|| build(base));
+    base
 }
 
 /// An encoding/json decoding failure, formatted like Go's.
