@@ -21,6 +21,7 @@ A case:
   body_merge: {…}                  #    with this JSON merge patch applied
   fill: {pointer: /data/big, char: x, count: 1048577}   # a long string at a JSON pointer
   expect: 201                      # fail the recording when the status differs
+  sleep_after: 1.2                 # seconds to wait after the case (timestamps one second apart)
 
 Requests go out like curl's (User-Agent curl/8.5.0, HTTP/1.1), so managedFields name the
 manager `curl`, as in the recorded fixtures. Bearer tokens are read from the tokens file and
@@ -33,6 +34,7 @@ import json
 import os
 import ssl
 import sys
+import time
 import urllib.parse
 
 import yaml
@@ -77,7 +79,7 @@ def main():
     ap.add_argument("--server", default="https://127.0.0.1:6443")
     ap.add_argument("--ca", default=os.path.expanduser("~/realk8s/pki/ca.crt"))
     ap.add_argument("--tokens", default=os.path.expanduser("~/realk8s/pki/tokens.csv"))
-    ap.add_argument("--namespace", default="kinds-fixtures")
+    ap.add_argument("--namespace", default="kinds-fixtures-1")
     args = ap.parse_args()
 
     tokens = {}
@@ -150,6 +152,8 @@ def main():
         print("%s %d %s %s" % (name, resp.status, method, path))
         if "expect" in case and case["expect"] != resp.status:
             sys.exit("%s: expected %s, got %d: %s" % (case["name"], case["expect"], resp.status, raw[:500]))
+        if "sleep_after" in case:
+            time.sleep(case["sleep_after"])
 
 
 if __name__ == "__main__":

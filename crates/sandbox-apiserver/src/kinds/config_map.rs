@@ -1,5 +1,5 @@
 //! ConfigMap (`v1`): no spec, no status and no generation; every key of `data` and
-//! `binaryData` an `IsConfigMapKey`, no key in both, keys and values together at most 1 MiB;
+//! `binaryData` an `IsConfigMapKey`, no key in both, the values together at most 1 MiB;
 //! `immutable: true` freezes the data and itself.
 
 use serde_json::{Map, Value, json};
@@ -25,7 +25,8 @@ static API: ApiResource = ApiResource {
     namespaced: true,
 };
 
-/// `core.MaxConfigMapSize`: keys and values of `data` and `binaryData` together.
+/// `core.MaxConfigMapSize`: the values of `data` and (decoded) `binaryData` together; keys do
+/// not count.
 const MAX_SIZE: usize = 1024 * 1024;
 
 impl Kind for ConfigMap {
@@ -99,7 +100,7 @@ fn validate_config_map(obj: &Value) -> Vec<FieldError> {
         .unwrap_or(&empty);
     let mut total = 0usize;
     for (key, value) in sorted(data) {
-        total += key.len() + value.as_str().map_or(0, str::len);
+        total += value.as_str().map_or(0, str::len);
         for m in is_config_map_key(key) {
             errs.push(FieldError::invalid(
                 format!("data[{key}]"),
@@ -116,7 +117,7 @@ fn validate_config_map(obj: &Value) -> Vec<FieldError> {
         }
     }
     for (key, value) in sorted(binary) {
-        total += key.len() + value.as_str().map_or(0, decoded_len);
+        total += value.as_str().map_or(0, decoded_len);
         for m in is_config_map_key(key) {
             errs.push(FieldError::invalid(
                 format!("binaryData[{key}]"),
@@ -165,11 +166,11 @@ mod tests {
     }
 
     #[test]
-    fn keys_and_decoded_values_count_towards_one_mebibyte() {
-        // 1 + 524288 + 1 + 524283 + 1 + 2 (AAA= is two bytes) = 1048576: allowed.
-        let at_limit = json!({"data": {"a": "x".repeat(524_288), "b": "y".repeat(524_283)}, "binaryData": {"c": "AAA="}});
+    fn values_and_decoded_binary_values_count_towards_one_mebibyte() {
+        // 524288 + 524286 + 2 (AAA= is two bytes) = 1048576: allowed; keys do not count.
+        let at_limit = json!({"data": {"a": "x".repeat(524_288), "b": "y".repeat(524_286)}, "binaryData": {"c": "AAA="}});
         assert!(validate_config_map(&at_limit).is_empty());
-        let over = json!({"data": {"a": "x".repeat(524_288), "b": "y".repeat(524_284)}, "binaryData": {"c": "AAA="}});
+        let over = json!({"data": {"a": "x".repeat(524_288), "b": "y".repeat(524_287)}, "binaryData": {"c": "AAA="}});
         assert_eq!(
             aggregate(&validate_config_map(&over)),
             "[]: Too long: must have at most 1048576 bytes"

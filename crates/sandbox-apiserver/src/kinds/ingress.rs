@@ -51,6 +51,15 @@ impl Kind for Ingress {
         validate_ingress_spec(obj.get("spec").unwrap_or(&Value::Null))
     }
 
+    fn warnings_on_create(&self, obj: &Value) -> Vec<String> {
+        match annotation(obj, LEGACY_CLASS_ANNOTATION) {
+            Some(_) => vec![format!(
+                "annotation \"{LEGACY_CLASS_ANNOTATION}\" is deprecated, please use 'spec.ingressClassName' instead"
+            )],
+            None => Vec::new(),
+        }
+    }
+
     fn admit_create(&self, obj: &mut Value, admission: &Admission<'_>) {
         // DefaultIngressClass: an Ingress that names no class, by field or by the legacy
         // annotation, gets the default IngressClass.

@@ -117,6 +117,11 @@ pub trait Kind: Send + Sync + 'static {
     /// come from `old`).
     fn prepare_update(&self, _new: &mut Value, _old: &Value) {}
 
+    /// `WarningsOnCreate`: `Warning` headers a create answers with.
+    fn warnings_on_create(&self, _obj: &Value) -> Vec<String> {
+        Vec::new()
+    }
+
     /// Mutating admission on create, after defaulting and the field manager (so what it sets
     /// is not in managedFields) and before validation: DefaultIngressClass.
     fn admit_create(&self, _obj: &mut Value, _admission: &Admission<'_>) {}
@@ -298,6 +303,32 @@ pub fn to_wire(k: &dyn Kind, obj: &Value) -> Value {
     }
 }
 
+/// An object as a LIST response carries it: built-in kinds' items have no `kind` and
+/// `apiVersion` (a typed list's items), custom resources' items keep them (an unstructured
+/// list).
+pub fn list_item(k: &dyn Kind, obj: &Value) -> Value {
+    match k.encoding() {
+        Encoding::GoStruct => obj.clone(),
+        Encoding::Unstructured => to_wire(k, obj),
+    }
+}
+
+/// A LIST response body as the kind's encoding writes it: an unstructured list (custom
+/// resources) has sorted keys and always a `continue`, empty on the last page.
+pub fn list_to_wire(k: &dyn Kind, mut list: Value) -> Value {
+    match k.encoding() {
+        Encoding::GoStruct => list,
+        Encoding::Unstructured => {
+            if let Some(meta) = list.get_mut("metadata").and_then(Value::as_object_mut)
+                && !meta.contains_key("continue")
+            {
+                meta.insert("continue".into(), json!(""));
+            }
+            sorted(list)
+        }
+    }
+}
+
 /// Every object's keys sorted, recursively.
 fn sorted(v: Value) -> Value {
     match v {
@@ -460,7 +491,9 @@ pub fn default_and_normalize(k: &dyn Kind, obj: &mut Value) {
 }
 
 /// PrepareForCreate: status reset (removed where the type has no status value, as custom
-/// resources drop it), generation 1 when tracked, then the kind's own steps.
+/// resources drop it), generation 1 when tracked, then the kind's own steps. A custom resource
+/// is then defaulted again, as the real server does when it reads the object back from
+/// storage (a status with defaults gets them).
 pub fn prepare_create(k: &dyn Kind, obj: &mut Value) {
     let zero_status = schema::zero_struct(schema::type_def(k.schema()))
         .get("status")
@@ -477,6 +510,9 @@ pub fn prepare_create(k: &dyn Kind, obj: &mut Value) {
         meta.insert("generation".into(), json!(1));
     }
     k.prepare_create(obj);
+    if k.encoding() == Encoding::Unstructured {
+        k.default(obj);
+    }
 }
 
 /// BeforeUpdate + PrepareForUpdate: generation, status and system metadata come from the

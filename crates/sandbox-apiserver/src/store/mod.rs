@@ -258,6 +258,8 @@ impl State {
         if !ctx.skip_webhooks {
             k.validate_admission(&obj, None, &self.admission())?;
         }
+        let mut warnings = warnings;
+        warnings.extend(k.warnings_on_create(&obj));
         let key = key(k, ns, &name);
         // etcd3's Create refuses a resourceVersion with a plain error (500, no reason) before it
         // looks for an existing key; the dry-run storage does not check it.
