@@ -52,11 +52,15 @@ impl Kind for Ingress {
     }
 
     fn warnings_on_create(&self, obj: &Value) -> Vec<String> {
+        // Only when the annotation is the sole naming of the class.
+        let named = obj
+            .pointer("/spec/ingressClassName")
+            .is_some_and(|c| !c.is_null());
         match annotation(obj, LEGACY_CLASS_ANNOTATION) {
-            Some(_) => vec![format!(
+            Some(_) if !named => vec![format!(
                 "annotation \"{LEGACY_CLASS_ANNOTATION}\" is deprecated, please use 'spec.ingressClassName' instead"
             )],
-            None => Vec::new(),
+            _ => Vec::new(),
         }
     }
 
