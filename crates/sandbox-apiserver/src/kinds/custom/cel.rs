@@ -935,3 +935,83 @@ fn call(target: Option<Val>, name: &str, args: &[Val], env: &Env<'_>) -> Result<
         (None, other) => err(format!("undeclared reference to '{other}'")),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn run(rule: &str, self_val: Value) -> Result<Val, EvalError> {
+        let expr = parse(rule).unwrap_or_else(|e| panic!("{rule}: {e}"));
+        let regex = |p: &str| regex::Regex::new(p).ok();
+        let mut env = Env::new(Val::from_json(&self_val), None, &regex);
+        eval(&expr, &mut env)
+    }
+
+    #[test]
+    fn path_match_rules_evaluate_as_on_the_api_server() {
+        let ok = json!({"type": "PathPrefix", "value": "/web/health"});
+        let bad = json!({"type": "PathPrefix", "value": "web//a"});
+        let starts = "(self.type in ['Exact','PathPrefix']) ? self.value.startsWith('/') : true";
+        assert_eq!(run(starts, ok.clone()), Ok(Val::Bool(true)));
+        assert_eq!(run(starts, bad), Ok(Val::Bool(false)));
+        let chars = r#"(self.type in ['Exact','PathPrefix']) ? self.value.matches(r"""^(?:[-A-Za-z0-9/._~!$&'()*+,;=:@]|[%][0-9a-fA-F]{2})+$""") : true"#;
+        assert_eq!(run(chars, ok), Ok(Val::Bool(true)));
+        assert_eq!(
+            run(chars, json!({"type": "Exact", "value": "/a b"})),
+            Ok(Val::Bool(false))
+        );
+    }
+
+    #[test]
+    fn reserved_words_are_reached_through_their_escapes() {
+        let refs = json!([{"name": "gw", "namespace": "infra"}, {"name": "gw"}]);
+        assert_eq!(
+            run(
+                "self.exists_one(p, has(p.__namespace__) && p.__namespace__ == 'infra')",
+                refs.clone()
+            ),
+            Ok(Val::Bool(true))
+        );
+        assert_eq!(
+            run("self.all(p, p.name == 'gw')", refs.clone()),
+            Ok(Val::Bool(true))
+        );
+        assert_eq!(
+            run("self.filter(p, has(p.__namespace__)).size() <= 1", refs),
+            Ok(Val::Bool(true))
+        );
+    }
+
+    #[test]
+    fn errors_are_absorbed_by_a_decisive_side_as_cel_does() {
+        let obj = json!({"type": "Service"});
+        assert_eq!(
+            run("self.missing == 1 || true", obj.clone()),
+            Ok(Val::Bool(true))
+        );
+        assert_eq!(
+            run("false && self.missing == 1", obj.clone()),
+            Ok(Val::Bool(false))
+        );
+        assert_eq!(
+            run("self.missing == 1", obj),
+            Err(EvalError("no such key: missing".into()))
+        );
+    }
+
+    #[test]
+    fn durations_compare() {
+        let t = json!({"request": "10s", "backendRequest": "1m"});
+        assert_eq!(
+            run(
+                "!(has(self.request) && has(self.backendRequest) && duration(self.request) != duration('0s') && duration(self.backendRequest) > duration(self.request))",
+                t
+            ),
+            Ok(Val::Bool(false))
+        );
+        assert_eq!(parse_duration("1h30m"), Some(5_400_000_000_000));
+        assert_eq!(parse_duration("500ms"), Some(500_000_000));
+        assert_eq!(parse_duration("x"), None);
+    }
+}
