@@ -34,6 +34,16 @@ fn sandbox(webhook: Option<IngressNginxWebhook>) -> Sandbox {
     sb
 }
 
+/// POST an Ingress to `demo` (`?dryRun=All` when `dry_run`).
+fn create(sb: &Sandbox, obj: &Value, dry_run: bool) -> common::Resp {
+    let path = if dry_run {
+        format!("{INGRESSES}?dryRun=All")
+    } else {
+        INGRESSES.to_string()
+    };
+    send_json(sb, "POST", &path, "application/json", obj)
+}
+
 const SNIPPETS_DISABLED: &str = "admission webhook \"validate.nginx.ingress.kubernetes.io\" denied the request: nginx.ingress.kubernetes.io/configuration-snippet annotation cannot be used. Snippet directives are disabled by the Ingress administrator";
 
 #[test]
@@ -83,21 +93,9 @@ fn the_ingress_nginx_webhook_refuses_snippets_on_create_and_update_dry_runs_incl
     );
 
     // Without snippets, or for an Ingress ingress-nginx does not handle, nothing is refused.
-    let r = send_json(
-        &sb,
-        "POST",
-        INGRESSES,
-        "application/json",
-        &ingress("plain", Some("nginx"), false),
-    );
+    let r = create(&sb, &ingress("plain", Some("nginx"), false), false);
     assert_eq!(r.status, 201, "{}", r.text());
-    let r = send_json(
-        &sb,
-        "POST",
-        INGRESSES,
-        "application/json",
-        &ingress("other", Some("traefik"), true),
-    );
+    let r = create(&sb, &ingress("other", Some("traefik"), true), false);
     assert_eq!(r.status, 201, "{}", r.text());
     // Deleting is not checked.
     let r = request(&sb, Some(&admin(&sb)), "DELETE", &path, &[], None);
@@ -107,13 +105,7 @@ fn the_ingress_nginx_webhook_refuses_snippets_on_create_and_update_dry_runs_incl
 #[test]
 fn with_snippets_allowed_the_webhook_refuses_them_by_risk_level() {
     let sb = sandbox(Some(IngressNginxWebhook::RiskyAnnotations));
-    let r = send_json(
-        &sb,
-        "POST",
-        INGRESSES,
-        "application/json",
-        &ingress("snippet", Some("nginx"), true),
-    );
+    let r = create(&sb, &ingress("snippet", Some("nginx"), true), false);
     assert_eq!(r.status, 400);
     assert_eq!(
         r.json()["message"],
@@ -128,20 +120,14 @@ fn validation_comes_before_the_webhook() {
     let sb = sandbox(Some(IngressNginxWebhook::SnippetsDisabled));
     let mut bad = ingress("Bad_Name", Some("nginx"), true);
     bad["spec"]["rules"][0]["http"]["paths"][0]["path"] = json!("web");
-    let r = send_json(&sb, "POST", INGRESSES, "application/json", &bad);
+    let r = create(&sb, &bad, false);
     assert_eq!(r.status, 422, "{}", r.text());
 }
 
 #[test]
 fn the_control_surface_turns_the_webhook_on_and_off() {
     let sb = sandbox(None);
-    let r = send_json(
-        &sb,
-        "POST",
-        INGRESSES,
-        "application/json",
-        &ingress("first", Some("nginx"), true),
-    );
+    let r = create(&sb, &ingress("first", Some("nginx"), true), false);
     assert_eq!(r.status, 201, "no webhook, no IngressClass needed");
     let r = send_json(
         &sb,
@@ -155,13 +141,7 @@ fn the_control_surface_turns_the_webhook_on_and_off() {
         common::get(&sb, "/sandbox/admission").json(),
         json!({"ingressNginxWebhook": "snippets-disabled"})
     );
-    let r = send_json(
-        &sb,
-        "POST",
-        INGRESSES,
-        "application/json",
-        &ingress("second", Some("nginx"), true),
-    );
+    let r = create(&sb, &ingress("second", Some("nginx"), true), false);
     assert_eq!(r.status, 400);
     let r = send_json(
         &sb,
@@ -172,39 +152,21 @@ fn the_control_surface_turns_the_webhook_on_and_off() {
     );
     assert_eq!(r.status, 400);
     sb.set_ingress_nginx_webhook(None).unwrap();
-    let r = send_json(
-        &sb,
-        "POST",
-        INGRESSES,
-        "application/json",
-        &ingress("third", Some("nginx"), true),
-    );
+    let r = create(&sb, &ingress("third", Some("nginx"), true), false);
     assert_eq!(r.status, 201);
 }
 
 #[test]
 fn a_new_ingress_without_a_class_gets_the_default_ingress_class() {
     let sb = sandbox(None);
-    let r = send_json(
-        &sb,
-        "POST",
-        INGRESSES,
-        "application/json",
-        &ingress("none", None, false),
-    );
+    let r = create(&sb, &ingress("none", None, false), false);
     assert_eq!(
         r.json()["spec"].get("ingressClassName"),
         None,
         "no default class yet"
     );
     sb.create_ingress_class("public", true).unwrap();
-    let r = send_json(
-        &sb,
-        "POST",
-        &format!("{INGRESSES}?dryRun=All"),
-        "application/json",
-        &ingress("defaulted", None, false),
-    );
+    let r = create(&sb, &ingress("defaulted", None, false), true);
     assert_eq!(r.status, 201);
     let created = r.json();
     assert_eq!(created["spec"]["ingressClassName"], json!("public"));
@@ -213,13 +175,7 @@ fn a_new_ingress_without_a_class_gets_the_default_ingress_class() {
         json!({"f:rules": {}}),
         "admission sets the class after the field manager has run"
     );
-    let r = send_json(
-        &sb,
-        "POST",
-        &format!("{INGRESSES}?dryRun=All"),
-        "application/json",
-        &ingress("named", Some("internal"), false),
-    );
+    let r = create(&sb, &ingress("named", Some("internal"), false), true);
     assert_eq!(r.json()["spec"]["ingressClassName"], json!("internal"));
 }
 

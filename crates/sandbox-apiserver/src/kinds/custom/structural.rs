@@ -60,6 +60,19 @@ fn s(v: &Value, key: &str) -> Option<String> {
     v.get(key).and_then(Value::as_str).map(str::to_string)
 }
 
+/// `v[key]` as a list of strings, empty when absent.
+fn strings(v: &Value, key: &str) -> Vec<String> {
+    v.get(key)
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// Go's RE2 patterns as the regex crate reads them.
 pub fn compile_regex(pattern: &str) -> Result<regex::Regex, String> {
     regex::Regex::new(pattern).map_err(|e| format!("pattern {pattern:?}: {e}"))
@@ -71,16 +84,7 @@ impl Node {
         let mut n = Node {
             ty: s(v, "type"),
             format: s(v, "format"),
-            required: v
-                .get("required")
-                .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_string)
-                        .collect()
-                })
-                .unwrap_or_default(),
+            required: strings(v, "required"),
             enum_values: v.get("enum").and_then(Value::as_array).cloned(),
             max_length: u(v, "maxLength"),
             min_length: u(v, "minLength"),
@@ -95,16 +99,7 @@ impl Node {
                 == Some(&Value::Bool(true)),
             int_or_string: v.get("x-kubernetes-int-or-string") == Some(&Value::Bool(true)),
             list_type: s(v, "x-kubernetes-list-type"),
-            list_map_keys: v
-                .get("x-kubernetes-list-map-keys")
-                .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_string)
-                        .collect()
-                })
-                .unwrap_or_default(),
+            list_map_keys: strings(v, "x-kubernetes-list-map-keys"),
             map_type: s(v, "x-kubernetes-map-type"),
             ..Node::default()
         };
