@@ -11,6 +11,8 @@
 //!   on a shared cluster with the Gateway API CRDs installed, whose revision counter other
 //!   clients moved, so resourceVersions are only checked to be decimal and ages in table
 //!   cells to be durations.
+//! * `tests/fixtures/webhook/`: the API server passing on a snippet refusal of a webhook named
+//!   like ingress-nginx's, replayed with `IngressNginxWebhook::SnippetsDisabled`.
 //!
 //! Recorded uids and timestamps inside request bodies (PUT bodies are objects as last read)
 //! are replaced by the sandbox's values read from the same object, as a real client would have
@@ -23,7 +25,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use sandbox_apiserver::{Identity, Sandbox, SandboxOptions};
+use sandbox_apiserver::{Identity, IngressNginxWebhook, Sandbox, SandboxOptions};
 use serde_json::{Map, Value, json};
 
 /// Fixtures the sandbox is allowed to differ on, with the reason. Aim: empty.
@@ -661,4 +663,16 @@ fn every_recorded_exchange_of_config_maps_ingress_classes_and_the_gateway_api_is
     })
     .unwrap();
     replay_folder("kinds", 81, &sb, true, &[]);
+}
+
+#[test]
+fn every_recorded_exchange_with_the_snippet_webhook_is_reproduced() {
+    // The recording had a validating webhook named like ingress-nginx's refusing snippets.
+    let sb = Sandbox::start(SandboxOptions {
+        tls: true,
+        ingress_nginx_webhook: Some(IngressNginxWebhook::SnippetsDisabled),
+        ..Default::default()
+    })
+    .unwrap();
+    replay_folder("webhook", 8, &sb, true, &[]);
 }

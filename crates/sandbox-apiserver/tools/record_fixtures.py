@@ -95,7 +95,7 @@ def main():
     url = urllib.parse.urlparse(args.server)
     ctx = ssl.create_default_context(cafile=args.ca)
     responses = {}
-    width = len(str(len(cases)))
+    width = max(2, len(str(len(cases))))
     for i, case in enumerate(cases):
         case = substitute(case, args.namespace)
         method = case["method"]
