@@ -42,10 +42,20 @@ fn install_signal_handlers(flag: InterruptFlag, stage: Stage) -> Arc<tokio::sync
     let notify = Arc::new(tokio::sync::Notify::new());
     let n = notify.clone();
     tokio::spawn(async move {
+        #[cfg(unix)]
         use tokio::signal::unix::{SignalKind, signal};
+        #[cfg(unix)]
         let (Ok(mut int), Ok(mut term)) = (
             signal(SignalKind::interrupt()),
             signal(SignalKind::terminate()),
+        ) else {
+            return;
+        };
+        // Windows: Ctrl-C stands for SIGINT and Ctrl-Break for SIGTERM.
+        #[cfg(windows)]
+        let (Ok(mut int), Ok(mut term)) = (
+            tokio::signal::windows::ctrl_c(),
+            tokio::signal::windows::ctrl_break(),
         ) else {
             return;
         };
