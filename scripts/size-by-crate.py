@@ -5,8 +5,9 @@
 
 BINARY must still have its symbols (build with CARGO_PROFILE_RELEASE_STRIP=false). Each
 function symbol's size is attributed to the crate that its demangled path starts with; for
-trait implementations, `<a::T as b::Tr>::f`, the crate of the implementing type `a`. C and
-assembly symbols (ring's, the C library's) are counted as `[C]`. Prints the N largest (20).
+trait implementations, `<a::T as b::Tr>::f`, the crate of the implementing type `a` (or of the
+trait, for a generic type). C and assembly symbols (ring's, the C library's) count as `[C]`.
+Prints the N largest (20).
 """
 import re
 import subprocess
@@ -17,7 +18,9 @@ from collections import Counter
 def crate_of(name: str) -> str:
     name = name.lstrip("<&*")
     name = re.sub(r"^(mut |const |dyn |unsafe |extern \"C\" )+", "", name)
-    m = re.match(r"([A-Za-z_][A-Za-z0-9_]*)::", name)
+    m = re.match(r"([A-Za-z_][A-Za-z0-9_]*)::", name) or re.search(
+        r"([A-Za-z_][A-Za-z0-9_]*)::", name
+    )
     if not m:
         return "[C]"
     crate = m.group(1)

@@ -63,9 +63,14 @@ pub fn check(target: Target, data: &[u8]) -> Report {
             check_macho(target, data, &mut r)
         }
         (Target::WindowsAmd64, Ok(FileKind::Pe64)) => check_pe(data, &mut r),
-        (_, kind) => r
-            .problems
-            .push(format!("not a binary for {target:?}: the file is {kind:?}")),
+        (_, kind) => {
+            let kind = match kind {
+                Ok(k) => format!("{k:?}"),
+                Err(e) => format!("unrecognised ({e})"),
+            };
+            r.problems
+                .push(format!("not a binary for {target:?}: the file is {kind}"))
+        }
     }
     r
 }
