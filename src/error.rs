@@ -158,6 +158,13 @@ pub fn error_chain(err: &(dyn std::error::Error + 'static)) -> Vec<String> {
 }
 
 fn describe_transport_error(err: &kube::Error, target: &Target) -> String {
+    // A proxy failure says itself which proxy did what.
+    if let Some(proxy) = crate::proxy_connector::find_proxy_error(err) {
+        return format!(
+            "cannot reach the cluster of context {:?} for {}: {proxy}",
+            target.context, target.reference
+        );
+    }
     // The most telling cause, without printing request details.
     let chain = error_chain(err);
     let all = chain.join(": ").to_lowercase();

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError, LoadDataError};
 
 use crate::error::AppError;
+use crate::proxy;
 use crate::settings::{ClusterSelection, KubeconfigSource};
 
 /// A ready client and where it points.
@@ -22,7 +23,13 @@ pub struct Connection {
     /// The API server URL (for messages; carries no credentials).
     pub server: String,
     pub request_timeout: Option<std::time::Duration>,
+    /// The proxy the connection goes through, e.g. `http://proxy.corp:3128 (HTTPS_PROXY)`
+    /// (carries no credentials).
+    pub proxy: Option<String>,
 }
+
+/// Stands in for the cluster's `proxy-url` while kube loads the kubeconfig (never dialled).
+const PROXY_PLACEHOLDER: &str = "http://proxy-chosen-by-kubectl-appupdate.invalid";
 
 fn read_one(path: &Path) -> Result<Kubeconfig, AppError> {
     Kubeconfig::read_from(path).map_err(|e| match e {
@@ -225,6 +232,20 @@ pub async fn connect(sel: &ClusterSelection) -> Result<Connection, AppError> {
         .filter(|n| !n.is_empty())
         .unwrap_or_else(|| "default".to_owned());
 
+    // The cluster's proxy-url is ours to interpret (kubectl's rules, `crate::proxy`). Left
+    // empty, kube would read HTTPS_PROXY itself (ignoring NO_PROXY) and fail to parse what it
+    // does not understand; a placeholder keeps it from reading the environment at all.
+    let mut kubeconfig = kubeconfig;
+    let mut proxy_url = None;
+    if let Some(cluster) = kubeconfig
+        .clusters
+        .iter_mut()
+        .find(|c| c.name == cluster_name)
+        .and_then(|c| c.cluster.as_mut())
+    {
+        proxy_url = cluster.proxy_url.replace(PROXY_PLACEHOLDER.to_owned());
+    }
+
     let options = KubeConfigOptions {
         context: Some(context_name.clone()),
         cluster: sel.cluster.clone(),
@@ -250,7 +271,19 @@ pub async fn connect(sel: &ClusterSelection) -> Result<Connection, AppError> {
         config.connect_timeout = Some(config.connect_timeout.map_or(t, |c| c.min(t)));
     }
     let server = config.cluster_url.to_string();
-    let client = transport::client(config).map_err(|e| {
+    config.proxy_url = None;
+    let proxy = proxy::select(
+        proxy_url.as_deref(),
+        &proxy::Target::from_uri(&config.cluster_url),
+        &sel.proxy_env,
+    )
+    .map_err(|e| match e {
+        proxy::SelectError::InvalidProxyUrl(_) => AppError::Kubeconfig(format!(
+            "kubeconfig {where_}, cluster {cluster_name:?}: {e}"
+        )),
+        proxy::SelectError::Cgi(_) => AppError::Kubeconfig(e.to_string()),
+    })?;
+    let client = transport::client(config, proxy.as_ref()).map_err(|e| {
         AppError::Kubeconfig(format!(
             "cannot set up a client for context {context_name:?}: {}",
             crate::error::one_line(&client_setup_reason(&e))
@@ -262,6 +295,7 @@ pub async fn connect(sel: &ClusterSelection) -> Result<Connection, AppError> {
         context: context_name,
         server,
         request_timeout: sel.request_timeout,
+        proxy: proxy.map(|p| p.to_string()),
     })
 }
 
@@ -299,7 +333,8 @@ fn client_setup_reason(e: &kube::Error) -> String {
 /// of the run as a stream of one HTTP/2 connection: concurrent requests wait for that one
 /// connection instead of opening their own. A server that does not negotiate `h2` gets plain
 /// HTTP/1.1 keep-alive, as before (one wasted handshake on the first request, nothing sent on
-/// it). Plain `http://` servers and proxied clusters keep kube's own stack.
+/// it). Plain `http://` servers get HTTP/1.1 keep-alive. Through a proxy (see
+/// `crate::proxy_connector`) the same holds, over one tunnel.
 mod transport {
     use std::future::Future;
     use std::pin::Pin;
@@ -387,7 +422,9 @@ mod transport {
         false
     }
 
-    type Connector = hyper_timeout::TimeoutConnector<hyper_rustls::HttpsConnector<HttpConnector>>;
+    type Connector = hyper_timeout::TimeoutConnector<
+        hyper_rustls::HttpsConnector<crate::proxy_connector::ProxyConnector>,
+    >;
 
     /// HTTP/2 on one connection, else HTTP/1.1 keep-alive for the rest of the run.
     ///
@@ -476,13 +513,20 @@ mod transport {
         }
     }
 
-    fn connector(config: &kube::Config, h2: bool) -> Result<Connector, kube::Error> {
+    fn connector(
+        config: &kube::Config,
+        h2: bool,
+        proxy: Option<&crate::proxy::Proxy>,
+    ) -> Result<Connector, kube::Error> {
         let mut http = HttpConnector::new();
         http.enforce_http(false);
         // HTTP/2 writes frames (settings, headers, data, window updates) as they come; without
         // TCP_NODELAY, Nagle's algorithm holds a small write back until the previous one is
         // acknowledged, a round trip at a time. kubectl (Go) sets it too.
         http.set_nodelay(true);
+        let http = crate::proxy_connector::ProxyConnector::new(http, proxy, || {
+            config.rustls_client_config()
+        })?;
         let tls = config.rustls_client_config()?;
         let builder = hyper_rustls::HttpsConnectorBuilder::new()
             .with_tls_config(tls)
@@ -552,14 +596,24 @@ mod transport {
         Ok(kube::Client::new(service, config.default_namespace))
     }
 
-    /// The client: [`H2OrH1`] for `https://` servers, HTTP/1.1 keep-alive for `http://` ones,
-    /// kube's own client for proxied clusters.
-    pub(super) fn client(config: kube::Config) -> Result<kube::Client, kube::Error> {
-        if config.proxy_url.is_some() {
-            return kube::Client::try_from(config);
-        }
+    /// The client: [`H2OrH1`] for `https://` servers, HTTP/1.1 keep-alive for `http://` ones;
+    /// either through `proxy`.
+    pub(super) fn client(
+        mut config: kube::Config,
+        proxy: Option<&crate::proxy::Proxy>,
+    ) -> Result<kube::Client, kube::Error> {
         if config.cluster_url.scheme_str() != Some("https") {
-            let h1 = HyperClient::builder(TokioExecutor::new()).build(connector(&config, false)?);
+            let h1 =
+                HyperClient::builder(TokioExecutor::new()).build(connector(&config, false, proxy)?);
+            // Requests forwarded by an HTTP proxy carry its credentials.
+            if let Some(auth) = proxy
+                .filter(|p| matches!(p.url.scheme.as_str(), "http" | "https"))
+                .and_then(|p| crate::proxy_connector::basic_authorization(&p.url))
+            {
+                config
+                    .headers
+                    .push((http::header::PROXY_AUTHORIZATION, auth));
+            }
             return stack(config, h1);
         }
         let protocol = Arc::new(watch::channel(Protocol::Unknown).0);
@@ -567,10 +621,10 @@ mod transport {
             h2: HyperClient::builder(TokioExecutor::new())
                 .http2_only(true)
                 .build(RequireH2 {
-                    inner: connector(&config, true)?,
+                    inner: connector(&config, true, proxy)?,
                     protocol: protocol.clone(),
                 }),
-            h1: HyperClient::builder(TokioExecutor::new()).build(connector(&config, false)?),
+            h1: HyperClient::builder(TokioExecutor::new()).build(connector(&config, false, proxy)?),
             protocol,
             probing: Arc::new(AtomicBool::new(false)),
         };

@@ -24,6 +24,8 @@ pub mod live_state;
 pub mod output;
 pub mod plan;
 pub mod planner;
+pub mod proxy;
+pub mod proxy_connector;
 pub mod report;
 pub mod run;
 pub mod settings;

@@ -110,6 +110,14 @@ pub async fn run(settings: Settings) -> Result<ExitCode, AppError> {
     let notify = install_signal_handlers(interrupt.clone(), stage.clone());
 
     let conn = kube_context::connect(&settings.cluster).await?;
+    if settings.verbose > 0
+        && let Some(proxy) = &conn.proxy
+    {
+        #[allow(clippy::print_stderr)]
+        {
+            eprintln!("  via proxy {proxy}");
+        }
+    }
     let cluster = Cluster::new(conn, settings.verbose > 0);
 
     let request = UpdateRequest {

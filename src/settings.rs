@@ -9,6 +9,7 @@ use std::time::Duration;
 use crate::cli::{ColorChoice, OutputFormat, UpdateArgs};
 use crate::endpoints_file::{self, EndpointsFile};
 use crate::error::AppError;
+use crate::proxy::ProxyEnv;
 use crate::updaters::{AutoscalerUpdate, ContainerUpdate, validate_image_reference};
 
 /// What the process was started with, captured once.
@@ -29,6 +30,9 @@ pub struct Environment {
     /// A question can be asked on stderr and answered from the terminal (stdin when it is a
     /// terminal, else `/dev/tty`) — never from piped stdin.
     pub can_prompt: bool,
+    /// `HTTPS_PROXY`, `HTTP_PROXY`, `NO_PROXY` (or their lower-case forms) and whether
+    /// `REQUEST_METHOD` is set.
+    pub proxy: ProxyEnv,
 }
 
 impl Environment {
@@ -55,6 +59,7 @@ impl Environment {
             stdout_is_terminal: std::io::stdout().is_terminal(),
             stderr_is_terminal: stderr_tty,
             can_prompt: stderr_tty && (stdin_tty || dev_tty()),
+            proxy: ProxyEnv::from_lookup(|k| var(k).map(|v| v.to_string_lossy().into_owned())),
         }
     }
 }
@@ -84,6 +89,8 @@ pub struct ClusterSelection {
     pub as_groups: Vec<String>,
     /// `None`: no bound (kubectl's default).
     pub request_timeout: Option<Duration>,
+    /// The proxy variables, for when the kubeconfig sets no `proxy-url`.
+    pub proxy_env: ProxyEnv,
 }
 
 /// The endpoints file as read and parsed.
@@ -321,6 +328,7 @@ impl Settings {
                 as_user: args.as_user,
                 as_groups: args.as_group,
                 request_timeout,
+                proxy_env: env.proxy.clone(),
             },
             yes: args.yes,
             dry_run: args.dry_run,

@@ -8,7 +8,10 @@
 //! not found, bad flags, bad endpoints file, kubeconfig errors, an interrupt, a failing exec
 //! credential plugin that was handed a secret and printed a token — runs with and without
 //! `-v`, and neither stream may contain any 24-byte window of the token, the certificate, the
-//! key, their base64 (as in the kubeconfig) or their DER.
+//! key, their base64 (as in the kubeconfig) or their DER. Proxy credentials (in the
+//! kubeconfig's `proxy-url` or in `HTTPS_PROXY`) are secrets too: through a proxy that accepts
+//! them, one that rejects them, one that refuses the tunnel, one that is down and a proxy URL
+//! that is not valid, neither stream contains the password or the `Proxy-Authorization` value.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -427,6 +430,172 @@ fn no_token_certificate_or_key_bytes_reach_any_output() {
         ran += 1;
     }
     println!("secrets: {ran} runs, no credential bytes in any output");
+}
+
+/// The proxy's password (24 bytes or more, for the window check).
+const PROXY_PASSWORD: &str = "proxy-password-4e1d2c3b5a69788f";
+const PROXY_USER: &str = "proxy-user-9a8b7c";
+
+#[test]
+fn no_proxy_credentials_reach_any_output() {
+    use test_proxies::{Kind, Options, TestProxy};
+    let env = Env::new();
+    let creds = Some((PROXY_USER.to_owned(), PROXY_PASSWORD.to_owned()));
+    let accepting = TestProxy::start(
+        Kind::Http,
+        Options {
+            credentials: creds.clone(),
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    let socks = TestProxy::start(
+        Kind::Socks5,
+        Options {
+            credentials: creds,
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    let refusing = TestProxy::start(
+        Kind::Http,
+        Options {
+            refuse_with: Some(403),
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    let basic = base64(format!("{PROXY_USER}:{PROXY_PASSWORD}").as_bytes());
+    let s = Secrets {
+        needles: vec![
+            ("proxy password".into(), PROXY_PASSWORD.as_bytes().to_vec()),
+            ("proxy Basic credentials".into(), basic.into_bytes()),
+        ],
+        kubeconfig: env.kubeconfig.clone(),
+    };
+    let yaml = env.sb.kubeconfig_yaml(NS);
+    let server = format!("    server: \"{}\"\n", env.sb.url());
+    let with = |name: &str, server_line: &str, extra: String| {
+        env.write_file(
+            name,
+            &yaml.replace(&server, &format!("{server_line}{extra}")),
+        )
+    };
+    let non_loopback = format!(
+        "    server: \"{}\"\n    tls-server-name: localhost\n",
+        env.sb.url().replace("127.0.0.1", "0.0.0.0")
+    );
+    let down = test_proxies::closed_port().unwrap();
+    let url = |p: &TestProxy, password: &str| p.url_with_credentials(PROXY_USER, password);
+    let cases: Vec<(&str, std::path::PathBuf, Option<String>, i32)> = vec![
+        (
+            "proxy-url accepted",
+            with(
+                "kc-1",
+                &server,
+                format!("    proxy-url: {}\n", url(&accepting, PROXY_PASSWORD)),
+            ),
+            None,
+            0,
+        ),
+        (
+            "SOCKS5 proxy-url accepted",
+            with(
+                "kc-2",
+                &server,
+                format!("    proxy-url: {}\n", url(&socks, PROXY_PASSWORD)),
+            ),
+            None,
+            0,
+        ),
+        (
+            "HTTPS_PROXY accepted",
+            with("kc-3", &non_loopback, String::new()),
+            Some(url(&accepting, PROXY_PASSWORD)),
+            0,
+        ),
+        (
+            "HTTPS_PROXY with a password the proxy rejects (407)",
+            with("kc-3", &non_loopback, String::new()),
+            Some(url(&accepting, &format!("{PROXY_PASSWORD}-wrong"))),
+            1,
+        ),
+        (
+            "SOCKS5 with a password the proxy rejects",
+            with(
+                "kc-4",
+                &server,
+                format!(
+                    "    proxy-url: {}\n",
+                    url(&socks, &format!("{PROXY_PASSWORD}-wrong"))
+                ),
+            ),
+            None,
+            1,
+        ),
+        (
+            "a proxy that refuses the tunnel",
+            with(
+                "kc-5",
+                &server,
+                format!("    proxy-url: {}\n", url(&refusing, PROXY_PASSWORD)),
+            ),
+            None,
+            1,
+        ),
+        (
+            "a proxy that is down",
+            with(
+                "kc-6",
+                &server,
+                format!("    proxy-url: http://{PROXY_USER}:{PROXY_PASSWORD}@127.0.0.1:{down}\n"),
+            ),
+            None,
+            1,
+        ),
+        (
+            "a proxy-url that is not valid",
+            with(
+                "kc-7",
+                &server,
+                format!("    proxy-url: gopher://{PROXY_USER}:{PROXY_PASSWORD}@proxy:70\n"),
+            ),
+            None,
+            3,
+        ),
+    ];
+    for (name, kubeconfig, https_proxy, want) in &cases {
+        for verbose in [false, true] {
+            let mut c = plugin();
+            c.arg("--kubeconfig").arg(kubeconfig).args([
+                "web",
+                "--max",
+                "7",
+                "--dry-run",
+                "-o",
+                "json",
+            ]);
+            if let Some(p) = https_proxy {
+                c.env("HTTPS_PROXY", p);
+            }
+            if verbose {
+                c.arg("-v");
+            }
+            let o = c.output().unwrap();
+            let what = format!("{name}{}", if verbose { " -v" } else { "" });
+            assert_eq!(code(&o), *want, "{what}: {}", stderr(&o));
+            assert_clean(&s, &format!("{what} stdout"), &o.stdout);
+            assert_clean(&s, &format!("{what} stderr"), &o.stderr);
+        }
+    }
+    // The runs did reach the proxies with the credentials (the check above is not vacuous).
+    assert!(
+        accepting
+            .stats()
+            .credentials
+            .contains(&Some(format!("{PROXY_USER}:{PROXY_PASSWORD}")))
+    );
+    assert!(socks.stats().tunnels >= 2);
 }
 
 #[test]

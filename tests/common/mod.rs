@@ -122,6 +122,9 @@ pub const BEHAVIOUR_VARS: &[&str] = &[
     "https_proxy",
     "HTTP_PROXY",
     "http_proxy",
+    "NO_PROXY",
+    "no_proxy",
+    "REQUEST_METHOD",
 ];
 
 /// Removes [`BEHAVIOUR_VARS`] from a command's environment.

@@ -56,6 +56,11 @@ struct Args {
     /// Skip the criterion benchmark (the report then quotes the last saved results, if any).
     #[arg(long)]
     no_criterion: bool,
+    /// Put a proxy between both contenders and the latency proxy, named by the kubeconfig's
+    /// `proxy-url` (kubectl honours it for loopback servers too): `http` (CONNECT tunnels) or
+    /// `socks5`. The report notes it; the request accounting is the server's, unchanged.
+    #[arg(long, value_parser = ["none", "http", "socks5"], default_value = "none")]
+    through_proxy: String,
     /// Print the request log of every plugin run (timings relative to the process start).
     #[arg(long)]
     dump_log: bool,
@@ -195,6 +200,8 @@ pub struct Machine {
     pub kubectl_path: String,
     pub started: String,
     pub total_s: f64,
+    /// Which proxy, if any, both contenders went through (and the tunnels it opened).
+    pub proxy: String,
 }
 
 pub struct Context {
@@ -206,6 +213,8 @@ pub struct Context {
     pub kubectl: PathBuf,
     pub home: PathBuf,
     pub warm_cache: PathBuf,
+    /// `--through-proxy`: the proxy named by the kubeconfig's `proxy-url`.
+    pub client_proxy: Option<test_proxies::TestProxy>,
 }
 
 fn main() {
@@ -354,9 +363,25 @@ fn run(args: Args) -> Result<(), String> {
         .block_on(LatencyProxy::start(sb.addr(), Duration::ZERO))
         .map_err(|e| format!("cannot start the latency proxy: {e}"))?;
     let kubeconfig = dir.join("kubeconfig");
-    let yaml = sb
-        .kubeconfig_yaml(NAMESPACE)
-        .replace(sb.url(), &format!("https://{}", proxy.addr()));
+    let server = format!("https://{}", proxy.addr());
+    let mut yaml = sb.kubeconfig_yaml(NAMESPACE).replace(sb.url(), &server);
+    let client_proxy = match args.through_proxy.as_str() {
+        "http" => Some(test_proxies::Kind::Http),
+        "socks5" => Some(test_proxies::Kind::Socks5),
+        _ => None,
+    }
+    .map(|kind| test_proxies::TestProxy::start(kind, test_proxies::Options::default()))
+    .transpose()
+    .map_err(|e| format!("cannot start the client proxy: {e}"))?;
+    if let Some(p) = &client_proxy {
+        yaml = yaml.replace(
+            &format!("    server: \"{server}\"\n"),
+            &format!("    server: \"{server}\"\n    proxy-url: {}\n", p.url()),
+        );
+        if !yaml.contains("proxy-url") {
+            return Err("cannot add proxy-url to the kubeconfig".into());
+        }
+    }
     std::fs::write(&kubeconfig, yaml).map_err(|e| e.to_string())?;
     let ctx = Context {
         sb,
@@ -367,6 +392,7 @@ fn run(args: Args) -> Result<(), String> {
         kubectl,
         home,
         warm_cache,
+        client_proxy,
     };
     eprintln!(
         "sandbox {} behind latency proxy {}; kubectl {} ({})",
@@ -453,6 +479,19 @@ fn run(args: Args) -> Result<(), String> {
     extras.binary_size = std::fs::metadata(&ctx.plugin).map(|m| m.len()).unwrap_or(0);
     extras.musl = musl_note();
 
+    machine.proxy = match &ctx.client_proxy {
+        None => "none: both contenders connect to the latency proxy directly (the benchmark clears the environment, so no HTTPS_PROXY applies)".into(),
+        Some(p) => {
+            let s = p.stats();
+            format!(
+                "`--through-proxy {}`: both contenders go through `{}` (crates/test-proxies) named by the kubeconfig's `proxy-url`; {} tunnels, {} requests to it in the whole benchmark. Request accounting is the server's and counts the same requests",
+                args.through_proxy,
+                p.url(),
+                s.tunnels,
+                s.requests
+            )
+        }
+    };
     machine.load_after = load_average();
     machine.total_s = t_start.elapsed().as_secs_f64();
     if let Some(parent) = args.out.parent() {

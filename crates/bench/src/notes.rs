@@ -17,7 +17,7 @@ Numbers: medians at RTT 20 ms unless said, same machine, before → after.
    once the server chose it, is HTTP/2-only, so concurrent requests wait for the one connection
    being set up instead of opening their own. A server that does not negotiate `h2` gets
    HTTP/1.1 keep-alive for the rest of the run (one wasted handshake; nothing is sent on it);
-   plain `http://` and proxied clusters keep kube's stack. Until the protocol is known, the
+   plain `http://` servers get HTTP/1.1 keep-alive, and a proxied cluster gets the same transport through one tunnel (`--through-proxy`). Until the protocol is known, the
    first request sets up the connection and the others wait only for its TLS handshake, then
    follow it (a first fallback fix, 5cead9b, waited for the first *answer*, which cost the read
    round a round trip: M 191/194 → 173/170 ms, 6 → 5 rounds). M: 193 → 174 ms, 7 → 1 connections,

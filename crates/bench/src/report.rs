@@ -135,8 +135,16 @@ pub fn markdown(
     let _ = writeln!(s, "## Machine\n");
     let _ = writeln!(
         s,
-        "| | |\n| --- | --- |\n| CPU | {} |\n| cores | {} (shared with other work: builds and tests of other engineers ran at the same time) |\n| load average before / after | {} / {} |\n| kernel | {} |\n| toolchain | {} |\n| kubectl | {} (`{}`) |\n",
-        m.cpu, m.cores, m.load_before, m.load_after, m.kernel, m.rustc, m.kubectl, m.kubectl_path
+        "| | |\n| --- | --- |\n| CPU | {} |\n| cores | {} (shared with other work: builds and tests of other engineers ran at the same time) |\n| load average before / after | {} / {} |\n| kernel | {} |\n| toolchain | {} |\n| kubectl | {} (`{}`) |\n| proxy | {} |\n",
+        m.cpu,
+        m.cores,
+        m.load_before,
+        m.load_after,
+        m.kernel,
+        m.rustc,
+        m.kubectl,
+        m.kubectl_path,
+        m.proxy
     );
     let _ = writeln!(s, "## Setup\n\n{SETUP}\n\n### Scenarios\n\n{SCENARIOS}\n");
 

@@ -50,6 +50,9 @@ struct ServeArgs {
     /// Deployment rollout simulation: off, auto, auto:2s, auto:500ms, stuck, deadline.
     #[arg(long, default_value = "off", value_parser = parse_rollout)]
     rollout: Rollout,
+    /// Leave out the kinds a cluster gets from CustomResourceDefinitions: their groups answer 404.
+    #[arg(long)]
+    without_crds: bool,
 }
 
 fn parse_rollout(s: &str) -> Result<Rollout, String> {
@@ -82,6 +85,7 @@ fn serve(args: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
         port: args.port,
         rollout: args.rollout,
         request_log,
+        install_crds: !args.without_crds,
         ..Default::default()
     })?;
     if args.demo {

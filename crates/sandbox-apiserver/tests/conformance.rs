@@ -548,6 +548,8 @@ fn every_recorded_exchange_is_reproduced() {
     let sb = Sandbox::start(SandboxOptions {
         tls: true,
         initial_resource_version: 192,
+        // The recorded cluster had no CustomResourceDefinitions.
+        install_crds: false,
         ..Default::default()
     })
     .unwrap();

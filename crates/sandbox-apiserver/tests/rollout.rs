@@ -37,6 +37,21 @@ fn wait_for(sb: &Sandbox, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
     }
 }
 
+/// Waits until the rollout simulation has nothing left to do (every change considered, no
+/// status write pending), so that what a test then reads is final, however long the
+/// controller would have taken — instead of sleeping a fixed time and hoping.
+fn wait_until_settled(sb: &Sandbox) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !sb.rollout_settled() {
+        assert!(
+            Instant::now() < deadline,
+            "the rollout simulation did not settle: {}",
+            sb.get(WEB).unwrap()["status"]
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 fn condition<'a>(d: &'a Value, ty: &str) -> &'a Value {
     d["status"]["conditions"]
         .as_array()
@@ -151,7 +166,8 @@ fn a_stuck_rollout_observes_the_generation_but_never_completes() {
     let d = wait_for(&sb, "observedGeneration", |d| {
         d["status"]["observedGeneration"] == json!(2)
     });
-    std::thread::sleep(Duration::from_millis(300));
+    // Once the controller has nothing left to do, whatever it was going to write is written.
+    wait_until_settled(&sb);
     let d2 = sb.get(WEB).unwrap();
     assert_eq!(d["status"], d2["status"], "no further progress");
     assert!(d2["status"]["updatedReplicas"].as_i64().unwrap_or(0) < 2);
@@ -175,7 +191,7 @@ fn progress_deadline_exceeded_reports_progressing_false() {
 fn off_leaves_status_untouched_like_a_cluster_without_controllers() {
     let sb = demo(Rollout::Off);
     set_image(&sb, "registry.example.com/web:2.0");
-    std::thread::sleep(Duration::from_millis(300));
+    wait_until_settled(&sb);
     assert_eq!(sb.get(WEB).unwrap()["status"], json!({}));
     assert_eq!(
         sb.get("/apis/autoscaling/v2/namespaces/demo/horizontalpodautoscalers/web")

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Generate src/schema/generated.rs from the k8s-openapi crate sources.
+"""Generate src/model/schema/generated.rs from the k8s-openapi crate sources.
 
-Usage: tools/gen_schema.py ~/.cargo/registry/src/*/k8s-openapi-0.29.0/src/v1_33 > src/schema/generated.rs
+Usage: tools/gen_schema.py ~/.cargo/registry/src/*/k8s-openapi-0.29.0/src/v1_33 > src/model/schema/generated.rs
 
 k8s-openapi (generated from the Kubernetes OpenAPI document) gives field names, types, required-ness
 and list/map merge strategies. What OpenAPI does not carry -- Go struct field order, which optional

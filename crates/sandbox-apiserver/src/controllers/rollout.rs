@@ -1,18 +1,34 @@
 //! Deployment rollout simulation: a controller that watches Deployments like the real
 //! deployment controller and writes their status through the status subresource (manager
 //! `kube-controller-manager`), bumping the resourceVersion and emitting MODIFIED events.
+//!
+//! [`Controller::settled`] tells when it has nothing left to do, so a test can wait for that
+//! instead of sleeping.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use parking_lot::Mutex;
 use serde_json::{Value, json};
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, watch};
 
-use crate::Rollout;
-use crate::kinds;
-use crate::server::Shared;
-use crate::timefmt;
+use crate::kinds::{self, DEPLOYMENT};
+use crate::model::time;
+use crate::store::{Selectors, Store};
+
+/// Deployment rollout simulation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rollout {
+    /// Status is never touched (the recorded cluster had no controllers).
+    Off,
+    /// After a spec change, the status advances in two steps and completes after `delay`.
+    Auto { delay: Duration },
+    /// observedGeneration advances, but updated/available replicas never reach spec.replicas.
+    Stuck,
+    /// Like `Stuck`, with Progressing=False reason ProgressDeadlineExceeded.
+    ProgressDeadlineExceeded,
+}
 
 /// The pod-template-hash a ReplicaSet of this template would get.
 fn template_hash(obj: &Value) -> String {
@@ -74,7 +90,7 @@ fn status_for(obj: &Value, phase: Phase) -> Value {
         .and_then(Value::as_str)
         .unwrap_or("");
     let rs = format!("{name}-{}", template_hash(obj));
-    let now = timefmt::now_rfc3339();
+    let now = time::now_rfc3339();
     let prev = |ty: &str| {
         obj.pointer("/status/conditions")
             .and_then(Value::as_array)
@@ -159,12 +175,61 @@ fn status_for(obj: &Value, phase: Phase) -> Value {
     })
 }
 
+/// The controller's mode and progress, shared with the handle and the control surface.
+pub struct Controller {
+    mode: watch::Sender<Rollout>,
+    progress: Mutex<Progress>,
+}
+
+/// How far the controller has got (updated under the store's lock where it writes, so that
+/// [`Controller::settled`] sees a consistent picture).
+#[derive(Default)]
+struct Progress {
+    /// Status progressions scheduled and not finished.
+    in_flight: u64,
+    /// The revision of the last store event handled (0: not subscribed yet).
+    seen_rv: u64,
+    /// Mode changes requested, and the last one applied.
+    mode_version: u64,
+    applied_version: u64,
+}
+
+impl Controller {
+    pub fn new(mode: Rollout) -> Arc<Controller> {
+        Arc::new(Controller {
+            mode: watch::channel(mode).0,
+            progress: Mutex::new(Progress::default()),
+        })
+    }
+
+    /// The current mode.
+    pub fn mode(&self) -> Rollout {
+        *self.mode.borrow()
+    }
+
+    /// Switch the mode; existing Deployments are considered again.
+    pub fn set_mode(&self, mode: Rollout) {
+        self.progress.lock().mode_version += 1;
+        self.mode.send_replace(mode);
+    }
+
+    /// Nothing left to do: every store change so far has been considered, the last mode change
+    /// applied, and no status write is scheduled.
+    pub fn settled(&self, store: &Store) -> bool {
+        let st = store.lock();
+        let last = st.history.last().map_or(0, |e| e.rv);
+        let p = self.progress.lock();
+        p.in_flight == 0
+            && p.applied_version == p.mode_version
+            && p.seen_rv >= last
+            && p.seen_rv > 0
+    }
+}
+
 /// Write `phase` for the Deployment if it is still at `generation`.
-fn write_status(shared: &Shared, ns: &str, name: &str, generation: i64, phase: Phase) {
-    let Some(k) = kinds::by_kind("Deployment") else {
-        return;
-    };
-    let mut st = shared.state.lock();
+fn write_status(store: &Store, ns: &str, name: &str, generation: i64, phase: Phase) {
+    let k = &DEPLOYMENT;
+    let mut st = store.lock();
     let Some(obj) = st.get_object(k, ns, name).cloned() else {
         return;
     };
@@ -226,72 +291,102 @@ fn needs_rollout(obj: &Value, mode: Rollout) -> bool {
 }
 
 /// Schedule the status progression of one Deployment generation.
-fn schedule(shared: &Arc<Shared>, ns: String, name: String, generation: i64, mode: Rollout) {
-    let shared = shared.clone();
+fn schedule(
+    store: &Arc<Store>,
+    controller: &Arc<Controller>,
+    ns: String,
+    name: String,
+    generation: i64,
+    mode: Rollout,
+) {
+    controller.progress.lock().in_flight += 1;
+    let store = store.clone();
+    let controller = controller.clone();
     tokio::spawn(async move {
         match mode {
             Rollout::Off => {}
             Rollout::Auto { delay } => {
                 tokio::time::sleep(delay / 2).await;
-                write_status(&shared, &ns, &name, generation, Phase::Progressing);
+                write_status(&store, &ns, &name, generation, Phase::Progressing);
                 tokio::time::sleep(delay - delay / 2).await;
-                write_status(&shared, &ns, &name, generation, Phase::Complete);
+                write_status(&store, &ns, &name, generation, Phase::Complete);
             }
             Rollout::Stuck => {
                 tokio::time::sleep(Duration::from_millis(20)).await;
-                write_status(&shared, &ns, &name, generation, Phase::Stuck);
+                write_status(&store, &ns, &name, generation, Phase::Stuck);
             }
             Rollout::ProgressDeadlineExceeded => {
                 tokio::time::sleep(Duration::from_millis(20)).await;
-                write_status(&shared, &ns, &name, generation, Phase::DeadlineExceeded);
+                write_status(&store, &ns, &name, generation, Phase::DeadlineExceeded);
             }
         }
+        // Under the store's lock: no one sees the last write without this.
+        let _st = store.lock();
+        controller.progress.lock().in_flight -= 1;
     });
 }
 
-/// The controller loop: runs for the life of the sandbox.
-pub async fn run(shared: Arc<Shared>) {
-    let mut rx = shared.state.lock().events.subscribe();
-    let mut scheduled: HashMap<(String, String), (i64, RolloutKey)> = HashMap::new();
-    let mut shutdown = shared.shutdown.clone();
-    let kick_all =
-        |shared: &Arc<Shared>, scheduled: &mut HashMap<(String, String), (i64, RolloutKey)>| {
-            let mode = *shared.rollout.lock();
-            let Some(k) = kinds::by_kind("Deployment") else {
-                return;
-            };
-            let objs: Vec<Value> = {
-                let st = shared.state.lock();
-                st.select(k, None, &crate::store::Selectors::default())
-                    .into_iter()
-                    .cloned()
-                    .collect()
-            };
-            for o in objs {
-                consider(shared, &o, mode, scheduled);
-            }
+/// What the loop remembers: the generation (and mode) each Deployment was scheduled for.
+type Scheduled = HashMap<(String, String), (i64, RolloutKey)>;
+
+/// The controller loop: runs until `shutdown`.
+pub async fn run(
+    store: Arc<Store>,
+    controller: Arc<Controller>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let mut rx = {
+        let st = store.lock();
+        controller.progress.lock().seen_rv = st.history.last().map_or(0, |e| e.rv).max(1);
+        st.events.subscribe()
+    };
+    let mut mode_rx = controller.mode.subscribe();
+    let mut scheduled: Scheduled = HashMap::new();
+    let kick_all = |scheduled: &mut Scheduled| {
+        let version = controller.progress.lock().mode_version;
+        let mode = controller.mode();
+        let objs: Vec<Value> = {
+            let st = store.lock();
+            st.select(&DEPLOYMENT, None, &Selectors::default())
+                .into_iter()
+                .cloned()
+                .collect()
         };
-    kick_all(&shared, &mut scheduled);
+        for o in objs {
+            consider(&store, &controller, &o, mode, scheduled);
+        }
+        controller.progress.lock().applied_version = version;
+    };
+    kick_all(&mut scheduled);
     loop {
         tokio::select! {
-            _ = crate::server::stopped(&mut shutdown) => return,
-            _ = shared.rollout_changed.notified() => {
+            _ = shutdown.wait_for(|stop| *stop) => return,
+            changed = mode_rx.changed() => {
+                if changed.is_err() {
+                    return;
+                }
                 scheduled.clear();
-                kick_all(&shared, &mut scheduled);
+                kick_all(&mut scheduled);
             }
             ev = rx.recv() => match ev {
                 Ok(ev) => {
-                    if ev.kind.kind != "Deployment" {
-                        continue;
+                    if kinds::same(ev.kind, &DEPLOYMENT) {
+                        if ev.event_type == "DELETED" {
+                            scheduled.remove(&(ev.namespace.clone(), ev.name.clone()));
+                        } else {
+                            let mode = controller.mode();
+                            consider(&store, &controller, &ev.object, mode, &mut scheduled);
+                        }
                     }
-                    if ev.event_type == "DELETED" {
-                        scheduled.remove(&(ev.namespace.clone(), ev.name.clone()));
-                        continue;
-                    }
-                    let mode = *shared.rollout.lock();
-                    consider(&shared, &ev.object, mode, &mut scheduled);
+                    let mut p = controller.progress.lock();
+                    p.seen_rv = p.seen_rv.max(ev.rv);
                 }
-                Err(broadcast::error::RecvError::Lagged(_)) => kick_all(&shared, &mut scheduled),
+                Err(broadcast::error::RecvError::Lagged(_)) => {
+                    let last = store.lock().history.last().map_or(0, |e| e.rv);
+                    kick_all(&mut scheduled);
+                    let mut p = controller.progress.lock();
+                    p.seen_rv = p.seen_rv.max(last);
+                }
                 Err(broadcast::error::RecvError::Closed) => return,
             }
         }
@@ -312,10 +407,11 @@ fn mode_key(mode: Rollout) -> RolloutKey {
 }
 
 fn consider(
-    shared: &Arc<Shared>,
+    store: &Arc<Store>,
+    controller: &Arc<Controller>,
     obj: &Value,
     mode: Rollout,
-    scheduled: &mut HashMap<(String, String), (i64, RolloutKey)>,
+    scheduled: &mut Scheduled,
 ) {
     if !needs_rollout(obj, mode) {
         return;
@@ -339,7 +435,7 @@ fn consider(
         return;
     }
     scheduled.insert(key, (generation, mode_key(mode)));
-    schedule(shared, ns, name, generation, mode);
+    schedule(store, controller, ns, name, generation, mode);
 }
 
 #[cfg(test)]

@@ -3,8 +3,8 @@
 
 use serde_json::{Map, Value};
 
-use crate::status::go_quote;
-use crate::validation::{is_qualified_name, is_valid_label_value};
+use super::names::{is_qualified_name, is_valid_label_value};
+use super::status::go_quote;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Tok {

@@ -1,195 +1,42 @@
-//! The three PATCH flavours: JSON merge patch (RFC 7386), JSON patch (RFC 6902, with
-//! evanphx/json-patch's behaviour) and strategic merge patch (list merge keys and `$patch`,
+//! The three PATCH flavours: JSON merge patch (RFC 7386) and JSON patch (RFC 6902), both from
+//! the `json-patch` crate, and strategic merge patch (list merge keys and `$patch`,
 //! `$setElementOrder/…`, `$deleteFromPrimitiveList/…`, `$retainKeys` directives) driven by the
 //! schema's patch strategies.
 
 use serde_json::{Map, Value};
 
-use crate::schema::{self, L, T};
+use crate::model::schema::{self, L, T};
 
-/// RFC 7386.
+/// RFC 7386 (the `json-patch` crate's `merge`).
 pub fn merge_patch(target: &Value, patch: &Value) -> Value {
-    match patch {
-        Value::Object(p) => {
-            let mut out = match target {
-                Value::Object(t) => t.clone(),
-                _ => Map::new(),
-            };
-            for (k, v) in p {
-                if v.is_null() {
-                    out.remove(k);
-                } else {
-                    let cur = out.get(k).cloned().unwrap_or(Value::Null);
-                    out.insert(k.clone(), merge_patch(&cur, v));
-                }
-            }
-            Value::Object(out)
-        }
-        other => other.clone(),
-    }
+    let mut out = target.clone();
+    json_patch::merge(&mut out, patch);
+    out
 }
 
-fn unescape_pointer(tok: &str) -> String {
-    tok.replace("~1", "/").replace("~0", "~")
-}
-
-fn split_pointer(path: &str) -> Result<Vec<String>, String> {
-    if path.is_empty() {
-        return Ok(Vec::new());
-    }
-    let Some(rest) = path.strip_prefix('/') else {
-        return Err(format!("invalid path: {path}"));
-    };
-    Ok(rest.split('/').map(unescape_pointer).collect())
-}
-
-fn parent_and_key<'a>(
-    doc: &'a mut Value,
-    tokens: &[String],
-) -> Result<(&'a mut Value, String), String> {
-    let Some((last, parents)) = tokens.split_last() else {
-        return Err("root path not supported".into());
-    };
-    let mut cur = doc;
-    for t in parents {
-        cur = match cur {
-            Value::Object(m) => m
-                .get_mut(t)
-                .ok_or_else(|| format!("doc is missing path: {t}"))?,
-            Value::Array(a) => {
-                let i: usize = t.parse().map_err(|_| format!("invalid index: {t}"))?;
-                a.get_mut(i)
-                    .ok_or_else(|| format!("index out of range: {t}"))?
-            }
-            _ => return Err(format!("doc is missing path: {t}")),
-        };
-    }
-    Ok((cur, last.clone()))
-}
-
-fn get_at<'a>(doc: &'a Value, tokens: &[String]) -> Option<&'a Value> {
-    let mut cur = doc;
-    for t in tokens {
-        cur = match cur {
-            Value::Object(m) => m.get(t)?,
-            Value::Array(a) => a.get(t.parse::<usize>().ok()?)?,
-            _ => return None,
-        };
-    }
-    Some(cur)
-}
-
-fn add_at(doc: &mut Value, tokens: &[String], value: Value) -> Result<(), String> {
-    if tokens.is_empty() {
-        *doc = value;
-        return Ok(());
-    }
-    let (parent, key) = parent_and_key(doc, tokens)?;
-    match parent {
-        Value::Object(m) => {
-            m.insert(key, value);
-            Ok(())
-        }
-        Value::Array(a) => {
-            if key == "-" {
-                a.push(value);
-                return Ok(());
-            }
-            let i: usize = key.parse().map_err(|_| format!("invalid index: {key}"))?;
-            if i > a.len() {
-                return Err(format!("index out of range: {i}"));
-            }
-            a.insert(i, value);
-            Ok(())
-        }
-        _ => Err("add operation does not apply: doc is missing path".into()),
-    }
-}
-
-fn remove_at(doc: &mut Value, tokens: &[String]) -> Result<Value, String> {
-    let (parent, key) = parent_and_key(doc, tokens)?;
-    match parent {
-        Value::Object(m) => m
-            .remove(&key)
-            .ok_or_else(|| format!("remove operation does not apply: doc is missing key: {key}")),
-        Value::Array(a) => {
-            let i: usize = key.parse().map_err(|_| format!("invalid index: {key}"))?;
-            if i >= a.len() {
-                return Err(format!(
-                    "remove operation does not apply: index out of range: {i}"
-                ));
-            }
-            Ok(a.remove(i))
-        }
-        _ => Err("remove operation does not apply: doc is missing path".into()),
-    }
-}
-
-/// RFC 6902. `Err` carries the library message; the API server turns any apply failure into a
-/// generic 422.
+/// RFC 6902 (the `json-patch` crate), with evanphx/json-patch's reading of an `add`, `replace`
+/// or `test` without a `value`: null. `Err` carries the library message; the API server turns
+/// any failure into a generic 422.
 pub fn json_patch(doc: &Value, ops: &[Value]) -> Result<Value, String> {
+    let ops: Vec<Value> = ops
+        .iter()
+        .map(|op| {
+            let mut op = op.clone();
+            if let Some(m) = op.as_object_mut()
+                && matches!(
+                    m.get("op").and_then(Value::as_str),
+                    Some("add" | "replace" | "test")
+                )
+            {
+                m.entry("value").or_insert(Value::Null);
+            }
+            op
+        })
+        .collect();
+    let patch: json_patch::Patch =
+        serde_json::from_value(Value::Array(ops)).map_err(|e| e.to_string())?;
     let mut doc = doc.clone();
-    for op in ops {
-        let kind = op.get("op").and_then(Value::as_str).unwrap_or("");
-        let path = split_pointer(op.get("path").and_then(Value::as_str).unwrap_or(""))?;
-        match kind {
-            "add" => add_at(
-                &mut doc,
-                &path,
-                op.get("value").cloned().unwrap_or(Value::Null),
-            )?,
-            "remove" => {
-                remove_at(&mut doc, &path)?;
-            }
-            "replace" => {
-                if get_at(&doc, &path).is_none() {
-                    return Err("replace operation does not apply: doc is missing key".into());
-                }
-                if path.is_empty() {
-                    doc = op.get("value").cloned().unwrap_or(Value::Null);
-                } else {
-                    let (parent, key) = parent_and_key(&mut doc, &path)?;
-                    let v = op.get("value").cloned().unwrap_or(Value::Null);
-                    match parent {
-                        Value::Object(m) => {
-                            m.insert(key, v);
-                        }
-                        Value::Array(a) => {
-                            let i: usize = key.parse().map_err(|_| "invalid index".to_string())?;
-                            match a.get_mut(i) {
-                                Some(slot) => *slot = v,
-                                None => {
-                                    return Err(
-                                        "replace operation does not apply: index out of range"
-                                            .into(),
-                                    );
-                                }
-                            }
-                        }
-                        _ => return Err("replace operation does not apply".into()),
-                    }
-                }
-            }
-            "move" | "copy" => {
-                let from = split_pointer(op.get("from").and_then(Value::as_str).unwrap_or(""))?;
-                let v = if kind == "move" {
-                    remove_at(&mut doc, &from)?
-                } else {
-                    get_at(&doc, &from).cloned().ok_or_else(|| {
-                        "copy operation does not apply: doc is missing from path".to_string()
-                    })?
-                };
-                add_at(&mut doc, &path, v)?;
-            }
-            "test" => {
-                let want = op.get("value").cloned().unwrap_or(Value::Null);
-                if get_at(&doc, &path) != Some(&want) {
-                    return Err("testing value failed".into());
-                }
-            }
-            other => return Err(format!("Unexpected kind: {other}")),
-        }
-    }
+    json_patch::patch(&mut doc, &patch).map_err(|e| e.to_string())?;
     Ok(doc)
 }
 
@@ -537,6 +384,14 @@ mod tests {
             .is_err()
         );
         assert!(json_patch(&doc, &[json!({"op":"remove","path":"/spec/nope"})]).is_err());
+    }
+
+    #[test]
+    fn json_patch_reads_a_missing_value_as_null_like_evanphx() {
+        let doc = json!({"spec":{"minReplicas":2}});
+        let out = json_patch(&doc, &[json!({"op":"add","path":"/spec/paused"})]).unwrap();
+        assert_eq!(out, json!({"spec":{"minReplicas":2,"paused":null}}));
+        assert!(json_patch(&doc, &[json!({"op":"move","path":"/spec/x"})]).is_err());
     }
 
     #[test]

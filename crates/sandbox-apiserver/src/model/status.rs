@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::kinds::Kind;
+use super::ApiResource;
 
 /// An API error (or the Status body of a successful DELETE), as the server would send it.
 #[derive(Debug, Clone, PartialEq)]
@@ -89,7 +89,7 @@ pub fn group_resource(group: &str, resource: &str) -> String {
     }
 }
 
-pub fn not_found(k: &Kind, name: &str) -> StatusBody {
+pub fn not_found(k: &ApiResource, name: &str) -> StatusBody {
     StatusBody::new(
         404,
         "NotFound",
@@ -110,7 +110,7 @@ pub fn namespace_not_found(ns: &str) -> StatusBody {
     )
 }
 
-pub fn already_exists(k: &Kind, name: &str) -> StatusBody {
+pub fn already_exists(k: &ApiResource, name: &str) -> StatusBody {
     StatusBody::new(
         409,
         "AlreadyExists",
@@ -138,7 +138,7 @@ pub fn conflict(group: &str, resource: &str, name: &str, err: &str) -> StatusBod
 pub const MODIFIED: &str =
     "the object has been modified; please apply your changes to the latest version and try again";
 
-pub fn conflict_modified(k: &Kind, name: &str) -> StatusBody {
+pub fn conflict_modified(k: &ApiResource, name: &str) -> StatusBody {
     conflict(k.group, k.resource, name, MODIFIED)
 }
 
@@ -330,7 +330,7 @@ pub fn invalid_kind(group: &str, kind: &str, name: &str, errs: &[FieldError]) ->
     StatusBody::new(422, "Invalid", message, Some(d))
 }
 
-pub fn invalid(k: &Kind, name: &str, errs: &[FieldError]) -> StatusBody {
+pub fn invalid(k: &ApiResource, name: &str, errs: &[FieldError]) -> StatusBody {
     invalid_kind(k.group, k.kind, name, errs)
 }
 
@@ -373,7 +373,7 @@ pub fn internal(err: &str) -> StatusBody {
 }
 
 /// The 200 body of a DELETE that removed (or, under dryRun, would remove) the object.
-pub fn delete_success(k: &Kind, name: &str, uid: &str) -> Value {
+pub fn delete_success(k: &ApiResource, name: &str, uid: &str) -> Value {
     let mut d = details(name, k.group, k.resource);
     if let Value::Object(m) = &mut d {
         m.insert("uid".into(), json!(uid));

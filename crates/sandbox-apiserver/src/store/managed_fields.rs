@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
-use crate::schema::{self, L, T};
+use crate::model::schema::{self, L, T};
 
 /// A set of field paths (structured-merge-diff `fieldpath.Set`) as a tree; child keys are the
 /// FieldsV1 path elements (`f:name`, `k:{"name":"web"}`, `v:"x"`).
@@ -453,8 +453,8 @@ pub fn apply_update(u: &Update<'_>, live: Option<&Value>, new: &mut Value) {
         a.operation
             .cmp(&b.operation)
             .then_with(|| {
-                let ta = crate::timefmt::parse_rfc3339(&a.time).unwrap_or(0);
-                let tb = crate::timefmt::parse_rfc3339(&b.time).unwrap_or(0);
+                let ta = crate::model::time::parse_rfc3339(&a.time).unwrap_or(0);
+                let tb = crate::model::time::parse_rfc3339(&b.time).unwrap_or(0);
                 ta.cmp(&tb)
             })
             .then_with(|| a.manager.cmp(&b.manager))
@@ -477,7 +477,7 @@ pub fn apply_update(u: &Update<'_>, live: Option<&Value>, new: &mut Value) {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use crate::schema::canonicalize;
+    use crate::model::schema::canonicalize;
 
     fn fixture_deployment() -> Value {
         canonicalize(

@@ -11,7 +11,7 @@ mod generated;
 
 use serde_json::{Map, Value};
 
-use crate::quantity;
+use super::quantity;
 
 pub use generated::{DEPLOYMENT, HORIZONTAL_POD_AUTOSCALER, INGRESS, NAMESPACE, SERVICE};
 
@@ -320,8 +320,8 @@ impl Walker {
                 }
             }
             T::Time => match v {
-                Value::String(s) => match crate::timefmt::parse_rfc3339(s) {
-                    Some(secs) => Ok(Some(Value::String(crate::timefmt::format_rfc3339(secs)))),
+                Value::String(s) => match super::time::parse_rfc3339(s) {
+                    Some(secs) => Ok(Some(Value::String(super::time::format_rfc3339(secs)))),
                     None => Err(DecodeError::Other(format!(
                         "parsing time {:?} as \"2006-01-02T15:04:05Z07:00\": cannot parse {:?} as \"2006\"",
                         format!("\"{s}\""),
