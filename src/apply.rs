@@ -12,17 +12,16 @@
 //! guard) decides: proceed with the fresh patch, stop because someone else already did it, or
 //! trip because a field this run changes no longer holds the value the user was shown.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use futures::future::join_all;
 use serde_json::Value;
 
 use crate::cluster::{Cluster, RequestError};
-use crate::error::Target;
+use crate::describe::Target;
 use crate::ingress_planner::IDENTIFIER_LABEL;
-use crate::plan::{Action, ObjectChange, Plan, Planned, Recheck, Write, recheck};
+use crate::plan::{Action, Base, ObjectChange, Plan, Planned, Recheck, Write, recheck};
 use crate::report::{Interruption, Outcome, Report};
 
 /// Retry bounds: client-go's `DefaultRetry` is 5 tries from 10 ms.
@@ -43,27 +42,18 @@ impl Default for ApplyOptions {
     }
 }
 
-/// Set by the signal handlers; checked before every request is started.
+/// The first signal received while applying; checked before every request is started.
 #[derive(Clone, Debug, Default)]
-pub struct InterruptFlag(Arc<AtomicU8>);
+pub struct InterruptFlag(Arc<OnceLock<Interruption>>);
 
 impl InterruptFlag {
-    pub fn raise(&self, which: Interruption) {
-        let v = match which {
-            Interruption::Sigint => 2,
-            Interruption::Sigterm => 15,
-        };
-        let _ = self
-            .0
-            .compare_exchange(0, v, Ordering::SeqCst, Ordering::SeqCst);
+    /// Records `which`; `false` when a signal was already recorded (the first one stays).
+    pub fn raise(&self, which: Interruption) -> bool {
+        self.0.set(which).is_ok()
     }
 
     pub fn get(&self) -> Option<Interruption> {
-        match self.0.load(Ordering::SeqCst) {
-            2 => Some(Interruption::Sigint),
-            15 => Some(Interruption::Sigterm),
-            _ => None,
-        }
+        self.0.get().copied()
     }
 }
 
@@ -109,33 +99,20 @@ impl Applier<'_> {
     }
 
     async fn send(&self, change: &ObjectChange, dry_run: bool) -> Result<Value, RequestError> {
-        let base = change.base.clone().unwrap_or_else(|| crate::plan::Base {
-            resource_version: String::new(),
-            uid: String::new(),
-        });
         match &change.write {
-            Some(Write::Patch { patch_type, body }) => {
+            Some(Write::Patch {
+                base,
+                patch_type,
+                body,
+            }) => {
                 self.cluster
-                    .patch(
-                        change.kind,
-                        &change.name,
-                        *patch_type,
-                        body,
-                        &base.resource_version,
-                        dry_run,
-                    )
+                    .patch(change.kind, &change.name, *patch_type, body, base, dry_run)
                     .await
             }
             Some(Write::Create { body }) => self.cluster.create(change.kind, body, dry_run).await,
-            Some(Write::Delete) => {
+            Some(Write::Delete { base }) => {
                 self.cluster
-                    .delete(
-                        change.kind,
-                        &change.name,
-                        &base.uid,
-                        &base.resource_version,
-                        dry_run,
-                    )
+                    .delete(change.kind, &change.name, base, dry_run)
                     .await
             }
             None => Ok(Value::Null),
@@ -156,7 +133,7 @@ impl Applier<'_> {
     /// against `approved`, at most `opts.tries` times.
     async fn drive(&self, planned: &Planned, current: ObjectChange, dry_run: bool) -> Step {
         let approved = &planned.change;
-        let verb = match approved.action {
+        let verb = match approved.action() {
             Action::Create => "create",
             Action::Delete => "delete",
             _ => "patch",
@@ -171,14 +148,14 @@ impl Applier<'_> {
                 Ok(_) => return Step::Sent(Box::new(change)),
                 Err(e) => e,
             };
-            let retryable = match change.action {
+            let retryable = match change.action() {
                 Action::Update => err.is_conflict() || err.is_not_found(),
                 Action::Create => err.is_already_exists(),
                 Action::Delete => err.is_conflict() || err.is_not_found(),
                 Action::Unchanged => false,
             };
             if !retryable {
-                let verb = match change.action {
+                let verb = match change.action() {
                     Action::Create => "create",
                     Action::Delete => "delete",
                     _ => verb,
@@ -192,7 +169,7 @@ impl Applier<'_> {
                     Outcome::Failed { message }
                 });
             }
-            if change.action == Action::Delete && err.is_not_found() {
+            if change.action() == Action::Delete && err.is_not_found() {
                 return Step::Done(Outcome::AlreadyDone);
             }
             if attempt >= self.opts.tries {
@@ -219,7 +196,7 @@ impl Applier<'_> {
                     });
                 }
             };
-            if approved.action == Action::Create
+            if approved.action() == Action::Create
                 && let Some(existing) = &live
                 && !self.is_managed_sibling(existing, approved)
             {
@@ -243,7 +220,8 @@ impl Applier<'_> {
             };
             // A create that met an existing managed sibling becomes a conditional update to
             // exactly the approved desired state (the user saw the whole object).
-            let verdict = if approved.action == Action::Create && fresh.action == Action::Update {
+            let verdict = if approved.action() == Action::Create && fresh.action() == Action::Update
+            {
                 Recheck::Proceed(fresh)
             } else {
                 recheck(approved, fresh)
@@ -265,8 +243,8 @@ impl Applier<'_> {
 
 /// Says, in one line, what moved under us.
 fn guard_reason(approved: &ObjectChange, fresh: &ObjectChange) -> String {
-    if approved.action != fresh.action {
-        return match (approved.action, fresh.action) {
+    if approved.action() != fresh.action() {
+        return match (approved.action(), fresh.action()) {
             (Action::Update, Action::Create) => {
                 "it was deleted after the plan was shown; nothing was written".into()
             }
@@ -275,8 +253,9 @@ fn guard_reason(approved: &ObjectChange, fresh: &ObjectChange) -> String {
             ),
         };
     }
-    if approved.action == Action::Delete
-        && approved.base.as_ref().map(|b| &b.uid) != fresh.base.as_ref().map(|b| &b.uid)
+    if approved.action() == Action::Delete
+        && approved.write.as_ref().and_then(Write::base).map(Base::uid)
+            != fresh.write.as_ref().and_then(Write::base).map(Base::uid)
     {
         return "it was deleted and re-created after the plan was shown; the new object was left alone".into();
     }
@@ -373,7 +352,7 @@ pub async fn apply(
                 to_send[i].is_some()
                     && plan.objects[i]
                         .change
-                        .action
+                        .action()
                         .phase(plan.objects[i].change.kind)
                         == Some(phase)
             })

@@ -1,11 +1,20 @@
 //! Command-line flags, exactly as typed (clap derive). No defaults from the environment here:
 //! `settings` turns these into resolved settings.
+//!
+//! Every rule about flags alone lives on the flags, for clap to check: which flag needs which
+//! (`requires`), at least one change (the `changes` group), the range of `--min`/`--max`
+//! ([`ReplicaBound`]). A broken rule gets its own one-line message ([`parse`]) instead of
+//! clap's generic one; rules that need values from several flags or files (`--min` ≤ `--max`,
+//! the image syntax, the endpoints file) are `settings`'s.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::builder::TypedValueParser;
+use clap::error::{ContextKind, ContextValue, ErrorKind};
+use clap::parser::ValueSource;
+use clap::{ArgGroup, Args, CommandFactory, Parser, Subcommand, ValueEnum};
 
 pub const AFTER_HELP: &str = "\
 Examples:
@@ -34,7 +43,9 @@ Exit codes:
   6    failed after some writes: the output lists what was and was not applied
   7    --wait: the changes were applied but the rollout did not complete in --timeout
        or exceeded its progress deadline
-  130  interrupted (SIGINT); 143 terminated (SIGTERM)";
+  130  interrupted (SIGINT, Ctrl-C); 143 terminated (SIGTERM; Ctrl-Break on Windows)
+  Streams: the plan and what was done on stdout; what was not done and every
+  error on stderr. With -o json|yaml, stdout holds only the plan document.";
 
 /// Change a running application's image, autoscaler bounds and endpoints, safely.
 ///
@@ -70,6 +81,12 @@ pub enum Command {
 }
 
 #[derive(Debug, Args)]
+#[command(group(
+    ArgGroup::new("changes")
+        .args(["image", "min_replicas", "max_replicas", "endpoints"])
+        .required(true)
+        .multiple(true)
+))]
 pub struct UpdateArgs {
     /// Name of the application (its Deployment, HPA, Service and Ingresses carry app=NAME).
     #[arg(value_name = "NAME", required = true)]
@@ -80,15 +97,20 @@ pub struct UpdateArgs {
     pub image: Option<String>,
 
     /// Container whose image to set; required when the pod has several containers.
-    #[arg(long, value_name = "NAME", help_heading = "Changes")]
+    #[arg(
+        long,
+        value_name = "NAME",
+        requires = "image",
+        help_heading = "Changes"
+    )]
     pub container: Option<String>,
 
     /// New minimum replica count of the HorizontalPodAutoscaler (at least 1).
-    #[arg(long = "min", value_name = "N", help_heading = "Changes")]
+    #[arg(long = "min", value_name = "N", value_parser = ReplicaBound::MIN, help_heading = "Changes")]
     pub min_replicas: Option<i32>,
 
     /// New maximum replica count of the HorizontalPodAutoscaler.
-    #[arg(long = "max", value_name = "N", help_heading = "Changes")]
+    #[arg(long = "max", value_name = "N", value_parser = ReplicaBound::MAX, help_heading = "Changes")]
     pub max_replicas: Option<i32>,
 
     /// Endpoints file (paths and OAuth scopes) to expose through Ingresses; `-` reads stdin.
@@ -101,7 +123,7 @@ pub struct UpdateArgs {
     pub endpoints: Option<PathBuf>,
 
     /// Allow an endpoints file with no endpoints (removes every public route of the app).
-    #[arg(long, help_heading = "Changes")]
+    #[arg(long, requires = "endpoints", help_heading = "Changes")]
     pub allow_empty_endpoints: bool,
 
     /// Namespace of the application (default: the context's namespace, else "default").
@@ -145,7 +167,7 @@ pub struct UpdateArgs {
     pub dry_run: bool,
 
     /// With --dry-run: exit 0 when there is nothing to change, 2 when there are changes.
-    #[arg(long, help_heading = "Behaviour")]
+    #[arg(long, requires = "dry_run", help_heading = "Behaviour")]
     pub detailed_exitcode: bool,
 
     /// Output format of the plan.
@@ -162,7 +184,7 @@ pub struct UpdateArgs {
     pub retries: u32,
 
     /// After an image change, wait for the Deployment rollout to finish.
-    #[arg(long, help_heading = "Behaviour")]
+    #[arg(long, requires = "image", help_heading = "Behaviour")]
     pub wait: bool,
 
     /// How long --wait waits, e.g. 5m (0: no bound).
@@ -193,12 +215,141 @@ pub enum ColorChoice {
 }
 
 impl Cli {
-    pub fn try_parse_args<I, T>(args: I) -> Result<Cli, clap::Error>
+    pub fn try_parse_args<I, T>(args: I) -> Result<Cli, CliError>
     where
         I: IntoIterator<Item = T>,
         T: Into<OsString> + Clone,
     {
-        <Cli as Parser>::try_parse_from(args)
+        parse(args.into_iter().map(Into::into).collect())
+    }
+}
+
+/// Why the command line was not taken.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// clap's own answer: `--help`, `--version`, or a message with usage (an unknown flag, a
+    /// bad value, a missing name).
+    #[error("{0}")]
+    Clap(#[source] clap::Error),
+    /// A flag rule was broken: one line that says which and what to do.
+    #[error("{0}")]
+    Rule(&'static str),
+    /// `--min`/`--max` out of range.
+    #[error("{0}")]
+    Value(String),
+}
+
+impl CliError {
+    /// `--help` or `--version`: the output is what was asked for.
+    pub fn is_informational(&self) -> bool {
+        matches!(self, CliError::Clap(e) if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion))
+    }
+}
+
+/// A flag needs another (`requires` on the flag), and what to tell the user when it is
+/// missing. A `requires` without an entry here gets clap's message.
+const NEEDS: &[(&str, &str, &str)] = &[
+    (
+        "container",
+        "image",
+        "--container only selects the container for --image; add --image",
+    ),
+    (
+        "allow_empty_endpoints",
+        "endpoints",
+        "--allow-empty-endpoints only applies with --endpoints FILE",
+    ),
+    (
+        "detailed_exitcode",
+        "dry_run",
+        "--detailed-exitcode only applies with --dry-run",
+    ),
+    (
+        "wait",
+        "image",
+        "--wait follows the rollout of an image change; add --image",
+    ),
+];
+
+/// The `changes` group's message.
+const NOTHING_TO_CHANGE: &str =
+    "nothing to change: give at least one of --image, --min, --max or --endpoints";
+
+/// Parses the command line. clap checks every rule; this only chooses the message.
+pub fn parse(args: Vec<OsString>) -> Result<Cli, CliError> {
+    let err = match <Cli as Parser>::try_parse_from(&args) {
+        Ok(cli) => return Ok(cli),
+        Err(err) => err,
+    };
+    if let Some(ContextValue::String(message)) = err.get(ContextKind::Custom) {
+        return Err(CliError::Value(message.clone()));
+    }
+    if err.kind() != ErrorKind::MissingRequiredArgument {
+        return Err(CliError::Clap(err));
+    }
+    // Which rule: parse again without the checks and look at what was given.
+    let Ok(given) = Cli::command()
+        .ignore_errors(true)
+        .try_get_matches_from(&args)
+    else {
+        return Err(CliError::Clap(err));
+    };
+    let on_command_line = |id: &str| given.value_source(id) == Some(ValueSource::CommandLine);
+    if let Some((_, _, message)) = NEEDS
+        .iter()
+        .find(|(flag, needs, _)| on_command_line(flag) && !on_command_line(needs))
+    {
+        return Err(CliError::Rule(message));
+    }
+    let any_change = ["image", "min_replicas", "max_replicas", "endpoints"]
+        .iter()
+        .any(|id| on_command_line(id));
+    if on_command_line("name") && !any_change {
+        return Err(CliError::Rule(NOTHING_TO_CHANGE));
+    }
+    Err(CliError::Clap(err))
+}
+
+/// `--min`/`--max`: an `i32` of at least 1, with a message that names the flag and the value.
+#[derive(Clone, Copy, Debug)]
+pub struct ReplicaBound {
+    flag: &'static str,
+    what: &'static str,
+}
+
+impl ReplicaBound {
+    const MIN: ReplicaBound = ReplicaBound {
+        flag: "--min",
+        what: "minimum",
+    };
+    const MAX: ReplicaBound = ReplicaBound {
+        flag: "--max",
+        what: "maximum",
+    };
+}
+
+impl TypedValueParser for ReplicaBound {
+    type Value = i32;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<i32, clap::Error> {
+        let n = clap::value_parser!(i32).parse_ref(cmd, arg, value)?;
+        if n >= 1 {
+            return Ok(n);
+        }
+        let mut err = clap::Error::new(ErrorKind::ValueValidation).with_cmd(cmd);
+        err.insert(
+            ContextKind::Custom,
+            ContextValue::String(format!(
+                "{} {n}: the {} replica count must be at least 1",
+                self.flag, self.what
+            )),
+        );
+        Err(err)
     }
 }
 
@@ -283,5 +434,100 @@ mod tests {
         let cli = Cli::try_parse_args(["kubectl-appupdate", "completion", "bash"]).unwrap();
         assert!(matches!(cli.command, Some(Command::Completion { .. })));
         assert!(Cli::try_parse_args(["kubectl-appupdate", "--image", "x"]).is_err());
+    }
+
+    fn refusal(args: &[&str]) -> String {
+        let mut argv = vec!["kubectl-appupdate"];
+        argv.extend_from_slice(args);
+        Cli::try_parse_args(argv).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn at_least_one_change_is_required() {
+        assert_eq!(
+            refusal(&["web"]),
+            "nothing to change: give at least one of --image, --min, --max or --endpoints"
+        );
+    }
+
+    #[test]
+    fn bounds_are_at_least_one() {
+        assert_eq!(
+            refusal(&["web", "--min", "0"]),
+            "--min 0: the minimum replica count must be at least 1"
+        );
+        assert_eq!(
+            refusal(&["web", "--max=-2"]),
+            "--max -2: the maximum replica count must be at least 1"
+        );
+        // Not a number: clap's own message.
+        assert!(
+            refusal(&["web", "--max", "x"]).starts_with("error: invalid value 'x' for '--max <N>'")
+        );
+    }
+
+    #[test]
+    fn a_flag_that_needs_another_says_so() {
+        for (args, message) in [
+            (
+                &["web", "--max", "3", "--detailed-exitcode"][..],
+                "--detailed-exitcode only applies with --dry-run",
+            ),
+            (
+                &["web", "--max", "3", "--container", "app"][..],
+                "--container only selects the container for --image; add --image",
+            ),
+            (
+                &["web", "--max", "3", "--wait"][..],
+                "--wait follows the rollout of an image change; add --image",
+            ),
+            (
+                &["web", "--max", "3", "--allow-empty-endpoints"][..],
+                "--allow-empty-endpoints only applies with --endpoints FILE",
+            ),
+        ] {
+            assert_eq!(refusal(args), message, "{args:?}");
+        }
+        assert!(
+            Cli::try_parse_args([
+                "kubectl-appupdate",
+                "web",
+                "--image",
+                "x",
+                "--wait",
+                "--container",
+                "a"
+            ])
+            .is_ok()
+        );
+    }
+
+    #[test]
+    fn every_needs_entry_is_a_requires_clap_enforces() {
+        for (flag, needs, _) in NEEDS {
+            let arg = Cli::command()
+                .get_arguments()
+                .find(|a| a.get_id() == flag)
+                .map(|a| a.get_long().unwrap_or_default().to_owned())
+                .unwrap();
+            let value: &[&str] = if arg == "container" { &["x"] } else { &[] };
+            let mut argv = vec!["kubectl-appupdate", "web", "--max", "3"];
+            let long = format!("--{arg}");
+            argv.push(&long);
+            argv.extend_from_slice(value);
+            let err = <Cli as Parser>::try_parse_from(&argv).unwrap_err();
+            assert_eq!(
+                err.kind(),
+                ErrorKind::MissingRequiredArgument,
+                "{flag} needs {needs}"
+            );
+        }
+    }
+
+    #[test]
+    fn without_a_name_the_message_is_clap_s() {
+        let err = Cli::try_parse_args(["kubectl-appupdate", "--max", "3"]).unwrap_err();
+        assert!(matches!(err, CliError::Clap(_)), "{err}");
+        assert!(err.to_string().contains("<NAME>"), "{err}");
     }
 }

@@ -8,9 +8,9 @@ use kube::core::Request;
 use kube::core::params::{GetParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::Value;
 
-use crate::error::{Target, describe_kube_error, error_chain};
+use crate::describe::{Target, classify, describe_kube_error};
 use crate::kube_context::Connection;
-use crate::plan::{Kind, PatchType};
+use crate::plan::{Base, Kind, PatchType};
 
 /// The field manager recorded in managedFields for our writes.
 pub const FIELD_MANAGER: &str = "kubectl-appupdate";
@@ -53,14 +53,7 @@ impl RequestError {
                 e @ (kube::Error::HyperError(_)
                 | kube::Error::Service(_)
                 | kube::Error::ReadEvents(_)),
-            ) => {
-                let text = error_chain(e).join(" ").to_lowercase();
-                !(text.contains("connection refused")
-                    || text.contains("dns error")
-                    || text.contains("failed to lookup")
-                    || text.contains("invalid peer certificate")
-                    || text.contains("certificate"))
-            }
+            ) => classify(e).may_have_been_sent(),
             RequestError::Kube(_) => false,
         }
     }
@@ -91,11 +84,12 @@ impl RequestError {
     }
 }
 
-/// A client bound to one namespace, with the run's timeout and verbosity.
+/// A client bound to one namespace, with the run's timeout, and where `-v` logs each request
+/// (`None`: nowhere).
 #[derive(Clone)]
 pub struct Cluster {
     pub conn: Connection,
-    pub verbose: bool,
+    pub log: Option<fn(&str)>,
 }
 
 fn collection_path(kind: Kind, namespace: &str) -> String {
@@ -109,8 +103,8 @@ fn collection_path(kind: Kind, namespace: &str) -> String {
 }
 
 impl Cluster {
-    pub fn new(conn: Connection, verbose: bool) -> Cluster {
-        Cluster { conn, verbose }
+    pub fn new(conn: Connection, log: Option<fn(&str)>) -> Cluster {
+        Cluster { conn, log }
     }
 
     pub fn namespace(&self) -> &str {
@@ -129,7 +123,7 @@ impl Cluster {
             },
             None => fut.await.map_err(RequestError::from),
         };
-        if self.verbose {
+        if let Some(log) = self.log {
             let outcome = match &result {
                 Ok(_) => "ok".to_owned(),
                 Err(e) => match e.status_code() {
@@ -137,13 +131,10 @@ impl Cluster {
                     None => "failed".to_owned(),
                 },
             };
-            #[allow(clippy::print_stderr)]
-            {
-                eprintln!(
-                    "  {method} {uri} ({what}): {outcome} in {} ms",
-                    started.elapsed().as_millis()
-                );
-            }
+            log(&format!(
+                "  {method} {uri} ({what}): {outcome} in {} ms",
+                started.elapsed().as_millis()
+            ));
         }
         result
     }
@@ -200,14 +191,14 @@ impl Cluster {
             .collect())
     }
 
-    /// PATCH with `metadata.resourceVersion` in the body as the precondition.
+    /// PATCH with `base`'s `metadata.resourceVersion` in the body as the precondition.
     pub async fn patch(
         &self,
         kind: Kind,
         name: &str,
         patch_type: PatchType,
         body: &Value,
-        resource_version: &str,
+        base: &Base,
         dry_run: bool,
     ) -> Result<Value, RequestError> {
         let mut body = body.clone();
@@ -218,7 +209,7 @@ impl Cluster {
             if let Value::Object(meta) = meta {
                 meta.insert(
                     "resourceVersion".into(),
-                    Value::String(resource_version.into()),
+                    Value::String(base.resource_version().into()),
                 );
             }
         }
@@ -257,13 +248,12 @@ impl Cluster {
             .await
     }
 
-    /// DELETE with uid and resourceVersion preconditions.
+    /// DELETE with `base`'s uid and resourceVersion as preconditions.
     pub async fn delete(
         &self,
         kind: Kind,
         name: &str,
-        uid: &str,
-        resource_version: &str,
+        base: &Base,
         dry_run: bool,
     ) -> Result<Value, RequestError> {
         // DeleteOptions in the body (preconditions) and dryRun both as the query parameter and
@@ -271,7 +261,7 @@ impl Cluster {
         let mut options = serde_json::json!({
             "kind": "DeleteOptions",
             "apiVersion": "v1",
-            "preconditions": { "uid": uid, "resourceVersion": resource_version },
+            "preconditions": { "uid": base.uid(), "resourceVersion": base.resource_version() },
         });
         let mut url = format!("{}/{}", collection_path(kind, self.namespace()), name);
         if dry_run {

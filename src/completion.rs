@@ -72,7 +72,7 @@ pub struct KubeconfigNames {
 }
 
 /// The kubeconfig a completed command line would use: an earlier `--kubeconfig`, else
-/// `KUBECONFIG`, else `~/.kube/config` (kubectl's order, as in `settings`).
+/// `KUBECONFIG`, else `~/.kube/config` — the rule the run itself uses.
 fn kubeconfig_source(words: &[String], env: &Environment) -> KubeconfigSource {
     let mut flag: Option<PathBuf> = None;
     let mut it = words.iter();
@@ -83,21 +83,7 @@ fn kubeconfig_source(words: &[String], env: &Environment) -> KubeconfigSource {
             flag = Some(PathBuf::from(v));
         }
     }
-    if let Some(path) = flag.filter(|p| !p.as_os_str().is_empty()) {
-        return KubeconfigSource::Flag(path);
-    }
-    if let Some(list) = env.kubeconfig.as_ref().filter(|v| !v.is_empty()) {
-        let paths: Vec<PathBuf> = std::env::split_paths(list)
-            .filter(|p| !p.as_os_str().is_empty())
-            .collect();
-        if !paths.is_empty() {
-            return KubeconfigSource::Env(paths);
-        }
-    }
-    match &env.home {
-        Some(home) => KubeconfigSource::Home(home.join(".kube").join("config")),
-        None => KubeconfigSource::Nowhere,
-    }
+    KubeconfigSource::resolve(flag, env)
 }
 
 /// Reads the names from the kubeconfig; an unreadable kubeconfig simply has none.
@@ -184,9 +170,9 @@ pub fn complete(words: &[String], names: &KubeconfigNames, current_dir: &Path) -
     }
 }
 
-/// `kubectl-appupdate __complete WORDS…`: prints the completions; always exits 0 (a failing
-/// completion must not break the shell).
-pub fn main(words: Vec<OsString>, env: &Environment, out: &mut impl Write) -> i32 {
+/// `kubectl-appupdate __complete WORDS…`: prints the completions. It never fails: a failing
+/// completion must not break the shell.
+pub fn main(words: Vec<OsString>, env: &Environment, out: &mut impl Write) {
     let words: Vec<String> = words
         .into_iter()
         .map(|w| w.to_string_lossy().into_owned())
@@ -195,7 +181,6 @@ pub fn main(words: Vec<OsString>, env: &Environment, out: &mut impl Write) -> i3
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     let completions = complete(&words, &names, &cwd);
     let _ = completions.write(out);
-    0
 }
 
 #[cfg(test)]

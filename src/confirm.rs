@@ -6,6 +6,21 @@ use std::io;
 use dialoguer::Confirm;
 use dialoguer::theme::{ColorfulTheme, SimpleTheme, Theme};
 
+/// Why the changes were not applied for want of a yes. Nothing was changed.
+#[derive(Debug, thiserror::Error)]
+pub enum NotConfirmed {
+    #[error(
+        "not applied: there is no terminal to ask for confirmation; pass --yes to apply without asking (nothing was changed)"
+    )]
+    NoTerminal,
+    #[error("not applied: the changes were not confirmed (nothing was changed)")]
+    Declined,
+    #[error("cannot ask for confirmation: {0}")]
+    Prompt(#[source] io::Error),
+    #[error("the confirmation prompt failed: {0}")]
+    PromptTask(#[source] tokio::task::JoinError),
+}
+
 /// The user's answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Answer {
@@ -21,7 +36,7 @@ pub fn ask(question: &str, color: bool) -> io::Result<Answer> {
     let term = console::Term::stderr();
     let colorful = ColorfulTheme::default();
     let theme: &dyn Theme = if color { &colorful } else { &SimpleTheme };
-    // A signal during the prompt exits from the handler, which restores these modes.
+    // A signal during the prompt ends the run (see `run`), which restores these modes.
     crate::terminal::save();
     let result = Confirm::with_theme(theme)
         .with_prompt(question)

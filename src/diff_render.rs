@@ -73,7 +73,7 @@ pub fn render_change(
     let styles = Styles::new(opts.color);
     write_heading(out, change, &styles)?;
     let yaml = |view: &Option<Value>| view.as_ref().map(yaml_of).unwrap_or_default();
-    match change.action {
+    match change.action() {
         Action::Unchanged => {}
         Action::Create => write_whole(out, &yaml(&change.after), ChangeTag::Insert, &styles)?,
         Action::Delete => write_whole(out, &yaml(&change.before), ChangeTag::Delete, &styles)?,
@@ -332,7 +332,7 @@ fn marker(tag: ChangeTag) -> &'static str {
 }
 
 fn write_heading(out: &mut impl Write, change: &ObjectChange, styles: &Styles) -> io::Result<()> {
-    let (symbol, symbol_style, what) = match change.action {
+    let (symbol, symbol_style, what) = match change.action() {
         Action::Create => ("+", &styles.create, "will be created"),
         Action::Update => ("~", &styles.update, "will be updated in place"),
         Action::Delete => ("-", &styles.delete, "will be deleted"),
@@ -629,7 +629,7 @@ endpoints:
 
     fn ingress(plan: &Plan, action: Action) -> &ObjectChange {
         plan.changes()
-            .find(|c| c.kind == Kind::Ingress && c.action == action)
+            .find(|c| c.kind == Kind::Ingress && c.action() == action)
             .unwrap()
     }
 
@@ -876,12 +876,11 @@ endpoints:
             kind: Kind::Deployment,
             namespace: "shop".into(),
             name: "web".into(),
-            action: Action::Update,
-            base: None,
+            live: None,
             fields: vec![],
             before: Some(view.clone()),
             after: Some(view),
-            write: None,
+            write: crate::plan::Write::sample(Action::Update),
             ingress: None,
         };
         let mut out = Vec::new();
@@ -932,12 +931,11 @@ endpoints:
                 kind: Kind::Ingress,
                 namespace: "shop".into(),
                 name: "web-x".into(),
-                action,
-                base: None,
+                live: None,
                 fields: vec![],
                 before,
                 after,
-                write: None,
+                write: crate::plan::Write::sample(action),
                 ingress: None,
             };
             for color in [false, true] {

@@ -90,9 +90,9 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::endpoints_file::EndpointsFile;
+use crate::names;
 use crate::plan::{
-    Action, Base, FieldChange, IngressInfo, Kind, ObjectChange, PatchType, PlanError, Updater,
-    Write,
+    Base, FieldChange, IngressInfo, Kind, ObjectChange, PatchType, PlanError, Updater, Write,
 };
 
 /// The label whose value identifies the scope group of a managed Ingress.
@@ -124,23 +124,10 @@ pub fn scope_identifier(scopes: &[String]) -> String {
     digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
 }
 
-/// Whether `name` is a valid DNS subdomain (RFC 1123, as Kubernetes checks object names).
-pub fn is_dns_subdomain(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 253
-        && name.split('.').all(|label| {
-            let b = label.as_bytes();
-            let alnum = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
-            b.first().is_some_and(alnum)
-                && b.last().is_some_and(alnum)
-                && b.iter().all(|c| alnum(c) || *c == b'-')
-        })
-}
-
 /// The name of a new Ingress: `<app>-<identifier>`, which must be a valid DNS subdomain.
 pub fn ingress_name(app: &str, identifier: &str) -> Result<String, PlanError> {
     let name = format!("{app}-{identifier}");
-    if is_dns_subdomain(&name) {
+    if names::is_dns1123_subdomain(&name) {
         Ok(name)
     } else {
         Err(PlanError::Unexpected {
@@ -567,8 +554,7 @@ impl IngressUpdater {
             kind: Kind::Ingress,
             namespace: namespace.to_owned(),
             name: self.name.clone(),
-            action: Action::Create,
-            base: None,
+            live: None,
             fields,
             before: None,
             after: Some(focused_view(&body, namespace, &self.name)),
@@ -659,23 +645,20 @@ impl IngressUpdater {
             set_path(&mut after, &["spec", "rules"], Value::Array(new_rules));
         }
 
-        let (action, write) = if fields.is_empty() {
-            (Action::Unchanged, None)
+        let write = if fields.is_empty() {
+            None
         } else {
-            (
-                Action::Update,
-                Some(Write::Patch {
-                    patch_type: PatchType::Merge,
-                    body: Value::Object(patch),
-                }),
-            )
+            Some(Write::Patch {
+                base: Base::required(live, &self.reference())?,
+                patch_type: PatchType::Merge,
+                body: Value::Object(patch),
+            })
         };
         Ok(ObjectChange {
             kind: Kind::Ingress,
             namespace: namespace.to_owned(),
             name: self.name.clone(),
-            action,
-            base: Some(Base::of(live)),
+            live: Base::of(live),
             fields,
             before: Some(focused_view(live, namespace, &self.name)),
             after: Some(focused_view(&after, namespace, &self.name)),
@@ -721,21 +704,8 @@ fn set_path(obj: &mut Value, path: &[&str], value: Value) {
 }
 
 impl Updater for IngressUpdater {
-    fn kind(&self) -> Kind {
-        Kind::Ingress
-    }
-
     fn name(&self) -> &str {
         &self.name
-    }
-
-    fn modifiers(&self) -> Vec<String> {
-        vec![
-            label_field(APP_LABEL),
-            label_field(IDENTIFIER_LABEL),
-            annotation_field(),
-            "spec.rules[*].http.paths".to_owned(),
-        ]
     }
 
     fn plan(&self, namespace: &str, live: Option<&Value>) -> Result<ObjectChange, PlanError> {
@@ -794,16 +764,8 @@ pub fn served_paths(ingress: &Value, app: &str) -> Vec<String> {
 }
 
 impl Updater for IngressRemoval {
-    fn kind(&self) -> Kind {
-        Kind::Ingress
-    }
-
     fn name(&self) -> &str {
         &self.name
-    }
-
-    fn modifiers(&self) -> Vec<String> {
-        vec![".".to_owned()]
     }
 
     fn plan(&self, namespace: &str, live: Option<&Value>) -> Result<ObjectChange, PlanError> {
@@ -812,8 +774,7 @@ impl Updater for IngressRemoval {
                 kind: Kind::Ingress,
                 namespace: namespace.to_owned(),
                 name: self.name.clone(),
-                action: Action::Unchanged,
-                base: None,
+                live: None,
                 fields: Vec::new(),
                 before: None,
                 after: None,
@@ -822,16 +783,18 @@ impl Updater for IngressRemoval {
             });
         };
         let view = focused_view(live, namespace, &self.name);
+        let reference = format!("{}/{}", Kind::Ingress.kubectl_name(), self.name);
         Ok(ObjectChange {
             kind: Kind::Ingress,
             namespace: namespace.to_owned(),
             name: self.name.clone(),
-            action: Action::Delete,
-            base: Some(Base::of(live)),
+            live: Base::of(live),
             fields: vec![FieldChange::new(".", Some(view.clone()), None)],
             before: Some(view),
             after: None,
-            write: Some(Write::Delete),
+            write: Some(Write::Delete {
+                base: Base::required(live, &reference)?,
+            }),
             ingress: Some(self.info(live)),
         })
     }
@@ -841,7 +804,7 @@ impl Updater for IngressRemoval {
 mod tests {
     use super::*;
     use crate::endpoints_file::Endpoint;
-    use crate::plan::{Recheck, recheck};
+    use crate::plan::{Action, Recheck, recheck};
     use pretty_assertions::assert_eq;
 
     fn s(v: &[&str]) -> Vec<String> {
@@ -955,8 +918,8 @@ mod tests {
         );
         assert!(ingress_name(&"a".repeat(237), "04f8996da763b7a9").is_err());
         assert!(ingress_name(&"a".repeat(236), "04f8996da763b7a9").is_ok());
-        assert!(!is_dns_subdomain("a..b"));
-        assert!(!is_dns_subdomain("-a"));
+        assert!(!names::is_dns1123_subdomain("a..b"));
+        assert!(!names::is_dns1123_subdomain("-a"));
     }
 
     #[test]
@@ -1084,9 +1047,9 @@ mod tests {
         let updaters = plan_ingresses("web", d, &[]);
         assert_eq!(updaters.len(), 1);
         let c = updaters[0].plan("shop", None).unwrap();
-        assert_eq!(c.action, Action::Create);
+        assert_eq!(c.action(), Action::Create);
         assert_eq!(c.name, "web-4f515e078b8f8861");
-        assert_eq!(c.base, None);
+        assert_eq!(c.live, None);
         let body = json!({
             "apiVersion": "networking.k8s.io/v1",
             "kind": "Ingress",
@@ -1212,7 +1175,7 @@ mod tests {
         assert_eq!(updaters.len(), 1);
         assert_eq!(updaters[0].name(), "web-public");
         let c = updaters[0].plan("shop", Some(&l)).unwrap();
-        assert_eq!(c.action, Action::Unchanged);
+        assert_eq!(c.action(), Action::Unchanged);
         assert!(c.fields.is_empty() && c.write.is_none());
         assert_eq!(c.before, c.after);
     }
@@ -1249,9 +1212,9 @@ mod tests {
         let updaters = plan_ingresses("web", d, std::slice::from_ref(&l));
         assert_eq!(updaters.len(), 1);
         let c = updaters[0].plan("shop", Some(&l)).unwrap();
-        assert_eq!(c.action, Action::Update);
+        assert_eq!(c.action(), Action::Update);
         assert_eq!(c.name, "web-admin");
-        assert_eq!(c.base.as_ref().unwrap().uid, "uid-web-admin");
+        assert_eq!(c.live.as_ref().unwrap().uid(), "uid-web-admin");
         let both = json!([
             http_path("/web/protected/admin"),
             http_path("/web/protected/ops")
@@ -1268,6 +1231,7 @@ mod tests {
         assert_eq!(
             c.write,
             Some(Write::Patch {
+                base: Base::new("203", "uid-web-admin").unwrap(),
                 patch_type: PatchType::Merge,
                 body: json!({"spec": {"rules": [
                     {"host": "shop.example.com", "futureRuleField": true,
@@ -1329,6 +1293,7 @@ mod tests {
         assert_eq!(
             c.write,
             Some(Write::Patch {
+                base: Base::new("203", "uid-web-admin").unwrap(),
                 patch_type: PatchType::Merge,
                 body: json!({"metadata": {"annotations": {SNIPPET_ANNOTATION: FIXTURE_31_SNIPPET}}})
             })
@@ -1354,6 +1319,7 @@ mod tests {
         assert_eq!(
             c.write,
             Some(Write::Patch {
+                base: Base::new("203", "uid-web-public").unwrap(),
                 patch_type: PatchType::Merge,
                 body: json!({"spec": {"rules": [{"http": {"paths": [http_path("/web/a")]}}]}})
             })
@@ -1385,8 +1351,13 @@ mod tests {
         assert_eq!(names, ["web-public", "web-admin"]);
 
         let c = updaters[1].plan("shop", Some(&admin)).unwrap();
-        assert_eq!(c.action, Action::Delete);
-        assert_eq!(c.write, Some(Write::Delete));
+        assert_eq!(c.action(), Action::Delete);
+        assert_eq!(
+            c.write,
+            Some(Write::Delete {
+                base: Base::new("203", "uid-web-admin").unwrap()
+            })
+        );
         assert_eq!(c.after, None);
         let view = focused_view(&admin, "shop", "web-admin");
         assert_eq!(c.before, Some(view.clone()));
@@ -1400,7 +1371,7 @@ mod tests {
             })
         );
         let gone = updaters[1].plan("shop", None).unwrap();
-        assert_eq!(gone.action, Action::Unchanged);
+        assert_eq!(gone.action(), Action::Unchanged);
         assert!(gone.write.is_none());
     }
 
@@ -1425,23 +1396,27 @@ mod tests {
             &["/web/a"],
         );
         let d = desired(&[("/a", &[])], &Inherited::default());
-        let names: Vec<String> = plan_ingresses("web", d.clone(), &[a.clone(), b.clone(), c])
-            .iter()
-            .map(|u| format!("{}:{}", u.name(), u.modifiers()[0]))
-            .collect();
+        // Each updater planned against the live object of its name: the one kept is already
+        // converged, the others are deleted.
+        let fates = |live: &[Value]| -> Vec<String> {
+            plan_ingresses("web", d.clone(), live)
+                .iter()
+                .map(|u| {
+                    let obj = live.iter().find(|o| name_of(o) == Some(u.name()));
+                    let change = u.plan("shop", obj).unwrap();
+                    format!("{}:{}", u.name(), change.action())
+                })
+                .collect()
+        };
         assert_eq!(
-            names,
+            fates(&[a.clone(), b.clone(), c]),
             [
-                "web-e3b0c44298fc1c14:metadata.labels[app]",
-                "web-aaa:.",
-                "web-zzz:."
+                "web-e3b0c44298fc1c14:unchanged",
+                "web-aaa:delete",
+                "web-zzz:delete"
             ]
         );
-        let names: Vec<String> = plan_ingresses("web", d, &[a, b])
-            .iter()
-            .map(|u| format!("{}:{}", u.name(), u.modifiers()[0]))
-            .collect();
-        assert_eq!(names, ["web-aaa:metadata.labels[app]", "web-zzz:."]);
+        assert_eq!(fates(&[a, b]), ["web-aaa:unchanged", "web-zzz:delete"]);
     }
 
     #[test]
@@ -1470,7 +1445,7 @@ mod tests {
         let d = desired(&[("/a", &[]), ("/b", &[])], &Inherited::default());
         let u = &plan_ingresses("web", d, std::slice::from_ref(&l))[0];
         let approved = u.plan("shop", Some(&l)).unwrap();
-        assert_eq!(approved.action, Action::Update);
+        assert_eq!(approved.action(), Action::Update);
 
         // A foreign label changed: the same change proceeds.
         let mut relabelled = l.clone();

@@ -8,11 +8,122 @@
 
 use std::path::{Path, PathBuf};
 
-use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError, LoadDataError};
+use kube::config::{KubeConfigOptions, Kubeconfig, LoadDataError};
 
-use crate::error::AppError;
+use crate::describe::{describe_auth_error, one_line};
 use crate::proxy;
 use crate::settings::{ClusterSelection, KubeconfigSource};
+
+/// kube's own error for a kubeconfig that cannot be loaded.
+type KubeKubeconfigError = kube::config::KubeconfigError;
+
+/// Why the kubeconfig cannot be used. The messages name files, contexts, clusters and users,
+/// never data from the file; kube's error, kept as the source, is not printed.
+#[derive(Debug, thiserror::Error)]
+pub enum KubeconfigError {
+    #[error("cannot read kubeconfig {}: {}", .path.display(), io_reason(.source))]
+    Unreadable {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "kubeconfig {} is not a valid kubeconfig{}; fix the file or point --kubeconfig elsewhere",
+        .path.display(),
+        .at.map(|(line, column)| format!(" at line {line}, column {column}")).unwrap_or_default()
+    )]
+    Invalid {
+        path: PathBuf,
+        /// Line and column of the parse error.
+        at: Option<(u64, u64)>,
+        #[source]
+        source: KubeKubeconfigError,
+    },
+    #[error("kubeconfig {} cannot be used: {}", .path.display(), describe_kubeconfig_error(.source))]
+    Unusable {
+        path: PathBuf,
+        #[source]
+        source: KubeKubeconfigError,
+    },
+    #[error("cannot merge kubeconfig {}: {}", .path.display(), describe_kubeconfig_error(.source))]
+    Merge {
+        path: PathBuf,
+        #[source]
+        source: KubeKubeconfigError,
+    },
+    #[error(
+        "none of the files in KUBECONFIG exists ({}); set KUBECONFIG or pass --kubeconfig",
+        list(.paths)
+    )]
+    NoneExists { paths: Vec<PathBuf> },
+    #[error(
+        "no kubeconfig found: {} does not exist and KUBECONFIG is not set; pass --kubeconfig",
+        .path.display()
+    )]
+    NoHomeFile { path: PathBuf },
+    #[error("no kubeconfig found: KUBECONFIG and HOME are not set; pass --kubeconfig")]
+    Nowhere,
+    #[error("kubeconfig {files} has no current context; pass --context (contexts: {contexts})")]
+    NoCurrentContext { files: String, contexts: String },
+    #[error("context {context:?} does not exist in kubeconfig {files} (contexts: {contexts})")]
+    NoSuchContext {
+        context: String,
+        files: String,
+        contexts: String,
+    },
+    #[error(
+        "cluster {cluster:?} (context {context:?}) does not exist in kubeconfig {files} (clusters: {clusters})"
+    )]
+    NoSuchCluster {
+        cluster: String,
+        context: String,
+        files: String,
+        clusters: String,
+    },
+    /// `--user`, or the context's user (`context` is then its name), is not in the file.
+    #[error(
+        "user {user:?}{} does not exist in kubeconfig {files} (users: {users})",
+        .context.as_ref().map(|c| format!(" (context {c:?})")).unwrap_or_default()
+    )]
+    NoSuchUser {
+        user: String,
+        context: Option<String>,
+        files: String,
+        users: String,
+    },
+    #[error("kubeconfig {files}, context {context:?}: {}", describe_kubeconfig_error(.source))]
+    Config {
+        files: String,
+        context: String,
+        #[source]
+        source: KubeKubeconfigError,
+    },
+    /// The cluster's `proxy-url` is not valid.
+    #[error("kubeconfig {files}, cluster {cluster:?}: {source}")]
+    ProxyUrl {
+        files: String,
+        cluster: String,
+        #[source]
+        source: proxy::SelectError,
+    },
+    /// The proxy from the environment cannot be used.
+    #[error(transparent)]
+    Proxy(proxy::SelectError),
+    #[error("cannot set up a client for context {context:?}: {}", one_line(&client_setup_reason(.source)))]
+    Client {
+        context: String,
+        #[source]
+        source: kube::Error,
+    },
+}
+
+fn list(paths: &[PathBuf]) -> String {
+    paths
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
 
 /// A ready client and where it points.
 #[derive(Clone)]
@@ -31,28 +142,16 @@ pub struct Connection {
 /// Stands in for the cluster's `proxy-url` while kube loads the kubeconfig (never dialled).
 const PROXY_PLACEHOLDER: &str = "http://proxy-chosen-by-kubectl-appupdate.invalid";
 
-fn read_one(path: &Path) -> Result<Kubeconfig, AppError> {
-    Kubeconfig::read_from(path).map_err(|e| match e {
-        KubeconfigError::ReadConfig(io, _) => AppError::Kubeconfig(format!(
-            "cannot read kubeconfig {}: {}",
-            path.display(),
-            io_reason(&io)
-        )),
-        KubeconfigError::Parse(err) => {
-            let at = err
-                .location()
-                .map(|l| format!(" at line {}, column {}", l.line(), l.column()))
-                .unwrap_or_default();
-            AppError::Kubeconfig(format!(
-                "kubeconfig {} is not a valid kubeconfig{at}; fix the file or point --kubeconfig elsewhere",
-                path.display()
-            ))
-        }
-        other => AppError::Kubeconfig(format!(
-            "kubeconfig {} cannot be used: {}",
-            path.display(),
-            describe_kubeconfig_error(&other)
-        )),
+fn read_one(path: &Path) -> Result<Kubeconfig, KubeconfigError> {
+    let path = path.to_owned();
+    Kubeconfig::read_from(&path).map_err(|e| match e {
+        KubeKubeconfigError::ReadConfig(source, _) => KubeconfigError::Unreadable { path, source },
+        KubeKubeconfigError::Parse(ref err) => KubeconfigError::Invalid {
+            at: err.location().map(|l| (l.line(), l.column())),
+            path,
+            source: e,
+        },
+        source => KubeconfigError::Unusable { path, source },
     })
 }
 
@@ -66,7 +165,9 @@ fn io_reason(e: &std::io::Error) -> String {
 }
 
 /// Loads and merges the kubeconfig files; returns the merged config and the files used.
-pub fn load_kubeconfig(source: &KubeconfigSource) -> Result<(Kubeconfig, Vec<PathBuf>), AppError> {
+pub fn load_kubeconfig(
+    source: &KubeconfigSource,
+) -> Result<(Kubeconfig, Vec<PathBuf>), KubeconfigError> {
     match source {
         KubeconfigSource::Flag(path) => Ok((read_one(path)?, vec![path.clone()])),
         KubeconfigSource::Env(paths) => {
@@ -80,39 +181,26 @@ pub fn load_kubeconfig(source: &KubeconfigSource) -> Result<(Kubeconfig, Vec<Pat
                 used.push(p.clone());
                 merged = Some(match merged {
                     None => next,
-                    Some(m) => m.merge(next).map_err(|e| {
-                        AppError::Kubeconfig(format!(
-                            "cannot merge kubeconfig {}: {}",
-                            p.display(),
-                            describe_kubeconfig_error(&e)
-                        ))
+                    Some(m) => m.merge(next).map_err(|source| KubeconfigError::Merge {
+                        path: p.clone(),
+                        source,
                     })?,
                 });
             }
             match merged {
                 Some(m) => Ok((m, used)),
-                None => Err(AppError::Kubeconfig(format!(
-                    "none of the files in KUBECONFIG exists ({}); set KUBECONFIG or pass --kubeconfig",
-                    paths
-                        .iter()
-                        .map(|p| p.display().to_string())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ))),
+                None => Err(KubeconfigError::NoneExists {
+                    paths: paths.clone(),
+                }),
             }
         }
         KubeconfigSource::Home(path) => {
             if !path.exists() {
-                return Err(AppError::Kubeconfig(format!(
-                    "no kubeconfig found: {} does not exist and KUBECONFIG is not set; pass --kubeconfig",
-                    path.display()
-                )));
+                return Err(KubeconfigError::NoHomeFile { path: path.clone() });
             }
             Ok((read_one(path)?, vec![path.clone()]))
         }
-        KubeconfigSource::Nowhere => Err(AppError::Kubeconfig(
-            "no kubeconfig found: KUBECONFIG and HOME are not set; pass --kubeconfig".into(),
-        )),
+        KubeconfigSource::Nowhere => Err(KubeconfigError::Nowhere),
     }
 }
 
@@ -128,30 +216,31 @@ fn load_data_reason(e: &LoadDataError) -> String {
 }
 
 /// Describes a kubeconfig error without any of the data it was loading.
-pub fn describe_kubeconfig_error(e: &KubeconfigError) -> String {
+pub fn describe_kubeconfig_error(e: &KubeKubeconfigError) -> String {
+    use KubeKubeconfigError as K;
     match e {
-        KubeconfigError::CurrentContextNotSet => "it has no current-context".into(),
-        KubeconfigError::KindMismatch | KubeconfigError::ApiVersionMismatch => {
+        K::CurrentContextNotSet => "it has no current-context".into(),
+        K::KindMismatch | K::ApiVersionMismatch => {
             "the files have different kinds or apiVersions".into()
         }
-        KubeconfigError::LoadContext(name) => format!("context {name:?} does not exist"),
-        KubeconfigError::LoadClusterOfContext(name) => format!("cluster {name:?} does not exist"),
-        KubeconfigError::FindPath => "no kubeconfig path".into(),
-        KubeconfigError::ReadConfig(io, path) => {
+        K::LoadContext(name) => format!("context {name:?} does not exist"),
+        K::LoadClusterOfContext(name) => format!("cluster {name:?} does not exist"),
+        K::FindPath => "no kubeconfig path".into(),
+        K::ReadConfig(io, path) => {
             format!("cannot read {}: {}", path.display(), io_reason(io))
         }
-        KubeconfigError::Parse(_) => "it is not valid YAML".into(),
-        KubeconfigError::MissingClusterUrl => "the cluster has no server URL".into(),
-        KubeconfigError::ParseClusterUrl(_) => "the cluster's server URL is not a valid URL".into(),
-        KubeconfigError::ParseProxyUrl(_) => "the proxy URL is not a valid URL".into(),
-        KubeconfigError::LoadCertificateAuthority(d) => {
+        K::Parse(_) => "it is not valid YAML".into(),
+        K::MissingClusterUrl => "the cluster has no server URL".into(),
+        K::ParseClusterUrl(_) => "the cluster's server URL is not a valid URL".into(),
+        K::ParseProxyUrl(_) => "the proxy URL is not a valid URL".into(),
+        K::LoadCertificateAuthority(d) => {
             format!("certificate-authority: {}", load_data_reason(d))
         }
-        KubeconfigError::LoadClientCertificate(d) => {
+        K::LoadClientCertificate(d) => {
             format!("client-certificate: {}", load_data_reason(d))
         }
-        KubeconfigError::LoadClientKey(d) => format!("client-key: {}", load_data_reason(d)),
-        KubeconfigError::ParseCertificates(_) => "the certificate data is not valid PEM".into(),
+        K::LoadClientKey(d) => format!("client-key: {}", load_data_reason(d)),
+        K::ParseCertificates(_) => "the certificate data is not valid PEM".into(),
         #[allow(unreachable_patterns)]
         _ => "it cannot be used".into(),
     }
@@ -167,15 +256,25 @@ fn names<T>(items: &[T], name: impl Fn(&T) -> &String) -> String {
     }
 }
 
-/// Resolves the kubeconfig and builds a client. Makes no request.
-pub async fn connect(sel: &ClusterSelection) -> Result<Connection, AppError> {
-    let (kubeconfig, files) = load_kubeconfig(&sel.kubeconfig)?;
-    let where_ = files
-        .iter()
-        .map(|p| p.display().to_string())
-        .collect::<Vec<_>>()
-        .join(", ");
+/// The context, cluster and namespace a run uses, checked against the kubeconfig.
+struct Selected {
+    context: String,
+    cluster: String,
+    namespace: String,
+}
 
+/// kubectl's choice of context (`--context`, else the current one), cluster (`--cluster`, else
+/// the context's) and namespace (`-n`, else the context's, else `default`); every name must
+/// exist in the kubeconfig, users included (a context naming a user that is not there would
+/// silently run as system:anonymous).
+fn select(
+    kubeconfig: &Kubeconfig,
+    sel: &ClusterSelection,
+    files: &str,
+) -> Result<Selected, KubeconfigError> {
+    let files = files.to_owned();
+    let contexts = || names(&kubeconfig.contexts, |c| &c.name);
+    let users = || names(&kubeconfig.auth_infos, |u| &u.name);
     let context_name = match sel
         .context
         .clone()
@@ -183,47 +282,46 @@ pub async fn connect(sel: &ClusterSelection) -> Result<Connection, AppError> {
     {
         Some(c) if !c.is_empty() => c,
         _ => {
-            return Err(AppError::Kubeconfig(format!(
-                "kubeconfig {where_} has no current context; pass --context (contexts: {})",
-                names(&kubeconfig.contexts, |c| &c.name)
-            )));
+            return Err(KubeconfigError::NoCurrentContext {
+                files,
+                contexts: contexts(),
+            });
         }
     };
     let Some(context) = kubeconfig
         .contexts
         .iter()
         .find(|c| c.name == context_name)
-        .and_then(|c| c.context.clone())
+        .and_then(|c| c.context.as_ref())
     else {
-        return Err(AppError::Kubeconfig(format!(
-            "context {context_name:?} does not exist in kubeconfig {where_} (contexts: {})",
-            names(&kubeconfig.contexts, |c| &c.name)
-        )));
+        return Err(KubeconfigError::NoSuchContext {
+            context: context_name,
+            files,
+            contexts: contexts(),
+        });
     };
-    let cluster_name = sel.cluster.clone().unwrap_or(context.cluster.clone());
-    if !kubeconfig.clusters.iter().any(|c| c.name == cluster_name) {
-        return Err(AppError::Kubeconfig(format!(
-            "cluster {cluster_name:?} (context {context_name:?}) does not exist in kubeconfig {where_} (clusters: {})",
-            names(&kubeconfig.clusters, |c| &c.name)
-        )));
+    let cluster = sel.cluster.clone().unwrap_or(context.cluster.clone());
+    if !kubeconfig.clusters.iter().any(|c| c.name == cluster) {
+        return Err(KubeconfigError::NoSuchCluster {
+            cluster,
+            context: context_name,
+            files,
+            clusters: names(&kubeconfig.clusters, |c| &c.name),
+        });
     }
-    if let Some(user) = &sel.user
+    let (user, named_by_context) = match &sel.user {
+        Some(user) => (Some(user), false),
+        None => (context.user.as_ref().filter(|u| !u.is_empty()), true),
+    };
+    if let Some(user) = user
         && !kubeconfig.auth_infos.iter().any(|u| &u.name == user)
     {
-        return Err(AppError::Kubeconfig(format!(
-            "user {user:?} does not exist in kubeconfig {where_} (users: {})",
-            names(&kubeconfig.auth_infos, |u| &u.name)
-        )));
-    }
-    // A context naming a user that is not there would silently run as system:anonymous.
-    if sel.user.is_none()
-        && let Some(user) = context.user.as_ref().filter(|u| !u.is_empty())
-        && !kubeconfig.auth_infos.iter().any(|u| &u.name == user)
-    {
-        return Err(AppError::Kubeconfig(format!(
-            "user {user:?} (context {context_name:?}) does not exist in kubeconfig {where_} (users: {})",
-            names(&kubeconfig.auth_infos, |u| &u.name)
-        )));
+        return Err(KubeconfigError::NoSuchUser {
+            user: user.clone(),
+            context: named_by_context.then_some(context_name),
+            files,
+            users: users(),
+        });
     }
     let namespace = sel
         .namespace
@@ -231,33 +329,44 @@ pub async fn connect(sel: &ClusterSelection) -> Result<Connection, AppError> {
         .or(context.namespace.clone())
         .filter(|n| !n.is_empty())
         .unwrap_or_else(|| "default".to_owned());
+    Ok(Selected {
+        context: context_name,
+        cluster,
+        namespace,
+    })
+}
+
+/// Resolves the kubeconfig and builds a client. Makes no request.
+pub async fn connect(sel: &ClusterSelection) -> Result<Connection, KubeconfigError> {
+    let (mut kubeconfig, files) = load_kubeconfig(&sel.kubeconfig)?;
+    let files = list(&files);
+    let Selected {
+        context,
+        cluster,
+        namespace,
+    } = select(&kubeconfig, sel, &files)?;
 
     // The cluster's proxy-url is ours to interpret (kubectl's rules, `crate::proxy`). Left
     // empty, kube would read HTTPS_PROXY itself (ignoring NO_PROXY) and fail to parse what it
     // does not understand; a placeholder keeps it from reading the environment at all.
-    let mut kubeconfig = kubeconfig;
-    let mut proxy_url = None;
-    if let Some(cluster) = kubeconfig
+    let proxy_url = kubeconfig
         .clusters
         .iter_mut()
-        .find(|c| c.name == cluster_name)
+        .find(|c| c.name == cluster)
         .and_then(|c| c.cluster.as_mut())
-    {
-        proxy_url = cluster.proxy_url.replace(PROXY_PLACEHOLDER.to_owned());
-    }
+        .and_then(|c| c.proxy_url.replace(PROXY_PLACEHOLDER.to_owned()));
 
     let options = KubeConfigOptions {
-        context: Some(context_name.clone()),
+        context: Some(context.clone()),
         cluster: sel.cluster.clone(),
         user: sel.user.clone(),
     };
     let mut config = kube::Config::from_custom_kubeconfig(kubeconfig, &options)
         .await
-        .map_err(|e| {
-            AppError::Kubeconfig(format!(
-                "kubeconfig {where_}, context {context_name:?}: {}",
-                describe_kubeconfig_error(&e)
-            ))
+        .map_err(|source| KubeconfigError::Config {
+            files: files.clone(),
+            context: context.clone(),
+            source,
         })?;
     if let Some(user) = &sel.as_user {
         config.auth_info.impersonate = Some(user.clone());
@@ -277,22 +386,24 @@ pub async fn connect(sel: &ClusterSelection) -> Result<Connection, AppError> {
         &proxy::Target::from_uri(&config.cluster_url),
         &sel.proxy_env,
     )
-    .map_err(|e| match e {
-        proxy::SelectError::InvalidProxyUrl(_) => AppError::Kubeconfig(format!(
-            "kubeconfig {where_}, cluster {cluster_name:?}: {e}"
-        )),
-        proxy::SelectError::Cgi(_) => AppError::Kubeconfig(e.to_string()),
+    .map_err(|source| match source {
+        proxy::SelectError::InvalidProxyUrl(_) => KubeconfigError::ProxyUrl {
+            files,
+            cluster,
+            source,
+        },
+        proxy::SelectError::Cgi(_) => KubeconfigError::Proxy(source),
     })?;
-    let client = transport::client(config, proxy.as_ref()).map_err(|e| {
-        AppError::Kubeconfig(format!(
-            "cannot set up a client for context {context_name:?}: {}",
-            crate::error::one_line(&client_setup_reason(&e))
-        ))
+    let client = crate::transport::client(config, proxy.as_ref()).map_err(|source| {
+        KubeconfigError::Client {
+            context: context.clone(),
+            source,
+        }
     })?;
     Ok(Connection {
         client,
         namespace,
-        context: context_name,
+        context,
         server,
         request_timeout: sel.request_timeout,
         proxy: proxy.map(|p| p.to_string()),
@@ -300,334 +411,34 @@ pub async fn connect(sel: &ClusterSelection) -> Result<Connection, AppError> {
 }
 
 fn client_setup_reason(e: &kube::Error) -> String {
+    use kube::client::RustlsTlsError as Tls;
     // Credential errors (exec plugins) carry command lines and output: describe them ourselves.
     let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(err) = cur {
         if let Some(auth) = err.downcast_ref::<kube::client::AuthError>() {
-            return format!(
-                "cannot get credentials ({})",
-                crate::error::describe_auth_error(auth)
-            );
+            return format!("cannot get credentials ({})", describe_auth_error(auth));
         }
         cur = err.source();
     }
-    // TLS set-up errors name what is wrong (e.g. an invalid private key) without the data.
-    let chain = crate::error::error_chain(e);
-    let text = chain.join(": ");
-    if text.to_lowercase().contains("key") {
-        "the client key cannot be used (check client-key-data / client-key)".into()
-    } else if text.to_lowercase().contains("certificate") || text.to_lowercase().contains("pem") {
-        "the certificate data cannot be used (check certificate-authority-data / client-certificate-data)".into()
-    } else {
-        chain.first().cloned().unwrap_or_default()
-    }
-}
-
-/// The HTTP transport under kube's middleware.
-///
-/// `kube::Client::try_from(Config)` offers only HTTP/1.1 over rustls (ALPN `http/1.1`), so every
-/// concurrent request needs a connection — a TCP and a TLS handshake — of its own: the read
-/// round opened 4, a dry-run round of 62 changes opened 58 more. Here the same middleware as
-/// kube's (base URI, kube's retry of 429/503/504, authentication, impersonation headers) sits on
-/// a hyper client that offers `h2` by ALPN and, when the server takes it, sends every request
-/// of the run as a stream of one HTTP/2 connection: concurrent requests wait for that one
-/// connection instead of opening their own. A server that does not negotiate `h2` gets plain
-/// HTTP/1.1 keep-alive, as before (one wasted handshake on the first request, nothing sent on
-/// it). Plain `http://` servers get HTTP/1.1 keep-alive. Through a proxy (see
-/// `crate::proxy_connector`) the same holds, over one tunnel.
-mod transport {
-    use std::future::Future;
-    use std::pin::Pin;
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicBool, Ordering};
-    use std::task::{Context, Poll};
-
-    use http::{Request, Response, Uri};
-    use http_body_util::BodyExt;
-    use hyper_util::client::legacy::Client as HyperClient;
-    use hyper_util::client::legacy::connect::{Connection, HttpConnector};
-    use hyper_util::rt::TokioExecutor;
-    use kube::client::{Body, ConfigExt};
-    use tokio::sync::watch;
-    use tower::{BoxError, ServiceBuilder};
-
-    type BoxFuture<T> = Pin<Box<dyn Future<Output = Result<T, BoxError>> + Send>>;
-
-    /// The server did not negotiate `h2`: nothing was sent on the connection.
-    #[derive(Debug)]
-    struct NoH2;
-
-    impl std::fmt::Display for NoH2 {
-        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            f.write_str("the server did not negotiate HTTP/2")
-        }
-    }
-
-    impl std::error::Error for NoH2 {}
-
-    /// What the server's TLS handshake (ALPN) chose, once a connection has been set up.
-    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-    enum Protocol {
-        Unknown,
-        H2,
-        H1,
-    }
-
-    /// A connector that only yields connections on which ALPN chose `h2`, and tells the
-    /// transport which protocol the server chose as soon as the handshake is done.
-    #[derive(Clone)]
-    struct RequireH2<C> {
-        inner: C,
-        protocol: Arc<watch::Sender<Protocol>>,
-    }
-
-    impl<C> tower::Service<Uri> for RequireH2<C>
-    where
-        C: tower::Service<Uri, Error = BoxError>,
-        C::Response: Connection + Send + 'static,
-        C::Future: Send + 'static,
-    {
-        type Response = C::Response;
-        type Error = BoxError;
-        type Future = BoxFuture<C::Response>;
-
-        fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
-            self.inner.poll_ready(cx)
-        }
-
-        fn call(&mut self, dst: Uri) -> Self::Future {
-            let connecting = self.inner.call(dst);
-            let protocol = self.protocol.clone();
-            Box::pin(async move {
-                let io = connecting.await?;
-                if io.connected().is_negotiated_h2() {
-                    protocol.send_replace(Protocol::H2);
-                    Ok(io)
-                } else {
-                    protocol.send_replace(Protocol::H1);
-                    Err(Box::new(NoH2) as BoxError)
-                }
-            })
-        }
-    }
-
-    fn is_no_h2(e: &hyper_util::client::legacy::Error) -> bool {
-        let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
-        while let Some(err) = cur {
-            if err.is::<NoH2>() {
-                return true;
-            }
-            cur = err.source();
-        }
-        false
-    }
-
-    type Connector = hyper_timeout::TimeoutConnector<
-        hyper_rustls::HttpsConnector<crate::proxy_connector::ProxyConnector>,
-    >;
-
-    /// HTTP/2 on one connection, else HTTP/1.1 keep-alive for the rest of the run.
-    ///
-    /// Until the protocol is known, the first request sets up the connection and the others
-    /// wait only for its TLS handshake (not for its answer): then they follow it onto the one
-    /// HTTP/2 connection, or go to HTTP/1.1. Sent straight to the HTTP/2 client, they would wait
-    /// in its pool and, if the server turns out to speak only HTTP/1.1, fail with "request was
-    /// canceled" instead of falling back (tests/transport_http1_e2e.rs); serialised until the
-    /// first answer, the concurrent read round would cost one more round trip.
-    #[derive(Clone)]
-    struct H2OrH1 {
-        h2: HyperClient<RequireH2<Connector>, Body>,
-        h1: HyperClient<Connector, Body>,
-        protocol: Arc<watch::Sender<Protocol>>,
-        /// A request is setting up the first connection.
-        probing: Arc<AtomicBool>,
-    }
-
-    impl H2OrH1 {
-        async fn send(
-            &self,
-            parts: http::request::Parts,
-            bytes: hyper::body::Bytes,
-        ) -> Result<Response<hyper::body::Incoming>, BoxError> {
-            if *self.protocol.borrow() == Protocol::H1 {
-                return Ok(self
-                    .h1
-                    .request(Request::from_parts(parts, Body::from(bytes)))
-                    .await?);
-            }
-            let first = Request::from_parts(parts.clone(), Body::from(bytes.clone()));
-            match self.h2.request(first).await {
-                // Nothing was sent on that connection: resend over HTTP/1.1.
-                Err(e) if is_no_h2(&e) => Ok(self
-                    .h1
-                    .request(Request::from_parts(parts, Body::from(bytes)))
-                    .await?),
-                other => Ok(other?),
-            }
-        }
-    }
-
-    impl tower::Service<Request<Body>> for H2OrH1 {
-        type Response = Response<hyper::body::Incoming>;
-        type Error = BoxError;
-        type Future = BoxFuture<Self::Response>;
-
-        fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
-            Poll::Ready(Ok(()))
-        }
-
-        fn call(&mut self, req: Request<Body>) -> Self::Future {
-            let this = self.clone();
-            Box::pin(async move {
-                // Request bodies are small, complete JSON documents; keep one to resend it over
-                // HTTP/1.1 should the server not speak HTTP/2 (then nothing was sent).
-                let (parts, body) = req.into_parts();
-                let bytes = body.collect().await?.to_bytes();
-                let mut known = this.protocol.subscribe();
-                if *known.borrow_and_update() != Protocol::Unknown {
-                    return this.send(parts, bytes).await;
-                }
-                if this.probing.swap(true, Ordering::SeqCst) {
-                    // Another request is setting up the connection: wait for its handshake (or
-                    // its failure, then try for ourselves).
-                    let _ = known.changed().await;
-                    return this.send(parts, bytes).await;
-                }
-                let _probe = Probe(&this);
-                this.send(parts, bytes).await
-            })
-        }
-    }
-
-    /// Held by the request that sets up the first connection; when it is done (or dropped, say
-    /// by --request-timeout) without a handshake having told the protocol, the waiting requests
-    /// are woken to try for themselves.
-    struct Probe<'a>(&'a H2OrH1);
-
-    impl Drop for Probe<'_> {
-        fn drop(&mut self) {
-            self.0.probing.store(false, Ordering::SeqCst);
-            if *self.0.protocol.borrow() == Protocol::Unknown {
-                self.0.protocol.send_replace(Protocol::Unknown);
-            }
-        }
-    }
-
-    fn connector(
-        config: &kube::Config,
-        h2: bool,
-        proxy: Option<&crate::proxy::Proxy>,
-    ) -> Result<Connector, kube::Error> {
-        let mut http = HttpConnector::new();
-        http.enforce_http(false);
-        // HTTP/2 writes frames (settings, headers, data, window updates) as they come; without
-        // TCP_NODELAY, Nagle's algorithm holds a small write back until the previous one is
-        // acknowledged, a round trip at a time. kubectl (Go) sets it too.
-        http.set_nodelay(true);
-        let http = crate::proxy_connector::ProxyConnector::new(http, proxy, || {
-            config.rustls_client_config()
-        })?;
-        let tls = config.rustls_client_config()?;
-        let builder = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_tls_config(tls)
-            .https_or_http();
-        let builder = match &config.tls_server_name {
-            Some(name) => builder.with_server_name_resolver(
-                hyper_rustls::FixedServerNameResolver::new(name.clone().try_into().map_err(
-                    |e| kube::Error::RustlsTls(kube::client::RustlsTlsError::InvalidServerName(e)),
-                )?),
-            ),
-            None => builder,
-        };
-        let builder = builder.enable_http1();
-        let https = if h2 {
-            builder.enable_http2().wrap_connector(http)
-        } else {
-            builder.wrap_connector(http)
-        };
-        let mut c = hyper_timeout::TimeoutConnector::new(https);
-        c.set_connect_timeout(config.connect_timeout);
-        c.set_read_timeout(config.read_timeout);
-        c.set_write_timeout(config.write_timeout);
-        c.set_reset_reader_on_write(config.reset_reader_on_write);
-        Ok(c)
-    }
-
-    /// Retries of 429/503/504 below our own conflict handling: 4 retries from 100 ms, doubling,
-    /// capped at 2 s (about 1.5 s in all), or the server's `Retry-After`. kube's
-    /// `RetryPolicy::server_retry()` makes 15 attempts with delays growing toward 1 000 s —
-    /// minutes of silence for a command-line tool. Retrying a write is safe: every write carries
-    /// preconditions, so a repeat of one that did land meets a conflict and is re-checked.
-    fn retry_layer() -> Option<tower::retry::RetryLayer<kube::client::retry::RetryPolicy>> {
-        kube::client::retry::RetryPolicy::new(
-            std::time::Duration::from_millis(100),
-            std::time::Duration::from_secs(2),
-            4,
-            true,
+    // TLS set-up errors say what is wrong (e.g. an invalid private key) without the data.
+    const KEY: &str = "the client key cannot be used (check client-key-data / client-key)";
+    const CERTIFICATES: &str = "the certificate data cannot be used (check certificate-authority-data / client-certificate-data)";
+    match e {
+        kube::Error::RustlsTls(
+            Tls::InvalidPrivateKey(_) | Tls::MissingPrivateKey | Tls::UnknownPrivateKeyFormat,
         )
-        .ok()
-        .map(tower::retry::RetryLayer::new)
-    }
-
-    /// kube's middleware (see `kube::client::ClientBuilder::try_from`): base URI, retries,
-    /// authentication (tokens, exec plugins), impersonation and extra headers, over `transport`.
-    fn stack<S>(config: kube::Config, transport: S) -> Result<kube::Client, kube::Error>
-    where
-        S: tower::Service<Request<Body>, Response = Response<hyper::body::Incoming>>
-            + Clone
-            + Send
-            + Sync
-            + 'static,
-        S::Error: Into<BoxError>,
-        S::Future: Send + 'static,
-    {
-        let retry = if config.default_retry {
-            retry_layer()
-        } else {
-            None
-        };
-        let service = ServiceBuilder::new()
-            .layer(config.base_uri_layer())
-            .option_layer(retry)
-            .option_layer(config.auth_layer()?)
-            .layer(config.extra_headers_layer()?)
-            .map_err(Into::<BoxError>::into)
-            .service(transport);
-        Ok(kube::Client::new(service, config.default_namespace))
-    }
-
-    /// The client: [`H2OrH1`] for `https://` servers, HTTP/1.1 keep-alive for `http://` ones;
-    /// either through `proxy`.
-    pub(super) fn client(
-        mut config: kube::Config,
-        proxy: Option<&crate::proxy::Proxy>,
-    ) -> Result<kube::Client, kube::Error> {
-        if config.cluster_url.scheme_str() != Some("https") {
-            let h1 =
-                HyperClient::builder(TokioExecutor::new()).build(connector(&config, false, proxy)?);
-            // Requests forwarded by an HTTP proxy carry its credentials.
-            if let Some(auth) = proxy
-                .filter(|p| matches!(p.url.scheme.as_str(), "http" | "https"))
-                .and_then(|p| crate::proxy_connector::basic_authorization(&p.url))
-            {
-                config
-                    .headers
-                    .push((http::header::PROXY_AUTHORIZATION, auth));
-            }
-            return stack(config, h1);
-        }
-        let protocol = Arc::new(watch::channel(Protocol::Unknown).0);
-        let transport = H2OrH1 {
-            h2: HyperClient::builder(TokioExecutor::new())
-                .http2_only(true)
-                .build(RequireH2 {
-                    inner: connector(&config, true, proxy)?,
-                    protocol: protocol.clone(),
-                }),
-            h1: HyperClient::builder(TokioExecutor::new()).build(connector(&config, false, proxy)?),
-            protocol,
-            probing: Arc::new(AtomicBool::new(false)),
-        };
-        stack(config, transport)
+        | kube::Error::InferKubeconfig(KubeKubeconfigError::LoadClientKey(_)) => KEY.into(),
+        kube::Error::RustlsTls(
+            Tls::InvalidIdentityPem(_)
+            | Tls::MissingCertificate
+            | Tls::AddRootCertificate(_)
+            | Tls::NoValidNativeRootCA(_),
+        )
+        | kube::Error::InferKubeconfig(
+            KubeKubeconfigError::LoadClientCertificate(_)
+            | KubeKubeconfigError::LoadCertificateAuthority(_)
+            | KubeKubeconfigError::ParseCertificates(_),
+        ) => CERTIFICATES.into(),
+        other => other.to_string(),
     }
 }

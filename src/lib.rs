@@ -8,19 +8,25 @@
 //! ([`diff_render`], [`output`]) and confirmed ([`confirm`]); then [`apply`] validates every change
 //! with a server-side dry run and writes each one conditionally, retrying conflicts under the
 //! approved-diff guard, and [`report`] says what happened to each object; with `--wait`,
-//! [`wait`] then follows the Deployment's rollout. [`completion`] answers kubectl's plugin
-//! completion (`kubectl_complete-appupdate`) from the same flag definitions.
+//! [`wait`] then follows the Deployment's rollout. [`run`] strings these together and decides
+//! what a signal ([`signals`]) does at each stage. One place decides each of the run's
+//! outward choices: [`streams`] which stream every line goes to, [`exit`] the exit code of
+//! every way a run can end ([`error`] holds the failures). [`completion`] answers kubectl's
+//! plugin completion (`kubectl_complete-appupdate`) from the same flag definitions.
 pub mod apply;
 pub mod cli;
 pub mod cluster;
 pub mod completion;
 pub mod confirm;
+pub mod describe;
 pub mod diff_render;
 pub mod endpoints_file;
 pub mod error;
+pub mod exit;
 pub mod ingress_planner;
 pub mod kube_context;
 pub mod live_state;
+pub mod names;
 pub mod output;
 pub mod plan;
 pub mod planner;
@@ -29,109 +35,85 @@ pub mod proxy_connector;
 pub mod report;
 pub mod run;
 pub mod settings;
+pub mod signals;
+pub mod streams;
 pub mod terminal;
+pub mod text;
+pub mod transport;
 pub mod updaters;
 pub mod wait;
 
 use std::ffi::OsString;
 
 use clap::CommandFactory;
-use clap::error::ErrorKind;
 
-use crate::cli::{Cli, Command};
-use crate::error::{AppError, ExitCode};
-use crate::settings::{Environment, RealFiles, Settings};
+use crate::cli::{Cli, Command, OutputFormat};
+use crate::error::AppError;
+use crate::exit::{Ending, exit_code};
+use crate::settings::{Environment, RealFiles, Settings, decide_color};
+use crate::streams::{Kind, Streams};
 
-/// Puts the terminal back the way it was if a prompt was interrupted.
-pub(crate) fn restore_terminal() {
-    terminal::restore();
-}
-
-fn print_error(err: &AppError, color: bool) {
-    let prefix = if color {
-        console::style("error:")
-            .red()
-            .bold()
-            .force_styling(true)
-            .to_string()
-    } else {
-        "error:".to_owned()
-    };
-    #[allow(clippy::print_stderr)]
-    {
-        eprintln!("{prefix} {err}");
-    }
-}
-
-/// The whole program: parses `args`, runs, prints errors, returns the exit code.
+/// The whole program: parses `args`, runs, says how the run ended, returns the exit code.
 pub fn main_with_args<I: IntoIterator<Item = OsString>>(args: I) -> i32 {
     let args: Vec<OsString> = args.into_iter().collect();
+    let env = Environment::capture();
     // kubectl's plugin completion, through the kubectl_complete-appupdate helper.
     if args.get(1).is_some_and(|a| a == completion::ENTRY) {
-        let env = Environment::capture();
-        return completion::main(args[2..].to_vec(), &env, &mut std::io::stdout().lock());
+        completion::main(args[2..].to_vec(), &env, &mut std::io::stdout().lock());
+        return exit_code(&Ending::Done).code();
     }
+    let (ending, streams) = run_to_end(args, &env);
+    streams.ending(&ending);
+    exit_code(&ending).code()
+}
+
+/// Everything up to the end of the run, and the streams its ending is told on.
+fn run_to_end(args: Vec<OsString>, env: &Environment) -> (Ending, Streams) {
+    let streams_before_flags = |color| {
+        Streams::new(
+            OutputFormat::Diff,
+            decide_color(color, env, env.stdout_is_terminal),
+            decide_color(color, env, env.stderr_is_terminal),
+        )
+    };
     let cli = match Cli::try_parse_args(args) {
         Ok(cli) => cli,
         Err(e) => {
-            let code = match e.kind() {
-                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => ExitCode::Ok,
-                _ => ExitCode::Usage,
-            };
-            let _ = e.print();
-            return code.code();
+            let streams = streams_before_flags(cli::ColorChoice::Auto);
+            return (Ending::Failed(e.into()), streams);
         }
     };
+    let streams = streams_before_flags(cli.update.color);
     if let Some(Command::Completion { shell }) = cli.command {
-        // Into a buffer first: clap_complete panics on a failed write (`… | head`).
-        let mut script = Vec::new();
-        clap_complete::generate(shell, &mut Cli::command(), "kubectl-appupdate", &mut script);
-        let mut stdout = std::io::stdout().lock();
-        return match std::io::Write::write_all(&mut stdout, &script)
-            .and_then(|()| std::io::Write::flush(&mut stdout))
-        {
-            Ok(()) => ExitCode::Ok.code(),
-            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::Ok.code(),
-            Err(e) => {
-                print_error(&AppError::Output(e), false);
-                ExitCode::Failed.code()
-            }
-        };
+        return (completion_script(shell, &streams), streams);
     }
-
-    let env = Environment::capture();
-    let settings = match Settings::resolve(cli.update, &env, &RealFiles) {
+    let settings = match Settings::resolve(cli.update, env, &RealFiles) {
         Ok(s) => s,
-        Err(e) => {
-            print_error(
-                &e,
-                settings::decide_color(cli::ColorChoice::Auto, &env, env.stderr_is_terminal),
-            );
-            return e.exit_code().code();
-        }
+        Err(e) => return (Ending::Failed(e.into()), streams),
     };
-    let color_stderr = settings.color_stderr;
+    let streams = Streams::new(settings.output, settings.color, settings.color_stderr);
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {
         Ok(rt) => rt,
-        Err(e) => {
-            print_error(
-                &AppError::Cluster(format!("cannot start: {e}")),
-                color_stderr,
-            );
-            return ExitCode::Failed.code();
-        }
+        Err(e) => return (Ending::Failed(AppError::Runtime(e)), streams),
     };
-    match runtime.block_on(run::run(settings)) {
-        Ok(code) => code.code(),
-        Err(AppError::Output(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => {
-            ExitCode::Failed.code()
-        }
-        Err(e) => {
-            print_error(&e, color_stderr);
-            e.exit_code().code()
-        }
+    let ending = runtime.block_on(run::run(&settings, &streams));
+    // A prompt that a signal interrupted is still blocked reading the terminal, on a thread
+    // of its own: the process ends without waiting for it.
+    runtime.shutdown_background();
+    (ending, streams)
+}
+
+/// `completion bash|zsh|…`: the script on stdout.
+fn completion_script(shell: clap_complete::Shell, streams: &Streams) -> Ending {
+    // Into a buffer first: clap_complete panics on a failed write (`… | head`).
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "kubectl-appupdate", &mut script);
+    match streams.write(Kind::Plan, &script) {
+        Ok(()) => Ending::Done,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ending::Done,
+        Err(e) => Ending::Failed(AppError::Output(e)),
     }
 }

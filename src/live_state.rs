@@ -5,7 +5,8 @@
 use serde_json::Value;
 
 use crate::cluster::{Cluster, RequestError};
-use crate::error::{AppError, Target};
+use crate::describe::Target;
+use crate::error::AppError;
 use crate::plan::Kind;
 
 /// Which objects the requested changes need.
@@ -39,22 +40,28 @@ fn target(cluster: &Cluster, reference: String) -> Target {
     }
 }
 
-fn failure(cluster: &Cluster, err: RequestError, verb: &str, reference: &str) -> AppError {
-    AppError::Cluster(err.describe(verb, &target(cluster, reference.to_owned())))
+fn failure(
+    cluster: &Cluster,
+    source: RequestError,
+    verb: &'static str,
+    reference: &str,
+) -> AppError {
+    AppError::Request {
+        verb,
+        target: target(cluster, reference.to_owned()),
+        source: Box::new(source),
+    }
 }
 
 fn must_exist(
     cluster: &Cluster,
     v: Option<Value>,
     reference: &str,
-    why: &str,
+    why: &'static str,
 ) -> Result<Value, AppError> {
-    v.ok_or_else(|| {
-        AppError::Cluster(format!(
-            "{reference} not found in namespace {:?} (context {:?}){why}; check the name and -n/--namespace",
-            cluster.namespace(),
-            cluster.conn.context
-        ))
+    v.ok_or_else(|| AppError::NotFound {
+        target: target(cluster, reference.to_owned()),
+        why,
     })
 }
 
@@ -104,7 +111,7 @@ pub async fn read(cluster: &Cluster, app: &str, needs: Needs) -> Result<LiveStat
     let s = s.map_err(|e| failure(cluster, e, "get", &service_ref))?;
     let i = i.map_err(|e| failure(cluster, e, "list", "ingresses.networking.k8s.io"))?;
     // `None`: not needed; `Some(None)`: needed and not found.
-    let required = |read: Option<Option<Value>>, reference: &str, why: &str| {
+    let required = |read: Option<Option<Value>>, reference: &str, why: &'static str| {
         read.map(|found| must_exist(cluster, found, reference, why))
             .transpose()
     };

@@ -100,7 +100,7 @@ pub struct IngressDoc {
 
 fn object_doc(change: &ObjectChange, app: &str) -> ObjectDoc {
     let ingress = change.ingress.as_ref().map(|info| {
-        let (paths, paths_before) = match change.action {
+        let (paths, paths_before) = match change.action() {
             Action::Create => (info.paths.clone(), Vec::new()),
             Action::Delete => (Vec::new(), info.paths.clone()),
             Action::Update => (
@@ -125,9 +125,12 @@ fn object_doc(change: &ObjectChange, app: &str) -> ObjectDoc {
         kind: change.kind.to_string(),
         namespace: change.namespace.clone(),
         name: change.name.clone(),
-        action: change.action,
-        resource_version: change.base.as_ref().map(|b| b.resource_version.clone()),
-        uid: change.base.as_ref().map(|b| b.uid.clone()),
+        action: change.action(),
+        resource_version: change
+            .live
+            .as_ref()
+            .map(|b| b.resource_version().to_owned()),
+        uid: change.live.as_ref().map(|b| b.uid().to_owned()),
         fields: change
             .fields
             .iter()
@@ -181,7 +184,7 @@ pub fn write_yaml(out: &mut impl Write, plan: &Plan) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::{Base, FieldChange, IngressInfo, Kind};
+    use crate::plan::{Base, FieldChange, IngressInfo, Kind, Write};
     use serde_json::json;
 
     fn change(kind: Kind, name: &str, action: Action) -> ObjectChange {
@@ -189,15 +192,13 @@ mod tests {
             kind,
             namespace: "shop".into(),
             name: name.into(),
-            action,
-            base: (action != Action::Create).then(|| Base {
-                resource_version: "7".into(),
-                uid: "u-1".into(),
-            }),
+            live: (action != Action::Create)
+                .then(|| Base::new("7", "u-1"))
+                .flatten(),
             fields: Vec::new(),
             before: None,
             after: None,
-            write: None,
+            write: Write::sample(action),
             ingress: None,
         }
     }

@@ -124,7 +124,7 @@ impl fmt::Display for Action {
 }
 
 /// One leaf value (or owned sub-tree) that the run changes. `None` means absent.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct FieldChange {
     /// A readable path, e.g. `spec.template.spec.containers[name=web].image`.
     pub path: String,
@@ -142,31 +142,54 @@ impl FieldChange {
     }
 }
 
-/// Identity of the live object a change was computed from; every write is conditional on it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+/// Identity of a live object: the `metadata.resourceVersion` and `metadata.uid` that every
+/// write to it is conditional on. Both are non-empty by construction — a patch carrying an
+/// empty `resourceVersion` is applied unconditionally by the server, so there is no way to
+/// make one.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Base {
-    #[serde(rename = "resourceVersion")]
-    pub resource_version: String,
-    pub uid: String,
+    resource_version: String,
+    uid: String,
 }
 
 impl Base {
-    /// Reads `metadata.resourceVersion` and `metadata.uid` of a live object.
-    pub fn of(live: &Value) -> Base {
+    /// `None` when either is empty.
+    pub fn new(resource_version: impl Into<String>, uid: impl Into<String>) -> Option<Base> {
+        let (resource_version, uid) = (resource_version.into(), uid.into());
+        (!resource_version.is_empty() && !uid.is_empty()).then_some(Base {
+            resource_version,
+            uid,
+        })
+    }
+
+    /// Reads `metadata.resourceVersion` and `metadata.uid` of a live object; `None` when the
+    /// object lacks either (a server always sets both).
+    pub fn of(live: &Value) -> Option<Base> {
         let meta = &live["metadata"];
-        Base {
-            resource_version: meta["resourceVersion"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned(),
-            uid: meta["uid"].as_str().unwrap_or_default().to_owned(),
-        }
+        Base::new(
+            meta["resourceVersion"].as_str().unwrap_or_default(),
+            meta["uid"].as_str().unwrap_or_default(),
+        )
+    }
+
+    /// [`Base::of`] for an object this run is about to write.
+    pub fn required(live: &Value, reference: &str) -> Result<Base, PlanError> {
+        Base::of(live).ok_or_else(|| PlanError::NoPrecondition {
+            reference: reference.to_owned(),
+        })
+    }
+
+    pub fn resource_version(&self) -> &str {
+        &self.resource_version
+    }
+
+    pub fn uid(&self) -> &str {
+        &self.uid
     }
 }
 
 /// How a patch body is interpreted by the server.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PatchType {
     /// `application/merge-patch+json` (RFC 7386).
     Merge,
@@ -174,21 +197,83 @@ pub enum PatchType {
     Strategic,
 }
 
-/// The minimal request that realises a change. Preconditions (resourceVersion, uid) are added
-/// by the apply step from [`ObjectChange::base`], never stored here.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-#[serde(tag = "type", rename_all = "lowercase")]
+/// The minimal request that realises a change. A write to a live object carries that
+/// object's [`Base`], so it is conditional by construction: the apply step cannot send one
+/// without its precondition.
+#[derive(Clone, Debug, PartialEq)]
 pub enum Write {
-    /// Only the changed fields; the apply step adds `metadata.resourceVersion`.
-    Patch { patch_type: PatchType, body: Value },
-    /// A complete new object.
+    /// A complete new object. It needs no precondition: a create fails when the name is
+    /// taken (AlreadyExists).
     Create { body: Value },
-    /// Delete with uid and resourceVersion preconditions.
-    Delete,
+    /// Only the changed fields, sent with `metadata.resourceVersion` set to `base`'s.
+    Patch {
+        base: Base,
+        patch_type: PatchType,
+        body: Value,
+    },
+    /// A delete with `base`'s uid and resourceVersion as preconditions.
+    Delete { base: Base },
+}
+
+impl Write {
+    /// The action this request performs.
+    pub fn action(&self) -> Action {
+        match self {
+            Write::Create { .. } => Action::Create,
+            Write::Patch { .. } => Action::Update,
+            Write::Delete { .. } => Action::Delete,
+        }
+    }
+
+    /// The live object this request is conditional on (`None` for a create).
+    pub fn base(&self) -> Option<&Base> {
+        match self {
+            Write::Create { .. } => None,
+            Write::Patch { base, .. } | Write::Delete { base } => Some(base),
+        }
+    }
+}
+
+#[cfg(test)]
+impl Write {
+    /// A request of `action` with an empty body against a live object with resourceVersion `1`
+    /// and uid `u1`, for tests of what looks only at the action.
+    pub(crate) fn sample(action: Action) -> Option<Write> {
+        let base = || Base::new("1", "u1").unwrap_or_else(|| unreachable!());
+        match action {
+            Action::Unchanged => None,
+            Action::Create => Some(Write::Create { body: Value::Null }),
+            Action::Update => Some(Write::Patch {
+                base: base(),
+                patch_type: PatchType::Merge,
+                body: Value::Null,
+            }),
+            Action::Delete => Some(Write::Delete { base: base() }),
+        }
+    }
+}
+
+#[cfg(test)]
+impl ObjectChange {
+    /// An Ingress `name` in namespace `shop` with [`Write::sample`] of `action` and nothing
+    /// else, for tests of what looks only at the action and the name.
+    pub(crate) fn sample(name: &str, action: Action) -> ObjectChange {
+        ObjectChange {
+            kind: Kind::Ingress,
+            namespace: "shop".into(),
+            name: name.into(),
+            live: None,
+            fields: Vec::new(),
+            before: None,
+            after: None,
+            write: Write::sample(action),
+            ingress: None,
+        }
+    }
 }
 
 /// What an Ingress change means in endpoint terms, for people and for `-o json`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct IngressInfo {
     /// The identifier label value of the scope group.
     pub identifier: String,
@@ -199,15 +284,17 @@ pub struct IngressInfo {
     pub paths: Vec<String>,
 }
 
-/// The computed change for one object.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+/// The computed change for one object. What happens to it ([`ObjectChange::action`]) is
+/// decided by its [`Write`]: no write, no change.
+#[derive(Clone, Debug, PartialEq)]
 pub struct ObjectChange {
     pub kind: Kind,
     pub namespace: String,
     pub name: String,
-    pub action: Action,
-    /// The live object's identity; `None` for a create.
-    pub base: Option<Base>,
+    /// The identity of the live object the change was computed from, as shown to users
+    /// (`-o json`); `None` when it does not exist. A write's precondition is its own
+    /// [`Write::base`].
+    pub live: Option<Base>,
     /// The guarded values: what the user is shown changing. Empty when unchanged.
     pub fields: Vec<FieldChange>,
     /// Focused view of the live object (only what the tool owns or shows for context);
@@ -216,10 +303,8 @@ pub struct ObjectChange {
     /// Focused view after the change; `None` for a delete.
     pub after: Option<Value>,
     /// The request to send; `None` when unchanged.
-    #[serde(skip)]
     pub write: Option<Write>,
     /// Endpoint view of Ingress changes.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub ingress: Option<IngressInfo>,
 }
 
@@ -229,8 +314,13 @@ impl ObjectChange {
         format!("{}/{}", self.kind.kubectl_name(), self.name)
     }
 
+    /// What happens to the object: its write's action, or unchanged.
+    pub fn action(&self) -> Action {
+        self.write.as_ref().map_or(Action::Unchanged, Write::action)
+    }
+
     pub fn is_change(&self) -> bool {
-        self.action != Action::Unchanged
+        self.write.is_some()
     }
 }
 
@@ -277,16 +367,19 @@ pub enum PlanError {
     },
     #[error("{reference}: {message}")]
     Unexpected { reference: String, message: String },
+    #[error(
+        "{reference} came without metadata.resourceVersion or metadata.uid, so it cannot be written conditionally; it is left alone"
+    )]
+    NoPrecondition { reference: String },
 }
 
-/// One object's planner. The seed's `Updater` interface: it names the leaf values it modifies
-/// and computes the change from the latest live object. Pure; called once while planning and
-/// again after every conflict.
+/// One object's planner: computes the object's change — the fields it modifies, with their
+/// values before and after, and the write — from the latest live object. Pure; called once
+/// while planning and again after every conflict, so a retry re-applies only the requested
+/// values to whatever else changed meanwhile.
 pub trait Updater: Send + Sync + fmt::Debug {
-    fn kind(&self) -> Kind;
+    /// The name of the object it plans.
     fn name(&self) -> &str;
-    /// Names of the leaf values that will be written (the seed's `GetModifiers`).
-    fn modifiers(&self) -> Vec<String>;
     /// The change against `live` (`None`: the object does not exist).
     fn plan(&self, namespace: &str, live: Option<&Value>) -> Result<ObjectChange, PlanError>;
 }
@@ -344,7 +437,7 @@ impl Plan {
             let key = |p: &Planned| {
                 (
                     p.change.kind.order(),
-                    p.change.action.phase(p.change.kind).unwrap_or(u8::MAX),
+                    p.change.action().phase(p.change.kind).unwrap_or(u8::MAX),
                     p.change.name.clone(),
                 )
             };
@@ -365,7 +458,7 @@ impl Plan {
     pub fn summary(&self) -> Summary {
         let mut s = Summary::default();
         for c in self.changes() {
-            match c.action {
+            match c.action() {
                 Action::Create => s.create += 1,
                 Action::Update => s.update += 1,
                 Action::Delete => s.delete += 1,
@@ -397,17 +490,20 @@ pub enum Recheck {
 /// before and after values, and the action is the same (and, for deletes, the object is the
 /// same incarnation). Fields that already hold the approved value simply drop out of `fresh`.
 pub fn recheck(approved: &ObjectChange, fresh: ObjectChange) -> Recheck {
-    if fresh.action == Action::Unchanged {
+    if fresh.action() == Action::Unchanged {
         return Recheck::AlreadyDone;
     }
-    if fresh.action != approved.action {
+    if fresh.action() != approved.action() {
         return Recheck::Tripped(fresh);
     }
-    if approved.action == Action::Delete {
-        let same_object = match (&approved.base, &fresh.base) {
-            (Some(a), Some(b)) => a.uid == b.uid,
-            _ => false,
-        };
+    if let (
+        Some(Write::Delete {
+            base: approved_base,
+        }),
+        Some(Write::Delete { base }),
+    ) = (&approved.write, &fresh.write)
+    {
+        let same_object = approved_base.uid() == base.uid();
         if !same_object || approved.fields != fresh.fields {
             return Recheck::Tripped(fresh);
         }
@@ -431,15 +527,11 @@ mod tests {
             kind: Kind::HorizontalPodAutoscaler,
             namespace: "shop".into(),
             name: "web".into(),
-            action,
-            base: Some(Base {
-                resource_version: "1".into(),
-                uid: "u1".into(),
-            }),
+            live: Base::new("1", "u1"),
             fields,
             before: None,
             after: None,
-            write: None,
+            write: Write::sample(action),
             ingress: None,
         }
     }
@@ -491,11 +583,19 @@ mod tests {
     fn guard_trips_when_a_deleted_object_was_recreated() {
         let approved = change(Action::Delete, vec![]);
         let mut fresh = change(Action::Delete, vec![]);
-        fresh.base = Some(Base {
-            resource_version: "9".into(),
-            uid: "u2".into(),
+        fresh.write = Some(Write::Delete {
+            base: Base::new("9", "u2").unwrap(),
         });
         assert!(matches!(recheck(&approved, fresh), Recheck::Tripped(_)));
+    }
+
+    #[test]
+    fn a_base_needs_both_a_resource_version_and_a_uid() {
+        assert_eq!(Base::new("", "u1"), None);
+        assert_eq!(Base::new("1", ""), None);
+        assert_eq!(Base::of(&json!({"metadata": {"uid": "u1"}})), None);
+        let base = Base::of(&json!({"metadata": {"uid": "u1", "resourceVersion": "7"}})).unwrap();
+        assert_eq!((base.resource_version(), base.uid()), ("7", "u1"));
     }
 
     #[test]

@@ -25,6 +25,7 @@ use std::task::{Context, Poll};
 
 use base64::Engine;
 use http::Uri;
+use hyper_util::client::legacy::connect::dns::{GaiResolver, Name};
 use hyper_util::client::legacy::connect::{Connected, Connection, HttpConnector};
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
@@ -39,10 +40,41 @@ type BoxFuture<T> = Pin<Box<dyn Future<Output = Result<T, BoxError>> + Send>>;
 /// The longest proxy answer to a `CONNECT` that is read.
 const MAX_CONNECT_RESPONSE: usize = 16 * 1024;
 
+/// The system resolver (getaddrinfo on a blocking thread, as hyper's default), with its
+/// failures as [`ResolveError`].
+#[derive(Clone)]
+pub struct Resolver(GaiResolver);
+
+impl Default for Resolver {
+    fn default() -> Self {
+        Resolver(GaiResolver::new())
+    }
+}
+
+/// The server's name did not resolve: nothing was sent.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ResolveError(#[source] pub std::io::Error);
+
+impl tower::Service<Name> for Resolver {
+    type Response = <GaiResolver as tower::Service<Name>>::Response;
+    type Error = ResolveError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, ResolveError>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), ResolveError>> {
+        self.0.poll_ready(cx).map_err(ResolveError)
+    }
+
+    fn call(&mut self, name: Name) -> Self::Future {
+        let resolving = self.0.call(name);
+        Box::pin(async move { resolving.await.map_err(ResolveError) })
+    }
+}
+
 /// A connector (a `tower::Service<Uri>`) for hyper: straight to the server or through a proxy.
 #[derive(Clone)]
 pub struct ProxyConnector {
-    tcp: HttpConnector,
+    tcp: HttpConnector<Resolver>,
     proxy: Option<Arc<Route>>,
 }
 
@@ -57,7 +89,7 @@ impl ProxyConnector {
     /// connection too); `tls` gives the TLS configuration for an `https://` proxy (the
     /// server's, as in Go: its CA, its client certificate).
     pub fn new<E>(
-        tcp: HttpConnector,
+        tcp: HttpConnector<Resolver>,
         proxy: Option<&Proxy>,
         tls: impl FnOnce() -> Result<rustls::ClientConfig, E>,
     ) -> Result<ProxyConnector, E> {
@@ -105,7 +137,11 @@ impl tower::Service<Uri> for ProxyConnector {
 }
 
 impl Route {
-    async fn open(&self, tcp: HttpConnector, dst: &Uri) -> Result<ProxyStream, ProxyError> {
+    async fn open(
+        &self,
+        tcp: HttpConnector<Resolver>,
+        dst: &Uri,
+    ) -> Result<ProxyStream, ProxyError> {
         let target = Authority::of(dst);
         let url = &self.proxy.url;
         let fail = |kind| ProxyError {
@@ -171,7 +207,7 @@ pub fn basic_authorization(url: &ProxyUrl) -> Option<http::HeaderValue> {
     Some(value)
 }
 
-async fn connect_tcp(mut tcp: HttpConnector, proxy: Uri) -> Result<TcpStream, Kind> {
+async fn connect_tcp(mut tcp: HttpConnector<Resolver>, proxy: Uri) -> Result<TcpStream, Kind> {
     match tower::Service::call(&mut tcp, proxy).await {
         Ok(io) => Ok(io.into_inner()),
         Err(e) => Err(Kind::Unreachable(connect_reason(&e))),
@@ -186,17 +222,15 @@ fn connect_reason(e: &(dyn std::error::Error + 'static)) -> String {
             return match io.kind() {
                 io::ErrorKind::ConnectionRefused => "connection refused".into(),
                 io::ErrorKind::TimedOut => "timed out".into(),
-                _ => crate::error::one_line(&io.to_string()),
+                _ => crate::text::one_line(&io.to_string()),
             };
         }
         cur = err.source();
     }
-    let text = crate::error::error_chain(e).join(": ").to_lowercase();
-    if text.contains("dns") {
-        "its name cannot be resolved".into()
-    } else {
-        crate::error::one_line(&text)
+    if std::iter::successors(Some(e), |e| e.source()).any(|e| e.is::<ResolveError>()) {
+        return "its name cannot be resolved".into();
     }
+    crate::text::one_line(&crate::text::error_chain(e).join(": ").to_lowercase())
 }
 
 /// `CONNECT host:port` on `io`; on success the stream is the tunnel, with nothing read past
@@ -433,12 +467,12 @@ impl fmt::Display for ProxyError {
             Kind::Tls(e) => write!(
                 f,
                 "TLS with the proxy {p} failed: {}",
-                crate::error::one_line(&e.to_string())
+                crate::text::one_line(&e.to_string())
             ),
             Kind::Io(e) => write!(
                 f,
                 "the connection to the proxy {p} failed while opening the tunnel to {t}: {}",
-                crate::error::one_line(&e.to_string())
+                crate::text::one_line(&e.to_string())
             ),
             Kind::Closed => write!(
                 f,
@@ -667,9 +701,11 @@ mod tests {
     }
 
     fn connector(p: &Proxy) -> ProxyConnector {
-        ProxyConnector::new(HttpConnector::new(), Some(p), || {
-            Err::<rustls::ClientConfig, ()>(())
-        })
+        ProxyConnector::new(
+            HttpConnector::new_with_resolver(Resolver::default()),
+            Some(p),
+            || Err::<rustls::ClientConfig, ()>(()),
+        )
         .unwrap()
     }
 

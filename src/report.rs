@@ -1,18 +1,15 @@
-//! What happened to each object after apply, as data, and its rendering (one line per object).
+//! What happened to each object after apply, as data, and its lines (one per object, then a
+//! closing line when something did not go as planned). Each line says whether it reports
+//! something done or not done; which stream that is, is [`crate::streams`]'s decision.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
-use std::io::{self, Write};
-
 use console::Style;
-use serde::Serialize;
 use serde_json::Value;
 
-use crate::error::ExitCode;
 use crate::plan::{Action, ObjectChange};
 
 /// The fate of one planned object.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-#[serde(tag = "outcome", rename_all = "kebab-case")]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Outcome {
     /// Written: created, updated or deleted as planned.
     Applied,
@@ -22,7 +19,6 @@ pub enum Outcome {
     /// shown. `fresh` is what the run would now do (not applied).
     Tripped {
         reason: String,
-        #[serde(skip)]
         fresh: Option<Box<ObjectChange>>,
     },
     /// The request failed; `message` is one line.
@@ -36,16 +32,16 @@ pub enum Outcome {
     Unchanged,
 }
 
-/// Why the run ended early, if it did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
+/// Why the run ended early, if it did: SIGINT (Ctrl-C) or SIGTERM (on Windows, Ctrl-Break
+/// or the console closing).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Interruption {
     Sigint,
     Sigterm,
 }
 
 /// The result of applying a plan.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Report {
     pub entries: Vec<(ObjectChange, Outcome)>,
     /// The server-side dry run failed or tripped: nothing was written.
@@ -54,38 +50,24 @@ pub struct Report {
 }
 
 impl Report {
+    /// Every change was applied (or already held): nothing tripped, failed or was left out,
+    /// and no signal cut the run short.
+    pub fn went_as_planned(&self) -> bool {
+        self.interrupted.is_none()
+            && self.entries.iter().all(|(_, o)| {
+                matches!(
+                    o,
+                    Outcome::Applied | Outcome::AlreadyDone | Outcome::Unchanged
+                )
+            })
+    }
+
     /// Whether any object was (or may have been) written.
     pub fn any_written(&self) -> bool {
         self.entries.iter().any(|(c, o)| {
-            c.action != Action::Unchanged && matches!(o, Outcome::Applied | Outcome::Unknown { .. })
+            c.action() != Action::Unchanged
+                && matches!(o, Outcome::Applied | Outcome::Unknown { .. })
         })
-    }
-
-    pub fn exit_code(&self) -> ExitCode {
-        let tripped = self
-            .entries
-            .iter()
-            .any(|(_, o)| matches!(o, Outcome::Tripped { .. }));
-        let failed = self
-            .entries
-            .iter()
-            .any(|(_, o)| matches!(o, Outcome::Failed { .. } | Outcome::Unknown { .. }));
-        match self.interrupted {
-            Some(Interruption::Sigint) => return ExitCode::Interrupted,
-            Some(Interruption::Sigterm) => return ExitCode::Terminated,
-            None => {}
-        }
-        if tripped {
-            ExitCode::GuardTripped
-        } else if failed {
-            if self.any_written() {
-                ExitCode::Partial
-            } else {
-                ExitCode::Failed
-            }
-        } else {
-            ExitCode::Ok
-        }
     }
 }
 
@@ -133,15 +115,46 @@ fn past_tense(action: Action) -> &'static str {
     }
 }
 
-/// One line per object, then a closing line when something did not go as planned.
-pub fn render_report(out: &mut impl Write, report: &Report, color: bool) -> io::Result<()> {
-    let paint = |s: Style, text: String| {
+/// What a line of the report says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fate {
+    /// Something was done, or already was as planned.
+    Done,
+    /// Something was not done, or may not have been; or the closing line of a run that did
+    /// not go as planned.
+    NotDone,
+}
+
+/// One line of the report: its text, and the style it takes when colour is on.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Line {
+    pub fate: Fate,
+    pub style: Style,
+    pub text: String,
+}
+
+impl Line {
+    fn new(fate: Fate, style: Style, text: String) -> Line {
+        Line { fate, style, text }
+    }
+
+    /// The text, styled when `color` is on.
+    pub fn render(&self, color: bool) -> String {
         if color {
-            s.force_styling(true).apply_to(text).to_string()
+            self.style
+                .clone()
+                .force_styling(true)
+                .apply_to(&self.text)
+                .to_string()
         } else {
-            text
+            self.text.clone()
         }
-    };
+    }
+}
+
+/// One line per object, then a closing line when something did not go as planned.
+pub fn lines(report: &Report) -> Vec<Line> {
+    let mut lines = Vec::new();
     let mut not_applied = 0;
     for (change, outcome) in &report.entries {
         let what = describe_fields(change);
@@ -150,62 +163,47 @@ pub fn render_report(out: &mut impl Write, report: &Report, color: bool) -> io::
         } else {
             format!(" ({what})")
         };
+        let reference = change.reference();
+        let done = past_tense(change.action());
         let line = match outcome {
             Outcome::Unchanged => continue,
-            Outcome::Applied => paint(
+            Outcome::Applied => Line::new(
+                Fate::Done,
                 Style::new().green(),
-                format!("{} {}{what}", change.reference(), past_tense(change.action)),
+                format!("{reference} {done}{what}"),
             ),
-            Outcome::AlreadyDone => format!(
-                "{} already as planned (someone else made the same change){what}",
-                change.reference()
+            Outcome::AlreadyDone => Line::new(
+                Fate::Done,
+                Style::new(),
+                format!("{reference} already as planned (someone else made the same change){what}"),
             ),
-            Outcome::Tripped { reason, .. } => {
-                not_applied += 1;
-                paint(
-                    Style::new().red().bold(),
-                    format!(
-                        "{} NOT {}: {reason}",
-                        change.reference(),
-                        past_tense(change.action)
-                    ),
-                )
-            }
-            Outcome::Failed { message } => {
-                not_applied += 1;
-                paint(
-                    Style::new().red(),
-                    format!(
-                        "{} NOT {}: {message}",
-                        change.reference(),
-                        past_tense(change.action)
-                    ),
-                )
-            }
-            Outcome::Unknown { message } => {
-                not_applied += 1;
-                paint(
-                    Style::new().red().bold(),
-                    format!(
-                        "{} MAYBE {}: {message}; it may or may not have been applied — run again to see the state",
-                        change.reference(),
-                        past_tense(change.action)
-                    ),
-                )
-            }
-            Outcome::NotAttempted => {
-                not_applied += 1;
-                paint(
-                    Style::new().yellow(),
-                    format!(
-                        "{} NOT {}: not attempted{what}",
-                        change.reference(),
-                        past_tense(change.action)
-                    ),
-                )
-            }
+            Outcome::Tripped { reason, .. } => Line::new(
+                Fate::NotDone,
+                Style::new().red().bold(),
+                format!("{reference} NOT {done}: {reason}"),
+            ),
+            Outcome::Failed { message } => Line::new(
+                Fate::NotDone,
+                Style::new().red(),
+                format!("{reference} NOT {done}: {message}"),
+            ),
+            Outcome::Unknown { message } => Line::new(
+                Fate::NotDone,
+                Style::new().red().bold(),
+                format!(
+                    "{reference} MAYBE {done}: {message}; it may or may not have been applied — run again to see the state"
+                ),
+            ),
+            Outcome::NotAttempted => Line::new(
+                Fate::NotDone,
+                Style::new().yellow(),
+                format!("{reference} NOT {done}: not attempted{what}"),
+            ),
         };
-        writeln!(out, "{line}")?;
+        if line.fate == Fate::NotDone {
+            not_applied += 1;
+        }
+        lines.push(line);
     }
     if not_applied > 0 {
         let msg = if report.stopped_in_preflight || !report.any_written() {
@@ -216,7 +214,77 @@ pub fn render_report(out: &mut impl Write, report: &Report, color: bool) -> io::
                 if not_applied == 1 { " was" } else { "s were" }
             )
         };
-        writeln!(out, "{}", paint(Style::new().bold(), msg))?;
+        lines.push(Line::new(Fate::NotDone, Style::new().bold(), msg));
     }
-    Ok(())
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    fn entry(name: &str, action: Action, outcome: Outcome) -> (ObjectChange, Outcome) {
+        (ObjectChange::sample(name, action), outcome)
+    }
+
+    fn fates(report: &Report) -> Vec<(Fate, String)> {
+        lines(report)
+            .into_iter()
+            .map(|l| (l.fate, l.text))
+            .collect()
+    }
+
+    #[test]
+    fn what_was_done_is_done_and_everything_else_is_not() {
+        let report = Report {
+            entries: vec![
+                entry("a", Action::Create, Outcome::Applied),
+                entry("b", Action::Update, Outcome::AlreadyDone),
+                entry("c", Action::Unchanged, Outcome::Unchanged),
+                entry(
+                    "d",
+                    Action::Update,
+                    Outcome::Failed {
+                        message: "forbidden".into(),
+                    },
+                ),
+                entry("e", Action::Delete, Outcome::NotAttempted),
+            ],
+            stopped_in_preflight: false,
+            interrupted: None,
+        };
+        assert_eq!(
+            fates(&report),
+            [
+                (Fate::Done, "ingress.networking.k8s.io/a created".into()),
+                (
+                    Fate::Done,
+                    "ingress.networking.k8s.io/b already as planned (someone else made the same change)".into()
+                ),
+                (
+                    Fate::NotDone,
+                    "ingress.networking.k8s.io/d NOT updated: forbidden".into()
+                ),
+                (
+                    Fate::NotDone,
+                    "ingress.networking.k8s.io/e NOT deleted: not attempted".into()
+                ),
+                (
+                    Fate::NotDone,
+                    "The application is partly updated: 2 changes were not applied (listed above).".into()
+                ),
+            ]
+        );
+        assert!(!report.went_as_planned());
+    }
+
+    #[test]
+    fn a_run_that_went_as_planned_has_no_closing_line() {
+        let report = Report {
+            entries: vec![entry("a", Action::Create, Outcome::Applied)],
+            stopped_in_preflight: false,
+            interrupted: None,
+        };
+        assert_eq!(lines(&report).len(), 1);
+        assert!(report.went_as_planned());
+    }
 }

@@ -7,10 +7,34 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::cli::{ColorChoice, OutputFormat, UpdateArgs};
-use crate::endpoints_file::{self, EndpointsFile};
-use crate::error::AppError;
+use crate::endpoints_file::{self, EndpointsError, EndpointsFile};
+use crate::names;
 use crate::proxy::ProxyEnv;
 use crate::updaters::{AutoscalerUpdate, ContainerUpdate, validate_image_reference};
+
+/// Why the flags' values or the files they name cannot be used. Nothing was sent.
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsError {
+    /// A value is not valid: the application name, the namespace, the image reference,
+    /// `--min` above `--max`.
+    #[error("{0}")]
+    Invalid(String),
+    /// The endpoints file cannot be read.
+    #[error("cannot read endpoints file {name}: {source}")]
+    EndpointsUnreadable {
+        name: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The endpoints file is not valid.
+    #[error(transparent)]
+    Endpoints(#[from] EndpointsError),
+    /// The endpoints file lists nothing, and `--allow-empty-endpoints` was not given.
+    #[error(
+        "{name}: the file lists no endpoints, which would remove every public route of {app}; pass --allow-empty-endpoints if that is intended"
+    )]
+    NoEndpoints { name: String, app: String },
+}
 
 /// What the process was started with, captured once.
 #[derive(Clone, Debug, Default)]
@@ -75,6 +99,28 @@ pub enum KubeconfigSource {
     Home(PathBuf),
     /// No flag, no variable, no home directory.
     Nowhere,
+}
+
+impl KubeconfigSource {
+    /// kubectl's rule: `--kubeconfig` (an empty value counts as not given), else the files
+    /// listed in `KUBECONFIG` (empty entries skipped), else `~/.kube/config`.
+    pub fn resolve(flag: Option<PathBuf>, env: &Environment) -> KubeconfigSource {
+        if let Some(path) = flag.filter(|p| !p.as_os_str().is_empty()) {
+            return KubeconfigSource::Flag(path);
+        }
+        if let Some(list) = env.kubeconfig.as_ref().filter(|v| !v.is_empty()) {
+            let paths: Vec<PathBuf> = std::env::split_paths(list)
+                .filter(|p| !p.as_os_str().is_empty())
+                .collect();
+            if !paths.is_empty() {
+                return KubeconfigSource::Env(paths);
+            }
+        }
+        match &env.home {
+            Some(home) => KubeconfigSource::Home(home.join(".kube").join("config")),
+            None => KubeconfigSource::Nowhere,
+        }
+    }
 }
 
 /// Which cluster, user and namespace to talk to.
@@ -146,35 +192,21 @@ pub fn decide_color(choice: ColorChoice, env: &Environment, stream_is_terminal: 
     }
 }
 
-/// A Kubernetes object name as the platform uses it: a DNS-1035 label (the Service name
-/// rules), which also makes it a valid label value for `app=<name>`.
+/// The application name names a Service, so it must be a DNS-1035 label — which also makes
+/// it a valid label value for `app=<name>`.
 fn validate_app_name(name: &str) -> Result<(), String> {
-    let ok_chars = name
-        .chars()
-        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
-    let starts = name.chars().next().is_some_and(|c| c.is_ascii_lowercase());
-    let ends = name
-        .chars()
-        .last()
-        .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
-    if name.is_empty() || name.len() > 63 || !ok_chars || !starts || !ends {
-        return Err(format!(
+    if names::is_dns1035_label(name) {
+        Ok(())
+    } else {
+        Err(format!(
             "application name {name:?} is not valid: use at most 63 lowercase letters, digits \
              and '-', starting with a letter and ending with a letter or digit"
-        ));
+        ))
     }
-    Ok(())
 }
 
 fn validate_namespace(ns: &str) -> Result<(), String> {
-    let ok = !ns.is_empty()
-        && ns.len() <= 63
-        && ns
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-        && !ns.starts_with('-')
-        && !ns.ends_with('-');
-    if ok {
+    if names::is_dns1123_label(ns) {
         Ok(())
     } else {
         Err(format!(
@@ -204,71 +236,28 @@ impl FileReader for RealFiles {
 }
 
 impl Settings {
-    /// Validates flags (everything that can be checked without the cluster) and resolves them.
+    /// Validates what clap cannot (values that depend on each other, the image syntax, names,
+    /// the endpoints file) without the cluster, and resolves the flags.
     pub fn resolve(
         args: UpdateArgs,
         env: &Environment,
         files: &dyn FileReader,
-    ) -> Result<Settings, AppError> {
+    ) -> Result<Settings, SettingsError> {
         let app = args.name.unwrap_or_default();
-        validate_app_name(&app).map_err(AppError::Usage)?;
-        if args.image.is_none()
-            && args.min_replicas.is_none()
-            && args.max_replicas.is_none()
-            && args.endpoints.is_none()
-        {
-            return Err(AppError::Usage(
-                "nothing to change: give at least one of --image, --min, --max or --endpoints"
-                    .into(),
-            ));
-        }
+        validate_app_name(&app).map_err(SettingsError::Invalid)?;
         if let Some(image) = &args.image {
             validate_image_reference(image)
-                .map_err(|why| AppError::Usage(format!("--image {image:?}: {why}")))?;
-        }
-        if args.container.is_some() && args.image.is_none() {
-            return Err(AppError::Usage(
-                "--container only selects the container for --image; add --image".into(),
-            ));
-        }
-        if let Some(min) = args.min_replicas
-            && min < 1
-        {
-            return Err(AppError::Usage(format!(
-                "--min {min}: the minimum replica count must be at least 1"
-            )));
-        }
-        if let Some(max) = args.max_replicas
-            && max < 1
-        {
-            return Err(AppError::Usage(format!(
-                "--max {max}: the maximum replica count must be at least 1"
-            )));
+                .map_err(|why| SettingsError::Invalid(format!("--image {image:?}: {why}")))?;
         }
         if let (Some(min), Some(max)) = (args.min_replicas, args.max_replicas)
             && min > max
         {
-            return Err(AppError::Usage(format!(
+            return Err(SettingsError::Invalid(format!(
                 "--min {min} is greater than --max {max}; the minimum must not exceed the maximum"
             )));
         }
-        if args.allow_empty_endpoints && args.endpoints.is_none() {
-            return Err(AppError::Usage(
-                "--allow-empty-endpoints only applies with --endpoints FILE".into(),
-            ));
-        }
-        if args.detailed_exitcode && !args.dry_run {
-            return Err(AppError::Usage(
-                "--detailed-exitcode only applies with --dry-run".into(),
-            ));
-        }
-        if args.wait && args.image.is_none() {
-            return Err(AppError::Usage(
-                "--wait follows the rollout of an image change; add --image".into(),
-            ));
-        }
         if let Some(ns) = &args.namespace {
-            validate_namespace(ns).map_err(AppError::Usage)?;
+            validate_namespace(ns).map_err(SettingsError::Invalid)?;
         }
 
         let endpoints = match &args.endpoints {
@@ -279,36 +268,21 @@ impl Settings {
                 } else {
                     path.display().to_string()
                 };
-                let text = files.read(path).map_err(|e| {
-                    AppError::Input(format!("cannot read endpoints file {source}: {e}"))
-                })?;
-                let file = endpoints_file::parse(&text, &source)
-                    .map_err(|e| AppError::Input(e.to_string()))?;
+                let text = files
+                    .read(path)
+                    .map_err(|e| SettingsError::EndpointsUnreadable {
+                        name: source.clone(),
+                        source: e,
+                    })?;
+                let file = endpoints_file::parse(&text, &source)?;
                 if file.endpoints.is_empty() && !args.allow_empty_endpoints {
-                    return Err(AppError::Input(format!(
-                        "{source}: the file lists no endpoints, which would remove every public \
-                         route of {app}; pass --allow-empty-endpoints if that is intended"
-                    )));
+                    return Err(SettingsError::NoEndpoints { name: source, app });
                 }
                 Some(EndpointsInput { source, file })
             }
         };
 
-        let kubeconfig = if let Some(path) = args.kubeconfig {
-            KubeconfigSource::Flag(path)
-        } else if let Some(list) = env.kubeconfig.as_ref().filter(|v| !v.is_empty()) {
-            let paths: Vec<PathBuf> = std::env::split_paths(list)
-                .filter(|p| !p.as_os_str().is_empty())
-                .collect();
-            if paths.is_empty() {
-                home_kubeconfig(env)
-            } else {
-                KubeconfigSource::Env(paths)
-            }
-        } else {
-            home_kubeconfig(env)
-        };
-
+        let kubeconfig = KubeconfigSource::resolve(args.kubeconfig, env);
         let request_timeout = args.request_timeout.filter(|d| !d.is_zero());
         Ok(Settings {
             app,
@@ -346,13 +320,6 @@ impl Settings {
     }
 }
 
-fn home_kubeconfig(env: &Environment) -> KubeconfigSource {
-    match &env.home {
-        Some(home) => KubeconfigSource::Home(home.join(".kube").join("config")),
-        None => KubeconfigSource::Nowhere,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -368,7 +335,7 @@ mod tests {
         }
     }
 
-    fn resolve(args: &[&str], env: &Environment) -> Result<Settings, AppError> {
+    fn resolve(args: &[&str], env: &Environment) -> Result<Settings, SettingsError> {
         let mut argv = vec!["kubectl-appupdate"];
         argv.extend_from_slice(args);
         let cli = Cli::try_parse_args(argv).unwrap();
@@ -382,19 +349,7 @@ mod tests {
     }
 
     #[test]
-    fn at_least_one_change_is_required() {
-        assert_eq!(
-            err(&["web"]),
-            "nothing to change: give at least one of --image, --min, --max or --endpoints"
-        );
-    }
-
-    #[test]
     fn bounds_are_checked_before_any_request() {
-        assert_eq!(
-            err(&["web", "--min", "0"]),
-            "--min 0: the minimum replica count must be at least 1"
-        );
         assert_eq!(
             err(&["web", "--min", "5", "--max", "3"]),
             "--min 5 is greater than --max 3; the minimum must not exceed the maximum"
@@ -463,13 +418,5 @@ mod tests {
         };
         assert!(!decide_color(ColorChoice::Auto, &dumb, true));
         assert!(!decide_color(ColorChoice::Never, &tty, true));
-    }
-
-    #[test]
-    fn detailed_exitcode_needs_dry_run() {
-        assert_eq!(
-            err(&["web", "--max", "3", "--detailed-exitcode"]),
-            "--detailed-exitcode only applies with --dry-run"
-        );
     }
 }

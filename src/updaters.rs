@@ -8,17 +8,15 @@
 
 use serde_json::{Value, json};
 
-use crate::plan::{
-    Action, Base, FieldChange, Kind, ObjectChange, PatchType, PlanError, Updater, Write,
-};
+use crate::plan::{Base, FieldChange, Kind, ObjectChange, PatchType, PlanError, Updater, Write};
 
-/// Requested changes to the application container (the seed's `ContainerUpdate`).
+/// Requested changes to the application container; `None` leaves a value as it is.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ContainerUpdate {
     pub image: Option<String>,
 }
 
-/// Requested changes to the autoscaler (the seed's `AutoscalerUpdate`).
+/// Requested changes to the autoscaler; `None` leaves a bound as it is.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct AutoscalerUpdate {
     pub min_replicas: Option<i32>,
@@ -60,9 +58,13 @@ fn missing(kind: Kind, name: &str, namespace: &str) -> PlanError {
 }
 
 impl DeploymentUpdater {
+    fn reference(&self) -> String {
+        format!("{}/{}", Kind::Deployment.kubectl_name(), self.name)
+    }
+
     /// Picks the container to update: `--container` if given, else the only one.
     fn container_index(&self, containers: &[Value]) -> Result<usize, PlanError> {
-        let reference = format!("{}/{}", Kind::Deployment.kubectl_name(), self.name);
+        let reference = self.reference();
         let names: Vec<&str> = containers
             .iter()
             .map(|c| c["name"].as_str().unwrap_or(""))
@@ -91,21 +93,8 @@ impl DeploymentUpdater {
 }
 
 impl Updater for DeploymentUpdater {
-    fn kind(&self) -> Kind {
-        Kind::Deployment
-    }
-
     fn name(&self) -> &str {
         &self.name
-    }
-
-    fn modifiers(&self) -> Vec<String> {
-        let mut m = Vec::new();
-        if self.update.image.is_some() {
-            let c = self.container.as_deref().unwrap_or("*");
-            m.push(format!("spec.template.spec.containers[name={c}].image"));
-        }
-        m
     }
 
     fn plan(&self, namespace: &str, live: Option<&Value>) -> Result<ObjectChange, PlanError> {
@@ -147,28 +136,25 @@ impl Updater for DeploymentUpdater {
             }
         }
 
-        let (action, write) = if fields.is_empty() {
-            (Action::Unchanged, None)
+        let write = if fields.is_empty() {
+            None
         } else {
             let body = json!({
                 "spec": { "template": { "spec": { "containers": [
                     { "name": cname, "image": after_image }
                 ] } } }
             });
-            (
-                Action::Update,
-                Some(Write::Patch {
-                    patch_type: PatchType::Strategic,
-                    body,
-                }),
-            )
+            Some(Write::Patch {
+                base: Base::required(live, &self.reference())?,
+                patch_type: PatchType::Strategic,
+                body,
+            })
         };
         Ok(ObjectChange {
             kind: Kind::Deployment,
             namespace: namespace.to_owned(),
             name: self.name.clone(),
-            action,
-            base: Some(Base::of(live)),
+            live: Base::of(live),
             fields,
             before: Some(view(current.as_ref())),
             after: Some(view(after_image.as_ref())),
@@ -178,29 +164,16 @@ impl Updater for DeploymentUpdater {
     }
 }
 
-/// `spec.minReplicas` defaults to 1 on the server; a missing value reads as 1.
+/// A bound as the live HPA holds it; `None` when the field is absent. (The server defaults
+/// `spec.minReplicas` to 1, so where bounds are compared an absent minimum counts as 1; the
+/// views show it as absent.)
 fn live_bound(live: &Value, field: &str) -> Option<i64> {
     live["spec"][field].as_i64()
 }
 
 impl Updater for AutoscalerUpdater {
-    fn kind(&self) -> Kind {
-        Kind::HorizontalPodAutoscaler
-    }
-
     fn name(&self) -> &str {
         &self.name
-    }
-
-    fn modifiers(&self) -> Vec<String> {
-        let mut m = Vec::new();
-        if self.update.min_replicas.is_some() {
-            m.push("spec.minReplicas".to_owned());
-        }
-        if self.update.max_replicas.is_some() {
-            m.push("spec.maxReplicas".to_owned());
-        }
-        m
     }
 
     fn plan(&self, namespace: &str, live: Option<&Value>) -> Result<ObjectChange, PlanError> {
@@ -273,23 +246,20 @@ impl Updater for AutoscalerUpdater {
                 .or(live_bound(live, "minReplicas")),
             max,
         );
-        let (action, write) = if fields.is_empty() {
-            (Action::Unchanged, None)
+        let write = if fields.is_empty() {
+            None
         } else {
-            (
-                Action::Update,
-                Some(Write::Patch {
-                    patch_type: PatchType::Merge,
-                    body: json!({ "spec": Value::Object(patch) }),
-                }),
-            )
+            Some(Write::Patch {
+                base: Base::required(live, &format!("{}/{}", kind.kubectl_name(), self.name))?,
+                patch_type: PatchType::Merge,
+                body: json!({ "spec": Value::Object(patch) }),
+            })
         };
         Ok(ObjectChange {
             kind,
             namespace: namespace.to_owned(),
             name: self.name.clone(),
-            action,
-            base: Some(Base::of(live)),
+            live: Base::of(live),
             fields,
             before: Some(before),
             after: Some(after),
@@ -483,6 +453,7 @@ fn validate_path_component(comp: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::Action;
     use pretty_assertions::assert_eq;
 
     fn deployment(containers: Value) -> Value {
@@ -518,7 +489,7 @@ mod tests {
         let c = image_updater("r/web:2", None)
             .plan("shop", Some(&live))
             .unwrap();
-        assert_eq!(c.action, Action::Update);
+        assert_eq!(c.action(), Action::Update);
         assert_eq!(
             c.fields,
             vec![FieldChange::new(
@@ -530,11 +501,30 @@ mod tests {
         assert_eq!(
             c.write,
             Some(Write::Patch {
+                base: Base::new("7", "u-1").unwrap(),
                 patch_type: PatchType::Strategic,
                 body: json!({"spec": {"template": {"spec": {"containers": [{"name": "web", "image": "r/web:2"}]}}}})
             })
         );
-        assert_eq!(c.base.unwrap().resource_version, "7");
+        assert_eq!(c.live.unwrap().resource_version(), "7");
+    }
+
+    #[test]
+    fn a_live_object_without_a_resource_version_is_never_written() {
+        let mut live = deployment(json!([{"name": "web", "image": "r/web:1"}]));
+        live["metadata"]["resourceVersion"] = json!("");
+        let err = image_updater("r/web:2", None)
+            .plan("shop", Some(&live))
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "deployment.apps/web came without metadata.resourceVersion or metadata.uid, so it cannot be written conditionally; it is left alone"
+        );
+        // Nothing to write, nothing to be conditional on: planning it is fine.
+        let c = image_updater("r/web:1", None)
+            .plan("shop", Some(&live))
+            .unwrap();
+        assert_eq!(c.action(), Action::Unchanged);
     }
 
     #[test]
@@ -543,7 +533,7 @@ mod tests {
         let c = image_updater("r/web:1", None)
             .plan("shop", Some(&live))
             .unwrap();
-        assert_eq!(c.action, Action::Unchanged);
+        assert_eq!(c.action(), Action::Unchanged);
         assert!(c.write.is_none() && c.fields.is_empty());
     }
 
@@ -587,11 +577,11 @@ mod tests {
         assert_eq!(
             c.write,
             Some(Write::Patch {
+                base: Base::new("8", "u-2").unwrap(),
                 patch_type: PatchType::Merge,
                 body: json!({"spec": {"maxReplicas": 8}})
             })
         );
-        assert_eq!(u.modifiers(), vec!["spec.maxReplicas"]);
     }
 
     #[test]

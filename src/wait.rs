@@ -20,7 +20,7 @@ use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use serde_json::Value;
 
-use crate::error::{Target, describe_kube_error};
+use crate::describe::{Target, describe_kube_error};
 
 /// Where a rollout stands, as `kubectl rollout status` sees it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -132,7 +132,7 @@ pub fn rollout_state(deployment: &Value) -> RolloutState {
         let message = c
             .get("message")
             .and_then(Value::as_str)
-            .map(crate::error::one_line)
+            .map(crate::describe::one_line)
             .unwrap_or_default();
         return RolloutState::DeadlineExceeded { message };
     }
@@ -482,7 +482,7 @@ fn observation_of_error(err: &watcher::Error, target: &WaitTarget) -> Observatio
             message: format!(
                 "the watch reported {} {}",
                 status.code,
-                crate::error::one_line(&status.message)
+                crate::describe::one_line(&status.message)
             ),
             fatal: false,
         },

@@ -9,7 +9,7 @@
 //! at a real write is wrapped in `Fault::Restrict { dry_run: false }` so the preflight passes.
 //!
 //! The client retries 429/503/504 by itself below the conflict handling (kube's retry layer with
-//! our bounds, `kube_context::transport::retry_layer`: 4 retries from 100 ms, doubling, capped
+//! our bounds, `transport::retry_layer`: 4 retries from 100 ms, doubling, capped
 //! at 2 s, or the server's `Retry-After`). So a 503 burst within that budget is absorbed
 //! (`a_503_burst_within_the_clients_retries…`), and a storm beyond it fails after 5 attempts
 //! with the server's answer — in seconds, not the minutes kube's default policy would take.
@@ -290,14 +290,14 @@ fn run_case_on(env: Env, step: Step, kind: Kind) -> Case {
         }
         Step::DryRun => {
             assert_eq!(code, 1, "{ctx}");
-            let l = out
+            let l = err
                 .lines()
                 .find(|l| l.starts_with("deployment.apps/web NOT updated: "))
                 .unwrap_or_else(|| panic!("report line: {ctx}"));
             assert!(l.to_lowercase().contains(&want), "wants {want:?}: {ctx}");
-            assert!(out.contains("Nothing was changed."), "{ctx}");
+            assert!(err.contains("Nothing was changed."), "{ctx}");
             assert!(
-                !out.contains("MAYBE"),
+                !err.contains("MAYBE"),
                 "a dry run never changes anything: {ctx}"
             );
             l.to_owned()
@@ -321,7 +321,7 @@ fn run_case_on(env: Env, step: Step, kind: Kind) -> Case {
             } else {
                 format!("{reference} NOT {past}: ")
             };
-            let l = out
+            let l = err
                 .lines()
                 .find(|l| l.starts_with(&prefix))
                 .unwrap_or_else(|| panic!("wants {prefix:?}: {ctx}"));
@@ -330,7 +330,7 @@ fn run_case_on(env: Env, step: Step, kind: Kind) -> Case {
             let applied =
                 |r: &str, p: &str| out.lines().any(|l| l.starts_with(&format!("{r} {p}")));
             let not_attempted =
-                |r: &str, p: &str| out.contains(&format!("{r} NOT {p}: not attempted"));
+                |r: &str, p: &str| err.contains(&format!("{r} NOT {p}: not attempted"));
             let dep = "deployment.apps/web";
             let (pub_, usr, adm) = (
                 format!("ingress.networking.k8s.io/{PUBLIC}"),
@@ -352,7 +352,7 @@ fn run_case_on(env: Env, step: Step, kind: Kind) -> Case {
                     assert!(applied(&pub_, "updated"), "{ctx}");
                 }
             }
-            assert!(out.contains("The application is partly updated:"), "{ctx}");
+            assert!(err.contains("The application is partly updated:"), "{ctx}");
             l.to_owned()
         }
     };

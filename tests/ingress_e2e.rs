@@ -342,18 +342,18 @@ fn a_competing_change_to_owned_paths_trips_the_guard() {
         &[],
     );
     assert_code(&o, 5);
-    let out = stdout(&o);
+    let err = stderr(&o);
     assert!(
-        out.contains(&format!("ingress.networking.k8s.io/{PUBLIC} NOT updated")),
-        "{out}"
+        err.contains(&format!("ingress.networking.k8s.io/{PUBLIC} NOT updated")),
+        "{err}"
     );
-    assert!(out.contains("Nothing was changed."), "{out}");
+    assert!(err.contains("Nothing was changed."), "{err}");
     // The competitor's version stands.
     assert_eq!(
         routes(&env)[1],
         r(PUBLIC, &["/web/healthz", "/web/unprotected"])
     );
-    assert!(out.contains("/web/healthz"), "the new diff is shown: {out}");
+    assert!(err.contains("/web/healthz"), "the new diff is shown: {err}");
 }
 
 #[test]

@@ -47,14 +47,14 @@ fn an_ingress_deleted_before_the_preflight_trips_the_guard_and_nothing_is_writte
     });
     let o = apply_endpoints(&env, ADD_CATALOG_AND_ADMIN);
     assert_code(&o, 5);
-    let out = stdout(&o);
+    let err = stderr(&o);
     assert!(
-        out.contains(&format!(
+        err.contains(&format!(
             "ingress.networking.k8s.io/{PUBLIC} NOT updated: it was deleted after the plan was shown; nothing was written"
         )),
-        "{out}"
+        "{err}"
     );
-    assert!(out.contains("Nothing was changed."), "{out}");
+    assert!(err.contains("Nothing was changed."), "{err}");
     assert!(env.writes().is_empty(), "{:?}", env.writes());
     assert!(
         env.sb.get(&ingress_path(PUBLIC)).is_none(),
@@ -72,21 +72,21 @@ fn an_ingress_deleted_after_the_preflight_trips_the_guard_and_is_not_recreated()
     });
     let o = apply_endpoints(&env, ADD_CATALOG_AND_ADMIN);
     assert_code(&o, 5);
-    let out = stdout(&o);
+    let (out, err) = (stdout(&o), stderr(&o));
     // The report lists exactly what was applied: the create (first round) landed.
     assert!(
         out.contains(&format!("ingress.networking.k8s.io/{ADMIN_USER} created")),
         "{out}"
     );
     assert!(
-        out.contains(&format!(
+        err.contains(&format!(
             "ingress.networking.k8s.io/{PUBLIC} NOT updated: it was deleted after the plan was shown"
         )),
-        "{out}"
+        "{err}"
     );
     assert!(
-        out.contains("The application is partly updated: 1 change was not applied"),
-        "{out}"
+        err.contains("The application is partly updated: 1 change was not applied"),
+        "{err}"
     );
     assert!(
         env.sb.get(&ingress_path(PUBLIC)).is_none(),
@@ -111,14 +111,14 @@ fn a_deleted_ingress_recreated_before_the_preflight_is_left_alone() {
     });
     let o = apply_endpoints(&env, DROP_USER);
     assert_code(&o, 5);
-    let out = stdout(&o);
+    let err = stderr(&o);
     assert!(
-        out.contains(&format!(
+        err.contains(&format!(
             "ingress.networking.k8s.io/{USER} NOT deleted: it was deleted and re-created after the plan was shown; the new object was left alone"
         )),
-        "{out}"
+        "{err}"
     );
-    assert!(out.contains("Nothing was changed."), "{out}");
+    assert!(err.contains("Nothing was changed."), "{err}");
     assert!(env.writes().is_empty());
     assert!(
         env.sb.get(&ingress_path(USER)).is_some(),
@@ -137,12 +137,12 @@ fn a_deleted_ingress_recreated_after_the_preflight_fails_the_uid_precondition_an
     });
     let o = apply_endpoints(&env, DROP_USER);
     assert_code(&o, 5);
-    let out = stdout(&o);
+    let err = stderr(&o);
     assert!(
-        out.contains(&format!(
+        err.contains(&format!(
             "ingress.networking.k8s.io/{USER} NOT deleted: it was deleted and re-created after the plan was shown; the new object was left alone"
         )),
-        "{out}"
+        "{err}"
     );
     let live = env.sb.get(&ingress_path(USER)).unwrap();
     assert_ne!(live["metadata"]["uid"], old_uid, "the re-created object");
@@ -237,14 +237,14 @@ fn a_create_that_meets_an_unmanaged_ingress_of_that_name_is_refused_and_left_alo
         });
         let o = apply_endpoints(&env, PUBLIC_ONLY);
         assert_code(&o, 1);
-        let out = stdout(&o);
+        let err = stderr(&o);
         assert!(
-            out.contains(&format!(
+            err.contains(&format!(
                 "ingress.networking.k8s.io/{PUBLIC} NOT created: ingress.networking.k8s.io/{PUBLIC} already exists and is not one of web's managed Ingresses"
             )),
-            "{trigger:?}: {out}"
+            "{trigger:?}: {err}"
         );
-        assert!(out.contains("Nothing was changed."), "{out}");
+        assert!(err.contains("Nothing was changed."), "{err}");
         let live = env.sb.get(&ingress_path(PUBLIC)).unwrap();
         assert_eq!(paths_of(&live), vec!["/web/old"], "left alone");
         assert_eq!(live["metadata"]["labels"], json!({"app": "web"}));

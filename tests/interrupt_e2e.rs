@@ -1,7 +1,7 @@
 //! SIGINT and SIGTERM at the prompt (in a real pty) and while a write is in flight.
 //!
-//! No timing is relied on: at the prompt the signal is sent once dialoguer has hidden the
-//! cursor and the terminal is raw (the same readiness the prompt tests use); during apply the
+//! No timing is relied on: at the prompt the signal is sent once the question is shown and the
+//! terminal is raw (the same readiness the prompt tests use, `common::pty`); during apply the
 //! real write is held by the sandbox (`Fault::Hold`, dry runs excluded) and the signal is sent
 //! once `held()` shows it in flight; the write is released only after the plugin has said it
 //! received the signal. Each object write is one request, so nothing can be half-written: the
@@ -12,33 +12,14 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::process::Command;
 
+use common::running::{DEPLOY_PATH, Running, kill, wait_until};
 use common::*;
 use sandbox_apiserver::Fault;
 
-const DEPLOY_PATH: &str = "/apis/apps/v1/namespaces/shop/deployments/web";
 const USER_INGRESS: &str =
     "/apis/networking.k8s.io/v1/namespaces/shop/ingresses/web-04f8996da763b7a9";
-
-fn kill(pid: u32, signal: &str) {
-    let st = Command::new("kill")
-        .args([format!("-{signal}"), pid.to_string()])
-        .status()
-        .unwrap();
-    assert!(st.success(), "kill -{signal} {pid}");
-}
-
-fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !cond() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
 
 // ---------------------------------------------------------------------------------------------
 // At the prompt, in a pty
@@ -82,14 +63,6 @@ fn normalize(modes: &str) -> String {
     modes.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-fn wait_for_prompt(p: &mut rexpect::session::PtySession) {
-    p.exp_string("Apply these changes to web in namespace shop (context sandbox)?")
-        .unwrap();
-    // dialoguer hides the cursor right before it reads keys; the terminal goes raw then.
-    p.exp_string("\u{1b}[?25l").unwrap();
-    std::thread::sleep(Duration::from_millis(300));
-}
-
 #[test]
 fn sigterm_at_the_prompt_restores_the_terminal_and_exits_143() {
     signal_at_the_prompt_checked("TERM", 143);
@@ -104,7 +77,10 @@ fn signal_at_the_prompt_checked(signal: &str, expected: i32) {
     let env = Env::new();
     let (mut p, shell, modes_before) =
         spawn_in_shell(&env, &["web", "--max", "9", "--color", "never"]);
-    wait_for_prompt(&mut p);
+    pty::wait_for_prompt(
+        &mut p,
+        "Apply these changes to web in namespace shop (context sandbox)?",
+    );
     let plugin = child_of(shell);
     kill(plugin, signal);
     let (before, exit) = p.exp_regex(r"EXIT=\d+").unwrap();
@@ -129,97 +105,9 @@ fn signal_at_the_prompt_checked(signal: &str, expected: i32) {
 // ---------------------------------------------------------------------------------------------
 // During apply
 
-struct Running {
-    child: Child,
-    lines: mpsc::Receiver<String>,
-    stderr: Vec<String>,
-}
-
-impl Running {
-    fn start(env: &Env, args: &[&str]) -> Running {
-        let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("kubectl-appupdate"));
-        scrub(&mut cmd);
-        cmd.arg("--kubeconfig")
-            .arg(&env.kubeconfig)
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = cmd.spawn().unwrap();
-        let err = child.stderr.take().unwrap();
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(err).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Running {
-            child,
-            lines: rx,
-            stderr: Vec::new(),
-        }
-    }
-
-    fn wait_for_stderr(&mut self, needle: &str) {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            if self.stderr.iter().any(|l| l.contains(needle)) {
-                return;
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(l) => self.stderr.push(l),
-                Err(_) => panic!("no {needle:?} on stderr: {:?}", self.stderr),
-            }
-        }
-    }
-
-    fn finish(mut self) -> (i32, String, String) {
-        let out = self.child.wait_with_output().unwrap();
-        self.stderr.extend(self.lines.iter());
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            self.stderr.join("\n"),
-        )
-    }
-}
-
-const DROP_USER: &str = "endpoints:\n  - path: /health\n  - path: /unprotected\n";
-
-/// An image change (first write round) and an Ingress delete (last round); the real
-/// Deployment write is held in flight.
-fn start_held_apply(env: &Env) -> Running {
-    let file = env.write_file("endpoints.yaml", DROP_USER);
-    env.sb.inject(Fault::Restrict {
-        dry_run: false,
-        fault: Box::new(Fault::Hold {
-            method: Some("PATCH".into()),
-            path_prefix: DEPLOY_PATH.into(),
-            count: 1,
-        }),
-    });
-    let run = Running::start(
-        env,
-        &[
-            "web",
-            "--image",
-            "registry.example.com/web:2.0",
-            "--endpoints",
-            file.to_str().unwrap(),
-            "--yes",
-        ],
-    );
-    wait_until("the Deployment write in flight", || env.sb.held() == 1);
-    run
-}
-
 fn signal_during_apply(signal: &str, expected: i32) {
     let env = Env::new();
-    let mut run = start_held_apply(&env);
+    let mut run = Running::with_the_deployment_write_held(&env);
     kill(run.child.id(), signal);
     run.wait_for_stderr("interrupt received: finishing the requests in flight");
     env.sb.release_held();
@@ -231,12 +119,12 @@ fn signal_during_apply(signal: &str, expected: i32) {
         "{out}"
     );
     assert!(
-        out.contains("ingress.networking.k8s.io/web-04f8996da763b7a9 NOT deleted: not attempted"),
-        "{out}"
+        err.contains("ingress.networking.k8s.io/web-04f8996da763b7a9 NOT deleted: not attempted"),
+        "{err}"
     );
     assert!(
-        out.contains("The application is partly updated: 1 change was not applied"),
-        "{out}"
+        err.contains("The application is partly updated: 1 change was not applied"),
+        "{err}"
     );
     assert_eq!(env.image(), "registry.example.com/web:2.0");
     assert!(
@@ -264,7 +152,7 @@ fn sigterm_during_apply_finishes_the_write_in_flight_starts_no_other_and_exits_1
 #[test]
 fn a_second_signal_during_apply_exits_at_once_and_says_the_write_may_have_landed() {
     let env = Env::new();
-    let mut run = start_held_apply(&env);
+    let mut run = Running::with_the_deployment_write_held(&env);
     kill(run.child.id(), "INT");
     run.wait_for_stderr("interrupt received");
     kill(run.child.id(), "TERM");

@@ -17,21 +17,7 @@ fn spawn(env: &Env, args: &[&str]) -> rexpect::session::PtySession {
     rexpect::session::spawn_command(cmd, Some(30_000)).expect("spawned in a pty")
 }
 
-/// Waits until the prompt is ready for keys: dialoguer hides the cursor right before it starts
-/// reading, and the terminal goes raw a moment later. Typing earlier would go through the
-/// line discipline (which turns Enter into a newline the prompt does not take for Enter).
-fn wait_for_prompt(p: &mut rexpect::session::PtySession) {
-    p.exp_string("Apply these changes to web in namespace shop (context sandbox)?")
-        .unwrap();
-    p.exp_string("\u{1b}[?25l").unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(300));
-}
-
-fn type_key(p: &mut rexpect::session::PtySession, key: &str) {
-    p.send(key).unwrap();
-    p.flush().unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(100));
-}
+const QUESTION: &str = "Apply these changes to web in namespace shop (context sandbox)?";
 
 fn exit_code(p: &mut rexpect::session::PtySession) -> i32 {
     match p.process().wait().expect("process ends") {
@@ -55,9 +41,8 @@ fn answering_y_applies_the_plan() {
     );
     p.exp_string("Plan: 0 to create, 1 to update, 0 to delete.")
         .unwrap();
-    wait_for_prompt(&mut p);
-    type_key(&mut p, "y");
-    type_key(&mut p, "\r");
+    pty::wait_for_prompt(&mut p, QUESTION);
+    pty::answer(&mut p, &["y", "\r"]);
     p.exp_string("deployment.apps/web updated").unwrap();
     p.exp_eof().unwrap();
     assert_eq!(exit_code(&mut p), 0);
@@ -68,9 +53,8 @@ fn answering_y_applies_the_plan() {
 fn answering_n_changes_nothing() {
     let env = Env::new();
     let mut p = spawn(&env, &["web", "--max", "9", "--color", "never"]);
-    wait_for_prompt(&mut p);
-    type_key(&mut p, "n");
-    type_key(&mut p, "\r");
+    pty::wait_for_prompt(&mut p, QUESTION);
+    pty::answer(&mut p, &["n", "\r"]);
     p.exp_string("not confirmed").unwrap();
     p.exp_eof().unwrap();
     assert_eq!(exit_code(&mut p), 4);
@@ -82,8 +66,8 @@ fn answering_n_changes_nothing() {
 fn enter_alone_means_no() {
     let env = Env::new();
     let mut p = spawn(&env, &["web", "--max", "9"]);
-    wait_for_prompt(&mut p);
-    type_key(&mut p, "\r");
+    pty::wait_for_prompt(&mut p, QUESTION);
+    pty::answer(&mut p, &["\r"]);
     p.exp_eof().unwrap();
     assert_eq!(exit_code(&mut p), 4);
     assert_eq!(env.bounds(), (2, 5));

@@ -168,9 +168,9 @@ fn conflicts_beyond_the_retry_bound_fail_cleanly_with_nothing_changed() {
     });
     let o = env.run(&["web", "--max", "9", "--yes", "--retries", "3"]);
     assert_code(&o, 1);
-    let out = stdout(&o);
-    assert!(out.contains("still conflicting after 3 attempts"), "{out}");
-    assert!(out.contains("Nothing was changed."), "{out}");
+    let err = stderr(&o);
+    assert!(err.contains("still conflicting after 3 attempts"), "{err}");
+    assert!(err.contains("Nothing was changed."), "{err}");
     assert_eq!(env.bounds(), (2, 5));
     assert!(env.writes().is_empty());
 }
@@ -188,9 +188,9 @@ fn a_competing_image_change_after_the_read_trips_the_guard() {
     });
     let o = env.run(&["web", "--image", "registry.example.com/web:2.0", "--yes"]);
     assert_code(&o, 5);
-    let out = stdout(&o);
-    assert!(out.contains("1.5-hotfix"), "the new diff is shown: {out}");
-    assert!(out.contains("NOT updated"), "{out}");
+    let err = stderr(&o);
+    assert!(err.contains("1.5-hotfix"), "the new diff is shown: {err}");
+    assert!(err.contains("NOT updated"), "{err}");
     // The competitor's image stays: nothing nobody saw was applied.
     assert_eq!(env.image(), "registry.example.com/web:1.5-hotfix");
 }
@@ -236,12 +236,12 @@ fn the_read_only_identity_is_forbidden_and_nothing_changes() {
         "sandbox-readonly",
     ]);
     assert_code(&o, 1);
-    let out = stdout(&o);
+    let err = stderr(&o);
     assert!(
-        out.contains("forbidden: you cannot patch deployment.apps/web"),
-        "{out}"
+        err.contains("forbidden: you cannot patch deployment.apps/web"),
+        "{err}"
     );
-    assert!(out.contains("Nothing was changed."), "{out}");
+    assert!(err.contains("Nothing was changed."), "{err}");
     assert_eq!(env.image(), "registry.example.com/web:1.0");
 }
 
@@ -337,9 +337,9 @@ fn kubeconfig_from_two_files_first_one_wins_and_sets_the_context() {
         .unwrap();
     assert_code(&o, 1);
     assert!(
-        stdout(&o).contains("forbidden"),
+        stderr(&o).contains("forbidden"),
         "readonly context was used: {}",
-        stdout(&o)
+        stderr(&o)
     );
     // --context overrides the merged current-context.
     let o = plugin()

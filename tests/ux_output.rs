@@ -259,16 +259,11 @@ fn json_to_a_file_while_the_prompt_stays_on_the_terminal() {
         .env("PLAN_FILE", &plan_file);
     scrub(&mut cmd).env("TERM", "xterm-256color");
     let mut p = rexpect::session::spawn_command(cmd, Some(30_000)).expect("spawned in a pty");
-    p.exp_string("Apply these changes to web in namespace shop (context sandbox)?")
-        .unwrap();
-    // dialoguer hides the cursor right before it reads keys; then the terminal goes raw.
-    p.exp_string("\u{1b}[?25l").unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    p.send("y").unwrap();
-    p.flush().unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(100));
-    p.send("\r").unwrap();
-    p.flush().unwrap();
+    pty::wait_for_prompt(
+        &mut p,
+        "Apply these changes to web in namespace shop (context sandbox)?",
+    );
+    pty::answer(&mut p, &["y", "\r"]);
     // The report is on the terminal (stderr) too.
     p.exp_string("horizontalpodautoscaler.autoscaling/web updated")
         .unwrap();

@@ -3,6 +3,9 @@
 #![allow(dead_code)]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+pub mod pty;
+pub mod running;
+
 use std::path::{Path, PathBuf};
 use std::process::Output;
 

@@ -2,7 +2,7 @@
 //! side, over TLS through a latency proxy in front of the sandbox API server.
 //!
 //! ```text
-//! cargo run --release -p appupdate-bench -- --out docs/performance.md
+//! cargo run --release -p appupdate-bench --features plot -- --out docs/performance.md
 //! ```
 //!
 //! builds the release plugin, runs the criterion CPU benchmark (`cargo bench --bench plan`),
@@ -10,7 +10,8 @@
 //! scenario alternates the plugin with kubectl (cold and warm discovery cache), resetting the
 //! application between runs. It checks that every run ends in the same state, accounts for the
 //! requests from the sandbox's log, measures peak RSS, start-up time and binary size, and writes
-//! the report and its plot. Not part of the test suite.
+//! the report and its plot. Not part of the test suite. The plot needs the `plot` feature (its
+//! PNG encoder and font rasteriser are not built for the tests).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -152,7 +153,7 @@ impl Floor {
         let mut phases: Vec<u8> = plan
             .changes()
             .filter(|c| c.is_change())
-            .filter_map(|c| c.action.phase(c.kind))
+            .filter_map(|c| c.action().phase(c.kind))
             .collect();
         phases.sort_unstable();
         phases.dedup();
@@ -276,6 +277,9 @@ fn cargo() -> String {
 }
 
 fn run(args: Args) -> Result<(), String> {
+    if !cfg!(feature = "plot") {
+        return Err("this build cannot draw the plot that goes with the report; run it as `cargo run --release -p appupdate-bench --features plot -- …`".into());
+    }
     let t_start = Instant::now();
     let scenarios: Vec<Scenario> = args
         .scenarios

@@ -4,6 +4,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use appupdate_bench::scenario::Scenario;
+#[cfg(feature = "plot")]
 use plotters::prelude::*;
 
 use crate::{Cell, Contender, Extras, Floor, Machine};
@@ -117,7 +118,7 @@ pub fn markdown(
     let _ = writeln!(s, "## Reproduce\n");
     let _ = writeln!(
         s,
-        "```sh\ncargo run --release -p appupdate-bench -- --out docs/performance.md\n```\n\n\
+        "```sh\ncargo run --release -p appupdate-bench --features plot -- --out docs/performance.md\n```\n\n\
          One command: it builds the release plugin, runs the criterion benchmark \
          (`cargo bench -p kubectl-appupdate --bench plan`), runs every scenario at RTT {} ms, \
          measures peak RSS, start-up and size, and writes this file and `{}`. Options: \
@@ -337,7 +338,14 @@ pub fn markdown(
     s
 }
 
+/// Without the `plot` feature there is no chart (`run` refuses before measuring anything).
+#[cfg(not(feature = "plot"))]
+pub fn plot(_path: &Path, _cells: &[Cell]) -> Result<(), Box<dyn std::error::Error>> {
+    Err("built without the plot feature".into())
+}
+
 /// Wall time versus RTT, one panel per scenario, one line per contender.
+#[cfg(feature = "plot")]
 pub fn plot(path: &Path, cells: &[Cell]) -> Result<(), Box<dyn std::error::Error>> {
     register_font()?;
     let scenarios: Vec<Scenario> = Scenario::ALL
@@ -406,6 +414,7 @@ pub fn plot(path: &Path, cells: &[Cell]) -> Result<(), Box<dyn std::error::Error
     Ok(())
 }
 
+#[cfg(feature = "plot")]
 fn short(s: Scenario) -> &'static str {
     match s {
         Scenario::S => "image only",
@@ -416,6 +425,7 @@ fn short(s: Scenario) -> &'static str {
 
 /// plotters' ab_glyph backend draws text with a font we hand it: DejaVu Sans or Liberation
 /// Sans, wherever the system keeps them.
+#[cfg(feature = "plot")]
 fn register_font() -> Result<(), Box<dyn std::error::Error>> {
     const CANDIDATES: [&str; 5] = [
         "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",

@@ -247,7 +247,7 @@ impl Scenario {
                 if c.kind != Kind::Ingress {
                     continue;
                 }
-                match c.action {
+                match c.action() {
                     Action::Delete => deletes.push(c.name.clone()),
                     Action::Create | Action::Update | Action::Unchanged => {
                         // The focused view is exactly what the tool owns plus class, rules and

@@ -1,0 +1,232 @@
+//! Which stream each line goes to: the one place that decides ([`stream`]).
+//!
+//! kubectl's split. stdout carries the data — the plan, and the report lines about what was
+//! done; stderr carries everything else — what was not done, the closing line of a run that
+//! did not go as planned, warnings, progress, the prompt and the reason a run exits non-zero.
+//! With `-o json|yaml`, stdout carries exactly one document, so the report lines about what
+//! was done go to stderr too.
+//!
+//! | line | `-o diff` | `-o json\|yaml` |
+//! | --- | --- | --- |
+//! | the plan ([`Kind::Plan`]) | stdout | stdout |
+//! | `… updated`, `… already as planned` ([`Kind::Done`]) | stdout | stderr |
+//! | `… NOT …`, `… MAYBE …`, a tripped guard's new diff, `Nothing was changed.`, `The application is partly updated…` ([`Kind::NotDone`]) | stderr | stderr |
+//! | signal notices, rollout progress, `-v` request lines ([`Kind::Notice`]) | stderr | stderr |
+//! | `error: …` ([`Kind::Error`]) | stderr | stderr |
+//!
+//! The prompt (dialoguer) and the progress bar (indicatif) draw on stderr themselves; clap
+//! prints `--help` and `--version` on stdout and its errors on stderr, as every CLI does.
+
+use std::io::{self, Write};
+
+use crate::cli::{CliError, OutputFormat};
+use crate::diff_render::{self, RenderOptions};
+use crate::error::{AppError, Stage};
+use crate::exit::Ending;
+use crate::output;
+use crate::plan::Plan;
+use crate::report::{self, Fate, Outcome, Report};
+
+/// What a line is: this alone (with the output format) decides its stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// The plan: the diff, or the one `-o json|yaml` document.
+    Plan,
+    /// A report line about something done, or already as planned.
+    Done,
+    /// A report line about something not done or that may not have been, the new diff behind
+    /// a tripped guard, and the closing line of a run that did not go as planned.
+    NotDone,
+    /// What happens while the run goes on: a signal received, rollout progress, `-v` request
+    /// lines.
+    Notice,
+    /// The reason a run exits with an error.
+    Error,
+}
+
+impl From<Fate> for Kind {
+    fn from(fate: Fate) -> Kind {
+        match fate {
+            Fate::Done => Kind::Done,
+            Fate::NotDone => Kind::NotDone,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stream {
+    Stdout,
+    Stderr,
+}
+
+/// The stream of every line of output.
+pub fn stream(kind: Kind, output: OutputFormat) -> Stream {
+    match (kind, output) {
+        (Kind::Plan, _) | (Kind::Done, OutputFormat::Diff) => Stream::Stdout,
+        (Kind::Done, OutputFormat::Json | OutputFormat::Yaml)
+        | (Kind::NotDone | Kind::Notice | Kind::Error, _) => Stream::Stderr,
+    }
+}
+
+/// Writes a notice on its stream (which does not depend on the output format).
+pub fn notice(text: &str) {
+    let mut err = io::stderr().lock();
+    // Nothing to do about a notice that cannot be written.
+    let _ = writeln!(err, "{text}");
+}
+
+/// stdout and stderr for one run: where each kind of line goes, and whether it is coloured
+/// (each stream has its own colour decision).
+#[derive(Clone, Copy, Debug)]
+pub struct Streams {
+    output: OutputFormat,
+    color_stdout: bool,
+    color_stderr: bool,
+}
+
+impl Streams {
+    pub fn new(output: OutputFormat, color_stdout: bool, color_stderr: bool) -> Streams {
+        Streams {
+            output,
+            color_stdout,
+            color_stderr,
+        }
+    }
+
+    /// Whether lines of `kind` are coloured.
+    pub fn color(&self, kind: Kind) -> bool {
+        match stream(kind, self.output) {
+            Stream::Stdout => self.color_stdout,
+            Stream::Stderr => self.color_stderr,
+        }
+    }
+
+    /// Writes whole lines of `kind` (`text` ends with a newline) and flushes them, so that
+    /// lines on the two streams appear in the order they were written.
+    pub fn write(&self, kind: Kind, text: &[u8]) -> io::Result<()> {
+        match stream(kind, self.output) {
+            Stream::Stdout => write_all(&mut io::stdout().lock(), text),
+            Stream::Stderr => write_all(&mut io::stderr().lock(), text),
+        }
+    }
+
+    /// A writer for lines of `kind`, for code that writes as it goes (rollout progress).
+    pub fn writer(&self, kind: Kind) -> Box<dyn Write + Send> {
+        match stream(kind, self.output) {
+            Stream::Stdout => Box::new(io::stdout()),
+            Stream::Stderr => Box::new(io::stderr()),
+        }
+    }
+
+    /// The plan, as a diff or as the one `-o json|yaml` document.
+    pub fn plan(&self, plan: &Plan) -> io::Result<()> {
+        let mut text = Vec::new();
+        match self.output {
+            OutputFormat::Diff => {
+                let opts = RenderOptions {
+                    color: self.color(Kind::Plan),
+                    ..RenderOptions::default()
+                };
+                diff_render::render_plan(&mut text, plan, &opts)?;
+            }
+            OutputFormat::Json => output::write_json(&mut text, plan)?,
+            OutputFormat::Yaml => output::write_yaml(&mut text, plan)?,
+        }
+        self.write(Kind::Plan, &text)
+    }
+
+    /// What happened to each object: first, for each object the guard stopped, what would
+    /// change now; then one line per object and the closing line.
+    pub fn report(&self, report: &Report) -> io::Result<()> {
+        for (_, outcome) in &report.entries {
+            if let Outcome::Tripped {
+                fresh: Some(fresh), ..
+            } = outcome
+            {
+                let mut text = b"The live object changed after the plan was shown. This is what would change now (not applied):\n".to_vec();
+                let opts = RenderOptions {
+                    color: self.color(Kind::NotDone),
+                    ..RenderOptions::default()
+                };
+                diff_render::render_change(&mut text, fresh, &opts)?;
+                self.write(Kind::NotDone, &text)?;
+            }
+        }
+        for line in report::lines(report) {
+            let kind = Kind::from(line.fate);
+            let text = line.render(self.color(kind)) + "\n";
+            self.write(kind, text.as_bytes())?;
+        }
+        Ok(())
+    }
+
+    /// What the user is told about how the run ended, if anything: the reason it failed.
+    pub fn ending(&self, ending: &Ending) {
+        if let Ending::Failed(err) = ending {
+            // Nothing can be said about an error that cannot be written.
+            let _ = self.error(err);
+        }
+    }
+
+    fn error(&self, err: &AppError) -> io::Result<()> {
+        match err {
+            // clap prints help and version on stdout, its errors (with usage) on stderr.
+            AppError::Cli(CliError::Clap(e)) => e.print(),
+            // The reader may be gone (`… | head`): nothing to say, and nowhere to say it.
+            e if e.is_broken_pipe() => Ok(()),
+            // A signal ends a line the prompt or a progress line may have left open.
+            AppError::Interrupted {
+                stage: Stage::Planning | Stage::Writing,
+                ..
+            } => self.write(Kind::Error, format!("\n{err}\n").as_bytes()),
+            _ => {
+                let prefix = if self.color(Kind::Error) {
+                    console::style("error:")
+                        .red()
+                        .bold()
+                        .force_styling(true)
+                        .to_string()
+                } else {
+                    "error:".to_owned()
+                };
+                self.write(Kind::Error, format!("{prefix} {err}\n").as_bytes())
+            }
+        }
+    }
+}
+
+fn write_all(out: &mut impl Write, text: &[u8]) -> io::Result<()> {
+    out.write_all(text)?;
+    out.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stdout_carries_the_plan_and_what_was_done_and_stderr_the_rest() {
+        use Kind::*;
+        for (kind, diff, structured) in [
+            (Plan, Stream::Stdout, Stream::Stdout),
+            (Done, Stream::Stdout, Stream::Stderr),
+            (NotDone, Stream::Stderr, Stream::Stderr),
+            (Notice, Stream::Stderr, Stream::Stderr),
+            (Error, Stream::Stderr, Stream::Stderr),
+        ] {
+            assert_eq!(stream(kind, OutputFormat::Diff), diff, "{kind:?}");
+            assert_eq!(stream(kind, OutputFormat::Json), structured, "{kind:?}");
+            assert_eq!(stream(kind, OutputFormat::Yaml), structured, "{kind:?}");
+        }
+    }
+
+    #[test]
+    fn each_line_takes_the_colour_of_its_stream() {
+        let s = Streams::new(OutputFormat::Diff, true, false);
+        assert!(s.color(Kind::Done));
+        assert!(!s.color(Kind::NotDone));
+        let s = Streams::new(OutputFormat::Json, true, false);
+        assert!(!s.color(Kind::Done));
+        assert!(s.color(Kind::Plan));
+    }
+}

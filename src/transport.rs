@@ -1,0 +1,496 @@
+//! The HTTP transport under kube's middleware: one connection for the whole run.
+//!
+//! `kube::Client::try_from(Config)` offers only HTTP/1.1 over rustls (ALPN `http/1.1`), so every
+//! concurrent request needs a connection — a TCP and a TLS handshake — of its own: the read
+//! round opened 4, a dry-run round of 62 changes opened 58 more. Here the same middleware as
+//! kube's (base URI, kube's retry of 429/503/504 with our bounds, authentication,
+//! impersonation headers, kube's tracing spans) sits on a hyper client that offers `h2` by
+//! ALPN and, when the server takes it, sends every request of the run as a stream of one
+//! HTTP/2 connection: concurrent requests wait for that one connection instead of opening
+//! their own. A server that does not negotiate `h2` gets plain HTTP/1.1 keep-alive, as before
+//! (one wasted handshake on the first request, nothing sent on it). Plain `http://` servers get
+//! HTTP/1.1 keep-alive. Through a proxy (see [`crate::proxy_connector`]) the same holds, over
+//! one tunnel.
+//!
+//! When this module can go: once kube's own client negotiates HTTP/2 — kube-rs/kube#1923
+//! ("Try to enable HTTP/2 support in the client", open; a first attempt is kube-rs/kube#1823)
+//! — `kube::Client::try_from(config)` gives the same behaviour, and this module with the
+//! direct dependencies on hyper, hyper-util, hyper-rustls, hyper-timeout, tower-http and
+//! tracing can be replaced by it plus the retry bounds of [`retry_layer`]. Until then,
+//! `tests/transport_e2e.rs` (one connection for a whole run) and `tests/transport_http1_e2e.rs`
+//! (the fallback) hold any replacement to the same behaviour.
+//!
+//! Name resolution goes through [`crate::proxy_connector::Resolver`], whose failures carry their
+//! own type, so that the error messages can tell a name that does not resolve from other
+//! connection failures without reading error text.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use http::{HeaderMap, Request, Response, Uri};
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use hyper_util::client::legacy::Client as HyperClient;
+use hyper_util::client::legacy::connect::{Connection, HttpConnector};
+use hyper_util::rt::TokioExecutor;
+use kube::client::{Body, ConfigExt};
+use tokio::sync::watch;
+use tower::{BoxError, ServiceBuilder};
+use tower_http::classify::ServerErrorsFailureClass;
+use tower_http::trace::TraceLayer;
+use tracing::Span;
+
+type BoxFuture<T> = Pin<Box<dyn Future<Output = Result<T, BoxError>> + Send>>;
+
+/// The server did not negotiate `h2`: nothing was sent on the connection.
+#[derive(Debug)]
+struct NoH2;
+
+impl std::fmt::Display for NoH2 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the server did not negotiate HTTP/2")
+    }
+}
+
+impl std::error::Error for NoH2 {}
+
+/// What the server's TLS handshake (ALPN) chose, once a connection has been set up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Protocol {
+    Unknown,
+    H2,
+    H1,
+}
+
+/// A connector that only yields connections on which ALPN chose `h2`, and tells the
+/// transport which protocol the server chose as soon as the handshake is done.
+#[derive(Clone)]
+struct RequireH2<C> {
+    inner: C,
+    protocol: Arc<watch::Sender<Protocol>>,
+}
+
+impl<C> tower::Service<Uri> for RequireH2<C>
+where
+    C: tower::Service<Uri, Error = BoxError>,
+    C::Response: Connection + Send + 'static,
+    C::Future: Send + 'static,
+{
+    type Response = C::Response;
+    type Error = BoxError;
+    type Future = BoxFuture<C::Response>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, dst: Uri) -> Self::Future {
+        let connecting = self.inner.call(dst);
+        let protocol = self.protocol.clone();
+        Box::pin(async move {
+            let io = connecting.await?;
+            if io.connected().is_negotiated_h2() {
+                protocol.send_replace(Protocol::H2);
+                Ok(io)
+            } else {
+                protocol.send_replace(Protocol::H1);
+                Err(Box::new(NoH2) as BoxError)
+            }
+        })
+    }
+}
+
+fn is_no_h2(e: &hyper_util::client::legacy::Error) -> bool {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = cur {
+        if err.is::<NoH2>() {
+            return true;
+        }
+        cur = err.source();
+    }
+    false
+}
+
+type Connector = hyper_timeout::TimeoutConnector<
+    hyper_rustls::HttpsConnector<crate::proxy_connector::ProxyConnector>,
+>;
+
+/// HTTP/2 on one connection, else HTTP/1.1 keep-alive for the rest of the run.
+///
+/// Until the protocol is known, the first request sets up the connection and the others
+/// wait only for its TLS handshake (not for its answer): then they follow it onto the one
+/// HTTP/2 connection, or go to HTTP/1.1. Sent straight to the HTTP/2 client, they would wait
+/// in its pool and, if the server turns out to speak only HTTP/1.1, fail with "request was
+/// canceled" instead of falling back (tests/transport_http1_e2e.rs); serialised until the
+/// first answer, the concurrent read round would cost one more round trip.
+#[derive(Clone)]
+struct H2OrH1 {
+    h2: HyperClient<RequireH2<Connector>, Body>,
+    h1: HyperClient<Connector, Body>,
+    protocol: Arc<watch::Sender<Protocol>>,
+    /// A request is setting up the first connection.
+    probing: Arc<AtomicBool>,
+}
+
+impl H2OrH1 {
+    async fn send(
+        &self,
+        parts: http::request::Parts,
+        bytes: hyper::body::Bytes,
+    ) -> Result<Response<Incoming>, BoxError> {
+        if *self.protocol.borrow() == Protocol::H1 {
+            return Ok(self
+                .h1
+                .request(Request::from_parts(parts, Body::from(bytes)))
+                .await?);
+        }
+        let first = Request::from_parts(parts.clone(), Body::from(bytes.clone()));
+        match self.h2.request(first).await {
+            // Nothing was sent on that connection: resend over HTTP/1.1.
+            Err(e) if is_no_h2(&e) => Ok(self
+                .h1
+                .request(Request::from_parts(parts, Body::from(bytes)))
+                .await?),
+            other => Ok(other?),
+        }
+    }
+}
+
+impl tower::Service<Request<Body>> for H2OrH1 {
+    type Response = Response<Incoming>;
+    type Error = BoxError;
+    type Future = BoxFuture<Self::Response>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request<Body>) -> Self::Future {
+        let this = self.clone();
+        Box::pin(async move {
+            // Request bodies are small, complete JSON documents; keep one to resend it over
+            // HTTP/1.1 should the server not speak HTTP/2 (then nothing was sent).
+            let (parts, body) = req.into_parts();
+            let bytes = body.collect().await?.to_bytes();
+            let mut known = this.protocol.subscribe();
+            if *known.borrow_and_update() != Protocol::Unknown {
+                return this.send(parts, bytes).await;
+            }
+            if this.probing.swap(true, Ordering::SeqCst) {
+                // Another request is setting up the connection: wait for its handshake (or
+                // its failure, then try for ourselves).
+                let _ = known.changed().await;
+                return this.send(parts, bytes).await;
+            }
+            let _probe = Probe(&this);
+            this.send(parts, bytes).await
+        })
+    }
+}
+
+/// Held by the request that sets up the first connection; when it is done (or dropped, say
+/// by --request-timeout) without a handshake having told the protocol, the waiting requests
+/// are woken to try for themselves.
+struct Probe<'a>(&'a H2OrH1);
+
+impl Drop for Probe<'_> {
+    fn drop(&mut self) {
+        self.0.probing.store(false, Ordering::SeqCst);
+        if *self.0.protocol.borrow() == Protocol::Unknown {
+            self.0.protocol.send_replace(Protocol::Unknown);
+        }
+    }
+}
+
+fn connector(
+    config: &kube::Config,
+    h2: bool,
+    proxy: Option<&crate::proxy::Proxy>,
+) -> Result<Connector, kube::Error> {
+    let mut http = HttpConnector::new_with_resolver(crate::proxy_connector::Resolver::default());
+    http.enforce_http(false);
+    // HTTP/2 writes frames (settings, headers, data, window updates) as they come; without
+    // TCP_NODELAY, Nagle's algorithm holds a small write back until the previous one is
+    // acknowledged, a round trip at a time. kubectl (Go) sets it too.
+    http.set_nodelay(true);
+    let http =
+        crate::proxy_connector::ProxyConnector::new(http, proxy, || config.rustls_client_config())?;
+    let tls = config.rustls_client_config()?;
+    let builder = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(tls)
+        .https_or_http();
+    let builder = match &config.tls_server_name {
+        Some(name) => builder.with_server_name_resolver(
+            hyper_rustls::FixedServerNameResolver::new(name.clone().try_into().map_err(|e| {
+                kube::Error::RustlsTls(kube::client::RustlsTlsError::InvalidServerName(e))
+            })?),
+        ),
+        None => builder,
+    };
+    let builder = builder.enable_http1();
+    let https = if h2 {
+        builder.enable_http2().wrap_connector(http)
+    } else {
+        builder.wrap_connector(http)
+    };
+    let mut c = hyper_timeout::TimeoutConnector::new(https);
+    c.set_connect_timeout(config.connect_timeout);
+    c.set_read_timeout(config.read_timeout);
+    c.set_write_timeout(config.write_timeout);
+    c.set_reset_reader_on_write(config.reset_reader_on_write);
+    Ok(c)
+}
+
+/// Retries of 429/503/504 below our own conflict handling: 4 retries from 100 ms, doubling,
+/// capped at 2 s (about 1.5 s in all), or the server's `Retry-After`. kube's
+/// `RetryPolicy::server_retry()` makes 15 attempts with delays growing toward 1 000 s —
+/// minutes of silence for a command-line tool. Retrying a write is safe: every write carries
+/// preconditions, so a repeat of one that did land meets a conflict and is re-checked.
+fn retry_layer() -> Option<tower::retry::RetryLayer<kube::client::retry::RetryPolicy>> {
+    kube::client::retry::RetryPolicy::new(
+        std::time::Duration::from_millis(100),
+        std::time::Duration::from_secs(2),
+        4,
+        true,
+    )
+    .ok()
+    .map(tower::retry::RetryLayer::new)
+}
+
+/// kube's middleware (see `kube::client::ClientBuilder::try_from`): base URI, retries,
+/// authentication (tokens, exec plugins), impersonation and extra headers, and tracing, over
+/// `transport`.
+fn stack<S>(config: kube::Config, transport: S) -> Result<kube::Client, kube::Error>
+where
+    S: tower::Service<Request<Body>, Response = Response<Incoming>> + Clone + Send + Sync + 'static,
+    S::Error: Into<BoxError> + std::fmt::Display,
+    S::Future: Send + 'static,
+{
+    let retry = if config.default_retry {
+        retry_layer()
+    } else {
+        None
+    };
+    let service = ServiceBuilder::new()
+        .layer(config.base_uri_layer())
+        .option_layer(retry)
+        .option_layer(config.auth_layer()?)
+        .layer(config.extra_headers_layer()?)
+        // kube's tracing of each request (as `kube::client::ClientBuilder::try_from` sets it
+        // up): a `debug` span `HTTP` with the method, URL and status, and an `error` event for
+        // a failure. It costs nothing unless a tracing subscriber is installed (the plugin
+        // installs none).
+        .layer(
+            TraceLayer::new_for_http()
+                .make_span_with(|req: &Request<Body>| {
+                    tracing::debug_span!(
+                        "HTTP",
+                        http.method = %req.method(),
+                        http.url = %req.uri(),
+                        http.status_code = tracing::field::Empty,
+                        otel.name = req.extensions().get::<&'static str>().unwrap_or(&"HTTP"),
+                        otel.kind = "client",
+                        otel.status_code = tracing::field::Empty,
+                    )
+                })
+                .on_request(|_req: &Request<Body>, _span: &Span| tracing::debug!("requesting"))
+                .on_response(
+                    |res: &Response<Incoming>, _latency: Duration, span: &Span| {
+                        let status = res.status();
+                        span.record("http.status_code", status.as_u16());
+                        if status.is_client_error() || status.is_server_error() {
+                            span.record("otel.status_code", "ERROR");
+                        }
+                    },
+                )
+                .on_body_chunk(())
+                .on_eos(|_: Option<&HeaderMap>, _duration: Duration, _span: &Span| {
+                    tracing::debug!("stream closed")
+                })
+                .on_failure(
+                    |failure: ServerErrorsFailureClass, _latency: Duration, span: &Span| {
+                        span.record("otel.status_code", "ERROR");
+                        match failure {
+                            ServerErrorsFailureClass::StatusCode(status) => {
+                                span.record("http.status_code", status.as_u16());
+                                tracing::error!("failed with status {}", status)
+                            }
+                            ServerErrorsFailureClass::Error(err) => {
+                                tracing::error!("failed with error {}", err)
+                            }
+                        }
+                    },
+                ),
+        )
+        .map_err(Into::<BoxError>::into)
+        .service(transport);
+    Ok(kube::Client::new(service, config.default_namespace))
+}
+
+/// The client: [`H2OrH1`] for `https://` servers, HTTP/1.1 keep-alive for `http://` ones;
+/// either through `proxy`.
+pub fn client(
+    mut config: kube::Config,
+    proxy: Option<&crate::proxy::Proxy>,
+) -> Result<kube::Client, kube::Error> {
+    if config.cluster_url.scheme_str() != Some("https") {
+        let h1 =
+            HyperClient::builder(TokioExecutor::new()).build(connector(&config, false, proxy)?);
+        // Requests forwarded by an HTTP proxy carry its credentials.
+        if let Some(auth) = proxy
+            .filter(|p| matches!(p.url.scheme.as_str(), "http" | "https"))
+            .and_then(|p| crate::proxy_connector::basic_authorization(&p.url))
+        {
+            config
+                .headers
+                .push((http::header::PROXY_AUTHORIZATION, auth));
+        }
+        return stack(config, h1);
+    }
+    let transport = H2OrH1::new(&config, proxy)?;
+    stack(config, transport)
+}
+
+impl H2OrH1 {
+    fn new(
+        config: &kube::Config,
+        proxy: Option<&crate::proxy::Proxy>,
+    ) -> Result<H2OrH1, kube::Error> {
+        let protocol = Arc::new(watch::channel(Protocol::Unknown).0);
+        Ok(H2OrH1 {
+            h2: HyperClient::builder(TokioExecutor::new())
+                .http2_only(true)
+                .build(RequireH2 {
+                    inner: connector(config, true, proxy)?,
+                    protocol: protocol.clone(),
+                }),
+            h1: HyperClient::builder(TokioExecutor::new()).build(connector(config, false, proxy)?),
+            protocol,
+            probing: Arc::new(AtomicBool::new(false)),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+
+    use kube::config::{KubeConfigOptions, Kubeconfig};
+    use sandbox_apiserver::{Sandbox, SandboxOptions};
+
+    use super::*;
+
+    async fn client_for(sb: &Sandbox) -> kube::Client {
+        let kubeconfig = Kubeconfig::from_yaml(&sb.kubeconfig_yaml("shop")).unwrap();
+        let config =
+            kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+                .await
+                .unwrap();
+        client(config, None).unwrap()
+    }
+
+    fn version() -> Request<Vec<u8>> {
+        Request::get("/version").body(Vec::new()).unwrap()
+    }
+
+    /// `n` requests at once, as the read and dry-run rounds send them.
+    async fn round(client: &kube::Client, n: usize) {
+        let requests = (0..n).map(|_| client.request_text(version()));
+        for answer in futures::future::join_all(requests).await {
+            answer.unwrap();
+        }
+    }
+
+    #[tokio::test]
+    async fn concurrent_requests_travel_as_streams_of_one_http2_connection() {
+        let sb = Sandbox::start(SandboxOptions::default()).unwrap();
+        let client = client_for(&sb).await;
+        round(&client, 8).await;
+        round(&client, 8).await;
+        let log = sb.requests();
+        assert_eq!(log.len(), 16);
+        assert!(log.iter().all(|r| r.http_version == "HTTP/2.0"), "{log:?}");
+        assert_eq!(sb.counters().connections, 1);
+    }
+
+    #[tokio::test]
+    async fn against_a_server_without_http2_every_concurrent_request_falls_back_to_http1() {
+        let sb = Sandbox::start(SandboxOptions {
+            http1_only: true,
+            ..Default::default()
+        })
+        .unwrap();
+        let client = client_for(&sb).await;
+        round(&client, 8).await;
+        round(&client, 8).await;
+        let log = sb.requests();
+        assert_eq!(log.len(), 16);
+        assert!(log.iter().all(|r| r.http_version == "HTTP/1.1"), "{log:?}");
+    }
+
+    /// The requests that wait for the first connection's handshake must not wait forever when
+    /// the request setting it up is abandoned first (e.g. by `--request-timeout`).
+    #[tokio::test]
+    async fn when_the_first_request_is_abandoned_before_the_handshake_the_waiting_ones_connect() {
+        // A server that accepts connections and never answers the TLS handshake.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let counter = accepted.clone();
+        let server = tokio::spawn(async move {
+            let mut open = Vec::new();
+            while let Ok((socket, _)) = listener.accept().await {
+                counter.fetch_add(1, Ordering::SeqCst);
+                open.push(socket);
+            }
+        });
+        let until = |what: &'static str, done: Box<dyn Fn() -> bool + Send>| async move {
+            let polling = async {
+                while !done() {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+            };
+            tokio::time::timeout(Duration::from_secs(10), polling)
+                .await
+                .unwrap_or_else(|_| panic!("timed out waiting until {what}"));
+        };
+        let url = format!("https://127.0.0.1:{port}/version");
+        let transport = H2OrH1::new(&kube::Config::new(url.parse().unwrap()), None).unwrap();
+        let get = || {
+            let mut transport = transport.clone();
+            let request = Request::get(url.as_str())
+                .body(Body::from(Vec::new()))
+                .unwrap();
+            tokio::spawn(async move { tower::Service::call(&mut transport, request).await })
+        };
+
+        let first = get();
+        let n = accepted.clone();
+        until(
+            "the first request connects",
+            Box::new(move || n.load(Ordering::SeqCst) == 1),
+        )
+        .await;
+        let second = get();
+        // Each request watches the protocol; the second waits for the first one's handshake.
+        let watching = transport.protocol.clone();
+        until(
+            "the second request waits",
+            Box::new(move || watching.receiver_count() == 2),
+        )
+        .await;
+        first.abort();
+        let n = accepted.clone();
+        until(
+            "the second request connects by itself",
+            Box::new(move || n.load(Ordering::SeqCst) == 2),
+        )
+        .await;
+        second.abort();
+        server.abort();
+    }
+}

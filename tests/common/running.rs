@@ -1,0 +1,125 @@
+//! The plugin as a running process the test acts on: signals, and waiting for what it says
+//! on stderr or for a request the sandbox holds in flight.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use sandbox_apiserver::Fault;
+
+use super::{Env, scrub};
+
+/// The Deployment `web` in namespace `shop`.
+pub const DEPLOY_PATH: &str = "/apis/apps/v1/namespaces/shop/deployments/web";
+/// Keeps the public group and drops the user group: a delete in the last write round.
+pub const DROP_USER: &str = "endpoints:\n  - path: /health\n  - path: /unprotected\n";
+
+/// Sends `signal` (`INT`, `TERM`…) to the process `pid`.
+pub fn kill(pid: u32, signal: &str) {
+    let st = Command::new("kill")
+        .args([format!("-{signal}"), pid.to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(st.success(), "kill -{signal} {pid}");
+}
+
+/// Polls `done` until it holds (a minute at most).
+pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The plugin, running, with its stderr read line by line as it comes.
+pub struct Running {
+    pub child: Child,
+    lines: mpsc::Receiver<String>,
+    stderr: Vec<String>,
+}
+
+impl Running {
+    /// `kubectl-appupdate --kubeconfig <env's> ARGS`, without stdin.
+    pub fn start(env: &Env, args: &[&str]) -> Running {
+        let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("kubectl-appupdate"));
+        scrub(&mut cmd);
+        cmd.arg("--kubeconfig")
+            .arg(&env.kubeconfig)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("the plugin starts");
+        let err = child.stderr.take().expect("stderr is piped");
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(err).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Running {
+            child,
+            lines,
+            stderr: Vec::new(),
+        }
+    }
+
+    /// An image change (first write round) and an Ingress delete (last round), started once
+    /// the real Deployment write is held in flight by the sandbox (dry runs pass).
+    pub fn with_the_deployment_write_held(env: &Env) -> Running {
+        let file = env.write_file("endpoints.yaml", DROP_USER);
+        env.sb.inject(Fault::Restrict {
+            dry_run: false,
+            fault: Box::new(Fault::Hold {
+                method: Some("PATCH".into()),
+                path_prefix: DEPLOY_PATH.into(),
+                count: 1,
+            }),
+        });
+        let file = file.to_str().expect("a UTF-8 path").to_owned();
+        let run = Running::start(
+            env,
+            &[
+                "web",
+                "--image",
+                "registry.example.com/web:2.0",
+                "--endpoints",
+                &file,
+                "--yes",
+            ],
+        );
+        wait_until("the Deployment write in flight", || env.sb.held() == 1);
+        run
+    }
+
+    pub fn signal(&self, signal: &str) {
+        kill(self.child.id(), signal);
+    }
+
+    /// Waits until a line of stderr contains `needle`.
+    pub fn wait_for_stderr(&mut self, needle: &str) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !self.stderr.iter().any(|l| l.contains(needle)) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => self.stderr.push(line),
+                Err(_) => panic!("no {needle:?} on stderr: {:?}", self.stderr),
+            }
+        }
+    }
+
+    /// Waits for the end: the exit code, stdout and stderr.
+    pub fn finish(mut self) -> (i32, String, String) {
+        let out = self.child.wait_with_output().expect("the plugin ends");
+        self.stderr.extend(self.lines.iter());
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            self.stderr.join("\n"),
+        )
+    }
+}
