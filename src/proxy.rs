@@ -561,10 +561,10 @@ fn parse_cidr(s: &str, lenient: bool) -> Option<(IpAddr, u8)> {
                 if o.is_empty() || o.len() > 3 || !o.bytes().all(|b| b.is_ascii_digit()) {
                     None
                 } else {
-                    o.parse().ok()
+                    o.parse::<u8>().ok()
                 }
             })
-            .collect::<Option<_>>()?;
+            .collect::<Option<Vec<u8>>>()?;
         let [a, b, c, d] = <[u8; 4]>::try_from(octets).ok()?;
         IpAddr::V4(Ipv4Addr::new(a, b, c, d))
     } else {
