@@ -15,14 +15,16 @@
 //! | ESC (U+1B) | `\e` |
 //! | line feed, carriage return, tab | `\n`, `\r`, `\t` |
 //! | any other C0 control (U+00–U+1F) and DEL (U+7F) | `\x07`, `\x00`, `\x7f` (two lowercase hex digits) |
-//! | C1 controls (U+80–U+9F), format characters (general category Cf: bidi embeddings, overrides and isolates U+202A–U+202E and U+2066–U+2069, the marks U+200E/U+200F/U+061C, zero-width space, joiners U+200B–U+200D, word joiner, BOM, soft hyphen, tag characters…), the line and paragraph separators (U+2028, U+2029), and the other default-ignorable code points (variation selectors, the Hangul fillers, the combining grapheme joiner…) | `\u{9b}`, `\u{202e}`, `\u{200b}` (Rust's notation: lowercase hex, no leading zeros) |
+//! | C1 controls (U+80–U+9F), format characters (general category Cf: bidi embeddings, overrides and isolates U+202A–U+202E and U+2066–U+2069, the marks U+200E/U+200F/U+061C, zero-width space, joiners U+200B–U+200D, word joiner, BOM, soft hyphen, tag characters…), the spaces other than U+20 (no-break space U+A0, en quad, ideographic space…: they look like a space and are not one), the line and paragraph separators (U+2028, U+2029), and the other default-ignorable code points (variation selectors, the Hangul fillers, the combining grapheme joiner…) | `\u{9b}`, `\u{202e}`, `\u{a0}` (Rust's notation: lowercase hex, no leading zeros) |
 //!
 //! Everything else, including every visible non-ASCII character, is written as it is. A
 //! backslash is written as it is too: server messages often quote values with Go's escapes
 //! (`"a\"b"`, `\x1b`), which read best unchanged, and escaping stays idempotent
 //! (`escape(escape(s)) == escape(s)`), so a value escaped twice on its way out does not show
 //! doubled backslashes. The price: a value that itself contains the text `\e` reads like one
-//! that contains ESC. Where the exact bytes matter, `-o json` and `-o yaml` carry them.
+//! that contains ESC. Where the exact bytes matter, `-o json` and `-o yaml` carry them. In the
+//! quoted form (`{:?}` of [`Untrusted`], for names in messages: `namespace "shop"`) `"` and `\`
+//! are escaped too, as in any quoted string, so a quoted name reads back exactly.
 //!
 //! Colour is applied to text that is already escaped, so with colour on the only escape
 //! sequences on stdout and stderr are the SGR codes this program emits (and indicatif's cursor
@@ -76,7 +78,9 @@ const IGNORABLE_NOT_FORMAT: &[(char, char)] = &[
 ];
 
 /// Whether `c` is shown as an escape: a control character (C0, DEL, C1), a format character
-/// (Cf), a line or paragraph separator, or another default-ignorable code point.
+/// (Cf), a space other than the ASCII one (Zs: no-break, en, em, ideographic… spaces, which
+/// look like a space but are not), a line or paragraph separator, or another default-ignorable
+/// code point.
 pub fn is_escaped(c: char) -> bool {
     if c.is_ascii() {
         return c.is_ascii_control();
@@ -85,6 +89,7 @@ pub fn is_escaped(c: char) -> bool {
         get_general_category(c),
         GeneralCategory::Control
             | GeneralCategory::Format
+            | GeneralCategory::SpaceSeparator
             | GeneralCategory::LineSeparator
             | GeneralCategory::ParagraphSeparator
     ) || IGNORABLE_NOT_FORMAT
@@ -176,10 +181,10 @@ fn escape_where(s: &str, keep_newlines: bool, keep_sgr: bool) -> Cow<'_, str> {
 }
 
 /// Text that did not come from this program's own string literals. `Display` writes it
-/// through [`escape`]; `Debug` writes it quoted, `"…"`, with `"` also escaped as `\"` (the
-/// form `{:?}` gives a `str`, in this module's notation). Put every such value in one when it
-/// goes into a message: `format!("{} in namespace {:?}", Untrusted(&reference),
-/// Untrusted(&namespace))`.
+/// through [`escape`]; `Debug` writes it as a quoted string, `"…"`, with the same escapes and
+/// `"` and `\` also escaped as `\"` and `\\` (the form `{:?}` gives a `str`, in this
+/// module's notation), which reads back exactly. Put every such value in one when it goes into
+/// a message: `format!("{} in namespace {:?}", Untrusted(&reference), Untrusted(&namespace))`.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Untrusted<S>(pub S);
 
@@ -191,17 +196,17 @@ impl<S: AsRef<str>> fmt::Display for Untrusted<S> {
 
 impl<S: AsRef<str>> fmt::Debug for Untrusted<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_char('"')?;
-        for part in escape(self.0.as_ref()).split_inclusive('"') {
-            match part.strip_suffix('"') {
-                Some(before) => {
-                    f.write_str(before)?;
-                    f.write_str("\\\"")?;
-                }
-                None => f.write_str(part)?,
+        let mut out = String::from("\"");
+        for c in self.0.as_ref().chars() {
+            match c {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                c if is_escaped(c) => push_escaped(&mut out, c),
+                c => out.push(c),
             }
         }
-        f.write_char('"')
+        out.push('"');
+        f.write_str(&out)
     }
 }
 
@@ -268,7 +273,15 @@ mod tests {
 
     #[test]
     fn visible_text_is_left_alone_and_borrowed() {
-        for s in ["", "web", "日本語 🚀 é", "C:\\dir", "a\u{a0}b", "\u{fffd}", "\u{e000}"] {
+        for s in [
+            "",
+            "web",
+            "日本語 🚀 é",
+            "C:\\dir",
+            "a b",
+            "\u{fffd}",
+            "\u{e000}",
+        ] {
             assert!(matches!(escape(s), Cow::Borrowed(_)), "{s:?}");
         }
     }
@@ -276,16 +289,44 @@ mod tests {
     #[test]
     fn every_character_that_can_hide_or_reorder_text_is_escaped() {
         let hidden = [
-            '\u{ad}', '\u{34f}', '\u{61c}', '\u{115f}', '\u{180e}', '\u{200b}', '\u{200c}',
-            '\u{200d}', '\u{200e}', '\u{200f}', '\u{2028}', '\u{2029}', '\u{202a}', '\u{202b}',
-            '\u{202c}', '\u{202d}', '\u{202e}', '\u{2060}', '\u{2066}', '\u{2067}', '\u{2068}',
-            '\u{2069}', '\u{3164}', '\u{fe0f}', '\u{feff}', '\u{fff9}', '\u{e0001}', '\u{e0041}',
-            '\u{e0100}', '\u{85}',
+            '\u{ad}',
+            '\u{34f}',
+            '\u{61c}',
+            '\u{115f}',
+            '\u{180e}',
+            '\u{200b}',
+            '\u{200c}',
+            '\u{200d}',
+            '\u{200e}',
+            '\u{200f}',
+            '\u{2028}',
+            '\u{2029}',
+            '\u{202a}',
+            '\u{202b}',
+            '\u{202c}',
+            '\u{202d}',
+            '\u{202e}',
+            '\u{2060}',
+            '\u{2066}',
+            '\u{2067}',
+            '\u{2068}',
+            '\u{2069}',
+            '\u{3164}',
+            '\u{fe0f}',
+            '\u{feff}',
+            '\u{fff9}',
+            '\u{e0001}',
+            '\u{e0041}',
+            '\u{e0100}',
+            '\u{85}',
+            '\u{a0}',
+            '\u{2000}',
+            '\u{3000}',
         ];
         for c in hidden {
             assert!(is_escaped(c), "{c:?}");
         }
-        for c in ['a', ' ', '\u{a0}', 'é', '\u{301}', '🚀', '\u{fffd}', '\u{e000}'] {
+        for c in ['a', ' ', 'é', '\u{301}', '🚀', '\u{fffd}', '\u{e000}'] {
             assert!(!is_escaped(c), "{c:?}");
         }
     }
@@ -307,7 +348,10 @@ mod tests {
 
     #[test]
     fn the_quoted_form_escapes_quotes_too() {
-        assert_eq!(format!("{:?}", Untrusted("a\"b\u{1b}")), "\"a\\\"b\\e\"");
+        assert_eq!(
+            format!("{:?}", Untrusted("a\"b\\c\u{1b}")),
+            "\"a\\\"b\\\\c\\e\""
+        );
         assert_eq!(format!("{}", Untrusted(String::from("x\u{7}"))), "x\\x07");
     }
 
