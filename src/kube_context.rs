@@ -348,8 +348,12 @@ fn select(
     })
 }
 
-/// Resolves the kubeconfig and builds a client. Makes no request.
-pub async fn connect(sel: &ClusterSelection) -> Result<Connection, KubeconfigError> {
+/// Resolves the kubeconfig and builds a client whose answers' warnings go to `on_warning`.
+/// Makes no request.
+pub async fn connect(
+    sel: &ClusterSelection,
+    on_warning: fn(&str),
+) -> Result<Connection, KubeconfigError> {
     let (mut kubeconfig, files) = load_kubeconfig(&sel.kubeconfig)?;
     let files = list(&files);
     let Selected {
@@ -406,12 +410,14 @@ pub async fn connect(sel: &ClusterSelection) -> Result<Connection, KubeconfigErr
         },
         proxy::SelectError::Cgi(_) => KubeconfigError::Proxy(source),
     })?;
-    let client = crate::transport::client(config, proxy.as_ref()).map_err(|source| {
-        KubeconfigError::Client {
-            context: context.clone(),
-            source,
-        }
-    })?;
+    let warnings = crate::transport::Warnings::new(on_warning);
+    let client =
+        crate::transport::client(config, proxy.as_ref(), Some(warnings)).map_err(|source| {
+            KubeconfigError::Client {
+                context: context.clone(),
+                source,
+            }
+        })?;
     Ok(Connection {
         client,
         namespace,

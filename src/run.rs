@@ -77,7 +77,7 @@ pub async fn run(settings: &Settings, streams: &Streams) -> Ending {
 
 /// Connects, reads, plans, shows the plan and asks for confirmation. Writes nothing.
 async fn plan(settings: &Settings, streams: &Streams) -> Result<Next, AppError> {
-    let conn = kube_context::connect(&settings.cluster).await?;
+    let conn = kube_context::connect(&settings.cluster, streams::warning).await?;
     // -v: the proxy and every request, as notices.
     let log = (settings.verbose > 0).then_some(streams::notice as fn(&str));
     if let (Some(log), Some(proxy)) = (log, &conn.proxy) {

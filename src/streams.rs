@@ -11,7 +11,7 @@
 //! | the plan ([`Kind::Plan`]) | stdout | stdout |
 //! | `… updated`, `… already as planned` ([`Kind::Done`]) | stdout | stderr |
 //! | `… NOT …`, `… MAYBE …`, a tripped guard's new diff, `Nothing was changed.`, `The application is partly updated…` ([`Kind::NotDone`]) | stderr | stderr |
-//! | signal notices, rollout progress, `-v` request lines ([`Kind::Notice`]) | stderr | stderr |
+//! | signal notices, the server's warnings (`Warning: …`), rollout progress, `-v` request lines ([`Kind::Notice`]) | stderr | stderr |
 //! | `error: …` ([`Kind::Error`]) | stderr | stderr |
 //!
 //! The prompt (dialoguer) and the progress bar (indicatif) draw on stderr themselves; clap's
@@ -95,6 +95,12 @@ pub fn notice(line: &str) {
     let mut err = io::stderr().lock();
     // Nothing to do about a notice that cannot be written.
     let _ = writeln!(err, "{}", guarded(line, false));
+}
+
+/// Writes a warning the server sent with an answer (a deprecation, an admission webhook's
+/// warning) as kubectl does: `Warning: <text>` on stderr, the text escaped.
+pub fn warning(text: &str) {
+    notice(&format!("Warning: {}", Untrusted(text)));
 }
 
 /// stdout and stderr for one run: where each kind of line goes, and whether it is coloured
