@@ -94,6 +94,17 @@ pub enum KubeconfigError {
         files: String,
         users: String,
     },
+    /// The context's namespace (no `-n`) is not a namespace name: requests to it could not
+    /// even be built.
+    #[error(
+        "kubeconfig {files}, context {:?}: the namespace {:?} is not a valid namespace name (lowercase letters, digits and '-', at most 63); fix the context or pass -n",
+        Untrusted(.context), Untrusted(.namespace)
+    )]
+    InvalidNamespace {
+        files: String,
+        context: String,
+        namespace: String,
+    },
     #[error("kubeconfig {files}, context {:?}: {}", Untrusted(.context), describe_kubeconfig_error(.source))]
     Config {
         files: String,
@@ -341,6 +352,13 @@ fn select(
         .or(context.namespace.clone())
         .filter(|n| !n.is_empty())
         .unwrap_or_else(|| "default".to_owned());
+    if !crate::names::is_dns1123_label(&namespace) {
+        return Err(KubeconfigError::InvalidNamespace {
+            files,
+            context: context_name,
+            namespace,
+        });
+    }
     Ok(Selected {
         context: context_name,
         cluster,
