@@ -47,8 +47,8 @@ pub enum Kind {
     /// A report line about something not done or that may not have been, the new diff behind
     /// a tripped guard, and the closing line of a run that did not go as planned.
     NotDone,
-    /// What happens while the run goes on: a signal received, rollout progress, `-v` request
-    /// lines.
+    /// What happens while the run goes on: a signal received, the server's warnings, rollout
+    /// progress, `-v` request lines.
     Notice,
     /// The reason a run exits with an error.
     Error,

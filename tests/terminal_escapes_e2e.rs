@@ -757,14 +757,18 @@ fn hostile_files_names_and_flag_values_are_quoted_escaped_in_errors() {
             assert_clean(&err, colored, &format!("{what}: stderr"));
             assert_shows(&err, &needle, &what);
         }
-        // The context list names every context, escaped.
-        let (_, _, err) = w.run(&["web", "--max", "9", "--context", "nope", "--color", color]);
-        assert_clean(&err, colored, "context list");
-        assert_shows(
-            &err,
-            &format!("(contexts: {})", shown("ctx")),
-            "context list",
-        );
+        // The lists of contexts, clusters and users name each one, escaped.
+        for (flag, list, name) in [
+            ("--context", "contexts", "ctx"),
+            ("--cluster", "clusters", "cluster"),
+            ("--user", "users", "user"),
+        ] {
+            let (exit, out, err) = w.run(&["web", "--max", "9", flag, "nope", "--color", color]);
+            assert_eq!(exit, 3, "{flag}: {}", text::escape_lines(&err));
+            assert_clean(&out, colored, flag);
+            assert_clean(&err, colored, flag);
+            assert_shows(&err, &format!("({list}: {})", shown(name)), flag);
+        }
     }
 }
 
