@@ -337,15 +337,8 @@ fn world() -> World {
 
 impl World {
     fn run(&self, args: &[&str]) -> (i32, String, String) {
-        self.run_with(args, &[])
-    }
-
-    fn run_with(&self, args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
         let mut c = self.env.cmd();
         c.args(args);
-        for (k, v) in env {
-            c.env(k, v);
-        }
         let o = c.output().unwrap();
         (code(&o), stdout(&o), stderr(&o))
     }
@@ -664,14 +657,13 @@ fn hostile_files_names_and_flag_values_are_quoted_escaped_in_errors() {
         let bad_name = dir.join(hostile("e"));
         std::fs::write(&bad_name, "endpoints: [\n").unwrap();
         let missing = dir.join(hostile("missing"));
-        let cases: Vec<(Vec<String>, Vec<(&str, String)>, i32, String)> = vec![
+        let cases: Vec<(Vec<String>, i32, String)> = vec![
             (
                 vec![
                     "web".into(),
                     "--endpoints".into(),
                     bad_path.to_str().unwrap().into(),
                 ],
-                vec![],
                 3,
                 format!("bad-path.yaml:2: path \"{}\"", shown("/a")),
             ),
@@ -681,7 +673,6 @@ fn hostile_files_names_and_flag_values_are_quoted_escaped_in_errors() {
                     "--endpoints".into(),
                     bad_name.to_str().unwrap().into(),
                 ],
-                vec![],
                 3,
                 shown("e"),
             ),
@@ -691,13 +682,11 @@ fn hostile_files_names_and_flag_values_are_quoted_escaped_in_errors() {
                     "--endpoints".into(),
                     missing.to_str().unwrap().into(),
                 ],
-                vec![],
                 3,
                 shown("missing"),
             ),
             (
                 vec!["web".into(), "--image".into(), hostile("nginx:")],
-                vec![],
                 3,
                 format!("--image \"{}\"", shown("nginx:")),
             ),
@@ -709,7 +698,6 @@ fn hostile_files_names_and_flag_values_are_quoted_escaped_in_errors() {
                     "-n".into(),
                     hostile("x"),
                 ],
-                vec![],
                 3,
                 format!("-n/--namespace \"{}\"", shown("x")),
             ),
@@ -721,7 +709,6 @@ fn hostile_files_names_and_flag_values_are_quoted_escaped_in_errors() {
                     "--context".into(),
                     hostile("nope"),
                 ],
-                vec![],
                 3,
                 format!("context \"{}\" does not exist", shown("nope")),
             ),
@@ -733,7 +720,6 @@ fn hostile_files_names_and_flag_values_are_quoted_escaped_in_errors() {
                     "--request-timeout".into(),
                     hostile("9"),
                 ],
-                vec![],
                 3,
                 shown("9"),
             ),
@@ -741,17 +727,15 @@ fn hostile_files_names_and_flag_values_are_quoted_escaped_in_errors() {
             // (its plain rendering strips them); what is left is escaped.
             (
                 vec!["web".into(), hostile("--unknown")],
-                vec![],
                 3,
                 "'--unknown\\u{9b}31m\\u{202e}\\u{2066}\\u{200b}'".into(),
             ),
         ];
-        for (args, env, code, needle) in cases {
+        for (args, code, needle) in cases {
             let what = format!("{} --color {color}", text::escape(&args.join(" ")));
             let mut full: Vec<&str> = args.iter().map(String::as_str).collect();
             full.extend(["--color", color]);
-            let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-            let (exit, out, err) = w.run_with(&full, &env);
+            let (exit, out, err) = w.run(&full);
             assert_eq!(exit, code, "{what}: {}", text::escape_lines(&err));
             assert_clean(&out, colored, &format!("{what}: stdout"));
             assert_clean(&err, colored, &format!("{what}: stderr"));
