@@ -578,6 +578,46 @@ fn a_tripped_guard_shows_the_new_hostile_value_escaped() {
 // ---- --wait ----
 
 #[test]
+fn a_refused_watch_during_wait_is_quoted_escaped_when_the_time_runs_out() {
+    let denial_shown =
+        format!("admission webhook \"deny.example.com\" denied the request: {SHOWN}");
+    for (color, colored) in COLORS {
+        let w = world();
+        // Every list of the Deployment (the watch's first request) is refused: the wait
+        // retries until --timeout and then says what it last met.
+        w.front.refuse(Refusal {
+            method: "GET",
+            path: "/apis/apps/v1/namespaces/shop/deployments".into(),
+            dry_run: None,
+            code: 500,
+            status: webhook_denial(500, "InternalError"),
+            count: 1000,
+        });
+        let (code, out, err) = w.run(&[
+            "web",
+            "--image",
+            NEW_IMAGE,
+            "--yes",
+            "--wait",
+            "--timeout",
+            "2s",
+            "--color",
+            color,
+        ]);
+        assert_eq!(code, 7, "{}", text::escape_lines(&err));
+        assert_clean(&out, colored, "stdout");
+        assert_clean(&err, colored, "stderr");
+        assert_shows(
+            &err,
+            "error: timed out after 2s waiting for the rollout",
+            color,
+        );
+        assert_shows(&err, "no status seen yet (cannot list ", color);
+        assert_shows(&err, &denial_shown, color);
+    }
+}
+
+#[test]
 fn a_hostile_condition_message_during_wait_comes_out_escaped() {
     for (color, colored) in COLORS {
         let w = world();
