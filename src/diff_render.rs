@@ -591,6 +591,17 @@ endpoints:
 
     /// The plan the real planners make for these flags against [`live`].
     fn plan_for(image: Option<&str>, min: Option<i32>, max: Option<i32>, endpoints: bool) -> Plan {
+        plan_against(&live(), image, min, max, endpoints)
+    }
+
+    /// The plan the real planners make for these flags against `live`.
+    fn plan_against(
+        live: &LiveState,
+        image: Option<&str>,
+        min: Option<i32>,
+        max: Option<i32>,
+        endpoints: bool,
+    ) -> Plan {
         let file = endpoints_file::parse(ENDPOINTS, "endpoints.yaml").unwrap();
         let container_update = ContainerUpdate {
             image: image.map(str::to_owned),
@@ -608,7 +619,7 @@ endpoints:
             autoscaler_update: &autoscaler_update,
             endpoints: endpoints.then_some(&file),
         };
-        build_plan(&req, &live()).unwrap()
+        build_plan(&req, live).unwrap()
     }
 
     fn image_plan() -> Plan {
@@ -972,20 +983,7 @@ endpoints:
         let hostile = "nginx:1.25\u{1b}]0;pwned\u{7}\u{1b}[2J\u{202e}";
         let mut live = live();
         live.deployment = Some(live_deployment(hostile));
-        let container_update = ContainerUpdate {
-            image: Some(NEW_IMAGE.to_owned()),
-        };
-        let autoscaler_update = AutoscalerUpdate::default();
-        let req = UpdateRequest {
-            app: "web",
-            namespace: "shop",
-            context: "sandbox",
-            container: None,
-            container_update: &container_update,
-            autoscaler_update: &autoscaler_update,
-            endpoints: None,
-        };
-        let plan = build_plan(&req, &live).unwrap();
+        let plan = plan_against(&live, Some(NEW_IMAGE), None, None, false);
         for color in [false, true] {
             let out = render(&plan, color);
             let plain = console::strip_ansi_codes(&out);

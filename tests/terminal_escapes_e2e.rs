@@ -294,21 +294,7 @@ fn world_with(opts: SandboxOptions) -> World {
         "contexts": [{"name": context, "context": {"cluster": hostile("cluster"), "user": hostile("user"), "namespace": NS}}],
         "current-context": context,
     });
-    // JSON is YAML; every non-ASCII character as a JSON escape (a YAML reader refuses a raw C1
-    // control).
-    let ascii: String = serde_json::to_string_pretty(&config)
-        .unwrap()
-        .chars()
-        .map(|c| match c {
-            c if c.is_ascii() => c.to_string(),
-            c => c
-                .encode_utf16(&mut [0; 2])
-                .iter()
-                .map(|u| format!("\\u{u:04x}"))
-                .collect(),
-        })
-        .collect();
-    std::fs::write(&kubeconfig, ascii).unwrap();
+    std::fs::write(&kubeconfig, ascii_json(&config)).unwrap();
     let endpoints = dir.path().join("endpoints.yaml");
     std::fs::write(
         &endpoints,
@@ -329,6 +315,23 @@ fn world_with(opts: SandboxOptions) -> World {
         snippet,
         endpoints,
     }
+}
+
+/// `value` as JSON (which is YAML) with every non-ASCII character as a JSON escape: a YAML
+/// reader refuses a raw C1 control.
+fn ascii_json(value: &Value) -> String {
+    serde_json::to_string_pretty(value)
+        .unwrap()
+        .chars()
+        .map(|c| match c {
+            c if c.is_ascii() => c.to_string(),
+            c => c
+                .encode_utf16(&mut [0; 2])
+                .iter()
+                .map(|u| format!("\\u{u:04x}"))
+                .collect(),
+        })
+        .collect()
 }
 
 fn world() -> World {
@@ -800,18 +803,7 @@ fn hostile_files_names_and_flag_values_are_quoted_escaped_in_errors() {
 fn a_hostile_namespace_in_the_kubeconfig_is_escaped() {
     let w = world();
     let text = std::fs::read_to_string(&w.env.kubeconfig).unwrap();
-    let namespace: String = serde_json::to_string(&hostile("shop"))
-        .unwrap()
-        .chars()
-        .map(|c| match c {
-            c if c.is_ascii() => c.to_string(),
-            c => c
-                .encode_utf16(&mut [0; 2])
-                .iter()
-                .map(|u| format!("\\u{u:04x}"))
-                .collect(),
-        })
-        .collect();
+    let namespace = ascii_json(&json!(hostile("shop")));
     let path = w.env.dir.path().join("hostile-namespace");
     std::fs::write(&path, text.replace("\"shop\"", &namespace)).unwrap();
     for (color, colored) in COLORS {
