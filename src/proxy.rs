@@ -23,6 +23,7 @@
 //!
 //! Nothing here reads the environment: [`ProxyEnv`] is filled by `settings::Environment`.
 
+use crate::text::Untrusted;
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -239,7 +240,8 @@ pub fn select(
                 "it has no scheme; use http://, https:// or socks5://".into(),
             )),
             other => Err(SelectError::InvalidProxyUrl(format!(
-                "unsupported scheme {other:?}, must be http, https, or socks5"
+                "unsupported scheme {other:?}, must be http, https, or socks5",
+                other = Untrusted(other)
             ))),
         };
     }
@@ -378,7 +380,10 @@ fn parse_host(hostport: &str) -> Result<(String, Option<String>), String> {
         }
     };
     if !valid_optional_port(colon_port) {
-        return Err(format!("invalid port {colon_port:?} after host"));
+        return Err(format!(
+            "invalid port {colon_port:?} after host",
+            colon_port = Untrusted(colon_port)
+        ));
     }
     if host
         .chars()
