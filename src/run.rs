@@ -19,6 +19,7 @@ use crate::report::{Interruption, Report};
 use crate::settings::Settings;
 use crate::signals::Signals;
 use crate::streams::{self, Streams};
+use crate::text::Untrusted;
 use crate::wait::{self, WaitTarget};
 
 /// What follows the plan being shown.
@@ -76,11 +77,11 @@ pub async fn run(settings: &Settings, streams: &Streams) -> Ending {
 
 /// Connects, reads, plans, shows the plan and asks for confirmation. Writes nothing.
 async fn plan(settings: &Settings, streams: &Streams) -> Result<Next, AppError> {
-    let conn = kube_context::connect(&settings.cluster).await?;
+    let conn = kube_context::connect(&settings.cluster, streams::warning).await?;
     // -v: the proxy and every request, as notices.
     let log = (settings.verbose > 0).then_some(streams::notice as fn(&str));
     if let (Some(log), Some(proxy)) = (log, &conn.proxy) {
-        log(&format!("  via proxy {proxy}"));
+        log(&format!("  via proxy {}", Untrusted(proxy)));
     }
     let cluster = Cluster::new(conn, log);
 
@@ -123,9 +124,15 @@ async fn confirmed(plan: &Plan, settings: &Settings) -> Result<(), AppError> {
         return Err(NotConfirmed::NoTerminal.into());
     }
     let summary = plan.summary();
+    // dialoguer draws the question as it is: the names in it are escaped here.
     let question = format!(
         "Apply these changes to {} in namespace {} (context {})? {} to create, {} to update, {} to delete",
-        plan.app, plan.namespace, plan.context, summary.create, summary.update, summary.delete
+        Untrusted(&plan.app),
+        Untrusted(&plan.namespace),
+        Untrusted(&plan.context),
+        summary.create,
+        summary.update,
+        summary.delete
     );
     let color = settings.color_stderr;
     let answer = tokio::task::spawn_blocking(move || confirm::ask(&question, color))
@@ -191,7 +198,11 @@ async fn follow_rollout(
     let timeout = Some(settings.wait_timeout).filter(|t| !t.is_zero());
     let color = streams.color(streams::Kind::Notice);
     let mut progress: Box<dyn wait::Progress> = if settings.stderr_is_terminal {
-        Box::new(wait::Bar::new(&target.reference(), color))
+        Box::new(wait::Bar::new(
+            &target.reference(),
+            color,
+            streams.writer(streams::Kind::Notice),
+        ))
     } else {
         Box::new(wait::Lines::new(
             streams.writer(streams::Kind::Notice),

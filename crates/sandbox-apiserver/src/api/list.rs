@@ -327,7 +327,15 @@ fn render_list(
             let items: Vec<Value> = items.iter().map(|o| partial(o, version)).collect();
             json!({"kind": "PartialObjectMetadataList", "apiVersion": format!("meta.k8s.io/{version}"), "metadata": meta, "items": items})
         }
-        Output::Json | Output::Yaml => list_body(k.api(), items, rv, cont),
+        Output::Json | Output::Yaml => kinds::list_to_wire(
+            k,
+            list_body(
+                k.api(),
+                items.iter().map(|o| kinds::list_item(k, o)).collect(),
+                rv,
+                cont,
+            ),
+        ),
     }
 }
 
@@ -431,12 +439,12 @@ pub fn delete_collection(
     for (ns, name) in names {
         if let Some(obj) = st.get_object(k, &ns, &name).cloned() {
             st.delete(k, &ns, &name, options, dry_run, false)?;
-            items.push(obj);
+            items.push(kinds::list_item(k, &obj));
         }
     }
     Ok(Outcome {
         code: 200,
-        body: list_body(k.api(), items, st.rv, None),
+        body: kinds::list_to_wire(k, list_body(k.api(), items, st.rv, None)),
         warnings: vec![],
     })
 }

@@ -102,6 +102,7 @@ fn handle_as(
         dry_run: options.dry_run,
         field_validation: options.field_validation,
         inject_conflict,
+        skip_webhooks: false,
     };
     let content_type = media_type(headers);
     let request = Request {
@@ -359,7 +360,11 @@ impl Request<'_> {
             &["application/json"]
         };
         if !self.consumes(allowed) {
-            return Err(unsupported_media_type());
+            return Err(if patch {
+                self.unsupported_patch()
+            } else {
+                unsupported_media_type()
+            });
         }
         self.ctx.store.lock().update_subresource(
             self.k,
@@ -424,9 +429,28 @@ impl Request<'_> {
         }
     }
 
+    /// A patch type the kind does not take: custom resources answer with the patch handler's
+    /// list of accepted types, built-in kinds with the generic 415.
+    fn unsupported_patch(&self) -> StatusBody {
+        if self.k.encoding() == kinds::Encoding::Unstructured {
+            let mut accepted: Vec<&str> = self.k.patch_types().to_vec();
+            accepted.push("application/apply-patch+yaml");
+            return StatusBody::new(
+                415,
+                "UnsupportedMediaType",
+                format!(
+                    "the body of the request was in an unknown format - accepted media types include: {}",
+                    accepted.join(", ")
+                ),
+                None,
+            );
+        }
+        unsupported_media_type()
+    }
+
     fn patch(&self) -> Result<Outcome, StatusBody> {
         if !self.consumes(self.k.patch_types()) {
-            return Err(unsupported_media_type());
+            return Err(self.unsupported_patch());
         }
         self.ctx.store.lock().patch(
             self.k,

@@ -3,6 +3,7 @@
 use serde_json::{Value, json};
 
 use crate::kinds::Kind;
+use crate::model::schema;
 use crate::model::status::{self, StatusBody};
 use crate::model::time;
 
@@ -34,7 +35,11 @@ pub fn partial(obj: &Value, version: &str) -> Value {
     json!({
         "kind": "PartialObjectMetadata",
         "apiVersion": format!("meta.k8s.io/{version}"),
-        "metadata": obj.get("metadata").cloned().unwrap_or(json!({})),
+        // ObjectMeta in Go field order, whatever order the object keeps its keys in.
+        "metadata": schema::normalize(
+            schema::OBJECT_META,
+            &obj.get("metadata").cloned().unwrap_or(json!({}))
+        ),
     })
 }
 

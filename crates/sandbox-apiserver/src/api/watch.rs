@@ -274,15 +274,27 @@ fn filter_event(
         return None;
     }
     let now = sel.matches(k, &ev.object);
+    // Another version of the same resource: the object as this version serves it.
+    let object = || {
+        if ev.kind.api() == k.api() {
+            ev.object.clone()
+        } else {
+            kinds::to_wire(k, &ev.object)
+        }
+    };
     match (ev.event_type, ev.old.as_ref()) {
         ("MODIFIED", Some(old)) => {
             let before = sel.matches(k, old);
             match (before, now) {
-                (true, true) => Some(("MODIFIED".into(), ev.object.clone())),
-                (false, true) => Some(("ADDED".into(), ev.object.clone())),
+                (true, true) => Some(("MODIFIED".into(), object())),
+                (false, true) => Some(("ADDED".into(), object())),
                 // Leaving the selection: DELETED with the previous state at this revision.
                 (true, false) => {
-                    let mut gone = old.clone();
+                    let mut gone = if ev.kind.api() == k.api() {
+                        old.clone()
+                    } else {
+                        kinds::to_wire(k, old)
+                    };
                     if let Some(m) = gone.get_mut("metadata").and_then(Value::as_object_mut) {
                         m.insert("resourceVersion".into(), json!(ev.rv.to_string()));
                     }
@@ -291,6 +303,6 @@ fn filter_event(
                 (false, false) => None,
             }
         }
-        (t, _) => now.then(|| (t.to_string(), ev.object.clone())),
+        (t, _) => now.then(|| (t.to_string(), object())),
     }
 }

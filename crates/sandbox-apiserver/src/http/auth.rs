@@ -15,7 +15,9 @@ use crate::model::status::{self, StatusBody};
 pub enum Identity {
     /// Everything (like `system:masters`); kubeconfig context `sandbox`.
     Admin,
-    /// get/list/watch on every resource, 403 on every write (dry runs too); context `sandbox-readonly`.
+    /// The built-in `view` ClusterRole: get/list/watch on what it grants (Deployments,
+    /// Services, HPAs, Ingresses, ConfigMaps, namespaces… but not IngressClasses, Secrets or
+    /// custom resources), 403 on every write (dry runs too); context `sandbox-readonly`.
     ReadOnly,
     /// Authenticated, no RBAC bindings: only discovery; context `sandbox-noperm`.
     NoPerm,

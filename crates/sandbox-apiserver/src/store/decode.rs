@@ -4,10 +4,9 @@
 use serde_json::Value;
 
 use super::patch::{self, SmpError};
-use crate::kinds::{self, Kind};
+use crate::kinds::{self, Encoding, Kind};
 use crate::model::gojson;
-use crate::model::schema;
-use crate::model::status::{self, FieldError, StatusBody};
+use crate::model::status::{self, FieldError, StatusBody, go_quote};
 
 /// `?fieldValidation=`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,6 +73,9 @@ pub fn decode_body(
             )));
         }
     }
+    if k.encoding() == Encoding::Unstructured {
+        return decode_custom(k, body, &value, fv, &duplicates, unrecognized);
+    }
     let body_kind = m
         .get("kind")
         .and_then(Value::as_str)
@@ -113,32 +115,62 @@ pub fn decode_body(
             "{prefix}: no kind \"{body_kind}\" is registered for version \"{body_av}\" in scheme \"pkg/api/legacyscheme/scheme.go:30\""
         )));
     }
-    let decoded = schema::canonicalize(k.schema(), &value)
+    let decoded = k
+        .decode(&value)
         .map_err(|e| status::bad_request(format!("{prefix}: {e}")))?;
-    let mut warnings = Vec::new();
-    // Strict decoding errors: unknown fields, then fields given twice (the real decoder reports
-    // them interleaved, in document order).
-    let texts: Vec<String> = decoded
-        .unknown
-        .iter()
-        .map(|f| format!("unknown field \"{f}\""))
-        .chain(
-            duplicates
-                .iter()
-                .map(|f| format!("duplicate field \"{f}\"")),
-        )
-        .collect();
-    if !texts.is_empty() {
-        match fv {
-            FieldValidation::Strict => {
-                return Err(status::bad_request(format!(
-                    "{prefix}: strict decoding error: {}",
-                    texts.join(", ")
-                )));
-            }
-            FieldValidation::Warn => warnings = texts,
-            FieldValidation::Ignore => {}
-        }
+    let warnings = strict_errors(&prefix, &decoded.unknown, &duplicates, fv)?;
+    Ok((decoded.value, warnings))
+}
+
+/// A custom resource's body, as the apiextensions server decodes it: `kind` required, the
+/// `apiVersion` exactly the endpoint's, a `kind` of another type refused by validation (422).
+fn decode_custom(
+    k: &dyn Kind,
+    body: &[u8],
+    value: &Value,
+    fv: FieldValidation,
+    duplicates: &[String],
+    unrecognized: impl Fn(&str) -> StatusBody,
+) -> Result<(Value, Vec<String>), StatusBody> {
+    let text = |key: &str| value.get(key).and_then(Value::as_str).unwrap_or("");
+    if text("kind").is_empty() {
+        return Err(unrecognized(&format!(
+            "Object 'Kind' is missing in '{}'",
+            String::from_utf8_lossy(body)
+        )));
+    }
+    if text("apiVersion") != k.api().api_version {
+        return Err(status::bad_request(format!(
+            "the API version in the data ({}) does not match the expected API version ({})",
+            text("apiVersion"),
+            k.api().api_version
+        )));
+    }
+    let prefix = format!(
+        "{} in version \"{}\" cannot be handled as a {}",
+        k.api().kind,
+        k.api().version,
+        k.api().kind
+    );
+    let decoded = k
+        .decode(value)
+        .map_err(|e| status::bad_request(format!("{prefix}: {e}")))?;
+    let warnings = strict_errors(&prefix, &decoded.unknown, duplicates, fv)?;
+    if text("kind") != k.api().kind {
+        let name = value
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        return Err(status::invalid_kind(
+            k.api().group,
+            text("kind"),
+            name,
+            &[FieldError::invalid(
+                "kind",
+                &go_quote(text("kind")),
+                &format!("must be {}", k.api().kind),
+            )],
+        ));
     }
     Ok((decoded.value, warnings))
 }
@@ -305,9 +337,9 @@ pub fn decode_patch(
         _ => return Err(status::generic(415, "415: Unsupported Media Type")),
     };
     let decoded = if unstructured {
-        schema::from_unstructured(k.schema(), &patched)
+        crate::model::schema::from_unstructured(k.schema(), &patched)
     } else {
-        schema::canonicalize(k.schema(), &patched)
+        k.decode(&patched)
     }
     .map_err(|e| invalid_patch(&shown, &e.to_string()))?;
     if strict {
@@ -332,6 +364,36 @@ pub fn decode_patch(
         }
     }
     Ok((decoded.value, warnings))
+}
+
+/// Strict decoding errors: unknown fields, then fields given twice (the real decoder reports
+/// them interleaved, in document order); refused, warned about or ignored as `fv` says.
+fn strict_errors(
+    prefix: &str,
+    unknown: &[String],
+    duplicates: &[String],
+    fv: FieldValidation,
+) -> Result<Vec<String>, StatusBody> {
+    let texts: Vec<String> = unknown
+        .iter()
+        .map(|f| format!("unknown field \"{f}\""))
+        .chain(
+            duplicates
+                .iter()
+                .map(|f| format!("duplicate field \"{f}\"")),
+        )
+        .collect();
+    if texts.is_empty() {
+        return Ok(Vec::new());
+    }
+    match fv {
+        FieldValidation::Strict => Err(status::bad_request(format!(
+            "{prefix}: strict decoding error: {}",
+            texts.join(", ")
+        ))),
+        FieldValidation::Warn => Ok(texts),
+        FieldValidation::Ignore => Ok(Vec::new()),
+    }
 }
 
 /// `summarizeData(body, 30)`.
