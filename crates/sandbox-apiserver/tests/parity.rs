@@ -70,36 +70,12 @@ const PENDING: &[(&str, &str)] = &[
     // 500.
     // serviceAccountName is mirrored into the deprecated serviceAccount field (and its
     // managedFields entry); a probe without a handler is 422 (must specify a handler type).
-    (
-        "deployment-defaults/02-rolling-update-percentages.json",
-        "/body/metadata/managedFields/0/fieldsV1/f:spec/f:template/f:spec/f:serviceAccount: real {}, sandbox (absent)",
-    ),
-    (
-        "deployment-defaults/05-probe-without-handler.json",
-        "/status: real 422, sandbox 201",
-    ),
     // Strategic merge puts list elements the patch adds (containers, ports) before the existing
     // ones; decoding errors of JSON/merge/strategic patches have other texts and a non-object
     // merge patch is 400; a wrongly typed strategic patch value reports the patch as a Go map.
     // A Deployment name longer than 63 characters gets a Warning header; missing selector also
     // reports the template labels mismatch; maxUnavailable/maxSurge messages print intstr values
     // Go-style; an unknown strategy type is reported on spec.strategy with the whole struct.
-    (
-        "deployment-validation/02-name-too-long.json",
-        "/headers/Warning: real \"299 - \\\"metadata.name: this is used in Pod names and hostnames, which can result in surprising beha…, sandbox (absent)",
-    ),
-    (
-        "deployment-validation/05-missing-selector.json",
-        "/body/message: real \"Deployment.apps \\\"web\\\" is invalid: [spec.selector: Required value, spec.template.metadata.labels: …, sandbox \"Deployment.apps \\\"web\\\" is invalid: spec.selector: Required value\"",
-    ),
-    (
-        "deployment-validation/11-negative-replicas-and-bad-strategy.json",
-        "/body/message: real \"Deployment.apps \\\"web\\\" is invalid: [spec.replicas: Invalid value: -1: must be greater than or equa…, sandbox \"Deployment.apps \\\"web\\\" is invalid: [spec.replicas: Invalid value: -1: must be greater than or equa…",
-    ),
-    (
-        "deployment-validation/13-bad-strategy-type.json",
-        "/body/message: real \"Deployment.apps \\\"web\\\" is invalid: spec.strategy: Unsupported value: apps.DeploymentStrategy{Type:…, sandbox \"Deployment.apps \\\"web\\\" is invalid: spec.strategy.type: Unsupported value: \\\"BlueGreen\\\": supported…",
-    ),
     // The Gateway API group and CRD kinds are missing from /apis, the aggregated documents and
     // their group/version documents; /livez?verbose lists the real server's checks;
     // /openapi/v3 lists every group/version.
@@ -123,26 +99,6 @@ const PENDING: &[(&str, &str)] = &[
     // is reported once more (FieldValueNotSupported); behavior reports an unknown selectPolicy
     // and policy type; autoscaling/v1 (conversion) is not served.
     (
-        "hpa-validation/05-resource-metric-without-target.json",
-        "/body/message: real \"HorizontalPodAutoscaler.autoscaling \\\"notarget\\\" is invalid: [spec.metrics[0].resource.target.type:…, sandbox \"HorizontalPodAutoscaler.autoscaling \\\"notarget\\\" is invalid: [spec.metrics[0].resource.target.type:…",
-    ),
-    (
-        "hpa-validation/06-resource-metric-bad-target-type.json",
-        "/body/message: real \"HorizontalPodAutoscaler.autoscaling \\\"badtarget\\\" is invalid: spec.metrics[0].resource.target.avera…, sandbox \"HorizontalPodAutoscaler.autoscaling \\\"badtarget\\\" is invalid: spec.metrics[0].resource.target: Requ…",
-    ),
-    (
-        "hpa-validation/07-utilization-with-value.json",
-        "/body/message: real \"HorizontalPodAutoscaler.autoscaling \\\"both\\\" is invalid: [spec.metrics[0].resource.target.averageUt…, sandbox \"HorizontalPodAutoscaler.autoscaling \\\"both\\\" is invalid: spec.metrics[0].resource.target.averageUti…",
-    ),
-    (
-        "hpa-validation/08-unknown-metric-type.json",
-        "/body/details/causes/1: real {\"reason\":\"FieldValueNotSupported\",\"message\":\"Unsupported value: \\\"Magic\\\": supported values: \\\"Cont…, sandbox (absent)",
-    ),
-    (
-        "hpa-validation/11-behavior-invalid.json",
-        "/body/message: real \"HorizontalPodAutoscaler.autoscaling \\\"behavior\\\" is invalid: [spec.behavior.scaleUp.stabilizationWi…, sandbox \"HorizontalPodAutoscaler.autoscaling \\\"behavior\\\" is invalid: [spec.behavior.scaleUp.stabilizationWi…",
-    ),
-    (
         "hpa-validation/17-autoscaling-v1-get.json",
         "/status: real 200, sandbox 404",
     ),
@@ -155,34 +111,6 @@ const PENDING: &[(&str, &str)] = &[
     // reported on `backend` with the real wording; an invalid ingressClassName is not reported
     // before TLS errors; an Ingress with neither rules nor defaultBackend is reported on `spec`;
     // the kubernetes.io/ingress.class annotation gets a deprecation Warning.
-    (
-        "ingress-validation/01-path-without-path-type.json",
-        "/body/message: real \"Ingress.networking.k8s.io \\\"nopathtype\\\" is invalid: spec.rules[0].http.paths[0].pathType: Required…, sandbox \"Ingress.networking.k8s.io \\\"nopathtype\\\" is invalid: spec.rules[0].http.paths[0].pathType: Unsuppor…",
-    ),
-    (
-        "ingress-validation/02-port-name-and-number.json",
-        "/body/message: real \"Ingress.networking.k8s.io \\\"bothports\\\" is invalid: spec.rules[0].http.paths[0].backend: Invalid va…, sandbox \"Ingress.networking.k8s.io \\\"bothports\\\" is invalid: spec.rules[0].http.paths[0].backend.service.por…",
-    ),
-    (
-        "ingress-validation/03-port-neither.json",
-        "/body/message: real \"Ingress.networking.k8s.io \\\"noport\\\" is invalid: spec.rules[0].http.paths[0].backend: Required valu…, sandbox \"Ingress.networking.k8s.io \\\"noport\\\" is invalid: spec.rules[0].http.paths[0].backend.service.port: …",
-    ),
-    (
-        "ingress-validation/04-no-backend.json",
-        "/body/message: real \"Ingress.networking.k8s.io \\\"nobackend\\\" is invalid: spec.rules[0].http.paths[0].backend: Invalid va…, sandbox \"Ingress.networking.k8s.io \\\"nobackend\\\" is invalid: spec.rules[0].http.paths[0].backend: Invalid va…",
-    ),
-    (
-        "ingress-validation/05-service-and-resource-backend.json",
-        "/body/message: real \"Ingress.networking.k8s.io \\\"twobackends\\\" is invalid: spec.rules[0].http.paths[0].backend: Invalid …, sandbox \"Ingress.networking.k8s.io \\\"twobackends\\\" is invalid: spec.rules[0].http.paths[0].backend: Invalid …",
-    ),
-    (
-        "ingress-validation/13-bad-tls-and-class.json",
-        "/body/message: real \"Ingress.networking.k8s.io \\\"badtls\\\" is invalid: [spec.tls[0].hosts[0]: Invalid value: \\\"bad host\\\"…, sandbox \"Ingress.networking.k8s.io \\\"badtls\\\" is invalid: [spec.ingressClassName: Invalid value: \\\"Nginx Cla…",
-    ),
-    (
-        "ingress-validation/15-no-rules-no-default.json",
-        "/body/message: real \"Ingress.networking.k8s.io \\\"empty\\\" is invalid: spec: Invalid value: []networking.IngressRule(nil):…, sandbox \"Ingress.networking.k8s.io \\\"empty\\\" is invalid: spec.rules: Invalid value: []networking.IngressRule…",
-    ),
     // Table column definitions for Deployments: the real READY column is a string.
     // LIST with a selector and limit: no remainingItemCount; invalid continue token message;
     // continue with resourceVersion is 400; resourceVersion=0 ignores limit (no continue);

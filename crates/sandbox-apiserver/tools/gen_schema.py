@@ -153,7 +153,7 @@ PTR_STRINGS = {
     "IngressClassParametersReference.scope", "IngressClassParametersReference.namespace",
 }
 # Required fields that are Go pointers without omitempty: serialised as null when absent.
-REQUIRED_POINTERS = {"DeploymentSpec.selector"}
+REQUIRED_POINTERS = {"DeploymentSpec.selector", "HTTPIngressPath.pathType"}
 # Server-side-apply list keys where they differ from the strategic-merge key.
 SSA_KEYS = {
     "Container.ports": ["containerPort", "protocol"],

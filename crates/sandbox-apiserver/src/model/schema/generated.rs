@@ -5995,7 +5995,7 @@ pub static TYPES: &[TypeDef] = &[
                 name: "pathType",
                 ty: T::Str,
                 omitempty: false,
-                ptr: false,
+                ptr: true,
                 go_type: "string",
             },
             FieldDef {
