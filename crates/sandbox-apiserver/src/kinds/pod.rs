@@ -280,10 +280,8 @@ fn validate_probe(pr: &Value, p: &str, threshold_one: bool, errs: &mut Vec<Field
         }
         handlers += 1;
         match h {
-            "exec" => {
-                if arr(hv, "command").is_empty() {
-                    errs.push(FieldError::required(format!("{hp}.command"), ""));
-                }
+            "exec" if arr(hv, "command").is_empty() => {
+                errs.push(FieldError::required(format!("{hp}.command"), ""));
             }
             "httpGet" => {
                 if s(hv, "path").is_empty() {
