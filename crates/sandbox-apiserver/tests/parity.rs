@@ -144,60 +144,6 @@ const PENDING: &[(&str, &str)] = &[
         "metadata-limits/05-owner-reference.json",
         "/status: real 201, sandbox 409",
     ),
-    // Deleting a namespace leaves it Terminating on a server without the namespace controller
-    // (readable, content kept, new content refused with 403); the sandbox removes it at once.
-    // A served CRD's 404 is a JSON Status; PUT or PATCH on a collection is 405; a cluster-scoped
-    // resource under a namespace is 404; HEAD is 405.
-    // PUT error texts: a malformed resourceVersion (bare strconv error), a namespace mismatch, a
-    // body of another kind (unknown conversion) or apiVersion (does not match the expected API
-    // version).
-    (
-        "put-and-generation/15-put-wrong-kind.json",
-        "/body/message: real \"StatefulSet in version \\\"v1\\\" cannot be handled as a Deployment: converting (v1.StatefulSet) to (ap…, sandbox \"StatefulSet in version \\\"v1\\\" cannot be handled as a Deployment: no kind \\\"StatefulSet\\\" is registe…",
-    ),
-    (
-        "put-and-generation/16-put-wrong-api-version.json",
-        "/body/message: real \"the API version in the data (apps/v1beta1) does not match the expected API version (apps/v1)\", sandbox \"Deployment in version \\\"v1beta1\\\" cannot be handled as a Deployment: no kind \\\"Deployment\\\" is regi…",
-    ),
-    // A forbidden watch with a metadata.name field selector names the object in the 403 message.
-    // force on a non-apply patch is 422; a fieldManager with a control character is 422; a
-    // malformed limit is 400 (strconv error); watch=maybe starts a watch. The later
-    // resourceVersions follow from the accepted force patch.
-    // A dry-run Service create shows clusterIP 10.0.0.0 (the dry-run allocator), not an allocated
-    // address; RequireDualStack on a single-stack cluster and a clusterIP outside the range are
-    // 422; a type change to NodePort is recorded in managedFields without the allocated nodePort;
-    // a Service delete returns the Service, not a Status. The list differs because the sandbox
-    // accepted the dual-stack Service.
-    (
-        "services/07-session-affinity-defaults.json",
-        "/body/spec/clusterIP: real \"<ip:4>\", sandbox \"<ip:5>\"",
-    ),
-    (
-        "services/12-require-dual-stack.json",
-        "/status: real 422, sandbox 201",
-    ),
-    (
-        "services/13-cluster-ip-out-of-range.json",
-        "/status: real 422, sandbox 201",
-    ),
-    (
-        "services/14-patch-to-node-port.json",
-        "/body/metadata/managedFields/0/fieldsV1/f:spec/f:ports/k:{\"port\":80,\"protocol\":\"TCP\"}/f:nodePort: real (absent), sandbox {}",
-    ),
-    (
-        "services/15-patch-ports-strategic.json",
-        "/body/metadata/managedFields/0/fieldsV1/f:spec/f:ports/k:{\"port\":80,\"protocol\":\"TCP\"}/f:nodePort: real (absent), sandbox {}",
-    ),
-    (
-        "services/16-list-services.json",
-        "/body/items/0/metadata/name: real \"external\", sandbox \"dual\"",
-    ),
-    // A status patch is validated (replicas -1 is 422); the scale subresource's 404 names
-    // deployments/scale; the later resourceVersions follow from the accepted invalid status.
-    (
-        "subresources/12-scale-of-missing.json",
-        "/body/message: real \"deployments/scale.apps \\\"missing\\\" not found\", sandbox \"deployments.apps \\\"missing\\\" not found\"",
-    ),
 ];
 
 fn fixtures_dir() -> PathBuf {
@@ -416,6 +362,8 @@ async fn replay_sequence(dir: PathBuf) -> Vec<Outcome> {
         tls: true,
         // As the harness starts it: far from the small numbers messages contain.
         initial_resource_version: 1_000_000,
+        // The reference server's Service range.
+        service_cidr: normalize::REFERENCE_SERVICE_CIDR.into(),
         ..Default::default()
     })
     .unwrap();

@@ -349,7 +349,7 @@ impl Request<'_> {
                 body: kinds::scale_of(o),
                 warnings: vec![],
             })
-            .ok_or_else(|| status::not_found(self.k.api(), &self.info.name))
+            .ok_or_else(|| status::subresource_not_found(self.k.api(), "scale", &self.info.name))
     }
 
     fn write_subresource(&self, sub: Subresource) -> Result<Outcome, StatusBody> {

@@ -183,14 +183,16 @@ pub trait Kind: Send + Sync + 'static {
 
     /// The REST layer's allocations after the field manager (so they never show in
     /// managedFields): `old` on update, whose allocations are kept; under `dry_run` nothing is
-    /// reserved.
+    /// reserved. `Err`: what the allocator refuses (reported before validation, as the real
+    /// REST layer allocates first).
     fn allocate(
         &self,
         _obj: &mut Value,
         _old: Option<&Value>,
         _alloc: &mut Allocators,
         _dry_run: bool,
-    ) {
+    ) -> Result<(), Vec<FieldError>> {
+        Ok(())
     }
 
     /// Give back what [`Kind::allocate`] took, once the object is deleted.
@@ -467,30 +469,92 @@ pub fn same(k: &dyn Kind, other: &dyn Kind) -> bool {
 
 /// The cluster's allocators the REST layer of some kinds draws from (Service cluster IPs and
 /// node ports); the store keeps one per sandbox.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Allocators {
+    /// The service IP range: network address and prefix length.
+    service_cidr: (u32, u8),
     cluster_ips: Vec<String>,
     node_ports: Vec<i64>,
 }
 
+impl Default for Allocators {
+    fn default() -> Self {
+        Allocators {
+            service_cidr: (0x0A60_0000, 12),
+            cluster_ips: Vec::new(),
+            node_ports: Vec::new(),
+        }
+    }
+}
+
+/// `a.b.c.d/n` as (network address, n).
+pub fn parse_cidr(cidr: &str) -> Option<(u32, u8)> {
+    let (ip, bits) = cidr.split_once('/')?;
+    let ip: std::net::Ipv4Addr = ip.parse().ok()?;
+    let bits: u8 = bits.parse().ok().filter(|b| (8..=30).contains(b))?;
+    let mask = u32::MAX << (32 - bits);
+    Some((u32::from(ip) & mask, bits))
+}
+
 impl Allocators {
-    /// A free address of 10.96.0.0/12 (not the network, the first or the broadcast address);
-    /// reserved unless `dry_run`.
+    /// Allocators drawing Service IPs from `cidr` (`a.b.c.d/n`; the default 10.96.0.0/12
+    /// when it does not parse).
+    pub fn with_service_cidr(cidr: &str) -> Allocators {
+        Allocators {
+            service_cidr: parse_cidr(cidr).unwrap_or((0x0A60_0000, 12)),
+            ..Allocators::default()
+        }
+    }
+
+    /// The service range as `a.b.c.d/n`.
+    pub fn service_cidr(&self) -> String {
+        let (base, bits) = self.service_cidr;
+        format!("{}/{bits}", std::net::Ipv4Addr::from(base))
+    }
+
+    /// A free address of the service range (not the network, the first or the broadcast
+    /// address); reserved unless `dry_run`. A dry run is given the network address, as the
+    /// real dry-run allocator answers without looking for a free one.
     pub fn cluster_ip(&mut self, dry_run: bool) -> String {
+        let (base, bits) = self.service_cidr;
+        if dry_run {
+            return std::net::Ipv4Addr::from(base).to_string();
+        }
+        let size = 1u32 << (32 - bits);
         loop {
             let b = *uuid::Uuid::new_v4().as_bytes();
-            let n = (u32::from(b[0]) << 16 | u32::from(b[1]) << 8 | u32::from(b[2])) & 0x000F_FFFF;
-            if n < 2 || n == 0x000F_FFFF {
+            let n = u32::from_be_bytes([b[0], b[1], b[2], b[3]]) % size;
+            if n < 2 || n == size - 1 {
                 continue;
             }
-            let ip = format!("10.{}.{}.{}", 96 + (n >> 16), (n >> 8) & 0xFF, n & 0xFF);
+            let ip = std::net::Ipv4Addr::from(base + n).to_string();
             if !self.cluster_ips.contains(&ip) {
-                if !dry_run {
-                    self.cluster_ips.push(ip.clone());
-                }
+                self.cluster_ips.push(ip.clone());
                 return ip;
             }
         }
+    }
+
+    /// Reserve an address a client asked for (unless `dry_run`); `Err` with the allocator's
+    /// text when it is outside the range or taken.
+    pub fn claim_cluster_ip(&mut self, ip: &str, dry_run: bool) -> Result<(), String> {
+        let (base, bits) = self.service_cidr;
+        let in_range = ip
+            .parse::<std::net::Ipv4Addr>()
+            .is_ok_and(|a| u32::from(a) & (u32::MAX << (32 - bits)) == base);
+        if !in_range {
+            return Err(format!(
+                "the provided IP ({ip}) is not in the valid range. The range of valid IPs is {}",
+                self.service_cidr()
+            ));
+        }
+        if self.cluster_ips.iter().any(|x| x == ip) {
+            return Err("provided IP is already allocated".into());
+        }
+        if !dry_run {
+            self.cluster_ips.push(ip.to_string());
+        }
+        Ok(())
     }
 
     /// A free node port of 30000–32767; reserved unless `dry_run`.

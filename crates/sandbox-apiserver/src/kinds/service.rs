@@ -69,8 +69,8 @@ impl Kind for Service {
         old: Option<&Value>,
         alloc: &mut Allocators,
         dry_run: bool,
-    ) {
-        allocate_service(obj, old, alloc, dry_run);
+    ) -> Result<(), Vec<FieldError>> {
+        allocate_service(obj, old, alloc, dry_run)
     }
 
     fn release(&self, obj: &Value, alloc: &mut Allocators) {
@@ -330,9 +330,14 @@ fn validate_service_spec(spec: &Value, old: Option<&Value>) -> Vec<FieldError> {
 
 /// The Service REST layer: cluster IPs, IP families, node ports (after the field manager,
 /// so none of it shows in managedFields). `old` on update: keep what was allocated.
-fn allocate_service(obj: &mut Value, old: Option<&Value>, alloc: &mut Allocators, dry_run: bool) {
+fn allocate_service(
+    obj: &mut Value,
+    old: Option<&Value>,
+    alloc: &mut Allocators,
+    dry_run: bool,
+) -> Result<(), Vec<FieldError>> {
     let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else {
-        return;
+        return Ok(());
     };
     let ty = spec
         .get("type")
@@ -340,9 +345,58 @@ fn allocate_service(obj: &mut Value, old: Option<&Value>, alloc: &mut Allocators
         .unwrap_or("ClusterIP")
         .to_string();
     if ty == "ExternalName" {
-        return;
+        return Ok(());
     }
     let old_spec = old.and_then(|o| o.get("spec"));
+    // A single-stack IPv4 cluster: dual-stack and IPv6 cannot be had.
+    if old.is_none() {
+        let mut errs = Vec::new();
+        if spec.get("ipFamilyPolicy").and_then(Value::as_str) == Some("RequireDualStack") {
+            errs.push(FieldError::invalid(
+                "spec.ipFamilyPolicy",
+                "\"RequireDualStack\"",
+                "this cluster is not configured for dual-stack services",
+            ));
+        }
+        if spec.get("clusterIP").and_then(Value::as_str) != Some("None") {
+            for (i, fam) in spec
+                .get("ipFamilies")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .enumerate()
+            {
+                let fam = fam.as_str().unwrap_or("");
+                if fam != "IPv4" {
+                    errs.push(FieldError::invalid(
+                        format!("spec.ipFamilies[{i}]"),
+                        &go_quote(fam),
+                        "not configured on this cluster",
+                    ));
+                }
+            }
+        }
+        if !errs.is_empty() {
+            return Err(errs);
+        }
+        if let Some(ip) = spec
+            .get("clusterIP")
+            .and_then(Value::as_str)
+            .filter(|ip| !ip.is_empty() && *ip != "None")
+            && let Err(e) = alloc.claim_cluster_ip(ip, dry_run)
+        {
+            let ips = spec
+                .get("clusterIPs")
+                .filter(|v| v.as_array().is_some_and(|a| !a.is_empty()))
+                .cloned()
+                .unwrap_or_else(|| json!([ip]));
+            return Err(vec![FieldError::invalid(
+                "spec.clusterIPs",
+                &go_string_slice(&ips),
+                &format!("failed to allocate IP {ip}: {e}"),
+            )]);
+        }
+    }
     for f in ["clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"] {
         if spec
             .get(f)
@@ -404,4 +458,5 @@ fn allocate_service(obj: &mut Value, old: Option<&Value>, alloc: &mut Allocators
         }
     }
     *obj = schema::normalize(schema::SERVICE, obj);
+    Ok(())
 }

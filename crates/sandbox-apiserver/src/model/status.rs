@@ -101,6 +101,20 @@ pub fn not_found(k: &ApiResource, name: &str) -> StatusBody {
     )
 }
 
+/// The 404 of a subresource with its own REST storage (`deployments/scale`).
+pub fn subresource_not_found(k: &ApiResource, sub: &str, name: &str) -> StatusBody {
+    let resource = format!("{}/{sub}", k.resource);
+    StatusBody::new(
+        404,
+        "NotFound",
+        format!(
+            "{} \"{name}\" not found",
+            group_resource(k.group, &resource)
+        ),
+        Some(details(name, k.group, &resource)),
+    )
+}
+
 pub fn namespace_not_found(ns: &str) -> StatusBody {
     StatusBody::new(
         404,

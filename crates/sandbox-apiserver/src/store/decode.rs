@@ -6,6 +6,7 @@ use serde_json::Value;
 use super::patch::{self, SmpError};
 use crate::kinds::{self, Encoding, Kind};
 use crate::model::gojson;
+use crate::model::registered;
 use crate::model::status::{self, FieldError, StatusBody, go_quote};
 
 /// `?fieldValidation=`.
@@ -91,28 +92,31 @@ pub fn decode_body(
         "{body_kind} in version \"{version}\" cannot be handled as a {}",
         k.api().kind
     );
+    let registered = registered::is_registered(body_av, body_kind)
+        || kinds::by_kind(body_kind).is_some_and(|other| other.api().api_version == body_av);
     if body_kind != k.api().kind {
-        let msg = match kinds::by_kind(body_kind) {
-            Some(other) if other.api().api_version == body_av => format!(
+        let msg = if registered {
+            format!(
                 "{prefix}: converting ({version}.{body_kind}) to ({}.{}): unknown conversion",
                 internal_package(k.api().group),
                 k.api().kind
-            ),
-            _ => format!(
-                "{prefix}: no kind \"{body_kind}\" is registered for version \"{body_av}\" in scheme \"pkg/api/legacyscheme/scheme.go:30\""
-            ),
+            )
+        } else {
+            format!(
+                "{prefix}: no kind \"{body_kind}\" is registered for version \"{body_av}\" in scheme \"pkg/runtime/scheme.go:100\""
+            )
         };
         return Err(status::bad_request(msg));
     }
     if body_av != k.api().api_version {
-        if k.other_versions().contains(&body_av) {
+        if registered || k.other_versions().contains(&body_av) {
             return Err(status::bad_request(format!(
                 "the API version in the data ({body_av}) does not match the expected API version ({})",
                 k.api().api_version
             )));
         }
         return Err(status::bad_request(format!(
-            "{prefix}: no kind \"{body_kind}\" is registered for version \"{body_av}\" in scheme \"pkg/api/legacyscheme/scheme.go:30\""
+            "{prefix}: no kind \"{body_kind}\" is registered for version \"{body_av}\" in scheme \"pkg/runtime/scheme.go:100\""
         )));
     }
     let decoded = k

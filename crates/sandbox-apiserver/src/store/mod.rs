@@ -115,6 +115,11 @@ fn etcd_key(k: &dyn Kind, ns: &str, name: &str) -> String {
 }
 
 impl State {
+    /// Service IPs come from `cidr` (`a.b.c.d/n`).
+    pub fn set_service_cidr(&mut self, cidr: &str) {
+        self.alloc = Allocators::with_service_cidr(cidr);
+    }
+
     pub fn new(start_rv: u64) -> Self {
         let (events, _) = tokio::sync::broadcast::channel(8192);
         State {
@@ -259,7 +264,9 @@ impl State {
             meta.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
             meta.insert("creationTimestamp".into(), json!(now));
         }
-        k.allocate(&mut obj, None, &mut self.alloc, ctx.dry_run);
+        let name = meta_str(&obj, "name").to_string();
+        k.allocate(&mut obj, None, &mut self.alloc, ctx.dry_run)
+            .map_err(|errs| status::invalid(k.api(), &name, &errs))?;
         obj = schema::normalize(k.schema(), &obj);
         let errs = kinds::validate(k, &obj, None);
         let name = meta_str(&obj, "name").to_string();
@@ -424,7 +431,11 @@ impl State {
             "resourceVersion".into(),
             json!(meta_str(&old, "resourceVersion")),
         );
-        k.allocate(&mut obj, Some(&old), &mut self.alloc, ctx.dry_run);
+        // The field manager sees the object before the REST layer's allocations (a node port
+        // allocated for a type change is nobody's field).
+        let mut tracked = obj.clone();
+        k.allocate(&mut obj, Some(&old), &mut self.alloc, ctx.dry_run)
+            .map_err(|errs| status::invalid(k.api(), &name, &errs))?;
         obj = schema::normalize(k.schema(), &obj);
         let errs = kinds::validate(k, &obj, Some(&old));
         if !errs.is_empty() {
@@ -434,6 +445,7 @@ impl State {
             k.validate_admission(&obj, Some(&old), &self.admission())?;
         }
         let now = time::now_rfc3339();
+        tracked = schema::normalize(k.schema(), &tracked);
         managed_fields::apply_update(
             &managed_fields::Update {
                 root_type: k.schema(),
@@ -443,8 +455,16 @@ impl State {
                 now: &now,
             },
             Some(&old),
-            &mut obj,
+            &mut tracked,
         );
+        match tracked.pointer("/metadata/managedFields") {
+            Some(mf) => {
+                meta_mut(&mut obj).insert("managedFields".into(), mf.clone());
+            }
+            None => {
+                meta_mut(&mut obj).remove("managedFields");
+            }
+        }
         obj = schema::normalize(k.schema(), &obj);
         if should_delete_during_update(k, &obj, &old) {
             // The last finalizer of an object being deleted is gone: it goes now, and the
@@ -926,7 +946,11 @@ impl State {
     ) -> Result<Outcome, StatusBody> {
         let key = key(k, ns, name);
         let Some(old) = self.objects.get(&key).cloned() else {
-            return Err(status::not_found(k.api(), name));
+            return Err(if sub == Subresource::Scale {
+                status::subresource_not_found(k.api(), "scale", name)
+            } else {
+                status::not_found(k.api(), name)
+            });
         };
         let current = if sub == Subresource::Scale {
             kinds::scale_of(&old)

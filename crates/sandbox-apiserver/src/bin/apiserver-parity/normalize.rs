@@ -45,6 +45,11 @@ pub const COMPARED_HEADERS: &[&str] = &[
     "Www-Authenticate",
 ];
 
+/// The Service IP range of the reference server the fixtures come from (its
+/// `--service-cluster-ip-range`): the sandbox under comparison is started with it, since
+/// messages quote it.
+pub const REFERENCE_SERVICE_CIDR: &str = "10.0.0.0/24";
+
 /// Go's canonical form of a header name (`content-type` → `Content-Type`).
 pub fn canonical_header(name: &str) -> String {
     name.split('-')
