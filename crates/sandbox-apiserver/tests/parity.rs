@@ -136,14 +136,6 @@ const PENDING: &[(&str, &str)] = &[
         "managed-fields/11-set-managed-fields-invalid.json",
         "/body/metadata/resourceVersion: real \"<rv:Deployment/web#7>\", sandbox \"<rv:Deployment/web#6>\"",
     ),
-    // Finalizer names must be standard or fully qualified (422); ownerReferences are validated
-    // (empty name and uid; the sandbox also accepts two controllers); a patch that changes
-    // metadata.namespace is 400 and one that sets deletionTimestamp 422 (field is immutable). The
-    // 409 follows from the accepted invalid owner reference.
-    (
-        "metadata-limits/05-owner-reference.json",
-        "/status: real 201, sandbox 409",
-    ),
 ];
 
 fn fixtures_dir() -> PathBuf {

@@ -165,6 +165,8 @@ SSA_KEYS = {
 ATOMIC_STRUCTS = {
     "LabelSelector", "LocalObjectReference", "ObjectFieldSelector", "ResourceFieldSelector",
     "ConfigMapKeySelector", "SecretKeySelector", "NodeSelector", "TypedLocalObjectReference",
+    "OwnerReference", "NodeSelectorTerm", "ObjectReference", "SecretReference",
+    "TopologySelectorTerm", "ScopeSelector", "EndpointAddress", "EndpointPort",
 }
 
 def parse_file(path):

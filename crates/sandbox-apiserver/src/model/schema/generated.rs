@@ -65,7 +65,7 @@ pub static TYPES: &[TypeDef] = &[
     TypeDef {
         name: "OwnerReference",
         go_name: "v1.OwnerReference",
-        atomic: false,
+        atomic: true,
         fields: &[
             FieldDef {
                 name: "apiVersion",
@@ -358,7 +358,7 @@ pub static TYPES: &[TypeDef] = &[
     TypeDef {
         name: "NodeSelectorTerm",
         go_name: "v1.NodeSelectorTerm",
-        atomic: false,
+        atomic: true,
         fields: &[
             FieldDef {
                 name: "matchExpressions",
