@@ -79,14 +79,6 @@ const PENDING: &[(&str, &str)] = &[
     // The Gateway API group and CRD kinds are missing from /apis, the aggregated documents and
     // their group/version documents; /livez?verbose lists the real server's checks;
     // /openapi/v3 lists every group/version.
-    (
-        "discovery/15-livez-verbose.json",
-        "/body: real \"[+]ping ok\\n[+]log ok\\n[+]etcd ok\\n[+]poststarthook/start-kube-apiserver-admission-initializer ok\\n…, sandbox \"ok\"",
-    ),
-    (
-        "discovery/16-openapi-v3-index.json",
-        "/body/paths/.well-known/openid-configuration: real {\"serverRelativeURL\":\"/openapi/v3/.well-known/openid-configuration?hash=E38C77093957AD90DA4BB5259D6E…, sandbox (absent)",
-    ),
     // fieldValidation=Strict refuses duplicate JSON fields (400) and, on PATCH, answers unknown
     // or duplicate fields with 422 Invalid (not 400); an unknown fieldValidation value is 422;
     // server-side apply is not served.
@@ -98,10 +90,6 @@ const PENDING: &[(&str, &str)] = &[
     // (not target); Utilization with averageValue also reports Forbidden; an unknown metric type
     // is reported once more (FieldValueNotSupported); behavior reports an unknown selectPolicy
     // and policy type; autoscaling/v1 (conversion) is not served.
-    (
-        "hpa-validation/17-autoscaling-v1-get.json",
-        "/status: real 200, sandbox 404",
-    ),
     // Impersonate-User/-Group are ignored by the sandbox: the real server authorizes as the
     // impersonated identity (403 naming it), refuses impersonation by users without the
     // impersonate verb (users "x" is forbidden ... cannot impersonate), and a group without a

@@ -311,10 +311,7 @@ fn render_list(
     include: Include,
 ) -> Value {
     match output {
-        Output::Table(version) => {
-            let full: Vec<Value> = items.iter().map(|o| kinds::to_wire(k, o)).collect();
-            table_for(k, &full, Some(rv), cont, version, include)
-        }
+        Output::Table(version) => table_for(k, &items, Some(rv), cont, version, include),
         Output::Partial(version) => {
             let mut meta = serde_json::Map::new();
             meta.insert("resourceVersion".into(), json!(rv.to_string()));
@@ -324,7 +321,10 @@ fn render_list(
                     meta.insert("remainingItemCount".into(), json!(n));
                 }
             }
-            let items: Vec<Value> = items.iter().map(|o| partial(o, version)).collect();
+            let items: Vec<Value> = items
+                .iter()
+                .map(|o| partial(&kinds::to_wire(k, o), version))
+                .collect();
             json!({"kind": "PartialObjectMetadataList", "apiVersion": format!("meta.k8s.io/{version}"), "metadata": meta, "items": items})
         }
         Output::Json | Output::Yaml => kinds::list_to_wire(

@@ -321,14 +321,26 @@ impl Request<'_> {
         }
         let obj = st.get(self.k, self.ns(), &self.info.name)?;
         let body = match self.output {
-            Output::Table(version) => table_for(
-                self.k,
-                std::slice::from_ref(&obj),
-                None,
-                None,
-                version,
-                include,
-            ),
+            Output::Table(version) => {
+                // The printer works on the object as stored.
+                let ns = if self.k.api().namespaced {
+                    self.ns()
+                } else {
+                    ""
+                };
+                let stored = st
+                    .get_object(self.k, ns, &self.info.name)
+                    .cloned()
+                    .unwrap_or_else(|| obj.clone());
+                table_for(
+                    self.k,
+                    std::slice::from_ref(&stored),
+                    None,
+                    None,
+                    version,
+                    include,
+                )
+            }
             Output::Partial(version) => partial(&obj, version),
             Output::Json | Output::Yaml => obj,
         };

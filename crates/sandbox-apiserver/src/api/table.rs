@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use crate::kinds::Kind;
+use crate::kinds::{self, Kind};
 use crate::model::schema;
 use crate::model::status::{self, StatusBody};
 use crate::model::time;
@@ -43,8 +43,10 @@ pub fn partial(obj: &Value, version: &str) -> Value {
     })
 }
 
-/// A Table (`meta.k8s.io/<version>`) of `objs` (as the server writes them); `rv`: the list's
-/// revision (else the first object's), `cont`: the continue token and remaining count.
+/// A Table (`meta.k8s.io/<version>`) of `objs` (as stored, or as another version of the
+/// resource wrote them: the printer works on the stored object, the rows carry them as `k`
+/// serves them); `rv`: the list's revision (else the first object's), `cont`: the continue
+/// token and remaining count.
 pub fn table_for(
     k: &dyn Kind,
     objs: &[Value],
@@ -59,8 +61,8 @@ pub fn table_for(
         .map(|o| {
             let object = match include {
                 Include::None => Value::Null,
-                Include::Metadata => partial(o, version),
-                Include::Object => o.clone(),
+                Include::Metadata => partial(&kinds::to_wire(k, o), version),
+                Include::Object => kinds::to_wire(k, o),
             };
             json!({"cells": k.table_cells(o, now), "object": object})
         })

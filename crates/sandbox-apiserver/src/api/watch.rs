@@ -150,7 +150,7 @@ fn start(store: &Store, k: &'static dyn Kind, opts: &WatchOptions) -> Result<Sta
         None => st
             .select(k, ns, &opts.sel)
             .into_iter()
-            .map(|o| ("ADDED".to_string(), kinds::to_wire(k, o)))
+            .map(|o| ("ADDED".to_string(), o.clone()))
             .collect(),
         Some(from) => {
             let oldest = st.watch_start();
@@ -201,7 +201,8 @@ async fn stream_events(
         let _ = tx.send(Ok(Frame::data(event_line("ERROR", status)))).await;
         return;
     }
-    // A Table's column definitions come with the first event only.
+    // A Table's column definitions come with the first event only. The events carry the
+    // objects as stored or as their writer's version wrote them; `k` converts them.
     let mut headers_sent = false;
     let mut render = |t: String, o: Value| -> Bytes {
         match opts.output {
@@ -220,8 +221,8 @@ async fn stream_events(
                 headers_sent = true;
                 event_line(&t, table)
             }
-            Output::Partial(version) => event_line(&t, partial(&o, version)),
-            Output::Json | Output::Yaml => event_line(&t, o),
+            Output::Partial(version) => event_line(&t, partial(&kinds::to_wire(k, &o), version)),
+            Output::Json | Output::Yaml => event_line(&t, kinds::to_wire(k, &o)),
         }
     };
     for (t, o) in initial {
@@ -241,8 +242,7 @@ async fn stream_events(
                 // An empty object of the kind carrying only the revision, as the real server sends.
                 let mut empty = schema::zero_struct(schema::type_def(k.schema()));
                 empty["metadata"] = json!({"resourceVersion": last_rv.to_string(), "creationTimestamp": null});
-                let bm = kinds::to_wire(k, &empty);
-                if tx.send(Ok(Frame::data(event_line("BOOKMARK", bm)))).await.is_err() { return; }
+                if tx.send(Ok(Frame::data(event_line("BOOKMARK", kinds::to_wire(k, &empty))))).await.is_err() { return; }
             }
             ev = rx.recv() => match ev {
                 Ok(ev) => {
@@ -274,14 +274,8 @@ fn filter_event(
         return None;
     }
     let now = sel.matches(k, &ev.object);
-    // Another version of the same resource: the object as this version serves it.
-    let object = || {
-        if ev.kind.api() == k.api() {
-            ev.object.clone()
-        } else {
-            kinds::to_wire(k, &ev.object)
-        }
-    };
+    // The object as its writer's version wrote it: the caller converts it.
+    let object = || ev.object.clone();
     match (ev.event_type, ev.old.as_ref()) {
         ("MODIFIED", Some(old)) => {
             let before = sel.matches(k, old);
@@ -290,11 +284,7 @@ fn filter_event(
                 (false, true) => Some(("ADDED".into(), object())),
                 // Leaving the selection: DELETED with the previous state at this revision.
                 (true, false) => {
-                    let mut gone = if ev.kind.api() == k.api() {
-                        old.clone()
-                    } else {
-                        kinds::to_wire(k, old)
-                    };
+                    let mut gone = old.clone();
                     if let Some(m) = gone.get_mut("metadata").and_then(Value::as_object_mut) {
                         m.insert("resourceVersion".into(), json!(ev.rv.to_string()));
                     }

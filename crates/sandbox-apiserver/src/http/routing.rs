@@ -25,7 +25,7 @@ pub fn route(
     info: &RequestInfo,
 ) -> Reply {
     if !info.resource_request {
-        return nonresource::non_resource(ctx, method, path, headers);
+        return nonresource::non_resource(ctx, method, path, query, headers);
     }
     let pretty = ctx.pretty;
     // go-restful registers no HEAD route for resources.
@@ -80,8 +80,10 @@ pub fn route(
     if !namespaced && !info.namespace.is_empty() && info.namespace != info.name {
         return status_reply(&status::generic(404, ""), pretty);
     }
-    // A collection takes no PUT or PATCH.
-    if info.name.is_empty() && matches!(info.verb.as_str(), "update" | "patch") {
+    // A collection takes no PUT or PATCH; a version served for reads takes no write.
+    if (info.name.is_empty() && matches!(info.verb.as_str(), "update" | "patch"))
+        || (k.read_only() && !matches!(info.verb.as_str(), "get" | "list" | "watch"))
+    {
         return status_reply(&status::generic(405, ""), pretty);
     }
     resource::handle(ctx, hooks, k, path, query, headers, body, info)

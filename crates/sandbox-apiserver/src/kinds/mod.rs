@@ -14,6 +14,7 @@ mod config_map;
 pub mod custom;
 mod deployment;
 mod hpa;
+mod hpa_v1;
 mod ingress;
 mod ingress_class;
 mod namespace;
@@ -42,6 +43,7 @@ pub static KINDS: &[&dyn Kind] = &[
     &service::SERVICE,
     &deployment::DEPLOYMENT,
     &hpa::HORIZONTAL_POD_AUTOSCALER,
+    &hpa_v1::HORIZONTAL_POD_AUTOSCALER_V1,
     &ingress::INGRESS,
     &config_map::CONFIG_MAP,
     &ingress_class::INGRESS_CLASS,
@@ -179,6 +181,17 @@ pub trait Kind: Send + Sync + 'static {
     /// not match the expected API version" instead of "no kind is registered".
     fn other_versions(&self) -> &'static [&'static str] {
         &[]
+    }
+
+    /// A version that converts the stored objects on the way out (`None`: served as stored).
+    /// It gets objects as stored or as another version wrote them, never its own output.
+    fn convert_out(&self, _obj: &Value) -> Option<Value> {
+        None
+    }
+
+    /// A version served for reads only (GET, LIST, WATCH): writes through it are refused.
+    fn read_only(&self) -> bool {
+        false
     }
 
     /// The REST layer's allocations after the field manager (so they never show in
@@ -330,7 +343,8 @@ pub enum Encoding {
 /// An object of `k` as the server writes it: with `kind` and `apiVersion`, in the kind's
 /// [`Encoding`].
 pub fn to_wire(k: &dyn Kind, obj: &Value) -> Value {
-    let typed = with_type_meta(k.api(), obj);
+    let converted = k.convert_out(obj);
+    let typed = with_type_meta(k.api(), converted.as_ref().unwrap_or(obj));
     match k.encoding() {
         Encoding::GoStruct => typed,
         Encoding::Unstructured => sorted(typed),
@@ -342,7 +356,7 @@ pub fn to_wire(k: &dyn Kind, obj: &Value) -> Value {
 /// list).
 pub fn list_item(k: &dyn Kind, obj: &Value) -> Value {
     match k.encoding() {
-        Encoding::GoStruct => obj.clone(),
+        Encoding::GoStruct => k.convert_out(obj).unwrap_or_else(|| obj.clone()),
         Encoding::Unstructured => to_wire(k, obj),
     }
 }
