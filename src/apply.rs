@@ -242,7 +242,7 @@ impl Applier<'_> {
 }
 
 /// Says, in one line, what moved under us.
-fn guard_reason(approved: &ObjectChange, fresh: &ObjectChange) -> String {
+pub(crate) fn guard_reason(approved: &ObjectChange, fresh: &ObjectChange) -> String {
     if approved.action() != fresh.action() {
         return match (approved.action(), fresh.action()) {
             (Action::Update, Action::Create) => {

@@ -12,6 +12,17 @@ use crate::cluster::{Cluster, RequestError};
 use crate::describe::Target;
 use crate::history::{self, History, Record};
 
+/// What became of a run's history record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Recorded {
+    /// Nothing written, or `--history-max 0`.
+    Nothing,
+    /// Added as `revision` to the ConfigMap `config_map`.
+    Revision { revision: u64, config_map: String },
+    /// Not added: the warning to show.
+    Warning(String),
+}
+
 /// Attempts at adding a record when other runs keep recording at the same time.
 const TRIES: u32 = 5;
 
