@@ -59,7 +59,6 @@ Exit codes:
     bin_name = "kubectl appupdate",
     version,
     after_help = AFTER_HELP,
-    args_conflicts_with_subcommands = true,
     subcommand_negates_reqs = true,
     disable_help_subcommand = true
 )]
@@ -91,9 +90,6 @@ pub struct ApplyArgs {
     /// The plan file written by --plan-out.
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
-
-    #[command(flatten)]
-    pub cluster: ClusterArgs,
 
     /// Refuse a plan older than this, e.g. 1h (default: no limit).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, help_heading = "Behaviour")]
@@ -143,9 +139,6 @@ pub struct HistoryArgs {
     /// Name of the application.
     #[arg(value_name = "NAME")]
     pub name: String,
-
-    #[command(flatten)]
-    pub cluster: ClusterArgs,
 
     /// Output format: a table, or the records as data.
     #[arg(short = 'o', long, value_enum, default_value_t = HistoryFormat::Table, help_heading = "Output")]
@@ -232,8 +225,13 @@ pub struct UpdateArgs {
 
     /// Undo even though these fields changed since the record (image, min, max, or a route
     /// object's reference); must name exactly the fields the refusal lists.
-    #[arg(long, value_name = "FIELDS", value_delimiter = ',', requires = "undo_request",
-          help_heading = "Undo")]
+    #[arg(
+        long,
+        value_name = "FIELDS",
+        value_delimiter = ',',
+        requires = "undo_request",
+        help_heading = "Undo"
+    )]
     pub force_undo: Vec<String>,
 
     #[command(flatten)]
@@ -287,39 +285,55 @@ pub struct UpdateArgs {
     pub verbose: u8,
 }
 
-/// Which cluster, namespace and user: the same flags for every command.
+/// Which cluster, namespace and user: the same flags for every command, before or after it.
 #[derive(Debug, Args)]
 pub struct ClusterArgs {
     /// Namespace of the application (default: the context's namespace, else "default").
-    #[arg(short = 'n', long, value_name = "NAMESPACE", help_heading = "Cluster")]
+    #[arg(
+        short = 'n',
+        long,
+        value_name = "NAMESPACE",
+        help_heading = "Cluster",
+        global = true
+    )]
     pub namespace: Option<String>,
 
     /// Kubeconfig context to use (default: the current context).
-    #[arg(long, value_name = "CONTEXT", help_heading = "Cluster")]
+    #[arg(long, value_name = "CONTEXT", help_heading = "Cluster", global = true)]
     pub context: Option<String>,
 
     /// Path to the kubeconfig file (default: $KUBECONFIG, else ~/.kube/config).
-    #[arg(long, value_name = "PATH", help_heading = "Cluster")]
+    #[arg(long, value_name = "PATH", help_heading = "Cluster", global = true)]
     pub kubeconfig: Option<PathBuf>,
 
     /// Kubeconfig cluster to use instead of the context's.
-    #[arg(long, value_name = "CLUSTER", help_heading = "Cluster")]
+    #[arg(long, value_name = "CLUSTER", help_heading = "Cluster", global = true)]
     pub cluster: Option<String>,
 
     /// Kubeconfig user to use instead of the context's.
-    #[arg(long, value_name = "USER", help_heading = "Cluster")]
+    #[arg(long, value_name = "USER", help_heading = "Cluster", global = true)]
     pub user: Option<String>,
 
     /// User to impersonate for the operation.
-    #[arg(long = "as", value_name = "USER", help_heading = "Cluster")]
+    #[arg(
+        long = "as",
+        value_name = "USER",
+        help_heading = "Cluster",
+        global = true
+    )]
     pub as_user: Option<String>,
 
     /// Group to impersonate (repeatable).
-    #[arg(long = "as-group", value_name = "GROUP", help_heading = "Cluster")]
+    #[arg(
+        long = "as-group",
+        value_name = "GROUP",
+        help_heading = "Cluster",
+        global = true
+    )]
     pub as_group: Vec<String>,
 
     /// Bound on each request to the cluster, e.g. 10s or 1m (0: no bound, kubectl's default).
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, help_heading = "Cluster")]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, help_heading = "Cluster", global = true)]
     pub request_timeout: Option<Duration>,
 }
 
@@ -409,6 +423,7 @@ const NOTHING_TO_CHANGE: &str =
 /// Parses the command line. clap checks every rule; this only chooses the message.
 pub fn parse(args: Vec<OsString>) -> Result<Cli, CliError> {
     let err = match <Cli as Parser>::try_parse_from(&args) {
+        Ok(cli) if cli.command.is_some() => return with_command_only(cli, &args),
         Ok(cli) => return Ok(cli),
         Err(err) => err,
     };
@@ -432,13 +447,43 @@ pub fn parse(args: Vec<OsString>) -> Result<Cli, CliError> {
     {
         return Err(CliError::Rule(message));
     }
-    let any_change = ["image", "min_replicas", "max_replicas", "endpoints", "undo", "to_revision"]
-        .iter()
-        .any(|id| on_command_line(id));
+    let any_change = [
+        "image",
+        "min_replicas",
+        "max_replicas",
+        "endpoints",
+        "undo",
+        "to_revision",
+    ]
+    .iter()
+    .any(|id| on_command_line(id));
     if on_command_line("name") && !any_change {
         return Err(CliError::Rule(NOTHING_TO_CHANGE));
     }
     Err(CliError::Clap(err))
+}
+
+/// A command (`apply`, `history`, `completion`) takes the cluster flags and its own: an update
+/// flag given before it is refused.
+fn with_command_only(cli: Cli, args: &[OsString]) -> Result<Cli, CliError> {
+    let command = Cli::command();
+    let Ok(given) = command.clone().try_get_matches_from(args) else {
+        return Ok(cli);
+    };
+    let stray = command.get_arguments().find(|a| {
+        !a.is_global_set()
+            && given.value_source(a.get_id().as_str()) == Some(ValueSource::CommandLine)
+    });
+    match stray {
+        Some(arg) => Err(CliError::Value(format!(
+            "{} belongs to an update, not to the {} command; give it without the command, or drop it",
+            arg.get_long()
+                .map(|l| format!("--{l}"))
+                .unwrap_or_else(|| arg.get_id().to_string().to_uppercase()),
+            given.subcommand_name().unwrap_or_default()
+        ))),
+        None => Ok(cli),
+    }
 }
 
 /// `--min`/`--max`: an `i32` of at least 1, with a message that names the flag and the value.

@@ -96,9 +96,10 @@ fn run_to_end(args: Vec<OsString>, env: &Environment) -> (Ending, Streams) {
         }
         Some(Command::History(args)) => {
             let streams = streams_before_flags(args.color);
-            return match settings::HistorySettings::resolve(args, env) {
+            return match settings::HistorySettings::resolve(args, cli.update.cluster, env) {
                 Ok(s) => {
-                    let streams = Streams::new(OutputFormat::Diff, s.color, streams.color(Kind::Error));
+                    let streams =
+                        Streams::new(OutputFormat::Diff, s.color, streams.color(Kind::Error));
                     let ending = with_runtime(|rt| rt.block_on(run::history(&s, &streams)));
                     (ending, streams)
                 }
@@ -107,7 +108,7 @@ fn run_to_end(args: Vec<OsString>, env: &Environment) -> (Ending, Streams) {
         }
         Some(Command::Apply(args)) => {
             let streams = streams_before_flags(args.color);
-            match Settings::resolve_apply(args, env, &RealFiles) {
+            match Settings::resolve_apply(args, cli.update.cluster, env, &RealFiles) {
                 Ok(s) => s,
                 Err(e) => return (Ending::Failed(e.into()), streams),
             }

@@ -144,7 +144,12 @@ pub fn saved_target(
     })
 }
 
-fn read_failure(cluster: &Cluster, e: RequestError, verb: &'static str, reference: String) -> AppError {
+fn read_failure(
+    cluster: &Cluster,
+    e: RequestError,
+    verb: &'static str,
+    reference: String,
+) -> AppError {
     AppError::Request {
         verb,
         target: Target {
@@ -160,10 +165,17 @@ fn read_failure(cluster: &Cluster, e: RequestError, verb: &'static str, referenc
 /// plan rebased on the objects as they are now (objects someone already brought to the
 /// planned values drop out), or `Err` with the report of a refusal — some field the plan
 /// changes is no longer at the value it showed — in which nothing was written.
-pub async fn recheck_saved(cluster: &Cluster, mut plan: Plan) -> Result<Result<Plan, Report>, AppError> {
-    let reads = join_all(plan.objects.iter().enumerate().filter(|(_, p)| p.change.is_change()).map(
-        |(i, p)| async move { (i, cluster.get(p.change.kind, &p.change.name).await) },
-    ))
+pub async fn recheck_saved(
+    cluster: &Cluster,
+    mut plan: Plan,
+) -> Result<Result<Plan, Report>, AppError> {
+    let reads = join_all(
+        plan.objects
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.change.is_change())
+            .map(|(i, p)| async move { (i, cluster.get(p.change.kind, &p.change.name).await) }),
+    )
     .await;
     let mut outcomes: BTreeMap<usize, Outcome> = BTreeMap::new();
     let mut tripped = false;
@@ -176,7 +188,9 @@ pub async fn recheck_saved(cluster: &Cluster, mut plan: Plan) -> Result<Result<P
                 outcomes.insert(
                     i,
                     Outcome::Tripped {
-                        reason: format!("it changed since the plan was made: {e}; nothing was written"),
+                        reason: format!(
+                            "it changed since the plan was made: {e}; nothing was written"
+                        ),
                         fresh: None,
                     },
                 );
@@ -222,7 +236,11 @@ pub async fn recheck_saved(cluster: &Cluster, mut plan: Plan) -> Result<Result<P
 
 /// The undo of the newest record (or `request.revision`): reads the history, then the
 /// objects the record touches, and plans the inverse.
-pub async fn undo(cluster: &Cluster, app: &str, request: &UndoRequest) -> Result<Sourced, AppError> {
+pub async fn undo(
+    cluster: &Cluster,
+    app: &str,
+    request: &UndoRequest,
+) -> Result<Sourced, AppError> {
     let name = history::config_map_name(app);
     let cm = cluster
         .get_config_map(&name)

@@ -11,10 +11,10 @@ use crate::cluster::Cluster;
 use crate::confirm::{self, Answer, NotConfirmed};
 use crate::error::{AppError, Stage};
 use crate::exit::Ending;
-use crate::kube_context;
-use crate::live_state;
 use crate::history;
 use crate::history_store;
+use crate::kube_context;
+use crate::live_state;
 use crate::plan::Plan;
 use crate::plan_file::{self, Origin, Source};
 use crate::plan_sources::{self, Sourced};
@@ -60,11 +60,10 @@ pub async fn run(settings: &Settings, streams: &Streams) -> Ending {
             }
         }
         Ok(Next::Apply(cluster, sourced)) => {
-            let (report, recorded) =
-                match write(&cluster, *sourced, settings, &mut signals).await {
-                    Ok(done) => done,
-                    Err(e) => return Ending::Failed(e),
-                };
+            let (report, recorded) = match write(&cluster, *sourced, settings, &mut signals).await {
+                Ok(done) => done,
+                Err(e) => return Ending::Failed(e),
+            };
             // The writes are done: a report that cannot be shown (say, stdout closed) does not
             // change what the exit code must say about them.
             let _ = streams.report(&report);
@@ -249,7 +248,8 @@ async fn write(
                 None => history_store::prepare(cluster, &plan.app).await,
             })
         };
-        let (report, prepared) = tokio::join!(apply::apply(cluster, plan, opts, &interrupt), prepare);
+        let (report, prepared) =
+            tokio::join!(apply::apply(cluster, plan, opts, &interrupt), prepare);
         let recorded = match prepared {
             Some(prepared) => record(cluster, &sourced, &report, prepared, settings).await,
             None => history_store::Recorded::Nothing,
@@ -294,16 +294,29 @@ async fn record(
     let Some(record) = history::record(report, &info) else {
         return history_store::Recorded::Nothing;
     };
+    if report.interrupted.is_some() {
+        // The interrupt promised no new request.
+        return history_store::Recorded::Warning(format!(
+            "warning: interrupted before the history was written: the changes made are not recorded in configmap/{}, so --undo does not know them",
+            history::config_map_name(app)
+        ));
+    }
     let config_map = match prepared.config_map {
         Ok(cm) => cm,
-        Err(e) => return history_store::Recorded::Warning(history_store::warning(cluster, app, &e, "get")),
+        Err(e) => {
+            return history_store::Recorded::Warning(history_store::warning(
+                cluster, app, &e, "get",
+            ));
+        }
     };
     match history_store::add(cluster, app, config_map, &record, settings.history_max).await {
         Ok(revision) => history_store::Recorded::Revision {
             revision,
             config_map: history::config_map_name(app),
         },
-        Err((e, verb)) => history_store::Recorded::Warning(history_store::warning(cluster, app, &e, verb)),
+        Err((e, verb)) => {
+            history_store::Recorded::Warning(history_store::warning(cluster, app, &e, verb))
+        }
     }
 }
 

@@ -156,7 +156,10 @@ pub struct ClusterSelection {
 
 impl ClusterSelection {
     /// The cluster flags, checked (the namespace's syntax) and resolved.
-    pub fn resolve(args: ClusterArgs, env: &Environment) -> Result<ClusterSelection, SettingsError> {
+    pub fn resolve(
+        args: ClusterArgs,
+        env: &Environment,
+    ) -> Result<ClusterSelection, SettingsError> {
         if let Some(ns) = &args.namespace {
             validate_namespace(ns).map_err(SettingsError::Invalid)?;
         }
@@ -244,11 +247,15 @@ pub struct HistorySettings {
 }
 
 impl HistorySettings {
-    pub fn resolve(args: HistoryArgs, env: &Environment) -> Result<HistorySettings, SettingsError> {
+    pub fn resolve(
+        args: HistoryArgs,
+        cluster: ClusterArgs,
+        env: &Environment,
+    ) -> Result<HistorySettings, SettingsError> {
         validate_app_name(&args.name).map_err(SettingsError::Invalid)?;
         Ok(HistorySettings {
             app: args.name,
-            cluster: ClusterSelection::resolve(args.cluster, env)?,
+            cluster: ClusterSelection::resolve(cluster, env)?,
             output: args.output,
             color: decide_color(args.color, env, env.stdout_is_terminal),
             verbose: args.verbose,
@@ -406,6 +413,7 @@ impl Settings {
     /// is sent; the application is the plan's.
     pub fn resolve_apply(
         args: ApplyArgs,
+        cluster: ClusterArgs,
         env: &Environment,
         files: &dyn FileReader,
     ) -> Result<Settings, SettingsError> {
@@ -438,7 +446,7 @@ impl Settings {
             container_update: ContainerUpdate::default(),
             autoscaler_update: AutoscalerUpdate::default(),
             endpoints: None,
-            cluster: ClusterSelection::resolve(args.cluster, env)?,
+            cluster: ClusterSelection::resolve(cluster, env)?,
             yes: args.yes,
             dry_run: false,
             detailed_exitcode: false,

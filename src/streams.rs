@@ -176,7 +176,10 @@ impl Streams {
             ),
             Recorded::Warning(text) => {
                 let text = if self.color(Kind::Notice) {
-                    console::style(text).yellow().force_styling(true).to_string()
+                    console::style(text)
+                        .yellow()
+                        .force_styling(true)
+                        .to_string()
                 } else {
                     text.clone()
                 };
@@ -197,8 +200,9 @@ impl Streams {
         let text = match format {
             HistoryFormat::Table => history::render_table(stored, &|s| printable(s)),
             HistoryFormat::Json => {
-                let mut t = serde_json::to_string_pretty(&history::document(app, namespace, stored))
-                    .map_err(io::Error::other)?;
+                let mut t =
+                    serde_json::to_string_pretty(&history::document(app, namespace, stored))
+                        .map_err(io::Error::other)?;
                 t.push('\n');
                 t
             }
