@@ -57,7 +57,7 @@ impl InterruptFlag {
     }
 }
 
-fn backoff(opts: &ApplyOptions, attempt: u32) -> Duration {
+pub(crate) fn backoff(opts: &ApplyOptions, attempt: u32) -> Duration {
     let base = opts
         .initial_backoff
         .saturating_mul(1u32 << attempt.saturating_sub(1).min(10))

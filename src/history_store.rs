@@ -8,6 +8,7 @@
 
 use serde_json::Value;
 
+use crate::apply::ApplyOptions;
 use crate::cluster::{Cluster, RequestError};
 use crate::describe::Target;
 use crate::history::{self, History, Record};
@@ -22,9 +23,6 @@ pub enum Recorded {
     /// Not added: the warning to show.
     Warning(String),
 }
-
-/// Attempts at adding a record when other runs keep recording at the same time.
-const TRIES: u32 = 5;
 
 /// What an applying run learns besides its writes: the stored history as it was read (or why
 /// it could not be), and who the server says the user is.
@@ -68,14 +66,16 @@ pub fn warning(cluster: &Cluster, app: &str, err: &RequestError, verb: &str) -> 
 }
 
 /// Adds `record` as the next revision, keeping `max` records. `config_map` is the ConfigMap as
-/// read earlier in the run (`None`: there was none); a conflict re-reads it. Returns the
-/// revision.
+/// read earlier in the run (`None`: there was none); a conflict (another run recorded first)
+/// re-reads it and tries again, at most `tries` times in all, backing off as the writes do.
+/// Returns the revision.
 pub async fn add(
     cluster: &Cluster,
     app: &str,
     mut config_map: Option<Value>,
     record: &Record,
     max: u32,
+    tries: u32,
 ) -> Result<u64, (RequestError, &'static str)> {
     let name = history::config_map_name(app);
     let mut attempt = 1;
@@ -90,9 +90,10 @@ pub async fn add(
         match cluster.write_config_map(&name, &write).await {
             Ok(_) => return Ok(revision),
             Err(e)
-                if attempt < TRIES
+                if attempt < tries
                     && (e.is_conflict() || e.is_already_exists() || e.is_not_found()) =>
             {
+                tokio::time::sleep(crate::apply::backoff(&ApplyOptions::default(), attempt)).await;
                 attempt += 1;
                 config_map = cluster
                     .get_config_map(&name)

@@ -309,7 +309,16 @@ async fn record(
             ));
         }
     };
-    match history_store::add(cluster, app, config_map, &record, settings.history_max).await {
+    match history_store::add(
+        cluster,
+        app,
+        config_map,
+        &record,
+        settings.history_max,
+        settings.retries,
+    )
+    .await
+    {
         Ok(revision) => history_store::Recorded::Revision {
             revision,
             config_map: history::config_map_name(app),
