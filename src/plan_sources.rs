@@ -45,19 +45,8 @@ pub struct Sourced {
 /// Why a saved plan is not applied here or now. Nothing was sent.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum SavedPlanError {
-    #[error(
-        "{file} was made for context {plan_context:?} (server {plan_server}, namespace {plan_namespace:?}), not for context {context:?} (server {server}, namespace {namespace:?}); to apply it there, name its context: --context {plan_context}{namespace_flag}"
-    )]
-    OtherTarget {
-        file: String,
-        plan_context: String,
-        plan_server: String,
-        plan_namespace: String,
-        context: String,
-        server: String,
-        namespace: String,
-        namespace_flag: String,
-    },
+    #[error("{0}")]
+    OtherTarget(String),
     #[error(
         "{file} was made {age} ago ({created}), longer ago than --max-plan-age {max}; make a new plan"
     )]
@@ -128,20 +117,30 @@ pub fn saved_target(
         return Ok(c.clone());
     }
     let first = &saved.file.clusters[0];
-    Err(SavedPlanError::OtherTarget {
-        file: saved.name.clone(),
-        plan_context: first.context.clone(),
-        plan_server: first.server.clone(),
-        plan_namespace: first.plan.namespace.clone(),
-        context: conn.context.clone(),
-        server: conn.server.clone(),
-        namespace: conn.namespace.clone(),
-        namespace_flag: if first.plan.namespace == conn.namespace {
-            String::new()
+    let file = &saved.name;
+    let (plan_ns, ns) = (&first.plan.namespace, &conn.namespace);
+    Err(SavedPlanError::OtherTarget(
+        if first.server != conn.server {
+            format!(
+                "{file} was made against the API server {} (context {:?}, namespace {plan_ns:?}), but context {:?} points at {}; to apply it there anyway, name its context: --context {}{}",
+                first.server,
+                first.context,
+                conn.context,
+                conn.server,
+                first.context,
+                if plan_ns == ns {
+                    String::new()
+                } else {
+                    format!(" -n {plan_ns}")
+                }
+            )
         } else {
-            format!(" -n {}", first.plan.namespace)
+            format!(
+                "{file} was made for namespace {plan_ns:?}, not {ns:?} (context {:?}); pass -n {plan_ns}",
+                conn.context
+            )
         },
-    })
+    ))
 }
 
 fn read_failure(

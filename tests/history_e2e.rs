@@ -243,18 +243,43 @@ fn a_plan_for_another_cluster_or_namespace_is_refused_unless_its_context_is_name
     // Another namespace.
     let o = apply(&env, &file, &["--yes", "-n", "default"]);
     assert_code(&o, 3);
-    assert!(stderr(&o).contains("namespace \"shop\")"), "{}", stderr(&o));
-    assert!(stderr(&o).contains("-n shop"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("was made for namespace \"shop\", not \"default\""),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stderr(&o).ends_with("; pass -n shop\n"), "{}", stderr(&o));
     // Another cluster: a second sandbox, its own kubeconfig.
     let other = Env::new();
     let o = other.run(&["apply", file.to_str().unwrap(), "--yes"]);
     assert_code(&o, 3);
     let err = stderr(&o);
-    assert!(err.contains("was made for context"), "{err}");
-    assert!(err.contains("--context"), "{err}");
+    assert!(err.contains("was made against the API server"), "{err}");
+    assert!(
+        err.contains("to apply it there anyway, name its context: --context"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
     assert_eq!(stdout(&o), "");
     assert!(other.writes().is_empty());
     assert_eq!(other.bounds(), (2, 5));
+    assert_eq!(env.bounds(), (2, 5));
+    // Naming the plan's context is the deliberate choice: the plan is checked against that
+    // cluster's objects under the guard and applied there.
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let context = doc["content"]["clusters"][0]["context"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let o = other.run(&[
+        "apply",
+        file.to_str().unwrap(),
+        "--yes",
+        "--context",
+        &context,
+    ]);
+    assert_code(&o, 0);
+    assert_eq!(other.bounds(), (2, 9));
     assert_eq!(env.bounds(), (2, 5));
 }
 
