@@ -43,8 +43,23 @@ use serde_json::{Value, json};
 
 use crate::owned_parts;
 use crate::plan::{Action, Base, Kind, ObjectChange, PatchType, Write};
-use crate::plan_file::Source;
 use crate::report::{Outcome, Report};
+
+/// This program, as it names itself in plan files and history records.
+pub fn tool() -> String {
+    format!("kubectl-appupdate {}", env!("CARGO_PKG_VERSION"))
+}
+
+/// How a change came about: from flags, or as an undo; saved plans carry it into the record
+/// of the run that applies them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
+pub enum Source {
+    /// From `--image`, `--min`, `--max`, `--endpoints`.
+    Update,
+    /// The inverse of the history record `revision` (`--undo`, `--to-revision`).
+    Undo { revision: u64 },
+}
 
 /// The schema of a record and of `history -o json|yaml`.
 pub const SCHEMA: &str = "kubectl-appupdate.history/v1";
@@ -226,7 +241,7 @@ pub fn record(report: &Report, info: &RunInfo) -> Option<Record> {
         revision: 0,
         time: info.time.clone(),
         user: info.user.clone(),
-        tool: crate::plan_file::tool(),
+        tool: tool(),
         status: if partial {
             Status::Partial
         } else {

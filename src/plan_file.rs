@@ -45,6 +45,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use crate::history::{Source, tool};
 use crate::ingress_planner::{
     IngressRemoval, IngressUpdater, SAVED_INGRESS, SAVED_INGRESS_REMOVAL,
 };
@@ -55,21 +56,6 @@ use crate::updaters::{AutoscalerUpdater, DeploymentUpdater, SAVED_AUTOSCALER, SA
 
 /// The file's schema; any other is refused.
 pub const SCHEMA: &str = "kubectl-appupdate.plan-file/v1";
-
-/// This program, as it names itself in plan files and history records.
-pub fn tool() -> String {
-    format!("kubectl-appupdate {}", env!("CARGO_PKG_VERSION"))
-}
-
-/// How a plan came about; carried into the history record of the run that applies it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
-pub enum Source {
-    /// From `--image`, `--min`, `--max`, `--endpoints`.
-    Update,
-    /// The inverse of the history record `revision` (`--undo`, `--to-revision`).
-    Undo { revision: u64 },
-}
 
 /// Where a plan was computed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -124,6 +110,24 @@ pub enum PlanFileError {
         "cannot save the plan: {reference} was planned by an updater that cannot be saved; apply it directly instead"
     )]
     NotSavable { reference: String },
+}
+
+/// Why a saved plan is not applied here or now. Nothing was sent.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SavedPlanError {
+    #[error("{0}")]
+    OtherTarget(String),
+    #[error(
+        "{file} was made {age} ago ({created}), longer ago than --max-plan-age {max}; make a new plan"
+    )]
+    TooOld {
+        file: String,
+        age: String,
+        created: String,
+        max: String,
+    },
+    #[error("{file} has no valid creation time ({created:?}), so --max-plan-age cannot be checked")]
+    NoTime { file: String, created: String },
 }
 
 // ---- the file as serialised ----

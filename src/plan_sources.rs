@@ -21,10 +21,11 @@ use crate::apply::guard_reason;
 use crate::cluster::{Cluster, RequestError};
 use crate::describe::Target;
 use crate::error::AppError;
+use crate::history::Source;
 use crate::history::{self, History};
 use crate::kube_context::Connection;
 use crate::plan::{Kind, Plan, Recheck, recheck};
-use crate::plan_file::{ClusterPlan, Source};
+use crate::plan_file::{ClusterPlan, SavedPlanError};
 use crate::report::{Outcome, Report};
 use crate::settings::{SavedInput, UndoRequest};
 use crate::undo::{self, UndoLive};
@@ -40,24 +41,6 @@ pub struct Sourced {
     pub config_map: Option<Option<Value>>,
     /// Why the plan must not be applied (an undo over fields changed since the record).
     pub refusal: Option<String>,
-}
-
-/// Why a saved plan is not applied here or now. Nothing was sent.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum SavedPlanError {
-    #[error("{0}")]
-    OtherTarget(String),
-    #[error(
-        "{file} was made {age} ago ({created}), longer ago than --max-plan-age {max}; make a new plan"
-    )]
-    TooOld {
-        file: String,
-        age: String,
-        created: String,
-        max: String,
-    },
-    #[error("{file} has no valid creation time ({created:?}), so --max-plan-age cannot be checked")]
-    NoTime { file: String, created: String },
 }
 
 fn human(d: Duration) -> String {
@@ -253,7 +236,11 @@ pub async fn undo(
             cluster.conn.context
         ),
     })?;
-    let (deployment, autoscaler, routes) = undo::needs(record)?;
+    let undo::UndoNeeds {
+        deployment,
+        autoscaler,
+        routes,
+    } = undo::needs(record)?;
     let get = |kind: Kind, name: String| async move {
         let live = cluster.get(kind, &name).await;
         (kind, name, live)

@@ -93,9 +93,17 @@ pub fn route_kind(r: &RouteChange) -> Option<Kind> {
     (kind.api_version() == r.api_version).then_some(kind)
 }
 
-/// The objects the undo of `record` reads: whether it needs the Deployment and the HPA, and
-/// the route objects by kind and name. Errors for a record this version cannot undo.
-pub fn needs(record: &Record) -> Result<(bool, bool, Vec<(Kind, String)>), PlanError> {
+/// The objects the undo of a record reads.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct UndoNeeds {
+    pub deployment: bool,
+    pub autoscaler: bool,
+    /// Route objects by kind and name.
+    pub routes: Vec<(Kind, String)>,
+}
+
+/// The objects the undo of `record` reads. Errors for a record this version cannot undo.
+pub fn needs(record: &Record) -> Result<UndoNeeds, PlanError> {
     if record.routes_truncated {
         return Err(cannot(
             record.revision,
@@ -115,7 +123,11 @@ pub fn needs(record: &Record) -> Result<(bool, bool, Vec<(Kind, String)>), PlanE
         })?;
         routes.push((kind, r.name.clone()));
     }
-    Ok((record.image.is_some(), record.bounds.is_some(), routes))
+    Ok(UndoNeeds {
+        deployment: record.image.is_some(),
+        autoscaler: record.bounds.is_some(),
+        routes,
+    })
 }
 
 /// Plans the inverse of `record` against `live`.
@@ -578,9 +590,9 @@ fn set_null(obj: &mut Value, path: &[String]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::history::Source;
     use crate::history::{BoundsChange, Change, ImageChange, Status};
     use crate::plan::recheck;
-    use crate::plan_file::Source;
 
     fn record() -> Record {
         Record {
@@ -801,7 +813,11 @@ mod tests {
                 crate::plan::Recheck::Proceed(_)
             ));
             let saved = p.updater.save().unwrap();
-            let loaded = crate::plan_file::load_updater(&saved).unwrap();
+            let loaded = match load_updater(&saved.kind, &saved.spec) {
+                Some(u) => u.unwrap(),
+                // The image and the bounds go back through the ordinary updaters.
+                None => continue,
+            };
             assert_eq!(loaded.plan("shop", current.as_ref()).unwrap(), p.change);
         }
     }
