@@ -419,7 +419,7 @@ fn paint(out: &mut impl Write, style: &Style, text: &str) -> io::Result<()> {
 /// Names and the context come from the command line and the kubeconfig, not from the YAML
 /// serializer: escape control characters so none of them can move the cursor or recolour
 /// the terminal.
-fn printable(s: &str) -> Cow<'_, str> {
+pub(crate) fn printable(s: &str) -> Cow<'_, str> {
     if s.chars().any(char::is_control) {
         Cow::Owned(
             s.chars()

@@ -198,7 +198,7 @@ impl Streams {
     ) -> io::Result<()> {
         use crate::cli::HistoryFormat;
         let text = match format {
-            HistoryFormat::Table => history::render_table(stored, &|s| printable(s)),
+            HistoryFormat::Table => history::render_table(stored, &|s| diff_render::printable(s).into_owned()),
             HistoryFormat::Json => {
                 let mut t =
                     serde_json::to_string_pretty(&history::document(app, namespace, stored))
@@ -247,19 +247,6 @@ impl Streams {
             }
         }
     }
-}
-
-/// A value from the cluster as one printable line: control characters shown as escapes.
-fn printable(s: &str) -> String {
-    s.chars()
-        .map(|c| {
-            if c.is_control() {
-                c.escape_default().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
 }
 
 fn write_all(out: &mut impl Write, text: &[u8]) -> io::Result<()> {
