@@ -198,7 +198,9 @@ impl Streams {
     ) -> io::Result<()> {
         use crate::cli::HistoryFormat;
         let text = match format {
-            HistoryFormat::Table => history::render_table(stored, &|s| diff_render::printable(s).into_owned()),
+            HistoryFormat::Table => {
+                history::render_table(stored, &|s| diff_render::printable(s).into_owned())
+            }
             HistoryFormat::Json => {
                 let mut t =
                     serde_json::to_string_pretty(&history::document(app, namespace, stored))
