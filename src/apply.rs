@@ -23,6 +23,7 @@ use crate::describe::Target;
 use crate::ingress_planner::IDENTIFIER_LABEL;
 use crate::plan::{Action, Base, ObjectChange, Plan, Planned, Recheck, Write, recheck};
 use crate::report::{Interruption, Outcome, Report};
+use crate::text::Untrusted;
 
 /// Retry bounds: client-go's `DefaultRetry` is 5 tries from 10 ms.
 #[derive(Clone, Copy, Debug)]
@@ -271,7 +272,7 @@ pub(crate) fn guard_reason(approved: &ObjectChange, fresh: &ObjectChange) -> Str
                 .and_then(|a| a.before.clone());
             format!(
                 "{} is now {} (the plan showed {})",
-                f.path,
+                Untrusted(&f.path),
                 display(&f.before),
                 display(&shown)
             )
@@ -287,7 +288,7 @@ pub(crate) fn guard_reason(approved: &ObjectChange, fresh: &ObjectChange) -> Str
 fn display(v: &Option<Value>) -> String {
     match v {
         None => "absent".into(),
-        Some(Value::String(s)) => format!("{s:?}"),
+        Some(Value::String(s)) => format!("{:?}", Untrusted(s)),
         Some(Value::Object(_)) | Some(Value::Array(_)) => "different".into(),
         Some(other) => other.to_string(),
     }

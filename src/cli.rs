@@ -16,6 +16,8 @@ use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::parser::ValueSource;
 use clap::{ArgGroup, Args, CommandFactory, Parser, Subcommand, ValueEnum};
 
+use crate::text::Untrusted;
+
 pub const AFTER_HELP: &str = "\
 Examples:
   # See what would change, then confirm interactively
@@ -546,9 +548,12 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
             .find(|c: char| !(c.is_ascii_digit() || c == '.'))
             .unwrap_or(rest.len());
         let (num, tail) = rest.split_at(num_end);
-        let value: f64 = num
-            .parse()
-            .map_err(|_| format!("invalid duration {text:?}; use e.g. 30s, 2m or 1h"))?;
+        let value: f64 = num.parse().map_err(|_| {
+            format!(
+                "invalid duration {:?}; use e.g. 30s, 2m or 1h",
+                Untrusted(text)
+            )
+        })?;
         let unit_end = tail
             .find(|c: char| c.is_ascii_digit() || c == '.')
             .unwrap_or(tail.len());
@@ -562,7 +567,9 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
             "h" => 3600.0,
             _ => {
                 return Err(format!(
-                    "invalid duration {text:?}: unknown unit {unit:?}; use ms, s, m or h"
+                    "invalid duration {:?}: unknown unit {:?}; use ms, s, m or h",
+                    Untrusted(text),
+                    Untrusted(unit)
                 ));
             }
         };
@@ -570,7 +577,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         rest = next;
     }
     if !total.is_finite() || total > 1e9 {
-        return Err(format!("duration {text:?} is too long"));
+        return Err(format!("duration {:?} is too long", Untrusted(text)));
     }
     Ok(Duration::from_secs_f64(total))
 }

@@ -11,6 +11,7 @@ use serde_json::Value;
 use crate::describe::{Target, classify, describe_kube_error};
 use crate::kube_context::Connection;
 use crate::plan::{Base, Kind, PatchType};
+use crate::text::Untrusted;
 
 /// The field manager recorded in managedFields for our writes.
 pub const FIELD_MANAGER: &str = "kubectl-appupdate";
@@ -65,7 +66,8 @@ impl RequestError {
             RequestError::Kube(e) => describe_kube_error(e, verb, target),
             RequestError::Timeout(d) => format!(
                 "cannot reach the cluster of context {:?} for {}: the request timed out after {d:?} (--request-timeout)",
-                target.context, target.reference
+                Untrusted(&target.context),
+                Untrusted(&target.reference)
             ),
         }
     }
@@ -127,12 +129,13 @@ impl Cluster {
             let outcome = match &result {
                 Ok(_) => "ok".to_owned(),
                 Err(e) => match e.status_code() {
-                    Some(code) => format!("{code} {}", e.reason().unwrap_or_default()),
+                    Some(code) => format!("{code} {}", Untrusted(e.reason().unwrap_or_default())),
                     None => "failed".to_owned(),
                 },
             };
             log(&format!(
-                "  {method} {uri} ({what}): {outcome} in {} ms",
+                "  {method} {} ({what}): {outcome} in {} ms",
+                Untrusted(&uri),
                 started.elapsed().as_millis()
             ));
         }

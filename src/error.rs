@@ -15,6 +15,7 @@ use crate::plan::PlanError;
 use crate::plan_file::{PlanFileError, SavedPlanError};
 use crate::report::Interruption;
 use crate::settings::SettingsError;
+use crate::text::Untrusted;
 use crate::wait::WaitError;
 
 /// Where a run was when a signal ended it, which decides what can be said about the state.
@@ -35,7 +36,9 @@ impl Stage {
             Stage::Planning => "interrupted: nothing was changed".into(),
             Stage::Writing => "interrupted again: exiting now; requests already sent may or may not have been applied — run again to see the state".into(),
             Stage::Waiting { name, namespace } => format!(
-                "stopped waiting: the changes were applied and the rollout goes on (kubectl rollout status deployment/{name} -n {namespace})"
+                "stopped waiting: the changes were applied and the rollout goes on (kubectl rollout status deployment/{} -n {})",
+                Untrusted(name),
+                Untrusted(namespace)
             ),
         }
     }
@@ -68,7 +71,7 @@ pub enum AppError {
     /// An object the change needs does not exist.
     #[error(
         "{} not found in namespace {:?} (context {:?}){why}; check the name and -n/--namespace",
-        .target.reference, .target.namespace, .target.context
+        Untrusted(&.target.reference), Untrusted(&.target.namespace), Untrusted(&.target.context)
     )]
     NotFound {
         target: Target,

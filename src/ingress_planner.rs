@@ -96,6 +96,7 @@ use crate::plan::{
     Base, FieldChange, IngressInfo, Kind, ObjectChange, PatchType, PlanError, SavedUpdater,
     Updater, Write,
 };
+use crate::text::Untrusted;
 
 /// The label whose value identifies the scope group of a managed Ingress.
 pub const IDENTIFIER_LABEL: &str = "identifier";
@@ -135,7 +136,8 @@ pub fn ingress_name(app: &str, identifier: &str) -> Result<String, PlanError> {
         Err(PlanError::Unexpected {
             reference: format!("{}/{name}", Kind::Ingress.kubectl_name()),
             message: format!(
-                "the Ingress name derived from the application name {app:?} is not a valid DNS subdomain (lowercase letters, digits, '-' and '.', at most 253 characters); the application name must be one too"
+                "the Ingress name derived from the application name {app:?} is not a valid DNS subdomain (lowercase letters, digits, '-' and '.', at most 253 characters); the application name must be one too",
+                app = Untrusted(app)
             ),
         })
     }

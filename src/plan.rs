@@ -14,6 +14,8 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::text::Untrusted;
+
 /// The kinds of object this tool writes (the Service is only read).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum Kind {
@@ -351,19 +353,25 @@ impl ObjectChange {
 /// when one of these is returned.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum PlanError {
-    #[error("{reference} has no container named {container:?}; its containers are {available}")]
+    #[error(
+        "{} has no container named {:?}; its containers are {}",
+        Untrusted(.reference), Untrusted(.container), Untrusted(.available)
+    )]
     NoSuchContainer {
         reference: String,
         container: String,
         available: String,
     },
-    #[error("{reference} has {count} containers ({available}); choose one with --container")]
+    #[error(
+        "{} has {count} containers ({}); choose one with --container",
+        Untrusted(.reference), Untrusted(.available)
+    )]
     ContainerRequired {
         reference: String,
         count: usize,
         available: String,
     },
-    #[error("{reference} has no containers")]
+    #[error("{} has no containers", Untrusted(.reference))]
     NoContainers { reference: String },
     #[error(
         "--min {min} is greater than the maximum {max}{source}; raise --max or lower --min",
@@ -383,15 +391,16 @@ pub enum PlanError {
         max: i32,
         min_from_live: bool,
     },
-    #[error("{reference} not found in namespace {namespace}")]
+    #[error("{} not found in namespace {}", Untrusted(.reference), Untrusted(.namespace))]
     Missing {
         reference: String,
         namespace: String,
     },
-    #[error("{reference}: {message}")]
+    #[error("{}: {}", Untrusted(.reference), Untrusted(.message))]
     Unexpected { reference: String, message: String },
     #[error(
-        "{reference} came without metadata.resourceVersion or metadata.uid, so it cannot be written conditionally; it is left alone"
+        "{} came without metadata.resourceVersion or metadata.uid, so it cannot be written conditionally; it is left alone",
+        Untrusted(.reference)
     )]
     NoPrecondition { reference: String },
 }

@@ -24,6 +24,7 @@ use crate::report::{Interruption, Report};
 use crate::settings::{HistorySettings, Settings};
 use crate::signals::Signals;
 use crate::streams::{self, Streams};
+use crate::text::Untrusted;
 use crate::wait::{self, WaitTarget};
 
 /// What follows the plan being shown.
@@ -82,11 +83,11 @@ pub async fn run(settings: &Settings, streams: &Streams) -> Ending {
 
 /// Connects, reads, plans, shows the plan and asks for confirmation. Writes nothing.
 async fn plan(settings: &Settings, streams: &Streams) -> Result<Next, AppError> {
-    let conn = kube_context::connect(&settings.cluster).await?;
+    let conn = kube_context::connect(&settings.cluster, streams::warning).await?;
     // -v: the proxy and every request, as notices.
     let log = (settings.verbose > 0).then_some(streams::notice as fn(&str));
     if let (Some(log), Some(proxy)) = (log, &conn.proxy) {
-        log(&format!("  via proxy {proxy}"));
+        log(&format!("  via proxy {}", Untrusted(proxy)));
     }
     let cluster = Cluster::new(conn, log);
 
@@ -132,10 +133,9 @@ async fn plan(settings: &Settings, streams: &Streams) -> Result<Next, AppError> 
     }
     if let Some(path) = &settings.plan_out {
         save_plan(path, &sourced, &cluster)?;
+        let shown = crate::text::Untrusted(path.display().to_string());
         streams::notice(&format!(
-            "Saved the plan to {}; apply it with: kubectl appupdate apply {}",
-            path.display(),
-            path.display()
+            "Saved the plan to {shown}; apply it with: kubectl appupdate apply {shown}"
         ));
         return Ok(Next::Stop(
             if settings.detailed_exitcode && plan.has_changes() {
@@ -200,9 +200,15 @@ async fn confirmed(plan: &Plan, settings: &Settings) -> Result<(), AppError> {
         return Err(NotConfirmed::NoTerminal.into());
     }
     let summary = plan.summary();
+    // dialoguer draws the question as it is: the names in it are escaped here.
     let question = format!(
         "Apply these changes to {} in namespace {} (context {})? {} to create, {} to update, {} to delete",
-        plan.app, plan.namespace, plan.context, summary.create, summary.update, summary.delete
+        Untrusted(&plan.app),
+        Untrusted(&plan.namespace),
+        Untrusted(&plan.context),
+        summary.create,
+        summary.update,
+        summary.delete
     );
     let color = settings.color_stderr;
     let answer = tokio::task::spawn_blocking(move || confirm::ask(&question, color))
@@ -348,7 +354,11 @@ async fn follow_rollout(
     let timeout = Some(settings.wait_timeout).filter(|t| !t.is_zero());
     let color = streams.color(streams::Kind::Notice);
     let mut progress: Box<dyn wait::Progress> = if settings.stderr_is_terminal {
-        Box::new(wait::Bar::new(&target.reference(), color))
+        Box::new(wait::Bar::new(
+            &target.reference(),
+            color,
+            streams.writer(streams::Kind::Notice),
+        ))
     } else {
         Box::new(wait::Lines::new(
             streams.writer(streams::Kind::Notice),
@@ -381,7 +391,7 @@ pub async fn history(settings: &HistorySettings, streams: &Streams) -> Ending {
 }
 
 async fn list_history(settings: &HistorySettings, streams: &Streams) -> Result<(), AppError> {
-    let conn = kube_context::connect(&settings.cluster).await?;
+    let conn = kube_context::connect(&settings.cluster, streams::warning).await?;
     let log = (settings.verbose > 0).then_some(streams::notice as fn(&str));
     let cluster = Cluster::new(conn, log);
     let name = history::config_map_name(&settings.app);
@@ -402,8 +412,8 @@ async fn list_history(settings: &HistorySettings, streams: &Streams) -> Result<(
         streams::notice(&format!(
             "No recorded changes for {} in namespace {} (context {}).",
             settings.app,
-            cluster.namespace(),
-            cluster.conn.context
+            crate::text::Untrusted(cluster.namespace()),
+            crate::text::Untrusted(&cluster.conn.context)
         ));
         return Ok(());
     }

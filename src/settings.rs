@@ -15,6 +15,7 @@ use crate::endpoints_file::{self, EndpointsError, EndpointsFile};
 use crate::names;
 use crate::plan_file::{self, PlanFile, PlanFileError};
 use crate::proxy::ProxyEnv;
+use crate::text::Untrusted;
 use crate::updaters::{AutoscalerUpdate, ContainerUpdate, validate_image_reference};
 
 /// Why the flags' values or the files they name cannot be used. Nothing was sent.
@@ -291,7 +292,8 @@ fn validate_app_name(name: &str) -> Result<(), String> {
     } else {
         Err(format!(
             "application name {name:?} is not valid: use at most 63 lowercase letters, digits \
-             and '-', starting with a letter and ending with a letter or digit"
+             and '-', starting with a letter and ending with a letter or digit",
+            name = Untrusted(name)
         ))
     }
 }
@@ -301,7 +303,8 @@ fn validate_namespace(ns: &str) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!(
-            "-n/--namespace {ns:?} is not a valid namespace name (lowercase letters, digits and '-', at most 63)"
+            "-n/--namespace {ns:?} is not a valid namespace name (lowercase letters, digits and '-', at most 63)",
+            ns = Untrusted(ns)
         ))
     }
 }
@@ -337,8 +340,12 @@ impl Settings {
         let app = args.name.unwrap_or_default();
         validate_app_name(&app).map_err(SettingsError::Invalid)?;
         if let Some(image) = &args.image {
-            validate_image_reference(image)
-                .map_err(|why| SettingsError::Invalid(format!("--image {image:?}: {why}")))?;
+            validate_image_reference(image).map_err(|why| {
+                SettingsError::Invalid(format!(
+                    "--image {image:?}: {why}",
+                    image = Untrusted(image)
+                ))
+            })?;
         }
         if let (Some(min), Some(max)) = (args.min_replicas, args.max_replicas)
             && min > max

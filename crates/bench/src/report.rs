@@ -334,7 +334,7 @@ pub fn markdown(
     );
     let _ = writeln!(
         s,
-        "Peak RSS is `getrusage(RUSAGE_CHILDREN).ru_maxrss` of a helper process that runs exactly one child. Release profile: thin LTO, 4 codegen units, stripped. {}.\n",
+        "Peak RSS is `getrusage(RUSAGE_CHILDREN).ru_maxrss` of a helper process that runs exactly one child. Release profile: fat LTO, 1 codegen unit, panic = abort, stripped. {}.\n",
         x.musl
     );
     let _ = writeln!(s, "{}", crate::notes::NOTES);
