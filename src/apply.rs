@@ -58,7 +58,7 @@ impl InterruptFlag {
     }
 }
 
-fn backoff(opts: &ApplyOptions, attempt: u32) -> Duration {
+pub(crate) fn backoff(opts: &ApplyOptions, attempt: u32) -> Duration {
     let base = opts
         .initial_backoff
         .saturating_mul(1u32 << attempt.saturating_sub(1).min(10))
@@ -243,7 +243,7 @@ impl Applier<'_> {
 }
 
 /// Says, in one line, what moved under us.
-fn guard_reason(approved: &ObjectChange, fresh: &ObjectChange) -> String {
+pub(crate) fn guard_reason(approved: &ObjectChange, fresh: &ObjectChange) -> String {
     if approved.action() != fresh.action() {
         return match (approved.action(), fresh.action()) {
             (Action::Update, Action::Create) => {

@@ -12,6 +12,7 @@ use crate::confirm::NotConfirmed;
 use crate::describe::Target;
 use crate::kube_context::KubeconfigError;
 use crate::plan::PlanError;
+use crate::plan_file::{PlanFileError, SavedPlanError};
 use crate::report::Interruption;
 use crate::settings::SettingsError;
 use crate::text::Untrusted;
@@ -93,6 +94,25 @@ pub enum AppError {
     /// The async runtime could not be started.
     #[error("cannot start: {0}")]
     Runtime(#[source] std::io::Error),
+    /// A saved plan is not for this cluster or namespace, or too old.
+    #[error(transparent)]
+    SavedPlan(#[from] SavedPlanError),
+    /// The plan cannot be saved.
+    #[error(transparent)]
+    PlanFile(#[from] PlanFileError),
+    /// `--plan-out FILE` cannot be written.
+    #[error("cannot write the plan to {file}: {source}")]
+    PlanOut {
+        file: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// There is no record to undo.
+    #[error("{message}")]
+    Undo { message: String },
+    /// An undo would overwrite fields changed since the record.
+    #[error("{message}")]
+    UndoRefused { message: String },
 }
 
 impl AppError {

@@ -86,13 +86,15 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::endpoints_file::EndpointsFile;
 use crate::names;
 use crate::plan::{
-    Base, FieldChange, IngressInfo, Kind, ObjectChange, PatchType, PlanError, Updater, Write,
+    Base, FieldChange, IngressInfo, Kind, ObjectChange, PatchType, PlanError, SavedUpdater,
+    Updater, Write,
 };
 use crate::text::Untrusted;
 
@@ -214,7 +216,8 @@ pub fn backend_port(service: &Value, app: &str) -> Result<BackendPort, PlanError
 }
 
 /// What new Ingresses take from their existing managed siblings.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Inherited {
     pub ingress_class_name: Option<String>,
     /// Distinct hosts, in the sibling's rule order; empty: one rule without host.
@@ -259,7 +262,8 @@ pub fn inherited_from(live_managed: &[Value]) -> Inherited {
 }
 
 /// One group's Ingress as it should be.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct DesiredIngress {
     pub app: String,
     /// Name used when it has to be created: `<app>-<identifier>`.
@@ -514,8 +518,13 @@ pub fn focused_view(obj: &Value, namespace: &str, name: &str) -> Value {
     Value::Object(view)
 }
 
+/// The type names of the updaters here in a saved plan.
+pub const SAVED_INGRESS: &str = "ingress";
+pub const SAVED_INGRESS_REMOVAL: &str = "ingress-removal";
+
 /// Creates a group's Ingress, or updates the owned parts of the live one.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct IngressUpdater {
     /// The live Ingress's name when one matched, else `desired.name`.
     pub name: String,
@@ -710,6 +719,10 @@ impl Updater for IngressUpdater {
         &self.name
     }
 
+    fn save(&self) -> Option<SavedUpdater> {
+        SavedUpdater::new(SAVED_INGRESS, self)
+    }
+
     fn plan(&self, namespace: &str, live: Option<&Value>) -> Result<ObjectChange, PlanError> {
         match live {
             None => Ok(self.create(namespace)),
@@ -719,7 +732,8 @@ impl Updater for IngressUpdater {
 }
 
 /// Deletes a managed Ingress whose scope group is gone.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct IngressRemoval {
     pub app: String,
     pub name: String,
@@ -768,6 +782,10 @@ pub fn served_paths(ingress: &Value, app: &str) -> Vec<String> {
 impl Updater for IngressRemoval {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn save(&self) -> Option<SavedUpdater> {
+        SavedUpdater::new(SAVED_INGRESS_REMOVAL, self)
     }
 
     fn plan(&self, namespace: &str, live: Option<&Value>) -> Result<ObjectChange, PlanError> {

@@ -157,6 +157,9 @@ pub struct Connection {
     /// The proxy the connection goes through, e.g. `http://proxy.corp:3128 (HTTPS_PROXY)`
     /// (carries no credentials).
     pub proxy: Option<String>,
+    /// Who the requests are made as, by the kubeconfig: `--as`, else the kubeconfig user's
+    /// name (`--user`, else the context's); `None` when the context names no user.
+    pub user: Option<String>,
 }
 
 /// Stands in for the cluster's `proxy-url` while kube loads the kubeconfig (never dialled).
@@ -284,6 +287,7 @@ struct Selected {
     context: String,
     cluster: String,
     namespace: String,
+    user: Option<String>,
 }
 
 /// kubectl's choice of context (`--context`, else the current one), cluster (`--cluster`, else
@@ -363,6 +367,7 @@ fn select(
         context: context_name,
         cluster,
         namespace,
+        user: user.cloned(),
     })
 }
 
@@ -378,6 +383,7 @@ pub async fn connect(
         context,
         cluster,
         namespace,
+        user,
     } = select(&kubeconfig, sel, &files)?;
 
     // The cluster's proxy-url is ours to interpret (kubectl's rules, `crate::proxy`). Left
@@ -443,6 +449,7 @@ pub async fn connect(
         server,
         request_timeout: sel.request_timeout,
         proxy: proxy.map(|p| p.to_string()),
+        user: sel.as_user.clone().or(user),
     })
 }
 

@@ -11,13 +11,13 @@
 use std::fmt;
 use std::sync::Arc;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::text::Untrusted;
 
 /// The kinds of object this tool writes (the Service is only read).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum Kind {
     Deployment,
     HorizontalPodAutoscaler,
@@ -91,7 +91,7 @@ impl fmt::Display for Kind {
 }
 
 /// What happens to one object.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Action {
     Unchanged,
@@ -126,7 +126,7 @@ impl fmt::Display for Action {
 }
 
 /// One leaf value (or owned sub-tree) that the run changes. `None` means absent.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FieldChange {
     /// A readable path, e.g. `spec.template.spec.containers[name=web].image`.
     pub path: String,
@@ -147,11 +147,28 @@ impl FieldChange {
 /// Identity of a live object: the `metadata.resourceVersion` and `metadata.uid` that every
 /// write to it is conditional on. Both are non-empty by construction — a patch carrying an
 /// empty `resourceVersion` is applied unconditionally by the server, so there is no way to
-/// make one.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// make one (a saved plan with an empty one does not load either).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "BaseFields", rename_all = "camelCase", deny_unknown_fields)]
 pub struct Base {
     resource_version: String,
     uid: String,
+}
+
+/// [`Base`] as read from a saved plan, before the check that neither is empty.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct BaseFields {
+    resource_version: String,
+    uid: String,
+}
+
+impl TryFrom<BaseFields> for Base {
+    type Error = &'static str;
+
+    fn try_from(f: BaseFields) -> Result<Base, Self::Error> {
+        Base::new(f.resource_version, f.uid).ok_or("resourceVersion and uid must not be empty")
+    }
 }
 
 impl Base {
@@ -191,7 +208,8 @@ impl Base {
 }
 
 /// How a patch body is interpreted by the server.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum PatchType {
     /// `application/merge-patch+json` (RFC 7386).
     Merge,
@@ -202,7 +220,12 @@ pub enum PatchType {
 /// The minimal request that realises a change. A write to a live object carries that
 /// object's [`Base`], so it is conditional by construction: the apply step cannot send one
 /// without its precondition.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(
+    tag = "request",
+    rename_all = "lowercase",
+    rename_all_fields = "camelCase"
+)]
 pub enum Write {
     /// A complete new object. It needs no precondition: a create fails when the name is
     /// taken (AlreadyExists).
@@ -275,7 +298,7 @@ impl ObjectChange {
 }
 
 /// What an Ingress change means in endpoint terms, for people and for `-o json`.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct IngressInfo {
     /// The identifier label value of the scope group.
     pub identifier: String,
@@ -288,7 +311,7 @@ pub struct IngressInfo {
 
 /// The computed change for one object. What happens to it ([`ObjectChange::action`]) is
 /// decided by its [`Write`]: no write, no change.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ObjectChange {
     pub kind: Kind,
     pub namespace: String,
@@ -391,6 +414,29 @@ pub trait Updater: Send + Sync + fmt::Debug {
     fn name(&self) -> &str;
     /// The change against `live` (`None`: the object does not exist).
     fn plan(&self, namespace: &str, live: Option<&Value>) -> Result<ObjectChange, PlanError>;
+    /// The updater as data, for a saved plan (`--plan-out`), which loads it back with
+    /// `plan_file::load_updater`; `None`: this updater cannot be saved.
+    fn save(&self) -> Option<SavedUpdater> {
+        None
+    }
+}
+
+/// An updater as data: its type name and its fields, as written in a saved plan.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SavedUpdater {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub spec: Value,
+}
+
+impl SavedUpdater {
+    /// `spec` serialised; `None` only if it cannot be (it always can for plain data).
+    pub fn new(kind: &str, spec: &impl Serialize) -> Option<SavedUpdater> {
+        Some(SavedUpdater {
+            kind: kind.to_owned(),
+            spec: serde_json::to_value(spec).ok()?,
+        })
+    }
 }
 
 /// A planned object: its updater (kept for retries) and the change the user approves.

@@ -97,13 +97,25 @@ pub fn describe_fields(change: &ObjectChange) -> String {
     change
         .fields
         .iter()
+        // A whole object (a route created or deleted again by an undo): the line says it.
+        .filter(|f| f.path != ".")
         .map(|f| {
-            let leaf = f
-                .path
-                .rsplit('.')
-                .next()
-                .unwrap_or(f.path.as_str())
-                .to_owned();
+            // The last key: `maxReplicas`, or a bracketed one (`metadata.annotations[a.b/c]`).
+            let leaf = match f.path.strip_suffix(']').and_then(|p| p.rsplit_once('[')) {
+                Some((_, key)) if !key.contains('=') => key.to_owned(),
+                _ => f
+                    .path
+                    .rsplit('.')
+                    .next()
+                    .unwrap_or(f.path.as_str())
+                    .to_owned(),
+            };
+            if [&f.before, &f.after]
+                .iter()
+                .any(|v| matches!(v, Some(Value::Object(_) | Value::Array(_))))
+            {
+                return format!("{} changed", Untrusted(leaf));
+            }
             format!(
                 "{} {} → {}",
                 Untrusted(leaf),

@@ -32,6 +32,8 @@ use crate::cli::{CliError, OutputFormat};
 use crate::diff_render::{self, RenderOptions};
 use crate::error::{AppError, Stage};
 use crate::exit::Ending;
+use crate::history::{self, History};
+use crate::history_store::Recorded;
 use crate::output;
 use crate::plan::Plan;
 use crate::report::{self, Fate, Outcome, Report};
@@ -191,6 +193,60 @@ impl Streams {
             self.write(kind, text.as_bytes())?;
         }
         Ok(())
+    }
+
+    /// What became of the run's history record: its revision (with what was done), or the
+    /// warning that it was not recorded.
+    pub fn recorded(&self, recorded: &Recorded) -> io::Result<()> {
+        match recorded {
+            Recorded::Nothing => Ok(()),
+            Recorded::Revision {
+                revision,
+                config_map,
+            } => self.write(
+                Kind::Done,
+                format!("recorded as revision {revision} in configmap/{config_map}\n").as_bytes(),
+            ),
+            Recorded::Warning(text) => {
+                let text = if self.color(Kind::Notice) {
+                    console::style(text)
+                        .yellow()
+                        .force_styling(true)
+                        .to_string()
+                } else {
+                    text.clone()
+                };
+                self.write(Kind::Notice, format!("{text}\n").as_bytes())
+            }
+        }
+    }
+
+    /// `history NAME`: the records as a table, or as one JSON or YAML document.
+    pub fn history(
+        &self,
+        format: crate::cli::HistoryFormat,
+        app: &str,
+        namespace: &str,
+        stored: &History,
+    ) -> io::Result<()> {
+        use crate::cli::HistoryFormat;
+        let text = match format {
+            HistoryFormat::Table => {
+                history::render_table(stored, &|s| crate::text::escape(s).into_owned())
+            }
+            HistoryFormat::Json => {
+                let mut t =
+                    serde_json::to_string_pretty(&history::document(app, namespace, stored))
+                        .map_err(io::Error::other)?;
+                t.push('\n');
+                t
+            }
+            HistoryFormat::Yaml => {
+                serde_saphyr::to_string(&history::document(app, namespace, stored))
+                    .map_err(io::Error::other)?
+            }
+        };
+        self.write(Kind::Plan, text.as_bytes())
     }
 
     /// What the user is told about how the run ended, if anything: the reason it failed.

@@ -6,26 +6,36 @@
 //! it). The Ingress updaters live in `ingress_planner`.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::plan::{Base, FieldChange, Kind, ObjectChange, PatchType, PlanError, Updater, Write};
+use crate::plan::{
+    Base, FieldChange, Kind, ObjectChange, PatchType, PlanError, SavedUpdater, Updater, Write,
+};
 use crate::text::Untrusted;
 
+/// The type names of the updaters here in a saved plan.
+pub const SAVED_DEPLOYMENT: &str = "deployment-image";
+pub const SAVED_AUTOSCALER: &str = "autoscaler-bounds";
+
 /// Requested changes to the application container; `None` leaves a value as it is.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ContainerUpdate {
     pub image: Option<String>,
 }
 
 /// Requested changes to the autoscaler; `None` leaves a bound as it is.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AutoscalerUpdate {
     pub min_replicas: Option<i32>,
     pub max_replicas: Option<i32>,
 }
 
 /// Sets the image of one container of the Deployment `name`.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct DeploymentUpdater {
     pub name: String,
     /// `--container`; required when the pod template has several containers.
@@ -34,7 +44,8 @@ pub struct DeploymentUpdater {
 }
 
 /// Sets `spec.minReplicas` / `spec.maxReplicas` of the HPA `name`.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct AutoscalerUpdater {
     pub name: String,
     pub update: AutoscalerUpdate,
@@ -96,6 +107,10 @@ impl DeploymentUpdater {
 impl Updater for DeploymentUpdater {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn save(&self) -> Option<SavedUpdater> {
+        SavedUpdater::new(SAVED_DEPLOYMENT, self)
     }
 
     fn plan(&self, namespace: &str, live: Option<&Value>) -> Result<ObjectChange, PlanError> {
@@ -175,6 +190,10 @@ fn live_bound(live: &Value, field: &str) -> Option<i64> {
 impl Updater for AutoscalerUpdater {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn save(&self) -> Option<SavedUpdater> {
+        SavedUpdater::new(SAVED_AUTOSCALER, self)
     }
 
     fn plan(&self, namespace: &str, live: Option<&Value>) -> Result<ObjectChange, PlanError> {
