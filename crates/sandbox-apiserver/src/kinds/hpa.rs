@@ -113,32 +113,10 @@ impl Kind for HorizontalPodAutoscaler {
             st(obj, "/spec/scaleTargetRef/kind"),
             st(obj, "/spec/scaleTargetRef/name")
         );
-        let targets: Vec<String> = obj
-            .pointer("/spec/metrics")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .map(|m| {
-                        let res = m.get("resource").or_else(|| m.get("containerResource"));
-                        match res
-                            .and_then(|r| r.pointer("/target/averageUtilization"))
-                            .and_then(Value::as_i64)
-                        {
-                            Some(u) => format!("<unknown>/{u}%"),
-                            None => "<unknown>/<unknown>".to_string(),
-                        }
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
         vec![
             name,
             json!(reference),
-            json!(if targets.is_empty() {
-                "<none>".to_string()
-            } else {
-                targets.join(", ")
-            }),
+            json!(format_metrics(obj)),
             json!(
                 obj.pointer("/spec/minReplicas")
                     .and_then(Value::as_i64)
@@ -149,6 +127,108 @@ impl Kind for HorizontalPodAutoscaler {
             json!(i(obj, "/status/currentReplicas")),
             a,
         ]
+    }
+}
+
+/// The printer's TARGETS (`formatHPAMetrics`): `current/target` of each metric, the current
+/// value from the status entry at the same index; two shown, then `+ N more...`.
+fn format_metrics(obj: &Value) -> String {
+    let empty = Vec::new();
+    let specs = obj
+        .pointer("/spec/metrics")
+        .and_then(Value::as_array)
+        .unwrap_or(&empty);
+    if specs.is_empty() {
+        return "<none>".into();
+    }
+    let statuses = obj
+        .pointer("/status/currentMetrics")
+        .and_then(Value::as_array)
+        .unwrap_or(&empty);
+    // A quantity as `Quantity.String()` prints it (a nil one as `<nil>`).
+    let q = |v: Option<&Value>| match v.and_then(Value::as_str) {
+        Some(s) => s.to_string(),
+        None => "<nil>".to_string(),
+    };
+    let list: Vec<String> = specs
+        .iter()
+        .enumerate()
+        .map(|(i, spec)| {
+            let source = |f: &str| spec.get(f).filter(|v| !v.is_null());
+            let status = |f: &str| {
+                statuses
+                    .get(i)
+                    .and_then(|s| s.get(f))
+                    .filter(|v| !v.is_null())
+            };
+            let avg_or_value = |f: &str| {
+                let src = source(f);
+                let target_avg = src.and_then(|s| s.pointer("/target/averageValue"));
+                match target_avg.filter(|v| !v.is_null()) {
+                    Some(t) => {
+                        let current = status(f)
+                            .and_then(|s| s.pointer("/current/averageValue"))
+                            .filter(|v| !v.is_null())
+                            .map_or("<unknown>".to_string(), |c| q(Some(c)));
+                        format!("{current}/{} (avg)", q(Some(t)))
+                    }
+                    None => {
+                        let current = status(f)
+                            .map_or("<unknown>".to_string(), |s| q(s.pointer("/current/value")));
+                        format!(
+                            "{current}/{}",
+                            q(src.and_then(|s| s.pointer("/target/value")))
+                        )
+                    }
+                }
+            };
+            let resource = |f: &str| {
+                let src = source(f);
+                match src
+                    .and_then(|s| s.pointer("/target/averageValue"))
+                    .filter(|v| !v.is_null())
+                {
+                    Some(t) => {
+                        let current = status(f).map_or("<unknown>".to_string(), |s| {
+                            q(s.pointer("/current/averageValue"))
+                        });
+                        format!("{current}/{}", q(Some(t)))
+                    }
+                    None => {
+                        let current = status(f)
+                            .and_then(|s| s.pointer("/current/averageUtilization"))
+                            .and_then(Value::as_i64)
+                            .map_or("<unknown>".to_string(), |u| format!("{u}%"));
+                        let target = src
+                            .and_then(|s| s.pointer("/target/averageUtilization"))
+                            .and_then(Value::as_i64)
+                            .map_or("<auto>".to_string(), |u| format!("{u}%"));
+                        format!("{current}/{target}")
+                    }
+                }
+            };
+            match spec.get("type").and_then(Value::as_str).unwrap_or("") {
+                "External" => avg_or_value("external"),
+                "Object" => avg_or_value("object"),
+                "Pods" => {
+                    let current = status("pods").map_or("<unknown>".to_string(), |s| {
+                        q(s.pointer("/current/averageValue"))
+                    });
+                    format!(
+                        "{current}/{}",
+                        q(source("pods").and_then(|s| s.pointer("/target/averageValue")))
+                    )
+                }
+                "Resource" => resource("resource"),
+                "ContainerResource" => resource("containerResource"),
+                _ => "<unknown type>".to_string(),
+            }
+        })
+        .collect();
+    if list.len() > 2 {
+        format!("{} + {} more...", list[..2].join(", "), list.len() - 2)
+    } else {
+        list.join(", ")
     }
 }
 
