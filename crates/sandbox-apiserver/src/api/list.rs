@@ -321,10 +321,8 @@ fn render_list(
                     meta.insert("remainingItemCount".into(), json!(n));
                 }
             }
-            let items: Vec<Value> = items
-                .iter()
-                .map(|o| partial(&kinds::to_wire(k, o), version))
-                .collect();
+            // The metadata as stored, whatever version was asked for.
+            let items: Vec<Value> = items.iter().map(|o| partial(o, version)).collect();
             json!({"kind": "PartialObjectMetadataList", "apiVersion": format!("meta.k8s.io/{version}"), "metadata": meta, "items": items})
         }
         Output::Json | Output::Yaml => kinds::list_to_wire(

@@ -62,6 +62,8 @@ pub struct Ctx<'a> {
     pub shutdown: &'a signal::Receiver<bool>,
     /// Indent JSON (`?pretty=true`, or a curl/wget/browser User-Agent).
     pub pretty: bool,
+    /// Who the request acts as, as a UserInfo (after impersonation).
+    pub user: Value,
 }
 
 /// What a layer above may do around a request's store access, at the moments a real race

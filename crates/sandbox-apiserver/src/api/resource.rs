@@ -13,8 +13,8 @@ use super::table::{Include, partial, table_for};
 use super::watch::watch;
 use super::{Ctx, Hooks, Reply, json_reply, status_reply};
 use crate::kinds::{self, Kind, Subresource};
-use crate::model::gojson;
 use crate::model::status::{self, FieldError, StatusBody};
+use crate::model::{gojson, time};
 use crate::store::{FieldValidation, Outcome, WriteCtx};
 
 /// Serve a request for `k` (its scope and subresource already checked by routing).
@@ -128,6 +128,7 @@ fn handle_as(
         }
         ("update", Some(sub)) => request.write_subresource(sub),
         ("patch", Some(sub)) if sub != Subresource::Finalize => request.write_subresource(sub),
+        ("create", None) if k.review() => request.review(),
         ("create", None) => request.create(),
         ("update", None) => request.update(),
         ("patch", None) => request.patch(),
@@ -320,28 +321,27 @@ impl Request<'_> {
             }
         }
         let obj = st.get(self.k, self.ns(), &self.info.name)?;
+        // The printer and the partial metadata work on the object as stored.
+        let ns = if self.k.api().namespaced {
+            self.ns()
+        } else {
+            ""
+        };
+        let stored = || {
+            st.get_object(self.k, ns, &self.info.name)
+                .cloned()
+                .unwrap_or_else(|| obj.clone())
+        };
         let body = match self.output {
-            Output::Table(version) => {
-                // The printer works on the object as stored.
-                let ns = if self.k.api().namespaced {
-                    self.ns()
-                } else {
-                    ""
-                };
-                let stored = st
-                    .get_object(self.k, ns, &self.info.name)
-                    .cloned()
-                    .unwrap_or_else(|| obj.clone());
-                table_for(
-                    self.k,
-                    std::slice::from_ref(&stored),
-                    None,
-                    None,
-                    version,
-                    include,
-                )
-            }
-            Output::Partial(version) => partial(&obj, version),
+            Output::Table(version) => table_for(
+                self.k,
+                std::slice::from_ref(&stored()),
+                None,
+                None,
+                version,
+                include,
+            ),
+            Output::Partial(version) => partial(&stored(), version),
             Output::Json | Output::Yaml => obj,
         };
         Ok(Outcome {
@@ -401,6 +401,22 @@ impl Request<'_> {
             .store
             .lock()
             .create(self.k, self.ns(), &body, self.write)
+    }
+
+    /// A review: the body decoded (and checked) like any create, the answer who is asking.
+    fn review(&self) -> Result<Outcome, StatusBody> {
+        let body = self.object_body()?;
+        let (_, warnings) = crate::store::decode_body(self.k, &body, self.write.field_validation)?;
+        let mut meta = serde_json::Map::new();
+        meta.insert("creationTimestamp".into(), json!(time::now_rfc3339()));
+        Ok(Outcome {
+            code: 201,
+            body: kinds::to_wire(
+                self.k,
+                &json!({"metadata": meta, "status": {"userInfo": self.ctx.user}}),
+            ),
+            warnings,
+        })
     }
 
     fn update(&self) -> Result<Outcome, StatusBody> {

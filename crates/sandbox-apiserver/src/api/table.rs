@@ -44,8 +44,8 @@ pub fn partial(obj: &Value, version: &str) -> Value {
 }
 
 /// A Table (`meta.k8s.io/<version>`) of `objs` (as stored, or as another version of the
-/// resource wrote them: the printer works on the stored object, the rows carry them as `k`
-/// serves them); `rv`: the list's revision (else the first object's), `cont`: the continue
+/// resource wrote them: the printer and the partial metadata work on the stored object, a
+/// row's whole object is as `k` serves it); `rv`: the list's revision (else the first object's), `cont`: the continue
 /// token and remaining count.
 pub fn table_for(
     k: &dyn Kind,
@@ -61,7 +61,7 @@ pub fn table_for(
         .map(|o| {
             let object = match include {
                 Include::None => Value::Null,
-                Include::Metadata => partial(&kinds::to_wire(k, o), version),
+                Include::Metadata => partial(o, version),
                 Include::Object => kinds::to_wire(k, o),
             };
             json!({"cells": k.table_cells(o, now), "object": object})

@@ -221,7 +221,7 @@ async fn stream_events(
                 headers_sent = true;
                 event_line(&t, table)
             }
-            Output::Partial(version) => event_line(&t, partial(&kinds::to_wire(k, &o), version)),
+            Output::Partial(version) => event_line(&t, partial(&o, version)),
             Output::Json | Output::Yaml => event_line(&t, kinds::to_wire(k, &o)),
         }
     };

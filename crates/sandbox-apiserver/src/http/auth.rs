@@ -1,10 +1,11 @@
 //! Authentication (bearer tokens, random per instance) and authorization (the RBAC the
 //! sandbox's identities would have): who is asking, and may they.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use http::HeaderMap;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::api::request::RequestInfo;
 use crate::model::status::{self, StatusBody};
@@ -116,6 +117,10 @@ pub fn user_name(id: Option<Identity>) -> &'static str {
 pub struct User {
     pub name: String,
     pub groups: Vec<String>,
+    /// The user's uid (`""`: none).
+    pub uid: String,
+    /// Extra attributes (impersonated with `Impersonate-Extra-<key>`).
+    pub extra: BTreeMap<String, Vec<String>>,
 }
 
 const MASTERS: &str = "system:masters";
@@ -132,10 +137,35 @@ impl User {
             Some(Identity::Invalid) => ("invalid-token", &[]),
             None => (ANONYMOUS, &[UNAUTHENTICATED]),
         };
+        // The token users' uids, as the reference server's token file gives them.
+        let uid = match id {
+            Some(Identity::Admin | Identity::ReadOnly | Identity::NoPerm) => format!("uid-{name}"),
+            _ => String::new(),
+        };
         User {
             name: name.to_string(),
             groups: groups.iter().map(|g| g.to_string()).collect(),
+            uid,
+            extra: BTreeMap::new(),
         }
+    }
+
+    /// The user as an `authentication.k8s.io/v1` UserInfo (what a SelfSubjectReview reports).
+    pub fn info(&self) -> Value {
+        let mut m = serde_json::Map::new();
+        if !self.name.is_empty() {
+            m.insert("username".into(), Value::String(self.name.clone()));
+        }
+        if !self.uid.is_empty() {
+            m.insert("uid".into(), Value::String(self.uid.clone()));
+        }
+        if !self.groups.is_empty() {
+            m.insert("groups".into(), serde_json::json!(self.groups));
+        }
+        if !self.extra.is_empty() {
+            m.insert("extra".into(), serde_json::json!(self.extra));
+        }
+        Value::Object(m)
     }
 
     fn in_group(&self, g: &str) -> bool {
@@ -539,6 +569,8 @@ pub fn impersonate(
     }
     let mut name = String::new();
     let mut user_groups: Vec<String> = Vec::new();
+    let mut user_uid = String::new();
+    let mut extra: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for r in &requests {
         let (group, resource, sub, namespace, target) = r.attributes();
         if !may(requestor, "impersonate", group, resource, &sub) {
@@ -562,7 +594,10 @@ pub fn impersonate(
                 }
             }
             Impersonation::Group(g) => user_groups.push(g.clone()),
-            Impersonation::Extra { .. } | Impersonation::Uid(_) => {}
+            Impersonation::Extra { key, value } => {
+                extra.entry(key.clone()).or_default().push(value.clone());
+            }
+            Impersonation::Uid(u) => user_uid = u.clone(),
         }
     }
     if name != ANONYMOUS {
@@ -578,6 +613,8 @@ pub fn impersonate(
     Ok(Some(User {
         name,
         groups: user_groups,
+        uid: user_uid,
+        extra,
     }))
 }
 
@@ -606,7 +643,9 @@ mod tests {
             as_readonly,
             Some(User {
                 name: "readonly".into(),
-                groups: vec![AUTHENTICATED.into()]
+                groups: vec![AUTHENTICATED.into()],
+                uid: String::new(),
+                extra: BTreeMap::new(),
             })
         );
         let u = as_readonly.unwrap_or_else(|| User::of(None));

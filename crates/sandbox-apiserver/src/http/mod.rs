@@ -29,6 +29,7 @@ use bytes::Bytes;
 use http::{HeaderMap, Method, Request, Response};
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
+use serde_json::Value;
 use tokio::sync::watch;
 
 use crate::api::request::{RequestInfo, parse_bool, query_get, request_info};
@@ -224,6 +225,7 @@ pub async fn serve(
         addr: server.addr,
         shutdown: &server.shutdown,
         pretty: req.pretty,
+        user: Value::Null,
     };
     let mut reply = authorized(&ctx, &mut hooks, &req, &body.to_bytes(), &info, &mut entry);
     if let Some(mark) = hooks.mark {
@@ -322,8 +324,12 @@ fn authorized(
     if let Err(forbidden) = auth::authorize(&user, info, &verb, &req.path) {
         return status_reply(&forbidden, req.pretty);
     }
+    let ctx = Ctx {
+        user: user.info(),
+        ..*ctx
+    };
     routing::route(
-        ctx,
+        &ctx,
         hooks,
         &req.method,
         &req.path,

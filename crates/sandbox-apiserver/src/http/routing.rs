@@ -80,9 +80,13 @@ pub fn route(
     if !namespaced && !info.namespace.is_empty() && info.namespace != info.name {
         return status_reply(&status::generic(404, ""), pretty);
     }
-    // A collection takes no PUT or PATCH; a version served for reads takes no write.
+    // A kind served for `create` only has no object path.
+    if k.verbs() == ["create"] && !info.name.is_empty() {
+        return status_reply(&status::generic(404, ""), pretty);
+    }
+    // A collection takes no PUT or PATCH; a kind takes only its verbs.
     if (info.name.is_empty() && matches!(info.verb.as_str(), "update" | "patch"))
-        || (k.read_only() && !matches!(info.verb.as_str(), "get" | "list" | "watch"))
+        || !k.verbs().contains(&info.verb.as_str())
     {
         return status_reply(&status::generic(405, ""), pretty);
     }

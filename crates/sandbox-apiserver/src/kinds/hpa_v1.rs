@@ -3,7 +3,7 @@
 //! does — the first CPU utilization metric becomes `targetCPUUtilizationPercentage`, the other
 //! metrics, the current metrics, the behavior and the conditions travel in the
 //! `autoscaling.alpha.kubernetes.io/*` annotations. Reads only: writes through this version
-//! are refused (405).
+//! are refused (405), not half-converted.
 
 use serde_json::{Map, Value, json};
 
@@ -45,8 +45,8 @@ impl Kind for HorizontalPodAutoscalerV1 {
         &[Subresource::Status]
     }
 
-    fn read_only(&self) -> bool {
-        true
+    fn verbs(&self) -> &'static [&'static str] {
+        &["get", "list", "watch"]
     }
 
     fn convert_out(&self, obj: &Value) -> Option<Value> {
@@ -363,9 +363,14 @@ pub fn to_v1(obj: &Value) -> Value {
     if let Some(m) = meta.as_object_mut() {
         match annotations {
             Some(a) if !a.is_empty() => {
-                // ObjectMeta keeps its field order: annotations where the object had them.
+                // A Go map is written with its keys sorted; ObjectMeta in its field order.
+                let mut sorted: Vec<(String, Value)> = a.into_iter().collect();
+                sorted.sort_by(|x, y| x.0.cmp(&y.0));
                 let had = m.contains_key("annotations");
-                m.insert("annotations".into(), Value::Object(a));
+                m.insert(
+                    "annotations".into(),
+                    Value::Object(sorted.into_iter().collect()),
+                );
                 if !had {
                     meta = schema::normalize(schema::OBJECT_META, &meta);
                 }
@@ -463,7 +468,10 @@ mod tests {
             v1["status"],
             json!({"currentReplicas": 0, "desiredReplicas": 2})
         );
-        let keys: Vec<&String> = v1["metadata"].as_object().unwrap().keys().collect();
+        let keys: Vec<&String> = v1["metadata"]
+            .as_object()
+            .map(|m| m.keys().collect())
+            .unwrap_or_default();
         assert_eq!(
             keys,
             ["name", "namespace", "creationTimestamp", "annotations"]

@@ -19,6 +19,7 @@ mod ingress;
 mod ingress_class;
 mod namespace;
 mod pod;
+mod review;
 mod service;
 mod table;
 mod validate;
@@ -36,6 +37,18 @@ pub use ingress::{INGRESS_NGINX_CLASS, INGRESS_NGINX_CONTROLLER, IngressNginxWeb
 pub use ingress_class::IS_DEFAULT_CLASS;
 pub use namespace::NAMESPACE;
 
+/// What a stored kind's routes take.
+pub const ALL_VERBS: &[&str] = &[
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+];
+
 /// Every built-in kind the sandbox serves, in the order the OpenAPI documents list them.
 /// Registering a kind is one line here.
 pub static KINDS: &[&dyn Kind] = &[
@@ -44,6 +57,7 @@ pub static KINDS: &[&dyn Kind] = &[
     &deployment::DEPLOYMENT,
     &hpa::HORIZONTAL_POD_AUTOSCALER,
     &hpa_v1::HORIZONTAL_POD_AUTOSCALER_V1,
+    &review::SELF_SUBJECT_REVIEW,
     &ingress::INGRESS,
     &config_map::CONFIG_MAP,
     &ingress_class::INGRESS_CLASS,
@@ -189,8 +203,14 @@ pub trait Kind: Send + Sync + 'static {
         None
     }
 
-    /// A version served for reads only (GET, LIST, WATCH): writes through it are refused.
-    fn read_only(&self) -> bool {
+    /// The verbs served (the real server's route table): others are 405 (404 for the verbs
+    /// of an object path, when the kind has only `create`).
+    fn verbs(&self) -> &'static [&'static str] {
+        ALL_VERBS
+    }
+
+    /// Not stored: a create answers from the request (a review of who is asking).
+    fn review(&self) -> bool {
         false
     }
 

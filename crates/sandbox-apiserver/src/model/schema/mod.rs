@@ -15,7 +15,7 @@ use super::quantity;
 
 pub use generated::{
     CONFIG_MAP, DEPLOYMENT, HORIZONTAL_POD_AUTOSCALER, INGRESS, INGRESS_CLASS, NAMESPACE,
-    OBJECT_META, SERVICE,
+    OBJECT_META, SELF_SUBJECT_REVIEW, SERVICE,
 };
 
 /// A field's type.
