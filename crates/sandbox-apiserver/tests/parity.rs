@@ -32,14 +32,9 @@ use serde_json::Value;
 /// follow from an earlier divergence of their sequence (an object the sandbox did not create,
 /// a version it did not bump) are listed too: they pass once that one is fixed.
 const PENDING: &[(&str, &str)] = &[
-    // A malformed resourceVersion in a patch: the real 500 message is the bare strconv error; a
-    // non-string resourceVersion: the real 422 message shows the patch as a Go map; a uid in a
-    // patch body that does not match: 422 (metadata.uid: field is immutable), not 409.
-    // Request bodies in YAML, no Content-Type (taken as JSON) and protobuf are decoded by the
-    // real server (415 only for other types, with its own message); Accept: application/yaml gets
-    // YAML (objects and Status errors), an unacceptable Accept gets 406; server-side apply
-    // (application/apply-patch+yaml) is served: 422 without fieldManager, create, 409 conflict,
-    // force; a YAML merge patch is 400.
+    // Server-side apply (application/apply-patch+yaml) is not emulated: the sandbox answers
+    // 415 (see the README's "What is not emulated"). A YAML merge patch is then 404 instead of
+    // 400, as the object the apply would have created does not exist.
     (
         "content-types/17-apply-patch-creates.json",
         "/status: real 201, sandbox 415",
@@ -56,58 +51,18 @@ const PENDING: &[(&str, &str)] = &[
         "content-types/20-patch-yaml-merge.json",
         "/status: real 400, sandbox 404",
     ),
-    // A DELETE with a body ignores the query: ?dryRun=All with a DeleteOptions body (even {})
-    // without dryRun deletes for real; the sandbox honours the query.
-    // dryRun=All DELETE with propagationPolicy Foreground or Orphan (query or body) returns the
-    // object as it would be (deletionTimestamp, deletionGracePeriodSeconds: 0, finalizer
-    // foregroundDeletion/orphan, generation bumped), not a Status.
-    // A real Foreground delete returns the object and leaves it in place, terminating (no garbage
-    // collector), until its finalizer is released; the sandbox deletes at once. The later steps
-    // follow from that.
-    // DeleteOptions validation: the message lists "nil" among supported propagation policies;
-    // orphanDependents with a policy and an unknown dryRun value in the body are 422 (the sandbox
-    // deletes for real, so the later steps find nothing); a DeleteOptions body of another kind is
-    // 500.
-    // serviceAccountName is mirrored into the deprecated serviceAccount field (and its
-    // managedFields entry); a probe without a handler is 422 (must specify a handler type).
-    // Strategic merge puts list elements the patch adds (containers, ports) before the existing
-    // ones; decoding errors of JSON/merge/strategic patches have other texts and a non-object
-    // merge patch is 400; a wrongly typed strategic patch value reports the patch as a Go map.
-    // A Deployment name longer than 63 characters gets a Warning header; missing selector also
-    // reports the template labels mismatch; maxUnavailable/maxSurge messages print intstr values
-    // Go-style; an unknown strategy type is reported on spec.strategy with the whole struct.
-    // The Gateway API group and CRD kinds are missing from /apis, the aggregated documents and
-    // their group/version documents; /livez?verbose lists the real server's checks;
-    // /openapi/v3 lists every group/version.
-    // fieldValidation=Strict refuses duplicate JSON fields (400) and, on PATCH, answers unknown
-    // or duplicate fields with 422 Invalid (not 400); an unknown fieldValidation value is 422;
-    // server-side apply is not served.
     (
         "field-validation/14-apply-unknown-strict.json",
         "/status: real 500, sandbox 415",
     ),
-    // HPA validation: a resource metric without target reports type twice and averageUtilization
-    // (not target); Utilization with averageValue also reports Forbidden; an unknown metric type
-    // is reported once more (FieldValueNotSupported); behavior reports an unknown selectPolicy
-    // and policy type; autoscaling/v1 (conversion) is not served.
-    // Impersonate-User/-Group are ignored by the sandbox: the real server authorizes as the
-    // impersonated identity (403 naming it), refuses impersonation by users without the
-    // impersonate verb (users "x" is forbidden ... cannot impersonate), and a group without a
-    // user is 500. Later resourceVersions follow from the writes the sandbox let through.
-    // Ingress validation texts: a path without pathType is "Required value: pathType must be
-    // specified"; port name and number together, no port, no backend and two backends are
-    // reported on `backend` with the real wording; an invalid ingressClassName is not reported
-    // before TLS errors; an Ingress with neither rules nor defaultBackend is reported on `spec`;
-    // the kubernetes.io/ingress.class annotation gets a deprecation Warning.
-    // Table column definitions for Deployments: the real READY column is a string.
-    // LIST with a selector and limit: no remainingItemCount; invalid continue token message;
-    // continue with resourceVersion is 400; resourceVersion=0 ignores limit (no continue);
-    // resourceVersionMatch=Exact serves the old snapshot; match without version is 422; a future
-    // resourceVersion is 504 Timeout; a malformed one is 500.
-    // Field selector errors: unsupported fields have the real message; a set-based field selector
-    // is refused where the real parser stops.
-    // Server-side apply is not served; a fieldManager over 128 characters is 422. The later
-    // resourceVersions follow from the apply.
+    // Writes through autoscaling/v1 are converted by the real server; the sandbox serves that
+    // version for reads only and refuses writes (405).
+    (
+        "hpa-autoscaling-v1/14-patch-v1.json",
+        "/status: real 200, sandbox 405",
+    ),
+    // Server-side apply is not emulated (415); the later steps' resourceVersions follow from
+    // the apply the sandbox did not make.
     (
         "managed-fields/07-apply-by-d.json",
         "/status: real 200, sandbox 415",

@@ -522,10 +522,13 @@ impl Side {
                     Some((owner, false)) => self.rv(s, owner.clone().as_deref(), &p),
                     None => self.rv(s, None, &p),
                 },
-                ("uid", Value::String(s)) if !s.is_empty() => match &ctx.metadata_of {
-                    Some((owner, _)) => self.uid(s, owner.clone().as_deref(), &p),
-                    None => self.uid(s, None, &p),
-                },
+                // An object's uid (a user's, in a UserInfo, is a name).
+                ("uid", Value::String(s)) if !s.is_empty() && !path.ends_with("/userInfo") => {
+                    match &ctx.metadata_of {
+                        Some((owner, _)) => self.uid(s, owner.clone().as_deref(), &p),
+                        None => self.uid(s, None, &p),
+                    }
+                }
                 ("metadata", Value::Object(meta)) => self.object(
                     meta,
                     &p,
@@ -566,6 +569,23 @@ impl Side {
                     sorted.sort_by_key(|e| {
                         ["operation", "manager", "subresource", "apiVersion"]
                             .map(|k| e.get(k).and_then(Value::as_str).unwrap_or("").to_string())
+                    });
+                    self.value(&Value::Array(sorted), &p, &Ctx::default())
+                }
+                // A custom resource group's APIResourceList is in the order the server's CRD
+                // cache lists them, which changes when CRDs are touched: order by name.
+                ("resources", Value::Array(resources))
+                    if m.get("kind").and_then(Value::as_str) == Some("APIResourceList")
+                        && m.get("groupVersion")
+                            .and_then(Value::as_str)
+                            .is_some_and(|gv| gv.starts_with("gateway.networking.")) =>
+                {
+                    let mut sorted = resources.clone();
+                    sorted.sort_by_key(|r| {
+                        r.get("name")
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                            .to_string()
                     });
                     self.value(&Value::Array(sorted), &p, &Ctx::default())
                 }
