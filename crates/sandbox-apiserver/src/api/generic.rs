@@ -31,7 +31,7 @@ pub fn generic_resource(
     } else {
         format!("{}/{}", g.group, g.version)
     };
-    let output = match negotiate(headers, &info.verb) {
+    let output = match negotiate(headers) {
         Ok(o) => o,
         Err(s) => return status_reply(&s, pretty),
     };
@@ -48,7 +48,21 @@ pub fn generic_resource(
                         pretty,
                     );
                 }
-                Output::Partial(version) => {
+                Output::Partial(_) => {
+                    let package = crate::store::internal_package(&g.group);
+                    return status_reply(
+                        &crate::model::status::StatusBody::new(
+                            406,
+                            "NotAcceptable",
+                            format!(
+                                "you requested PartialObjectMetadata, but the requested object is a list (*{package}.{list_kind})"
+                            ),
+                            None,
+                        ),
+                        pretty,
+                    );
+                }
+                Output::PartialList(version) => {
                     return json_reply(
                         200,
                         &json!({"kind": "PartialObjectMetadataList", "apiVersion": format!("meta.k8s.io/{version}"), "metadata": {"resourceVersion": rv.to_string()}, "items": []}),

@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use super::request::{Output, RequestInfo, query_get};
+use super::request::{Output, RequestInfo, not_acceptable, query_get};
 use super::table::{Include, partial, table_for};
 use crate::kinds::{self, Kind};
 use crate::model::gojson;
@@ -205,7 +205,29 @@ pub fn list(
         _ => Include::Metadata,
     };
     let st = store.lock();
-    let ns = (!info.namespace.is_empty()).then_some(info.namespace.as_str());
+    // The key range the storage reads (ListPredicate): the path's namespace, else the one a
+    // field selector requires; a required name as well makes it that one key (no paging). A
+    // continued list is never narrowed by its selectors (its token may then point elsewhere).
+    let required = |field: &str| {
+        if !opts.continue_.is_empty() {
+            return None;
+        }
+        opts.sel
+            .field
+            .terms
+            .iter()
+            .find(|t| t.field == field && !t.negate)
+            .map(|t| t.value.clone())
+    };
+    let range_ns: Option<String> = if !info.namespace.is_empty() {
+        Some(info.namespace.clone())
+    } else {
+        required("metadata.namespace")
+            .filter(|n| k.api().namespaced && crate::model::names::is_dns1123_label(n).is_empty())
+    };
+    let single_key =
+        required("metadata.name").is_some() && (range_ns.is_some() || !k.api().namespaced);
+    let ns = range_ns.as_deref();
     let namespaced_prefix = k.api().namespaced && ns.is_some();
     let key_of = |o: &Value| {
         let name = o
@@ -246,7 +268,7 @@ pub fn list(
             let items: Vec<Value> = st.select(k, ns, &opts.sel).into_iter().cloned().collect();
             return Ok(Outcome {
                 code: 200,
-                body: render_list(k, items, st.rv, None, output, include),
+                body: render_list(k, items, st.rv, None, output, include)?,
                 warnings: vec![],
             });
         }
@@ -255,7 +277,10 @@ pub fn list(
         if rv > st.rv {
             return Err(too_large(rv, st.rv, 0));
         }
-        ((opts.match_ == "Exact" && rv > 0).then_some(rv), None)
+        // Exact, or a version without a match (the legacy case), reads at that revision.
+        ((opts.match_ == "Exact" || opts.match_.is_empty()) && rv > 0)
+            .then_some(rv)
+            .map_or((None, None), |rv| (Some(rv), None))
     };
     let list_rv = at.unwrap_or(st.rv);
     let selected: Vec<Value> = match at {
@@ -282,21 +307,38 @@ pub fn list(
         })
         .collect();
     let mut cont = None;
-    if paging && items.len() as i64 > opts.limit {
+    if paging && !single_key && items.len() as i64 >= opts.limit {
         let remaining = items.len() - opts.limit as usize;
         items.truncate(opts.limit as usize);
+        // etcd says there is more when any key of the range, matching or not, follows the
+        // last one returned.
         if let Some(last) = items.last() {
-            let filtered =
-                !opts.sel.label.requirements.is_empty() || !opts.sel.field.terms.is_empty();
-            cont = Some((
-                encode_continue(&key_of(last), list_rv),
-                (!filtered).then_some(remaining),
-            ));
+            let last_key = key_of(last);
+            let everything = Selectors::default();
+            let more = match at {
+                Some(rv) => st
+                    .select_at(k, ns, &everything, rv)
+                    .unwrap_or_default()
+                    .iter()
+                    .any(|o| key_of(o) > last_key),
+                None => st
+                    .select(k, ns, &everything)
+                    .into_iter()
+                    .any(|o| key_of(o) > last_key),
+            };
+            if more {
+                let filtered =
+                    !opts.sel.label.requirements.is_empty() || !opts.sel.field.terms.is_empty();
+                cont = Some((
+                    encode_continue(&last_key, list_rv),
+                    (!filtered).then_some(remaining),
+                ));
+            }
         }
     }
     Ok(Outcome {
         code: 200,
-        body: render_list(k, items, list_rv, cont, output, include),
+        body: render_list(k, items, list_rv, cont, output, include)?,
         warnings: vec![],
     })
 }
@@ -309,10 +351,11 @@ fn render_list(
     cont: Option<(String, Option<usize>)>,
     output: Output,
     include: Include,
-) -> Value {
-    match output {
+) -> Result<Value, StatusBody> {
+    Ok(match output {
+        Output::Partial(_) => return Err(not_acceptable(k, true)),
         Output::Table(version) => table_for(k, &items, Some(rv), cont, version, include),
-        Output::Partial(version) => {
+        Output::PartialList(version) => {
             let mut meta = serde_json::Map::new();
             meta.insert("resourceVersion".into(), json!(rv.to_string()));
             if let Some((c, remaining)) = cont {
@@ -334,7 +377,7 @@ fn render_list(
                 cont,
             ),
         ),
-    }
+    })
 }
 
 /// etcd's continue token: base64url (unpadded) JSON of the version, the revision of the

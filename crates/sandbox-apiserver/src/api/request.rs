@@ -144,14 +144,17 @@ pub enum Output {
     Yaml,
     /// A `meta.k8s.io` Table of this version (`v1`, `v1beta1`).
     Table(&'static str),
-    /// `PartialObjectMetadata` (a GET) or `PartialObjectMetadataList` (a LIST) of this version.
+    /// `PartialObjectMetadata` of this version (an object, or each watch event's).
     Partial(&'static str),
+    /// `PartialObjectMetadataList` of this version (a list).
+    PartialList(&'static str),
 }
 
 /// The real server's output negotiation: the first acceptable clause of `Accept` by `q`,
-/// JSON without one; 406 when none is acceptable. Tables and partial metadata are offered
-/// for reads. (Protobuf is not emulated: such clauses are passed over.)
-pub fn negotiate(h: &HeaderMap, verb: &str) -> Result<Output, crate::model::status::StatusBody> {
+/// JSON without one; 406 when none is acceptable. Tables and partial metadata are offered for
+/// every verb; whether the answer can be one (an object or a list) is checked once it is
+/// there ([`not_acceptable`]). (Protobuf is not emulated: such clauses are passed over.)
+pub fn negotiate(h: &HeaderMap) -> Result<Output, crate::model::status::StatusBody> {
     let accept: Vec<&str> = h
         .get_all(http::header::ACCEPT)
         .iter()
@@ -185,7 +188,6 @@ pub fn negotiate(h: &HeaderMap, verb: &str) -> Result<Output, crate::model::stat
         }
     }
     clauses.sort_by(|a, b| b.0.partial_cmp(&a.0).unwrap_or(std::cmp::Ordering::Equal));
-    let read = matches!(verb, "get" | "list" | "watch");
     for (_, media, params) in &clauses {
         let param = |k: &str| {
             params
@@ -202,14 +204,12 @@ pub fn negotiate(h: &HeaderMap, verb: &str) -> Result<Output, crate::model::stat
         let json_like = matches!(media.as_str(), "application/json" | "*/*" | "application/*");
         match (json_like, media.as_str(), param("as")) {
             (true, _, None) => return Ok(Output::Json),
-            (true, _, Some("Table")) if read && meta_group => return Ok(Output::Table(version)),
-            (true, _, Some("PartialObjectMetadata"))
-                if meta_group && matches!(verb, "get" | "watch") =>
-            {
+            (true, _, Some("Table")) if meta_group => return Ok(Output::Table(version)),
+            (true, _, Some("PartialObjectMetadata")) if meta_group => {
                 return Ok(Output::Partial(version));
             }
-            (true, _, Some("PartialObjectMetadataList")) if meta_group && verb == "list" => {
-                return Ok(Output::Partial(version));
+            (true, _, Some("PartialObjectMetadataList")) if meta_group => {
+                return Ok(Output::PartialList(version));
             }
             (false, "application/yaml", None) => return Ok(Output::Yaml),
             _ => {}
@@ -221,6 +221,35 @@ pub fn negotiate(h: &HeaderMap, verb: &str) -> Result<Output, crate::model::stat
         "406: Not Acceptable\n\nAvailable representations: application/json, application/yaml, application/vnd.kubernetes.protobuf",
         Some(serde_json::json!({})),
     ))
+}
+
+/// The 406 of a partial-metadata answer that does not fit what was served: an object asked as
+/// a `PartialObjectMetadataList` or a list as a `PartialObjectMetadata`. `%T` of the internal
+/// object: `*core.ConfigMap`, `*apps.DeploymentList`, `*unstructured.Unstructured`…
+pub fn not_acceptable(k: &dyn crate::kinds::Kind, list: bool) -> crate::model::status::StatusBody {
+    let a = k.api();
+    let go_type = match (k.encoding(), list) {
+        (crate::kinds::Encoding::Unstructured, false) => "*unstructured.Unstructured".to_string(),
+        (crate::kinds::Encoding::Unstructured, true) => {
+            "*unstructured.UnstructuredList".to_string()
+        }
+        (_, false) => format!("*{}.{}", crate::store::internal_package(a.group), a.kind),
+        (_, true) => format!(
+            "*{}.{}",
+            crate::store::internal_package(a.group),
+            a.list_kind
+        ),
+    };
+    let message = if list {
+        format!(
+            "you requested PartialObjectMetadata, but the requested object is a list ({go_type})"
+        )
+    } else {
+        format!(
+            "you requested PartialObjectMetadataList, but the requested object is not a list ({go_type})"
+        )
+    };
+    crate::model::status::StatusBody::new(406, "NotAcceptable", message, None)
 }
 
 #[cfg(test)]

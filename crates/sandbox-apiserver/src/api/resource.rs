@@ -8,7 +8,7 @@ use http::HeaderMap;
 use serde_json::{Value, json};
 
 use super::list::{delete_collection, list};
-use super::request::{Output, RequestInfo, media_type, negotiate, query_get};
+use super::request::{Output, RequestInfo, media_type, negotiate, not_acceptable, query_get};
 use super::table::{Include, partial, table_for};
 use super::watch::watch;
 use super::{Ctx, Hooks, Reply, json_reply, status_reply};
@@ -36,7 +36,7 @@ pub fn handle(
         "finalize" => Some(Subresource::Finalize),
         _ => return status_reply(&status::generic(404, ""), ctx.pretty),
     };
-    let output = match negotiate(headers, &info.verb) {
+    let output = match negotiate(headers) {
         Ok(o) => o,
         Err(s) => return status_reply(&s, ctx.pretty),
     };
@@ -137,6 +137,17 @@ fn handle_as(
             .and_then(|opts| delete_collection(ctx.store, k, info, query, &opts)),
         _ => Err(status::generic(405, "")),
     };
+    // A write's answer is shaped as asked once it is there (the write has happened even when
+    // the shape does not fit: 406).
+    let result = if matches!(
+        info.verb.as_str(),
+        "create" | "update" | "patch" | "delete" | "deletecollection"
+    ) && sub != Some(Subresource::Scale)
+    {
+        result.and_then(|out| shape_write(k, output, query, out))
+    } else {
+        result
+    };
     if inject_conflict && matches!(&result, Err(e) if e.code == 409 && e.reason == "Conflict") {
         hooks.conflict_sent(path);
     }
@@ -144,6 +155,37 @@ fn handle_as(
         Ok(out) => outcome_reply(out, ctx.pretty),
         Err(s) => status_reply(&s, ctx.pretty),
     }
+}
+
+/// A write's answer as a Table or partial metadata when the client asked for one (a Status
+/// stays as it is).
+fn shape_write(
+    k: &'static dyn Kind,
+    output: Output,
+    query: &[(String, String)],
+    mut out: Outcome,
+) -> Result<Outcome, StatusBody> {
+    if out.body.get("kind").and_then(Value::as_str) == Some("Status") {
+        return Ok(out);
+    }
+    let items = out.body.get("items").and_then(Value::as_array).cloned();
+    out.body = match (output, items) {
+        (Output::Json | Output::Yaml, _) => return Ok(out),
+        (Output::Table(version), items) => {
+            let include = Include::parse(query_get(query, "includeObject"))?;
+            let objs = items.unwrap_or_else(|| vec![out.body.clone()]);
+            table_for(k, &objs, None, None, version, include)
+        }
+        (Output::Partial(_), Some(_)) => return Err(not_acceptable(k, true)),
+        (Output::Partial(version), None) => partial(&out.body, version),
+        (Output::PartialList(_), None) => return Err(not_acceptable(k, false)),
+        (Output::PartialList(version), Some(items)) => {
+            let items: Vec<Value> = items.iter().map(|o| partial(o, version)).collect();
+            json!({"kind": "PartialObjectMetadataList", "apiVersion": format!("meta.k8s.io/{version}"),
+                "metadata": out.body.get("metadata").cloned().unwrap_or(json!({})), "items": items})
+        }
+    };
+    Ok(out)
 }
 
 /// `?dryRun=`, `?fieldValidation=` and the field manager (`?fieldManager=`, else the
@@ -342,6 +384,7 @@ impl Request<'_> {
                 include,
             ),
             Output::Partial(version) => partial(&stored(), version),
+            Output::PartialList(_) => return Err(not_acceptable(self.k, false)),
             Output::Json | Output::Yaml => obj,
         };
         Ok(Outcome {

@@ -204,8 +204,10 @@ async fn stream_events(
     // A Table's column definitions come with the first event only. The events carry the
     // objects as stored or as their writer's version wrote them; `k` converts them.
     let mut headers_sent = false;
-    let mut render = |t: String, o: Value| -> Bytes {
-        match opts.output {
+    let mut render = |t: String, o: Value| -> Option<Bytes> {
+        Some(match opts.output {
+            // An event is not a list: the encoder fails and the stream ends.
+            Output::PartialList(_) => return None,
             Output::Table(version) => {
                 let mut table = table_for(
                     k,
@@ -223,10 +225,11 @@ async fn stream_events(
             }
             Output::Partial(version) => event_line(&t, partial(&o, version)),
             Output::Json | Output::Yaml => event_line(&t, kinds::to_wire(k, &o)),
-        }
+        })
     };
     for (t, o) in initial {
-        if tx.send(Ok(Frame::data(render(t, o)))).await.is_err() {
+        let Some(line) = render(t, o) else { return };
+        if tx.send(Ok(Frame::data(line))).await.is_err() {
             return;
         }
     }
@@ -247,8 +250,10 @@ async fn stream_events(
             ev = rx.recv() => match ev {
                 Ok(ev) => {
                     last_rv = last_rv.max(ev.rv);
-                    if let Some((t, o)) = filter_event(&ev, k, opts.ns.as_deref(), &opts.sel)
-                        && tx.send(Ok(Frame::data(render(t, o)))).await.is_err() { return; }
+                    if let Some((t, o)) = filter_event(&ev, k, opts.ns.as_deref(), &opts.sel) {
+                        let Some(line) = render(t, o) else { return };
+                        if tx.send(Ok(Frame::data(line))).await.is_err() { return; }
+                    }
                 }
                 Err(broadcast::error::RecvError::Lagged(_)) => break,
                 Err(broadcast::error::RecvError::Closed) => break,

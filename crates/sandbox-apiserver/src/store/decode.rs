@@ -18,7 +18,7 @@ pub enum FieldValidation {
 }
 
 /// The internal API package of a group, as conversion errors name it (`core`, `networking`).
-fn internal_package(group: &str) -> &str {
+pub fn internal_package(group: &str) -> &str {
     match group {
         "" => "core",
         other => other.split('.').next().unwrap_or(other),

@@ -28,7 +28,7 @@ use crate::model::status::{self, FieldError, StatusBody};
 use crate::model::time;
 use patch::SmpError;
 
-pub use decode::{FieldValidation, decode_body, decode_patch, summarize};
+pub use decode::{FieldValidation, decode_body, decode_patch, internal_package, summarize};
 pub use select::Selectors;
 
 /// The store of one sandbox: everything that reads or writes objects takes this lock.
