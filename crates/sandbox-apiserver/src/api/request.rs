@@ -155,6 +155,20 @@ pub enum Output {
 /// every verb; whether the answer can be one (an object or a list) is checked once it is
 /// there ([`not_acceptable`]). (Protobuf is not emulated: such clauses are passed over.)
 pub fn negotiate(h: &HeaderMap) -> Result<Output, crate::model::status::StatusBody> {
+    negotiate_encoding(h).map(|(o, yaml)| {
+        if yaml && o == Output::Json {
+            Output::Yaml
+        } else {
+            o
+        }
+    })
+}
+
+/// [`negotiate`], with whether the answer is to be written as YAML (`application/yaml`, also
+/// for a Table or partial metadata).
+pub fn negotiate_encoding(
+    h: &HeaderMap,
+) -> Result<(Output, bool), crate::model::status::StatusBody> {
     let accept: Vec<&str> = h
         .get_all(http::header::ACCEPT)
         .iter()
@@ -162,7 +176,7 @@ pub fn negotiate(h: &HeaderMap) -> Result<Output, crate::model::status::StatusBo
         .collect();
     let accept = accept.join(",");
     if accept.trim().is_empty() {
-        return Ok(Output::Json);
+        return Ok((Output::Json, false));
     }
     /// One `Accept` clause: q, media type, other parameters.
     type Clause = (f64, String, Vec<(String, String)>);
@@ -201,17 +215,21 @@ pub fn negotiate(h: &HeaderMap) -> Result<Output, crate::model::status::StatusBo
             _ => "",
         };
         let meta_group = param("g") == Some("meta.k8s.io") && !version.is_empty();
-        let json_like = matches!(media.as_str(), "application/json" | "*/*" | "application/*");
-        match (json_like, media.as_str(), param("as")) {
-            (true, _, None) => return Ok(Output::Json),
-            (true, _, Some("Table")) if meta_group => return Ok(Output::Table(version)),
-            (true, _, Some("PartialObjectMetadata")) if meta_group => {
-                return Ok(Output::Partial(version));
+        let yaml = media == "application/yaml";
+        let json_like =
+            yaml || matches!(media.as_str(), "application/json" | "*/*" | "application/*");
+        if !json_like {
+            continue;
+        }
+        match param("as") {
+            None => return Ok((Output::Json, yaml)),
+            Some("Table") if meta_group => return Ok((Output::Table(version), yaml)),
+            Some("PartialObjectMetadata") if meta_group => {
+                return Ok((Output::Partial(version), yaml));
             }
-            (true, _, Some("PartialObjectMetadataList")) if meta_group => {
-                return Ok(Output::PartialList(version));
+            Some("PartialObjectMetadataList") if meta_group => {
+                return Ok((Output::PartialList(version), yaml));
             }
-            (false, "application/yaml", None) => return Ok(Output::Yaml),
             _ => {}
         }
     }

@@ -8,7 +8,9 @@ use http::HeaderMap;
 use serde_json::{Value, json};
 
 use super::list::{delete_collection, list};
-use super::request::{Output, RequestInfo, media_type, negotiate, not_acceptable, query_get};
+use super::request::{
+    Output, RequestInfo, media_type, negotiate_encoding, not_acceptable, query_get,
+};
 use super::table::{Include, partial, table_for};
 use super::watch::watch;
 use super::{Ctx, Hooks, Reply, json_reply, status_reply};
@@ -36,16 +38,13 @@ pub fn handle(
         "finalize" => Some(Subresource::Finalize),
         _ => return status_reply(&status::generic(404, ""), ctx.pretty),
     };
-    let output = match negotiate(headers) {
+    let (output, yaml) = match negotiate_encoding(headers) {
+        Ok((o, yaml)) if yaml && o == Output::Json => (Output::Yaml, true),
         Ok(o) => o,
         Err(s) => return status_reply(&s, ctx.pretty),
     };
     let reply = handle_as(ctx, hooks, k, sub, output, path, query, headers, body, info);
-    if output == Output::Yaml {
-        yaml_reply(reply)
-    } else {
-        reply
-    }
+    if yaml { yaml_reply(reply) } else { reply }
 }
 
 /// A reply whose JSON body is written as YAML instead (`Accept: application/yaml`).

@@ -591,6 +591,29 @@ impl Allocators {
         Ok(())
     }
 
+    /// Reserve a node port a client asked for (unless `dry_run`); `Err` with the allocator's
+    /// text when it is outside 30000–32767 or taken.
+    pub fn claim_node_port(&mut self, port: i64, dry_run: bool) -> Result<(), String> {
+        if !(30000..=32767).contains(&port) {
+            return Err(
+                "provided port is not in the valid range. The range of valid ports is 30000-32767"
+                    .into(),
+            );
+        }
+        if self.node_ports.contains(&port) {
+            return Err("provided port is already allocated".into());
+        }
+        if !dry_run {
+            self.node_ports.push(port);
+        }
+        Ok(())
+    }
+
+    /// Free a node port.
+    pub fn release_node_port(&mut self, port: i64) {
+        self.node_ports.retain(|p| *p != port);
+    }
+
     /// A free node port of 30000–32767; reserved unless `dry_run`.
     pub fn node_port(&mut self, dry_run: bool) -> i64 {
         loop {

@@ -77,6 +77,16 @@ impl Kind for Service {
         if let Some(ip) = obj.pointer("/spec/clusterIP").and_then(Value::as_str) {
             alloc.release_cluster_ip(ip);
         }
+        for p in obj
+            .pointer("/spec/ports")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if let Some(np) = p.get("nodePort").and_then(Value::as_i64) {
+                alloc.release_node_port(np);
+            }
+        }
     }
 
     fn returns_deleted_object(&self) -> bool {
@@ -434,6 +444,44 @@ fn allocate_service(
             .and_then(Value::as_array)
             .cloned()
             .unwrap_or_default();
+        // initNodePorts: a requested port is claimed (the allocator's 422 before validation);
+        // one the Service already had stays.
+        let kept: Vec<i64> = old_ports
+            .iter()
+            .filter_map(|o| o.get("nodePort").and_then(Value::as_i64))
+            .collect();
+        let mut claimed: Vec<i64> = Vec::new();
+        if let Some(Value::Array(ports)) = spec.get("ports") {
+            for (i, p) in ports.iter().enumerate() {
+                let Some(np) = p
+                    .get("nodePort")
+                    .and_then(Value::as_i64)
+                    .filter(|n| *n != 0)
+                else {
+                    continue;
+                };
+                if kept.contains(&np) || claimed.contains(&np) {
+                    continue;
+                }
+                if let Err(e) = alloc.claim_node_port(np, dry_run) {
+                    // The transaction is reverted: what it took is given back.
+                    if !dry_run {
+                        for c in &claimed {
+                            alloc.release_node_port(*c);
+                        }
+                        if old.is_none() {
+                            alloc.release_cluster_ip(&ip);
+                        }
+                    }
+                    return Err(vec![FieldError::invalid(
+                        format!("spec.ports[{i}].nodePort"),
+                        &np.to_string(),
+                        &e,
+                    )]);
+                }
+                claimed.push(np);
+            }
+        }
         let mut allocated = Vec::new();
         if let Some(Value::Array(ports)) = spec.get_mut("ports") {
             for p in ports.iter_mut().filter_map(Value::as_object_mut) {

@@ -430,6 +430,12 @@ pub fn internal(err: &str) -> StatusBody {
     )
 }
 
+/// A plain Go error the handler passes on (`ErrorToAPIStatus`'s default): 500, no reason, the
+/// error's text, no details.
+pub fn unknown_error(err: &str) -> StatusBody {
+    StatusBody::new(500, "", err, None)
+}
+
 /// The 200 body of a DELETE that removed (or, under dryRun, would remove) the object.
 pub fn delete_success(k: &ApiResource, name: &str, uid: &str) -> Value {
     let mut d = details(name, k.group, k.resource);

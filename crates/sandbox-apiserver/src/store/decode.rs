@@ -334,7 +334,7 @@ pub fn decode_patch(
             let merged = match patch::strategic_merge(current, &p, k.schema()) {
                 Ok(v) => v,
                 Err(SmpError::BadRequest(m)) => return Err(status::bad_request(m)),
-                Err(SmpError::Internal(m)) => return Err(status::internal(&m)),
+                Err(SmpError::Internal(m)) => return Err(status::unknown_error(&m)),
             };
             (merged, patch::go_fmt(&p), true)
         }

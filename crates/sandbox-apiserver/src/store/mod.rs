@@ -1279,7 +1279,7 @@ fn subresource_body(
                 match patch::strategic_merge(current, &p, k.schema()) {
                     Ok(v) => v,
                     Err(SmpError::BadRequest(m)) => return Err(status::bad_request(m)),
-                    Err(SmpError::Internal(m)) => return Err(status::internal(&m)),
+                    Err(SmpError::Internal(m)) => return Err(status::unknown_error(&m)),
                 }
             }
         }

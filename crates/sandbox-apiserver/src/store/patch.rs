@@ -40,8 +40,8 @@ pub fn json_patch(doc: &Value, ops: &[Value]) -> Result<Value, String> {
     Ok(doc)
 }
 
-/// A strategic merge patch failure: `BadRequest` texts are mergepatch's sentinel errors; others
-/// surface as 500 InternalError like the real server.
+/// A strategic merge patch failure: `BadRequest` texts are mergepatch's sentinel errors; the
+/// others are plain Go errors, which the handler passes on as a 500 without a reason.
 #[derive(Debug, PartialEq)]
 pub enum SmpError {
     BadRequest(String),
@@ -100,8 +100,8 @@ fn merge_map(
         }
         Some("delete") => return Ok(Map::new()),
         Some(other) => {
-            return Err(SmpError::BadRequest(format!(
-                "Unknown patch type: {other} in map: {}",
+            return Err(SmpError::Internal(format!(
+                "unknown patch type: {other} in map: {}",
                 go_fmt(&Value::Object(patch.clone()))
             )));
         }
@@ -329,6 +329,20 @@ fn merge_list(
             let mut orig = orig;
             let mut items: Vec<&Value> = Vec::new();
             let mut replace = false;
+            // sliceElementType: every element of both lists of one Go type.
+            let kind = |v: &Value| std::mem::discriminant(v);
+            if let Some(first) = orig.iter().chain(patch.iter()).next()
+                && orig
+                    .iter()
+                    .chain(patch.iter())
+                    .any(|v| kind(v) != kind(first))
+            {
+                return Err(SmpError::Internal(format!(
+                    "list element types are not identical: [{} {}]",
+                    go_fmt(&Value::Array(orig.clone())),
+                    go_fmt(&Value::Array(patch.to_vec()))
+                )));
+            }
             for p in patch {
                 let Value::Object(pm) = p else {
                     return Err(SmpError::Internal(format!(
@@ -347,9 +361,14 @@ fn merge_list(
                         orig.retain(|o| o.get(*merge_key) != Some(key_val));
                     }
                     Some("replace") => replace = true,
+                    Some("merge") => {
+                        return Err(SmpError::Internal(
+                            "merging lists cannot yet be specified in the patch".into(),
+                        ));
+                    }
                     Some(other) => {
-                        return Err(SmpError::BadRequest(format!(
-                            "Unknown patch type: {other} in map: {}",
+                        return Err(SmpError::Internal(format!(
+                            "unknown patch type: {other} in map: {}",
                             go_fmt(p)
                         )));
                     }

@@ -168,6 +168,9 @@ pub struct Side {
     /// come without them.
     table_age_column: Option<usize>,
     max_rv: u64,
+    /// The revision of the list a text body (YAML) holds: `<rv:current>` there, whatever object
+    /// has the same version.
+    text_current: Option<String>,
     pub problems: Vec<String>,
 }
 
@@ -331,6 +334,11 @@ impl Side {
         let mut digits = String::new();
         let flush = |digits: &mut String, result: &mut String| {
             if !digits.is_empty() {
+                if self.text_current.as_deref() == Some(digits.as_str()) {
+                    result.push_str("<rv:current>");
+                    digits.clear();
+                    return;
+                }
                 match self
                     .labels
                     .iter()
@@ -377,10 +385,30 @@ impl Side {
                     .collect();
                 out.insert("events".into(), Value::Array(ev));
             }
-            // A text body (YAML, plain text) is free text, like a message.
+            // A text body (YAML, plain text) is free text, like a message; a YAML object is
+            // read first for its random values (a new object's uid and version).
             None => {
                 let b = match body {
-                    Value::String(s) => json!(self.text(s)),
+                    Value::String(s) => {
+                        if let Ok(doc) = serde_saphyr::from_str::<Value>(s)
+                            && doc.is_object()
+                        {
+                            self.value(&doc, "/body", &Ctx::default());
+                            let is_list = doc.get("items").is_some()
+                                || doc
+                                    .get("kind")
+                                    .and_then(Value::as_str)
+                                    .is_some_and(|k| k.ends_with("List") || k == "Table");
+                            self.text_current = doc
+                                .pointer("/metadata/resourceVersion")
+                                .and_then(Value::as_str)
+                                .filter(|_| is_list)
+                                .map(str::to_string);
+                        }
+                        let t = json!(self.text(s));
+                        self.text_current = None;
+                        t
+                    }
                     other => self.value(other, "/body", &Ctx::default()),
                 };
                 out.insert("body".into(), b);
@@ -454,6 +482,15 @@ impl Side {
             json!(self.label("uid", s, None))
         } else if is_ip(s) {
             json!(self.label("ip", s, None))
+        } else if s.contains("/TCP") || s.contains("/UDP") || s.contains("/SCTP") {
+            // A Service's PORT(S) cell: `80:31234/TCP` carries the node port.
+            let mut out = s.to_string();
+            for (v, l) in &self.labels {
+                if l.starts_with("<nodePort:") {
+                    out = out.replace(&format!(":{v}/"), &format!(":{l}/"));
+                }
+            }
+            json!(out)
         } else if self.generate_prefixes.is_empty() {
             json!(s)
         } else {
