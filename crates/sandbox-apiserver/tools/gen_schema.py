@@ -22,6 +22,7 @@ ROOTS = [
     ("api/core/v1", "ConfigMap"),
     ("api/networking/v1", "IngressClass"),
     ("api/authentication/v1", "SelfSubjectReview"),
+    ("api/authorization/v1", "SelfSubjectAccessReview"),
 ]
 
 # Go struct field order (k8s.io/api v1.28) for the types a user of this emulator reads most.
@@ -117,6 +118,11 @@ ORDER = {
     "IngressClass": "metadata spec",
     "SelfSubjectReview": "metadata status",
     "UserInfo": "username uid groups extra",
+    "SelfSubjectAccessReview": "metadata spec status",
+    "SelfSubjectAccessReviewSpec": "resourceAttributes nonResourceAttributes",
+    "ResourceAttributes": "namespace verb group version resource subresource name",
+    "NonResourceAttributes": "path verb",
+    "SubjectAccessReviewStatus": "allowed denied reason evaluationError",
     "IngressClassSpec": "controller parameters",
     "IngressClassParametersReference": "apiGroup kind name scope namespace",
     "DeleteOptions": "gracePeriodSeconds preconditions orphanDependents propagationPolicy dryRun ignoreStoreReadErrorWithClusterBreakingPotential",
@@ -180,6 +186,7 @@ VALUE = {
     "Ingress.metadata", "Ingress.spec", "Ingress.status",
     "ConfigMap.metadata", "IngressClass.metadata", "IngressClass.spec",
     "SelfSubjectReview.metadata", "SelfSubjectReview.status", "SelfSubjectReviewStatus.userInfo",
+    "SelfSubjectAccessReview.metadata", "SelfSubjectAccessReview.status",
     "DeploymentSpec.strategy", "PodTemplateSpec.metadata", "PodTemplateSpec.spec",
     "Container.resources", "EphemeralContainer.resources",
     "ServiceStatus.loadBalancer", "IngressStatus.loadBalancer",
@@ -203,6 +210,7 @@ OMITZERO_SCALARS = {
     "PodSpec.hostPID", "PodSpec.hostIPC", "HorizontalPodAutoscalerStatus.currentReplicas",
     "KeyToPath.mode", "PersistentVolumeClaimVolumeSource.readOnly", "Probe.initialDelaySeconds",
     "Probe.timeoutSeconds", "Probe.periodSeconds", "Probe.successThreshold", "Probe.failureThreshold",
+    "SubjectAccessReviewStatus.denied",
 }
 # Optional string fields that are Go pointers (an empty string is kept).
 PTR_STRINGS = {
@@ -243,7 +251,8 @@ NEWER = {
     "PodSecurityContext.seLinuxChangePolicy", "PersistentVolumeClaimSpec.volumeAttributesClassName",
     "VolumeProjection.clusterTrustBundle", "Volume.image", "PodSpec.resources",
     "DeploymentStatus.terminatingReplicas", "ServiceSpec.trafficDistribution",
-    "HPAScalingRules.tolerance",
+    "HPAScalingRules.tolerance", "ResourceAttributes.fieldSelector",
+    "ResourceAttributes.labelSelector",
 }
 
 def parse_file(path):

@@ -64,6 +64,8 @@ pub struct Ctx<'a> {
     pub pretty: bool,
     /// Who the request acts as, as a UserInfo (after impersonation).
     pub user: Value,
+    /// The authorizer's answer to a SelfSubjectAccessReview spec, for that user.
+    pub access: Option<&'a dyn Fn(&Value) -> Value>,
 }
 
 /// What a layer above may do around a request's store access, at the moments a real race

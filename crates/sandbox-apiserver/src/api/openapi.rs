@@ -91,7 +91,7 @@ pub fn v3_doc(reg: &Registry, path: &str) -> Option<Value> {
     let mut paths = serde_json::Map::new();
     for k in reg
         .kinds()
-        .filter(|k| !k.review())
+        .filter(|k| k.review().is_none())
         .map(|k| k.api())
         .filter(|k| k.group == g && k.version == v)
     {

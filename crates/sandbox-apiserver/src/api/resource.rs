@@ -127,7 +127,7 @@ fn handle_as(
         }
         ("update", Some(sub)) => request.write_subresource(sub),
         ("patch", Some(sub)) if sub != Subresource::Finalize => request.write_subresource(sub),
-        ("create", None) if k.review() => request.review(),
+        ("create", None) if k.review().is_some() => request.review(),
         ("create", None) => request.create(),
         ("update", None) => request.update(),
         ("patch", None) => request.patch(),
@@ -445,10 +445,32 @@ impl Request<'_> {
             .create(self.k, self.ns(), &body, self.write)
     }
 
-    /// A review: the body decoded (and checked) like any create, the answer who is asking.
+    /// A review: the body decoded (and checked) like any create; the answer who is asking, or
+    /// whether they may do what the spec describes.
     fn review(&self) -> Result<Outcome, StatusBody> {
         let body = self.object_body()?;
-        let (_, warnings) = crate::store::decode_body(self.k, &body, self.write.field_validation)?;
+        let (decoded, warnings) =
+            crate::store::decode_body(self.k, &body, self.write.field_validation)?;
+        if self.k.review() == Some(kinds::Review::Access) {
+            let spec = decoded.get("spec").cloned().unwrap_or(json!({}));
+            let errs = kinds::validate_access_review(&spec);
+            if !errs.is_empty() {
+                return Err(status::invalid_kind(self.k.api().group, "", "", &errs));
+            }
+            // The field manager runs on the request object; the status comes after it.
+            let mut obj = json!({"metadata": {"creationTimestamp": null}, "spec": spec});
+            crate::store::created_fields(self.k, &self.write.manager, &mut obj);
+            obj["status"] = self
+                .ctx
+                .access
+                .map_or(json!({"allowed": false}), |review| review(&spec));
+            let obj = crate::model::schema::normalize(self.k.schema(), &obj);
+            return Ok(Outcome {
+                code: 201,
+                body: kinds::to_wire(self.k, &obj),
+                warnings,
+            });
+        }
         let mut meta = serde_json::Map::new();
         meta.insert("creationTimestamp".into(), json!(time::now_rfc3339()));
         Ok(Outcome {

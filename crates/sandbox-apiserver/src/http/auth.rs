@@ -309,61 +309,113 @@ const DISCOVERY_URLS: &[&str] = &[
 /// `system:public-info-viewer` (everyone, anonymous included): health and version.
 const PUBLIC_INFO_URLS: &[&str] = &["/healthz", "/livez", "/readyz", "/version", "/version/"];
 
-/// The ClusterRoles bound to a user (by name, or through a group), as on the recorded
-/// cluster: `readonly` is bound to `view`; `system:masters` may do anything.
-fn resource_rules(user: &User) -> Vec<&'static [Rule]> {
-    let mut out = Vec::new();
-    if user.name == "readonly" {
-        out.push(VIEW);
-    }
-    if user.in_group(AUTHENTICATED) {
-        out.push(BASIC_USER);
-    }
-    out
-}
-
-fn non_resource_urls(user: &User) -> Vec<&'static [&'static str]> {
-    let mut out = Vec::new();
-    if user.in_group(AUTHENTICATED) {
-        out.push(DISCOVERY_URLS);
-    }
-    if user.in_group(AUTHENTICATED) || user.in_group(UNAUTHENTICATED) {
-        out.push(PUBLIC_INFO_URLS);
-    }
-    out
-}
-
 /// RBAC's decision for a resource request: `verb` on `resource` (with `/subresource`) in
 /// `group`.
 fn may(user: &User, verb: &str, group: &str, resource: &str, sub: &str) -> bool {
+    resource_decision(user, verb, group, resource, sub).is_some()
+}
+
+/// RBAC's reason for allowing through a ClusterRoleBinding.
+fn allowed_by(binding: &str, role: &str, subject: &str) -> Option<String> {
+    Some(format!(
+        "RBAC: allowed by ClusterRoleBinding \"{binding}\" of ClusterRole \"{role}\" to {subject}"
+    ))
+}
+
+/// The authorizers' decision on a resource request: `None` when nothing allows it, else the
+/// reason (none for `system:masters`, which a privileged-group authorizer lets through before
+/// RBAC).
+fn resource_decision(
+    user: &User,
+    verb: &str,
+    group: &str,
+    resource: &str,
+    sub: &str,
+) -> Option<Option<String>> {
     if user.in_group(MASTERS) {
-        return true;
+        return Some(None);
     }
     let full = if sub.is_empty() {
         resource.to_string()
     } else {
         format!("{resource}/{sub}")
     };
-    resource_rules(user).iter().any(|rules| {
+    let matches = |rules: &[Rule]| {
         rules.iter().any(|r| {
             r.api_groups.contains(&group)
                 && r.resources.contains(&full.as_str())
                 && r.verbs.contains(&verb)
         })
-    })
+    };
+    if user.name == "readonly" && matches(VIEW) {
+        return Some(allowed_by("readonly-view", "view", "User \"readonly\""));
+    }
+    if user.in_group(AUTHENTICATED) && matches(BASIC_USER) {
+        return Some(allowed_by(
+            "system:basic-user",
+            "system:basic-user",
+            "Group \"system:authenticated\"",
+        ));
+    }
+    None
 }
 
 fn may_url(user: &User, verb: &str, path: &str) -> bool {
+    url_decision(user, verb, path).is_some()
+}
+
+/// [`resource_decision`] for a non-resource path.
+fn url_decision(user: &User, verb: &str, path: &str) -> Option<Option<String>> {
     if user.in_group(MASTERS) {
-        return true;
+        return Some(None);
     }
-    verb == "get"
-        && non_resource_urls(user).iter().any(|urls| {
-            urls.iter().any(|u| match u.strip_suffix('*') {
-                Some(prefix) => path.starts_with(prefix),
-                None => *u == path,
-            })
+    if verb != "get" {
+        return None;
+    }
+    let listed = |urls: &[&str]| {
+        urls.iter().any(|u| match u.strip_suffix('*') {
+            Some(prefix) => path.starts_with(prefix),
+            None => *u == path,
         })
+    };
+    for g in [AUTHENTICATED, UNAUTHENTICATED] {
+        if user.in_group(g) && listed(PUBLIC_INFO_URLS) {
+            return Some(allowed_by(
+                "system:public-info-viewer",
+                "system:public-info-viewer",
+                &format!("Group \"{g}\""),
+            ));
+        }
+    }
+    if user.in_group(AUTHENTICATED) && listed(DISCOVERY_URLS) {
+        return Some(allowed_by(
+            "system:discovery",
+            "system:discovery",
+            "Group \"system:authenticated\"",
+        ));
+    }
+    None
+}
+
+/// A SelfSubjectAccessReview's status for `user`: the spec's resource or non-resource
+/// attributes through the same decision as requests (RBAC never denies outright).
+pub fn access_review(user: &User, spec: &Value) -> Value {
+    let decision = match spec.get("resourceAttributes").filter(|v| !v.is_null()) {
+        Some(ra) => {
+            let s = |f: &str| ra.get(f).and_then(Value::as_str).unwrap_or("");
+            resource_decision(user, s("verb"), s("group"), s("resource"), s("subresource"))
+        }
+        None => {
+            let na = spec.get("nonResourceAttributes").unwrap_or(&Value::Null);
+            let s = |f: &str| na.get(f).and_then(Value::as_str).unwrap_or("");
+            url_decision(user, s("verb"), s("path"))
+        }
+    };
+    match decision {
+        None => serde_json::json!({"allowed": false}),
+        Some(None) => serde_json::json!({"allowed": true}),
+        Some(Some(reason)) => serde_json::json!({"allowed": true, "reason": reason}),
+    }
 }
 
 /// Authorization: `Err` with RBAC's 403 when `user` may not do what `info` (or, for a

@@ -226,6 +226,7 @@ pub async fn serve(
         shutdown: &server.shutdown,
         pretty: req.pretty,
         user: Value::Null,
+        access: None,
     };
     let mut reply = authorized(&ctx, &mut hooks, &req, &body.to_bytes(), &info, &mut entry);
     if let Some(mark) = hooks.mark {
@@ -324,8 +325,10 @@ fn authorized(
     if let Err(forbidden) = auth::authorize(&user, info, &verb, &req.path) {
         return status_reply(&forbidden, req.pretty);
     }
+    let access = |spec: &Value| auth::access_review(&user, spec);
     let ctx = Ctx {
         user: user.info(),
+        access: Some(&access),
         ..*ctx
     };
     routing::route(

@@ -36,6 +36,16 @@ pub use deployment::DEPLOYMENT;
 pub use ingress::{INGRESS_NGINX_CLASS, INGRESS_NGINX_CONTROLLER, IngressNginxWebhook};
 pub use ingress_class::IS_DEFAULT_CLASS;
 pub use namespace::NAMESPACE;
+pub use review::validate_access_review;
+
+/// The reviews a create answers without storing anything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Review {
+    /// SelfSubjectReview: who the request acts as.
+    Subject,
+    /// SelfSubjectAccessReview: whether it may do what the spec describes.
+    Access,
+}
 
 /// What a stored kind's routes take.
 pub const ALL_VERBS: &[&str] = &[
@@ -58,6 +68,7 @@ pub static KINDS: &[&dyn Kind] = &[
     &hpa::HORIZONTAL_POD_AUTOSCALER,
     &hpa_v1::HORIZONTAL_POD_AUTOSCALER_V1,
     &review::SELF_SUBJECT_REVIEW,
+    &review::SELF_SUBJECT_ACCESS_REVIEW,
     &ingress::INGRESS,
     &config_map::CONFIG_MAP,
     &ingress_class::INGRESS_CLASS,
@@ -209,9 +220,10 @@ pub trait Kind: Send + Sync + 'static {
         ALL_VERBS
     }
 
-    /// Not stored: a create answers from the request (a review of who is asking).
-    fn review(&self) -> bool {
-        false
+    /// Not stored: a create answers from the request (a review of who is asking, or of what
+    /// they may do).
+    fn review(&self) -> Option<Review> {
+        None
     }
 
     /// The REST layer's allocations after the field manager (so they never show in

@@ -1287,6 +1287,23 @@ fn subresource_body(
     Ok(incoming)
 }
 
+/// The managedFields a create records for `obj`, an object that is answered rather than
+/// stored (a review): compared with the zero object, as on any create.
+pub fn created_fields(k: &dyn Kind, manager: &str, obj: &mut Value) {
+    let now = time::now_rfc3339();
+    managed_fields::apply_update(
+        &managed_fields::Update {
+            root_type: k.schema(),
+            manager,
+            api_version: k.api().api_version,
+            subresource: "",
+            now: &now,
+        },
+        None,
+        obj,
+    );
+}
+
 /// `spec.replicas` of a Scale (absent: 0), as autoscaling/v1 decodes and validates it.
 fn scale_replicas(incoming: &Value, name: &str) -> Result<i64, StatusBody> {
     let replicas = match incoming.pointer("/spec/replicas") {

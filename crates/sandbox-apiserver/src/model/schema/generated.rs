@@ -6170,6 +6170,172 @@ pub static TYPES: &[TypeDef] = &[
             },
         ],
     },
+    // 164
+    TypeDef {
+        name: "NonResourceAttributes",
+        go_name: "v1.NonResourceAttributes",
+        atomic: false,
+        fields: &[
+            FieldDef {
+                name: "path",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "verb",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+        ],
+    },
+    // 165
+    TypeDef {
+        name: "ResourceAttributes",
+        go_name: "v1.ResourceAttributes",
+        atomic: false,
+        fields: &[
+            FieldDef {
+                name: "namespace",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "verb",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "group",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "version",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "resource",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "subresource",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "name",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+        ],
+    },
+    // 166
+    TypeDef {
+        name: "SelfSubjectAccessReviewSpec",
+        go_name: "v1.SelfSubjectAccessReviewSpec",
+        atomic: false,
+        fields: &[
+            FieldDef {
+                name: "resourceAttributes",
+                ty: T::Obj(165),
+                omitempty: true,
+                ptr: true,
+                go_type: "v1.ResourceAttributes",
+            },
+            FieldDef {
+                name: "nonResourceAttributes",
+                ty: T::Obj(164),
+                omitempty: true,
+                ptr: true,
+                go_type: "v1.NonResourceAttributes",
+            },
+        ],
+    },
+    // 167
+    TypeDef {
+        name: "SubjectAccessReviewStatus",
+        go_name: "v1.SubjectAccessReviewStatus",
+        atomic: false,
+        fields: &[
+            FieldDef {
+                name: "allowed",
+                ty: T::Bool,
+                omitempty: false,
+                ptr: false,
+                go_type: "bool",
+            },
+            FieldDef {
+                name: "denied",
+                ty: T::Bool,
+                omitempty: true,
+                ptr: false,
+                go_type: "bool",
+            },
+            FieldDef {
+                name: "reason",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "evaluationError",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+        ],
+    },
+    // 168
+    TypeDef {
+        name: "SelfSubjectAccessReview",
+        go_name: "v1.SelfSubjectAccessReview",
+        atomic: false,
+        fields: &[
+            FieldDef {
+                name: "metadata",
+                ty: T::Obj(2),
+                omitempty: false,
+                ptr: false,
+                go_type: "v1.ObjectMeta",
+            },
+            FieldDef {
+                name: "spec",
+                ty: T::Obj(166),
+                omitempty: false,
+                ptr: false,
+                go_type: "v1.SelfSubjectAccessReviewSpec",
+            },
+            FieldDef {
+                name: "status",
+                ty: T::Obj(167),
+                omitempty: false,
+                ptr: false,
+                go_type: "v1.SubjectAccessReviewStatus",
+            },
+        ],
+    },
 ];
 
 pub const OBJECT_META: usize = 2;
@@ -6181,3 +6347,4 @@ pub const INGRESS: usize = 156;
 pub const CONFIG_MAP: usize = 157;
 pub const INGRESS_CLASS: usize = 160;
 pub const SELF_SUBJECT_REVIEW: usize = 163;
+pub const SELF_SUBJECT_ACCESS_REVIEW: usize = 168;
