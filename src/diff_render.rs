@@ -55,6 +55,14 @@ pub fn render_plan(out: &mut impl Write, plan: &Plan, opts: &RenderOptions) -> i
     paint(out, &styles.header, &header)?;
     writeln!(out)?;
     writeln!(out)?;
+    // What the plan decided about the routes on the user's behalf, and why.
+    if let Some(routes) = plan.routes.as_ref().filter(|r| !r.notes.is_empty()) {
+        for note in &routes.notes {
+            paint(out, &styles.note, &printable(note))?;
+            writeln!(out)?;
+        }
+        writeln!(out)?;
+    }
     for change in plan.changes().filter(|c| c.is_change()) {
         render_change(out, change, opts)?;
     }
@@ -339,13 +347,13 @@ fn write_heading(out: &mut impl Write, change: &ObjectChange, styles: &Styles) -
         Action::Unchanged => (" ", &styles.heading, "is unchanged"),
     };
     let mut text = format!("{} {what}", printable(&change.reference()));
-    if let Some(ingress) = &change.ingress {
-        if ingress.scopes.is_empty() {
+    if let Some(route) = &change.route {
+        if route.scopes.is_empty() {
             text.push_str(" (public)");
         } else {
             text.push_str(&format!(
                 " (scopes: {})",
-                printable(&ingress.scopes.join(" "))
+                printable(&route.scopes.join(" "))
             ));
         }
     }
@@ -441,10 +449,12 @@ fn printable(s: &str) -> Cow<'_, str> {
 mod tests {
     use super::*;
     use crate::endpoints_file;
-    use crate::ingress_planner::{configuration_snippet, scope_identifier};
     use crate::live_state::LiveState;
     use crate::plan::Kind;
     use crate::planner::{UpdateRequest, build_plan};
+    use crate::routes::nginx_snippet::configuration_snippet;
+    use crate::routes::refs::RouteFlags;
+    use crate::routes::scope_identifier;
     use crate::updaters::{AutoscalerUpdate, ContainerUpdate};
     use pretty_assertions::assert_eq;
     use serde_json::json;
@@ -572,6 +582,7 @@ mod tests {
                 ),
                 live_ingress(&["reports"], &["reports"], &["/reports"]),
             ],
+            ..LiveState::default()
         }
     }
 
@@ -607,6 +618,7 @@ endpoints:
             container_update: &container_update,
             autoscaler_update: &autoscaler_update,
             endpoints: endpoints.then_some(&file),
+            routes: &RouteFlags::default(),
         };
         build_plan(&req, &live()).unwrap()
     }
@@ -881,7 +893,7 @@ endpoints:
             before: Some(view.clone()),
             after: Some(view),
             write: crate::plan::Write::sample(Action::Update),
-            ingress: None,
+            route: None,
         };
         let mut out = Vec::new();
         render_change(&mut out, &change, &RenderOptions::default()).unwrap();
@@ -936,7 +948,7 @@ endpoints:
                 before,
                 after,
                 write: crate::plan::Write::sample(action),
-                ingress: None,
+                route: None,
             };
             for color in [false, true] {
                 let mut out = Vec::new();
