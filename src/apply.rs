@@ -217,8 +217,8 @@ impl Applier<'_> {
                     message: format!(
                         "{} already exists and is not one of {}'s managed {} (labels app={} and {IDENTIFIER_LABEL}); rename or remove it",
                         change.reference(),
-                        change.kind.plural_title(),
                         self.app,
+                        change.kind.plural_title(),
                         self.app
                     ),
                 });
