@@ -189,8 +189,57 @@ fn live_scopes(live: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// The order of keys in a view: these first, in this order, then the rest alphabetically.
+const VIEW_ORDER: [&str; 20] = [
+    "parentRefs",
+    "hostnames",
+    "rules",
+    "matches",
+    "filters",
+    "backendRefs",
+    "type",
+    "protocol",
+    "backendRef",
+    "http",
+    "path",
+    "value",
+    "replacePrefixMatch",
+    "allowedResponseHeaders",
+    "group",
+    "kind",
+    "name",
+    "namespace",
+    "port",
+    "weight",
+];
+
+/// `v` with the keys of every object in one canonical order ([`VIEW_ORDER`]): the API server
+/// returns custom resources with their keys sorted, this tool writes them in another order, and
+/// a rule must read the same in a diff whichever side it comes from.
+fn sorted(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            let rank = |k: &str| {
+                VIEW_ORDER
+                    .iter()
+                    .position(|o| *o == k)
+                    .unwrap_or(VIEW_ORDER.len())
+            };
+            keys.sort_by(|a, b| rank(a).cmp(&rank(b)).then_with(|| a.cmp(b)));
+            Value::Object(
+                keys.into_iter()
+                    .map(|k| (k.clone(), sorted(&m[k])))
+                    .collect(),
+            )
+        }
+        Value::Array(a) => Value::Array(a.iter().map(sorted).collect()),
+        other => other.clone(),
+    }
+}
+
 /// What the diff shows of an HTTPRoute: identity, owned labels, parents, hostnames and the
-/// owned parts of each rule.
+/// owned parts of each rule (the spec's keys in one canonical order, [`sorted`]).
 pub fn focused_view(obj: &Value, namespace: &str, name: &str) -> Value {
     let mut meta = Map::new();
     meta.insert("name".into(), json!(name));
@@ -220,7 +269,7 @@ pub fn focused_view(obj: &Value, namespace: &str, name: &str) -> Value {
         "apiVersion": Kind::HttpRoute.api_version(),
         "kind": Kind::HttpRoute.to_string(),
         "metadata": meta,
-        "spec": spec,
+        "spec": sorted(&Value::Object(spec)),
     })
 }
 

@@ -777,6 +777,16 @@ pub fn plan_routes<'a>(
         notes.push(format!(
             "Migrating the routes of {app} from {from} to {run_style}: {how}."
         ));
+        if chosen.kind() == Kind::HttpRoute
+            && live
+                .ingresses
+                .iter()
+                .any(|i| i["spec"].get("tls").is_some_and(|t| !t.is_null()))
+        {
+            notes.push(
+                "The Ingresses' TLS settings are not carried over: with the Gateway API, certificates belong to the Gateway's listeners.".to_owned(),
+            );
+        }
     }
 
     let by_name = |objs: &'a [Value], name: &str| objs.iter().find(|o| name_of(o) == Some(name));
