@@ -729,6 +729,34 @@ mod tests {
     }
 
     #[test]
+    fn routes_that_gain_paths_are_written_before_routes_that_only_lose_them() {
+        let route = |action: Action, paths: &[&str], before: &[&str]| {
+            let mut c = ObjectChange::sample("web-x", action);
+            c.route = Some(RouteInfo {
+                style: RouteStyle::Gateway,
+                identifier: "x".into(),
+                scopes: Vec::new(),
+                paths: paths.iter().map(|p| (*p).to_owned()).collect(),
+                paths_before: before.iter().map(|p| (*p).to_owned()).collect(),
+            });
+            write_round(&c)
+        };
+        assert_eq!(route(Action::Create, &["/a"], &[]), Some(0));
+        assert_eq!(route(Action::Update, &["/a", "/b"], &["/a"]), Some(1));
+        assert_eq!(route(Action::Update, &["/a"], &["/a"]), Some(1));
+        assert_eq!(route(Action::Update, &["/b"], &["/a"]), Some(1));
+        assert_eq!(route(Action::Update, &["/a"], &["/a", "/b"]), Some(2));
+        assert_eq!(route(Action::Update, &[], &["/a"]), Some(2));
+        assert_eq!(route(Action::Delete, &[], &["/a"]), Some(3));
+        assert_eq!(route(Action::Unchanged, &["/a"], &["/a"]), None);
+        let mut hpa = change(Action::Update, vec![min(2, 3)]);
+        assert_eq!(write_round(&hpa), Some(0));
+        hpa.write = None;
+        assert_eq!(write_round(&hpa), None);
+        assert_eq!(WRITE_ROUNDS, 4);
+    }
+
+    #[test]
     fn summary_reads_like_terraform() {
         let s = Summary {
             create: 1,

@@ -743,3 +743,533 @@ fn the_guard_sees_competing_changes_to_owned_parts() {
         Recheck::Tripped(_)
     ));
 }
+
+// ---- every style, through plan_routes ----
+
+mod styles {
+    use super::super::refs::{AuthUrl, ObjectRef, RouteFlags, ServiceRef};
+    use super::super::*;
+    use crate::endpoints_file;
+    use crate::plan::{Action, ObjectChange, RouteStyle, Write};
+    use pretty_assertions::assert_eq;
+    use serde_json::{Value, json};
+
+    const FILE: &str = "endpoints:
+  - path: /health
+  - path: /protected/admin
+    scopes: [user, admin]
+";
+
+    fn service() -> Value {
+        json!({"spec": {"ports": [{"name": "http", "port": 80}]}})
+    }
+
+    fn class(name: &str, default: bool) -> Value {
+        let mut c =
+            json!({"metadata": {"name": name}, "spec": {"controller": "k8s.io/ingress-nginx"}});
+        if default {
+            c["metadata"]["annotations"] = json!({DEFAULT_CLASS_ANNOTATION: "true"});
+        }
+        c
+    }
+
+    fn flags(style: Option<RouteStyle>) -> RouteFlags {
+        RouteFlags {
+            style,
+            ..RouteFlags::default()
+        }
+    }
+
+    fn auth_flags() -> RouteFlags {
+        RouteFlags {
+            style: Some(RouteStyle::NginxAuth),
+            auth_url: Some(AuthUrl::parse("http://oauth.auth.svc:8080/verify").unwrap()),
+            ingress_class: Some("nginx".into()),
+            ..RouteFlags::default()
+        }
+    }
+
+    fn gateway_flags() -> RouteFlags {
+        RouteFlags {
+            style: Some(RouteStyle::Gateway),
+            gateway: Some(ObjectRef::parse("gateways/public").unwrap()),
+            auth_service: Some(ServiceRef::parse("auth/oauth:8080").unwrap()),
+            ..RouteFlags::default()
+        }
+    }
+
+    struct Live {
+        ingresses: Vec<Value>,
+        httproutes: Listing,
+        classes: Option<Vec<Value>>,
+    }
+
+    impl Live {
+        fn empty() -> Live {
+            Live {
+                ingresses: Vec::new(),
+                httproutes: Listing::Items(Vec::new()),
+                classes: Some(vec![class("nginx", true)]),
+            }
+        }
+    }
+
+    fn run(
+        text: &str,
+        flags: &RouteFlags,
+        live: &Live,
+    ) -> Result<(Vec<ObjectChange>, RoutesPlan), PlanError> {
+        let file = endpoints_file::parse(text, "e.yaml").unwrap();
+        let svc = service();
+        let routes = LiveRoutes {
+            service: &svc,
+            ingresses: &live.ingresses,
+            httproutes: &live.httproutes,
+            ingress_classes: live.classes.as_deref(),
+        };
+        let planned = plan_routes("web", &file, flags, &routes)?;
+        let changes = planned
+            .updaters
+            .iter()
+            .map(|(u, obj)| u.plan("shop", *obj).unwrap())
+            .collect();
+        Ok((changes, planned.summary))
+    }
+
+    fn err(text: &str, flags: &RouteFlags, live: &Live) -> String {
+        run(text, flags, live).unwrap_err().to_string()
+    }
+
+    /// The objects a first exposure creates, as the server would store them.
+    fn created(text: &str, flags: &RouteFlags) -> Vec<Value> {
+        let (changes, _) = run(text, flags, &Live::empty()).unwrap();
+        changes
+            .into_iter()
+            .map(|c| {
+                let Some(Write::Create { mut body }) = c.write else {
+                    panic!("not a create: {c:?}")
+                };
+                let name = body["metadata"]["name"].as_str().unwrap().to_owned();
+                body["metadata"]["uid"] = json!(format!("uid-{name}"));
+                body["metadata"]["resourceVersion"] = json!("7");
+                body
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_scope_token_is_base64url_of_the_sorted_scopes() {
+        let s = |v: &[&str]| v.iter().map(|x| (*x).to_owned()).collect::<Vec<_>>();
+        assert_eq!(
+            scope_token(&s(&["user", "admin", "user"])),
+            "YWRtaW4gdXNlcg"
+        );
+        assert_eq!(scope_token(&s(&["user"])), "dXNlcg");
+        let odd = s(&["..", "https://example.com/auth/x", "orders:write", "."]);
+        let token = scope_token(&odd);
+        assert!(
+            token
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'),
+            "{token}"
+        );
+        assert_eq!(scopes_of_token(&token), Some(normalize_scopes(&odd)));
+        assert_eq!(scopes_of_token("not base64!"), None);
+    }
+
+    #[test]
+    fn nginx_auth_ingresses_carry_only_high_risk_or_lower_annotations() {
+        let bodies = created(FILE, &auth_flags());
+        assert_eq!(
+            bodies[0]["metadata"]["annotations"],
+            json!({
+                "nginx.ingress.kubernetes.io/auth-response-headers": "User-Id,User-Scopes",
+                "nginx.ingress.kubernetes.io/auth-url": "http://oauth.auth.svc:8080/verify?scopes=YWRtaW4gdXNlcg",
+                "nginx.ingress.kubernetes.io/rewrite-target": "/$1",
+                "nginx.ingress.kubernetes.io/use-regex": "true",
+            })
+        );
+        assert_eq!(
+            bodies[0]["spec"],
+            json!({
+                "ingressClassName": "nginx",
+                "rules": [{"http": {"paths": [{
+                    "path": "/web/(protected/admin(?:/.*)?)$",
+                    "pathType": "ImplementationSpecific",
+                    "backend": {"service": {"name": "web", "port": {"number": 80}}}
+                }]}}]
+            })
+        );
+        // The public group needs no auth service.
+        assert_eq!(
+            bodies[1]["metadata"]["annotations"],
+            json!({
+                "nginx.ingress.kubernetes.io/rewrite-target": "/$1",
+                "nginx.ingress.kubernetes.io/use-regex": "true",
+            })
+        );
+        for b in &bodies {
+            assert!(!b.to_string().contains("snippet"), "{b}");
+        }
+    }
+
+    #[test]
+    fn gateway_routes_have_one_rule_per_path_with_rewrite_and_external_auth() {
+        let bodies = created(FILE, &gateway_flags());
+        assert_eq!(
+            bodies[0],
+            json!({
+                "apiVersion": "gateway.networking.k8s.io/v1",
+                "kind": "HTTPRoute",
+                "metadata": {
+                    "name": "web-4f515e078b8f8861",
+                    "namespace": "shop",
+                    "labels": {"app": "web", "identifier": "4f515e078b8f8861"},
+                    "uid": "uid-web-4f515e078b8f8861",
+                    "resourceVersion": "7"
+                },
+                "spec": {
+                    "parentRefs": [{"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": "public", "namespace": "gateways"}],
+                    "rules": [{
+                        "matches": [{"path": {"type": "PathPrefix", "value": "/web/protected/admin"}}],
+                        "filters": [
+                            {"type": "ExternalAuth", "externalAuth": {
+                                "protocol": "HTTP",
+                                "backendRef": {"group": "", "kind": "Service", "name": "oauth", "namespace": "auth", "port": 8080},
+                                "http": {"path": "/scopes/YWRtaW4gdXNlcg", "allowedResponseHeaders": ["User-Id", "User-Scopes"]}
+                            }},
+                            {"type": "URLRewrite", "urlRewrite": {"path": {"type": "ReplacePrefixMatch", "replacePrefixMatch": "/protected/admin"}}}
+                        ],
+                        "backendRefs": [{"group": "", "kind": "Service", "name": "web", "port": 80, "weight": 1}]
+                    }]
+                }
+            })
+        );
+        let public = &bodies[1]["spec"]["rules"][0]["filters"];
+        assert_eq!(public.as_array().unwrap().len(), 1, "{public}");
+        // The root endpoint matches the app's prefix and is rewritten to "/".
+        let root = created("endpoints:\n  - path: /\n", &gateway_flags());
+        assert_eq!(
+            root[0]["spec"]["rules"][0]["matches"][0]["path"]["value"],
+            "/web"
+        );
+        assert_eq!(
+            root[0]["spec"]["rules"][0]["filters"][0]["urlRewrite"]["path"]["replacePrefixMatch"],
+            "/"
+        );
+    }
+
+    #[test]
+    fn a_style_that_needs_an_auth_service_or_a_gateway_says_which_flag() {
+        let mut f = auth_flags();
+        f.auth_url = None;
+        assert_eq!(
+            err(FILE, &f, &Live::empty()),
+            "routes of web: the paths with scopes (admin user: /protected/admin) need an auth service, and no managed nginx-auth Ingress has one to take; give its URL with --auth-url URL"
+        );
+        let mut f = gateway_flags();
+        f.auth_service = None;
+        assert_eq!(
+            err(FILE, &f, &Live::empty()),
+            "routes of web: the paths with scopes (admin user: /protected/admin) need an auth service, and no managed HTTPRoute has one to take; name it with --auth-service [NAMESPACE/]NAME:PORT"
+        );
+        // Public paths alone need none.
+        assert!(run("endpoints:\n  - path: /a\n", &f, &Live::empty()).is_ok());
+        f.gateway = None;
+        assert_eq!(
+            err("endpoints:\n  - path: /a\n", &f, &Live::empty()),
+            "routes of web: no managed HTTPRoute exists to take a Gateway from; name the Gateway the HTTPRoutes attach to with --gateway [NAMESPACE/]NAME"
+        );
+    }
+
+    #[test]
+    fn an_httproute_holds_at_most_sixteen_paths_per_scope_group() {
+        let mut text = String::from("endpoints:\n");
+        for i in 0..17 {
+            text.push_str(&format!("  - path: /p{i}\n"));
+        }
+        assert_eq!(
+            err(&text, &gateway_flags(), &Live::empty()),
+            "routes of web: the scope group public has 17 paths, and an HTTPRoute holds at most 16 (one rule per path); publish fewer paths with these scopes, e.g. one prefix for several"
+        );
+        assert!(run(&text, &auth_flags(), &Live::empty()).is_ok());
+    }
+
+    #[test]
+    fn the_default_ingress_class_is_read_only_without_a_sibling_and_reported() {
+        let file = endpoints_file::parse(FILE, "e.yaml").unwrap();
+        let none = Listing::Items(Vec::new());
+        assert!(needs_ingress_classes(
+            "web",
+            &file,
+            &flags(None),
+            &[],
+            &none
+        ));
+        assert!(!needs_ingress_classes(
+            "web",
+            &file,
+            &auth_flags(),
+            &[],
+            &none
+        ));
+        assert!(!needs_ingress_classes(
+            "web",
+            &file,
+            &gateway_flags(),
+            &[],
+            &none
+        ));
+        let sibling = created(FILE, &flags(Some(RouteStyle::NginxSnippet)));
+        assert!(!needs_ingress_classes(
+            "web",
+            &file,
+            &flags(None),
+            &sibling,
+            &none
+        ));
+
+        let (changes, summary) = run(FILE, &flags(None), &Live::empty()).unwrap();
+        assert_eq!(
+            summary.notes,
+            vec![
+                "Route style nginx-snippet, the default: web has no managed routes yet (choose another with --routes).".to_owned(),
+                "New Ingresses get the IngressClass nginx, the cluster's default (ingressclass.kubernetes.io/is-default-class): web has no managed Ingress to take a class from and --ingress-class was not given.".to_owned(),
+            ]
+        );
+        for c in &changes {
+            assert_eq!(
+                c.after.as_ref().unwrap()["spec"]["ingressClassName"],
+                "nginx"
+            );
+        }
+
+        let mut live = Live::empty();
+        live.classes = Some(vec![class("internal", false), class("public", false)]);
+        assert_eq!(
+            err(FILE, &flags(None), &live),
+            "routes of web: no managed Ingress exists to take an IngressClass from and the cluster has no default IngressClass (IngressClasses: internal, public), so no controller would serve new Ingresses; choose one with --ingress-class NAME"
+        );
+        live.classes = Some(vec![class("a", true), class("b", true)]);
+        assert_eq!(
+            err(FILE, &flags(None), &live),
+            "routes of web: no managed Ingress exists to take an IngressClass from and 2 IngressClasses are marked default (a, b); choose one with --ingress-class NAME"
+        );
+    }
+
+    #[test]
+    fn the_style_is_read_from_what_is_live() {
+        for f in [
+            flags(Some(RouteStyle::NginxSnippet)),
+            auth_flags(),
+            gateway_flags(),
+        ] {
+            let style = f.style.unwrap();
+            let bodies = created(FILE, &f);
+            let mut live = Live::empty();
+            if style == RouteStyle::Gateway {
+                live.httproutes = Listing::Items(bodies);
+            } else {
+                live.ingresses = bodies;
+            }
+            let (changes, summary) = run(FILE, &RouteFlags::default(), &live).unwrap();
+            assert_eq!(summary.style, style);
+            assert_eq!(summary.live_styles, vec![style]);
+            assert!(summary.notes.is_empty(), "{:?}", summary.notes);
+            assert!(
+                changes.iter().all(|c| c.action() == Action::Unchanged),
+                "{changes:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn routes_in_two_styles_need_an_explicit_choice() {
+        let mut live = Live::empty();
+        live.ingresses = created(FILE, &flags(Some(RouteStyle::NginxSnippet)));
+        live.httproutes = Listing::Items(created(FILE, &gateway_flags()));
+        assert_eq!(
+            err(FILE, &RouteFlags::default(), &live),
+            "routes of web: the managed routes are in several styles (nginx-snippet: web-4f515e078b8f8861, web-e3b0c44298fc1c14; gateway: web-4f515e078b8f8861, web-e3b0c44298fc1c14); choose the style to keep with --routes nginx-snippet|nginx-auth|gateway"
+        );
+        let (changes, summary) = run(FILE, &gateway_flags(), &live).unwrap();
+        assert!(summary.is_migration());
+        let actions: Vec<(Kind, Action)> = changes.iter().map(|c| (c.kind, c.action())).collect();
+        assert_eq!(
+            actions,
+            vec![
+                (Kind::Ingress, Action::Delete),
+                (Kind::Ingress, Action::Delete),
+                (Kind::HttpRoute, Action::Unchanged),
+                (Kind::HttpRoute, Action::Unchanged),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_flag_of_another_style_than_the_live_one_is_refused() {
+        let mut live = Live::empty();
+        live.ingresses = created(FILE, &flags(Some(RouteStyle::NginxSnippet)));
+        let f = RouteFlags {
+            gateway: Some(ObjectRef::parse("public").unwrap()),
+            ..RouteFlags::default()
+        };
+        assert_eq!(
+            err(FILE, &f, &live),
+            "routes of web: --gateway applies to the gateway route style, but the style is nginx-snippet (read from the live routes); drop --gateway, or change the style with --routes"
+        );
+    }
+
+    #[test]
+    fn a_cluster_without_the_gateway_api_has_no_httproutes_unless_they_are_wanted() {
+        let mut live = Live::empty();
+        live.httproutes = Listing::NotServed;
+        assert!(run(FILE, &auth_flags(), &live).is_ok());
+        assert_eq!(
+            err(FILE, &gateway_flags(), &live),
+            "routes of web: the cluster does not serve gateway.networking.k8s.io/v1 HTTPRoutes; install the Gateway API CRDs (experimental channel for ExternalAuth), or choose --routes nginx-auth"
+        );
+        live.httproutes = Listing::Forbidden;
+        let (_, summary) = run(FILE, &auth_flags(), &live).unwrap();
+        assert_eq!(
+            summary.notes,
+            vec!["HTTPRoutes could not be listed (forbidden), so managed HTTPRoutes of web, if any, are left out of this plan.".to_owned()]
+        );
+    }
+
+    #[test]
+    fn nginx_snippet_to_nginx_auth_rewrites_each_ingress_in_place() {
+        let mut live = Live::empty();
+        live.ingresses = created(FILE, &flags(Some(RouteStyle::NginxSnippet)));
+        let (changes, summary) = run(FILE, &auth_flags(), &live).unwrap();
+        assert_eq!(
+            summary.notes,
+            vec!["Migrating the routes of web from nginx-snippet to nginx-auth: each Ingress is rewritten in place, one write each.".to_owned()]
+        );
+        assert!(changes.iter().all(|c| c.action() == Action::Update));
+        let Some(Write::Patch { body, .. }) = &changes[0].write else {
+            panic!()
+        };
+        assert_eq!(
+            body["metadata"]["annotations"],
+            json!({
+                "nginx.ingress.kubernetes.io/auth-response-headers": "User-Id,User-Scopes",
+                "nginx.ingress.kubernetes.io/auth-url": "http://oauth.auth.svc:8080/verify?scopes=YWRtaW4gdXNlcg",
+                "nginx.ingress.kubernetes.io/configuration-snippet": null,
+                "nginx.ingress.kubernetes.io/rewrite-target": "/$1",
+                "nginx.ingress.kubernetes.io/use-regex": "true",
+            })
+        );
+        assert_eq!(
+            body["spec"]["rules"][0]["http"]["paths"][0]["path"],
+            "/web/(protected/admin(?:/.*)?)$"
+        );
+        // Same paths, so the update is written with the additions (round 1).
+        assert_eq!(crate::plan::write_round(&changes[0]), Some(1));
+        let route = changes[0].route.as_ref().unwrap();
+        assert_eq!(route.paths, route.paths_before);
+        assert_eq!(route.style, RouteStyle::NginxAuth);
+    }
+
+    #[test]
+    fn the_auth_service_and_gateway_are_inherited_from_live_routes() {
+        let mut live = Live::empty();
+        live.ingresses = created(FILE, &auth_flags());
+        let (changes, _) = run(FILE, &flags(None), &live).unwrap();
+        assert!(changes.iter().all(|c| c.action() == Action::Unchanged));
+        let more = "endpoints:\n  - path: /x\n    scopes: [ops]\n";
+        let (changes, _) = run(more, &flags(None), &live).unwrap();
+        let create = changes
+            .iter()
+            .find(|c| c.action() == Action::Create)
+            .unwrap();
+        assert_eq!(
+            create.after.as_ref().unwrap()["metadata"]["annotations"]["nginx.ingress.kubernetes.io/auth-url"],
+            "http://oauth.auth.svc:8080/verify?scopes=b3Bz"
+        );
+
+        let mut live = Live::empty();
+        live.httproutes = Listing::Items(created(FILE, &gateway_flags()));
+        let (changes, _) = run(more, &flags(None), &live).unwrap();
+        let create = changes
+            .iter()
+            .find(|c| c.action() == Action::Create)
+            .unwrap();
+        let Some(Write::Create { body }) = &create.write else {
+            panic!()
+        };
+        assert_eq!(body["spec"]["parentRefs"][0]["name"], "public");
+        assert_eq!(
+            body["spec"]["rules"][0]["filters"][0]["externalAuth"]["backendRef"]["name"],
+            "oauth"
+        );
+    }
+
+    #[test]
+    fn explicit_attachment_flags_apply_to_the_live_routes_too() {
+        let mut live = Live::empty();
+        live.ingresses = created(FILE, &flags(Some(RouteStyle::NginxSnippet)));
+        let f = RouteFlags {
+            ingress_class: Some("internal".into()),
+            hosts: vec!["shop.example.com".into()],
+            tls_secret: Some("shop-tls".into()),
+            ..RouteFlags::default()
+        };
+        let (changes, _) = run(FILE, &f, &live).unwrap();
+        let paths: Vec<&str> = changes[0].fields.iter().map(|f| f.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            [
+                "spec.ingressClassName",
+                "spec.rules[].host",
+                "spec.rules[host=shop.example.com].http.paths",
+                "spec.tls"
+            ]
+        );
+        let Some(Write::Patch { body, .. }) = &changes[0].write else {
+            panic!()
+        };
+        assert_eq!(body["spec"]["ingressClassName"], "internal");
+        assert_eq!(body["spec"]["rules"][0]["host"], "shop.example.com");
+        assert_eq!(
+            body["spec"]["tls"],
+            json!([{"hosts": ["shop.example.com"], "secretName": "shop-tls"}])
+        );
+
+        let mut live = Live::empty();
+        live.httproutes = Listing::Items(created(FILE, &gateway_flags()));
+        let f = RouteFlags {
+            gateway: Some(ObjectRef::parse("gateways/internal").unwrap()),
+            hosts: vec!["shop.example.com".into()],
+            ..RouteFlags::default()
+        };
+        let (changes, _) = run(FILE, &f, &live).unwrap();
+        let paths: Vec<&str> = changes[0].fields.iter().map(|f| f.path.as_str()).collect();
+        assert_eq!(paths, ["spec.parentRefs", "spec.hostnames"]);
+    }
+
+    #[test]
+    fn a_refused_snippet_names_the_styles_without_one() {
+        let webhook = "admission webhook \"validate.nginx.ingress.kubernetes.io\" denied the request: nginx.ingress.kubernetes.io/configuration-snippet annotation cannot be used. Snippet directives are disabled by the Ingress administrator";
+        assert!(
+            refusal_hint(RouteStyle::NginxSnippet, webhook)
+                .unwrap()
+                .contains("--routes nginx-auth (auth-url and rewrite-target annotations) or --routes gateway")
+        );
+        let risky = "annotation group ConfigurationSnippet contains risky annotation based on ingress configuration";
+        assert!(refusal_hint(RouteStyle::NginxSnippet, risky).is_some());
+        assert!(
+            refusal_hint(
+                RouteStyle::NginxAuth,
+                "annotation nginx.ingress.kubernetes.io/auth-url is too risky for environment"
+            )
+            .unwrap()
+            .contains("--routes gateway")
+        );
+        assert_eq!(refusal_hint(RouteStyle::Gateway, webhook), None);
+        assert_eq!(
+            refusal_hint(RouteStyle::NginxSnippet, "quota exceeded"),
+            None
+        );
+    }
+}
