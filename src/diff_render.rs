@@ -451,9 +451,10 @@ mod tests {
     use crate::endpoints_file;
     use crate::live_state::LiveState;
     use crate::plan::Kind;
+    use crate::plan::RouteStyle;
     use crate::planner::{UpdateRequest, build_plan};
     use crate::routes::nginx_snippet::configuration_snippet;
-    use crate::routes::refs::RouteFlags;
+    use crate::routes::refs::{AuthUrl, ObjectRef, RouteFlags, ServiceRef};
     use crate::routes::scope_identifier;
     use crate::updaters::{AutoscalerUpdate, ContainerUpdate};
     use pretty_assertions::assert_eq;
@@ -720,6 +721,78 @@ endpoints:
         snapshot_both(
             "everything",
             &plan_for(Some(NEW_IMAGE), Some(3), Some(8), true),
+        );
+    }
+
+    /// The route plan of [`ENDPOINTS`] with `flags` against `live`.
+    fn routes_plan(flags: &RouteFlags, live: &LiveState) -> Plan {
+        let file = endpoints_file::parse(ENDPOINTS, "endpoints.yaml").unwrap();
+        let req = UpdateRequest {
+            app: "web",
+            namespace: "shop",
+            context: "sandbox",
+            container: None,
+            container_update: &ContainerUpdate::default(),
+            autoscaler_update: &AutoscalerUpdate::default(),
+            endpoints: Some(&file),
+            routes: flags,
+        };
+        build_plan(&req, live).unwrap()
+    }
+
+    /// A cluster with the Service and no routes yet; `nginx` is the default IngressClass.
+    fn no_routes() -> LiveState {
+        LiveState {
+            service: Some(live_service()),
+            ingress_classes: Some(vec![json!({"metadata": {"name": "nginx",
+                "annotations": {"ingressclass.kubernetes.io/is-default-class": "true"}}})]),
+            ..LiveState::default()
+        }
+    }
+
+    fn nginx_auth_flags() -> RouteFlags {
+        RouteFlags {
+            style: Some(RouteStyle::NginxAuth),
+            auth_url: Some(AuthUrl::parse("http://oauth.auth.svc:8080/verify").unwrap()),
+            ..RouteFlags::default()
+        }
+    }
+
+    fn gateway_flags() -> RouteFlags {
+        RouteFlags {
+            style: Some(RouteStyle::Gateway),
+            gateway: Some(ObjectRef::parse("gateways/public").unwrap()),
+            auth_service: Some(ServiceRef::parse("auth/oauth:8080").unwrap()),
+            hosts: vec!["shop.example.com".into()],
+            ..RouteFlags::default()
+        }
+    }
+
+    #[test]
+    fn snapshot_first_exposure_in_each_style() {
+        snapshot_both(
+            "first_exposure_nginx_snippet",
+            &routes_plan(&RouteFlags::default(), &no_routes()),
+        );
+        snapshot_both(
+            "first_exposure_nginx_auth",
+            &routes_plan(&nginx_auth_flags(), &no_routes()),
+        );
+        snapshot_both(
+            "first_exposure_gateway",
+            &routes_plan(&gateway_flags(), &no_routes()),
+        );
+    }
+
+    #[test]
+    fn snapshot_migrations_from_nginx_snippet() {
+        snapshot_both(
+            "migration_nginx_snippet_to_gateway",
+            &routes_plan(&gateway_flags(), &live()),
+        );
+        snapshot_both(
+            "migration_nginx_snippet_to_nginx_auth",
+            &routes_plan(&nginx_auth_flags(), &live()),
         );
     }
 

@@ -395,7 +395,7 @@ impl IngressUpdater {
                 Some(json!(d.http_paths)),
             ));
         }
-        let keys = self.flavor.owned_annotations();
+        let keys = shown_annotations(&body, Some(self.flavor));
         ObjectChange {
             kind: Kind::Ingress,
             namespace: namespace.to_owned(),
@@ -403,7 +403,7 @@ impl IngressUpdater {
             live: None,
             fields,
             before: None,
-            after: Some(focused_view(&body, namespace, &self.name, keys)),
+            after: Some(focused_view(&body, namespace, &self.name, &keys)),
             write: Some(Write::Create { body }),
             route: Some(self.info(Vec::new())),
         }
