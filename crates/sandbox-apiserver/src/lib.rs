@@ -1,6 +1,6 @@
 //! An in-memory Kubernetes API server that behaves like kube-apiserver v1.28 for the objects
-//! kubectl-appupdate touches: namespaces, Deployments, Services, HorizontalPodAutoscalers and
-//! Ingresses.
+//! kubectl-appupdate touches: namespaces, Deployments, Services, HorizontalPodAutoscalers,
+//! Ingresses and IngressClasses, ConfigMaps, and the Gateway API's custom resources.
 //!
 //! It is test, demo and benchmark infrastructure. [`Sandbox::start`] runs one instance on its own
 //! thread and tokio runtime on `127.0.0.1:0` (TLS with a generated CA, or plain HTTP), writes a
@@ -47,6 +47,7 @@ pub use http::auth::Identity;
 pub use http::faults::{Fault, Mutation, Trigger};
 pub use http::log::{Counters, LoggedRequest};
 pub use http::tls::client_certificate;
+pub use kinds::IngressNginxWebhook;
 pub use model::status::StatusBody;
 pub use sandbox::{RequestLogSink, Sandbox, SandboxOptions, StartError};
 

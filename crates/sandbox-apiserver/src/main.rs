@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use sandbox_apiserver::{RequestLogSink, Rollout, Sandbox, SandboxOptions};
+use sandbox_apiserver::{IngressNginxWebhook, RequestLogSink, Rollout, Sandbox, SandboxOptions};
 
 #[derive(Parser)]
 #[command(
@@ -53,6 +53,23 @@ struct ServeArgs {
     /// Leave out the kinds a cluster gets from CustomResourceDefinitions: their groups answer 404.
     #[arg(long)]
     without_crds: bool,
+    /// Run ingress-nginx's admission webhook, which refuses `*-snippet` annotations on the
+    /// Ingresses of its IngressClass `nginx` (created): snippets-disabled (allow-snippet-annotations
+    /// false) or risky-annotations (annotations-risk-level High).
+    #[arg(long, value_name = "MODE", value_parser = parse_webhook)]
+    ingress_nginx_webhook: Option<IngressNginxWebhook>,
+    /// Create an ingress-nginx IngressClass NAME annotated as the cluster's default class.
+    #[arg(long, value_name = "NAME")]
+    default_ingress_class: Option<String>,
+}
+
+fn parse_webhook(s: &str) -> Result<IngressNginxWebhook, String> {
+    match IngressNginxWebhook::parse(s) {
+        Some(Some(mode)) => Ok(mode),
+        _ => Err(format!(
+            "unknown webhook mode {s:?}: use snippets-disabled or risky-annotations"
+        )),
+    }
 }
 
 fn parse_rollout(s: &str) -> Result<Rollout, String> {
@@ -86,8 +103,12 @@ fn serve(args: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
         rollout: args.rollout,
         request_log,
         install_crds: !args.without_crds,
+        ingress_nginx_webhook: args.ingress_nginx_webhook,
         ..Default::default()
     })?;
+    if let Some(class) = &args.default_ingress_class {
+        sb.create_ingress_class(class, true)?;
+    }
     if args.demo {
         sb.seed_demo_app(&args.namespace, &args.app)?;
     }

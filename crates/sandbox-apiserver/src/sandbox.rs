@@ -19,7 +19,7 @@ use crate::http::auth::{Identity, Tokens};
 use crate::http::faults::{COMPETITOR, Fault};
 use crate::http::log::{Counters, LoggedRequest, RequestLog};
 use crate::http::{Server, conn, tls};
-use crate::kinds::{self, Kind, Registry};
+use crate::kinds::{self, IngressNginxWebhook, Kind, Registry};
 use crate::model::status::{self, StatusBody};
 use crate::store::{FieldValidation, Selectors, State, Store, WriteCtx};
 
@@ -43,6 +43,10 @@ pub struct SandboxOptions {
     /// `false` is a cluster without those CRDs: their groups answer 404 and discovery does not
     /// list them.
     pub install_crds: bool,
+    /// Run ingress-nginx v1.12's validating admission webhook (default: none). Running it is
+    /// having ingress-nginx installed: its IngressClass `nginx` exists. See
+    /// [`IngressNginxWebhook`].
+    pub ingress_nginx_webhook: Option<IngressNginxWebhook>,
 }
 
 impl Default for SandboxOptions {
@@ -55,6 +59,7 @@ impl Default for SandboxOptions {
             request_log: None,
             http1_only: false,
             install_crds: true,
+            ingress_nginx_webhook: None,
         }
     }
 }
@@ -172,7 +177,7 @@ impl Sandbox {
             Ok(Err(e)) => return Err(StartError(e)),
             Err(_) => return Err(StartError("the server thread exited".into())),
         }
-        Ok(Sandbox {
+        let sandbox = Sandbox {
             server,
             rollout,
             url,
@@ -180,7 +185,13 @@ impl Sandbox {
             ca_der,
             shutdown: sd_tx,
             thread: Some(thread),
-        })
+        };
+        if opts.ingress_nginx_webhook.is_some() {
+            sandbox
+                .set_ingress_nginx_webhook(opts.ingress_nginx_webhook)
+                .map_err(|e| StartError(e.message))?;
+        }
+        Ok(sandbox)
     }
 
     /// `https://127.0.0.1:PORT` (or `http://…`).
@@ -259,6 +270,7 @@ impl Sandbox {
             dry_run: false,
             field_validation: FieldValidation::Strict,
             inject_conflict: false,
+            skip_webhooks: false,
         };
         self.server
             .store
@@ -326,6 +338,23 @@ impl Sandbox {
     /// labelled only `app=<app>`.
     pub fn seed_demo_app(&self, namespace: &str, app: &str) -> Result<(), StatusBody> {
         demo::seed(&self.server.store, namespace, app)
+    }
+
+    /// Create the IngressClass `name` of ingress-nginx (controller `k8s.io/ingress-nginx`),
+    /// annotated `ingressclass.kubernetes.io/is-default-class: "true"` when `default` (what
+    /// DefaultIngressClass admission gives a new Ingress without a class). An existing class of
+    /// that name is left alone.
+    pub fn create_ingress_class(&self, name: &str, default: bool) -> Result<(), StatusBody> {
+        demo::ingress_class(&self.server.store, name, default)
+    }
+
+    /// Run (`Some`) or stop (`None`) ingress-nginx's admission webhook; running it creates
+    /// ingress-nginx's IngressClass `nginx` if missing.
+    pub fn set_ingress_nginx_webhook(
+        &self,
+        mode: Option<IngressNginxWebhook>,
+    ) -> Result<(), StatusBody> {
+        demo::set_ingress_nginx_webhook(&self.server.store, mode)
     }
 
     /// Arm a fault (see [`Fault`]).

@@ -373,3 +373,121 @@ fn the_standalone_command_serves_the_demo_until_terminated() {
     let mut rest = String::new();
     let _ = stderr.read_to_string(&mut rest);
 }
+
+const ROUTE_YAML: &str = "apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata:
+  name: web-route
+  labels:
+    app: web
+spec:
+  parentRefs:
+  - name: gw
+  hostnames:
+  - shop.example.com
+  rules:
+  - matches:
+    - path:
+        type: PathPrefix
+        value: /web/health
+    filters:
+    - type: URLRewrite
+      urlRewrite:
+        path:
+          type: ReplacePrefixMatch
+          replacePrefixMatch: /health
+    backendRefs:
+    - name: web
+      port: 80
+";
+
+#[test]
+fn kubectl_manages_config_maps_ingress_classes_and_http_routes() {
+    if !kubectl_available() {
+        return;
+    }
+    let sb = Sandbox::start(SandboxOptions::default()).unwrap();
+    sb.seed_demo_app("demo", "web").unwrap();
+    sb.create_ingress_class("public", true).unwrap();
+    let (k, dir) = setup(&sb, "kinds");
+
+    let classes = k.ok(&["get", "ingressclass"]);
+    assert!(
+        classes.contains("CONTROLLER")
+            && classes.contains("public")
+            && classes.contains("k8s.io/ingress-nginx"),
+        "{classes}"
+    );
+    let resources = k.ok(&["api-resources", "--api-group=gateway.networking.k8s.io"]);
+    assert!(
+        resources.contains("httproutes")
+            && resources.contains("gtw")
+            && resources.contains("HTTPRoute"),
+        "{resources}"
+    );
+
+    k.ok(&[
+        "create",
+        "configmap",
+        "web-history",
+        "--from-literal=records=[]",
+    ]);
+    let cms = k.ok(&["get", "configmaps"]);
+    assert!(cms.contains("web-history") && cms.contains("DATA"), "{cms}");
+
+    let file = dir.path().join("route.yaml");
+    std::fs::write(&file, ROUTE_YAML).unwrap();
+    assert!(
+        k.ok(&["apply", "-f", file.to_str().unwrap()])
+            .contains("httproute.gateway.networking.k8s.io/web-route created")
+    );
+    let routes = k.ok(&["get", "httproutes"]);
+    assert!(
+        routes.contains("HOSTNAMES") && routes.contains("[\"shop.example.com\"]"),
+        "{routes}"
+    );
+    std::fs::write(
+        &file,
+        ROUTE_YAML.replace("shop.example.com", "www.example.com"),
+    )
+    .unwrap();
+    assert!(
+        k.ok(&["apply", "-f", file.to_str().unwrap()])
+            .contains("httproute.gateway.networking.k8s.io/web-route configured")
+    );
+    let route = sb
+        .get("/apis/gateway.networking.k8s.io/v1/namespaces/demo/httproutes/web-route")
+        .unwrap();
+    assert_eq!(
+        route["spec"]["hostnames"],
+        serde_json::json!(["www.example.com"])
+    );
+    assert_eq!(route["metadata"]["generation"], 2);
+    assert_eq!(
+        route["spec"]["rules"][0]["backendRefs"][0]["kind"], "Service",
+        "the CRD's defaults are applied"
+    );
+
+    std::fs::write(&file, ROUTE_YAML.replace("/web/health", "web//health")).unwrap();
+    let out = k.run(&["apply", "-f", file.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("The HTTPRoute \"web-route\" is invalid")
+            && err.contains("spec.rules[0].matches[0].path: Invalid value: \"object\": must not contain '//' when type one of ['Exact', 'PathPrefix']"),
+        "{err}"
+    );
+
+    let out = k.run(&["--context", "sandbox-readonly", "get", "httproutes"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains(
+        "User \"readonly\" cannot list resource \"httproutes\" in API group \"gateway.networking.k8s.io\""
+    ));
+    assert!(
+        k.ok(&["delete", "httproute", "web-route"])
+            .contains("httproute.gateway.networking.k8s.io \"web-route\" deleted")
+    );
+    assert!(
+        sb.get("/apis/gateway.networking.k8s.io/v1/namespaces/demo/httproutes/web-route")
+            .is_none()
+    );
+}

@@ -19,6 +19,8 @@ ROOTS = [
     ("api/core/v1", "Namespace"),
     ("api/autoscaling/v2", "HorizontalPodAutoscaler"),
     ("api/networking/v1", "Ingress"),
+    ("api/core/v1", "ConfigMap"),
+    ("api/networking/v1", "IngressClass"),
 ]
 
 # Go struct field order (k8s.io/api v1.28) for the types a user of this emulator reads most.
@@ -99,6 +101,10 @@ ORDER = {
     "IngressStatus": "loadBalancer",
     "IngressLoadBalancerStatus": "ingress",
     "IngressLoadBalancerIngress": "ip hostname ports",
+    "ConfigMap": "metadata immutable data binaryData",
+    "IngressClass": "metadata spec",
+    "IngressClassSpec": "controller parameters",
+    "IngressClassParametersReference": "apiGroup kind name scope namespace",
     "DeleteOptions": "gracePeriodSeconds preconditions orphanDependents propagationPolicy dryRun ignoreStoreReadErrorWithClusterBreakingPotential",
     "Preconditions": "uid resourceVersion",
 }
@@ -113,6 +119,7 @@ VALUE = {
     "Namespace.metadata", "Namespace.spec", "Namespace.status",
     "HorizontalPodAutoscaler.metadata", "HorizontalPodAutoscaler.spec", "HorizontalPodAutoscaler.status",
     "Ingress.metadata", "Ingress.spec", "Ingress.status",
+    "ConfigMap.metadata", "IngressClass.metadata", "IngressClass.spec",
     "DeploymentSpec.strategy", "PodTemplateSpec.metadata", "PodTemplateSpec.spec",
     "Container.resources", "EphemeralContainer.resources",
     "ServiceStatus.loadBalancer", "IngressStatus.loadBalancer",
@@ -143,7 +150,8 @@ PTR_STRINGS = {
     "IngressSpec.ingressClassName", "HTTPIngressPath.pathType", "ServiceSpec.ipFamilyPolicy",
     "ServiceSpec.internalTrafficPolicy", "ServiceSpec.loadBalancerClass", "ServicePort.appProtocol",
     "PodSpec.runtimeClassName", "PodSpec.preemptionPolicy", "SecretVolumeSource.defaultMode",
-    "ServiceSpec.trafficDistribution",
+    "ServiceSpec.trafficDistribution", "IngressClassParametersReference.apiGroup",
+    "IngressClassParametersReference.scope", "IngressClassParametersReference.namespace",
 }
 # Required fields that are Go pointers without omitempty: serialised as null when absent.
 REQUIRED_POINTERS = {"DeploymentSpec.selector"}
@@ -354,6 +362,7 @@ for key in order:
     print("    },")
 print("];")
 print()
+print("pub const OBJECT_META: usize = %d;" % index["apimachinery/pkg/apis/meta/v1/ObjectMeta"])
 for mod, name in ROOTS:
     const = re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).upper()
     print("pub const %s: usize = %d;" % (const, index[mod + "/" + name]))

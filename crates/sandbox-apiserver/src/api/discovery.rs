@@ -3,7 +3,10 @@
 //! and the aggregated `APIGroupDiscoveryList` forms), and for the other group/versions the real
 //! server advertises, resource lists derived from the aggregated documents. Installed custom
 //! resources (kinds whose [`kinds::Discovery`] is `CustomResource`) add their groups, as the real
-//! server does once a CRD is created.
+//! server does once a CRD is created: for the bundled Gateway API CRDs the documents recorded
+//! from a server with them installed (`discovery/gateway_api.json`, by
+//! `tools/record_discovery.py`: the order of resources there is the server's own), for other
+//! custom resources documents built from their names.
 
 use std::sync::OnceLock;
 
@@ -22,11 +25,13 @@ const AUTOSCALING_V2: &str = include_str!("discovery/autoscaling_v2.json");
 const NETWORKING_V1: &str = include_str!("discovery/networking_v1.json");
 const AGGREGATED_API: &str = include_str!("discovery/aggregated_api.json");
 const AGGREGATED_APIS: &str = include_str!("discovery/aggregated_apis.json");
+const GATEWAY_API: &str = include_str!("discovery/gateway_api.json");
 
 pub const AGGREGATED_CONTENT_TYPE: &str =
     "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList";
 pub const AGGREGATED_API_ETAG: &str = "\"7E2E4FBD8CDC884130EBFEF64757F6BC507A8EA6A2EA8F94E05F1B6F207B4E183C63D6D6EA5513FDDC10FC16233248F933DC787C288493D52745A3FAFD68CCD8\"";
-pub const AGGREGATED_APIS_ETAG: &str = "\"5172B85F8DABA9FC11C704705D1B5997E835E3891DBC93AC29102A0990F94E9FA8CC0C21A07BB8A1142F3922A8AE10609472B0C1D9EE2C352BEF851D11B45420\"";
+#[cfg(test)]
+const AGGREGATED_APIS_ETAG: &str = "\"5172B85F8DABA9FC11C704705D1B5997E835E3891DBC93AC29102A0990F94E9FA8CC0C21A07BB8A1142F3922A8AE10609472B0C1D9EE2C352BEF851D11B45420\"";
 
 fn parse(s: &str) -> Value {
     serde_json::from_str(s).unwrap_or(Value::Null)
@@ -42,6 +47,8 @@ struct Docs {
     networking_v1: Value,
     aggregated_api: Value,
     aggregated_apis: Value,
+    /// Recorded documents of custom resource groups: `groups`, `aggregated`, `resourceLists`.
+    custom: Value,
     generic: Vec<GenericResource>,
 }
 
@@ -64,6 +71,7 @@ fn docs() -> &'static Docs {
             networking_v1: parse(NETWORKING_V1),
             aggregated_api,
             aggregated_apis,
+            custom: parse(GATEWAY_API),
             generic,
         }
     })
@@ -160,7 +168,11 @@ pub fn api(server_address: &str) -> Value {
 pub fn apis(reg: &Registry) -> Value {
     let mut doc = docs().apis.clone();
     if let Some(Value::Array(groups)) = doc.get_mut("groups") {
-        groups.extend(custom_groups(reg).iter().map(group_entry));
+        groups.extend(
+            custom_groups(reg)
+                .iter()
+                .map(|g| recorded("groups", "/name", g.name).unwrap_or_else(|| group_entry(g))),
+        );
     }
     doc
 }
@@ -169,21 +181,38 @@ pub fn aggregated_api() -> Value {
     docs().aggregated_api.clone()
 }
 
-/// `/apis` as an `APIGroupDiscoveryList`, and its Etag: the recorded document (and Etag), then
-/// the groups of installed custom resources (and the SHA-512 of the result, as the real server
-/// computes it).
+/// `/apis` as an `APIGroupDiscoveryList`, and its Etag: the recorded document, then the groups
+/// of installed custom resources; the Etag is the SHA-512 of the list without its type (what the
+/// real server hashes).
 pub fn aggregated_apis(reg: &Registry) -> (Value, String) {
     let groups = custom_groups(reg);
     let mut doc = docs().aggregated_apis.clone();
-    if groups.is_empty() {
-        return (doc, AGGREGATED_APIS_ETAG.to_string());
-    }
     if let Some(Value::Array(items)) = doc.get_mut("items") {
-        items.extend(groups.iter().map(|g| aggregated_group(reg, g)));
+        items.extend(groups.iter().map(|g| {
+            recorded("aggregated", "/metadata/name", g.name)
+                .unwrap_or_else(|| aggregated_group(reg, g))
+        }));
     }
-    let hash = Sha512::digest(gojson::encode(&doc, false));
+    let hashed = json!({"metadata": {}, "items": doc.get("items").cloned().unwrap_or(json!([]))});
+    let mut bytes = gojson::encode(&hashed, false);
+    if bytes.last() == Some(&b'\n') {
+        bytes.pop();
+    }
+    let hash = Sha512::digest(&bytes);
     let hex: String = hash.iter().map(|b| format!("{b:02X}")).collect();
     (doc, format!("\"{hex}\""))
+}
+
+/// The recorded entry of the list `list` of custom resource documents whose `pointer` is
+/// `name`.
+fn recorded(list: &str, pointer: &str, name: &str) -> Option<Value> {
+    docs()
+        .custom
+        .get(list)?
+        .as_array()?
+        .iter()
+        .find(|e| e.pointer(pointer).and_then(Value::as_str) == Some(name))
+        .cloned()
 }
 
 /// Is `group` served at all (a known group answers JSON 404s; an unknown one plain text)?
@@ -276,6 +305,17 @@ const SUBRESOURCE_VERBS: &[&str] = &["get", "patch", "update"];
 
 /// An `APIResourceList` of the installed custom resources of `group`/`version`.
 fn custom_resource_list(reg: &Registry, group: &str, version: &str) -> Option<Value> {
+    let installed = reg
+        .custom_resources()
+        .any(|(k, _)| k.api().group == group && k.api().version == version);
+    if installed
+        && let Some(doc) = docs().custom.pointer(&format!(
+            "/resourceLists/{}",
+            format!("{group}/{version}").replace('/', "~1")
+        ))
+    {
+        return Some(doc.clone());
+    }
     let mut resources = Vec::new();
     for (k, names) in reg.custom_resources() {
         let a = k.api();
@@ -488,16 +528,12 @@ mod tests {
     #[test]
     fn documents_load() {
         assert_eq!(version()["gitVersion"], json!("v1.28.0"));
-        let reg = Registry::new(true);
+        let reg = Registry::new(false);
         assert!(group_served(&reg, "apps"));
         assert!(!group_served(&reg, "example.com"));
         assert!(resource_list(&reg, "batch", "v1").is_some());
         assert!(resource_list(&reg, "apps", "v9").is_none());
-        assert_eq!(
-            apis(&reg),
-            docs().apis,
-            "no custom resource is registered yet"
-        );
+        assert_eq!(apis(&reg), docs().apis, "no CRD is installed");
         assert_eq!(aggregated_apis(&reg).1, AGGREGATED_APIS_ETAG);
         assert!(generic_resource("", "v1", "pods").is_some());
         assert!(generic_resource("apps", "v1", "deployments").is_none());
@@ -505,6 +541,49 @@ mod tests {
             api("127.0.0.1:1")["serverAddressByClientCIDRs"][0]["serverAddress"],
             json!("127.0.0.1:1")
         );
+    }
+
+    #[test]
+    fn the_gateway_api_groups_are_discovered_as_on_a_server_with_the_crds() {
+        let reg = Registry::new(true);
+        let names: Vec<Value> = apis(&reg)["groups"]
+            .as_array()
+            .map(|g| g.iter().map(|g| g["name"].clone()).collect())
+            .unwrap_or_default();
+        assert_eq!(
+            names[names.len() - 2..],
+            [
+                json!("gateway.networking.k8s.io"),
+                json!("gateway.networking.x-k8s.io")
+            ]
+        );
+        assert_eq!(
+            aggregated_apis(&reg).1,
+            "\"1B82DBBCE85600E1AFEEF036DC64DFF23834C459949FA87B57497B3A53BD2C85A535C9A8A1E5BC851E925338A8EEBA8E1EF88113EA1F1E6603B6A883A2889491\"",
+            "the real server's Etag with the CRDs installed"
+        );
+        let v1beta1 =
+            resource_list(&reg, "gateway.networking.k8s.io", "v1beta1").unwrap_or_default();
+        let mut names: Vec<&str> = v1beta1["resources"]
+            .as_array()
+            .map(|r| r.iter().filter_map(|r| r["name"].as_str()).collect())
+            .unwrap_or_default();
+        names.sort();
+        assert_eq!(
+            names,
+            [
+                "gatewayclasses",
+                "gatewayclasses/status",
+                "gateways",
+                "gateways/status",
+                "httproutes",
+                "httproutes/status",
+                "referencegrants"
+            ]
+        );
+        let without = Registry::new(false);
+        assert!(!group_served(&without, "gateway.networking.k8s.io"));
+        assert!(resource_list(&without, "gateway.networking.x-k8s.io", "v1alpha1").is_none());
     }
 
     #[test]

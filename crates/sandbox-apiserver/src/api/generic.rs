@@ -11,7 +11,7 @@ use serde_json::json;
 
 use super::discovery::GenericResource;
 use super::request::{RequestInfo, wants_table};
-use super::{Ctx, Reply, json_reply, status_reply, stopped, table};
+use super::{Ctx, Reply, json_reply, status_reply, stopped};
 use crate::model::status::{self, StatusBody};
 
 /// A resource the real server advertises that the sandbox does not store (pods, ReplicaSets…):
@@ -35,15 +35,13 @@ pub fn generic_resource(
         ("GET", true, "list") => {
             let rv = ctx.store.lock().rv;
             if wants_table(headers) {
-                let mut r = json_reply(
+                return json_reply(
                     200,
                     &json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {"resourceVersion": rv.to_string()},
                         "columnDefinitions": [{"name": "Name", "type": "string", "format": "name", "description": "Name must be unique within a namespace.", "priority": 0}],
                         "rows": []}),
                     pretty,
                 );
-                r.headers[0].1 = table::CONTENT_TYPE.into();
-                return r;
             }
             json_reply(
                 200,

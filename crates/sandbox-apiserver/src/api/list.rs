@@ -76,7 +76,15 @@ pub fn list(
         let full: Vec<Value> = items.iter().map(|o| kinds::to_wire(k, o)).collect();
         table_for(k, &full, Some(st.rv), cont.as_ref().map(|(t, _)| t.clone()))
     } else {
-        list_body(k.api(), items.into_iter().cloned().collect(), st.rv, cont)
+        kinds::list_to_wire(
+            k,
+            list_body(
+                k.api(),
+                items.into_iter().map(|o| kinds::list_item(k, o)).collect(),
+                st.rv,
+                cont,
+            ),
+        )
     };
     Ok(Outcome {
         code: 200,
@@ -136,12 +144,12 @@ pub fn delete_collection(
     for (ns, name) in names {
         if let Some(obj) = st.get_object(k, &ns, &name).cloned() {
             st.delete(k, &ns, &name, &json!({}), dry_run, false)?;
-            items.push(obj);
+            items.push(kinds::list_item(k, &obj));
         }
     }
     Ok(Outcome {
         code: 200,
-        body: list_body(k.api(), items, st.rv, None),
+        body: kinds::list_to_wire(k, list_body(k.api(), items, st.rv, None)),
         warnings: vec![],
     })
 }

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::list::{delete_collection, list};
 use super::request::{RequestInfo, media_type, query_get, wants_table};
-use super::table::{self, table_for};
+use super::table::table_for;
 use super::watch::watch;
 use super::{Ctx, Hooks, Reply, json_reply, status_reply};
 use crate::kinds::{self, Kind, Subresource};
@@ -64,6 +64,7 @@ pub fn handle(
         dry_run: options.dry_run,
         field_validation: options.field_validation,
         inject_conflict,
+        skip_webhooks: false,
     };
     let content_type = media_type(headers);
     let request = Request {
@@ -98,11 +99,7 @@ pub fn handle(
         hooks.conflict_sent(path);
     }
     match result {
-        Ok(out) => outcome_reply(
-            out,
-            table && matches!(info.verb.as_str(), "get" | "list"),
-            ctx.pretty,
-        ),
+        Ok(out) => outcome_reply(out, ctx.pretty),
         Err(s) => status_reply(&s, ctx.pretty),
     }
 }
@@ -182,11 +179,9 @@ fn write_options(
 }
 
 /// A successful outcome as JSON (or a Table), with its warnings.
-fn outcome_reply(out: Outcome, table: bool, pretty: bool) -> Reply {
+fn outcome_reply(out: Outcome, pretty: bool) -> Reply {
+    // A Table is sent as `application/json` too, as the real server does.
     let mut r = json_reply(out.code, &out.body, pretty);
-    if table {
-        r.headers[0].1 = table::CONTENT_TYPE.into();
-    }
     for w in out.warnings {
         r.headers
             .push(("Warning".into(), format!("299 - {}", status::go_quote(&w))));
@@ -260,7 +255,11 @@ impl Request<'_> {
             &["application/json"]
         };
         if !self.consumes(allowed) {
-            return Err(unsupported_media_type());
+            return Err(if patch {
+                self.unsupported_patch()
+            } else {
+                unsupported_media_type()
+            });
         }
         self.ctx.store.lock().update_subresource(
             self.k,
@@ -300,9 +299,28 @@ impl Request<'_> {
             .update(self.k, self.ns(), &self.info.name, self.body, self.write)
     }
 
+    /// A patch type the kind does not take: custom resources answer with the patch handler's
+    /// list of accepted types, built-in kinds with the generic 415.
+    fn unsupported_patch(&self) -> StatusBody {
+        if self.k.encoding() == kinds::Encoding::Unstructured {
+            let mut accepted: Vec<&str> = self.k.patch_types().to_vec();
+            accepted.push("application/apply-patch+yaml");
+            return StatusBody::new(
+                415,
+                "UnsupportedMediaType",
+                format!(
+                    "the body of the request was in an unknown format - accepted media types include: {}",
+                    accepted.join(", ")
+                ),
+                None,
+            );
+        }
+        unsupported_media_type()
+    }
+
     fn patch(&self) -> Result<Outcome, StatusBody> {
         if !self.consumes(self.k.patch_types()) {
-            return Err(unsupported_media_type());
+            return Err(self.unsupported_patch());
         }
         self.ctx.store.lock().patch(
             self.k,

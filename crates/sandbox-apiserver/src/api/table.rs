@@ -6,9 +6,6 @@ use crate::kinds::Kind;
 use crate::model::object::partial_metadata;
 use crate::model::time;
 
-/// The Content-Type of a Table response.
-pub const CONTENT_TYPE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
-
 /// A Table of `objs`; `rv`: the list's revision (else the first object's), `cont`: the
 /// continue token.
 pub fn table_for(k: &dyn Kind, objs: &[Value], rv: Option<u64>, cont: Option<String>) -> Value {

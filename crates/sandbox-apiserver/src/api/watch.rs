@@ -244,16 +244,24 @@ fn filter_event(
         return None;
     }
     let now = sel.matches(k, &ev.object);
+    // Another version of the same resource: the object as this version serves it.
+    let object = || {
+        if ev.kind.api() == k.api() {
+            ev.object.clone()
+        } else {
+            kinds::to_wire(k, &ev.object)
+        }
+    };
     match (ev.event_type, ev.old.as_ref()) {
         ("MODIFIED", Some(old)) => {
             let before = sel.matches(k, old);
             match (before, now) {
-                (true, true) => Some(("MODIFIED".into(), ev.object.clone())),
-                (false, true) => Some(("ADDED".into(), ev.object.clone())),
-                (true, false) => Some(("DELETED".into(), ev.object.clone())),
+                (true, true) => Some(("MODIFIED".into(), object())),
+                (false, true) => Some(("ADDED".into(), object())),
+                (true, false) => Some(("DELETED".into(), object())),
                 (false, false) => None,
             }
         }
-        (t, _) => now.then(|| (t.to_string(), ev.object.clone())),
+        (t, _) => now.then(|| (t.to_string(), object())),
     }
 }

@@ -4,20 +4,24 @@
 
 use serde_json::{Value, json};
 
-use crate::kinds;
+use crate::kinds::{
+    self, INGRESS_NGINX_CLASS, INGRESS_NGINX_CONTROLLER, IS_DEFAULT_CLASS, IngressNginxWebhook,
+};
 use crate::model::status::{self, StatusBody};
 use crate::store::{FieldValidation, Store, WriteCtx};
 
 /// The field manager of objects the handle and the seed write.
 pub const MANAGER: &str = "sandbox-control";
 
-/// How the seed writes: like a client, as manager `sandbox-control`.
+/// How the seed writes: like a client, as manager `sandbox-control`, but past the admission
+/// webhooks (what it seeds stands for objects that existed before any was installed).
 fn write_ctx() -> WriteCtx {
     WriteCtx {
         manager: MANAGER.into(),
         dry_run: false,
         field_validation: FieldValidation::Strict,
         inject_conflict: false,
+        skip_webhooks: true,
     }
 }
 
@@ -156,5 +160,37 @@ pub fn seed(store: &Store, namespace: &str, app: &str) -> Result<(), StatusBody>
         &other,
         ingress(app, &other, json!({"app": app}), None, &["/legacy"]),
     )?;
+    Ok(())
+}
+
+/// Create the IngressClass `name` of ingress-nginx (controller `k8s.io/ingress-nginx`),
+/// annotated as the cluster's default when `default`, unless an IngressClass of that name
+/// exists.
+pub fn ingress_class(store: &Store, name: &str, default: bool) -> Result<(), StatusBody> {
+    let mut meta = json!({"name": name});
+    if default {
+        meta["annotations"] = json!({IS_DEFAULT_CLASS: "true"});
+    }
+    create_if_missing(
+        store,
+        ("networking.k8s.io", "v1", "ingressclasses"),
+        "",
+        name,
+        json!({"apiVersion": "networking.k8s.io/v1", "kind": "IngressClass", "metadata": meta,
+            "spec": {"controller": INGRESS_NGINX_CONTROLLER}}),
+    )
+}
+
+/// Run (`Some`) or stop (`None`) the emulated ingress-nginx admission webhook. Running it is
+/// installing ingress-nginx: its IngressClass `nginx` is created if missing (not as the
+/// default), as the controller's chart does.
+pub fn set_ingress_nginx_webhook(
+    store: &Store,
+    mode: Option<IngressNginxWebhook>,
+) -> Result<(), StatusBody> {
+    if mode.is_some() {
+        ingress_class(store, INGRESS_NGINX_CLASS, false)?;
+    }
+    store.lock().webhooks.ingress_nginx = mode;
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! The sixth layer: the `/sandbox/…` control surface, which gives standalone runs what the
 //! [`crate::Sandbox`] handle gives Rust tests — the request log and counters, faults (as JSON),
-//! the rollout mode, seeding the demo application ([`demo`]). Admin token required (401
+//! the rollout mode, the admission webhooks, seeding the demo application ([`demo`]). Admin
+//! token required (401
 //! without, 403 for other identities); not logged, not counted.
 //!
 //! Uses [`crate::http`], [`crate::controllers`], [`crate::store`] and [`crate::model`].
@@ -19,6 +20,7 @@ use crate::controllers::rollout::{Controller, Rollout};
 use crate::http::auth::Identity;
 use crate::http::faults::{Fault, Mutation, Trigger};
 use crate::http::{ControlSurface, Server};
+use crate::kinds::IngressNginxWebhook;
 use crate::model::gojson;
 use crate::store::patch::merge_patch;
 
@@ -350,14 +352,45 @@ impl ControlSurface for Control {
                     .and_then(Value::as_str)
                     .unwrap_or("demo");
                 let app = payload.get("app").and_then(Value::as_str).unwrap_or("web");
-                match demo::seed(&server.store, ns, app) {
-                    Ok(()) => control_reply(201, &json!({"namespace": ns, "app": app})),
+                let class = payload.get("defaultIngressClass").and_then(Value::as_str);
+                let seeded = demo::seed(&server.store, ns, app).and_then(|()| match class {
+                    Some(c) => demo::ingress_class(&server.store, c, true),
+                    None => Ok(()),
+                });
+                match seeded {
+                    Ok(()) => control_reply(
+                        201,
+                        &json!({"namespace": ns, "app": app, "defaultIngressClass": class}),
+                    ),
+                    Err(e) => control_reply(e.code, &e.to_json()),
+                }
+            }
+            ("GET", "/sandbox/admission") => {
+                let mode = server.store.lock().webhooks.ingress_nginx;
+                control_reply(
+                    200,
+                    &json!({"ingressNginxWebhook": mode.map_or("off", IngressNginxWebhook::as_str)}),
+                )
+            }
+            ("PUT", "/sandbox/admission") => {
+                let wanted = payload
+                    .get("ingressNginxWebhook")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                let Some(mode) = IngressNginxWebhook::parse(wanted) else {
+                    return control_error(
+                        400,
+                        "ingressNginxWebhook must be off, snippets-disabled or risky-annotations",
+                    );
+                };
+                match demo::set_ingress_nginx_webhook(&server.store, mode) {
+                    Ok(()) => control_reply(200, &json!({"ingressNginxWebhook": wanted})),
                     Err(e) => control_reply(e.code, &e.to_json()),
                 }
             }
             ("GET", "/sandbox/kubeconfig") | ("GET", "/sandbox") => control_reply(
                 200,
-                &json!({"endpoints": ["GET/DELETE /sandbox/requests", "GET /sandbox/counters", "GET/POST/DELETE /sandbox/faults", "GET/PUT /sandbox/rollout", "POST /sandbox/seed"]}),
+                &json!({"endpoints": ["GET/DELETE /sandbox/requests", "GET /sandbox/counters", "GET/POST/DELETE /sandbox/faults", "GET/PUT /sandbox/rollout", "POST /sandbox/seed", "GET/PUT /sandbox/admission"]}),
             ),
             _ => control_error(404, "unknown control endpoint; see the crate README"),
         }

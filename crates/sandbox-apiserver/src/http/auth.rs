@@ -15,7 +15,9 @@ use crate::model::status::{self, StatusBody};
 pub enum Identity {
     /// Everything (like `system:masters`); kubeconfig context `sandbox`.
     Admin,
-    /// get/list/watch on every resource, 403 on every write (dry runs too); context `sandbox-readonly`.
+    /// The built-in `view` ClusterRole: get/list/watch on what it grants (Deployments,
+    /// Services, HPAs, Ingresses, ConfigMaps, namespaces… but not IngressClasses, Secrets or
+    /// custom resources), 403 on every write (dry runs too); context `sandbox-readonly`.
     ReadOnly,
     /// Authenticated, no RBAC bindings: only discovery; context `sandbox-noperm`.
     NoPerm,
@@ -124,7 +126,7 @@ pub fn authorize(
         }
         return Ok(());
     }
-    if !resource_allowed(id, &info.verb) {
+    if !resource_allowed(id, info) {
         return Err(forbidden(user, info));
     }
     Ok(())
@@ -170,10 +172,108 @@ fn non_resource_allowed(id: Option<Identity>, path: &str) -> bool {
     }
 }
 
-fn resource_allowed(id: Option<Identity>, verb: &str) -> bool {
+/// The rules of kube-apiserver v1.28's `view` ClusterRole (all get/list/watch): group, then
+/// resources and subresources.
+const VIEW: &[(&str, &[&str])] = &[
+    (
+        "",
+        &[
+            "configmaps",
+            "endpoints",
+            "persistentvolumeclaims",
+            "persistentvolumeclaims/status",
+            "pods",
+            "replicationcontrollers",
+            "replicationcontrollers/scale",
+            "serviceaccounts",
+            "services",
+            "services/status",
+            "bindings",
+            "events",
+            "limitranges",
+            "namespaces/status",
+            "pods/log",
+            "pods/status",
+            "replicationcontrollers/status",
+            "resourcequotas",
+            "resourcequotas/status",
+            "namespaces",
+        ],
+    ),
+    ("discovery.k8s.io", &["endpointslices"]),
+    (
+        "apps",
+        &[
+            "controllerrevisions",
+            "daemonsets",
+            "daemonsets/status",
+            "deployments",
+            "deployments/scale",
+            "deployments/status",
+            "replicasets",
+            "replicasets/scale",
+            "replicasets/status",
+            "statefulsets",
+            "statefulsets/scale",
+            "statefulsets/status",
+        ],
+    ),
+    (
+        "autoscaling",
+        &[
+            "horizontalpodautoscalers",
+            "horizontalpodautoscalers/status",
+        ],
+    ),
+    (
+        "batch",
+        &["cronjobs", "cronjobs/status", "jobs", "jobs/status"],
+    ),
+    (
+        "extensions",
+        &[
+            "daemonsets",
+            "daemonsets/status",
+            "deployments",
+            "deployments/scale",
+            "deployments/status",
+            "ingresses",
+            "ingresses/status",
+            "networkpolicies",
+            "replicasets",
+            "replicasets/scale",
+            "replicasets/status",
+            "replicationcontrollers/scale",
+        ],
+    ),
+    (
+        "policy",
+        &["poddisruptionbudgets", "poddisruptionbudgets/status"],
+    ),
+    (
+        "networking.k8s.io",
+        &["ingresses", "ingresses/status", "networkpolicies"],
+    ),
+];
+
+/// Does the `view` role grant `verb` on this resource?
+fn view_allows(info: &RequestInfo) -> bool {
+    if !matches!(info.verb.as_str(), "get" | "list" | "watch") {
+        return false;
+    }
+    let resource = if info.subresource.is_empty() {
+        info.resource.clone()
+    } else {
+        format!("{}/{}", info.resource, info.subresource)
+    };
+    VIEW.iter()
+        .any(|(group, resources)| *group == info.group && resources.contains(&resource.as_str()))
+}
+
+fn resource_allowed(id: Option<Identity>, info: &RequestInfo) -> bool {
     match id {
         Some(Identity::Admin) => true,
-        Some(Identity::ReadOnly) => matches!(verb, "get" | "list" | "watch"),
+        Some(Identity::ReadOnly) => view_allows(info),
         _ => false,
     }
 }

@@ -640,6 +640,7 @@ fn competitor_ctx() -> WriteCtx {
         dry_run: false,
         field_validation: FieldValidation::Strict,
         inject_conflict: false,
+        skip_webhooks: false,
     }
 }
 

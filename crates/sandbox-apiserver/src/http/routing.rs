@@ -38,7 +38,14 @@ pub fn route(
                 .unwrap_or(1800);
             return generic_resource(ctx, timeout, g, method, info, headers);
         }
-        if info.group.is_empty() || discovery::group_served(ctx.registry, &info.group) {
+        // A CRD's group hands what it does not serve to the mux: a plain-text 404.
+        let custom_group = ctx
+            .registry
+            .custom_resources()
+            .any(|(k, _)| k.api().group == info.group);
+        if !custom_group
+            && (info.group.is_empty() || discovery::group_served(ctx.registry, &info.group))
+        {
             return status_reply(&status::generic(404, ""), pretty);
         }
         return not_found_text();

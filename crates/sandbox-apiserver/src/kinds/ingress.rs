@@ -1,18 +1,20 @@
 //! Ingress (`networking.k8s.io/v1`): generation on spec changes, `ValidateIngressSpec`'s
-//! paths, backends and hosts, and the printer's columns.
+//! paths, backends and hosts, the printer's columns; DefaultIngressClass admission on create,
+//! and the validating webhook of ingress-nginx v1.12 when the sandbox runs it.
 
 use serde_json::{Value, json};
 
+use super::ingress_class::{INGRESS_CLASS, default_class};
 use super::table::{age, age_column, column, name_column, st};
 use super::validate::{arr, s};
-use super::{Generation, Kind};
+use super::{Admission, Generation, Kind, map_mut};
 use crate::model::ApiResource;
 use crate::model::names::{
     is_dns1035_label, is_dns1123_subdomain, is_valid_port_name, is_wildcard_dns1123_subdomain,
     matches_dns1123_subdomain, port_range_msg, regex_error,
 };
 use crate::model::schema;
-use crate::model::status::{FieldError, go_quote};
+use crate::model::status::{FieldError, StatusBody, go_quote};
 
 pub struct Ingress;
 
@@ -47,6 +49,50 @@ impl Kind for Ingress {
 
     fn validate(&self, obj: &Value, _old: Option<&Value>) -> Vec<FieldError> {
         validate_ingress_spec(obj.get("spec").unwrap_or(&Value::Null))
+    }
+
+    fn warnings_on_create(&self, obj: &Value) -> Vec<String> {
+        // Only when the annotation is the sole naming of the class.
+        let named = obj
+            .pointer("/spec/ingressClassName")
+            .is_some_and(|c| !c.is_null());
+        match annotation(obj, LEGACY_CLASS_ANNOTATION) {
+            Some(_) if !named => vec![format!(
+                "annotation \"{LEGACY_CLASS_ANNOTATION}\" is deprecated, please use 'spec.ingressClassName' instead"
+            )],
+            _ => Vec::new(),
+        }
+    }
+
+    fn admit_create(&self, obj: &mut Value, admission: &Admission<'_>) {
+        // DefaultIngressClass: an Ingress that names no class, by field or by the legacy
+        // annotation, gets the default IngressClass.
+        if obj
+            .pointer("/spec/ingressClassName")
+            .is_some_and(|c| !c.is_null())
+            || annotation(obj, LEGACY_CLASS_ANNOTATION).is_some()
+        {
+            return;
+        }
+        let classes = admission.objects.all(&INGRESS_CLASS);
+        let Some(name) = default_class(classes).map(|c| st(c, "/metadata/name").to_string()) else {
+            return;
+        };
+        if let Some(spec) = map_mut(obj, "spec") {
+            spec.insert("ingressClassName".into(), json!(name));
+        }
+    }
+
+    fn validate_admission(
+        &self,
+        obj: &Value,
+        _old: Option<&Value>,
+        admission: &Admission<'_>,
+    ) -> Result<(), StatusBody> {
+        match admission.webhooks.ingress_nginx {
+            Some(mode) if ingress_nginx_class(obj, admission) => mode.check(obj),
+            _ => Ok(()),
+        }
     }
 
     fn table_columns(&self) -> Vec<Value> {
@@ -336,4 +382,265 @@ fn validate_ingress_spec(spec: &Value) -> Vec<FieldError> {
         }
     }
     errs
+}
+
+/// The annotation that named an Ingress's class before `spec.ingressClassName`.
+const LEGACY_CLASS_ANNOTATION: &str = "kubernetes.io/ingress.class";
+
+/// The controller name ingress-nginx's IngressClass carries.
+pub const INGRESS_NGINX_CONTROLLER: &str = "k8s.io/ingress-nginx";
+
+/// The name of the IngressClass ingress-nginx installs, and the legacy annotation value it
+/// answers to.
+pub const INGRESS_NGINX_CLASS: &str = "nginx";
+
+fn annotation<'a>(obj: &'a Value, key: &str) -> Option<&'a str> {
+    obj.pointer("/metadata/annotations")
+        .and_then(|a| a.get(key))
+        .and_then(Value::as_str)
+}
+
+/// ingress-nginx's `GetIngressClass`: does the controller handle this Ingress? Its
+/// `ingressClassName` names an IngressClass of controller `k8s.io/ingress-nginx`, or (without
+/// one) the legacy annotation says `nginx`. Ingresses of other classes, or of none, are let
+/// through unchecked.
+fn ingress_nginx_class(obj: &Value, admission: &Admission<'_>) -> bool {
+    match obj
+        .pointer("/spec/ingressClassName")
+        .and_then(Value::as_str)
+    {
+        Some(name) => admission.objects.all(&INGRESS_CLASS).iter().any(|c| {
+            st(c, "/metadata/name") == name && st(c, "/spec/controller") == INGRESS_NGINX_CONTROLLER
+        }),
+        None => annotation(obj, LEGACY_CLASS_ANNOTATION) == Some(INGRESS_NGINX_CLASS),
+    }
+}
+
+/// How the emulated ingress-nginx v1.12 is configured, as far as its admission webhook
+/// `validate.nginx.ingress.kubernetes.io` refuses snippets. It checks CREATE and UPDATE of the
+/// Ingresses its controller handles (dry runs included).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IngressNginxWebhook {
+    /// `allow-snippet-annotations: "false"` (the default since v1.9): any annotation whose key
+    /// ends in `-snippet` is refused with "… annotation cannot be used. Snippet directives are
+    /// disabled by the Ingress administrator".
+    SnippetsDisabled,
+    /// Snippets allowed, `annotations-risk-level: High` (the v1.12 default): the snippet
+    /// annotations, which are `Critical`, are refused with "annotation group … contains risky
+    /// annotation based on ingress configuration".
+    RiskyAnnotations,
+}
+
+/// The snippet annotations ingress-nginx v1.12 rates `Critical`, with the annotation group
+/// (parser) that reads each.
+const CRITICAL_SNIPPETS: &[(&str, &str)] = &[
+    ("nginx.ingress.kubernetes.io/auth-snippet", "ExternalAuth"),
+    (
+        "nginx.ingress.kubernetes.io/configuration-snippet",
+        "ConfigurationSnippet",
+    ),
+    (
+        "nginx.ingress.kubernetes.io/modsecurity-snippet",
+        "ModSecurity",
+    ),
+    (
+        "nginx.ingress.kubernetes.io/server-snippet",
+        "ServerSnippet",
+    ),
+    (
+        "nginx.ingress.kubernetes.io/stream-snippet",
+        "StreamSnippet",
+    ),
+];
+
+impl IngressNginxWebhook {
+    /// The name the webhook is registered under.
+    pub const NAME: &'static str = "validate.nginx.ingress.kubernetes.io";
+
+    /// `CheckIngress`, as far as snippets go. Annotations are looked at in key order (the
+    /// controller walks a Go map, in no fixed order, and reports the first it refuses).
+    fn check(self, obj: &Value) -> Result<(), StatusBody> {
+        let Some(annotations) = obj
+            .pointer("/metadata/annotations")
+            .and_then(Value::as_object)
+        else {
+            return Ok(());
+        };
+        let mut keys: Vec<&String> = annotations.keys().collect();
+        keys.sort();
+        let refusal = match self {
+            IngressNginxWebhook::SnippetsDisabled => keys.iter().find(|k| k.ends_with("-snippet")).map(|k| {
+                format!(
+                    "{k} annotation cannot be used. Snippet directives are disabled by the Ingress administrator"
+                )
+            }),
+            IngressNginxWebhook::RiskyAnnotations => CRITICAL_SNIPPETS
+                .iter()
+                .filter(|(key, _)| annotations.contains_key(*key))
+                .map(|(_, group)| *group)
+                .min()
+                .map(|group| {
+                    format!(
+                        "annotation group {group} contains risky annotation based on ingress configuration"
+                    )
+                }),
+        };
+        match refusal {
+            None => Ok(()),
+            Some(reason) => Err(webhook_denial(Self::NAME, &reason)),
+        }
+    }
+
+    /// The names the sandbox's options and control surface use.
+    pub fn parse(s: &str) -> Option<Option<IngressNginxWebhook>> {
+        match s {
+            "off" => Some(None),
+            "snippets-disabled" => Some(Some(IngressNginxWebhook::SnippetsDisabled)),
+            "risky-annotations" => Some(Some(IngressNginxWebhook::RiskyAnnotations)),
+            _ => None,
+        }
+    }
+
+    /// The name [`IngressNginxWebhook::parse`] reads.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IngressNginxWebhook::SnippetsDisabled => "snippets-disabled",
+            IngressNginxWebhook::RiskyAnnotations => "risky-annotations",
+        }
+    }
+}
+
+/// The Status the API server answers when a validating webhook denies a request
+/// (`webhookerrors.ToStatusErr`): the webhook's own code and reason (400 `BadRequest` for
+/// ingress-nginx) and its message behind `admission webhook "<name>" denied the request: `.
+fn webhook_denial(webhook: &str, message: &str) -> StatusBody {
+    StatusBody::new(
+        400,
+        "BadRequest",
+        format!("admission webhook \"{webhook}\" denied the request: {message}"),
+        None,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kinds::{Objects, Webhooks};
+
+    struct Cluster(Vec<Value>);
+
+    impl Objects for Cluster {
+        fn all(&self, k: &'static dyn Kind) -> Vec<&Value> {
+            if k.api().resource == "ingressclasses" {
+                self.0.iter().collect()
+            } else {
+                Vec::new()
+            }
+        }
+    }
+
+    fn nginx_class(default: bool) -> Value {
+        json!({"metadata": {"name": "nginx", "creationTimestamp": "2026-01-01T00:00:00Z",
+            "annotations": {"ingressclass.kubernetes.io/is-default-class": if default { "true" } else { "false" }}},
+            "spec": {"controller": INGRESS_NGINX_CONTROLLER}})
+    }
+
+    fn ingress(class: Option<&str>, annotations: Value) -> Value {
+        let mut obj = json!({"metadata": {"name": "web", "annotations": annotations}, "spec": {}});
+        if let Some(c) = class {
+            obj["spec"]["ingressClassName"] = json!(c);
+        }
+        obj
+    }
+
+    #[test]
+    fn an_ingress_without_a_class_gets_the_default_one() {
+        let cluster = Cluster(vec![nginx_class(true)]);
+        let admission = Admission {
+            objects: &cluster,
+            webhooks: &Webhooks::default(),
+        };
+        let mut obj = ingress(None, json!({}));
+        INGRESS.admit_create(&mut obj, &admission);
+        assert_eq!(obj["spec"]["ingressClassName"], json!("nginx"));
+        let mut legacy = ingress(None, json!({LEGACY_CLASS_ANNOTATION: "other"}));
+        INGRESS.admit_create(&mut legacy, &admission);
+        assert!(
+            legacy["spec"].get("ingressClassName").is_none(),
+            "the legacy annotation names a class"
+        );
+        let mut named = ingress(Some("other"), json!({}));
+        INGRESS.admit_create(&mut named, &admission);
+        assert_eq!(named["spec"]["ingressClassName"], json!("other"));
+        let none = Cluster(vec![nginx_class(false)]);
+        let mut obj = ingress(None, json!({}));
+        INGRESS.admit_create(
+            &mut obj,
+            &Admission {
+                objects: &none,
+                webhooks: &Webhooks::default(),
+            },
+        );
+        assert!(obj["spec"].get("ingressClassName").is_none());
+    }
+
+    #[test]
+    fn the_webhook_refuses_snippets_on_its_own_ingresses_only() {
+        let cluster = Cluster(vec![nginx_class(false)]);
+        let webhooks = Webhooks {
+            ingress_nginx: Some(IngressNginxWebhook::SnippetsDisabled),
+        };
+        let admission = Admission {
+            objects: &cluster,
+            webhooks: &webhooks,
+        };
+        let snippet = json!({"nginx.ingress.kubernetes.io/server-snippet": "x", "nginx.ingress.kubernetes.io/configuration-snippet": "y"});
+        let refused = INGRESS
+            .validate_admission(&ingress(Some("nginx"), snippet.clone()), None, &admission)
+            .unwrap_err();
+        assert_eq!((refused.code, refused.reason.as_str()), (400, "BadRequest"));
+        assert_eq!(
+            refused.message,
+            "admission webhook \"validate.nginx.ingress.kubernetes.io\" denied the request: nginx.ingress.kubernetes.io/configuration-snippet annotation cannot be used. Snippet directives are disabled by the Ingress administrator"
+        );
+        let legacy = json!({"kubernetes.io/ingress.class": "nginx", "example.com/x-snippet": "z"});
+        assert!(
+            INGRESS
+                .validate_admission(&ingress(None, legacy), None, &admission)
+                .is_err()
+        );
+        assert!(
+            INGRESS
+                .validate_admission(&ingress(Some("other"), snippet.clone()), None, &admission)
+                .is_ok()
+        );
+        assert!(
+            INGRESS
+                .validate_admission(&ingress(None, snippet.clone()), None, &admission)
+                .is_ok()
+        );
+        let plain = json!({"nginx.ingress.kubernetes.io/auth-url": "http://auth"});
+        assert!(
+            INGRESS
+                .validate_admission(&ingress(Some("nginx"), plain), None, &admission)
+                .is_ok()
+        );
+        let risky = Webhooks {
+            ingress_nginx: Some(IngressNginxWebhook::RiskyAnnotations),
+        };
+        let refused = INGRESS
+            .validate_admission(
+                &ingress(Some("nginx"), snippet),
+                None,
+                &Admission {
+                    objects: &cluster,
+                    webhooks: &risky,
+                },
+            )
+            .unwrap_err();
+        assert_eq!(
+            refused.message,
+            "admission webhook \"validate.nginx.ingress.kubernetes.io\" denied the request: annotation group ConfigurationSnippet contains risky annotation based on ingress configuration"
+        );
+    }
 }

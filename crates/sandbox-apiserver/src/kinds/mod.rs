@@ -10,9 +10,12 @@
 //!
 //! Uses only [`crate::model`].
 
+mod config_map;
+pub mod custom;
 mod deployment;
 mod hpa;
 mod ingress;
+mod ingress_class;
 mod namespace;
 mod pod;
 mod service;
@@ -24,21 +27,38 @@ use serde_json::{Map, Value, json};
 use crate::model::ApiResource;
 use crate::model::names::NameRule;
 use crate::model::object::with_type_meta;
-use crate::model::schema;
-use crate::model::status::FieldError;
+use crate::model::schema::{self, DecodeError, Decoded};
+use crate::model::status::{FieldError, StatusBody};
 
 pub use deployment::DEPLOYMENT;
+pub use ingress::{INGRESS_NGINX_CLASS, INGRESS_NGINX_CONTROLLER, IngressNginxWebhook};
+pub use ingress_class::IS_DEFAULT_CLASS;
 pub use namespace::NAMESPACE;
 
-/// Every kind the sandbox serves, in the order the OpenAPI documents list them. Registering a
-/// kind is one line here.
+/// Every built-in kind the sandbox serves, in the order the OpenAPI documents list them.
+/// Registering a kind is one line here.
 pub static KINDS: &[&dyn Kind] = &[
     &namespace::NAMESPACE,
     &service::SERVICE,
     &deployment::DEPLOYMENT,
     &hpa::HORIZONTAL_POD_AUTOSCALER,
     &ingress::INGRESS,
+    &config_map::CONFIG_MAP,
+    &ingress_class::INGRESS_CLASS,
 ];
+
+/// Every kind the sandbox knows: the built-in [`KINDS`], then the custom resources of the
+/// bundled CRDs ([`custom`]).
+pub fn all() -> &'static [&'static dyn Kind] {
+    static ALL: std::sync::OnceLock<Vec<&'static dyn Kind>> = std::sync::OnceLock::new();
+    ALL.get_or_init(|| {
+        KINDS
+            .iter()
+            .copied()
+            .chain(custom::kinds().iter().copied())
+            .collect()
+    })
+}
 
 /// A served kind and its registry strategy. Only [`Kind::api`], [`Kind::schema`] and the table
 /// methods are required; every other method has the default most built-in kinds have.
@@ -60,6 +80,12 @@ pub trait Kind: Send + Sync + 'static {
         Generation::Untracked
     }
 
+    /// `AllowUnconditionalUpdate()`: a PUT without a resourceVersion overwrites (custom
+    /// resources refuse it).
+    fn allow_unconditional_update(&self) -> bool {
+        true
+    }
+
     /// `AllowCreateOnUpdate()`: a PUT without a resourceVersion creates a missing object.
     fn create_on_update(&self) -> bool {
         false
@@ -75,6 +101,12 @@ pub trait Kind: Send + Sync + 'static {
         PATCH_TYPES
     }
 
+    /// Decode a request body (without `kind`/`apiVersion` checks) into the canonical object:
+    /// through the Go type by default; custom resources prune to their schema.
+    fn decode(&self, v: &Value) -> Result<Decoded, DecodeError> {
+        schema::canonicalize(self.schema(), v)
+    }
+
     /// The `SetDefaults_*` functions, applied at decode time (so defaults show in managedFields).
     fn default(&self, _obj: &mut Value) {}
 
@@ -84,6 +116,26 @@ pub trait Kind: Send + Sync + 'static {
     /// PrepareForUpdate beyond what every kind does (status, generation and system metadata
     /// come from `old`).
     fn prepare_update(&self, _new: &mut Value, _old: &Value) {}
+
+    /// `WarningsOnCreate`: `Warning` headers a create answers with.
+    fn warnings_on_create(&self, _obj: &Value) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// Mutating admission on create, after defaulting and the field manager (so what it sets
+    /// is not in managedFields) and before validation: DefaultIngressClass.
+    fn admit_create(&self, _obj: &mut Value, _admission: &Admission<'_>) {}
+
+    /// Validating admission on create and update (`old`), after validation and before the
+    /// object is stored: the admission webhooks a cluster may run.
+    fn validate_admission(
+        &self,
+        _obj: &Value,
+        _old: Option<&Value>,
+        _admission: &Admission<'_>,
+    ) -> Result<(), StatusBody> {
+        Ok(())
+    }
 
     /// `Validate<Kind>` / `Validate<Kind>Update` beyond ObjectMeta, on the canonical object
     /// (`old`: the stored one, on update).
@@ -163,6 +215,25 @@ impl std::fmt::Debug for dyn Kind {
     }
 }
 
+/// The objects admission plugins may look at (an informer's view of the cluster).
+pub trait Objects {
+    /// Every stored object of `k`, in all namespaces.
+    fn all(&self, k: &'static dyn Kind) -> Vec<&Value>;
+}
+
+/// What admission sees: the cluster's objects and the admission webhooks it runs.
+pub struct Admission<'a> {
+    pub objects: &'a dyn Objects,
+    pub webhooks: &'a Webhooks,
+}
+
+/// The admission webhooks the emulated cluster runs (none by default).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Webhooks {
+    /// ingress-nginx's validating webhook, `validate.nginx.ingress.kubernetes.io`.
+    pub ingress_nginx: Option<IngressNginxWebhook>,
+}
+
 /// The PATCH media types of built-in kinds.
 pub const PATCH_TYPES: &[&str] = &[
     "application/json-patch+json",
@@ -180,7 +251,6 @@ pub enum Generation {
     /// Like `Spec`, and also when the annotations change (Deployment).
     SpecOrAnnotations,
     /// 1 on create, +1 on any change outside `metadata` and `status` (custom resources).
-    #[cfg_attr(not(test), expect(dead_code, reason = "for custom resource kinds"))]
     AllButMetadataAndStatus,
 }
 
@@ -220,7 +290,6 @@ pub enum Encoding {
     GoStruct,
     /// Unstructured JSON, as a custom resource is stored: every object's keys sorted
     /// (`apiVersion`, `kind`, `metadata`, `spec`, `status`), as Go writes a map.
-    #[cfg_attr(not(test), expect(dead_code, reason = "for custom resource kinds"))]
     Unstructured,
 }
 
@@ -231,6 +300,32 @@ pub fn to_wire(k: &dyn Kind, obj: &Value) -> Value {
     match k.encoding() {
         Encoding::GoStruct => typed,
         Encoding::Unstructured => sorted(typed),
+    }
+}
+
+/// An object as a LIST response carries it: built-in kinds' items have no `kind` and
+/// `apiVersion` (a typed list's items), custom resources' items keep them (an unstructured
+/// list).
+pub fn list_item(k: &dyn Kind, obj: &Value) -> Value {
+    match k.encoding() {
+        Encoding::GoStruct => obj.clone(),
+        Encoding::Unstructured => to_wire(k, obj),
+    }
+}
+
+/// A LIST response body as the kind's encoding writes it: an unstructured list (custom
+/// resources) has sorted keys and always a `continue`, empty on the last page.
+pub fn list_to_wire(k: &dyn Kind, mut list: Value) -> Value {
+    match k.encoding() {
+        Encoding::GoStruct => list,
+        Encoding::Unstructured => {
+            if let Some(meta) = list.get_mut("metadata").and_then(Value::as_object_mut)
+                && !meta.contains_key("continue")
+            {
+                meta.insert("continue".into(), json!(""));
+            }
+            sorted(list)
+        }
     }
 }
 
@@ -255,7 +350,6 @@ pub enum Discovery {
     /// Defined by a CustomResourceDefinition: served, and listed in discovery (built from
     /// these names and the kind's [`ApiResource`]), only when the sandbox installs CRDs;
     /// otherwise its group answers 404 like a cluster without the CRD.
-    #[cfg_attr(not(test), expect(dead_code, reason = "for custom resource kinds"))]
     CustomResource(&'static CustomResourceNames),
 }
 
@@ -279,9 +373,9 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// The registered [`KINDS`]; `install_crds: false` leaves the custom resources out.
+    /// Every kind ([`all`]); `install_crds: false` leaves the custom resources out.
     pub fn new(install_crds: bool) -> Registry {
-        Registry::of(KINDS, install_crds)
+        Registry::of(all(), install_crds)
     }
 
     /// A registry of other kinds (tests).
@@ -322,7 +416,7 @@ impl Registry {
 /// The kind serving `resource` in `group`/`version`, whether or not it is installed (what the
 /// scheme knows).
 pub fn lookup(group: &str, version: &str, resource: &str) -> Option<&'static dyn Kind> {
-    KINDS.iter().copied().find(|k| {
+    all().iter().copied().find(|k| {
         let a = k.api();
         a.group == group && a.version == version && a.resource == resource
     })
@@ -330,12 +424,13 @@ pub fn lookup(group: &str, version: &str, resource: &str) -> Option<&'static dyn
 
 /// The kind named `kind` (what a body's `kind` field names).
 pub fn by_kind(kind: &str) -> Option<&'static dyn Kind> {
-    KINDS.iter().copied().find(|k| k.api().kind == kind)
+    all().iter().copied().find(|k| k.api().kind == kind)
 }
 
-/// Is `k` the same served kind as `other`?
+/// Do `k` and `other` store the same objects (one resource of one group, in any version)?
 pub fn same(k: &dyn Kind, other: &dyn Kind) -> bool {
-    k.api() == other.api()
+    let (a, b) = (k.api(), other.api());
+    a.group == b.group && a.resource == b.resource
 }
 
 /// The cluster's allocators the REST layer of some kinds draws from (Service cluster IPs and
@@ -395,14 +490,19 @@ pub fn default_and_normalize(k: &dyn Kind, obj: &mut Value) {
     *obj = schema::normalize(k.schema(), obj);
 }
 
-/// PrepareForCreate: status reset, generation 1 when tracked, then the kind's own steps.
+/// PrepareForCreate: status reset (removed where the type has no status value, as custom
+/// resources drop it), generation 1 when tracked, then the kind's own steps. A custom resource
+/// is then defaulted again, as the real server does when it reads the object back from
+/// storage (a status with defaults gets them).
 pub fn prepare_create(k: &dyn Kind, obj: &mut Value) {
     let zero_status = schema::zero_struct(schema::type_def(k.schema()))
         .get("status")
-        .cloned()
-        .unwrap_or(json!({}));
+        .cloned();
     if let Some(m) = obj.as_object_mut() {
-        m.insert("status".into(), zero_status);
+        match zero_status {
+            Some(z) => m.insert("status".into(), z),
+            None => m.remove("status"),
+        };
     }
     if k.generation() != Generation::Untracked
         && let Some(meta) = map_mut(obj, "metadata")
@@ -410,6 +510,9 @@ pub fn prepare_create(k: &dyn Kind, obj: &mut Value) {
         meta.insert("generation".into(), json!(1));
     }
     k.prepare_create(obj);
+    if k.encoding() == Encoding::Unstructured {
+        k.default(obj);
+    }
 }
 
 /// BeforeUpdate + PrepareForUpdate: generation, status and system metadata come from the

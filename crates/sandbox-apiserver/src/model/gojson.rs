@@ -363,6 +363,93 @@ impl Scanner<'_> {
     }
 }
 
+/// encoding/json's `[]byte`: standard base64 decoded as Go's `base64.StdEncoding.Decode` does
+/// (newlines skipped, padding required), then re-encoded. `Err` carries the offset Go's
+/// `illegal base64 data at input byte N` names.
+pub fn go_base64_canonical(s: &str) -> Result<String, usize> {
+    use base64::Engine;
+    fn sextet(c: u8) -> Option<u8> {
+        match c {
+            b'A'..=b'Z' => Some(c - b'A'),
+            b'a'..=b'z' => Some(c - b'a' + 26),
+            b'0'..=b'9' => Some(c - b'0' + 52),
+            b'+' => Some(62),
+            b'/' => Some(63),
+            _ => None,
+        }
+    }
+    let src = s.as_bytes();
+    let skip_newlines = |mut si: usize| {
+        while si < src.len() && (src[si] == b'\n' || src[si] == b'\r') {
+            si += 1;
+        }
+        si
+    };
+    let mut out = Vec::with_capacity(src.len() / 4 * 3);
+    let mut si = 0;
+    while si < src.len() {
+        // decodeQuantum
+        let mut buf = [0u8; 4];
+        let mut dlen = 4;
+        let mut j = 0;
+        let mut trailing: Option<usize> = None;
+        while j < 4 {
+            if si == src.len() {
+                if j == 0 {
+                    return Ok(base64::engine::general_purpose::STANDARD.encode(&out));
+                }
+                return Err(si - j);
+            }
+            let c = src[si];
+            si += 1;
+            if let Some(v) = sextet(c) {
+                buf[j] = v;
+                j += 1;
+                continue;
+            }
+            if c == b'\n' || c == b'\r' {
+                continue;
+            }
+            if c != b'=' {
+                return Err(si - 1);
+            }
+            match j {
+                0 | 1 => return Err(si - 1),
+                2 => {
+                    si = skip_newlines(si);
+                    if si == src.len() {
+                        return Err(src.len());
+                    }
+                    if src[si] != b'=' {
+                        return Err(si - 1);
+                    }
+                    si += 1;
+                }
+                _ => {}
+            }
+            si = skip_newlines(si);
+            if si < src.len() {
+                trailing = Some(si);
+            }
+            dlen = j;
+            break;
+        }
+        let val = u32::from(buf[0]) << 18
+            | u32::from(buf[1]) << 12
+            | u32::from(buf[2]) << 6
+            | u32::from(buf[3]);
+        let bytes = [(val >> 16) as u8, (val >> 8) as u8, val as u8];
+        out.extend_from_slice(&bytes[..dlen - 1]);
+        if let Some(at) = trailing {
+            return Err(at);
+        }
+        if dlen < 4 {
+            break;
+        }
+    }
+    Ok(base64::engine::general_purpose::STANDARD.encode(&out))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -407,5 +494,25 @@ mod tests {
             Some("invalid character ' ' in literal true (expecting 'e')")
         );
         assert_eq!(syntax_error(br#"{"a":[1,2]}"#), None);
+    }
+
+    #[test]
+    fn base64_is_decoded_like_go() {
+        assert_eq!(go_base64_canonical("AA=="), Ok("AA==".into()));
+        assert_eq!(go_base64_canonical("AAA="), Ok("AAA=".into()));
+        assert_eq!(go_base64_canonical("AA\nAA"), Ok("AAAA".into()));
+        assert_eq!(go_base64_canonical("AB=="), Ok("AA==".into()));
+        assert_eq!(go_base64_canonical(""), Ok("".into()));
+        for (input, at) in [
+            ("not base64!", 3),
+            ("AAE", 0),
+            ("AA=", 3),
+            ("A", 0),
+            ("AAAA====", 4),
+            ("AA==AA==", 4),
+            ("A=AA", 1),
+        ] {
+            assert_eq!(go_base64_canonical(input), Err(at), "{input}");
+        }
     }
 }

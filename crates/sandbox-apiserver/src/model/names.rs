@@ -228,6 +228,57 @@ pub fn name_errors(rule: NameRule, name: &str, prefix: bool) -> Vec<String> {
     }
 }
 
+/// `IsConfigMapKey`: ConfigMap and Secret keys.
+pub fn is_config_map_key(value: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if value.len() > 253 {
+        errs.push(max_len_error(253));
+    }
+    let ok = !value.is_empty()
+        && value
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'.' | b'_'));
+    if !ok {
+        errs.push(regex_error(
+            "a valid config key must consist of alphanumeric characters, '-', '_' or '.'",
+            "[-._a-zA-Z0-9]+",
+            &["key.name", "KEY_NAME", "key-name"],
+        ));
+    }
+    match value {
+        "." => errs.push("must not be '.'".into()),
+        ".." => errs.push("must not be '..'".into()),
+        v if v.starts_with("..") => errs.push("must not start with '..'".into()),
+        _ => {}
+    }
+    errs
+}
+
+/// `path.IsValidPathSegmentName`: a name that can be one segment of a URL path.
+pub fn is_valid_path_segment_name(name: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if name == "." || name == ".." {
+        errs.push(format!("may not be '{name}'"));
+        return errs;
+    }
+    for illegal in ["/", "%"] {
+        if name.contains(illegal) {
+            errs.push(format!("may not contain '{illegal}'"));
+        }
+    }
+    errs
+}
+
+/// The `httpPathFmt` of `IsDomainPrefixedPath`: `[A-Za-z0-9/\-._~%!$&'()*+,;=:]+`.
+pub fn matches_http_path(s: &str) -> bool {
+    !s.is_empty()
+        && s.bytes()
+            .all(|c| c.is_ascii_alphanumeric() || b"/-._~%!$&'()*+,;=:".contains(&c))
+}
+
+/// The pattern [`matches_http_path`] checks, as messages quote it.
+pub const HTTP_PATH_FMT: &str = "[A-Za-z0-9/\\-._~%!$&'()*+,;=:]+";
+
 /// `*.example.com`.
 pub fn is_wildcard_dns1123_subdomain(host: &str) -> bool {
     match host.strip_prefix("*.") {
@@ -264,6 +315,33 @@ mod tests {
             is_qualified_name(&"a".repeat(64)),
             vec!["name part must be no more than 63 characters"]
         );
+    }
+
+    #[test]
+    fn config_map_keys() {
+        assert!(is_config_map_key("app.properties").is_empty());
+        assert_eq!(is_config_map_key(".."), vec!["must not be '..'"]);
+        assert_eq!(is_config_map_key("..x"), vec!["must not start with '..'"]);
+        assert_eq!(
+            is_config_map_key("a b"),
+            vec![
+                "a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')"
+            ]
+        );
+        assert_eq!(
+            is_config_map_key(&"k".repeat(254)),
+            vec!["must be no more than 253 characters"]
+        );
+    }
+
+    #[test]
+    fn path_segment_names() {
+        assert_eq!(is_valid_path_segment_name(".."), vec!["may not be '..'"]);
+        assert_eq!(
+            is_valid_path_segment_name("a/b%c"),
+            vec!["may not contain '/'", "may not contain '%'"]
+        );
+        assert!(is_valid_path_segment_name("Cfg").is_empty());
     }
 
     #[test]

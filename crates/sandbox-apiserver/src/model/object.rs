@@ -63,10 +63,12 @@ pub fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
 
 /// `PartialObjectMetadata` for a table row (includeObject=Metadata, the default).
 pub fn partial_metadata(obj: &Value) -> Value {
+    // ObjectMeta in Go field order, whatever order the object keeps its keys in.
+    let meta = obj.get("metadata").cloned().unwrap_or(json!({}));
     json!({
         "kind": "PartialObjectMetadata",
         "apiVersion": "meta.k8s.io/v1",
-        "metadata": obj.get("metadata").cloned().unwrap_or(json!({})),
+        "metadata": super::schema::normalize(super::schema::OBJECT_META, &meta),
     })
 }
 

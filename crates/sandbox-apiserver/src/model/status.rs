@@ -260,6 +260,30 @@ impl FieldError {
             body: format!("Too long: must have at most {max} bytes"),
         }
     }
+    /// `field.TypeInvalid`: the value is of the wrong JSON type (custom resources).
+    pub fn type_invalid(field: impl Into<String>, value: &str, detail: &str) -> Self {
+        FieldError {
+            cause: "FieldValueTypeInvalid",
+            field: field.into(),
+            body: with_detail(format!("Invalid value: {value}"), detail),
+        }
+    }
+    /// A string longer than a schema's `maxLength` (custom resources).
+    pub fn too_long_chars(field: impl Into<String>, max: u64) -> Self {
+        FieldError {
+            cause: "FieldValueTooLong",
+            field: field.into(),
+            body: format!("Too long: may not be longer than {max}"),
+        }
+    }
+    /// `field.TooMany`: more items than `maxItems` (or properties than `maxProperties`).
+    pub fn too_many(field: impl Into<String>, actual: u64, max: u64) -> Self {
+        FieldError {
+            cause: "FieldValueTooMany",
+            field: field.into(),
+            body: format!("Too many: {actual}: must have at most {max} items"),
+        }
+    }
     /// `field.Error.Error()`.
     pub fn text(&self) -> String {
         format!("{}: {}", self.field, self.body)

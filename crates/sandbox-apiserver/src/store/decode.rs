@@ -3,10 +3,9 @@
 
 use serde_json::Value;
 
-use crate::kinds::{self, Kind};
+use crate::kinds::{self, Encoding, Kind};
 use crate::model::gojson;
-use crate::model::schema;
-use crate::model::status::{self, StatusBody};
+use crate::model::status::{self, FieldError, StatusBody, go_quote};
 
 /// `?fieldValidation=`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,6 +72,9 @@ pub fn decode_body(
             )));
         }
     }
+    if k.encoding() == Encoding::Unstructured {
+        return decode_custom(k, body, &value, fv, unrecognized);
+    }
     let body_kind = m
         .get("kind")
         .and_then(Value::as_str)
@@ -112,27 +114,86 @@ pub fn decode_body(
             "{prefix}: no kind \"{body_kind}\" is registered for version \"{body_av}\" in scheme \"pkg/api/legacyscheme/scheme.go:30\""
         )));
     }
-    let decoded = schema::canonicalize(k.schema(), &value)
+    let decoded = k
+        .decode(&value)
         .map_err(|e| status::bad_request(format!("{prefix}: {e}")))?;
-    let mut warnings = Vec::new();
-    if !decoded.unknown.is_empty() {
-        let texts: Vec<String> = decoded
-            .unknown
-            .iter()
-            .map(|f| format!("unknown field \"{f}\""))
-            .collect();
-        match fv {
-            FieldValidation::Strict => {
-                return Err(status::bad_request(format!(
-                    "{prefix}: strict decoding error: {}",
-                    texts.join(", ")
-                )));
-            }
-            FieldValidation::Warn => warnings = texts,
-            FieldValidation::Ignore => {}
-        }
+    let warnings = unknown_fields(&prefix, &decoded.unknown, fv)?;
+    Ok((decoded.value, warnings))
+}
+
+/// A custom resource's body, as the apiextensions server decodes it: `kind` required, the
+/// `apiVersion` exactly the endpoint's, a `kind` of another type refused by validation (422).
+fn decode_custom(
+    k: &dyn Kind,
+    body: &[u8],
+    value: &Value,
+    fv: FieldValidation,
+    unrecognized: impl Fn(&str) -> StatusBody,
+) -> Result<(Value, Vec<String>), StatusBody> {
+    let text = |key: &str| value.get(key).and_then(Value::as_str).unwrap_or("");
+    if text("kind").is_empty() {
+        return Err(unrecognized(&format!(
+            "Object 'Kind' is missing in '{}'",
+            String::from_utf8_lossy(body)
+        )));
+    }
+    if text("apiVersion") != k.api().api_version {
+        return Err(status::bad_request(format!(
+            "the API version in the data ({}) does not match the expected API version ({})",
+            text("apiVersion"),
+            k.api().api_version
+        )));
+    }
+    let prefix = format!(
+        "{} in version \"{}\" cannot be handled as a {}",
+        k.api().kind,
+        k.api().version,
+        k.api().kind
+    );
+    let decoded = k
+        .decode(value)
+        .map_err(|e| status::bad_request(format!("{prefix}: {e}")))?;
+    let warnings = unknown_fields(&prefix, &decoded.unknown, fv)?;
+    if text("kind") != k.api().kind {
+        let name = value
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        return Err(status::invalid_kind(
+            k.api().group,
+            text("kind"),
+            name,
+            &[FieldError::invalid(
+                "kind",
+                &go_quote(text("kind")),
+                &format!("must be {}", k.api().kind),
+            )],
+        ));
     }
     Ok((decoded.value, warnings))
+}
+
+/// What unknown fields become under `fv`: warnings, or (Strict) the 400.
+fn unknown_fields(
+    prefix: &str,
+    unknown: &[String],
+    fv: FieldValidation,
+) -> Result<Vec<String>, StatusBody> {
+    if unknown.is_empty() {
+        return Ok(Vec::new());
+    }
+    let texts: Vec<String> = unknown
+        .iter()
+        .map(|f| format!("unknown field \"{f}\""))
+        .collect();
+    match fv {
+        FieldValidation::Strict => Err(status::bad_request(format!(
+            "{prefix}: strict decoding error: {}",
+            texts.join(", ")
+        ))),
+        FieldValidation::Warn => Ok(texts),
+        FieldValidation::Ignore => Ok(Vec::new()),
+    }
 }
 
 /// `summarizeData(body, 30)`.

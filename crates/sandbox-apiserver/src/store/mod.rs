@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::kinds::{self, Allocators, Deletion, Kind, Subresource};
+use crate::kinds::{self, Admission, Allocators, Deletion, Kind, Objects, Subresource, Webhooks};
 use crate::model::gojson;
 use crate::model::object::{meta_mut, meta_str};
 use crate::model::schema;
@@ -57,6 +57,9 @@ pub struct WriteCtx {
     /// An injected conflict: answer the stale-resourceVersion 409 where the precondition check
     /// happens (after decoding and the existence check).
     pub inject_conflict: bool,
+    /// Write as if no admission webhook ran (objects the sandbox seeds existed before any
+    /// webhook was installed).
+    pub skip_webhooks: bool,
 }
 
 /// A successful response: status code, body and `Warning` texts.
@@ -83,6 +86,8 @@ pub struct State {
     objects: BTreeMap<Key, Value>,
     pub history: Vec<Arc<Event>>,
     alloc: Allocators,
+    /// The admission webhooks the cluster runs.
+    pub webhooks: Webhooks,
     /// Watchers subscribe while holding the state lock, so no event is missed or duplicated.
     pub events: tokio::sync::broadcast::Sender<Arc<Event>>,
 }
@@ -114,6 +119,7 @@ impl State {
             objects: BTreeMap::new(),
             history: Vec::new(),
             alloc: Allocators::default(),
+            webhooks: Webhooks::default(),
             events,
         }
     }
@@ -147,6 +153,13 @@ impl State {
         let _ = self.events.send(ev);
     }
 
+    fn admission(&self) -> Admission<'_> {
+        Admission {
+            objects: self,
+            webhooks: &self.webhooks,
+        }
+    }
+
     fn namespace_exists(&self, ns: &str) -> bool {
         self.objects.contains_key(&key(&kinds::NAMESPACE, "", ns))
     }
@@ -160,7 +173,8 @@ impl State {
         ctx: &WriteCtx,
     ) -> Result<Outcome, StatusBody> {
         let (obj, warnings) = decode_body(k, body, ctx.field_validation)?;
-        self.create_decoded(k, ns, obj, warnings, ctx)
+        self.create_decoded(k, ns, obj, warnings.clone(), ctx)
+            .map_err(|e| with_warnings(e, &warnings))
     }
 
     pub fn create_decoded(
@@ -202,6 +216,8 @@ impl State {
             None,
             &mut obj,
         );
+        k.admit_create(&mut obj, &self.admission());
+        obj = schema::normalize(k.schema(), &obj);
         if k.api().namespaced && !self.namespace_exists(ns) {
             return Err(status::namespace_not_found(ns));
         }
@@ -239,6 +255,11 @@ impl State {
         if !errs.is_empty() {
             return Err(status::invalid(k.api(), &name, &errs));
         }
+        if !ctx.skip_webhooks {
+            k.validate_admission(&obj, None, &self.admission())?;
+        }
+        let mut warnings = warnings;
+        warnings.extend(k.warnings_on_create(&obj));
         let key = key(k, ns, &name);
         // etcd3's Create refuses a resourceVersion with a plain error (500, no reason) before it
         // looks for an existing key; the dry-run storage does not check it.
@@ -296,7 +317,8 @@ impl State {
                 "the namespace of the object ({obj_ns}) does not match the namespace on the request ({ns})"
             )));
         }
-        self.update_decoded(k, ns, name, obj, warnings, ctx)
+        self.update_decoded(k, ns, name, obj, warnings.clone(), ctx)
+            .map_err(|e| with_warnings(e, &warnings))
     }
 
     fn update_decoded(
@@ -323,6 +345,18 @@ impl State {
             return Err(status::not_found(k.api(), name));
         };
         self.check_update_preconditions(ctx.inject_conflict, k, ns, name, &obj, &old)?;
+        if !k.allow_unconditional_update() && meta_str(&obj, "resourceVersion").is_empty() {
+            return Err(status::invalid_kind(
+                k.api().group,
+                k.api().resource,
+                name,
+                &[FieldError::invalid(
+                    "metadata.resourceVersion",
+                    "0x0",
+                    "must be specified for an update",
+                )],
+            ));
+        }
         self.finish_update(k, key, obj, old, warnings, ctx)
     }
 
@@ -387,6 +421,9 @@ impl State {
         let errs = kinds::validate(k, &obj, Some(&old));
         if !errs.is_empty() {
             return Err(status::invalid(k.api(), &name, &errs));
+        }
+        if !ctx.skip_webhooks {
+            k.validate_admission(&obj, Some(&old), &self.admission())?;
         }
         let now = time::now_rfc3339();
         managed_fields::apply_update(
@@ -484,7 +521,7 @@ impl State {
             }
             _ => return Err(status::generic(415, "415: Unsupported Media Type")),
         };
-        let decoded = match schema::canonicalize(k.schema(), &patched) {
+        let decoded = match k.decode(&patched) {
             Ok(d) => d,
             Err(e) => {
                 let compact = serde_json::to_string(&patched).unwrap_or_default();
@@ -530,8 +567,10 @@ impl State {
             meta_mut(&mut obj).insert("namespace".into(), json!(ns));
         }
         kinds::default_and_normalize(k, &mut obj);
-        self.check_update_preconditions(ctx.inject_conflict, k, ns, name, &obj, &old)?;
-        self.finish_update(k, key, obj, old, warnings, ctx)
+        self.check_update_preconditions(ctx.inject_conflict, k, ns, name, &obj, &old)
+            .map_err(|e| with_warnings(e, &warnings))?;
+        self.finish_update(k, key, obj, old, warnings.clone(), ctx)
+            .map_err(|e| with_warnings(e, &warnings))
     }
 
     /// DELETE an object.
@@ -638,7 +677,7 @@ impl State {
             .collect();
         for ck in children {
             if let Some(obj) = self.objects.remove(&ck)
-                && let Some(ck_kind) = kinds::KINDS
+                && let Some(ck_kind) = kinds::all()
                     .iter()
                     .copied()
                     .find(|x| x.api().resource == ck.0 && x.api().group == ck.1)
@@ -728,7 +767,7 @@ impl State {
             }
             kinds::prepare_update(k, &mut new, &old);
         } else {
-            let decoded = schema::canonicalize(k.schema(), &incoming).map_err(|e| {
+            let decoded = k.decode(&incoming).map_err(|e| {
                 status::bad_request(format!(
                     "{} in version \"{}\" cannot be handled as a {}: {e}",
                     k.api().kind,
@@ -736,7 +775,10 @@ impl State {
                     k.api().kind
                 ))
             })?;
-            if let (Some(m), Some(s)) = (new.as_object_mut(), decoded.value.get("status")) {
+            // The body is decoded with defaulting, as every request body is.
+            let mut incoming = decoded.value;
+            kinds::default_and_normalize(k, &mut incoming);
+            if let (Some(m), Some(s)) = (new.as_object_mut(), incoming.get("status")) {
                 m.insert("status".into(), s.clone());
             }
         }
@@ -801,7 +843,7 @@ impl State {
         };
         let mut obj = kinds::to_wire(k, &old);
         mutate(&mut obj);
-        let mut obj = match schema::canonicalize(k.schema(), &obj) {
+        let mut obj = match k.decode(&obj) {
             Ok(d) => d.value,
             Err(e) => return Err(status::bad_request(e.to_string())),
         };
@@ -847,6 +889,21 @@ impl State {
         self.objects.insert(key, obj.clone());
         self.emit(k, "MODIFIED", &obj, Some(old));
         Ok(kinds::to_wire(k, &obj))
+    }
+}
+
+/// An error answered after decoding carries the decoder's warnings too.
+fn with_warnings(mut e: StatusBody, warnings: &[String]) -> StatusBody {
+    for w in warnings {
+        e.headers
+            .push(("Warning".into(), format!("299 - {}", status::go_quote(w))));
+    }
+    e
+}
+
+impl Objects for State {
+    fn all(&self, k: &'static dyn Kind) -> Vec<&Value> {
+        self.select(k, None, &Selectors::default())
     }
 }
 

@@ -6213,10 +6213,136 @@ pub static TYPES: &[TypeDef] = &[
             },
         ],
     },
+    // 161
+    TypeDef {
+        name: "ConfigMap",
+        go_name: "v1.ConfigMap",
+        atomic: false,
+        fields: &[
+            FieldDef {
+                name: "metadata",
+                ty: T::Obj(2),
+                omitempty: false,
+                ptr: false,
+                go_type: "v1.ObjectMeta",
+            },
+            FieldDef {
+                name: "immutable",
+                ty: T::Bool,
+                omitempty: true,
+                ptr: true,
+                go_type: "bool",
+            },
+            FieldDef {
+                name: "data",
+                ty: T::Map(&T::Str, false),
+                omitempty: true,
+                ptr: false,
+                go_type: "map[string]string",
+            },
+            FieldDef {
+                name: "binaryData",
+                ty: T::Map(&T::Bytes, false),
+                omitempty: true,
+                ptr: false,
+                go_type: "map[string][]uint8",
+            },
+        ],
+    },
+    // 162
+    TypeDef {
+        name: "IngressClassParametersReference",
+        go_name: "v1.IngressClassParametersReference",
+        atomic: false,
+        fields: &[
+            FieldDef {
+                name: "apiGroup",
+                ty: T::Str,
+                omitempty: true,
+                ptr: true,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "kind",
+                ty: T::Str,
+                omitempty: false,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "name",
+                ty: T::Str,
+                omitempty: false,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "scope",
+                ty: T::Str,
+                omitempty: true,
+                ptr: true,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "namespace",
+                ty: T::Str,
+                omitempty: true,
+                ptr: true,
+                go_type: "string",
+            },
+        ],
+    },
+    // 163
+    TypeDef {
+        name: "IngressClassSpec",
+        go_name: "v1.IngressClassSpec",
+        atomic: false,
+        fields: &[
+            FieldDef {
+                name: "controller",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "parameters",
+                ty: T::Obj(162),
+                omitempty: true,
+                ptr: true,
+                go_type: "v1.IngressClassParametersReference",
+            },
+        ],
+    },
+    // 164
+    TypeDef {
+        name: "IngressClass",
+        go_name: "v1.IngressClass",
+        atomic: false,
+        fields: &[
+            FieldDef {
+                name: "metadata",
+                ty: T::Obj(2),
+                omitempty: false,
+                ptr: false,
+                go_type: "v1.ObjectMeta",
+            },
+            FieldDef {
+                name: "spec",
+                ty: T::Obj(163),
+                omitempty: false,
+                ptr: false,
+                go_type: "v1.IngressClassSpec",
+            },
+        ],
+    },
 ];
 
+pub const OBJECT_META: usize = 2;
 pub const DEPLOYMENT: usize = 110;
 pub const SERVICE: usize = 120;
 pub const NAMESPACE: usize = 124;
 pub const HORIZONTAL_POD_AUTOSCALER: usize = 147;
 pub const INGRESS: usize = 160;
+pub const CONFIG_MAP: usize = 161;
+pub const INGRESS_CLASS: usize = 164;

@@ -13,11 +13,14 @@ use serde_json::{Map, Value};
 
 use super::quantity;
 
-pub use generated::{DEPLOYMENT, HORIZONTAL_POD_AUTOSCALER, INGRESS, NAMESPACE, SERVICE};
+pub use generated::{
+    CONFIG_MAP, DEPLOYMENT, HORIZONTAL_POD_AUTOSCALER, INGRESS, INGRESS_CLASS, NAMESPACE,
+    OBJECT_META, SERVICE,
+};
 
 /// A field's type.
 #[derive(Debug)]
-#[allow(dead_code)] // F64 and Bytes exist in the Go types, not (yet) in the five served kinds
+#[allow(dead_code)] // F64 exists in the Go types, not (yet) in the served kinds
 pub enum T {
     Str,
     I32,
@@ -78,8 +81,28 @@ impl TypeDef {
     }
 }
 
+/// The type at index `i`: one of the generated Go types, or one installed at run time
+/// ([`install_types`]).
 pub fn type_def(i: usize) -> &'static TypeDef {
-    &generated::TYPES[i]
+    match generated::TYPES.get(i) {
+        Some(t) => t,
+        None => INSTALLED
+            .get()
+            .and_then(|extra| extra.get(i - generated::TYPES.len()))
+            .copied()
+            .unwrap_or(&generated::TYPES[0]),
+    }
+}
+
+/// Types built at run time (from CustomResourceDefinitions' schemas), after the generated ones.
+static INSTALLED: std::sync::OnceLock<Vec<&'static TypeDef>> = std::sync::OnceLock::new();
+
+/// Install the run-time types, once per process: `build` gets the index its first type will
+/// have (so it can refer to its own types as `T::Obj(base + n)`). Returns that index.
+pub fn install_types(build: impl FnOnce(usize) -> Vec<&'static TypeDef>) -> usize {
+    let base = generated::TYPES.len();
+    INSTALLED.get_or_init(|| build(base));
+    base
 }
 
 /// An encoding/json decoding failure, formatted like Go's.
@@ -295,7 +318,12 @@ impl Walker {
                 other => Err(self.type_err(json_kind(other), struct_name, go_type)),
             },
             T::Bytes => match v {
-                Value::String(_) => Ok(Some(v.clone())),
+                Value::String(text) => match super::gojson::go_base64_canonical(text) {
+                    Ok(canonical) => Ok(Some(Value::String(canonical))),
+                    Err(at) => Err(DecodeError::Other(format!(
+                        "illegal base64 data at input byte {at}"
+                    ))),
+                },
                 other => Err(self.type_err(json_kind(other), struct_name, go_type)),
             },
             T::IntOrStr => match v {

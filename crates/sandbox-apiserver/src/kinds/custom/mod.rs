@@ -1,0 +1,510 @@
+//! Kinds a cluster gets from CustomResourceDefinitions: the Gateway API v1.4.1 experimental
+//! channel (12 CRDs, `gateway.networking.k8s.io` and `gateway.networking.x-k8s.io`), served
+//! from the CRDs' own text (`gateway-api-v1.4.1.json`, made by `tools/crd_bundle.py`) the way
+//! the apiextensions server serves custom resources:
+//!
+//! * one [`CustomKind`] per served version, the versions of a CRD sharing one storage (no
+//!   conversion webhook: an object reads the same in every version);
+//! * bodies decoded as unstructured JSON: `metadata` through the Go ObjectMeta, everything else
+//!   pruned to the structural schema (unknown fields reported as for built-in kinds), then the
+//!   schema's defaults applied;
+//! * validation by the schema (kube-openapi's messages), list-type uniqueness and the CEL
+//!   rules ([`structural`], [`cel`]);
+//! * generation on any change outside metadata and status, the `status` subresource where the
+//!   CRD has it, no strategic merge patch, objects written with sorted keys, tables from the
+//!   CRD's `additionalPrinterColumns`.
+//!
+//! The schema also becomes Go-type-like [`TypeDef`]s (installed at run time), so managedFields
+//! and normalisation work as for built-in kinds.
+
+pub mod cel;
+pub mod structural;
+
+use std::sync::OnceLock;
+
+use serde_json::{Map, Value, json};
+
+use super::table::{age, name_column};
+use super::{CustomResourceNames, Discovery, Encoding, Generation, Kind, Subresource};
+use crate::model::ApiResource;
+use crate::model::schema::{self, DecodeError, Decoded, FieldDef, L, T, TypeDef};
+use crate::model::status::FieldError;
+use crate::model::time;
+use structural::Node;
+
+/// The bundled CRDs (the Gateway API v1.4.1 experimental channel).
+const GATEWAY_API: &str = include_str!("gateway-api-v1.4.1.json");
+
+/// A column of `additionalPrinterColumns`.
+#[derive(Debug)]
+struct Column {
+    name: String,
+    ty: String,
+    format: String,
+    priority: i64,
+    json_path: String,
+}
+
+/// One served version of a CRD.
+#[derive(Debug)]
+pub struct CustomKind {
+    api: &'static ApiResource,
+    names: &'static CustomResourceNames,
+    type_index: usize,
+    root: Node,
+    subresources: &'static [Subresource],
+    columns: Vec<Column>,
+    storage_prefix: &'static str,
+}
+
+fn leak(s: &str) -> &'static str {
+    Box::leak(s.to_string().into_boxed_str())
+}
+
+fn leak_strs(v: &Value) -> &'static [&'static str] {
+    let list: Vec<&'static str> = v
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_str).map(leak).collect())
+        .unwrap_or_default();
+    Box::leak(list.into_boxed_slice())
+}
+
+/// The bundled custom resource kinds, built once per process.
+pub fn kinds() -> &'static [&'static dyn Kind] {
+    // The bundle is checked by a unit test; a broken one serves no custom resources.
+    bundle().as_deref().unwrap_or(&[])
+}
+
+/// The bundle, loaded once per process (its types are installed once).
+fn bundle() -> &'static Result<Vec<&'static dyn Kind>, String> {
+    static BUNDLE: OnceLock<Result<Vec<&'static dyn Kind>, String>> = OnceLock::new();
+    BUNDLE.get_or_init(|| load(GATEWAY_API))
+}
+
+/// Parse a bundle: the kinds of every served version.
+fn load(bundle: &str) -> Result<Vec<&'static dyn Kind>, String> {
+    let crds: Vec<Value> = serde_json::from_str(bundle).map_err(|e| e.to_string())?;
+    struct Pending {
+        crd: usize,
+        version: Value,
+        root: Node,
+    }
+    let mut pending = Vec::new();
+    for (i, crd) in crds.iter().enumerate() {
+        for v in crd
+            .get("versions")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if v.get("served") != Some(&Value::Bool(true)) {
+                continue;
+            }
+            let schema = v.get("openAPIV3Schema").unwrap_or(&Value::Null);
+            pending.push(Pending {
+                crd: i,
+                version: v.clone(),
+                root: Node::parse(schema)?,
+            });
+        }
+    }
+    let mut roots = Vec::new();
+    schema::install_types(|base| {
+        let mut types: Vec<TypeDef> = Vec::new();
+        for p in &pending {
+            let kind = crds[p.crd]
+                .pointer("/names/kind")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            roots.push(root_type(&p.root, kind, base, &mut types));
+        }
+        types
+            .into_iter()
+            .map(|t| &*Box::leak(Box::new(t)))
+            .collect()
+    });
+    let mut out: Vec<&'static dyn Kind> = Vec::new();
+    for (p, type_index) in pending.into_iter().zip(roots) {
+        let crd = &crds[p.crd];
+        let group = crd.get("group").and_then(Value::as_str).unwrap_or("");
+        let names = crd.get("names").unwrap_or(&Value::Null);
+        let name = |k: &str| names.get(k).and_then(Value::as_str).unwrap_or("");
+        let version = p.version.get("name").and_then(Value::as_str).unwrap_or("");
+        let status = p.version.pointer("/subresources/status").is_some();
+        let columns = p
+            .version
+            .get("additionalPrinterColumns")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .map(|c| Column {
+                name: c
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string(),
+                ty: c
+                    .get("type")
+                    .and_then(Value::as_str)
+                    .unwrap_or("string")
+                    .to_string(),
+                format: c
+                    .get("format")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string(),
+                priority: c.get("priority").and_then(Value::as_i64).unwrap_or(0),
+                json_path: c
+                    .get("jsonPath")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string(),
+            })
+            .collect();
+        let kind = CustomKind {
+            api: Box::leak(Box::new(ApiResource {
+                group: leak(group),
+                version: leak(version),
+                api_version: leak(&format!("{group}/{version}")),
+                resource: leak(name("plural")),
+                kind: leak(name("kind")),
+                list_kind: leak(name("listKind")),
+                namespaced: crd.get("scope").and_then(Value::as_str) == Some("Namespaced"),
+            })),
+            names: Box::leak(Box::new(CustomResourceNames {
+                singular: leak(name("singular")),
+                short_names: leak_strs(names.get("shortNames").unwrap_or(&Value::Null)),
+                categories: leak_strs(names.get("categories").unwrap_or(&Value::Null)),
+                storage_version_hash: None,
+            })),
+            type_index,
+            root: p.root,
+            subresources: if status { &[Subresource::Status] } else { &[] },
+            columns,
+            storage_prefix: leak(&format!("{group}/{}", name("plural"))),
+        };
+        out.push(Box::leak(Box::new(kind)));
+    }
+    Ok(out)
+}
+
+/// The type of a resource's root: `metadata` is the Go ObjectMeta, every other property a
+/// pointer (absent stays absent, as in an unstructured object).
+fn root_type(root: &Node, kind: &str, base: usize, types: &mut Vec<TypeDef>) -> usize {
+    let idx = types.len();
+    types.push(TypeDef {
+        name: leak(kind),
+        go_name: "",
+        atomic: false,
+        fields: &[],
+    });
+    let mut fields = Vec::new();
+    for (k, p) in &root.properties {
+        if k == "apiVersion" || k == "kind" {
+            continue;
+        }
+        let ty = if k == "metadata" {
+            T::Obj(schema::OBJECT_META)
+        } else {
+            node_type(p, &format!("{kind}.{k}"), base, types)
+        };
+        fields.push(field_def(k, ty));
+    }
+    types[idx].fields = Box::leak(fields.into_boxed_slice());
+    base + idx
+}
+
+fn field_def(name: &str, ty: T) -> FieldDef {
+    FieldDef {
+        name: leak(name),
+        ty,
+        omitempty: true,
+        ptr: true,
+        go_type: "",
+    }
+}
+
+/// The [`T`] of a schema node.
+fn node_type(n: &Node, name: &str, base: usize, types: &mut Vec<TypeDef>) -> T {
+    if n.int_or_string {
+        return T::IntOrStr;
+    }
+    match n.ty.as_deref() {
+        Some("string") => T::Str,
+        Some("integer") => T::I64,
+        Some("number") => T::F64,
+        Some("boolean") => T::Bool,
+        Some("array") => {
+            let item = match &n.items {
+                Some(i) => node_type(i, name, base, types),
+                None => T::Any,
+            };
+            let strategy = match n.list_type.as_deref() {
+                Some("set") => L::Set,
+                Some("map") => {
+                    let keys: Vec<&'static str> = n.list_map_keys.iter().map(|k| leak(k)).collect();
+                    L::Map {
+                        merge_key: keys.first().copied().unwrap_or(""),
+                        keys: Box::leak(keys.into_boxed_slice()),
+                    }
+                }
+                _ => L::Atomic,
+            };
+            T::List(Box::leak(Box::new(item)), strategy)
+        }
+        Some("object") if !n.properties.is_empty() && !n.preserve_unknown => {
+            let idx = types.len();
+            types.push(TypeDef {
+                name: leak(name),
+                go_name: "",
+                atomic: n.map_type.as_deref() == Some("atomic"),
+                fields: &[],
+            });
+            let fields: Vec<FieldDef> = n
+                .properties
+                .iter()
+                .map(|(k, p)| field_def(k, node_type(p, &format!("{name}.{k}"), base, types)))
+                .collect();
+            types[idx].fields = Box::leak(fields.into_boxed_slice());
+            T::Obj(base + idx)
+        }
+        Some("object") if n.additional.is_some() => {
+            let item = n
+                .additional
+                .as_deref()
+                .map_or(T::Any, |a| node_type(a, name, base, types));
+            T::Map(
+                Box::leak(Box::new(item)),
+                n.map_type.as_deref() == Some("atomic"),
+            )
+        }
+        _ => T::Any,
+    }
+}
+
+/// A simple JSONPath of `additionalPrinterColumns` (`.a.b`, `[*]`, `[n]`,
+/// `[?(@.k=="v")]`): every value it selects.
+fn json_path<'a>(v: &'a Value, path: &str) -> Vec<&'a Value> {
+    let mut cur = vec![v];
+    let mut rest = path.trim();
+    while !rest.is_empty() {
+        if let Some(r) = rest.strip_prefix('.') {
+            let end = r.find(['.', '[']).unwrap_or(r.len());
+            let key = &r[..end];
+            cur = cur.into_iter().filter_map(|x| x.get(key)).collect();
+            rest = &r[end..];
+        } else if let Some(r) = rest.strip_prefix('[') {
+            let Some(end) = r.find(']') else {
+                return Vec::new();
+            };
+            let sel = &r[..end];
+            rest = &r[end + 1..];
+            let items = cur
+                .into_iter()
+                .filter_map(Value::as_array)
+                .flat_map(|a| a.iter());
+            cur = if sel == "*" {
+                items.collect()
+            } else if let Ok(i) = sel.parse::<usize>() {
+                items.skip(i).take(1).collect()
+            } else if let Some(filter) = sel.strip_prefix("?(@.").and_then(|f| f.strip_suffix(')'))
+            {
+                let Some((k, want)) = filter.split_once("==") else {
+                    return Vec::new();
+                };
+                let want = want.trim_matches('"');
+                items
+                    .filter(|x| x.get(k).and_then(Value::as_str) == Some(want))
+                    .collect()
+            } else {
+                return Vec::new();
+            };
+        } else {
+            return Vec::new();
+        }
+    }
+    cur
+}
+
+impl CustomKind {
+    /// `metadata` as the Go ObjectMeta decodes it; the rest pruned to the schema. Unknown fields
+    /// in document order.
+    fn decode_unstructured(&self, v: &Value) -> Result<Decoded, DecodeError> {
+        let Value::Object(input) = v else {
+            return schema::canonicalize(self.type_index, v);
+        };
+        let mut out = Map::new();
+        let mut unknown = Vec::new();
+        for (k, x) in input {
+            match k.as_str() {
+                "apiVersion" | "kind" => {}
+                "metadata" => {
+                    let meta = schema::canonicalize(schema::OBJECT_META, x)?;
+                    unknown.extend(meta.unknown.iter().map(|f| format!("metadata.{f}")));
+                    out.insert(k.clone(), meta.value);
+                }
+                _ => match self.root.property(k) {
+                    Some(n) => {
+                        if x.is_null() && !n.nullable {
+                            continue;
+                        }
+                        let mut x = x.clone();
+                        structural::prune(&mut x, n, k, &mut unknown);
+                        out.insert(k.clone(), x);
+                    }
+                    None => unknown.push(k.clone()),
+                },
+            }
+        }
+        Ok(Decoded {
+            value: Value::Object(out),
+            unknown,
+        })
+    }
+}
+
+impl Kind for CustomKind {
+    fn api(&self) -> &'static ApiResource {
+        self.api
+    }
+
+    fn schema(&self) -> usize {
+        self.type_index
+    }
+
+    fn generation(&self) -> Generation {
+        Generation::AllButMetadataAndStatus
+    }
+
+    fn subresources(&self) -> &'static [Subresource] {
+        self.subresources
+    }
+
+    fn allow_unconditional_update(&self) -> bool {
+        false
+    }
+
+    fn patch_types(&self) -> &'static [&'static str] {
+        &[
+            "application/json-patch+json",
+            "application/merge-patch+json",
+        ]
+    }
+
+    fn decode(&self, v: &Value) -> Result<Decoded, DecodeError> {
+        self.decode_unstructured(v)
+    }
+
+    fn default(&self, obj: &mut Value) {
+        if let Value::Object(m) = obj {
+            for (k, x) in m.iter_mut() {
+                if k != "metadata"
+                    && let Some(n) = self.root.property(k)
+                {
+                    structural::default(x, n);
+                }
+            }
+            for (k, n) in &self.root.properties {
+                if k != "metadata"
+                    && !m.contains_key(k)
+                    && let Some(d) = &n.default
+                {
+                    m.insert(k.clone(), d.clone());
+                }
+            }
+        }
+    }
+
+    fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
+        let mut body = obj.clone();
+        if let Some(m) = body.as_object_mut() {
+            m.remove("metadata");
+        }
+        let mut errs = Vec::new();
+        structural::validate(&body, &self.root, "", &mut errs);
+        structural::validate_lists(&body, &self.root, "", &mut errs);
+        if structural::blocks_rules(&errs) {
+            errs.push(structural::rules_not_checked());
+            return errs;
+        }
+        let old_body = old.map(|o| {
+            let mut o = o.clone();
+            if let Some(m) = o.as_object_mut() {
+                m.remove("metadata");
+            }
+            o
+        });
+        structural::validate_rules(&body, old_body.as_ref(), &self.root, "", &mut errs);
+        errs
+    }
+
+    fn table_columns(&self) -> Vec<Value> {
+        let mut cols = vec![name_column()];
+        for c in &self.columns {
+            cols.push(json!({
+                "name": c.name,
+                "type": c.ty,
+                "format": c.format,
+                "description": format!("Custom resource definition column (in JSONPath format): {}", c.json_path),
+                "priority": c.priority,
+            }));
+        }
+        cols
+    }
+
+    fn table_cells(&self, obj: &Value, now: i64) -> Vec<Value> {
+        let mut cells = vec![json!(
+            obj.pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+        )];
+        for c in &self.columns {
+            let found = json_path(obj, &c.json_path);
+            let cell = match found.first() {
+                None => Value::Null,
+                Some(v) => match (c.ty.as_str(), v) {
+                    ("date", Value::String(s)) if time::parse_rfc3339(s).is_some() => {
+                        json!(age(&json!({"metadata": {"creationTimestamp": s}}), now))
+                    }
+                    ("string", Value::String(s)) => json!(s),
+                    ("string", other) => json!(other.to_string()),
+                    (_, other) => (*other).clone(),
+                },
+            };
+            cells.push(cell);
+        }
+        cells
+    }
+
+    fn storage_prefix(&self) -> &'static str {
+        self.storage_prefix
+    }
+
+    fn discovery(&self) -> Discovery {
+        Discovery::CustomResource(self.names)
+    }
+
+    fn encoding(&self) -> Encoding {
+        Encoding::Unstructured
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_served_version_of_the_bundled_crds_loads_with_its_rules() {
+        let kinds = bundle()
+            .as_ref()
+            .unwrap_or_else(|e| panic!("the bundle does not load: {e}"));
+        let names: Vec<String> = kinds
+            .iter()
+            .map(|k| format!("{}/{}", k.api().api_version, k.api().resource))
+            .collect();
+        assert_eq!(names.len(), 17, "{names:?}");
+        assert!(names.contains(&"gateway.networking.k8s.io/v1/httproutes".to_string()));
+        assert!(names.contains(&"gateway.networking.k8s.io/v1beta1/httproutes".to_string()));
+        assert_eq!(super::kinds().len(), 17);
+    }
+}
