@@ -447,6 +447,17 @@ fn the_json_plan_carries_the_route_kind_and_style() {
     let o = run(&env, ENDPOINTS, &args);
     assert_code(&o, 0);
     let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/schema/plan.schema.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
+    let errors: Vec<String> = validator.iter_errors(&doc).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:#?}");
     assert_eq!(
         doc["routes"],
         json!({
