@@ -14,7 +14,6 @@ use serde_json::{Value, json};
 
 const PUBLIC: &str = "web-e3b0c44298fc1c14"; // scopes []
 const USER: &str = "web-04f8996da763b7a9"; // scopes [user]
-const ADMIN_USER: &str = "web-4f515e078b8f8861"; // scopes [admin, user]
 
 const ENDPOINTS: &str = "endpoints:
   - path: /health

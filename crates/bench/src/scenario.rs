@@ -324,6 +324,7 @@ pub fn live_state(sb: &Sandbox) -> LiveState {
         autoscaler: sb.get(&hpa_path()),
         service: sb.get(&format!("/api/v1/namespaces/{NAMESPACE}/services/{APP}")),
         ingresses: managed_ingresses(sb),
+        ..LiveState::default()
     }
 }
 
