@@ -53,7 +53,8 @@ use serde_json::{Map, Value, json};
 use super::refs::ServiceRef;
 use super::{
     APP_LABEL, AUTH_RESPONSE_HEADERS, Forced, IDENTIFIER_LABEL, RouteContext, ScopeGroup, Style,
-    label, match_live, normalize_scopes, path_core, route_name, scope_token, scopes_of_token,
+    check_managed, deletion, label, label_fields, match_live, normalize_scopes, path_core,
+    route_name, scope_token, scopes_of_token,
 };
 use crate::plan::{
     Base, FieldChange, Kind, ObjectChange, PatchType, PlanError, RouteInfo, RouteStyle, Updater,
@@ -426,15 +427,12 @@ impl HttpRouteUpdater {
         let mut d = self.desired.clone();
         d.name = self.name.clone();
         let body = d.create_body(namespace);
-        let mut fields = vec![
-            FieldChange::new("metadata.labels[app]", None, Some(json!(d.app))),
-            FieldChange::new(
-                format!("metadata.labels[{IDENTIFIER_LABEL}]"),
-                None,
-                Some(json!(d.identifier)),
-            ),
-            FieldChange::new("spec.parentRefs", None, Some(d.parent_refs.clone())),
-        ];
+        let mut fields = label_fields(&d.app, &d.identifier);
+        fields.push(FieldChange::new(
+            "spec.parentRefs",
+            None,
+            Some(d.parent_refs.clone()),
+        ));
         if !d.hostnames.is_empty() {
             fields.push(FieldChange::new(
                 "spec.hostnames",
@@ -508,17 +506,7 @@ impl HttpRouteUpdater {
 
     fn update(&self, namespace: &str, live: &Value) -> Result<ObjectChange, PlanError> {
         let d = &self.desired;
-        if label(live, APP_LABEL) != Some(d.app.as_str())
-            || label(live, IDENTIFIER_LABEL) != Some(d.identifier.as_str())
-        {
-            return Err(PlanError::Unexpected {
-                reference: self.reference(),
-                message: format!(
-                    "exists but is not the managed HTTPRoute of this scope group (it lacks the labels {APP_LABEL}={} and {IDENTIFIER_LABEL}={}), so it is left alone; rename or remove it and run again",
-                    d.app, d.identifier
-                ),
-            });
-        }
+        check_managed(Kind::HttpRoute, live, &self.name, &d.app, &d.identifier)?;
         let mut fields = Vec::new();
         let mut spec = Map::new();
         let mut after = json!({
@@ -608,39 +596,15 @@ impl Updater for HttpRouteRemoval {
     }
 
     fn plan(&self, namespace: &str, live: Option<&Value>) -> Result<ObjectChange, PlanError> {
-        let Some(live) = live else {
-            return Ok(ObjectChange {
-                kind: Kind::HttpRoute,
-                namespace: namespace.to_owned(),
-                name: self.name.clone(),
-                live: None,
-                fields: Vec::new(),
-                before: None,
-                after: None,
-                write: None,
-                route: None,
-            });
-        };
-        let view = focused_view(live, namespace, &self.name);
-        let reference = format!("{}/{}", Kind::HttpRoute.kubectl_name(), self.name);
-        Ok(ObjectChange {
-            kind: Kind::HttpRoute,
-            namespace: namespace.to_owned(),
-            name: self.name.clone(),
-            live: Base::of(live),
-            fields: vec![FieldChange::new(".", Some(view.clone()), None)],
-            before: Some(view),
-            after: None,
-            write: Some(Write::Delete {
-                base: Base::required(live, &reference)?,
-            }),
-            route: Some(RouteInfo {
+        deletion(Kind::HttpRoute, namespace, &self.name, live, |live| {
+            let info = RouteInfo {
                 style: RouteStyle::Gateway,
                 identifier: label(live, IDENTIFIER_LABEL).unwrap_or_default().to_owned(),
                 scopes: normalize_scopes(&live_scopes(live)),
                 paths: Vec::new(),
                 paths_before: served_paths(live, &self.app),
-            }),
+            };
+            (focused_view(live, namespace, &self.name), info)
         })
     }
 }

@@ -35,8 +35,8 @@ use serde_json::{Map, Value, json};
 use super::nginx_auth::NginxAuth;
 use super::nginx_snippet::NginxSnippet;
 use super::{
-    APP_LABEL, Forced, IDENTIFIER_LABEL, RouteContext, ScopeGroup, Style, label, match_live,
-    normalize_scopes, route_name,
+    APP_LABEL, Forced, IDENTIFIER_LABEL, RouteContext, ScopeGroup, Style, check_managed, deletion,
+    label, label_fields, match_live, normalize_scopes, route_name,
 };
 use crate::plan::{
     Base, FieldChange, Kind, ObjectChange, PatchType, PlanError, RouteInfo, RouteStyle, Updater,
@@ -223,10 +223,6 @@ fn rule_field(rule: &Value, index: usize) -> String {
     }
 }
 
-fn label_field(key: &str) -> String {
-    format!("metadata.labels[{key}]")
-}
-
 fn annotation_field(key: &str) -> String {
     format!("metadata.annotations[{key}]")
 }
@@ -368,14 +364,7 @@ impl IngressUpdater {
         let mut d = self.desired.clone();
         d.name = self.name.clone();
         let body = d.create_body(namespace);
-        let mut fields = vec![
-            FieldChange::new(label_field(APP_LABEL), None, Some(json!(d.app))),
-            FieldChange::new(
-                label_field(IDENTIFIER_LABEL),
-                None,
-                Some(json!(d.identifier)),
-            ),
-        ];
+        let mut fields = label_fields(&d.app, &d.identifier);
         for (key, value) in &d.annotations {
             fields.push(FieldChange::new(
                 annotation_field(key),
@@ -534,17 +523,7 @@ impl IngressUpdater {
 
     fn update(&self, namespace: &str, live: &Value) -> Result<ObjectChange, PlanError> {
         let d = &self.desired;
-        if label(live, APP_LABEL) != Some(d.app.as_str())
-            || label(live, IDENTIFIER_LABEL) != Some(d.identifier.as_str())
-        {
-            return Err(PlanError::Unexpected {
-                reference: self.reference(),
-                message: format!(
-                    "exists but is not the managed Ingress of this scope group (it lacks the labels {APP_LABEL}={} and {IDENTIFIER_LABEL}={}), so it is left alone; rename or remove it and run again",
-                    d.app, d.identifier
-                ),
-            });
-        }
+        check_managed(Kind::Ingress, live, &self.name, &d.app, &d.identifier)?;
         let mut fields = Vec::new();
         let mut after = view_source(live);
         let mut patch = Map::new();
@@ -678,42 +657,17 @@ impl Updater for IngressRemoval {
     }
 
     fn plan(&self, namespace: &str, live: Option<&Value>) -> Result<ObjectChange, PlanError> {
-        let Some(live) = live else {
-            return Ok(ObjectChange {
-                kind: Kind::Ingress,
-                namespace: namespace.to_owned(),
-                name: self.name.clone(),
-                live: None,
-                fields: Vec::new(),
-                before: None,
-                after: None,
-                write: None,
-                route: None,
-            });
-        };
-        let flavor = flavor_of(live);
-        let keys = shown_annotations(live, None);
-        let view = focused_view(live, namespace, &self.name, &keys);
-        let reference = format!("{}/{}", Kind::Ingress.kubectl_name(), self.name);
-        let info = RouteInfo {
-            style: flavor.map_or(RouteStyle::NginxSnippet, |f| f.style()),
-            identifier: label(live, IDENTIFIER_LABEL).unwrap_or_default().to_owned(),
-            scopes: normalize_scopes(&flavor.map(|f| f.live_scopes(live)).unwrap_or_default()),
-            paths: Vec::new(),
-            paths_before: served_paths(live, &self.app),
-        };
-        Ok(ObjectChange {
-            kind: Kind::Ingress,
-            namespace: namespace.to_owned(),
-            name: self.name.clone(),
-            live: Base::of(live),
-            fields: vec![FieldChange::new(".", Some(view.clone()), None)],
-            before: Some(view),
-            after: None,
-            write: Some(Write::Delete {
-                base: Base::required(live, &reference)?,
-            }),
-            route: Some(info),
+        deletion(Kind::Ingress, namespace, &self.name, live, |live| {
+            let flavor = flavor_of(live);
+            let keys = shown_annotations(live, None);
+            let info = RouteInfo {
+                style: flavor.map_or(RouteStyle::NginxSnippet, |f| f.style()),
+                identifier: label(live, IDENTIFIER_LABEL).unwrap_or_default().to_owned(),
+                scopes: normalize_scopes(&flavor.map(|f| f.live_scopes(live)).unwrap_or_default()),
+                paths: Vec::new(),
+                paths_before: served_paths(live, &self.app),
+            };
+            (focused_view(live, namespace, &self.name, &keys), info)
         })
     }
 }

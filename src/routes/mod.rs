@@ -236,6 +236,83 @@ pub(crate) fn label<'a>(obj: &'a Value, key: &str) -> Option<&'a str> {
     obj["metadata"]["labels"][key].as_str()
 }
 
+/// Refuses a live object under a route's name that is not this group's managed route (a create
+/// that met an unmanaged object of the same name): it is never updated.
+pub(crate) fn check_managed(
+    kind: Kind,
+    live: &Value,
+    name: &str,
+    app: &str,
+    identifier: &str,
+) -> Result<(), PlanError> {
+    if label(live, APP_LABEL) == Some(app) && label(live, IDENTIFIER_LABEL) == Some(identifier) {
+        return Ok(());
+    }
+    Err(PlanError::Unexpected {
+        reference: format!("{}/{name}", kind.kubectl_name()),
+        message: format!(
+            "exists but is not the managed {kind} of this scope group (it lacks the labels {APP_LABEL}={app} and {IDENTIFIER_LABEL}={identifier}), so it is left alone; rename or remove it and run again"
+        ),
+    })
+}
+
+/// The owned labels of a new route, as field changes.
+pub(crate) fn label_fields(app: &str, identifier: &str) -> Vec<crate::plan::FieldChange> {
+    use crate::plan::FieldChange;
+    vec![
+        FieldChange::new(
+            format!("metadata.labels[{APP_LABEL}]"),
+            None,
+            Some(json!(app)),
+        ),
+        FieldChange::new(
+            format!("metadata.labels[{IDENTIFIER_LABEL}]"),
+            None,
+            Some(json!(identifier)),
+        ),
+    ]
+}
+
+/// The change that deletes a live route, or nothing when it is gone already. `view` is what
+/// the diff shows of it, `info` what it serves.
+pub(crate) fn deletion(
+    kind: Kind,
+    namespace: &str,
+    name: &str,
+    live: Option<&Value>,
+    view_and_info: impl FnOnce(&Value) -> (Value, crate::plan::RouteInfo),
+) -> Result<crate::plan::ObjectChange, PlanError> {
+    use crate::plan::{Base, FieldChange, ObjectChange, Write};
+    let Some(live) = live else {
+        return Ok(ObjectChange {
+            kind,
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+            live: None,
+            fields: Vec::new(),
+            before: None,
+            after: None,
+            write: None,
+            route: None,
+        });
+    };
+    let (view, info) = view_and_info(live);
+    let reference = format!("{}/{name}", kind.kubectl_name());
+    Ok(ObjectChange {
+        kind,
+        namespace: namespace.to_owned(),
+        name: name.to_owned(),
+        live: Base::of(live),
+        fields: vec![FieldChange::new(".", Some(view.clone()), None)],
+        before: Some(view),
+        after: None,
+        write: Some(Write::Delete {
+            base: Base::required(live, &reference)?,
+        }),
+        route: Some(info),
+    })
+}
+
 /// The route each group gets: the live route it updates (by name) or none (a create), and the
 /// live managed routes no group keeps (deleted).
 #[derive(Clone, Debug, PartialEq, Eq)]
