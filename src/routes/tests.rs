@@ -1272,4 +1272,73 @@ mod styles {
             None
         );
     }
+
+    #[test]
+    fn the_guard_sees_competing_changes_to_an_httproutes_owned_parts() {
+        use crate::plan::{Recheck, recheck};
+        let mut live = Live::empty();
+        live.httproutes = Listing::Items(created(FILE, &gateway_flags()));
+        let more = "endpoints:
+  - path: /health
+  - path: /metrics
+  - path: /protected/admin
+    scopes: [user, admin]
+";
+        let file = endpoints_file::parse(more, "e.yaml").unwrap();
+        let svc = service();
+        let routes = LiveRoutes {
+            service: &svc,
+            ingresses: &[],
+            httproutes: &live.httproutes,
+            ingress_classes: None,
+        };
+        let planned = plan_routes("web", &file, &RouteFlags::default(), &routes).unwrap();
+        let (u, obj) = planned
+            .updaters
+            .iter()
+            .find(|(u, _)| u.name() == "web-e3b0c44298fc1c14")
+            .unwrap();
+        let public = (*obj).unwrap().clone();
+        let approved = u.plan("shop", Some(&public)).unwrap();
+        assert_eq!(approved.action(), Action::Update);
+        assert_eq!(
+            approved
+                .fields
+                .iter()
+                .map(|f| f.path.as_str())
+                .collect::<Vec<_>>(),
+            ["spec.rules[path=/web/metrics]"]
+        );
+        // A foreign label and a rule's own extra field: the same change proceeds, and the
+        // extra field is kept in the write.
+        let mut relabelled = public.clone();
+        relabelled["metadata"]["labels"]["team"] = json!("x");
+        relabelled["spec"]["rules"][0]["timeouts"] = json!({"request": "5s"});
+        let fresh = u.plan("shop", Some(&relabelled)).unwrap();
+        let Some(Write::Patch { body, .. }) = &fresh.write else {
+            panic!()
+        };
+        assert_eq!(
+            body["spec"]["rules"][0]["timeouts"],
+            json!({"request": "5s"})
+        );
+        assert!(matches!(recheck(&approved, fresh), Recheck::Proceed(_)));
+        // Someone else added the rule: nothing left to do.
+        let Some(Write::Patch { body, .. }) = &approved.write else {
+            panic!()
+        };
+        let mut done = public.clone();
+        done["spec"]["rules"] = body["spec"]["rules"].clone();
+        assert_eq!(
+            recheck(&approved, u.plan("shop", Some(&done)).unwrap()),
+            Recheck::AlreadyDone
+        );
+        // Someone changed the rule of a path this run writes: tripped.
+        let mut moved = done.clone();
+        moved["spec"]["rules"][1]["backendRefs"][0]["port"] = json!(81);
+        assert!(matches!(
+            recheck(&approved, u.plan("shop", Some(&moved)).unwrap()),
+            Recheck::Tripped(_)
+        ));
+    }
 }
