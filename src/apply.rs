@@ -26,6 +26,7 @@ use crate::plan::{
 };
 use crate::report::{Interruption, Outcome, Report};
 use crate::routes::{self, IDENTIFIER_LABEL};
+use crate::text::Untrusted;
 
 /// Retry bounds: client-go's `DefaultRetry` is 5 tries from 10 ms.
 #[derive(Clone, Copy, Debug)]
@@ -60,7 +61,7 @@ impl InterruptFlag {
     }
 }
 
-fn backoff(opts: &ApplyOptions, attempt: u32) -> Duration {
+pub(crate) fn backoff(opts: &ApplyOptions, attempt: u32) -> Duration {
     let base = opts
         .initial_backoff
         .saturating_mul(1u32 << attempt.saturating_sub(1).min(10))
@@ -256,7 +257,7 @@ impl Applier<'_> {
 }
 
 /// Says, in one line, what moved under us.
-fn guard_reason(approved: &ObjectChange, fresh: &ObjectChange) -> String {
+pub(crate) fn guard_reason(approved: &ObjectChange, fresh: &ObjectChange) -> String {
     if approved.action() != fresh.action() {
         return match (approved.action(), fresh.action()) {
             (Action::Update, Action::Create) => {
@@ -285,7 +286,7 @@ fn guard_reason(approved: &ObjectChange, fresh: &ObjectChange) -> String {
                 .and_then(|a| a.before.clone());
             format!(
                 "{} is now {} (the plan showed {})",
-                f.path,
+                Untrusted(&f.path),
                 display(&f.before),
                 display(&shown)
             )
@@ -301,7 +302,7 @@ fn guard_reason(approved: &ObjectChange, fresh: &ObjectChange) -> String {
 fn display(v: &Option<Value>) -> String {
     match v {
         None => "absent".into(),
-        Some(Value::String(s)) => format!("{s:?}"),
+        Some(Value::String(s)) => format!("{:?}", Untrusted(s)),
         Some(Value::Object(_)) | Some(Value::Array(_)) => "different".into(),
         Some(other) => other.to_string(),
     }

@@ -16,6 +16,8 @@ use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::parser::ValueSource;
 use clap::{ArgGroup, Args, CommandFactory, Parser, Subcommand, ValueEnum};
 
+use crate::text::Untrusted;
+
 pub const AFTER_HELP: &str = "\
 Examples:
   # See what would change, then confirm interactively
@@ -63,7 +65,6 @@ Exit codes:
     bin_name = "kubectl appupdate",
     version,
     after_help = AFTER_HELP,
-    args_conflicts_with_subcommands = true,
     subcommand_negates_reqs = true,
     disable_help_subcommand = true
 )]
@@ -82,12 +83,99 @@ pub enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+    /// Apply a plan saved with --plan-out, exactly as it was reviewed.
+    Apply(ApplyArgs),
+    /// List the recorded changes of an application, oldest first.
+    History(HistoryArgs),
+}
+
+/// `kubectl appupdate apply FILE`.
+#[derive(Debug, Args)]
+#[command(after_help = APPLY_AFTER_HELP)]
+pub struct ApplyArgs {
+    /// The plan file written by --plan-out.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+
+    /// Refuse a plan older than this, e.g. 1h (default: no limit).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, help_heading = "Behaviour")]
+    pub max_plan_age: Option<Duration>,
+
+    /// Apply without asking for confirmation.
+    #[arg(short = 'y', long, help_heading = "Behaviour")]
+    pub yes: bool,
+
+    /// Attempts per write when the server reports a conflict (re-read, re-check, retry).
+    #[arg(long, value_name = "N", default_value_t = 5,
+          value_parser = clap::value_parser!(u32).range(1..=100), help_heading = "Behaviour")]
+    pub retries: u32,
+
+    /// Records kept in the application's history (0: record nothing).
+    #[arg(long, value_name = "N", default_value_t = crate::history::DEFAULT_MAX,
+          value_parser = clap::value_parser!(u32).range(0..=100), help_heading = "Behaviour")]
+    pub history_max: u32,
+
+    /// Output format of the plan.
+    #[arg(short = 'o', long, value_enum, default_value_t = OutputFormat::Diff, help_heading = "Output")]
+    pub output: OutputFormat,
+
+    /// When to colour the output.
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN", help_heading = "Output")]
+    pub color: ColorChoice,
+
+    /// More detail on stderr (requests and retries); never prints credentials.
+    #[arg(short = 'v', long, action = clap::ArgAction::Count, help_heading = "Output")]
+    pub verbose: u8,
+}
+
+pub const APPLY_AFTER_HELP: &str = "\
+The plan is applied to the cluster and namespace it was made for: the current context must
+point at the same API server and namespace, or --context must name the context the plan was
+made with. Before the first write every object is read again; if a field the plan changes is
+no longer at the value the plan showed, nothing is written (exit 5). An edited or truncated
+file is refused (exit 3).
+
+Examples:
+  kubectl appupdate web --image \"$IMAGE\" --plan-out plan.json   # review plan.json
+  kubectl appupdate apply plan.json --yes --max-plan-age 1h";
+
+/// `kubectl appupdate history NAME`.
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    /// Name of the application.
+    #[arg(value_name = "NAME")]
+    pub name: String,
+
+    /// Output format: a table, or the records as data.
+    #[arg(short = 'o', long, value_enum, default_value_t = HistoryFormat::Table, help_heading = "Output")]
+    pub output: HistoryFormat,
+
+    /// When to colour the output.
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN", help_heading = "Output")]
+    pub color: ColorChoice,
+
+    /// More detail on stderr (requests); never prints credentials.
+    #[arg(short = 'v', long, action = clap::ArgAction::Count, help_heading = "Output")]
+    pub verbose: u8,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum HistoryFormat {
+    /// One line per record.
+    Table,
+    /// The records as JSON.
+    Json,
+    /// The records as YAML.
+    Yaml,
 }
 
 #[derive(Debug, Args)]
 #[command(group(
+    ArgGroup::new("undo_request").args(["undo", "to_revision"]).multiple(true)
+))]
+#[command(group(
     ArgGroup::new("changes")
-        .args(["image", "min_replicas", "max_replicas", "endpoints"])
+        .args(["image", "min_replicas", "max_replicas", "endpoints", "undo", "to_revision"])
         .required(true)
         .multiple(true)
 ))]
@@ -200,37 +288,30 @@ pub struct UpdateArgs {
     )]
     pub tls_secret: Option<String>,
 
-    /// Namespace of the application (default: the context's namespace, else "default").
-    #[arg(short = 'n', long, value_name = "NAMESPACE", help_heading = "Cluster")]
-    pub namespace: Option<String>,
+    /// Undo the newest recorded change: image, bounds and routes back to their values before it.
+    #[arg(long, conflicts_with_all = ["image", "min_replicas", "max_replicas", "endpoints"],
+          help_heading = "Undo")]
+    pub undo: bool,
 
-    /// Kubeconfig context to use (default: the current context).
-    #[arg(long, value_name = "CONTEXT", help_heading = "Cluster")]
-    pub context: Option<String>,
+    /// Undo the change recorded as revision N instead of the newest (see `history`).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..),
+          conflicts_with_all = ["image", "min_replicas", "max_replicas", "endpoints"],
+          help_heading = "Undo")]
+    pub to_revision: Option<u64>,
 
-    /// Path to the kubeconfig file (default: $KUBECONFIG, else ~/.kube/config).
-    #[arg(long, value_name = "PATH", help_heading = "Cluster")]
-    pub kubeconfig: Option<PathBuf>,
+    /// Undo even though these fields changed since the record (image, min, max, or a route
+    /// object's reference); must name exactly the fields the refusal lists.
+    #[arg(
+        long,
+        value_name = "FIELDS",
+        value_delimiter = ',',
+        requires = "undo_request",
+        help_heading = "Undo"
+    )]
+    pub force_undo: Vec<String>,
 
-    /// Kubeconfig cluster to use instead of the context's.
-    #[arg(long, value_name = "CLUSTER", help_heading = "Cluster")]
-    pub cluster: Option<String>,
-
-    /// Kubeconfig user to use instead of the context's.
-    #[arg(long, value_name = "USER", help_heading = "Cluster")]
-    pub user: Option<String>,
-
-    /// User to impersonate for the operation.
-    #[arg(long = "as", value_name = "USER", help_heading = "Cluster")]
-    pub as_user: Option<String>,
-
-    /// Group to impersonate (repeatable).
-    #[arg(long = "as-group", value_name = "GROUP", help_heading = "Cluster")]
-    pub as_group: Vec<String>,
-
-    /// Bound on each request to the cluster, e.g. 10s or 1m (0: no bound, kubectl's default).
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, help_heading = "Cluster")]
-    pub request_timeout: Option<Duration>,
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
 
     /// Apply without asking for confirmation.
     #[arg(short = 'y', long, help_heading = "Behaviour")]
@@ -239,6 +320,15 @@ pub struct UpdateArgs {
     /// Show the plan and stop; nothing is sent to the cluster but reads.
     #[arg(long, help_heading = "Behaviour")]
     pub dry_run: bool,
+
+    /// Save the plan to FILE instead of applying it (apply it later with `apply FILE`).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["yes", "wait"], help_heading = "Behaviour")]
+    pub plan_out: Option<PathBuf>,
+
+    /// Records kept in the application's history (0: record nothing).
+    #[arg(long, value_name = "N", default_value_t = crate::history::DEFAULT_MAX,
+          value_parser = clap::value_parser!(u32).range(0..=100), help_heading = "Behaviour")]
+    pub history_max: u32,
 
     /// With --dry-run: exit 0 when there is nothing to change, 2 when there are changes.
     #[arg(long, requires = "dry_run", help_heading = "Behaviour")]
@@ -269,6 +359,58 @@ pub struct UpdateArgs {
     /// More detail on stderr (requests and retries); never prints credentials.
     #[arg(short = 'v', long, action = clap::ArgAction::Count, help_heading = "Output")]
     pub verbose: u8,
+}
+
+/// Which cluster, namespace and user: the same flags for every command, before or after it.
+#[derive(Debug, Args)]
+pub struct ClusterArgs {
+    /// Namespace of the application (default: the context's namespace, else "default").
+    #[arg(
+        short = 'n',
+        long,
+        value_name = "NAMESPACE",
+        help_heading = "Cluster",
+        global = true
+    )]
+    pub namespace: Option<String>,
+
+    /// Kubeconfig context to use (default: the current context).
+    #[arg(long, value_name = "CONTEXT", help_heading = "Cluster", global = true)]
+    pub context: Option<String>,
+
+    /// Path to the kubeconfig file (default: $KUBECONFIG, else ~/.kube/config).
+    #[arg(long, value_name = "PATH", help_heading = "Cluster", global = true)]
+    pub kubeconfig: Option<PathBuf>,
+
+    /// Kubeconfig cluster to use instead of the context's.
+    #[arg(long, value_name = "CLUSTER", help_heading = "Cluster", global = true)]
+    pub cluster: Option<String>,
+
+    /// Kubeconfig user to use instead of the context's.
+    #[arg(long, value_name = "USER", help_heading = "Cluster", global = true)]
+    pub user: Option<String>,
+
+    /// User to impersonate for the operation.
+    #[arg(
+        long = "as",
+        value_name = "USER",
+        help_heading = "Cluster",
+        global = true
+    )]
+    pub as_user: Option<String>,
+
+    /// Group to impersonate (repeatable).
+    #[arg(
+        long = "as-group",
+        value_name = "GROUP",
+        help_heading = "Cluster",
+        global = true
+    )]
+    pub as_group: Vec<String>,
+
+    /// Bound on each request to the cluster, e.g. 10s or 1m (0: no bound, kubectl's default).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, help_heading = "Cluster", global = true)]
+    pub request_timeout: Option<Duration>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -389,15 +531,21 @@ const NEEDS: &[(&str, &str, &str)] = &[
         "image",
         "--wait follows the rollout of an image change; add --image",
     ),
+    (
+        "force_undo",
+        "undo",
+        "--force-undo only applies with --undo or --to-revision",
+    ),
 ];
 
 /// The `changes` group's message.
 const NOTHING_TO_CHANGE: &str =
-    "nothing to change: give at least one of --image, --min, --max or --endpoints";
+    "nothing to change: give at least one of --image, --min, --max or --endpoints (or --undo)";
 
 /// Parses the command line. clap checks every rule; this only chooses the message.
 pub fn parse(args: Vec<OsString>) -> Result<Cli, CliError> {
     let err = match <Cli as Parser>::try_parse_from(&args) {
+        Ok(cli) if cli.command.is_some() => return with_command_only(cli, &args),
         Ok(cli) => return Ok(cli),
         Err(err) => err,
     };
@@ -421,13 +569,43 @@ pub fn parse(args: Vec<OsString>) -> Result<Cli, CliError> {
     {
         return Err(CliError::Rule(message));
     }
-    let any_change = ["image", "min_replicas", "max_replicas", "endpoints"]
-        .iter()
-        .any(|id| on_command_line(id));
+    let any_change = [
+        "image",
+        "min_replicas",
+        "max_replicas",
+        "endpoints",
+        "undo",
+        "to_revision",
+    ]
+    .iter()
+    .any(|id| on_command_line(id));
     if on_command_line("name") && !any_change {
         return Err(CliError::Rule(NOTHING_TO_CHANGE));
     }
     Err(CliError::Clap(err))
+}
+
+/// A command (`apply`, `history`, `completion`) takes the cluster flags and its own: an update
+/// flag given before it is refused.
+fn with_command_only(cli: Cli, args: &[OsString]) -> Result<Cli, CliError> {
+    let command = Cli::command();
+    let Ok(given) = command.clone().try_get_matches_from(args) else {
+        return Ok(cli);
+    };
+    let stray = command.get_arguments().find(|a| {
+        !a.is_global_set()
+            && given.value_source(a.get_id().as_str()) == Some(ValueSource::CommandLine)
+    });
+    match stray {
+        Some(arg) => Err(CliError::Value(format!(
+            "{} belongs to an update, not to the {} command; give it without the command, or drop it",
+            arg.get_long()
+                .map(|l| format!("--{l}"))
+                .unwrap_or_else(|| arg.get_id().to_string().to_uppercase()),
+            given.subcommand_name().unwrap_or_default()
+        ))),
+        None => Ok(cli),
+    }
 }
 
 /// `--min`/`--max`: an `i32` of at least 1, with a message that names the flag and the value.
@@ -490,9 +668,12 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
             .find(|c: char| !(c.is_ascii_digit() || c == '.'))
             .unwrap_or(rest.len());
         let (num, tail) = rest.split_at(num_end);
-        let value: f64 = num
-            .parse()
-            .map_err(|_| format!("invalid duration {text:?}; use e.g. 30s, 2m or 1h"))?;
+        let value: f64 = num.parse().map_err(|_| {
+            format!(
+                "invalid duration {:?}; use e.g. 30s, 2m or 1h",
+                Untrusted(text)
+            )
+        })?;
         let unit_end = tail
             .find(|c: char| c.is_ascii_digit() || c == '.')
             .unwrap_or(tail.len());
@@ -506,7 +687,9 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
             "h" => 3600.0,
             _ => {
                 return Err(format!(
-                    "invalid duration {text:?}: unknown unit {unit:?}; use ms, s, m or h"
+                    "invalid duration {:?}: unknown unit {:?}; use ms, s, m or h",
+                    Untrusted(text),
+                    Untrusted(unit)
                 ));
             }
         };
@@ -514,7 +697,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         rest = next;
     }
     if !total.is_finite() || total > 1e9 {
-        return Err(format!("duration {text:?} is too long"));
+        return Err(format!("duration {:?} is too long", Untrusted(text)));
     }
     Ok(Duration::from_secs_f64(total))
 }
@@ -566,7 +749,7 @@ mod tests {
     fn at_least_one_change_is_required() {
         assert_eq!(
             refusal(&["web"]),
-            "nothing to change: give at least one of --image, --min, --max or --endpoints"
+            "nothing to change: give at least one of --image, --min, --max or --endpoints (or --undo)"
         );
     }
 
@@ -631,8 +814,8 @@ mod tests {
                 .map(|a| a.get_long().unwrap_or_default().to_owned())
                 .unwrap();
             let value: &[&str] = match arg.as_str() {
-                "container" | "auth-url" | "gateway" | "auth-service" | "ingress-class"
-                | "host" | "tls-secret" => &["x"],
+                "container" | "force-undo" | "auth-url" | "gateway" | "auth-service"
+                | "ingress-class" | "host" | "tls-secret" => &["x"],
                 "routes" => &["gateway"],
                 _ => &[],
             };

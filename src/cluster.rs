@@ -11,6 +11,7 @@ use serde_json::Value;
 use crate::describe::{Target, classify, describe_kube_error};
 use crate::kube_context::Connection;
 use crate::plan::{Base, Kind, PatchType};
+use crate::text::Untrusted;
 
 /// The field manager recorded in managedFields for our writes.
 pub const FIELD_MANAGER: &str = "kubectl-appupdate";
@@ -65,7 +66,8 @@ impl RequestError {
             RequestError::Kube(e) => describe_kube_error(e, verb, target),
             RequestError::Timeout(d) => format!(
                 "cannot reach the cluster of context {:?} for {}: the request timed out after {d:?} (--request-timeout)",
-                target.context, target.reference
+                Untrusted(&target.context),
+                Untrusted(&target.reference)
             ),
         }
     }
@@ -127,12 +129,13 @@ impl Cluster {
             let outcome = match &result {
                 Ok(_) => "ok".to_owned(),
                 Err(e) => match e.status_code() {
-                    Some(code) => format!("{code} {}", e.reason().unwrap_or_default()),
+                    Some(code) => format!("{code} {}", Untrusted(e.reason().unwrap_or_default())),
                     None => "failed".to_owned(),
                 },
             };
             log(&format!(
-                "  {method} {uri} ({what}): {outcome} in {} ms",
+                "  {method} {} ({what}): {outcome} in {} ms",
+                Untrusted(&uri),
                 started.elapsed().as_millis()
             ));
         }
@@ -288,5 +291,79 @@ impl Cluster {
             .map_err(|e| RequestError::Kube(kube::Error::HttpError(e)))?;
         self.send(if dry_run { "dry-run delete" } else { "delete" }, req)
             .await
+    }
+}
+
+/// The history ConfigMap and who the server says we are: requests outside the plan's kinds.
+impl Cluster {
+    fn config_maps_path(&self) -> String {
+        format!("/api/v1/namespaces/{}/configmaps", self.namespace())
+    }
+
+    /// GET the ConfigMap `name`; `Ok(None)` when it does not exist.
+    pub async fn get_config_map(&self, name: &str) -> Result<Option<Value>, RequestError> {
+        let req =
+            Self::build(Request::new(self.config_maps_path()).get(name, &GetParams::default()))?;
+        match self.send("read", req).await {
+            Ok(v) => Ok(Some(v)),
+            Err(e) if e.is_not_found() => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Creates the ConfigMap `body`, or merge-patches `name` conditionally on `base`.
+    pub async fn write_config_map(
+        &self,
+        name: &str,
+        write: &crate::plan::Write,
+    ) -> Result<Value, RequestError> {
+        use crate::plan::Write;
+        let pp = PostParams {
+            dry_run: false,
+            field_manager: Some(FIELD_MANAGER.into()),
+        };
+        let req = match write {
+            Write::Create { body } => {
+                let data = serde_json::to_vec(body)
+                    .map_err(|e| RequestError::Kube(kube::Error::SerdeError(e)))?;
+                Self::build(Request::new(self.config_maps_path()).create(&pp, data))?
+            }
+            Write::Patch { base, body, .. } => {
+                let mut body = body.clone();
+                body["metadata"] = serde_json::json!({"resourceVersion": base.resource_version()});
+                let params = PatchParams {
+                    field_manager: Some(FIELD_MANAGER.into()),
+                    ..Default::default()
+                };
+                Self::build(Request::new(self.config_maps_path()).patch(
+                    name,
+                    &params,
+                    &Patch::Merge(body),
+                ))?
+            }
+            Write::Delete { .. } => return Ok(Value::Null),
+        };
+        self.send("history", req).await
+    }
+
+    /// The user name the server authenticated this client as (a SelfSubjectReview,
+    /// `authentication.k8s.io/v1`, served from Kubernetes 1.28); `Ok(None)` when the answer
+    /// has none.
+    pub async fn who_am_i(&self) -> Result<Option<String>, RequestError> {
+        let body = serde_json::json!({
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "SelfSubjectReview",
+        });
+        let data = serde_json::to_vec(&body)
+            .map_err(|e| RequestError::Kube(kube::Error::SerdeError(e)))?;
+        let req = Self::build(
+            Request::new("/apis/authentication.k8s.io/v1/selfsubjectreviews")
+                .create(&PostParams::default(), data),
+        )?;
+        let review = self.send("who am I", req).await?;
+        Ok(review["status"]["userInfo"]["username"]
+            .as_str()
+            .filter(|u| !u.is_empty())
+            .map(str::to_owned))
     }
 }

@@ -24,6 +24,7 @@ use clap_complete::engine::{ArgValueCandidates, CompletionCandidate};
 use crate::cli::Cli;
 use crate::kube_context;
 use crate::settings::{Environment, KubeconfigSource};
+use crate::text;
 
 /// The hidden first argument that selects completion mode.
 pub const ENTRY: &str = "__complete";
@@ -51,11 +52,17 @@ pub struct Completions {
 }
 
 impl Completions {
-    /// Writes Cobra's `__complete` output.
+    /// Writes Cobra's `__complete` output. The shell shows the candidates on the terminal as
+    /// they are, so a value that holds a character [`text::is_escaped`] names (a context name
+    /// from the kubeconfig, say) is left out — it could not be typed anyway — and a
+    /// description is escaped.
     pub fn write(&self, out: &mut impl Write) -> io::Result<()> {
         for (value, help) in &self.candidates {
+            if value.chars().any(text::is_escaped) {
+                continue;
+            }
             match help {
-                Some(h) if !h.is_empty() => writeln!(out, "{value}\t{h}")?,
+                Some(h) if !h.is_empty() => writeln!(out, "{value}\t{}", text::Untrusted(h))?,
                 _ => writeln!(out, "{value}")?,
             }
         }
@@ -269,6 +276,24 @@ mod tests {
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "json\tThe plan as JSON\nx\n:4\n"
+        );
+    }
+
+    #[test]
+    fn names_a_terminal_would_obey_are_left_out() {
+        let c = Completions {
+            candidates: vec![
+                ("prod".into(), Some("a \u{1b}]0;t\u{7} context".into())),
+                ("evil\u{1b}[2J".into(), None),
+                ("rtl\u{202e}".into(), None),
+            ],
+            directive: directive::NO_FILE_COMP,
+        };
+        let mut out = Vec::new();
+        c.write(&mut out).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "prod\ta \\e]0;t\\x07 context\n:4\n"
         );
     }
 

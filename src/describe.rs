@@ -1,6 +1,10 @@
 //! Failures of requests, in the user's words: what failed, on which object, in which namespace
 //! and context — one line, never a credential.
 //!
+//! Every value in a message — the object's reference, namespace and context, the server's
+//! reason and message, a library's description — is escaped ([`Untrusted`], [`one_line`]): a
+//! webhook's denial or a crafted context name cannot control the terminal.
+//!
 //! A server's answer ([`kube::core::Status`]) is described by its code and reason. A request
 //! that got no answer is classified by the types in its error chain ([`classify`]): the I/O
 //! error kinds, hyper's, h2's and rustls's errors, the transport's [`ResolveError`] — never by
@@ -12,6 +16,7 @@ use std::fmt;
 use std::io;
 
 use crate::proxy_connector::{ResolveError, find_proxy_error};
+use crate::text::Untrusted;
 pub use crate::text::one_line;
 
 /// What a failed request was trying to do, for messages like
@@ -30,7 +35,9 @@ impl fmt::Display for Target {
         write!(
             f,
             "{} in namespace {:?} (context {:?})",
-            self.reference, self.namespace, self.context
+            Untrusted(&self.reference),
+            Untrusted(&self.namespace),
+            Untrusted(&self.context)
         )
     }
 }
@@ -50,17 +57,16 @@ fn describe_status(status: &kube::core::Status, verb: &str, target: &Target) -> 
     match (status.code, reason) {
         (404, _) => format!(
             "{} not found in namespace {:?} (context {:?}); check the name and -n/--namespace",
-            target.reference, target.namespace, target.context
+            Untrusted(&target.reference),
+            Untrusted(&target.namespace),
+            Untrusted(&target.context)
         ),
         (401, _) => format!(
             "the cluster rejected the credentials of context {:?} (401 Unauthorized); \
              log in again or check the kubeconfig user",
-            target.context
+            Untrusted(&target.context)
         ),
-        (403, _) => format!(
-            "forbidden: you cannot {verb} {} in namespace {:?} (context {:?}): {msg}",
-            target.reference, target.namespace, target.context
-        ),
+        (403, _) => format!("forbidden: you cannot {verb} {target}: {msg}"),
         (409, "Conflict") => format!(
             "conflict on {target}: it was modified concurrently and the retries are exhausted; run again to see the new state"
         ),
@@ -71,7 +77,7 @@ fn describe_status(status: &kube::core::Status, verb: &str, target: &Target) -> 
             if reason.is_empty() {
                 String::new()
             } else {
-                format!(" {reason}")
+                format!(" {}", Untrusted(reason))
             }
         ),
     }
@@ -207,7 +213,8 @@ fn describe_transport_error(err: &kube::Error, target: &Target) -> String {
     if let Some(proxy) = find_proxy_error(err) {
         return format!(
             "cannot reach the cluster of context {:?} for {}: {proxy}",
-            target.context, target.reference
+            Untrusted(&target.context),
+            Untrusted(&target.reference)
         );
     }
     let what = match classify(err) {
@@ -223,7 +230,8 @@ fn describe_transport_error(err: &kube::Error, target: &Target) -> String {
     };
     format!(
         "cannot reach the cluster of context {:?} for {}: {what}",
-        target.context, target.reference
+        Untrusted(&target.context),
+        Untrusted(&target.reference)
     )
 }
 
@@ -236,7 +244,10 @@ pub fn describe_auth_error(err: &kube::client::AuthError) -> String {
     use kube::client::AuthError as A;
     match err {
         A::AuthExecStart(io) => {
-            format!("the exec credential plugin could not be started: {io}")
+            format!(
+                "the exec credential plugin could not be started: {}",
+                one_line(&io.to_string())
+            )
         }
         A::AuthExecRun { out, .. } => {
             let status = match out.status.code() {

@@ -14,7 +14,6 @@
 //! note.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
-use std::borrow::Cow;
 use std::io::{self, Write};
 
 use console::Style;
@@ -22,6 +21,7 @@ use serde_json::Value;
 use similar::{ChangeTag, DiffOp, DiffTag, TextDiff};
 
 use crate::plan::{Action, ObjectChange, Plan};
+use crate::text::{self, Untrusted};
 
 /// How a plan is rendered.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -48,9 +48,9 @@ pub fn render_plan(out: &mut impl Write, plan: &Plan, opts: &RenderOptions) -> i
     let styles = Styles::new(opts.color);
     let header = format!(
         "kubectl appupdate: {} in namespace {} (context {})",
-        printable(&plan.app),
-        printable(&plan.namespace),
-        printable(&plan.context),
+        Untrusted(&plan.app),
+        Untrusted(&plan.namespace),
+        Untrusted(&plan.context),
     );
     paint(out, &styles.header, &header)?;
     writeln!(out)?;
@@ -58,7 +58,7 @@ pub fn render_plan(out: &mut impl Write, plan: &Plan, opts: &RenderOptions) -> i
     // What the plan decided about the routes on the user's behalf, and why.
     if let Some(routes) = plan.routes.as_ref().filter(|r| !r.notes.is_empty()) {
         for note in &routes.notes {
-            paint(out, &styles.note, &printable(note))?;
+            paint(out, &styles.note, &crate::text::escape(note))?;
             writeln!(out)?;
         }
         writeln!(out)?;
@@ -80,7 +80,11 @@ pub fn render_change(
 ) -> io::Result<()> {
     let styles = Styles::new(opts.color);
     write_heading(out, change, &styles)?;
-    let yaml = |view: &Option<Value>| view.as_ref().map(yaml_of).unwrap_or_default();
+    let yaml = |view: &Option<Value>| {
+        view.as_ref()
+            .map(|v| yaml_of(&escaped(v)))
+            .unwrap_or_default()
+    };
     match change.action() {
         Action::Unchanged => {}
         Action::Create => write_whole(out, &yaml(&change.after), ChangeTag::Insert, &styles)?,
@@ -103,8 +107,9 @@ pub fn render_change(
 /// kubectl's compact style (`- ` under the parent key), multi-line strings as `|` blocks (so a
 /// diff points at the changed line of an nginx snippet), long lines never folded, and strings
 /// that a YAML 1.1 reader would take for something else (`on`, `yes`, `1.0`, `80`, `null`)
-/// quoted. Control characters are escaped by the serializer, so no view can inject terminal
-/// escape codes.
+/// quoted. [`render_change`] gives it views whose strings went through [`text::escape_lines`]
+/// first ([`escaped`]), so the diff shows a control or format character in a value with the
+/// same escape as every other output (`\e`, `\x07`, `\u{202e}`), never raw.
 pub fn yaml_of(view: &Value) -> String {
     let options = serde_saphyr::ser_options! {
         indent_step: 2,
@@ -119,6 +124,21 @@ pub fn yaml_of(view: &Value) -> String {
         Ok(yaml) => yaml,
         // JSON is YAML too: a view the serializer refuses still renders, and escapes controls.
         Err(_) => serde_json::to_string_pretty(view).unwrap_or_default() + "\n",
+    }
+}
+
+/// `view` with every string — keys too — through [`text::escape_lines`]: the values as the diff
+/// shows them. Line feeds stay, so a multi-line value is still a block of lines.
+fn escaped(view: &Value) -> Value {
+    match view {
+        Value::String(s) => Value::String(text::escape_lines(s).into_owned()),
+        Value::Array(items) => Value::Array(items.iter().map(escaped).collect()),
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| (text::escape_lines(k).into_owned(), escaped(v)))
+                .collect(),
+        ),
+        other => other.clone(),
     }
 }
 
@@ -346,15 +366,12 @@ fn write_heading(out: &mut impl Write, change: &ObjectChange, styles: &Styles) -
         Action::Delete => ("-", &styles.delete, "will be deleted"),
         Action::Unchanged => (" ", &styles.heading, "is unchanged"),
     };
-    let mut text = format!("{} {what}", printable(&change.reference()));
+    let mut text = format!("{} {what}", Untrusted(change.reference()));
     if let Some(route) = &change.route {
         if route.scopes.is_empty() {
             text.push_str(" (public)");
         } else {
-            text.push_str(&format!(
-                " (scopes: {})",
-                printable(&route.scopes.join(" "))
-            ));
+            text.push_str(&format!(" (scopes: {})", Untrusted(route.scopes.join(" "))));
         }
     }
     paint(out, symbol_style, symbol)?;
@@ -424,27 +441,6 @@ fn paint(out: &mut impl Write, style: &Style, text: &str) -> io::Result<()> {
     write!(out, "{}", style.apply_to(text))
 }
 
-/// Names and the context come from the command line and the kubeconfig, not from the YAML
-/// serializer: escape control characters so none of them can move the cursor or recolour
-/// the terminal.
-fn printable(s: &str) -> Cow<'_, str> {
-    if s.chars().any(char::is_control) {
-        Cow::Owned(
-            s.chars()
-                .map(|c| {
-                    if c.is_control() {
-                        c.escape_default().to_string()
-                    } else {
-                        c.to_string()
-                    }
-                })
-                .collect(),
-        )
-    } else {
-        Cow::Borrowed(s)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -459,6 +455,7 @@ mod tests {
     use crate::updaters::{AutoscalerUpdate, ContainerUpdate};
     use pretty_assertions::assert_eq;
     use serde_json::json;
+    use std::borrow::Cow;
 
     // ---- live objects, as the API server returns them (server-managed noise included) ----
 
@@ -603,6 +600,17 @@ endpoints:
 
     /// The plan the real planners make for these flags against [`live`].
     fn plan_for(image: Option<&str>, min: Option<i32>, max: Option<i32>, endpoints: bool) -> Plan {
+        plan_against(&live(), image, min, max, endpoints)
+    }
+
+    /// The plan the real planners make for these flags against `live`.
+    fn plan_against(
+        live: &LiveState,
+        image: Option<&str>,
+        min: Option<i32>,
+        max: Option<i32>,
+        endpoints: bool,
+    ) -> Plan {
         let file = endpoints_file::parse(ENDPOINTS, "endpoints.yaml").unwrap();
         let container_update = ContainerUpdate {
             image: image.map(str::to_owned),
@@ -621,7 +629,7 @@ endpoints:
             endpoints: endpoints.then_some(&file),
             routes: &RouteFlags::default(),
         };
-        build_plan(&req, &live()).unwrap()
+        build_plan(&req, live).unwrap()
     }
 
     fn image_plan() -> Plan {
@@ -983,9 +991,7 @@ endpoints:
         let out = render(&plan, false);
         assert!(!out.contains('\u{1b}'), "{out}");
         assert!(
-            out.starts_with(
-                "kubectl appupdate: web in namespace shop (context evil\\u{1b}[2Jctx)\n"
-            )
+            out.starts_with("kubectl appupdate: web in namespace shop (context evil\\e[2Jctx)\n")
         );
     }
 
@@ -997,11 +1003,13 @@ endpoints:
         let before = json!({
             "a": long, "u": "日本語 🚀 é", "esc": "a\u{1b}[31mb", "cr": "a\r\nb",
             "k\u{1b}[2J": "v", "c1": "\u{9b}31m\u{7f}", "block": "one\n\u{1b}]0;title\u{7}\n",
+            "bidi": "a\u{202e}b\u{2066}c\u{200b}d\u{feff}", "multi\u{202e}": "x\u{2028}\ny\n",
             "empty": {}, "list": [], "n": null
         });
         let after = json!({
             "a": format!("{long} y"), "u": "日本語 🚀 è", "esc": "a\u{1b}[32mb", "cr": "a\r\nc",
             "k\u{1b}[2J": "w", "c1": "\u{9b}32m", "block": "one\n\u{1b}]0;other\u{7}\n",
+            "bidi": "a\u{202d}b", "multi\u{202e}": "x\u{2029}\nz\n",
             "empty": {"k": ""}, "list": [1], "n": 1.5
         });
         for (action, before, after) in [
@@ -1033,9 +1041,10 @@ endpoints:
                 let out = String::from_utf8(out).unwrap();
                 let plain = console::strip_ansi_codes(&out);
                 assert!(
-                    !plain.chars().any(|c| c.is_control() && c != '\n'),
+                    !plain.chars().any(|c| text::is_escaped(c) && c != '\n'),
                     "{out:?}"
                 );
+                assert!(matches!(text::for_terminal(&out, color), Cow::Borrowed(_)));
                 if !color {
                     assert_eq!(plain, out);
                 }
@@ -1048,6 +1057,23 @@ endpoints:
                     );
                 }
             }
+        }
+    }
+
+    #[test]
+    fn a_hostile_image_shows_with_the_same_escapes_as_every_other_output() {
+        let hostile = "nginx:1.25\u{1b}]0;pwned\u{7}\u{1b}[2J\u{202e}";
+        let mut live = live();
+        live.deployment = Some(live_deployment(hostile));
+        let plan = plan_against(&live, Some(NEW_IMAGE), None, None, false);
+        for color in [false, true] {
+            let out = render(&plan, color);
+            let plain = console::strip_ansi_codes(&out);
+            assert!(
+                plain.contains("-         image: nginx:1.25\\e]0;pwned\\x07\\e[2J\\u{202e}\n"),
+                "{plain}"
+            );
+            assert!(matches!(text::for_terminal(&out, color), Cow::Borrowed(_)));
         }
     }
 

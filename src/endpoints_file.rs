@@ -2,7 +2,7 @@
 //! value.
 //!
 //! First pure step of the endpoints pipeline (`--endpoints FILE`, `-` for stdin); the
-//! `ingress_planner` turns the result into Ingresses. Nothing here reads files or prints: the
+//! `routes` turns the result into Ingresses or HTTPRoutes. Nothing here reads files or prints: the
 //! caller passes the text and the name to show in errors (`-` is shown as `<stdin>`).
 //!
 //! # Format
@@ -57,6 +57,7 @@
 use std::collections::HashMap;
 use std::fmt;
 
+use crate::text::Untrusted;
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_saphyr::{DuplicateKeyPolicy, MessageFormatter, NonFiniteFloatPolicy, Spanned};
 
@@ -227,9 +228,9 @@ fn quoted(s: &str) -> String {
     const MAX: usize = 80;
     if s.chars().count() > MAX {
         let head: String = s.chars().take(MAX).collect();
-        format!("{head:?}… ({} characters)", s.chars().count())
+        format!("{:?}… ({} characters)", Untrusted(head), s.chars().count())
     } else {
-        format!("{s:?}")
+        format!("{:?}", Untrusted(s))
     }
 }
 
@@ -855,7 +856,7 @@ mod tests {
             ("\"/a\\nb\"", "\"/a\\nb\" contains a line break"),
             (
                 "\"/a\\x07\"",
-                "\"/a\\u{7}\" contains the control character U+0007",
+                "\"/a\\x07\" contains the control character U+0007",
             ),
             ("/a;b", "\"/a;b\" contains ';'"),
             ("\"/a\\\"b\"", "\"/a\\\"b\" contains '\"'"),

@@ -12,8 +12,10 @@ use crate::confirm::NotConfirmed;
 use crate::describe::Target;
 use crate::kube_context::KubeconfigError;
 use crate::plan::PlanError;
+use crate::plan_file::{PlanFileError, SavedPlanError};
 use crate::report::Interruption;
 use crate::settings::SettingsError;
+use crate::text::Untrusted;
 use crate::wait::WaitError;
 
 /// Where a run was when a signal ended it, which decides what can be said about the state.
@@ -34,7 +36,9 @@ impl Stage {
             Stage::Planning => "interrupted: nothing was changed".into(),
             Stage::Writing => "interrupted again: exiting now; requests already sent may or may not have been applied — run again to see the state".into(),
             Stage::Waiting { name, namespace } => format!(
-                "stopped waiting: the changes were applied and the rollout goes on (kubectl rollout status deployment/{name} -n {namespace})"
+                "stopped waiting: the changes were applied and the rollout goes on (kubectl rollout status deployment/{} -n {})",
+                Untrusted(name),
+                Untrusted(namespace)
             ),
         }
     }
@@ -67,7 +71,7 @@ pub enum AppError {
     /// An object the change needs does not exist.
     #[error(
         "{} not found in namespace {:?} (context {:?}){why}; check the name and -n/--namespace",
-        .target.reference, .target.namespace, .target.context
+        Untrusted(&.target.reference), Untrusted(&.target.namespace), Untrusted(&.target.context)
     )]
     NotFound {
         target: Target,
@@ -90,6 +94,25 @@ pub enum AppError {
     /// The async runtime could not be started.
     #[error("cannot start: {0}")]
     Runtime(#[source] std::io::Error),
+    /// A saved plan is not for this cluster or namespace, or too old.
+    #[error(transparent)]
+    SavedPlan(#[from] SavedPlanError),
+    /// The plan cannot be saved.
+    #[error(transparent)]
+    PlanFile(#[from] PlanFileError),
+    /// `--plan-out FILE` cannot be written.
+    #[error("cannot write the plan to {file}: {source}")]
+    PlanOut {
+        file: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// There is no record to undo.
+    #[error("{message}")]
+    Undo { message: String },
+    /// An undo would overwrite fields changed since the record.
+    #[error("{message}")]
+    UndoRefused { message: String },
 }
 
 impl AppError {

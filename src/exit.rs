@@ -88,13 +88,19 @@ fn applied(report: &Report) -> ExitCode {
 fn failed(err: &AppError) -> ExitCode {
     match err {
         AppError::Cli(e) if e.is_informational() => ExitCode::Ok,
-        AppError::Cli(_) | AppError::Settings(_) | AppError::Kubeconfig(_) | AppError::Plan(_) => {
-            ExitCode::Usage
-        }
+        AppError::Cli(_)
+        | AppError::Settings(_)
+        | AppError::Kubeconfig(_)
+        | AppError::Plan(_)
+        | AppError::SavedPlan(_) => ExitCode::Usage,
         AppError::Request { .. }
         | AppError::NotFound { .. }
         | AppError::Output(_)
-        | AppError::Runtime(_) => ExitCode::Failed,
+        | AppError::Runtime(_)
+        | AppError::PlanFile(_)
+        | AppError::PlanOut { .. }
+        | AppError::Undo { .. } => ExitCode::Failed,
+        AppError::UndoRefused { .. } => ExitCode::GuardTripped,
         AppError::NotConfirmed(_) => ExitCode::NotConfirmed,
         AppError::Interrupted { signal, .. } => signalled(*signal),
         AppError::Rollout(_) => ExitCode::RolloutIncomplete,

@@ -13,6 +13,7 @@ use kube::config::{KubeConfigOptions, Kubeconfig, LoadDataError};
 use crate::describe::{describe_auth_error, one_line};
 use crate::proxy;
 use crate::settings::{ClusterSelection, KubeconfigSource};
+use crate::text::Untrusted;
 
 /// kube's own error for a kubeconfig that cannot be loaded.
 type KubeKubeconfigError = kube::config::KubeconfigError;
@@ -21,7 +22,7 @@ type KubeKubeconfigError = kube::config::KubeconfigError;
 /// never data from the file; kube's error, kept as the source, is not printed.
 #[derive(Debug, thiserror::Error)]
 pub enum KubeconfigError {
-    #[error("cannot read kubeconfig {}: {}", .path.display(), io_reason(.source))]
+    #[error("cannot read kubeconfig {}: {}", shown(.path), io_reason(.source))]
     Unreadable {
         path: PathBuf,
         #[source]
@@ -29,7 +30,7 @@ pub enum KubeconfigError {
     },
     #[error(
         "kubeconfig {} is not a valid kubeconfig{}; fix the file or point --kubeconfig elsewhere",
-        .path.display(),
+        shown(.path),
         .at.map(|(line, column)| format!(" at line {line}, column {column}")).unwrap_or_default()
     )]
     Invalid {
@@ -39,13 +40,13 @@ pub enum KubeconfigError {
         #[source]
         source: KubeKubeconfigError,
     },
-    #[error("kubeconfig {} cannot be used: {}", .path.display(), describe_kubeconfig_error(.source))]
+    #[error("kubeconfig {} cannot be used: {}", shown(.path), describe_kubeconfig_error(.source))]
     Unusable {
         path: PathBuf,
         #[source]
         source: KubeKubeconfigError,
     },
-    #[error("cannot merge kubeconfig {}: {}", .path.display(), describe_kubeconfig_error(.source))]
+    #[error("cannot merge kubeconfig {}: {}", shown(.path), describe_kubeconfig_error(.source))]
     Merge {
         path: PathBuf,
         #[source]
@@ -58,21 +59,22 @@ pub enum KubeconfigError {
     NoneExists { paths: Vec<PathBuf> },
     #[error(
         "no kubeconfig found: {} does not exist and KUBECONFIG is not set; pass --kubeconfig",
-        .path.display()
+        shown(.path)
     )]
     NoHomeFile { path: PathBuf },
     #[error("no kubeconfig found: KUBECONFIG and HOME are not set; pass --kubeconfig")]
     Nowhere,
     #[error("kubeconfig {files} has no current context; pass --context (contexts: {contexts})")]
     NoCurrentContext { files: String, contexts: String },
-    #[error("context {context:?} does not exist in kubeconfig {files} (contexts: {contexts})")]
+    #[error("context {:?} does not exist in kubeconfig {files} (contexts: {contexts})", Untrusted(.context))]
     NoSuchContext {
         context: String,
         files: String,
         contexts: String,
     },
     #[error(
-        "cluster {cluster:?} (context {context:?}) does not exist in kubeconfig {files} (clusters: {clusters})"
+        "cluster {:?} (context {:?}) does not exist in kubeconfig {files} (clusters: {clusters})",
+        Untrusted(.cluster), Untrusted(.context)
     )]
     NoSuchCluster {
         cluster: String,
@@ -82,8 +84,9 @@ pub enum KubeconfigError {
     },
     /// `--user`, or the context's user (`context` is then its name), is not in the file.
     #[error(
-        "user {user:?}{} does not exist in kubeconfig {files} (users: {users})",
-        .context.as_ref().map(|c| format!(" (context {c:?})")).unwrap_or_default()
+        "user {:?}{} does not exist in kubeconfig {files} (users: {users})",
+        Untrusted(.user),
+        .context.as_ref().map(|c| format!(" (context {:?})", Untrusted(c))).unwrap_or_default()
     )]
     NoSuchUser {
         user: String,
@@ -91,7 +94,18 @@ pub enum KubeconfigError {
         files: String,
         users: String,
     },
-    #[error("kubeconfig {files}, context {context:?}: {}", describe_kubeconfig_error(.source))]
+    /// The context's namespace (no `-n`) is not a namespace name: requests to it could not
+    /// even be built.
+    #[error(
+        "kubeconfig {files}, context {:?}: the namespace {:?} is not a valid namespace name (lowercase letters, digits and '-', at most 63); fix the context or pass -n",
+        Untrusted(.context), Untrusted(.namespace)
+    )]
+    InvalidNamespace {
+        files: String,
+        context: String,
+        namespace: String,
+    },
+    #[error("kubeconfig {files}, context {:?}: {}", Untrusted(.context), describe_kubeconfig_error(.source))]
     Config {
         files: String,
         context: String,
@@ -99,7 +113,7 @@ pub enum KubeconfigError {
         source: KubeKubeconfigError,
     },
     /// The cluster's `proxy-url` is not valid.
-    #[error("kubeconfig {files}, cluster {cluster:?}: {source}")]
+    #[error("kubeconfig {files}, cluster {:?}: {source}", Untrusted(.cluster))]
     ProxyUrl {
         files: String,
         cluster: String,
@@ -109,7 +123,7 @@ pub enum KubeconfigError {
     /// The proxy from the environment cannot be used.
     #[error(transparent)]
     Proxy(proxy::SelectError),
-    #[error("cannot set up a client for context {context:?}: {}", one_line(&client_setup_reason(.source)))]
+    #[error("cannot set up a client for context {:?}: {}", Untrusted(.context), one_line(&client_setup_reason(.source)))]
     Client {
         context: String,
         #[source]
@@ -117,10 +131,16 @@ pub enum KubeconfigError {
     },
 }
 
+/// File names come from the command line and the environment: escaped, as every name in
+/// these messages is.
+fn shown(path: &Path) -> String {
+    Untrusted(path.display().to_string()).to_string()
+}
+
 fn list(paths: &[PathBuf]) -> String {
     paths
         .iter()
-        .map(|p| p.display().to_string())
+        .map(|p| shown(p))
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -137,6 +157,9 @@ pub struct Connection {
     /// The proxy the connection goes through, e.g. `http://proxy.corp:3128 (HTTPS_PROXY)`
     /// (carries no credentials).
     pub proxy: Option<String>,
+    /// Who the requests are made as, by the kubeconfig: `--as`, else the kubeconfig user's
+    /// name (`--user`, else the context's); `None` when the context names no user.
+    pub user: Option<String>,
 }
 
 /// Stands in for the cluster's `proxy-url` while kube loads the kubeconfig (never dialled).
@@ -209,7 +232,7 @@ fn load_data_reason(e: &LoadDataError) -> String {
         // The decoder's message would quote bytes of the (possibly secret) data.
         LoadDataError::DecodeBase64(_) => "the data is not valid base64".into(),
         LoadDataError::ReadFile(io, path) => {
-            format!("cannot read {}: {}", path.display(), io_reason(io))
+            format!("cannot read {}: {}", shown(path), io_reason(io))
         }
         LoadDataError::NoBase64DataOrFile => "neither data nor a file is given".into(),
     }
@@ -223,11 +246,11 @@ pub fn describe_kubeconfig_error(e: &KubeKubeconfigError) -> String {
         K::KindMismatch | K::ApiVersionMismatch => {
             "the files have different kinds or apiVersions".into()
         }
-        K::LoadContext(name) => format!("context {name:?} does not exist"),
-        K::LoadClusterOfContext(name) => format!("cluster {name:?} does not exist"),
+        K::LoadContext(name) => format!("context {:?} does not exist", Untrusted(name)),
+        K::LoadClusterOfContext(name) => format!("cluster {:?} does not exist", Untrusted(name)),
         K::FindPath => "no kubeconfig path".into(),
         K::ReadConfig(io, path) => {
-            format!("cannot read {}: {}", path.display(), io_reason(io))
+            format!("cannot read {}: {}", shown(path), io_reason(io))
         }
         K::Parse(_) => "it is not valid YAML".into(),
         K::MissingClusterUrl => "the cluster has no server URL".into(),
@@ -247,7 +270,10 @@ pub fn describe_kubeconfig_error(e: &KubeKubeconfigError) -> String {
 }
 
 fn names<T>(items: &[T], name: impl Fn(&T) -> &String) -> String {
-    let mut v: Vec<&str> = items.iter().map(|i| name(i).as_str()).collect();
+    let mut v: Vec<String> = items
+        .iter()
+        .map(|i| Untrusted(name(i)).to_string())
+        .collect();
     v.sort_unstable();
     if v.is_empty() {
         "none".into()
@@ -261,6 +287,7 @@ struct Selected {
     context: String,
     cluster: String,
     namespace: String,
+    user: Option<String>,
 }
 
 /// kubectl's choice of context (`--context`, else the current one), cluster (`--cluster`, else
@@ -329,21 +356,34 @@ fn select(
         .or(context.namespace.clone())
         .filter(|n| !n.is_empty())
         .unwrap_or_else(|| "default".to_owned());
+    if !crate::names::is_dns1123_label(&namespace) {
+        return Err(KubeconfigError::InvalidNamespace {
+            files,
+            context: context_name,
+            namespace,
+        });
+    }
     Ok(Selected {
         context: context_name,
         cluster,
         namespace,
+        user: user.cloned(),
     })
 }
 
-/// Resolves the kubeconfig and builds a client. Makes no request.
-pub async fn connect(sel: &ClusterSelection) -> Result<Connection, KubeconfigError> {
+/// Resolves the kubeconfig and builds a client whose answers' warnings go to `on_warning`.
+/// Makes no request.
+pub async fn connect(
+    sel: &ClusterSelection,
+    on_warning: fn(&str),
+) -> Result<Connection, KubeconfigError> {
     let (mut kubeconfig, files) = load_kubeconfig(&sel.kubeconfig)?;
     let files = list(&files);
     let Selected {
         context,
         cluster,
         namespace,
+        user,
     } = select(&kubeconfig, sel, &files)?;
 
     // The cluster's proxy-url is ours to interpret (kubectl's rules, `crate::proxy`). Left
@@ -394,12 +434,14 @@ pub async fn connect(sel: &ClusterSelection) -> Result<Connection, KubeconfigErr
         },
         proxy::SelectError::Cgi(_) => KubeconfigError::Proxy(source),
     })?;
-    let client = crate::transport::client(config, proxy.as_ref()).map_err(|source| {
-        KubeconfigError::Client {
-            context: context.clone(),
-            source,
-        }
-    })?;
+    let warnings = crate::transport::Warnings::new(on_warning);
+    let client =
+        crate::transport::client(config, proxy.as_ref(), Some(warnings)).map_err(|source| {
+            KubeconfigError::Client {
+                context: context.clone(),
+                source,
+            }
+        })?;
     Ok(Connection {
         client,
         namespace,
@@ -407,6 +449,7 @@ pub async fn connect(sel: &ClusterSelection) -> Result<Connection, KubeconfigErr
         server,
         request_timeout: sel.request_timeout,
         proxy: proxy.map(|p| p.to_string()),
+        user: sel.as_user.clone().or(user),
     })
 }
 

@@ -23,11 +23,16 @@ pub mod diff_render;
 pub mod endpoints_file;
 pub mod error;
 pub mod exit;
+pub mod history;
+pub mod history_store;
 pub mod kube_context;
 pub mod live_state;
 pub mod names;
 pub mod output;
+pub mod owned_parts;
 pub mod plan;
+pub mod plan_file;
+pub mod plan_sources;
 pub mod planner;
 pub mod proxy;
 pub mod proxy_connector;
@@ -40,6 +45,7 @@ pub mod streams;
 pub mod terminal;
 pub mod text;
 pub mod transport;
+pub mod undo;
 pub mod updaters;
 pub mod wait;
 
@@ -84,26 +90,53 @@ fn run_to_end(args: Vec<OsString>, env: &Environment) -> (Ending, Streams) {
         }
     };
     let streams = streams_before_flags(cli.update.color);
-    if let Some(Command::Completion { shell }) = cli.command {
-        return (completion_script(shell, &streams), streams);
-    }
-    let settings = match Settings::resolve(cli.update, env, &RealFiles) {
-        Ok(s) => s,
-        Err(e) => return (Ending::Failed(e.into()), streams),
+    let settings = match cli.command {
+        Some(Command::Completion { shell }) => {
+            return (completion_script(shell, &streams), streams);
+        }
+        Some(Command::History(args)) => {
+            let streams = streams_before_flags(args.color);
+            return match settings::HistorySettings::resolve(args, cli.update.cluster, env) {
+                Ok(s) => {
+                    let streams =
+                        Streams::new(OutputFormat::Diff, s.color, streams.color(Kind::Error));
+                    let ending = with_runtime(|rt| rt.block_on(run::history(&s, &streams)));
+                    (ending, streams)
+                }
+                Err(e) => (Ending::Failed(e.into()), streams),
+            };
+        }
+        Some(Command::Apply(args)) => {
+            let streams = streams_before_flags(args.color);
+            match Settings::resolve_apply(args, cli.update.cluster, env, &RealFiles) {
+                Ok(s) => s,
+                Err(e) => return (Ending::Failed(e.into()), streams),
+            }
+        }
+        None => match Settings::resolve(cli.update, env, &RealFiles) {
+            Ok(s) => s,
+            Err(e) => return (Ending::Failed(e.into()), streams),
+        },
     };
     let streams = Streams::new(settings.output, settings.color, settings.color_stderr);
+    let ending = with_runtime(|rt| rt.block_on(run::run(&settings, &streams)));
+    (ending, streams)
+}
+
+/// Runs `f` on a current-thread runtime.
+fn with_runtime(f: impl FnOnce(&tokio::runtime::Runtime) -> Ending) -> Ending {
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {
         Ok(rt) => rt,
-        Err(e) => return (Ending::Failed(AppError::Runtime(e)), streams),
+        Err(e) => return Ending::Failed(AppError::Runtime(e)),
     };
-    let ending = runtime.block_on(run::run(&settings, &streams));
+    let ending = f(&runtime);
     // A prompt that a signal interrupted is still blocked reading the terminal, on a thread
     // of its own: the process ends without waiting for it.
     runtime.shutdown_background();
-    (ending, streams)
+    ending
 }
 
 /// `completion bash|zsh|…`: the script on stdout.

@@ -16,6 +16,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::plan::{Action, Kind, ObjectChange, Plan, RouteStyle};
+use crate::text;
 
 /// Schema identifier; bump on any incompatible change.
 pub const SCHEMA_VERSION: &str = "kubectl-appupdate.plan/v1";
@@ -204,20 +205,152 @@ pub fn document(plan: &Plan) -> PlanDocument {
     }
 }
 
-/// Writes the plan as pretty-printed JSON and a newline.
+/// Writes the plan as pretty-printed JSON and a newline. Every character [`text::is_escaped`]
+/// names is written as a JSON escape (`\u001b`, `\u202e`): a parser reads back exactly the
+/// same strings, and a terminal shows the document as it is.
 pub fn write_json(out: &mut impl Write, plan: &Plan) -> io::Result<()> {
-    serde_json::to_writer_pretty(&mut *out, &document(plan))?;
+    write_json_value(out, &document(plan))
+}
+
+fn write_json_value(out: &mut impl Write, doc: &impl Serialize) -> io::Result<()> {
+    let mut ser = serde_json::Serializer::with_formatter(&mut *out, EscapingFormatter::default());
+    doc.serialize(&mut ser)?;
     writeln!(out)
 }
 
-/// Writes the plan as one YAML document (same structure as the JSON).
-pub fn write_yaml(out: &mut impl Write, plan: &Plan) -> io::Result<()> {
-    let text = serde_saphyr::to_string(&document(plan)).map_err(io::Error::other)?;
-    out.write_all(text.as_bytes())?;
-    if !text.ends_with('\n') {
-        writeln!(out)?;
+/// serde_json's pretty formatter that also escapes what [`text::is_escaped`] names (serde_json
+/// escapes only the controls), as `\uXXXX` (a surrogate pair above U+FFFF).
+#[derive(Default)]
+struct EscapingFormatter(serde_json::ser::PrettyFormatter<'static>);
+
+impl serde_json::ser::Formatter for EscapingFormatter {
+    fn write_string_fragment<W: ?Sized + Write>(
+        &mut self,
+        writer: &mut W,
+        fragment: &str,
+    ) -> io::Result<()> {
+        let mut rest = fragment;
+        while let Some((i, c)) = rest.char_indices().find(|(_, c)| text::is_escaped(*c)) {
+            writer.write_all(&rest.as_bytes()[..i])?;
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                write!(writer, "\\u{unit:04x}")?;
+            }
+            rest = &rest[i + c.len_utf8()..];
+        }
+        writer.write_all(rest.as_bytes())
     }
-    Ok(())
+
+    fn begin_array<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.0.begin_array(w)
+    }
+    fn end_array<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.0.end_array(w)
+    }
+    fn begin_array_value<W: ?Sized + Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
+        self.0.begin_array_value(w, first)
+    }
+    fn end_array_value<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.0.end_array_value(w)
+    }
+    fn begin_object<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.0.begin_object(w)
+    }
+    fn end_object<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.0.end_object(w)
+    }
+    fn begin_object_key<W: ?Sized + Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
+        self.0.begin_object_key(w, first)
+    }
+    fn begin_object_value<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.0.begin_object_value(w)
+    }
+    fn end_object_value<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.0.end_object_value(w)
+    }
+}
+
+/// Writes the plan as one YAML document (same structure as the JSON). A string holding a
+/// character [`text::is_escaped`] names (other than a line feed) is written double-quoted, where
+/// the YAML serializer escapes the controls and this writes the rest as YAML escapes
+/// (`\u202E`): a parser reads back exactly the same strings, and a terminal shows the document
+/// as it is.
+pub fn write_yaml(out: &mut impl Write, plan: &Plan) -> io::Result<()> {
+    let doc = serde_json::to_value(document(plan)).map_err(io::Error::other)?;
+    out.write_all(yaml_text(&doc)?.as_bytes())
+}
+
+fn yaml_text(doc: &Value) -> io::Result<String> {
+    if any_key_needs_quotes(doc) {
+        // The YAML serializer cannot be made to quote a key; no key of a real object holds such
+        // a character (the API server validates them), but a server can send anything. JSON is
+        // YAML too, and this JSON escapes them.
+        let mut out = Vec::new();
+        write_json_value(&mut out, doc)?;
+        return String::from_utf8(out).map_err(io::Error::other);
+    }
+    let text = serde_saphyr::to_string(&SafeYaml(doc)).map_err(io::Error::other)?;
+    // Only double-quoted scalars can hold these characters now, and in a double-quoted scalar
+    // an escape means the character itself.
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c != '\n' && text::is_escaped(c) {
+            match u16::try_from(u32::from(c)) {
+                Ok(unit) => out.push_str(&format!("\\u{unit:04X}")),
+                Err(_) => out.push_str(&format!("\\U{:08X}", u32::from(c))),
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    if !out.ends_with('\n') {
+        out.push('\n');
+    }
+    Ok(out)
+}
+
+/// A JSON value, serialized for YAML with every string value that holds an escaped character
+/// other than a line feed forced into double quotes.
+struct SafeYaml<'a>(&'a Value);
+
+fn needs_quotes(s: &str) -> bool {
+    s.chars().any(|c| c != '\n' && text::is_escaped(c))
+}
+
+fn any_key_needs_quotes(v: &Value) -> bool {
+    match v {
+        Value::Array(items) => items.iter().any(any_key_needs_quotes),
+        Value::Object(entries) => entries
+            .iter()
+            .any(|(k, v)| needs_quotes(k) || any_key_needs_quotes(v)),
+        _ => false,
+    }
+}
+
+impl Serialize for SafeYaml<'_> {
+    fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{SerializeMap, SerializeSeq};
+        match self.0 {
+            Value::String(s) if needs_quotes(s) => {
+                serde_saphyr::DoubleQuoted(s.as_str()).serialize(ser)
+            }
+            Value::Array(items) => {
+                let mut seq = ser.serialize_seq(Some(items.len()))?;
+                for item in items {
+                    seq.serialize_element(&SafeYaml(item))?;
+                }
+                seq.end()
+            }
+            Value::Object(entries) => {
+                let mut map = ser.serialize_map(Some(entries.len()))?;
+                for (key, value) in entries {
+                    map.serialize_entry(key, &SafeYaml(value))?;
+                }
+                map.end()
+            }
+            other => other.serialize(ser),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -309,6 +442,97 @@ mod tests {
         assert!(doc.get("ingress").is_none());
         assert_eq!(doc["route"]["style"], "gateway");
         assert_eq!(doc["route"]["pathsBefore"], json!(["/health"]));
+    }
+
+    /// Strings as the cluster may hold them: every control and format character that matters.
+    fn hostile(tail: &str) -> String {
+        format!(
+            "v\u{1b}]0;t\u{7}\u{1b}[2J\u{9b}1m\u{202e}\u{2066}\u{200b}\u{feff}\u{a0}\u{2028}\t\r\n\"\\{tail}\u{e0041}"
+        )
+    }
+
+    fn hostile_document() -> Value {
+        json!({
+            "plain": "web",
+            "image": hostile(""),
+            "multi": "line one\nline two\n",
+            "multiBidi": format!("one\n{}\n", hostile("x")),
+            "tab": "a\tb\nc\n",
+            "list": [hostile("item"), 1, null, true],
+            "nested": {"annotations": {"k": hostile("annotation")}},
+        })
+    }
+
+    #[test]
+    fn json_carries_the_exact_strings_and_nothing_a_terminal_would_obey() {
+        let mut doc = hostile_document();
+        doc[hostile("key")] = json!([hostile("item")]);
+        let mut out = Vec::new();
+        write_json_value(&mut out, &doc).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            !text.chars().any(|c| c != '\n' && text::is_escaped(c)),
+            "{text}"
+        );
+        assert!(
+            text.contains("\\u001b]0;t\\u0007\\u001b[2J\\u009b1m\\u202e\\u2066\\u200b"),
+            "{text}"
+        );
+        assert!(text.contains("\\udb40\\udc41"), "{text}");
+        let back: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, doc);
+    }
+
+    #[test]
+    fn a_key_that_needs_escapes_turns_the_yaml_into_json_which_is_yaml_too() {
+        let doc = json!({"annotations": {hostile("key"): "v", "ok": hostile("v")}});
+        let text = yaml_text(&doc).unwrap();
+        assert!(text.starts_with("{\n"), "{text}");
+        assert!(
+            !text.chars().any(|c| c != '\n' && text::is_escaped(c)),
+            "{text}"
+        );
+        let back: Value = serde_saphyr::from_str(&text).unwrap();
+        assert_eq!(back, doc);
+    }
+
+    #[test]
+    fn yaml_carries_the_exact_strings_and_nothing_a_terminal_would_obey() {
+        let doc = hostile_document();
+        let text = yaml_text(&doc).unwrap();
+        assert!(
+            !text.chars().any(|c| c != '\n' && text::is_escaped(c)),
+            "{text}"
+        );
+        assert!(
+            text.contains("\\e]0;t\\a\\e[2J\\x9B1m\\u202E\\u2066\\u200B"),
+            "{text}"
+        );
+        // A multi-line value without anything to escape stays a block of lines.
+        assert!(
+            text.contains("multi: |\n  line one\n  line two\n"),
+            "{text}"
+        );
+        let back: Value = serde_saphyr::from_str(&text).unwrap();
+        assert_eq!(back, doc);
+    }
+
+    proptest::proptest! {
+        /// Whatever the strings, both documents read back exactly and show nothing raw.
+        #[test]
+        fn documents_are_lossless_and_printable(
+            entries in proptest::collection::btree_map(".{0,6}", ".{0,12}|[a-z\n]{0,12}", 0..5),
+        ) {
+            let doc = json!({"objects": [{"fields": entries}]});
+            let mut out = Vec::new();
+            write_json_value(&mut out, &doc).unwrap();
+            let json_text = String::from_utf8(out).unwrap();
+            proptest::prop_assert!(!json_text.chars().any(|c| c != '\n' && text::is_escaped(c)));
+            proptest::prop_assert_eq!(serde_json::from_str::<Value>(&json_text).unwrap(), doc.clone());
+            let yaml = yaml_text(&doc).unwrap();
+            proptest::prop_assert!(!yaml.chars().any(|c| c != '\n' && text::is_escaped(c)), "{}", yaml);
+            proptest::prop_assert_eq!(serde_saphyr::from_str::<Value>(&yaml).unwrap(), doc);
+        }
     }
 
     #[test]

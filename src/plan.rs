@@ -11,11 +11,13 @@
 use std::fmt;
 use std::sync::Arc;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::text::Untrusted;
+
 /// The kinds of object this tool writes (the Service and IngressClasses are only read).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum Kind {
     Deployment,
     HorizontalPodAutoscaler,
@@ -119,7 +121,7 @@ impl fmt::Display for Kind {
 
 /// How the endpoints are published: the route style (`--routes`). What each style generates
 /// lives in `routes`; this is only its name.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum RouteStyle {
     /// Ingresses with ingress-nginx's `configuration-snippet` (the original format).
     #[serde(rename = "nginx-snippet")]
@@ -157,7 +159,7 @@ impl fmt::Display for RouteStyle {
 }
 
 /// What happens to one object.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Action {
     Unchanged,
@@ -206,7 +208,7 @@ impl fmt::Display for Action {
 }
 
 /// One leaf value (or owned sub-tree) that the run changes. `None` means absent.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FieldChange {
     /// A readable path, e.g. `spec.template.spec.containers[name=web].image`.
     pub path: String,
@@ -227,11 +229,28 @@ impl FieldChange {
 /// Identity of a live object: the `metadata.resourceVersion` and `metadata.uid` that every
 /// write to it is conditional on. Both are non-empty by construction — a patch carrying an
 /// empty `resourceVersion` is applied unconditionally by the server, so there is no way to
-/// make one.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// make one (a saved plan with an empty one does not load either).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "BaseFields", rename_all = "camelCase", deny_unknown_fields)]
 pub struct Base {
     resource_version: String,
     uid: String,
+}
+
+/// [`Base`] as read from a saved plan, before the check that neither is empty.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct BaseFields {
+    resource_version: String,
+    uid: String,
+}
+
+impl TryFrom<BaseFields> for Base {
+    type Error = &'static str;
+
+    fn try_from(f: BaseFields) -> Result<Base, Self::Error> {
+        Base::new(f.resource_version, f.uid).ok_or("resourceVersion and uid must not be empty")
+    }
 }
 
 impl Base {
@@ -271,7 +290,8 @@ impl Base {
 }
 
 /// How a patch body is interpreted by the server.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum PatchType {
     /// `application/merge-patch+json` (RFC 7386).
     Merge,
@@ -282,7 +302,12 @@ pub enum PatchType {
 /// The minimal request that realises a change. A write to a live object carries that
 /// object's [`Base`], so it is conditional by construction: the apply step cannot send one
 /// without its precondition.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(
+    tag = "request",
+    rename_all = "lowercase",
+    rename_all_fields = "camelCase"
+)]
 pub enum Write {
     /// A complete new object. It needs no precondition: a create fails when the name is
     /// taken (AlreadyExists).
@@ -356,7 +381,8 @@ impl ObjectChange {
 
 /// What a route change (an Ingress or an HTTPRoute) means in endpoint terms, for people and
 /// for `-o json`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RouteInfo {
     /// The style of the route after the change (for a delete, the style it has).
     pub style: RouteStyle,
@@ -384,7 +410,7 @@ impl RouteInfo {
 
 /// The computed change for one object. What happens to it ([`ObjectChange::action`]) is
 /// decided by its [`Write`]: no write, no change.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ObjectChange {
     pub kind: Kind,
     pub namespace: String,
@@ -426,19 +452,25 @@ impl ObjectChange {
 /// when one of these is returned.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum PlanError {
-    #[error("{reference} has no container named {container:?}; its containers are {available}")]
+    #[error(
+        "{} has no container named {:?}; its containers are {}",
+        Untrusted(.reference), Untrusted(.container), Untrusted(.available)
+    )]
     NoSuchContainer {
         reference: String,
         container: String,
         available: String,
     },
-    #[error("{reference} has {count} containers ({available}); choose one with --container")]
+    #[error(
+        "{} has {count} containers ({}); choose one with --container",
+        Untrusted(.reference), Untrusted(.available)
+    )]
     ContainerRequired {
         reference: String,
         count: usize,
         available: String,
     },
-    #[error("{reference} has no containers")]
+    #[error("{} has no containers", Untrusted(.reference))]
     NoContainers { reference: String },
     #[error(
         "--min {min} is greater than the maximum {max}{source}; raise --max or lower --min",
@@ -458,15 +490,16 @@ pub enum PlanError {
         max: i32,
         min_from_live: bool,
     },
-    #[error("{reference} not found in namespace {namespace}")]
+    #[error("{} not found in namespace {}", Untrusted(.reference), Untrusted(.namespace))]
     Missing {
         reference: String,
         namespace: String,
     },
-    #[error("{reference}: {message}")]
+    #[error("{}: {}", Untrusted(.reference), Untrusted(.message))]
     Unexpected { reference: String, message: String },
     #[error(
-        "{reference} came without metadata.resourceVersion or metadata.uid, so it cannot be written conditionally; it is left alone"
+        "{} came without metadata.resourceVersion or metadata.uid, so it cannot be written conditionally; it is left alone",
+        Untrusted(.reference)
     )]
     NoPrecondition { reference: String },
 }
@@ -480,6 +513,29 @@ pub trait Updater: Send + Sync + fmt::Debug {
     fn name(&self) -> &str;
     /// The change against `live` (`None`: the object does not exist).
     fn plan(&self, namespace: &str, live: Option<&Value>) -> Result<ObjectChange, PlanError>;
+    /// The updater as data, for a saved plan (`--plan-out`), which loads it back with
+    /// `plan_file::load_updater`; `None`: this updater cannot be saved.
+    fn save(&self) -> Option<SavedUpdater> {
+        None
+    }
+}
+
+/// An updater as data: its type name and its fields, as written in a saved plan.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SavedUpdater {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub spec: Value,
+}
+
+impl SavedUpdater {
+    /// `spec` serialised; `None` only if it cannot be (it always can for plain data).
+    pub fn new(kind: &str, spec: &impl Serialize) -> Option<SavedUpdater> {
+        Some(SavedUpdater {
+            kind: kind.to_owned(),
+            spec: serde_json::to_value(spec).ok()?,
+        })
+    }
 }
 
 /// A planned object: its updater (kept for retries) and the change the user approves.

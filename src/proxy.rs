@@ -23,6 +23,7 @@
 //!
 //! Nothing here reads the environment: [`ProxyEnv`] is filled by `settings::Environment`.
 
+use crate::text::Untrusted;
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -239,7 +240,8 @@ pub fn select(
                 "it has no scheme; use http://, https:// or socks5://".into(),
             )),
             other => Err(SelectError::InvalidProxyUrl(format!(
-                "unsupported scheme {other:?}, must be http, https, or socks5"
+                "unsupported scheme {other:?}, must be http, https, or socks5",
+                other = Untrusted(other)
             ))),
         };
     }
@@ -378,7 +380,10 @@ fn parse_host(hostport: &str) -> Result<(String, Option<String>), String> {
         }
     };
     if !valid_optional_port(colon_port) {
-        return Err(format!("invalid port {colon_port:?} after host"));
+        return Err(format!(
+            "invalid port {colon_port:?} after host",
+            colon_port = Untrusted(colon_port)
+        ));
     }
     if host
         .chars()
@@ -561,10 +566,10 @@ fn parse_cidr(s: &str, lenient: bool) -> Option<(IpAddr, u8)> {
                 if o.is_empty() || o.len() > 3 || !o.bytes().all(|b| b.is_ascii_digit()) {
                     None
                 } else {
-                    o.parse().ok()
+                    o.parse::<u8>().ok()
                 }
             })
-            .collect::<Option<_>>()?;
+            .collect::<Option<Vec<u8>>>()?;
         let [a, b, c, d] = <[u8; 4]>::try_from(octets).ok()?;
         IpAddr::V4(Ipv4Addr::new(a, b, c, d))
     } else {

@@ -33,6 +33,7 @@ use tokio::net::TcpStream;
 use tokio_rustls::rustls;
 
 use crate::proxy::{Proxy, ProxyUrl, bracketed};
+use crate::text::Untrusted;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 type BoxFuture<T> = Pin<Box<dyn Future<Output = Result<T, BoxError>> + Send>>;
@@ -461,9 +462,13 @@ enum Kind {
 
 impl fmt::Display for ProxyError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (p, t) = (&self.proxy, &self.target);
+        // The proxy's URL comes from the environment or the kubeconfig, its answers from the
+        // network: all of it is escaped.
+        let (p, t) = (Untrusted(&self.proxy), Untrusted(&self.target));
         match &self.kind {
-            Kind::Unreachable(why) => write!(f, "cannot connect to the proxy {p}: {why}"),
+            Kind::Unreachable(why) => {
+                write!(f, "cannot connect to the proxy {p}: {}", Untrusted(why))
+            }
             Kind::Tls(e) => write!(
                 f,
                 "TLS with the proxy {p} failed: {}",
@@ -489,7 +494,7 @@ impl fmt::Display for ProxyError {
             Kind::Refused { code, reason } => {
                 write!(f, "the proxy {p} refused the tunnel to {t}: {code}")?;
                 if !reason.is_empty() {
-                    write!(f, " {reason}")?;
+                    write!(f, " {}", Untrusted(reason))?;
                 }
                 Ok(())
             }
@@ -520,7 +525,8 @@ impl fmt::Display for ProxyError {
             Kind::Socks(why) => write!(f, "the SOCKS5 proxy {p} could not connect to {t}: {why}"),
             Kind::UnsupportedScheme(s) => write!(
                 f,
-                "the proxy {p} has the unsupported scheme {s:?}; use http, https or socks5"
+                "the proxy {p} has the unsupported scheme {:?}; use http, https or socks5",
+                Untrusted(s)
             ),
             Kind::BadPort => write!(f, "the proxy {p} has no valid port"),
             Kind::BadHost => write!(f, "the proxy {p} has no valid host name"),

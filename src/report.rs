@@ -1,12 +1,15 @@
 //! What happened to each object after apply, as data, and its lines (one per object, then a
 //! closing line when something did not go as planned). Each line says whether it reports
-//! something done or not done; which stream that is, is [`crate::streams`]'s decision.
+//! something done or not done; which stream that is, is [`crate::streams`]'s decision. Every
+//! value in a line is written as [`Untrusted`]: an image, a name or a server's message cannot
+//! control the terminal.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 use console::Style;
 use serde_json::Value;
 
 use crate::plan::{Action, ObjectChange};
+use crate::text::Untrusted;
 
 /// The fate of one planned object.
 #[derive(Clone, Debug, PartialEq)]
@@ -71,11 +74,12 @@ impl Report {
     }
 }
 
+/// A value in a few characters, escaped: it comes from the cluster or the command line.
 fn short(v: &Option<Value>) -> String {
     match v {
         None => "(none)".into(),
-        Some(Value::String(s)) => s.clone(),
-        Some(other) => other.to_string(),
+        Some(Value::String(s)) => Untrusted(s).to_string(),
+        Some(other) => Untrusted(other.to_string()).to_string(),
     }
 }
 
@@ -85,7 +89,7 @@ pub fn describe_fields(change: &ObjectChange) -> String {
         let scopes = if info.scopes.is_empty() {
             "public".to_owned()
         } else {
-            format!("scopes {}", info.scopes.join(" "))
+            format!("scopes {}", Untrusted(info.scopes.join(" ")))
         };
         let n = if change.action() == Action::Delete {
             info.paths_before.len()
@@ -97,14 +101,31 @@ pub fn describe_fields(change: &ObjectChange) -> String {
     change
         .fields
         .iter()
+        // A whole object (a route created or deleted again by an undo): the line says it.
+        .filter(|f| f.path != ".")
         .map(|f| {
-            let leaf = f
-                .path
-                .rsplit('.')
-                .next()
-                .unwrap_or(f.path.as_str())
-                .to_owned();
-            format!("{leaf} {} → {}", short(&f.before), short(&f.after))
+            // The last key: `maxReplicas`, or a bracketed one (`metadata.annotations[a.b/c]`).
+            let leaf = match f.path.strip_suffix(']').and_then(|p| p.rsplit_once('[')) {
+                Some((_, key)) if !key.contains('=') => key.to_owned(),
+                _ => f
+                    .path
+                    .rsplit('.')
+                    .next()
+                    .unwrap_or(f.path.as_str())
+                    .to_owned(),
+            };
+            if [&f.before, &f.after]
+                .iter()
+                .any(|v| matches!(v, Some(Value::Object(_) | Value::Array(_))))
+            {
+                return format!("{} changed", Untrusted(leaf));
+            }
+            format!(
+                "{} {} → {}",
+                Untrusted(leaf),
+                short(&f.before),
+                short(&f.after)
+            )
         })
         .collect::<Vec<_>>()
         .join(", ")
@@ -129,7 +150,9 @@ pub enum Fate {
     NotDone,
 }
 
-/// One line of the report: its text, and the style it takes when colour is on.
+/// One line of the report: its text, and the style it takes when colour is on. The text is
+/// printable: every value in it (names, field values, messages) was escaped as the line was
+/// built.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Line {
     pub fate: Fate,
@@ -167,7 +190,7 @@ pub fn lines(report: &Report) -> Vec<Line> {
         } else {
             format!(" ({what})")
         };
-        let reference = change.reference();
+        let reference = Untrusted(change.reference());
         let done = past_tense(change.action());
         let line = match outcome {
             Outcome::Unchanged => continue,
@@ -184,18 +207,19 @@ pub fn lines(report: &Report) -> Vec<Line> {
             Outcome::Tripped { reason, .. } => Line::new(
                 Fate::NotDone,
                 Style::new().red().bold(),
-                format!("{reference} NOT {done}: {reason}"),
+                format!("{reference} NOT {done}: {}", Untrusted(reason)),
             ),
             Outcome::Failed { message } => Line::new(
                 Fate::NotDone,
                 Style::new().red(),
-                format!("{reference} NOT {done}: {message}"),
+                format!("{reference} NOT {done}: {}", Untrusted(message)),
             ),
             Outcome::Unknown { message } => Line::new(
                 Fate::NotDone,
                 Style::new().red().bold(),
                 format!(
-                    "{reference} MAYBE {done}: {message}; it may or may not have been applied — run again to see the state"
+                    "{reference} MAYBE {done}: {}; it may or may not have been applied — run again to see the state",
+                    Untrusted(message)
                 ),
             ),
             Outcome::NotAttempted => Line::new(
@@ -279,6 +303,66 @@ mod tests {
             ]
         );
         assert!(!report.went_as_planned());
+    }
+
+    #[test]
+    fn values_and_messages_from_the_cluster_come_out_escaped() {
+        let hostile = "nginx:1.25\u{1b}]0;pwned\u{7}\u{1b}[2J";
+        let mut applied = ObjectChange::sample("web", Action::Update);
+        applied.fields = vec![crate::plan::FieldChange::new(
+            "spec.template.spec.containers[name=web].image",
+            Some(Value::String(hostile.into())),
+            Some(Value::String("nginx:1.26".into())),
+        )];
+        let report = Report {
+            entries: vec![
+                (applied, Outcome::Applied),
+                entry(
+                    "b",
+                    Action::Update,
+                    Outcome::Failed {
+                        message: "denied: \u{9b}2J\u{202e}".into(),
+                    },
+                ),
+                entry(
+                    "c",
+                    Action::Update,
+                    Outcome::Tripped {
+                        reason: "image is now \u{1b}[31mx".into(),
+                        fresh: None,
+                    },
+                ),
+                entry(
+                    "d",
+                    Action::Update,
+                    Outcome::Unknown {
+                        message: "\u{200b}gone".into(),
+                    },
+                ),
+            ],
+            stopped_in_preflight: false,
+            interrupted: None,
+        };
+        let texts: Vec<String> = lines(&report).into_iter().map(|l| l.text).collect();
+        assert_eq!(
+            texts[0],
+            "ingress.networking.k8s.io/web updated (image nginx:1.25\\e]0;pwned\\x07\\e[2J → nginx:1.26)"
+        );
+        assert!(texts[1].ends_with("NOT updated: denied: \\u{9b}2J\\u{202e}"));
+        assert!(texts[2].ends_with("NOT updated: image is now \\e[31mx"));
+        assert!(texts[3].contains("MAYBE updated: \\u{200b}gone;"));
+        for line in lines(&report) {
+            for color in [false, true] {
+                let shown = line.render(color);
+                assert!(
+                    matches!(
+                        crate::text::for_terminal(&shown, color),
+                        std::borrow::Cow::Borrowed(_)
+                    ),
+                    "{shown:?}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -11,14 +11,20 @@ use crate::cluster::Cluster;
 use crate::confirm::{self, Answer, NotConfirmed};
 use crate::error::{AppError, Stage};
 use crate::exit::Ending;
+use crate::history;
+use crate::history::Source;
+use crate::history_store;
 use crate::kube_context;
 use crate::live_state;
 use crate::plan::Plan;
+use crate::plan_file::{self, Origin};
+use crate::plan_sources::{self, Sourced};
 use crate::planner::{self, UpdateRequest};
 use crate::report::{Interruption, Report};
-use crate::settings::Settings;
+use crate::settings::{HistorySettings, Settings};
 use crate::signals::Signals;
 use crate::streams::{self, Streams};
+use crate::text::Untrusted;
 use crate::wait::{self, WaitTarget};
 
 /// What follows the plan being shown.
@@ -28,7 +34,7 @@ enum Next {
     /// Nothing to write, but `--wait` follows the rollout (a re-run after a timeout).
     Wait(Cluster),
     /// Write the confirmed plan.
-    Apply(Cluster, Plan),
+    Apply(Cluster, Box<Sourced>),
 }
 
 /// Runs the update described by `settings`; says how it ended. Everything it prints goes
@@ -55,14 +61,15 @@ pub async fn run(settings: &Settings, streams: &Streams) -> Ending {
                 Err(e) => Ending::Failed(e),
             }
         }
-        Ok(Next::Apply(cluster, plan)) => {
-            let report = match write(&cluster, &plan, settings, &mut signals).await {
-                Ok(report) => report,
+        Ok(Next::Apply(cluster, sourced)) => {
+            let (report, recorded) = match write(&cluster, *sourced, settings, &mut signals).await {
+                Ok(done) => done,
                 Err(e) => return Ending::Failed(e),
             };
             // The writes are done: a report that cannot be shown (say, stdout closed) does not
             // change what the exit code must say about them.
             let _ = streams.report(&report);
+            let _ = streams.recorded(&recorded);
             if settings.wait
                 && report.went_as_planned()
                 && let Err(e) = follow_rollout(&cluster, settings, &mut signals, streams).await
@@ -76,30 +83,72 @@ pub async fn run(settings: &Settings, streams: &Streams) -> Ending {
 
 /// Connects, reads, plans, shows the plan and asks for confirmation. Writes nothing.
 async fn plan(settings: &Settings, streams: &Streams) -> Result<Next, AppError> {
-    let conn = kube_context::connect(&settings.cluster).await?;
+    let conn = kube_context::connect(&settings.cluster, streams::warning).await?;
     // -v: the proxy and every request, as notices.
     let log = (settings.verbose > 0).then_some(streams::notice as fn(&str));
     if let (Some(log), Some(proxy)) = (log, &conn.proxy) {
-        log(&format!("  via proxy {proxy}"));
+        log(&format!("  via proxy {}", Untrusted(proxy)));
     }
     let cluster = Cluster::new(conn, log);
 
-    let request = UpdateRequest {
-        app: &settings.app,
-        namespace: cluster.namespace(),
-        context: &cluster.conn.context,
-        container: settings.container.as_deref(),
-        container_update: &settings.container_update,
-        autoscaler_update: &settings.autoscaler_update,
-        endpoints: settings.endpoints.as_ref().map(|e| &e.file),
-        routes: &settings.routes,
+    let sourced = if let Some(saved) = &settings.saved {
+        let target = plan_sources::saved_target(
+            saved,
+            &cluster.conn,
+            settings.cluster.context.as_deref(),
+            k8s_openapi::jiff::Timestamp::now(),
+        )?;
+        Sourced {
+            plan: target.plan,
+            source: target.source,
+            saved_plan: true,
+            config_map: None,
+            refusal: None,
+        }
+    } else if let Some(undo) = &settings.undo {
+        plan_sources::undo(&cluster, &settings.app, undo).await?
+    } else {
+        let request = UpdateRequest {
+            app: &settings.app,
+            namespace: cluster.namespace(),
+            context: &cluster.conn.context,
+            container: settings.container.as_deref(),
+            container_update: &settings.container_update,
+            autoscaler_update: &settings.autoscaler_update,
+            endpoints: settings.endpoints.as_ref().map(|e| &e.file),
+            routes: &settings.routes,
+        };
+        let mut live = live_state::read(&cluster, &settings.app, request.needs()).await?;
+        if request.needs_ingress_classes(&live) {
+            live.ingress_classes = Some(live_state::read_ingress_classes(&cluster).await?);
+        }
+        Sourced {
+            plan: planner::build_plan(&request, &live)?,
+            source: Source::Update,
+            saved_plan: false,
+            config_map: None,
+            refusal: None,
+        }
     };
-    let mut live = live_state::read(&cluster, &settings.app, request.needs()).await?;
-    if request.needs_ingress_classes(&live) {
-        live.ingress_classes = Some(live_state::read_ingress_classes(&cluster).await?);
+    let plan = &sourced.plan;
+    streams.plan(plan)?;
+    if let Some(message) = sourced.refusal {
+        return Err(AppError::UndoRefused { message });
     }
-    let plan = planner::build_plan(&request, &live)?;
-    streams.plan(&plan)?;
+    if let Some(path) = &settings.plan_out {
+        save_plan(path, &sourced, &cluster)?;
+        let shown = crate::text::Untrusted(path.display().to_string());
+        streams::notice(&format!(
+            "Saved the plan to {shown}; apply it with: kubectl appupdate apply {shown}"
+        ));
+        return Ok(Next::Stop(
+            if settings.detailed_exitcode && plan.has_changes() {
+                Ending::ChangesPending
+            } else {
+                Ending::Done
+            },
+        ));
+    }
 
     if !plan.has_changes() {
         return Ok(if settings.wait && !settings.dry_run {
@@ -116,9 +165,37 @@ async fn plan(settings: &Settings, streams: &Streams) -> Result<Next, AppError> 
         }));
     }
     if !settings.yes {
-        confirmed(&plan, settings).await?;
+        confirmed(plan, settings).await?;
     }
-    Ok(Next::Apply(cluster, plan))
+    let mut sourced = sourced;
+    if sourced.saved_plan {
+        // Before the first write: every object as it is now, under the guard, all at once.
+        match plan_sources::recheck_saved(&cluster, sourced.plan).await? {
+            Ok(rebased) => sourced.plan = rebased,
+            Err(refused) => {
+                let _ = streams.report(&refused);
+                return Ok(Next::Stop(Ending::Applied(refused)));
+            }
+        }
+    }
+    Ok(Next::Apply(cluster, Box::new(sourced)))
+}
+
+/// `--plan-out`: the plan and where it was computed, as a file.
+fn save_plan(path: &std::path::Path, sourced: &Sourced, cluster: &Cluster) -> Result<(), AppError> {
+    let origin = Origin {
+        context: cluster.conn.context.clone(),
+        server: cluster.conn.server.clone(),
+        created_at: k8s_openapi::jiff::Timestamp::now()
+            .round(k8s_openapi::jiff::Unit::Second)
+            .unwrap_or_else(|_| k8s_openapi::jiff::Timestamp::now())
+            .to_string(),
+    };
+    let text = plan_file::render(&[(&sourced.plan, &origin, &sourced.source)])?;
+    std::fs::write(path, text).map_err(|source| AppError::PlanOut {
+        file: path.display().to_string(),
+        source,
+    })
 }
 
 /// Asks on the terminal; `Ok` only for a yes.
@@ -127,9 +204,15 @@ async fn confirmed(plan: &Plan, settings: &Settings) -> Result<(), AppError> {
         return Err(NotConfirmed::NoTerminal.into());
     }
     let summary = plan.summary();
+    // dialoguer draws the question as it is: the names in it are escaped here.
     let question = format!(
         "Apply these changes to {} in namespace {} (context {})? {} to create, {} to update, {} to delete",
-        plan.app, plan.namespace, plan.context, summary.create, summary.update, summary.delete
+        Untrusted(&plan.app),
+        Untrusted(&plan.namespace),
+        Untrusted(&plan.context),
+        summary.create,
+        summary.update,
+        summary.delete
     );
     let color = settings.color_stderr;
     let answer = tokio::task::spawn_blocking(move || confirm::ask(&question, color))
@@ -147,23 +230,47 @@ async fn confirmed(plan: &Plan, settings: &Settings) -> Result<(), AppError> {
     }
 }
 
-/// Applies the plan: the server-side dry run, then the writes in rounds.
+/// Applies the plan — the server-side dry run, then the writes in rounds — and records what
+/// was written in the history. The history is read, and the server asked who we are, during
+/// the dry run.
 async fn write(
     cluster: &Cluster,
-    plan: &Plan,
+    sourced: Sourced,
     settings: &Settings,
     signals: &mut Signals,
-) -> Result<Report, AppError> {
+) -> Result<(Report, history_store::Recorded), AppError> {
     let interrupt = InterruptFlag::default();
     let opts = ApplyOptions {
         tries: settings.retries,
         ..ApplyOptions::default()
     };
-    let applying = apply::apply(cluster, plan, opts, &interrupt);
+    let recording = settings.history_max > 0;
+    let plan = &sourced.plan;
+    let applying = async {
+        let prepare = async {
+            if !recording {
+                return None;
+            }
+            Some(match &sourced.config_map {
+                Some(cm) => history_store::Prepared {
+                    config_map: Ok(cm.clone()),
+                    user: history_store::who(cluster).await,
+                },
+                None => history_store::prepare(cluster, &plan.app).await,
+            })
+        };
+        let (report, prepared) =
+            tokio::join!(apply::apply(cluster, plan, opts, &interrupt), prepare);
+        let recorded = match prepared {
+            Some(prepared) => record(cluster, &sourced, &report, prepared, settings).await,
+            None => history_store::Recorded::Nothing,
+        };
+        (report, recorded)
+    };
     tokio::pin!(applying);
     loop {
         tokio::select! {
-            report = &mut applying => return Ok(report),
+            done = &mut applying => return Ok(done),
             signal = signals.recv() => {
                 if interrupt.raise(signal) {
                     streams::notice(
@@ -173,6 +280,62 @@ async fn write(
                     return Err(AppError::Interrupted { signal, stage: Stage::Writing });
                 }
             }
+        }
+    }
+}
+
+/// Adds the run's record to the history, if it wrote something.
+async fn record(
+    cluster: &Cluster,
+    sourced: &Sourced,
+    report: &Report,
+    prepared: history_store::Prepared,
+    settings: &Settings,
+) -> history_store::Recorded {
+    let app = &sourced.plan.app;
+    let info = history::RunInfo {
+        time: k8s_openapi::jiff::Timestamp::now()
+            .round(k8s_openapi::jiff::Unit::Second)
+            .map(|t| t.to_string())
+            .unwrap_or_default(),
+        user: prepared.user,
+        source: sourced.source.clone(),
+        saved_plan: sourced.saved_plan,
+    };
+    let Some(record) = history::record(report, &info) else {
+        return history_store::Recorded::Nothing;
+    };
+    if report.interrupted.is_some() {
+        // The interrupt promised no new request.
+        return history_store::Recorded::Warning(format!(
+            "warning: interrupted before the history was written: the changes made are not recorded in configmap/{}, so --undo does not know them",
+            history::config_map_name(app)
+        ));
+    }
+    let config_map = match prepared.config_map {
+        Ok(cm) => cm,
+        Err(e) => {
+            return history_store::Recorded::Warning(history_store::warning(
+                cluster, app, &e, "get",
+            ));
+        }
+    };
+    match history_store::add(
+        cluster,
+        app,
+        config_map,
+        &record,
+        settings.history_max,
+        settings.retries,
+    )
+    .await
+    {
+        Ok(revision) => history_store::Recorded::Revision {
+            revision,
+            config_map: history::config_map_name(app),
+        },
+        Err((e, verb)) => {
+            history_store::Recorded::Warning(history_store::warning(cluster, app, &e, verb))
         }
     }
 }
@@ -195,7 +358,11 @@ async fn follow_rollout(
     let timeout = Some(settings.wait_timeout).filter(|t| !t.is_zero());
     let color = streams.color(streams::Kind::Notice);
     let mut progress: Box<dyn wait::Progress> = if settings.stderr_is_terminal {
-        Box::new(wait::Bar::new(&target.reference(), color))
+        Box::new(wait::Bar::new(
+            &target.reference(),
+            color,
+            streams.writer(streams::Kind::Notice),
+        ))
     } else {
         Box::new(wait::Lines::new(
             streams.writer(streams::Kind::Notice),
@@ -217,4 +384,43 @@ async fn follow_rollout(
             stage: Stage::Waiting { name: target.name.clone(), namespace: target.namespace.clone() },
         }),
     }
+}
+
+/// `kubectl appupdate history NAME`: the recorded changes, oldest first.
+pub async fn history(settings: &HistorySettings, streams: &Streams) -> Ending {
+    match list_history(settings, streams).await {
+        Ok(()) => Ending::Done,
+        Err(e) => Ending::Failed(e),
+    }
+}
+
+async fn list_history(settings: &HistorySettings, streams: &Streams) -> Result<(), AppError> {
+    let conn = kube_context::connect(&settings.cluster, streams::warning).await?;
+    let log = (settings.verbose > 0).then_some(streams::notice as fn(&str));
+    let cluster = Cluster::new(conn, log);
+    let name = history::config_map_name(&settings.app);
+    let cm = cluster
+        .get_config_map(&name)
+        .await
+        .map_err(|source| AppError::Request {
+            verb: "get",
+            target: crate::describe::Target {
+                reference: format!("configmap/{name}"),
+                namespace: cluster.namespace().to_owned(),
+                context: cluster.conn.context.clone(),
+            },
+            source: Box::new(source),
+        })?;
+    let stored = history::History::from_config_map(cm.as_ref());
+    if stored.entries.is_empty() && settings.output == crate::cli::HistoryFormat::Table {
+        streams::notice(&format!(
+            "No recorded changes for {} in namespace {} (context {}).",
+            settings.app,
+            crate::text::Untrusted(cluster.namespace()),
+            crate::text::Untrusted(&cluster.conn.context)
+        ));
+        return Ok(());
+    }
+    streams.history(settings.output, &settings.app, cluster.namespace(), &stored)?;
+    Ok(())
 }

@@ -6,12 +6,19 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::cli::{ColorChoice, OutputFormat, RoutesChoice, UpdateArgs};
+use std::collections::BTreeSet;
+
+use crate::cli::{
+    ApplyArgs, ClusterArgs, ColorChoice, HistoryArgs, HistoryFormat, OutputFormat, RoutesChoice,
+    UpdateArgs,
+};
 use crate::endpoints_file::{self, EndpointsError, EndpointsFile};
 use crate::names;
 use crate::plan::RouteStyle;
+use crate::plan_file::{self, PlanFile, PlanFileError};
 use crate::proxy::ProxyEnv;
 use crate::routes::refs::{self, AuthUrl, ObjectRef, RouteFlags, ServiceRef};
+use crate::text::Untrusted;
 use crate::updaters::{AutoscalerUpdate, ContainerUpdate, validate_image_reference};
 
 /// Why the flags' values or the files they name cannot be used. Nothing was sent.
@@ -36,6 +43,16 @@ pub enum SettingsError {
         "{name}: the file lists no endpoints, which would remove every public route of {app}; pass --allow-empty-endpoints if that is intended"
     )]
     NoEndpoints { name: String, app: String },
+    /// The plan file cannot be read.
+    #[error("cannot read plan file {name}: {source}")]
+    PlanFileUnreadable {
+        name: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The plan file cannot be applied.
+    #[error(transparent)]
+    PlanFile(#[from] PlanFileError),
 }
 
 /// What the process was started with, captured once.
@@ -141,6 +158,47 @@ pub struct ClusterSelection {
     pub proxy_env: ProxyEnv,
 }
 
+impl ClusterSelection {
+    /// The cluster flags, checked (the namespace's syntax) and resolved.
+    pub fn resolve(
+        args: ClusterArgs,
+        env: &Environment,
+    ) -> Result<ClusterSelection, SettingsError> {
+        if let Some(ns) = &args.namespace {
+            validate_namespace(ns).map_err(SettingsError::Invalid)?;
+        }
+        Ok(ClusterSelection {
+            kubeconfig: KubeconfigSource::resolve(args.kubeconfig, env),
+            context: args.context,
+            cluster: args.cluster,
+            user: args.user,
+            namespace: args.namespace,
+            as_user: args.as_user,
+            as_groups: args.as_group,
+            request_timeout: args.request_timeout.filter(|d| !d.is_zero()),
+            proxy_env: env.proxy.clone(),
+        })
+    }
+}
+
+/// `--undo` / `--to-revision N`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct UndoRequest {
+    /// `None`: the newest record.
+    pub revision: Option<u64>,
+    /// `--force-undo`: the fields the user accepts to overwrite.
+    pub force: BTreeSet<String>,
+}
+
+/// A plan file to apply (`kubectl appupdate apply FILE`).
+#[derive(Clone, Debug)]
+pub struct SavedInput {
+    /// The file as named on the command line.
+    pub name: String,
+    pub file: PlanFile,
+    pub max_age: Option<Duration>,
+}
+
 /// The endpoints file as read and parsed.
 #[derive(Clone, Debug)]
 pub struct EndpointsInput {
@@ -174,6 +232,41 @@ pub struct Settings {
     pub verbose: u8,
     pub can_prompt: bool,
     pub stderr_is_terminal: bool,
+    /// `--plan-out FILE`: save the plan instead of applying it.
+    pub plan_out: Option<PathBuf>,
+    /// `--undo`, `--to-revision`.
+    pub undo: Option<UndoRequest>,
+    /// `--history-max`: records kept (0: none written).
+    pub history_max: u32,
+    /// `apply FILE`: the saved plan to apply instead of planning from flags.
+    pub saved: Option<SavedInput>,
+}
+
+/// `kubectl appupdate history NAME`, resolved.
+#[derive(Clone, Debug)]
+pub struct HistorySettings {
+    pub app: String,
+    pub cluster: ClusterSelection,
+    pub output: HistoryFormat,
+    pub color: bool,
+    pub verbose: u8,
+}
+
+impl HistorySettings {
+    pub fn resolve(
+        args: HistoryArgs,
+        cluster: ClusterArgs,
+        env: &Environment,
+    ) -> Result<HistorySettings, SettingsError> {
+        validate_app_name(&args.name).map_err(SettingsError::Invalid)?;
+        Ok(HistorySettings {
+            app: args.name,
+            cluster: ClusterSelection::resolve(cluster, env)?,
+            output: args.output,
+            color: decide_color(args.color, env, env.stdout_is_terminal),
+            verbose: args.verbose,
+        })
+    }
 }
 
 /// kubectl's colour rule: the flag, then `NO_COLOR`, then `CLICOLOR_FORCE`, then `TERM=dumb`,
@@ -204,7 +297,8 @@ fn validate_app_name(name: &str) -> Result<(), String> {
     } else {
         Err(format!(
             "application name {name:?} is not valid: use at most 63 lowercase letters, digits \
-             and '-', starting with a letter and ending with a letter or digit"
+             and '-', starting with a letter and ending with a letter or digit",
+            name = Untrusted(name)
         ))
     }
 }
@@ -214,7 +308,8 @@ fn validate_namespace(ns: &str) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!(
-            "-n/--namespace {ns:?} is not a valid namespace name (lowercase letters, digits and '-', at most 63)"
+            "-n/--namespace {ns:?} is not a valid namespace name (lowercase letters, digits and '-', at most 63)",
+            ns = Untrusted(ns)
         ))
     }
 }
@@ -306,8 +401,12 @@ impl Settings {
         let app = args.name.unwrap_or_default();
         validate_app_name(&app).map_err(SettingsError::Invalid)?;
         if let Some(image) = &args.image {
-            validate_image_reference(image)
-                .map_err(|why| SettingsError::Invalid(format!("--image {image:?}: {why}")))?;
+            validate_image_reference(image).map_err(|why| {
+                SettingsError::Invalid(format!(
+                    "--image {image:?}: {why}",
+                    image = Untrusted(image)
+                ))
+            })?;
         }
         if let (Some(min), Some(max)) = (args.min_replicas, args.max_replicas)
             && min > max
@@ -316,9 +415,7 @@ impl Settings {
                 "--min {min} is greater than --max {max}; the minimum must not exceed the maximum"
             )));
         }
-        if let Some(ns) = &args.namespace {
-            validate_namespace(ns).map_err(SettingsError::Invalid)?;
-        }
+        let cluster = ClusterSelection::resolve(args.cluster, env)?;
 
         let endpoints = match &args.endpoints {
             None => None,
@@ -342,8 +439,15 @@ impl Settings {
             }
         };
 
-        let kubeconfig = KubeconfigSource::resolve(args.kubeconfig, env);
-        let request_timeout = args.request_timeout.filter(|d| !d.is_zero());
+        let undo = (args.undo || args.to_revision.is_some()).then(|| UndoRequest {
+            revision: args.to_revision,
+            force: args
+                .force_undo
+                .iter()
+                .map(|f| f.trim().to_owned())
+                .filter(|f| !f.is_empty())
+                .collect(),
+        });
         Ok(Settings {
             app,
             container: args.container,
@@ -354,17 +458,7 @@ impl Settings {
             },
             endpoints,
             routes,
-            cluster: ClusterSelection {
-                kubeconfig,
-                context: args.context,
-                cluster: args.cluster,
-                user: args.user,
-                namespace: args.namespace,
-                as_user: args.as_user,
-                as_groups: args.as_group,
-                request_timeout,
-                proxy_env: env.proxy.clone(),
-            },
+            cluster,
             yes: args.yes,
             dry_run: args.dry_run,
             detailed_exitcode: args.detailed_exitcode,
@@ -377,6 +471,72 @@ impl Settings {
             verbose: args.verbose,
             can_prompt: env.can_prompt,
             stderr_is_terminal: env.stderr_is_terminal,
+            plan_out: args.plan_out,
+            undo,
+            history_max: args.history_max,
+            saved: None,
+        })
+    }
+
+    /// `apply FILE`: reads and checks the plan file (checksum, schema, shape) before anything
+    /// is sent; the application is the plan's.
+    pub fn resolve_apply(
+        args: ApplyArgs,
+        cluster: ClusterArgs,
+        env: &Environment,
+        files: &dyn FileReader,
+    ) -> Result<Settings, SettingsError> {
+        let name = if args.file.as_os_str() == "-" {
+            "<stdin>".to_owned()
+        } else {
+            args.file.display().to_string()
+        };
+        let text = files
+            .read(&args.file)
+            .map_err(|source| SettingsError::PlanFileUnreadable {
+                name: name.clone(),
+                source,
+            })?;
+        let file = plan_file::parse(&text, &name)?;
+        let app = file
+            .clusters
+            .first()
+            .map(|c| c.plan.app.clone())
+            .unwrap_or_default();
+        validate_app_name(&app).map_err(|why| {
+            SettingsError::PlanFile(PlanFileError::Invalid {
+                file: name.clone(),
+                why,
+            })
+        })?;
+        Ok(Settings {
+            app,
+            container: None,
+            container_update: ContainerUpdate::default(),
+            autoscaler_update: AutoscalerUpdate::default(),
+            endpoints: None,
+            routes: RouteFlags::default(),
+            cluster: ClusterSelection::resolve(cluster, env)?,
+            yes: args.yes,
+            dry_run: false,
+            detailed_exitcode: false,
+            output: args.output,
+            color: decide_color(args.color, env, env.stdout_is_terminal),
+            color_stderr: decide_color(args.color, env, env.stderr_is_terminal),
+            retries: args.retries,
+            wait: false,
+            wait_timeout: Duration::ZERO,
+            verbose: args.verbose,
+            can_prompt: env.can_prompt,
+            stderr_is_terminal: env.stderr_is_terminal,
+            plan_out: None,
+            undo: None,
+            history_max: args.history_max,
+            saved: Some(SavedInput {
+                name,
+                file,
+                max_age: args.max_plan_age.filter(|d| !d.is_zero()),
+            }),
         })
     }
 }

@@ -11,21 +11,33 @@
 //! | the plan ([`Kind::Plan`]) | stdout | stdout |
 //! | `… updated`, `… already as planned` ([`Kind::Done`]) | stdout | stderr |
 //! | `… NOT …`, `… MAYBE …`, a tripped guard's new diff, `Nothing was changed.`, `The application is partly updated…` ([`Kind::NotDone`]) | stderr | stderr |
-//! | signal notices, rollout progress, `-v` request lines ([`Kind::Notice`]) | stderr | stderr |
+//! | signal notices, the server's warnings (`Warning: …`), rollout progress, `-v` request lines ([`Kind::Notice`]) | stderr | stderr |
 //! | `error: …` ([`Kind::Error`]) | stderr | stderr |
 //!
-//! The prompt (dialoguer) and the progress bar (indicatif) draw on stderr themselves; clap
-//! prints `--help` and `--version` on stdout and its errors on stderr, as every CLI does.
+//! The prompt (dialoguer) and the progress bar (indicatif) draw on stderr themselves; clap's
+//! `--help` and `--version` go to stdout and its errors to stderr, as every CLI does.
+//!
+//! This is also the output layer that keeps the terminal ours: every line is written through
+//! [`text::for_terminal`], so what reaches stdout and stderr holds no control or format
+//! character other than line feeds and, with colour on, the SGR codes we emit. The values in
+//! a line are escaped where the line is built ([`text::Untrusted`], [`text::escape`]); this
+//! last pass finds nothing to do then, and a debug build (the tests) fails when it does find
+//! something, so a value printed without escaping is caught rather than silently fixed. The
+//! prompt and the progress bar, which draw themselves, are given escaped text.
 
+use std::borrow::Cow;
 use std::io::{self, Write};
 
 use crate::cli::{CliError, OutputFormat};
 use crate::diff_render::{self, RenderOptions};
 use crate::error::{AppError, Stage};
 use crate::exit::Ending;
+use crate::history::{self, History};
+use crate::history_store::Recorded;
 use crate::output;
 use crate::plan::Plan;
 use crate::report::{self, Fate, Outcome, Report};
+use crate::text::{self, Untrusted};
 
 /// What a line is: this alone (with the output format) decides its stream.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,8 +49,8 @@ pub enum Kind {
     /// A report line about something not done or that may not have been, the new diff behind
     /// a tripped guard, and the closing line of a run that did not go as planned.
     NotDone,
-    /// What happens while the run goes on: a signal received, rollout progress, `-v` request
-    /// lines.
+    /// What happens while the run goes on: a signal received, the server's warnings, rollout
+    /// progress, `-v` request lines.
     Notice,
     /// The reason a run exits with an error.
     Error,
@@ -68,11 +80,29 @@ pub fn stream(kind: Kind, output: OutputFormat) -> Stream {
     }
 }
 
-/// Writes a notice on its stream (which does not depend on the output format).
-pub fn notice(text: &str) {
+/// `text` as it may reach the terminal: [`text::for_terminal`], which must find nothing left to
+/// escape — in a debug build a value that was not escaped where its line was built fails here.
+fn guarded(text: &str, color: bool) -> Cow<'_, str> {
+    let safe = text::for_terminal(text, color);
+    debug_assert!(
+        matches!(safe, Cow::Borrowed(_)),
+        "text that was not escaped reached the terminal: {safe}"
+    );
+    safe
+}
+
+/// Writes a notice (one line, no colour) on its stream, which does not depend on the output
+/// format.
+pub fn notice(line: &str) {
     let mut err = io::stderr().lock();
     // Nothing to do about a notice that cannot be written.
-    let _ = writeln!(err, "{text}");
+    let _ = writeln!(err, "{}", guarded(line, false));
+}
+
+/// Writes a warning the server sent with an answer (a deprecation, an admission webhook's
+/// warning) as kubectl does: `Warning: <text>` on stderr, the text escaped.
+pub fn warning(text: &str) {
+    notice(&format!("Warning: {}", Untrusted(text)));
 }
 
 /// stdout and stderr for one run: where each kind of line goes, and whether it is coloured
@@ -102,20 +132,25 @@ impl Streams {
     }
 
     /// Writes whole lines of `kind` (`text` ends with a newline) and flushes them, so that
-    /// lines on the two streams appear in the order they were written.
+    /// lines on the two streams appear in the order they were written. The text goes through
+    /// [`guarded`]: escaped values, and colour only when `kind`'s stream is coloured.
     pub fn write(&self, kind: Kind, text: &[u8]) -> io::Result<()> {
+        let text = String::from_utf8_lossy(text);
+        let text = guarded(&text, self.color(kind));
         match stream(kind, self.output) {
-            Stream::Stdout => write_all(&mut io::stdout().lock(), text),
-            Stream::Stderr => write_all(&mut io::stderr().lock(), text),
+            Stream::Stdout => write_all(&mut io::stdout().lock(), text.as_bytes()),
+            Stream::Stderr => write_all(&mut io::stderr().lock(), text.as_bytes()),
         }
     }
 
-    /// A writer for lines of `kind`, for code that writes as it goes (rollout progress).
+    /// A writer for lines of `kind`, for code that writes as it goes (rollout progress): each
+    /// line goes through [`guarded`] as [`Streams::write`] does.
     pub fn writer(&self, kind: Kind) -> Box<dyn Write + Send> {
-        match stream(kind, self.output) {
-            Stream::Stdout => Box::new(io::stdout()),
-            Stream::Stderr => Box::new(io::stderr()),
-        }
+        Box::new(LineWriter {
+            stream: stream(kind, self.output),
+            color: self.color(kind),
+            pending: Vec::new(),
+        })
     }
 
     /// The plan, as a diff or as the one `-o json|yaml` document.
@@ -160,6 +195,60 @@ impl Streams {
         Ok(())
     }
 
+    /// What became of the run's history record: its revision (with what was done), or the
+    /// warning that it was not recorded.
+    pub fn recorded(&self, recorded: &Recorded) -> io::Result<()> {
+        match recorded {
+            Recorded::Nothing => Ok(()),
+            Recorded::Revision {
+                revision,
+                config_map,
+            } => self.write(
+                Kind::Done,
+                format!("recorded as revision {revision} in configmap/{config_map}\n").as_bytes(),
+            ),
+            Recorded::Warning(text) => {
+                let text = if self.color(Kind::Notice) {
+                    console::style(text)
+                        .yellow()
+                        .force_styling(true)
+                        .to_string()
+                } else {
+                    text.clone()
+                };
+                self.write(Kind::Notice, format!("{text}\n").as_bytes())
+            }
+        }
+    }
+
+    /// `history NAME`: the records as a table, or as one JSON or YAML document.
+    pub fn history(
+        &self,
+        format: crate::cli::HistoryFormat,
+        app: &str,
+        namespace: &str,
+        stored: &History,
+    ) -> io::Result<()> {
+        use crate::cli::HistoryFormat;
+        let text = match format {
+            HistoryFormat::Table => {
+                history::render_table(stored, &|s| crate::text::escape(s).into_owned())
+            }
+            HistoryFormat::Json => {
+                let mut t =
+                    serde_json::to_string_pretty(&history::document(app, namespace, stored))
+                        .map_err(io::Error::other)?;
+                t.push('\n');
+                t
+            }
+            HistoryFormat::Yaml => {
+                serde_saphyr::to_string(&history::document(app, namespace, stored))
+                    .map_err(io::Error::other)?
+            }
+        };
+        self.write(Kind::Plan, text.as_bytes())
+    }
+
     /// What the user is told about how the run ended, if anything: the reason it failed.
     pub fn ending(&self, ending: &Ending) {
         if let Ending::Failed(err) = ending {
@@ -169,16 +258,37 @@ impl Streams {
     }
 
     fn error(&self, err: &AppError) -> io::Result<()> {
+        // One line, escaped as a whole: the messages escape the values they quote, and this
+        // also covers what a library's error text may quote (a parser's view of a file, an
+        // operating system's message).
+        let line = Untrusted(err.to_string());
         match err {
-            // clap prints help and version on stdout, its errors (with usage) on stderr.
-            AppError::Cli(CliError::Clap(e)) => e.print(),
+            // clap's help and version on stdout, its errors (with usage) on stderr; its messages
+            // quote the command line, whose values may come from anywhere.
+            AppError::Cli(CliError::Clap(e)) => {
+                let kind = if e.use_stderr() {
+                    Kind::Error
+                } else {
+                    Kind::Plan
+                };
+                let styled = e.render();
+                let plain = styled.to_string();
+                // Coloured only when the command line it quotes needs no escape: an escaped
+                // argument cannot be told from clap's own colour codes afterwards.
+                let rendered = match text::escape_lines(&plain) {
+                    Cow::Borrowed(_) if self.color(kind) => styled.ansi().to_string(),
+                    Cow::Borrowed(_) => plain,
+                    Cow::Owned(escaped) => escaped,
+                };
+                self.write(kind, rendered.as_bytes())
+            }
             // The reader may be gone (`… | head`): nothing to say, and nowhere to say it.
             e if e.is_broken_pipe() => Ok(()),
             // A signal ends a line the prompt or a progress line may have left open.
             AppError::Interrupted {
                 stage: Stage::Planning | Stage::Writing,
                 ..
-            } => self.write(Kind::Error, format!("\n{err}\n").as_bytes()),
+            } => self.write(Kind::Error, format!("\n{line}\n").as_bytes()),
             _ => {
                 let prefix = if self.color(Kind::Error) {
                     console::style("error:")
@@ -189,7 +299,7 @@ impl Streams {
                 } else {
                     "error:".to_owned()
                 };
-                self.write(Kind::Error, format!("{prefix} {err}\n").as_bytes())
+                self.write(Kind::Error, format!("{prefix} {line}\n").as_bytes())
             }
         }
     }
@@ -198,6 +308,49 @@ impl Streams {
 fn write_all(out: &mut impl Write, text: &[u8]) -> io::Result<()> {
     out.write_all(text)?;
     out.flush()
+}
+
+/// [`Streams::writer`]: collects what is written and passes each whole line (and, on flush,
+/// what is left) through [`guarded`], so that a colour code split across two writes stays one.
+struct LineWriter {
+    stream: Stream,
+    color: bool,
+    pending: Vec<u8>,
+}
+
+impl LineWriter {
+    fn emit(&mut self, upto: usize) -> io::Result<()> {
+        let bytes: Vec<u8> = self.pending.drain(..upto).collect();
+        let text = String::from_utf8_lossy(&bytes);
+        let text = guarded(&text, self.color);
+        match self.stream {
+            Stream::Stdout => write_all(&mut io::stdout().lock(), text.as_bytes()),
+            Stream::Stderr => write_all(&mut io::stderr().lock(), text.as_bytes()),
+        }
+    }
+}
+
+impl Write for LineWriter {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.pending.extend_from_slice(buf);
+        if let Some(last) = self.pending.iter().rposition(|b| *b == b'\n') {
+            self.emit(last + 1)?;
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        if !self.pending.is_empty() {
+            self.emit(self.pending.len())?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for LineWriter {
+    fn drop(&mut self) {
+        let _ = self.flush();
+    }
 }
 
 #[cfg(test)]

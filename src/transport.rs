@@ -261,10 +261,88 @@ fn retry_layer() -> Option<tower::retry::RetryLayer<kube::client::retry::RetryPo
     .map(tower::retry::RetryLayer::new)
 }
 
+/// The texts of a `Warning` header value, as client-go reads them: comma-separated
+/// `code agent "text" ["date"]` (RFC 7234), with `\` quoting the next character inside the
+/// text; only code 299 (what the API server and admission webhooks send) with a text counts.
+/// Whatever does not parse is skipped.
+pub fn warning_texts(value: &str) -> Vec<String> {
+    fn quoted(s: &str) -> Option<(String, &str)> {
+        let mut chars = s.strip_prefix('"')?.char_indices();
+        let mut text = String::new();
+        while let Some((i, c)) = chars.next() {
+            match c {
+                '"' => return Some((text, &s[i + 2..])),
+                '\\' => text.push(chars.next()?.1),
+                c => text.push(c),
+            }
+        }
+        None
+    }
+    let mut texts = Vec::new();
+    let mut rest = value.trim_start();
+    while !rest.is_empty() {
+        let Some((code, after)) = rest.split_once(' ') else {
+            break;
+        };
+        let Some((_agent, after)) = after.trim_start().split_once(' ') else {
+            break;
+        };
+        let Some((text, after)) = quoted(after.trim_start()) else {
+            break;
+        };
+        let mut after = after.trim_start();
+        if after.starts_with('"') {
+            // The optional date.
+            after = quoted(after).map_or("", |(_, a)| a).trim_start();
+        }
+        if code == "299" && !text.is_empty() {
+            texts.push(text);
+        }
+        rest = after.strip_prefix(',').unwrap_or("").trim_start();
+    }
+    texts
+}
+
+/// Where the server's warnings go: each distinct text once, to `print`, as the answers come
+/// (kubectl prints them as `Warning: …` on stderr, deduplicated).
+#[derive(Clone)]
+pub struct Warnings {
+    print: fn(&str),
+    seen: Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
+}
+
+impl Warnings {
+    pub fn new(print: fn(&str)) -> Warnings {
+        Warnings {
+            print,
+            seen: Arc::default(),
+        }
+    }
+
+    fn observe(&self, headers: &HeaderMap) {
+        for value in headers.get_all(http::header::WARNING) {
+            for text in warning_texts(&String::from_utf8_lossy(value.as_bytes())) {
+                let new = self
+                    .seen
+                    .lock()
+                    .map(|mut seen| seen.insert(text.clone()))
+                    .unwrap_or(true);
+                if new {
+                    (self.print)(&text);
+                }
+            }
+        }
+    }
+}
+
 /// kube's middleware (see `kube::client::ClientBuilder::try_from`): base URI, retries,
 /// authentication (tokens, exec plugins), impersonation and extra headers, and tracing, over
-/// `transport`.
-fn stack<S>(config: kube::Config, transport: S) -> Result<kube::Client, kube::Error>
+/// `transport`; the server's `Warning` headers go to `warnings`.
+fn stack<S>(
+    config: kube::Config,
+    transport: S,
+    warnings: Option<Warnings>,
+) -> Result<kube::Client, kube::Error>
 where
     S: tower::Service<Request<Body>, Response = Response<Incoming>> + Clone + Send + Sync + 'static,
     S::Error: Into<BoxError> + std::fmt::Display,
@@ -326,16 +404,23 @@ where
                     },
                 ),
         )
+        .map_response(move |res: Response<Incoming>| {
+            if let Some(w) = &warnings {
+                w.observe(res.headers());
+            }
+            res
+        })
         .map_err(Into::<BoxError>::into)
         .service(transport);
     Ok(kube::Client::new(service, config.default_namespace))
 }
 
 /// The client: [`H2OrH1`] for `https://` servers, HTTP/1.1 keep-alive for `http://` ones;
-/// either through `proxy`.
+/// either through `proxy`. The server's warnings go to `warnings` (`None`: nowhere).
 pub fn client(
     mut config: kube::Config,
     proxy: Option<&crate::proxy::Proxy>,
+    warnings: Option<Warnings>,
 ) -> Result<kube::Client, kube::Error> {
     if config.cluster_url.scheme_str() != Some("https") {
         let h1 =
@@ -349,10 +434,10 @@ pub fn client(
                 .headers
                 .push((http::header::PROXY_AUTHORIZATION, auth));
         }
-        return stack(config, h1);
+        return stack(config, h1, warnings);
     }
     let transport = H2OrH1::new(&config, proxy)?;
-    stack(config, transport)
+    stack(config, transport, warnings)
 }
 
 impl H2OrH1 {
@@ -390,7 +475,7 @@ mod tests {
             kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
                 .await
                 .unwrap();
-        client(config, None).unwrap()
+        client(config, None, None).unwrap()
     }
 
     fn version() -> Request<Vec<u8>> {
@@ -402,6 +487,37 @@ mod tests {
         let requests = (0..n).map(|_| client.request_text(version()));
         for answer in futures::future::join_all(requests).await {
             answer.unwrap();
+        }
+    }
+
+    #[test]
+    fn warning_headers_read_as_client_go_reads_them() {
+        assert_eq!(
+            warning_texts(r#"299 - "spec.template: deprecated""#),
+            ["spec.template: deprecated"]
+        );
+        assert_eq!(
+            warning_texts(
+                r#"299 - "a \"quoted\" \\ text" "Mon, 01 Jan 2024 00:00:00 GMT", 199 x "not 299", 299 - "second""#
+            ),
+            [r#"a "quoted" \ text"#, "second"]
+        );
+        // A C1 control or a bidi override travels in a header as UTF-8; it is kept here and
+        // escaped where it is printed.
+        assert_eq!(
+            warning_texts("299 - \"x\u{9b}2J\u{202e}\""),
+            ["x\u{9b}2J\u{202e}"]
+        );
+        for junk in [
+            "",
+            "299",
+            "299 -",
+            "299 - unquoted",
+            "299 - \"open",
+            "abc",
+            r#"299 - """#,
+        ] {
+            assert!(warning_texts(junk).is_empty(), "{junk:?}");
         }
     }
 

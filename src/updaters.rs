@@ -6,25 +6,36 @@
 //! it). The route updaters live in `routes`.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::plan::{Base, FieldChange, Kind, ObjectChange, PatchType, PlanError, Updater, Write};
+use crate::plan::{
+    Base, FieldChange, Kind, ObjectChange, PatchType, PlanError, SavedUpdater, Updater, Write,
+};
+use crate::text::Untrusted;
+
+/// The type names of the updaters here in a saved plan.
+pub const SAVED_DEPLOYMENT: &str = "deployment-image";
+pub const SAVED_AUTOSCALER: &str = "autoscaler-bounds";
 
 /// Requested changes to the application container; `None` leaves a value as it is.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ContainerUpdate {
     pub image: Option<String>,
 }
 
 /// Requested changes to the autoscaler; `None` leaves a bound as it is.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AutoscalerUpdate {
     pub min_replicas: Option<i32>,
     pub max_replicas: Option<i32>,
 }
 
 /// Sets the image of one container of the Deployment `name`.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct DeploymentUpdater {
     pub name: String,
     /// `--container`; required when the pod template has several containers.
@@ -33,7 +44,8 @@ pub struct DeploymentUpdater {
 }
 
 /// Sets `spec.minReplicas` / `spec.maxReplicas` of the HPA `name`.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct AutoscalerUpdater {
     pub name: String,
     pub update: AutoscalerUpdate,
@@ -95,6 +107,10 @@ impl DeploymentUpdater {
 impl Updater for DeploymentUpdater {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn save(&self) -> Option<SavedUpdater> {
+        SavedUpdater::new(SAVED_DEPLOYMENT, self)
     }
 
     fn plan(&self, namespace: &str, live: Option<&Value>) -> Result<ObjectChange, PlanError> {
@@ -174,6 +190,10 @@ fn live_bound(live: &Value, field: &str) -> Option<i64> {
 impl Updater for AutoscalerUpdater {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn save(&self) -> Option<SavedUpdater> {
+        SavedUpdater::new(SAVED_AUTOSCALER, self)
     }
 
     fn plan(&self, namespace: &str, live: Option<&Value>) -> Result<ObjectChange, PlanError> {
@@ -311,7 +331,7 @@ pub fn validate_image_reference(image: &str) -> Result<(), String> {
 fn validate_digest(d: &str) -> Result<(), String> {
     let (alg, hex) = d
         .split_once(':')
-        .ok_or_else(|| format!("digest {d:?} must look like sha256:<hex>"))?;
+        .ok_or_else(|| format!("digest {d:?} must look like sha256:<hex>", d = Untrusted(d)))?;
     let alg_ok = !alg.is_empty()
         && alg.split(['+', '.', '_', '-']).all(|p| {
             !p.is_empty()
@@ -323,7 +343,8 @@ fn validate_digest(d: &str) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!(
-            "digest {d:?} is not valid (expected sha256:<64 hex digits>)"
+            "digest {d:?} is not valid (expected sha256:<64 hex digits>)",
+            d = Untrusted(d)
         ))
     }
 }
@@ -338,7 +359,8 @@ fn validate_tag(tag: &str) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!(
-            "tag {tag:?} is not valid: up to 128 letters, digits, '_', '.' or '-', not starting with '.' or '-'"
+            "tag {tag:?} is not valid: up to 128 letters, digits, '_', '.' or '-', not starting with '.' or '-'",
+            tag = Untrusted(tag)
         ))
     }
 }
@@ -372,7 +394,10 @@ fn validate_domain(domain: &str) -> Result<(), String> {
     if let Some(port) = port
         && (port.is_empty() || !port.chars().all(|c| c.is_ascii_digit()))
     {
-        return Err(format!("registry port {port:?} is not a number"));
+        return Err(format!(
+            "registry port {port:?} is not a number",
+            port = Untrusted(port)
+        ));
     }
     let host_ok = if host.starts_with('[') && host.ends_with(']') {
         host[1..host.len() - 1]
@@ -390,7 +415,10 @@ fn validate_domain(domain: &str) -> Result<(), String> {
     if host_ok {
         Ok(())
     } else {
-        Err(format!("registry {domain:?} is not a valid host name"))
+        Err(format!(
+            "registry {domain:?} is not a valid host name",
+            domain = Untrusted(domain)
+        ))
     }
 }
 
@@ -400,7 +428,8 @@ fn validate_path_component(comp: &str) -> Result<(), String> {
     }
     if comp.chars().any(|c| c.is_ascii_uppercase()) {
         return Err(format!(
-            "repository name component {comp:?} must be lowercase"
+            "repository name component {comp:?} must be lowercase",
+            comp = Untrusted(comp)
         ));
     }
     // alpha-numeric (separator alpha-numeric)*, separator = '.' | '_' | '__' | '-'+
@@ -433,7 +462,8 @@ fn validate_path_component(comp: &str) -> Result<(), String> {
             }
             _ => {
                 return Err(format!(
-                    "repository name component {comp:?} may only contain lowercase letters, digits and separators (. _ __ -)"
+                    "repository name component {comp:?} may only contain lowercase letters, digits and separators (. _ __ -)",
+                    comp = Untrusted(comp)
                 ));
             }
         }
@@ -444,7 +474,8 @@ fn validate_path_component(comp: &str) -> Result<(), String> {
     }
     if expect_alnum || i != bytes.len() {
         return Err(format!(
-            "repository name component {comp:?} must start and end with a lowercase letter or digit"
+            "repository name component {comp:?} must start and end with a lowercase letter or digit",
+            comp = Untrusted(comp)
         ));
     }
     Ok(())

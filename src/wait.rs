@@ -21,6 +21,7 @@ use kube::runtime::watcher::{self, Event};
 use serde_json::Value;
 
 use crate::describe::{Target, describe_kube_error};
+use crate::text::Untrusted;
 
 /// Where a rollout stands, as `kubectl rollout status` sees it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -165,8 +166,10 @@ pub enum WaitError {
     #[error(
         "timed out after {after} waiting for the rollout of {target}: {last}; the changes were applied, the rollout may still finish (kubectl rollout status {kubectl} -n {ns})",
         after = format_duration(*.after),
-        kubectl = .kubectl_ref,
-        ns = .namespace
+        target = Untrusted(.target),
+        last = Untrusted(.last),
+        kubectl = Untrusted(.kubectl_ref),
+        ns = Untrusted(.namespace)
     )]
     Timeout {
         target: String,
@@ -178,8 +181,10 @@ pub enum WaitError {
     },
     #[error(
         "the rollout of {target} failed: {state}; the changes were applied (kubectl rollout status {kubectl} -n {ns})",
-        kubectl = .kubectl_ref,
-        ns = .namespace
+        target = Untrusted(.target),
+        state = Untrusted(.state),
+        kubectl = Untrusted(.kubectl_ref),
+        ns = Untrusted(.namespace)
     )]
     Failed {
         target: String,
@@ -187,9 +192,16 @@ pub enum WaitError {
         namespace: String,
         state: String,
     },
-    #[error("{target} was deleted while waiting for its rollout; the changes had been applied")]
+    #[error(
+        "{} was deleted while waiting for its rollout; the changes had been applied",
+        Untrusted(.target)
+    )]
     Deleted { target: String },
-    #[error("cannot follow the rollout of {target}: {message}; the changes were applied")]
+    #[error(
+        "cannot follow the rollout of {}: {}; the changes were applied",
+        Untrusted(.target),
+        Untrusted(.message)
+    )]
     Watch { target: String, message: String },
 }
 
@@ -258,19 +270,20 @@ impl<W: Write> Lines<W> {
 
 impl<W: Write> Progress for Lines<W> {
     fn update(&mut self, state: &RolloutState) {
-        let text = state.to_string();
+        let text = Untrusted(state.to_string()).to_string();
         if self.last.as_deref() == Some(text.as_str()) {
             return;
         }
+        let reference = Untrusted(&self.reference);
         let line = if state.is_complete() {
-            let line = format!("{} {text}", self.reference);
+            let line = format!("{reference} {text}");
             if self.color {
                 console::style(line).green().force_styling(true).to_string()
             } else {
                 line
             }
         } else {
-            format!("Waiting for the rollout of {}: {text}", self.reference)
+            format!("Waiting for the rollout of {reference}: {text}")
         };
         // Progress is best effort: a closed stderr must not fail a run whose writes landed.
         let _ = writeln!(self.out, "{line}");
@@ -281,15 +294,18 @@ impl<W: Write> Progress for Lines<W> {
     fn finish(&mut self, _state: Option<&RolloutState>) {}
 }
 
-/// An indicatif bar on the terminal (stderr): updated replicas of the desired count.
+/// An indicatif bar on the terminal (stderr): updated replicas of the desired count; the last
+/// line goes to `out` once the bar is cleared. Its texts (the reference, the rollout state)
+/// are escaped: indicatif draws them as they are.
 pub struct Bar {
     bar: indicatif::ProgressBar,
     reference: String,
     color: bool,
+    out: Box<dyn Write + Send>,
 }
 
 impl Bar {
-    pub fn new(reference: &str, color: bool) -> Self {
+    pub fn new(reference: &str, color: bool, out: Box<dyn Write + Send>) -> Self {
         let template = if color {
             "{spinner:.cyan} {prefix} [{bar:24.cyan/blue}] {pos}/{len} {msg}"
         } else {
@@ -303,12 +319,13 @@ impl Bar {
             indicatif::ProgressDrawTarget::stderr(),
         )
         .with_style(style)
-        .with_prefix(format!("rollout of {reference}"));
+        .with_prefix(format!("rollout of {}", Untrusted(reference)));
         bar.enable_steady_tick(Duration::from_millis(120));
         Bar {
             bar,
             reference: reference.to_owned(),
             color,
+            out,
         }
     }
 }
@@ -319,19 +336,21 @@ impl Progress for Bar {
             self.bar.set_length(total);
             self.bar.set_position(done);
         }
-        self.bar.set_message(state.to_string());
+        self.bar
+            .set_message(Untrusted(state.to_string()).to_string());
     }
 
     fn finish(&mut self, state: Option<&RolloutState>) {
         self.bar.finish_and_clear();
         if let Some(state @ RolloutState::Complete { .. }) = state {
-            let line = format!("{} {state}", self.reference);
+            let line = format!("{} {state}", Untrusted(&self.reference));
             let line = if self.color {
                 console::style(line).green().force_styling(true).to_string()
             } else {
                 line
             };
-            let _ = writeln!(std::io::stderr(), "{line}");
+            let _ = writeln!(self.out, "{line}");
+            let _ = self.out.flush();
         }
     }
 }
@@ -345,17 +364,17 @@ pub struct WaitTarget {
 }
 
 impl WaitTarget {
-    /// `deployment.apps/web`.
+    /// `deployment.apps/web`, escaped.
     pub fn reference(&self) -> String {
-        format!("deployment.apps/{}", self.name)
+        format!("deployment.apps/{}", Untrusted(&self.name))
     }
 
     fn described(&self) -> String {
         format!(
             "{} in namespace {:?} (context {:?})",
             self.reference(),
-            self.namespace,
-            self.context
+            Untrusted(&self.namespace),
+            Untrusted(&self.context)
         )
     }
 }

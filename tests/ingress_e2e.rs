@@ -144,7 +144,7 @@ fn moving_a_path_between_scope_groups_updates_both() {
         ]
     );
     // Creates/updates before deletes, updates after creates: here two updates, one round.
-    let writes = env.writes();
+    let writes = env.app_writes();
     assert_eq!(writes.len(), 2, "{writes:?}");
     assert!(writes.iter().all(|w| w.method == "PATCH"));
 }
@@ -176,7 +176,7 @@ fn adding_and_removing_groups_creates_before_it_deletes() {
             r("web-unmanaged", &["/web/legacy"]),
         ]
     );
-    let writes = env.writes();
+    let writes = env.app_writes();
     let order: Vec<&str> = writes.iter().map(|w| w.method.as_str()).collect();
     assert_eq!(
         order,

@@ -55,7 +55,7 @@ fn an_ingress_deleted_before_the_preflight_trips_the_guard_and_nothing_is_writte
         "{err}"
     );
     assert!(err.contains("Nothing was changed."), "{err}");
-    assert!(env.writes().is_empty(), "{:?}", env.writes());
+    assert!(env.writes().is_empty(), "{:?}", env.app_writes());
     assert!(
         env.sb.get(&ingress_path(PUBLIC)).is_none(),
         "not re-created"
@@ -93,7 +93,7 @@ fn an_ingress_deleted_after_the_preflight_trips_the_guard_and_is_not_recreated()
         "not re-created"
     );
     assert!(env.sb.get(&ingress_path(ADMIN_USER)).is_some());
-    let methods: Vec<String> = env.writes().iter().map(|w| w.method.clone()).collect();
+    let methods: Vec<String> = env.app_writes().iter().map(|w| w.method.clone()).collect();
     assert_eq!(
         methods,
         vec!["POST", "PATCH"],
@@ -147,7 +147,7 @@ fn a_deleted_ingress_recreated_after_the_preflight_fails_the_uid_precondition_an
     let live = env.sb.get(&ingress_path(USER)).unwrap();
     assert_ne!(live["metadata"]["uid"], old_uid, "the re-created object");
     // The one real DELETE met the uid precondition (409) and nothing else was written.
-    let writes = env.writes();
+    let writes = env.app_writes();
     assert_eq!(writes.len(), 1, "{writes:?}");
     assert_eq!(
         (writes[0].method.as_str(), writes[0].status),
@@ -218,7 +218,7 @@ fn a_create_that_meets_a_managed_sibling_becomes_a_conditional_update() {
                 .contains("rewrite ^/web/(.*)$ /$1 break;")
         );
         // The write that landed was a PATCH conditional on the sibling's resourceVersion.
-        let writes = env.writes();
+        let writes = env.app_writes();
         let landed: Vec<_> = writes.iter().filter(|w| w.status < 300).collect();
         assert_eq!(landed.len(), 1, "{writes:?}");
         assert_eq!(landed[0].method, "PATCH");
@@ -249,9 +249,9 @@ fn a_create_that_meets_an_unmanaged_ingress_of_that_name_is_refused_and_left_alo
         assert_eq!(paths_of(&live), vec!["/web/old"], "left alone");
         assert_eq!(live["metadata"]["labels"], json!({"app": "web"}));
         assert!(
-            env.writes().iter().all(|w| w.status >= 400),
+            env.app_writes().iter().all(|w| w.status >= 400),
             "{:?}",
-            env.writes()
+            env.app_writes()
         );
     }
 }

@@ -131,6 +131,11 @@ fn signal_during_apply(signal: &str, expected: i32) {
         env.sb.get(USER_INGRESS).is_some(),
         "the delete was not sent"
     );
+    // Not even the history's record: the interrupt promised no new request.
+    assert!(
+        err.contains("warning: interrupted before the history was written"),
+        "{err}"
+    );
     let writes: Vec<String> = env
         .writes()
         .iter()

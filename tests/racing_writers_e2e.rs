@@ -12,6 +12,12 @@
 //! never owns: its last value must be in the cluster at the end. Runs that did not apply must
 //! say so: a non-zero exit and a `NOT …` line for their object.
 //!
+//! Saved plans race too: some runs save their plan (`--plan-out`) and apply the file
+//! (`apply FILE`) while everything else goes on. The plan shown by `apply -o json` is the one
+//! that was saved, so their successes join the same chains. And every run that wrote records
+//! itself in the application's history at the same time as the others: at the end the history
+//! holds one record per successful run on `web`, numbered without a gap.
+//!
 //! `RACING_ROUNDS=N cargo nextest run --test racing_writers_e2e --no-capture` repeats the
 //! scenario N times (CI: once) and prints the totals recorded in docs/reliability.md.
 
@@ -42,6 +48,8 @@ enum Job {
     Field { args: Vec<String> },
     /// Re-exposes another app's endpoints.
     Endpoints { app: &'static str, file: String },
+    /// Changes one field of `web` through a saved plan: `--plan-out FILE`, then `apply FILE`.
+    Saved { args: Vec<String>, file: String },
 }
 
 #[derive(Debug)]
@@ -95,6 +103,29 @@ fn jobs(env: &Env) -> Vec<Job> {
             "app".into(),
         ]));
     }
+    for i in 0..2 {
+        let saved = |a: &[String], n: &str| Job::Saved {
+            args: a.to_vec(),
+            file: env
+                .dir
+                .path()
+                .join(format!("plan-{n}-{i}.json"))
+                .to_str()
+                .unwrap()
+                .to_owned(),
+        };
+        jobs.push(saved(
+            &[
+                "--image".into(),
+                format!("envoyproxy/envoy:v1.{}", 60 + i),
+                "--container".into(),
+                "proxy".into(),
+            ],
+            "image",
+        ));
+        jobs.push(saved(&["--min".into(), (12 + i).to_string()], "min"));
+        jobs.push(saved(&["--max".into(), (30 + i).to_string()], "max"));
+    }
     for (i, app) in OTHER_APPS.iter().enumerate() {
         let file = env.write_file(&format!("{app}.yaml"), &endpoints_for(i));
         jobs.push(Job::Endpoints {
@@ -137,6 +168,22 @@ fn run_job(env: &Env, job: &Job) -> Done {
         Job::Endpoints { app, file } => {
             args.insert(0, (*app).into());
             args.extend(["--endpoints".into(), file.clone()]);
+        }
+        Job::Saved { args: a, file } => {
+            let mut save: Vec<&str> = vec!["web"];
+            save.extend(a.iter().map(String::as_str));
+            save.extend(["--plan-out", file.as_str()]);
+            let o = env.run(&save);
+            assert_code(&o, 0);
+            args = vec![
+                "apply".into(),
+                file.clone(),
+                "-o".into(),
+                "json".into(),
+                "--yes".into(),
+                "--retries".into(),
+                "10".into(),
+            ];
         }
     }
     let refs: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -284,6 +331,7 @@ fn round(totals: &mut Totals) {
     );
 
     // Every run either applied and says so, or did not and says so.
+    let mut web_records = 0u64;
     let mut chains: BTreeMap<String, Vec<(Value, Value)>> = BTreeMap::new();
     for d in &done {
         let ctx = format!("{:?} exit {}\n{}", d.job, d.code, d.stderr);
@@ -297,7 +345,8 @@ fn round(totals: &mut Totals) {
                 );
                 assert!(!d.stderr.contains(" NOT "), "{ctx}");
                 match &d.job {
-                    Job::Field { .. } => {
+                    Job::Field { .. } | Job::Saved { .. } => {
+                        web_records += 1;
                         let (path, before, after) = field_change(d).expect("the plan");
                         chains.entry(path).or_default().push((before, after));
                     }
@@ -350,6 +399,27 @@ fn round(totals: &mut Totals) {
             totals.lost_updates += 1;
             panic!("lost update on {path}: the chain ends at {current}, the cluster has {live}");
         }
+    }
+
+    // The history: one record per successful run on web, numbered 1, 2, 3… without a gap,
+    // of which the newest ten are kept.
+    let o = env.run(&["history", "web", "-o", "json"]);
+    assert_code(&o, 0);
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let revisions: Vec<u64> = doc["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["revision"].as_u64().unwrap())
+        .collect();
+    let kept = web_records.min(10);
+    assert_eq!(
+        revisions,
+        ((web_records - kept + 1)..=web_records).collect::<Vec<_>>(),
+        "one record per successful run"
+    );
+    for d in &done {
+        assert!(!d.stderr.contains("not recorded"), "{}", d.stderr);
     }
 
     let c = env.sb.counters();

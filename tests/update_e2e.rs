@@ -33,7 +33,7 @@ fn image_only_update_lands_and_says_so() {
     assert_eq!(env.deployment()["spec"]["replicas"], before_replicas);
     assert_eq!(env.bounds(), (2, 5));
     // One dry run then one real patch, both strategic, carrying the resourceVersion.
-    let writes = env.writes();
+    let writes = env.app_writes();
     assert_eq!(writes.len(), 1, "{writes:?}");
     assert_eq!(writes[0].method, "PATCH");
 }
@@ -80,7 +80,7 @@ fn image_min_and_max_together_land() {
     );
     assert_eq!(env.image(), "registry.example.com/web:2.1");
     assert_eq!(env.bounds(), (3, 8));
-    let writes = env.writes();
+    let writes = env.app_writes();
     assert_eq!(writes.len(), 2, "{writes:?}");
 }
 

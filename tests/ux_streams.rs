@@ -311,6 +311,7 @@ fn exit_143_while_writing_what_was_done_on_stdout_the_rest_on_stderr() {
                 "ingress.networking.k8s.io/{USER_INGRESS} NOT deleted: not attempted (scopes user, 1 path)"
             ),
             "The application is partly updated: 1 change was not applied (listed above).",
+            "warning: interrupted before the history was written: the changes made are not recorded in configmap/web-appupdate-history, so --undo does not know them",
         ],
         "{err}"
     );

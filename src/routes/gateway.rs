@@ -48,6 +48,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::refs::ServiceRef;
@@ -57,9 +58,13 @@ use super::{
     route_name, scope_token, scopes_of_token,
 };
 use crate::plan::{
-    Base, FieldChange, Kind, ObjectChange, PatchType, PlanError, RouteInfo, RouteStyle, Updater,
-    Write,
+    Base, FieldChange, Kind, ObjectChange, PatchType, PlanError, RouteInfo, RouteStyle,
+    SavedUpdater, Updater, Write,
 };
+
+/// The type names of the updaters here in a saved plan.
+pub const SAVED_HTTPROUTE: &str = "httproute";
+pub const SAVED_HTTPROUTE_REMOVAL: &str = "httproute-removal";
 
 /// The most rules an HTTPRoute holds.
 pub const MAX_RULES: usize = 16;
@@ -275,7 +280,8 @@ pub fn focused_view(obj: &Value, namespace: &str, name: &str) -> Value {
 }
 
 /// One group's HTTPRoute as it should be.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct DesiredRoute {
     pub app: String,
     /// Name used when it has to be created: `<app>-<identifier>`.
@@ -401,7 +407,8 @@ impl Style for Gateway {
 }
 
 /// Creates a group's HTTPRoute, or updates the owned parts of the live one.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct HttpRouteUpdater {
     /// The live route's name when one matched, else `desired.name`.
     pub name: String,
@@ -575,6 +582,10 @@ impl Updater for HttpRouteUpdater {
         &self.name
     }
 
+    fn save(&self) -> Option<SavedUpdater> {
+        SavedUpdater::new(SAVED_HTTPROUTE, self)
+    }
+
     fn plan(&self, namespace: &str, live: Option<&Value>) -> Result<ObjectChange, PlanError> {
         match live {
             None => Ok(self.create(namespace)),
@@ -584,7 +595,8 @@ impl Updater for HttpRouteUpdater {
 }
 
 /// Deletes a managed HTTPRoute whose scope group is gone, or that an Ingress replaces.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct HttpRouteRemoval {
     pub app: String,
     pub name: String,
@@ -593,6 +605,10 @@ pub struct HttpRouteRemoval {
 impl Updater for HttpRouteRemoval {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn save(&self) -> Option<SavedUpdater> {
+        SavedUpdater::new(SAVED_HTTPROUTE_REMOVAL, self)
     }
 
     fn plan(&self, namespace: &str, live: Option<&Value>) -> Result<ObjectChange, PlanError> {

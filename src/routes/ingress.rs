@@ -30,6 +30,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::sync::Arc;
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::nginx_auth::NginxAuth;
@@ -39,8 +40,8 @@ use super::{
     label, label_fields, match_live, normalize_scopes, route_name,
 };
 use crate::plan::{
-    Base, FieldChange, Kind, ObjectChange, PatchType, PlanError, RouteInfo, RouteStyle, Updater,
-    Write,
+    Base, FieldChange, Kind, ObjectChange, PatchType, PlanError, RouteInfo, RouteStyle,
+    SavedUpdater, Updater, Write,
 };
 
 /// What makes an Ingress style: its annotations and its HTTP paths.
@@ -66,6 +67,15 @@ pub trait Flavor: Send + Sync + fmt::Debug {
 
 /// The Ingress flavours, for recognising live Ingresses. A new flavour is one line here.
 pub static FLAVORS: [&dyn Flavor; 2] = [&NginxSnippet, &NginxAuth];
+
+/// The flavour of an Ingress style (`None` for a style of another kind).
+pub fn flavor(style: RouteStyle) -> Option<&'static dyn Flavor> {
+    FLAVORS.iter().copied().find(|f| f.style() == style)
+}
+
+/// The type names of the updaters here in a saved plan.
+pub const SAVED_INGRESS: &str = "ingress";
+pub const SAVED_INGRESS_REMOVAL: &str = "ingress-removal";
 
 /// The flavour a live Ingress is in, if any.
 pub fn flavor_of(live: &Value) -> Option<&'static dyn Flavor> {
@@ -107,7 +117,7 @@ impl Style for IngressStyle {
         for (group, live_name) in groups.iter().zip(matched.groups) {
             let desired = desired_ingress(self.0, ctx, group)?;
             out.push(Arc::new(IngressUpdater {
-                flavor: self.0,
+                style: self.0.style(),
                 name: live_name.unwrap_or_else(|| desired.name.clone()),
                 desired,
             }));
@@ -124,7 +134,8 @@ impl Style for IngressStyle {
 }
 
 /// One group's Ingress as it should be.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct DesiredIngress {
     pub app: String,
     /// Name used when it has to be created: `<app>-<identifier>`.
@@ -337,9 +348,11 @@ pub fn served_paths(ingress: &Value, app: &str) -> Vec<String> {
 }
 
 /// Creates a group's Ingress, or updates the owned parts of the live one.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct IngressUpdater {
-    pub flavor: &'static dyn Flavor,
+    /// The style, an Ingress flavour ([`flavor`]).
+    pub style: RouteStyle,
     /// The live Ingress's name when one matched, else `desired.name`.
     pub name: String,
     pub desired: DesiredIngress,
@@ -350,9 +363,18 @@ impl IngressUpdater {
         format!("{}/{}", Kind::Ingress.kubectl_name(), self.name)
     }
 
+    /// The flavour of the style; a style of another kind (only from a hand-edited saved plan)
+    /// is refused.
+    fn flavor(&self) -> Result<&'static dyn Flavor, PlanError> {
+        flavor(self.style).ok_or_else(|| PlanError::Unexpected {
+            reference: self.reference(),
+            message: format!("the route style {} does not make Ingresses", self.style),
+        })
+    }
+
     fn info(&self, paths_before: Vec<String>) -> RouteInfo {
         RouteInfo {
-            style: self.flavor.style(),
+            style: self.style,
             identifier: self.desired.identifier.clone(),
             scopes: self.desired.scopes.clone(),
             paths: self.desired.paths.clone(),
@@ -360,7 +382,7 @@ impl IngressUpdater {
         }
     }
 
-    fn create(&self, namespace: &str) -> ObjectChange {
+    fn create(&self, namespace: &str, flavor: &'static dyn Flavor) -> ObjectChange {
         let mut d = self.desired.clone();
         d.name = self.name.clone();
         let body = d.create_body(namespace);
@@ -384,7 +406,7 @@ impl IngressUpdater {
                 Some(json!(d.http_paths)),
             ));
         }
-        let keys = shown_annotations(&body, Some(self.flavor));
+        let keys = shown_annotations(&body, Some(flavor));
         ObjectChange {
             kind: Kind::Ingress,
             namespace: namespace.to_owned(),
@@ -402,12 +424,13 @@ impl IngressUpdater {
     /// the flavour the live Ingress is in now.
     fn plan_annotations(
         &self,
+        flavor: &dyn Flavor,
         live: &Value,
         fields: &mut Vec<FieldChange>,
         patch: &mut Map<String, Value>,
         after: &mut Value,
     ) {
-        let mut keys: BTreeSet<&str> = self.flavor.owned_annotations().iter().copied().collect();
+        let mut keys: BTreeSet<&str> = flavor.owned_annotations().iter().copied().collect();
         if let Some(from) = flavor_of(live) {
             keys.extend(from.owned_annotations().iter().copied());
         }
@@ -521,15 +544,20 @@ impl IngressUpdater {
         changed.then_some(rules)
     }
 
-    fn update(&self, namespace: &str, live: &Value) -> Result<ObjectChange, PlanError> {
+    fn update(
+        &self,
+        namespace: &str,
+        live: &Value,
+        flavor: &'static dyn Flavor,
+    ) -> Result<ObjectChange, PlanError> {
         let d = &self.desired;
         check_managed(Kind::Ingress, live, &self.name, &d.app, &d.identifier)?;
         let mut fields = Vec::new();
         let mut after = view_source(live);
         let mut patch = Map::new();
-        let keys = shown_annotations(live, Some(self.flavor));
+        let keys = shown_annotations(live, Some(flavor));
 
-        self.plan_annotations(live, &mut fields, &mut patch, &mut after);
+        self.plan_annotations(flavor, live, &mut fields, &mut patch, &mut after);
 
         let mut spec = Map::new();
         if d.forced.ingress_class {
@@ -626,17 +654,23 @@ impl Updater for IngressUpdater {
         &self.name
     }
 
+    fn save(&self) -> Option<SavedUpdater> {
+        SavedUpdater::new(SAVED_INGRESS, self)
+    }
+
     fn plan(&self, namespace: &str, live: Option<&Value>) -> Result<ObjectChange, PlanError> {
+        let flavor = self.flavor()?;
         match live {
-            None => Ok(self.create(namespace)),
-            Some(live) => self.update(namespace, live),
+            None => Ok(self.create(namespace, flavor)),
+            Some(live) => self.update(namespace, live, flavor),
         }
     }
 }
 
 /// Deletes a managed Ingress whose scope group is gone, or that a route of another kind
 /// replaces.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct IngressRemoval {
     pub app: String,
     pub name: String,
@@ -654,6 +688,10 @@ impl IngressRemoval {
 impl Updater for IngressRemoval {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn save(&self) -> Option<SavedUpdater> {
+        SavedUpdater::new(SAVED_INGRESS_REMOVAL, self)
     }
 
     fn plan(&self, namespace: &str, live: Option<&Value>) -> Result<ObjectChange, PlanError> {

@@ -397,10 +397,29 @@ impl Attachment {
     }
 }
 
+/// The route updaters a saved plan names (`None`: not one of them).
+pub fn load_updater(kind: &str, spec: &Value) -> Option<Result<Arc<dyn Updater>, String>> {
+    fn de<T: serde::de::DeserializeOwned + Updater + 'static>(
+        spec: &Value,
+    ) -> Result<Arc<dyn Updater>, String> {
+        serde_json::from_value::<T>(spec.clone())
+            .map(|u| Arc::new(u) as Arc<dyn Updater>)
+            .map_err(|e| e.to_string())
+    }
+    Some(match kind {
+        ingress::SAVED_INGRESS => de::<ingress::IngressUpdater>(spec),
+        ingress::SAVED_INGRESS_REMOVAL => de::<ingress::IngressRemoval>(spec),
+        gateway::SAVED_HTTPROUTE => de::<gateway::HttpRouteUpdater>(spec),
+        gateway::SAVED_HTTPROUTE_REMOVAL => de::<gateway::HttpRouteRemoval>(spec),
+        _ => return None,
+    })
+}
+
 /// Which parts of the [`Attachment`] came from flags. A part given as a flag is what every
 /// managed route of the run's style gets, the live ones included (shown as updates); a part
 /// not given is taken by new routes only, and live routes keep theirs.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Forced {
     pub ingress_class: bool,
     pub hosts: bool,

@@ -46,7 +46,7 @@ fn plan_ingresses(_app: &str, d: Vec<DesiredIngress>, live: &[Value]) -> Vec<Arc
     let mut out: Vec<Arc<dyn Updater>> = Vec::new();
     for (x, n) in d.into_iter().zip(m.groups) {
         out.push(Arc::new(IngressUpdater {
-            flavor: &NginxSnippet,
+            style: RouteStyle::NginxSnippet,
             name: n.unwrap_or_else(|| x.name.clone()),
             desired: x,
         }));
@@ -386,7 +386,7 @@ fn new_ingresses_inherit_class_hosts_and_tls_from_the_first_sibling() {
 
     let d = desired(&[("/x", &[])], &inherited);
     let c = IngressUpdater {
-        flavor: &NginxSnippet,
+        style: RouteStyle::NginxSnippet,
         name: d[0].name.clone(),
         desired: d[0].clone(),
     }
@@ -683,7 +683,7 @@ fn several_live_ingresses_with_one_identifier_keep_one() {
 fn an_updater_refuses_an_object_that_is_not_this_groups_ingress() {
     let d = desired(&[("/a", &[])], &Inherited::default());
     let u = IngressUpdater {
-        flavor: &NginxSnippet,
+        style: RouteStyle::NginxSnippet,
         name: d[0].name.clone(),
         desired: d[0].clone(),
     };

@@ -91,7 +91,8 @@ impl Env {
         ))
     }
 
-    /// Writes sent by clients (not dry runs), from the request log.
+    /// Writes sent by clients (not dry runs), from the request log. A SelfSubjectReview (a
+    /// POST that asks who the client is) is not a write.
     pub fn writes(&self) -> Vec<sandbox_apiserver::LoggedRequest> {
         self.sb
             .requests()
@@ -100,7 +101,16 @@ impl Env {
                 !r.dry_run
                     && r.user == "admin"
                     && matches!(r.method.as_str(), "POST" | "PUT" | "PATCH" | "DELETE")
+                    && !r.path.ends_with("/selfsubjectreviews")
             })
+            .collect()
+    }
+
+    /// [`Env::writes`] to the application's objects: without the history's ConfigMap.
+    pub fn app_writes(&self) -> Vec<sandbox_apiserver::LoggedRequest> {
+        self.writes()
+            .into_iter()
+            .filter(|r| !r.path.contains("/configmaps"))
             .collect()
     }
 

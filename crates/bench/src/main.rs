@@ -140,7 +140,9 @@ impl Cell {
 }
 
 /// The request floor of a plan: one concurrent read round, one dry run and one write per
-/// changed object, the write rounds the create → update → delete order forces, one connection.
+/// changed object, the write rounds the create → update → delete order forces, one connection;
+/// and the history of the change: its ConfigMap read and one SelfSubjectReview during the dry
+/// run (two requests, no round), then one conditional write of the record (one round).
 #[derive(Clone, Debug, Default)]
 pub struct Floor {
     pub reads: usize,
@@ -165,13 +167,17 @@ impl Floor {
     }
 
     pub fn requests(&self) -> usize {
-        self.reads + 2 * self.changes
+        self.reads + 2 * self.changes + HISTORY_REQUESTS
     }
 
     pub fn rounds(&self) -> usize {
-        2 + self.write_rounds
+        2 + self.write_rounds + 1
     }
 }
+
+/// What recording the change in the application's history adds to an applying run: the
+/// ConfigMap read and the SelfSubjectReview (in the dry-run round) and the record's write.
+pub const HISTORY_REQUESTS: usize = 3;
 
 /// The one-off measurements.
 #[derive(Default)]

@@ -87,8 +87,11 @@ const FLOOR: &str = "\
 The floor: one concurrent read round (S: the Deployment; M, L: Deployment, HPA, Service and
 the managed-Ingress LIST); one dry-run request per changed object, all in one round; one write
 per changed object, in as many rounds as the order Deployment/HPA/Ingress creates → Ingress
-updates → Ingress deletes forces; no discovery; no read repeated without a conflict; one
-connection (one TLS handshake).
+updates → Ingress deletes forces; then the change's history record: the history ConfigMap's
+read and one SelfSubjectReview in the dry-run round (two requests, no round of their own) and
+one conditional write of the record after the last write round (one request, one round); no
+discovery; no read repeated without a conflict; one connection (one TLS handshake). The
+\"other\" column counts the SelfSubjectReview.
 
 Rounds are derived from the sandbox's request log: requests that overlap in time form one
 round — sorted by arrival, a request joins the current round if it reached the server less than
@@ -331,7 +334,7 @@ pub fn markdown(
     );
     let _ = writeln!(
         s,
-        "Peak RSS is `getrusage(RUSAGE_CHILDREN).ru_maxrss` of a helper process that runs exactly one child. Release profile: thin LTO, 4 codegen units, stripped. {}.\n",
+        "Peak RSS is `getrusage(RUSAGE_CHILDREN).ru_maxrss` of a helper process that runs exactly one child. Release profile: fat LTO, 1 codegen unit, panic = abort, stripped. {}.\n",
         x.musl
     );
     let _ = writeln!(s, "{}", crate::notes::NOTES);

@@ -1,0 +1,773 @@
+//! The change history of an application: one record per run that wrote something, kept in the
+//! cluster next to the application, in the ConfigMap `<app>-appupdate-history` (labelled
+//! `app=<app>`).
+//!
+//! Pure: building a record from a run's [`Report`], the ConfigMap's content and the write
+//! that adds a record ([`add`]), reading the records back ([`History::from_config_map`]) and
+//! their listing ([`render_table`], [`document`]). Sending is `history_store`'s.
+//!
+//! # A record
+//!
+//! When, who, the tool's version, how the run came about (flags, a saved plan, an undo of
+//! revision N), whether everything it planned was applied or only part, and what changed:
+//! the image (container, before, after), the autoscaler bounds (before, after) and every route
+//! object created, updated or deleted, as generic objects (`apiVersion`, `kind`, `name`) with
+//! the owned parts needed to restore it ([`crate::owned_parts`]): for a delete the whole object
+//! as the diff showed it (enough to create it again), for a create the object as created (to
+//! recognise it unchanged before deleting it), for an update only the parts that changed,
+//! before and after.
+//!
+//! # The ConfigMap
+//!
+//! Each record is one `binaryData` key, `revision-<N>.json.gz`: the record as JSON, gzip'd
+//! (route objects repeat the same structure, so hundreds of them compress to a few tens of
+//! KiB). Revisions count up from 1. A new record is added with one conditional write — a JSON
+//! merge patch carrying the ConfigMap's `resourceVersion`, which adds the new key and removes
+//! the pruned ones, or a create when there is no ConfigMap yet — so two runs that record at the
+//! same time never lose each other's record: the second one's write conflicts, re-reads and
+//! adds its record as the next revision.
+//!
+//! Kept: the newest `--history-max` records (default 10), and never more than
+//! [`BUDGET`] bytes of records in all — a quarter of the 1 MiB that a ConfigMap may hold, so
+//! the object stays far from the limit whatever the applications' sizes. The newest record is
+//! always kept; one that alone would take more than [`RECORD_BUDGET`] is kept without the
+//! route objects' parts (it lists them, and cannot restore them: `--undo` says so).
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write as _};
+
+use base64::Engine;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::owned_parts;
+use crate::plan::{Action, Base, Kind, ObjectChange, PatchType, Write};
+use crate::report::{Outcome, Report};
+
+/// This program, as it names itself in plan files and history records.
+pub fn tool() -> String {
+    format!("kubectl-appupdate {}", env!("CARGO_PKG_VERSION"))
+}
+
+/// How a change came about: from flags, or as an undo; saved plans carry it into the record
+/// of the run that applies them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
+pub enum Source {
+    /// From `--image`, `--min`, `--max`, `--endpoints`.
+    Update,
+    /// The inverse of the history record `revision` (`--undo`, `--to-revision`).
+    Undo { revision: u64 },
+}
+
+/// The schema of a record and of `history -o json|yaml`.
+pub const SCHEMA: &str = "kubectl-appupdate.history/v1";
+/// Records kept by default (`--history-max`).
+pub const DEFAULT_MAX: u32 = 10;
+/// The most bytes of records (base64 text, as stored) the ConfigMap holds.
+pub const BUDGET: usize = 256 * 1024;
+/// The most bytes one record may take with its route objects' parts.
+pub const RECORD_BUDGET: usize = 128 * 1024;
+/// The most bytes a stored record may expand to when read.
+const MAX_EXPANDED: u64 = 16 * 1024 * 1024;
+const KEY_PREFIX: &str = "revision-";
+const KEY_SUFFIX: &str = ".json.gz";
+
+/// The ConfigMap's name.
+pub fn config_map_name(app: &str) -> String {
+    format!("{app}-appupdate-history")
+}
+
+fn key(revision: u64) -> String {
+    format!("{KEY_PREFIX}{revision}{KEY_SUFFIX}")
+}
+
+fn revision_of(key: &str) -> Option<u64> {
+    key.strip_prefix(KEY_PREFIX)?
+        .strip_suffix(KEY_SUFFIX)?
+        .parse()
+        .ok()
+        .filter(|r| *r > 0)
+}
+
+/// Whether the run applied everything it planned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Applied,
+    Partial,
+}
+
+/// A value before and after (`None`: absent).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Change<T> {
+    pub before: Option<T>,
+    pub after: Option<T>,
+}
+
+/// The image of one container.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ImageChange {
+    pub container: String,
+    pub before: Option<String>,
+    pub after: Option<String>,
+}
+
+/// The autoscaler bounds that changed.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BoundsChange {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min: Option<Change<i64>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max: Option<Change<i64>>,
+}
+
+/// One route object created, updated or deleted, with its owned parts (see the module docs).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RouteChange {
+    pub api_version: String,
+    pub kind: String,
+    pub name: String,
+    pub action: Action,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<Value>,
+}
+
+/// One recorded run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Record {
+    pub revision: u64,
+    /// RFC 3339, UTC.
+    pub time: String,
+    /// The user the server authenticated (else the kubeconfig's user).
+    pub user: String,
+    pub tool: String,
+    pub status: Status,
+    pub source: Source,
+    /// Applied from a saved plan (`kubectl appupdate apply FILE`).
+    #[serde(default)]
+    pub saved_plan: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<ImageChange>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bounds: Option<BoundsChange>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub routes: Vec<RouteChange>,
+    /// The route objects' parts were left out to keep the record small: it cannot be undone.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub routes_truncated: bool,
+}
+
+/// What a run knows about itself besides its report.
+#[derive(Clone, Debug)]
+pub struct RunInfo {
+    pub time: String,
+    pub user: String,
+    pub source: Source,
+    pub saved_plan: bool,
+}
+
+fn as_string(v: &Option<Value>) -> Option<String> {
+    v.as_ref().and_then(Value::as_str).map(str::to_owned)
+}
+
+/// The container named in the Deployment updater's field path
+/// `spec.template.spec.containers[name=<c>].image`.
+fn container_of(path: &str) -> Option<&str> {
+    path.strip_prefix("spec.template.spec.containers[name=")?
+        .strip_suffix("].image")
+}
+
+/// The record of a run, or `None` when it wrote nothing. `revision` is set when it is added.
+pub fn record(report: &Report, info: &RunInfo) -> Option<Record> {
+    let mut image = None;
+    let mut bounds = BoundsChange::default();
+    let mut routes = Vec::new();
+    let mut not_done = false;
+    for (change, outcome) in &report.entries {
+        match outcome {
+            Outcome::Applied | Outcome::Unknown { .. } => {}
+            Outcome::Unchanged | Outcome::AlreadyDone => continue,
+            _ => {
+                not_done = true;
+                continue;
+            }
+        }
+        if !change.is_change() {
+            continue;
+        }
+        match change.kind {
+            Kind::Deployment => {
+                for f in &change.fields {
+                    if let Some(container) = container_of(&f.path) {
+                        image = Some(ImageChange {
+                            container: container.to_owned(),
+                            before: as_string(&f.before),
+                            after: as_string(&f.after),
+                        });
+                    }
+                }
+            }
+            Kind::HorizontalPodAutoscaler => {
+                for f in &change.fields {
+                    let c = Change {
+                        before: f.before.as_ref().and_then(Value::as_i64),
+                        after: f.after.as_ref().and_then(Value::as_i64),
+                    };
+                    match f.path.as_str() {
+                        "spec.minReplicas" => bounds.min = Some(c),
+                        "spec.maxReplicas" => bounds.max = Some(c),
+                        _ => {}
+                    }
+                }
+            }
+            _ => routes.push(route_change(change)),
+        }
+    }
+    let bounds = (bounds.min.is_some() || bounds.max.is_some()).then_some(bounds);
+    if image.is_none() && bounds.is_none() && routes.is_empty() {
+        return None;
+    }
+    let partial = not_done || report.interrupted.is_some();
+    Some(Record {
+        revision: 0,
+        time: info.time.clone(),
+        user: info.user.clone(),
+        tool: tool(),
+        status: if partial {
+            Status::Partial
+        } else {
+            Status::Applied
+        },
+        source: info.source.clone(),
+        saved_plan: info.saved_plan,
+        image,
+        bounds,
+        routes,
+        routes_truncated: false,
+    })
+}
+
+fn route_change(change: &ObjectChange) -> RouteChange {
+    let (before, after) = match change.action() {
+        Action::Create => (None, change.after.clone()),
+        Action::Delete => (change.before.clone(), None),
+        _ => match (&change.before, &change.after) {
+            (Some(b), Some(a)) => match owned_parts::diff(b, a) {
+                Some((b, a)) => (Some(b), Some(a)),
+                None => (None, None),
+            },
+            _ => (None, None),
+        },
+    };
+    RouteChange {
+        api_version: change.kind.api_version().to_owned(),
+        kind: change.kind.to_string(),
+        name: change.name.clone(),
+        action: change.action(),
+        before,
+        after,
+    }
+}
+
+impl Record {
+    /// What changed, in one line: `image web:1 → web:2, min 2 → 3; routes: 1 created`.
+    pub fn description(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(i) = &self.image {
+            parts.push(format!(
+                "image {} → {}",
+                i.before.as_deref().unwrap_or("(none)"),
+                i.after.as_deref().unwrap_or("(none)")
+            ));
+        }
+        let n = |v: Option<i64>| v.map_or("(none)".to_owned(), |v| v.to_string());
+        if let Some(b) = &self.bounds {
+            if let Some(c) = &b.min {
+                parts.push(format!("min {} → {}", n(c.before), n(c.after)));
+            }
+            if let Some(c) = &b.max {
+                parts.push(format!("max {} → {}", n(c.before), n(c.after)));
+            }
+        }
+        let mut text = parts.join(", ");
+        if !self.routes.is_empty() {
+            let count = |a: Action| self.routes.iter().filter(|r| r.action == a).count();
+            let counts: Vec<String> = [
+                (Action::Create, "created"),
+                (Action::Update, "updated"),
+                (Action::Delete, "deleted"),
+            ]
+            .into_iter()
+            .filter(|(a, _)| count(*a) > 0)
+            .map(|(a, word)| format!("{} {word}", count(a)))
+            .collect();
+            if !text.is_empty() {
+                text.push_str("; ");
+            }
+            text.push_str(&format!("routes: {}", counts.join(", ")));
+        }
+        match self.source {
+            Source::Undo { revision } => format!("undo of revision {revision}: {text}"),
+            Source::Update => text,
+        }
+    }
+}
+
+/// One stored record as read: the record, or why it cannot be read.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Entry {
+    Record(Box<Record>),
+    Unreadable { revision: u64, why: String },
+}
+
+impl Entry {
+    pub fn revision(&self) -> u64 {
+        match self {
+            Entry::Record(r) => r.revision,
+            Entry::Unreadable { revision, .. } => *revision,
+        }
+    }
+}
+
+/// The records stored for an application, oldest first, and the ConfigMap's identity.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct History {
+    pub entries: Vec<Entry>,
+    /// `None`: there is no ConfigMap yet.
+    pub base: Option<Base>,
+    /// Stored size of each record (base64 bytes), by revision.
+    sizes: BTreeMap<u64, usize>,
+}
+
+/// A record as stored: gzip'd JSON, base64.
+pub fn encode(record: &Record) -> String {
+    let json = serde_json::to_vec(record).unwrap_or_default();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    // Writing to a Vec cannot fail.
+    let _ = gz.write_all(&json);
+    let bytes = gz.finish().unwrap_or_default();
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+fn decode(text: &str) -> Result<Record, String> {
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text.trim())
+        .map_err(|_| "not base64".to_owned())?;
+    let mut json = Vec::new();
+    flate2::read::GzDecoder::new(bytes.as_slice())
+        .take(MAX_EXPANDED)
+        .read_to_end(&mut json)
+        .map_err(|_| "not gzip".to_owned())?;
+    if json.len() as u64 >= MAX_EXPANDED {
+        return Err("larger than 16 MiB".into());
+    }
+    let value: Value = serde_json::from_slice(&json).map_err(|_| "not JSON".to_owned())?;
+    serde_json::from_value(value).map_err(|e| format!("not a record of {SCHEMA} ({e})"))
+}
+
+impl History {
+    /// Reads the ConfigMap (`None`: there is none). Keys that are not records are ignored;
+    /// records that cannot be read are listed as such.
+    pub fn from_config_map(cm: Option<&Value>) -> History {
+        let Some(cm) = cm else {
+            return History::default();
+        };
+        let mut entries = Vec::new();
+        let mut sizes = BTreeMap::new();
+        if let Some(data) = cm["binaryData"].as_object() {
+            for (k, v) in data {
+                let Some(revision) = revision_of(k) else {
+                    continue;
+                };
+                let text = v.as_str().unwrap_or_default();
+                sizes.insert(revision, text.len());
+                entries.push(match decode(text) {
+                    Ok(mut r) => {
+                        r.revision = revision;
+                        Entry::Record(Box::new(r))
+                    }
+                    Err(why) => Entry::Unreadable { revision, why },
+                });
+            }
+        }
+        entries.sort_by_key(Entry::revision);
+        History {
+            entries,
+            base: Base::of(cm),
+            sizes,
+        }
+    }
+
+    /// The record of `revision`, else the newest; `Err` says why there is none.
+    pub fn pick(&self, revision: Option<u64>) -> Result<&Record, String> {
+        let entry = match revision {
+            Some(n) => self.entries.iter().find(|e| e.revision() == n),
+            None => self.entries.last(),
+        };
+        match entry {
+            Some(Entry::Record(r)) => Ok(r),
+            Some(Entry::Unreadable { revision, why }) => {
+                Err(format!("revision {revision} cannot be read ({why})"))
+            }
+            None => Err(match revision {
+                Some(n) => {
+                    let kept: Vec<String> = self
+                        .entries
+                        .iter()
+                        .map(|e| e.revision().to_string())
+                        .collect();
+                    if kept.is_empty() {
+                        format!("there is no revision {n}: no changes are recorded")
+                    } else {
+                        format!("there is no revision {n} (kept: {})", kept.join(", "))
+                    }
+                }
+                None => "no changes are recorded".to_owned(),
+            }),
+        }
+    }
+
+    fn next_revision(&self) -> u64 {
+        self.sizes.keys().next_back().map_or(1, |r| r + 1)
+    }
+}
+
+/// The request that adds `record` to `history` as its next revision, keeping at most `max`
+/// records within [`BUDGET`]; and the revision it gets.
+pub fn add(history: &History, app: &str, mut record: Record, max: u32) -> (Write, u64) {
+    let revision = history.next_revision();
+    record.revision = revision;
+    let mut text = encode(&record);
+    if text.len() > RECORD_BUDGET {
+        for r in &mut record.routes {
+            r.before = None;
+            r.after = None;
+        }
+        record.routes_truncated = true;
+        text = encode(&record);
+    }
+    // Newest first: keep while within the count and the budget.
+    let mut total = text.len();
+    let mut keep = 1u32;
+    let mut drop = Vec::new();
+    for (rev, size) in history.sizes.iter().rev() {
+        if keep < max.max(1) && total + size <= BUDGET {
+            keep += 1;
+            total += size;
+        } else {
+            drop.push(*rev);
+        }
+    }
+    let write = match &history.base {
+        None => Write::Create {
+            body: json!({
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {
+                    "name": config_map_name(app),
+                    "labels": {"app": app, "app.kubernetes.io/managed-by": "kubectl-appupdate"},
+                },
+                "binaryData": {key(revision): text},
+            }),
+        },
+        Some(base) => {
+            let mut data = serde_json::Map::new();
+            for rev in drop {
+                data.insert(key(rev), Value::Null);
+            }
+            data.insert(key(revision), Value::String(text));
+            Write::Patch {
+                base: base.clone(),
+                patch_type: PatchType::Merge,
+                body: json!({"binaryData": data}),
+            }
+        }
+    };
+    (write, revision)
+}
+
+/// `history -o json|yaml`: the records, oldest first.
+pub fn document(app: &str, namespace: &str, history: &History) -> Value {
+    let records: Vec<Value> = history
+        .entries
+        .iter()
+        .map(|e| match e {
+            Entry::Record(r) => serde_json::to_value(r).unwrap_or(Value::Null),
+            Entry::Unreadable { revision, why } => json!({"revision": revision, "unreadable": why}),
+        })
+        .collect();
+    json!({"schema": SCHEMA, "app": app, "namespace": namespace, "records": records})
+}
+
+/// The listing for people, like `helm history`: one line per record, oldest first.
+/// `escape` makes each value printable.
+pub fn render_table(history: &History, escape: &dyn Fn(&str) -> String) -> String {
+    let mut rows = vec![[
+        "REVISION".to_owned(),
+        "UPDATED".to_owned(),
+        "USER".to_owned(),
+        "STATUS".to_owned(),
+        "DESCRIPTION".to_owned(),
+    ]];
+    for e in &history.entries {
+        rows.push(match e {
+            Entry::Record(r) => [
+                r.revision.to_string(),
+                escape(&r.time),
+                escape(&r.user),
+                match r.status {
+                    Status::Applied => "applied",
+                    Status::Partial => "partial",
+                }
+                .to_owned(),
+                escape(&r.description()),
+            ],
+            Entry::Unreadable { revision, why } => [
+                revision.to_string(),
+                String::new(),
+                String::new(),
+                "unreadable".to_owned(),
+                escape(why),
+            ],
+        });
+    }
+    let widths: Vec<usize> = (0..4)
+        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    for row in rows {
+        for (i, cell) in row.iter().enumerate() {
+            if i < 4 {
+                out.push_str(&format!("{cell:<w$}  ", w = widths[i]));
+            } else {
+                out.push_str(cell);
+            }
+        }
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::FieldChange;
+
+    fn info() -> RunInfo {
+        RunInfo {
+            time: "2026-12-01T07:00:00Z".into(),
+            user: "admin".into(),
+            source: Source::Update,
+            saved_plan: false,
+        }
+    }
+
+    fn change(kind: Kind, name: &str, action: Action) -> ObjectChange {
+        let mut c = ObjectChange::sample(name, action);
+        c.kind = kind;
+        c
+    }
+
+    fn ingress_view(name: &str, paths: &[&str]) -> Value {
+        json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+               "metadata": {"name": name, "namespace": "shop", "labels": {"app": "web", "identifier": "x"}},
+               "spec": {"rules": [{"http": {"paths": paths.iter().map(|p| json!({"path": p})).collect::<Vec<_>>()}}]}})
+    }
+
+    fn sample_report() -> Report {
+        let mut image = change(Kind::Deployment, "web", Action::Update);
+        image.fields = vec![FieldChange::new(
+            "spec.template.spec.containers[name=app].image",
+            Some(json!("r/web:1")),
+            Some(json!("r/web:2")),
+        )];
+        let mut hpa = change(Kind::HorizontalPodAutoscaler, "web", Action::Update);
+        hpa.fields = vec![FieldChange::new(
+            "spec.maxReplicas",
+            Some(json!(5)),
+            Some(json!(9)),
+        )];
+        let mut created = change(Kind::Ingress, "web-a", Action::Create);
+        created.after = Some(ingress_view("web-a", &["/web/a"]));
+        let mut updated = change(Kind::Ingress, "web-b", Action::Update);
+        updated.before = Some(ingress_view("web-b", &["/web/b"]));
+        updated.after = Some(ingress_view("web-b", &["/web/b", "/web/c"]));
+        let mut deleted = change(Kind::Ingress, "web-c", Action::Delete);
+        deleted.before = Some(ingress_view("web-c", &["/web/old"]));
+        Report {
+            entries: vec![
+                (image, Outcome::Applied),
+                (hpa, Outcome::Applied),
+                (created, Outcome::Applied),
+                (updated, Outcome::Applied),
+                (deleted, Outcome::Applied),
+            ],
+            stopped_in_preflight: false,
+            interrupted: None,
+        }
+    }
+
+    #[test]
+    fn a_record_keeps_image_bounds_and_each_route_with_its_owned_parts() {
+        let r = record(&sample_report(), &info()).unwrap();
+        assert_eq!(
+            r.image,
+            Some(ImageChange {
+                container: "app".into(),
+                before: Some("r/web:1".into()),
+                after: Some("r/web:2".into())
+            })
+        );
+        assert_eq!(
+            r.bounds.as_ref().unwrap().max,
+            Some(Change {
+                before: Some(5),
+                after: Some(9)
+            })
+        );
+        assert_eq!(r.bounds.as_ref().unwrap().min, None);
+        assert_eq!(r.status, Status::Applied);
+        let by_name = |n: &str| r.routes.iter().find(|x| x.name == n).unwrap();
+        assert_eq!(by_name("web-a").action, Action::Create);
+        assert_eq!(
+            by_name("web-a").after,
+            Some(ingress_view("web-a", &["/web/a"]))
+        );
+        assert_eq!(
+            by_name("web-c").before,
+            Some(ingress_view("web-c", &["/web/old"]))
+        );
+        // An update keeps only what changed.
+        assert_eq!(
+            by_name("web-b").before,
+            Some(json!({"spec": {"rules": [{"http": {"paths": [{"path": "/web/b"}]}}]}}))
+        );
+        assert_eq!(
+            r.description(),
+            "image r/web:1 → r/web:2, max 5 → 9; routes: 1 created, 1 updated, 1 deleted"
+        );
+    }
+
+    #[test]
+    fn a_run_that_wrote_nothing_has_no_record_and_a_failed_object_makes_it_partial() {
+        let mut report = sample_report();
+        for (_, o) in &mut report.entries {
+            *o = Outcome::NotAttempted;
+        }
+        assert_eq!(record(&report, &info()), None);
+        let mut report = sample_report();
+        report.entries[4].1 = Outcome::Failed {
+            message: "no".into(),
+        };
+        let r = record(&report, &info()).unwrap();
+        assert_eq!(r.status, Status::Partial);
+        assert_eq!(r.routes.len(), 2);
+    }
+
+    fn stored(records: &[Record]) -> Value {
+        let mut data = serde_json::Map::new();
+        for r in records {
+            data.insert(key(r.revision), json!(encode(r)));
+        }
+        json!({"metadata": {"name": "web-appupdate-history", "resourceVersion": "5", "uid": "u"},
+               "binaryData": data})
+    }
+
+    fn numbered(n: u64) -> Record {
+        let mut r = record(&sample_report(), &info()).unwrap();
+        r.revision = n;
+        r
+    }
+
+    #[test]
+    fn records_read_back_oldest_first_and_the_next_revision_counts_up() {
+        let cm = stored(&[numbered(3), numbered(1), numbered(2)]);
+        let h = History::from_config_map(Some(&cm));
+        let revs: Vec<u64> = h.entries.iter().map(Entry::revision).collect();
+        assert_eq!(revs, [1, 2, 3]);
+        assert_eq!(h.pick(None).unwrap().revision, 3);
+        assert_eq!(h.pick(Some(2)).unwrap().revision, 2);
+        assert_eq!(
+            h.pick(Some(9)).unwrap_err(),
+            "there is no revision 9 (kept: 1, 2, 3)"
+        );
+        let (write, revision) = add(&h, "web", numbered(0), 10);
+        assert_eq!(revision, 4);
+        let Write::Patch { base, body, .. } = write else {
+            panic!("a patch")
+        };
+        assert_eq!(base.resource_version(), "5");
+        assert!(body["binaryData"]["revision-4.json.gz"].is_string());
+    }
+
+    #[test]
+    fn the_first_record_creates_the_config_map() {
+        let (write, revision) = add(&History::default(), "web", numbered(0), 10);
+        assert_eq!(revision, 1);
+        let Write::Create { body } = write else {
+            panic!("a create")
+        };
+        assert_eq!(body["metadata"]["name"], "web-appupdate-history");
+        assert_eq!(body["metadata"]["labels"]["app"], "web");
+    }
+
+    #[test]
+    fn the_oldest_records_beyond_the_limit_are_removed() {
+        let cm = stored(&(1..=5).map(numbered).collect::<Vec<_>>());
+        let h = History::from_config_map(Some(&cm));
+        let (write, _) = add(&h, "web", numbered(0), 3);
+        let Write::Patch { body, .. } = write else {
+            panic!("a patch")
+        };
+        let data = body["binaryData"].as_object().unwrap();
+        assert_eq!(data["revision-1.json.gz"], Value::Null);
+        assert_eq!(data["revision-2.json.gz"], Value::Null);
+        assert_eq!(data["revision-3.json.gz"], Value::Null);
+        assert!(data.get("revision-4.json.gz").is_none());
+        assert!(data["revision-6.json.gz"].is_string());
+    }
+
+    #[test]
+    fn an_unreadable_record_is_listed_as_such() {
+        let mut cm = stored(&[numbered(1)]);
+        cm["binaryData"]["revision-2.json.gz"] = json!("bm90IGd6aXA=");
+        cm["binaryData"]["other-key"] = json!("x");
+        let h = History::from_config_map(Some(&cm));
+        assert_eq!(h.entries.len(), 2);
+        assert_eq!(
+            h.pick(None).unwrap_err(),
+            "revision 2 cannot be read (not gzip)"
+        );
+        let table = render_table(&h, &|s| s.to_owned());
+        assert!(
+            table.lines().nth(2).unwrap().contains("unreadable"),
+            "{table}"
+        );
+    }
+
+    #[test]
+    fn the_listing_reads_like_helm_history() {
+        let cm = stored(&[numbered(1)]);
+        let table = render_table(&History::from_config_map(Some(&cm)), &|s| s.to_owned());
+        let mut lines = table.lines();
+        assert_eq!(
+            lines.next().unwrap().split_whitespace().collect::<Vec<_>>(),
+            ["REVISION", "UPDATED", "USER", "STATUS", "DESCRIPTION"]
+        );
+        assert!(
+            lines
+                .next()
+                .unwrap()
+                .starts_with("1         2026-12-01T07:00:00Z  admin  applied  image")
+        );
+    }
+}

@@ -1,0 +1,106 @@
+//! Reading and adding history records in the cluster (the ConfigMap `<app>-appupdate-history`),
+//! and asking the server who we are. The content is [`crate::history`]'s.
+//!
+//! Requests: an applying run reads the ConfigMap and asks who it is (one SelfSubjectReview)
+//! at the same time as its server-side dry run — two more requests, no more rounds — and,
+//! when it wrote something, adds its record with one conditional write after the last of its
+//! other writes. A conflict (another run recorded first) costs one read and one write more.
+
+use serde_json::Value;
+
+use crate::apply::ApplyOptions;
+use crate::cluster::{Cluster, RequestError};
+use crate::describe::Target;
+use crate::history::{self, History, Record};
+
+/// What became of a run's history record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Recorded {
+    /// Nothing written, or `--history-max 0`.
+    Nothing,
+    /// Added as `revision` to the ConfigMap `config_map`.
+    Revision { revision: u64, config_map: String },
+    /// Not added: the warning to show.
+    Warning(String),
+}
+
+/// What an applying run learns besides its writes: the stored history as it was read (or why
+/// it could not be), and who the server says the user is.
+#[derive(Debug)]
+pub struct Prepared {
+    pub config_map: Result<Option<Value>, RequestError>,
+    pub user: String,
+}
+
+/// The user a record names: the server's answer, else the kubeconfig's user (`--as`, `--user`
+/// or the context's), else `unknown`.
+pub async fn who(cluster: &Cluster) -> String {
+    match cluster.who_am_i().await {
+        Ok(Some(user)) => user,
+        _ => cluster
+            .conn
+            .user
+            .clone()
+            .unwrap_or_else(|| "unknown".to_owned()),
+    }
+}
+
+/// Reads the history ConfigMap and asks who we are, concurrently.
+pub async fn prepare(cluster: &Cluster, app: &str) -> Prepared {
+    let name = history::config_map_name(app);
+    let (config_map, user) = tokio::join!(cluster.get_config_map(&name), who(cluster));
+    Prepared { config_map, user }
+}
+
+/// Why a record was not added, as a warning: the changes stand, the history misses them.
+pub fn warning(cluster: &Cluster, app: &str, err: &RequestError, verb: &str) -> String {
+    let target = Target {
+        reference: format!("configmap/{}", history::config_map_name(app)),
+        namespace: cluster.namespace().to_owned(),
+        context: cluster.conn.context.clone(),
+    };
+    format!(
+        "warning: the changes were made but not recorded in the history, so --undo does not know them: {}",
+        err.describe(verb, &target)
+    )
+}
+
+/// Adds `record` as the next revision, keeping `max` records. `config_map` is the ConfigMap as
+/// read earlier in the run (`None`: there was none); a conflict (another run recorded first)
+/// re-reads it and tries again, at most `tries` times in all, backing off as the writes do.
+/// Returns the revision.
+pub async fn add(
+    cluster: &Cluster,
+    app: &str,
+    mut config_map: Option<Value>,
+    record: &Record,
+    max: u32,
+    tries: u32,
+) -> Result<u64, (RequestError, &'static str)> {
+    let name = history::config_map_name(app);
+    let mut attempt = 1;
+    loop {
+        let stored = History::from_config_map(config_map.as_ref());
+        let (write, revision) = history::add(&stored, app, record.clone(), max);
+        let verb = if stored.base.is_some() {
+            "patch"
+        } else {
+            "create"
+        };
+        match cluster.write_config_map(&name, &write).await {
+            Ok(_) => return Ok(revision),
+            Err(e)
+                if attempt < tries
+                    && (e.is_conflict() || e.is_already_exists() || e.is_not_found()) =>
+            {
+                tokio::time::sleep(crate::apply::backoff(&ApplyOptions::default(), attempt)).await;
+                attempt += 1;
+                config_map = cluster
+                    .get_config_map(&name)
+                    .await
+                    .map_err(|e| (e, "get"))?;
+            }
+            Err(e) => return Err((e, verb)),
+        }
+    }
+}

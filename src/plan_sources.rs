@@ -1,0 +1,293 @@
+//! Where a plan comes from when it does not come from the flags: a saved plan (`apply FILE`)
+//! or the inverse of a history record (`--undo`, `--to-revision N`). Either way the result is
+//! an ordinary [`Plan`] that the rest of the run shows, confirms, dry-runs and applies under
+//! the approved-diff guard.
+//!
+//! A saved plan is applied only to the API server and namespace it was made for, unless
+//! `--context` names the context it was made with; not when it is older than
+//! `--max-plan-age`; and — after the confirmation, before the first write — only when every
+//! object it changes still holds, in every field the plan changes, the value the plan showed
+//! ([`recheck_saved`]: the guard, for the whole plan at once). Changes elsewhere in the
+//! objects do not stop it.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use futures::future::join_all;
+use k8s_openapi::jiff::Timestamp;
+use serde_json::Value;
+
+use crate::apply::guard_reason;
+use crate::cluster::{Cluster, RequestError};
+use crate::describe::Target;
+use crate::error::AppError;
+use crate::history::Source;
+use crate::history::{self, History};
+use crate::kube_context::Connection;
+use crate::plan::{Kind, Plan, Recheck, recheck};
+use crate::plan_file::{ClusterPlan, SavedPlanError};
+use crate::report::{Outcome, Report};
+use crate::settings::{SavedInput, UndoRequest};
+use crate::undo::{self, UndoLive};
+
+/// A plan ready to show, and what the run needs to record it.
+#[derive(Debug)]
+pub struct Sourced {
+    pub plan: Plan,
+    pub source: Source,
+    pub saved_plan: bool,
+    /// The history ConfigMap as read while planning (an undo), so that recording does not
+    /// read it again; `None`: not read yet.
+    pub config_map: Option<Option<Value>>,
+    /// Why the plan must not be applied (an undo over fields changed since the record).
+    pub refusal: Option<String>,
+}
+
+fn human(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0..120 => format!("{s}s"),
+        120..7200 => format!("{}m", s / 60),
+        7200..172_800 => format!("{}h", s / 3600),
+        _ => format!("{}d", s / 86_400),
+    }
+}
+
+/// The plan of `saved` for the cluster and namespace `conn` points at. `context_flag` is the
+/// `--context` given on the command line, if any.
+pub fn saved_target(
+    saved: &SavedInput,
+    conn: &Connection,
+    context_flag: Option<&str>,
+    now: Timestamp,
+) -> Result<ClusterPlan, SavedPlanError> {
+    if let Some(max) = saved.max_age {
+        let created: Timestamp =
+            saved
+                .file
+                .created_at
+                .parse()
+                .map_err(|_| SavedPlanError::NoTime {
+                    file: saved.name.clone(),
+                    created: saved.file.created_at.clone(),
+                })?;
+        let age = Duration::try_from(now.duration_since(created)).unwrap_or(Duration::ZERO);
+        if age > max {
+            return Err(SavedPlanError::TooOld {
+                file: saved.name.clone(),
+                age: human(age),
+                created: saved.file.created_at.clone(),
+                max: human(max),
+            });
+        }
+    }
+    let same_namespace = |c: &&ClusterPlan| c.plan.namespace == conn.namespace;
+    let found = saved
+        .file
+        .clusters
+        .iter()
+        .filter(same_namespace)
+        .find(|c| c.server == conn.server)
+        .or_else(|| {
+            saved
+                .file
+                .clusters
+                .iter()
+                .filter(same_namespace)
+                .find(|c| context_flag == Some(c.context.as_str()))
+        });
+    if let Some(c) = found {
+        return Ok(c.clone());
+    }
+    let first = &saved.file.clusters[0];
+    let file = &saved.name;
+    let (plan_ns, ns) = (&first.plan.namespace, &conn.namespace);
+    Err(SavedPlanError::OtherTarget(
+        if first.server != conn.server {
+            format!(
+                "{file} was made against the API server {} (context {:?}, namespace {plan_ns:?}), but context {:?} points at {}; to apply it there anyway, name its context: --context {}{}",
+                first.server,
+                first.context,
+                conn.context,
+                conn.server,
+                first.context,
+                if plan_ns == ns {
+                    String::new()
+                } else {
+                    format!(" -n {plan_ns}")
+                }
+            )
+        } else {
+            format!(
+                "{file} was made for namespace {plan_ns:?}, not {ns:?} (context {:?}); pass -n {plan_ns}",
+                conn.context
+            )
+        },
+    ))
+}
+
+fn read_failure(
+    cluster: &Cluster,
+    e: RequestError,
+    verb: &'static str,
+    reference: String,
+) -> AppError {
+    AppError::Request {
+        verb,
+        target: Target {
+            reference,
+            namespace: cluster.namespace().to_owned(),
+            context: cluster.conn.context.clone(),
+        },
+        source: Box::new(e),
+    }
+}
+
+/// Re-reads every object `plan` changes and re-plans it with its updater: `Ok` with the
+/// plan rebased on the objects as they are now (objects someone already brought to the
+/// planned values drop out), or `Err` with the report of a refusal — some field the plan
+/// changes is no longer at the value it showed — in which nothing was written.
+pub async fn recheck_saved(
+    cluster: &Cluster,
+    mut plan: Plan,
+) -> Result<Result<Plan, Report>, AppError> {
+    let reads = join_all(
+        plan.objects
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.change.is_change())
+            .map(|(i, p)| async move { (i, cluster.get(p.change.kind, &p.change.name).await) }),
+    )
+    .await;
+    let mut outcomes: BTreeMap<usize, Outcome> = BTreeMap::new();
+    let mut tripped = false;
+    for (i, live) in reads {
+        let p = &mut plan.objects[i];
+        let live = live.map_err(|e| read_failure(cluster, e, "get", p.change.reference()))?;
+        match p.updater.plan(&p.change.namespace, live.as_ref()) {
+            Err(e) => {
+                tripped = true;
+                outcomes.insert(
+                    i,
+                    Outcome::Tripped {
+                        reason: format!(
+                            "it changed since the plan was made: {e}; nothing was written"
+                        ),
+                        fresh: None,
+                    },
+                );
+            }
+            Ok(fresh) => match recheck(&p.change, fresh.clone()) {
+                Recheck::Proceed(f) => p.change = f,
+                Recheck::AlreadyDone => p.change = fresh,
+                Recheck::Tripped(f) => {
+                    tripped = true;
+                    outcomes.insert(
+                        i,
+                        Outcome::Tripped {
+                            reason: guard_reason(&p.change, &f),
+                            fresh: Some(Box::new(f)),
+                        },
+                    );
+                }
+            },
+        }
+    }
+    if !tripped {
+        return Ok(Ok(plan));
+    }
+    let entries = plan
+        .objects
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let outcome = outcomes.remove(&i).unwrap_or(if p.change.is_change() {
+                Outcome::NotAttempted
+            } else {
+                Outcome::Unchanged
+            });
+            (p.change.clone(), outcome)
+        })
+        .collect();
+    Ok(Err(Report {
+        entries,
+        stopped_in_preflight: true,
+        interrupted: None,
+    }))
+}
+
+/// The undo of the newest record (or `request.revision`): reads the history, then the
+/// objects the record touches, and plans the inverse.
+pub async fn undo(
+    cluster: &Cluster,
+    app: &str,
+    request: &UndoRequest,
+) -> Result<Sourced, AppError> {
+    let name = history::config_map_name(app);
+    let cm = cluster
+        .get_config_map(&name)
+        .await
+        .map_err(|e| read_failure(cluster, e, "get", format!("configmap/{name}")))?;
+    let stored = History::from_config_map(cm.as_ref());
+    let record = stored.pick(request.revision).map_err(|why| AppError::Undo {
+        message: format!(
+            "cannot undo {app} in namespace {:?} (context {:?}): {why}; see kubectl appupdate history {app}",
+            cluster.namespace(),
+            cluster.conn.context
+        ),
+    })?;
+    let undo::UndoNeeds {
+        deployment,
+        autoscaler,
+        routes,
+    } = undo::needs(record)?;
+    let get = |kind: Kind, name: String| async move {
+        let live = cluster.get(kind, &name).await;
+        (kind, name, live)
+    };
+    let (d, h, r) = tokio::join!(
+        async {
+            if deployment {
+                Some(get(Kind::Deployment, app.to_owned()).await)
+            } else {
+                None
+            }
+        },
+        async {
+            if autoscaler {
+                Some(get(Kind::HorizontalPodAutoscaler, app.to_owned()).await)
+            } else {
+                None
+            }
+        },
+        join_all(routes.into_iter().map(|(k, n)| get(k, n)))
+    );
+    let mut live = UndoLive::default();
+    let reference = |k: Kind, n: &str| format!("{}/{n}", k.kubectl_name());
+    if let Some((k, n, v)) = d {
+        live.deployment = v.map_err(|e| read_failure(cluster, e, "get", reference(k, &n)))?;
+    }
+    if let Some((k, n, v)) = h {
+        live.autoscaler = v.map_err(|e| read_failure(cluster, e, "get", reference(k, &n)))?;
+    }
+    for (k, n, v) in r {
+        let v = v.map_err(|e| read_failure(cluster, e, "get", reference(k, &n)))?;
+        live.routes.insert((k, n), v);
+    }
+    let planned = undo::plan_undo(
+        record,
+        app,
+        cluster.namespace(),
+        &cluster.conn.context,
+        &live,
+    )?;
+    Ok(Sourced {
+        refusal: undo::refusal(record.revision, &planned.drift, &request.force),
+        plan: planned.plan,
+        source: Source::Undo {
+            revision: record.revision,
+        },
+        saved_plan: false,
+        config_map: Some(cm),
+    })
+}
