@@ -547,11 +547,14 @@ pub struct LiveRoutes<'a> {
     pub ingress_classes: Option<&'a [Value]>,
 }
 
+/// An updater with the live object it starts from (`None`: it does not exist).
+pub type WithLive<'a> = (Arc<dyn Updater>, Option<&'a Value>);
+
 /// The routes part of a plan: the updaters with the live object each starts from, and what
 /// was decided.
 #[derive(Debug)]
 pub struct PlannedRoutes<'a> {
-    pub updaters: Vec<(Arc<dyn Updater>, Option<&'a Value>)>,
+    pub updaters: Vec<WithLive<'a>>,
     pub summary: RoutesPlan,
 }
 
@@ -609,17 +612,21 @@ pub fn needs_ingress_classes(
     )
 }
 
-/// The live managed routes by style (unrecognised Ingresses count as nginx-snippet, the
-/// original format), names sorted.
+/// The style of a live managed route; an Ingress no flavour recognises counts as
+/// `nginx-snippet`, the original format.
+fn live_style(kind: Kind, obj: &Value) -> RouteStyle {
+    style_of(kind, obj).unwrap_or(match kind {
+        Kind::HttpRoute => RouteStyle::Gateway,
+        _ => RouteStyle::NginxSnippet,
+    })
+}
+
+/// The live managed routes by style ([`live_style`]), names sorted.
 fn live_styles(ingresses: &[Value], httproutes: &[Value]) -> BTreeMap<RouteStyle, Vec<String>> {
     let mut out: BTreeMap<RouteStyle, Vec<String>> = BTreeMap::new();
     for (kind, objs) in [(Kind::Ingress, ingresses), (Kind::HttpRoute, httproutes)] {
         for obj in objs {
-            let s = style_of(kind, obj).unwrap_or(match kind {
-                Kind::HttpRoute => RouteStyle::Gateway,
-                _ => RouteStyle::NginxSnippet,
-            });
-            out.entry(s)
+            out.entry(live_style(kind, obj))
                 .or_default()
                 .push(name_of(obj).unwrap_or_default().to_owned());
         }
@@ -700,6 +707,36 @@ fn default_class(app: &str, classes: &[Value]) -> Result<(String, String), PlanE
     }
 }
 
+/// The IngressClass and TLS of new Ingresses: the flags, else the managed Ingress with the
+/// smallest name, else (the class) the cluster's default IngressClass, noted.
+fn ingress_attachment(
+    app: &str,
+    flags: &RouteFlags,
+    live: &LiveRoutes<'_>,
+    groups: &[ScopeGroup],
+    a: &mut Attachment,
+    notes: &mut Vec<String>,
+) -> Result<(), PlanError> {
+    let sibling = first_sibling(live.ingresses);
+    a.ingress_class = match (&flags.ingress_class, sibling) {
+        (Some(c), _) => Some(c.clone()),
+        (None, Some(s)) => s["spec"]["ingressClassName"].as_str().map(str::to_owned),
+        (None, None) if groups.is_empty() => None,
+        (None, None) => {
+            let classes = live.ingress_classes.unwrap_or_default();
+            let (class, note) = default_class(app, classes)?;
+            notes.push(note);
+            Some(class)
+        }
+    };
+    a.tls = match &flags.tls_secret {
+        Some(secret) if a.hosts.is_empty() => Some(json!([{ "secretName": secret }])),
+        Some(secret) => Some(json!([{ "hosts": a.hosts, "secretName": secret }])),
+        None => sibling.and_then(|s| s["spec"].get("tls").filter(|t| !t.is_null()).cloned()),
+    };
+    Ok(())
+}
+
 /// The run's attachment (see [`Attachment`] and [`Forced`]), and the notes that explain what
 /// was taken from where.
 fn attachment(
@@ -731,33 +768,7 @@ fn attachment(
         .unwrap_or_default()
     };
     match style(run_style).kind() {
-        Kind::Ingress => {
-            a.ingress_class = match &flags.ingress_class {
-                Some(c) => Some(c.clone()),
-                None => match ing_sibling {
-                    Some(s) => s["spec"]["ingressClassName"].as_str().map(str::to_owned),
-                    None if groups.is_empty() => None,
-                    None => {
-                        let classes = live.ingress_classes.unwrap_or_default();
-                        let (class, note) = default_class(app, classes)?;
-                        notes.push(note);
-                        Some(class)
-                    }
-                },
-            };
-            a.tls = match &flags.tls_secret {
-                Some(secret) => {
-                    let mut entry = json!({ "secretName": secret });
-                    if !a.hosts.is_empty() {
-                        entry = json!({ "hosts": a.hosts, "secretName": secret });
-                    }
-                    Some(json!([entry]))
-                }
-                None => {
-                    ing_sibling.and_then(|s| s["spec"].get("tls").filter(|t| !t.is_null()).cloned())
-                }
-            };
-        }
+        Kind::Ingress => ingress_attachment(app, flags, live, groups, &mut a, notes)?,
         Kind::HttpRoute => {
             a.parent_refs = match &flags.gateway {
                 Some(g) => Some(json!([g.parent_ref()])),
@@ -798,6 +809,79 @@ fn attachment(
         });
     }
     Ok((a, forced))
+}
+
+/// What a plan that changes the style of live routes says about it.
+fn migration_notes(
+    app: &str,
+    run_style: RouteStyle,
+    live_styles: &[RouteStyle],
+    live: &LiveRoutes<'_>,
+) -> Vec<String> {
+    let kind = style(run_style).kind();
+    let from: Vec<RouteStyle> = live_styles
+        .iter()
+        .copied()
+        .filter(|s| *s != run_style)
+        .collect();
+    if from.is_empty() {
+        return Vec::new();
+    }
+    let how = if from.iter().all(|s| style(*s).kind() == kind) {
+        "each Ingress is rewritten in place, one write each".to_owned()
+    } else {
+        format!(
+            "the new {} are created before the old routes are deleted",
+            kind.plural_title()
+        )
+    };
+    let names: Vec<&str> = from.iter().map(|s| s.as_str()).collect();
+    let mut notes = vec![format!(
+        "Migrating the routes of {app} from {} to {run_style}: {how}.",
+        names.join(" and ")
+    )];
+    let with_tls = live
+        .ingresses
+        .iter()
+        .any(|i| i["spec"].get("tls").is_some_and(|t| !t.is_null()));
+    if kind == Kind::HttpRoute && with_tls {
+        notes.push(
+            "The Ingresses' TLS settings are not carried over: with the Gateway API, certificates belong to the Gateway's listeners.".to_owned(),
+        );
+    }
+    notes
+}
+
+/// The updaters of the run's style for its kind's live routes, and the removal of every live
+/// route of the other kind, each with the live object it starts from.
+fn route_updaters<'a>(
+    app: &str,
+    chosen: &dyn Style,
+    ctx: &RouteContext,
+    groups: &[ScopeGroup],
+    live: &LiveRoutes<'a>,
+) -> Result<Vec<WithLive<'a>>, PlanError> {
+    let by_name = |objs: &'a [Value], name: &str| objs.iter().find(|o| name_of(o) == Some(name));
+    let mut updaters: Vec<WithLive<'a>> = Vec::new();
+    for kind in [Kind::Ingress, Kind::HttpRoute] {
+        let objs: &'a [Value] = match kind {
+            Kind::Ingress => live.ingresses,
+            _ => live.httproutes.items(),
+        };
+        if kind == chosen.kind() {
+            for u in chosen.updaters(ctx, groups, objs)? {
+                let current = by_name(objs, u.name());
+                updaters.push((u, current));
+            }
+            continue;
+        }
+        for obj in objs {
+            let Some(name) = name_of(obj) else { continue };
+            let removal = style(live_style(kind, obj)).removal(app, name);
+            updaters.push((removal, Some(obj)));
+        }
+    }
+    Ok(updaters)
 }
 
 /// Plans the routes of `file` (see the module docs).
@@ -848,66 +932,8 @@ pub fn plan_routes<'a>(
     chosen.check(&ctx, &groups)?;
 
     let live_styles: Vec<RouteStyle> = styles.keys().copied().collect();
-    let migrating_from: Vec<RouteStyle> = live_styles
-        .iter()
-        .copied()
-        .filter(|s| *s != run_style)
-        .collect();
-    if !migrating_from.is_empty() {
-        let from = migrating_from
-            .iter()
-            .map(|s| s.as_str())
-            .collect::<Vec<_>>()
-            .join(" and ");
-        let how = if migrating_from
-            .iter()
-            .all(|s| style(*s).kind() == chosen.kind())
-        {
-            "each Ingress is rewritten in place, one write each".to_owned()
-        } else {
-            format!(
-                "the new {} are created before the old routes are deleted",
-                chosen.kind().plural_title()
-            )
-        };
-        notes.push(format!(
-            "Migrating the routes of {app} from {from} to {run_style}: {how}."
-        ));
-        if chosen.kind() == Kind::HttpRoute
-            && live
-                .ingresses
-                .iter()
-                .any(|i| i["spec"].get("tls").is_some_and(|t| !t.is_null()))
-        {
-            notes.push(
-                "The Ingresses' TLS settings are not carried over: with the Gateway API, certificates belong to the Gateway's listeners.".to_owned(),
-            );
-        }
-    }
-
-    let by_name = |objs: &'a [Value], name: &str| objs.iter().find(|o| name_of(o) == Some(name));
-    let mut updaters: Vec<(Arc<dyn Updater>, Option<&'a Value>)> = Vec::new();
-    for kind in [Kind::Ingress, Kind::HttpRoute] {
-        let objs: &'a [Value] = match kind {
-            Kind::Ingress => live.ingresses,
-            _ => live.httproutes.items(),
-        };
-        if kind == chosen.kind() {
-            for u in chosen.updaters(&ctx, &groups, objs)? {
-                let current = by_name(objs, u.name());
-                updaters.push((u, current));
-            }
-        } else {
-            for obj in objs {
-                let Some(name) = name_of(obj) else { continue };
-                let old = style_of(kind, obj).unwrap_or(match kind {
-                    Kind::HttpRoute => RouteStyle::Gateway,
-                    _ => RouteStyle::NginxSnippet,
-                });
-                updaters.push((style(old).removal(app, name), Some(obj)));
-            }
-        }
-    }
+    notes.extend(migration_notes(app, run_style, &live_styles, live));
+    let updaters = route_updaters(app, chosen, &ctx, &groups, live)?;
     Ok(PlannedRoutes {
         updaters,
         summary: RoutesPlan {
