@@ -279,17 +279,20 @@ pub(crate) fn guard_reason(approved: &ObjectChange, fresh: &ObjectChange) -> Str
         .iter()
         .filter(|f| !approved.fields.contains(f))
         .map(|f| {
-            let shown = approved
-                .fields
-                .iter()
-                .find(|a| a.path == f.path)
-                .and_then(|a| a.before.clone());
-            format!(
-                "{} is now {} (the plan showed {})",
-                Untrusted(&f.path),
-                display(&f.before),
-                display(&shown)
-            )
+            match approved.fields.iter().find(|a| a.path == f.path) {
+                Some(shown) => format!(
+                    "{} is now {} (the plan showed {})",
+                    Untrusted(&f.path),
+                    display(&f.before),
+                    display(&shown.before)
+                ),
+                // Someone changed a part this run owns but was going to leave as it was.
+                None => format!(
+                    "{} is now {}, and the plan left it as it was",
+                    Untrusted(&f.path),
+                    display(&f.before)
+                ),
+            }
         })
         .collect();
     if moved.is_empty() {

@@ -9,7 +9,7 @@
 mod common;
 
 use common::*;
-use sandbox_apiserver::{IngressNginxWebhook, SandboxOptions};
+use sandbox_apiserver::{Fault, IngressNginxWebhook, SandboxOptions, Trigger};
 use serde_json::{Value, json};
 
 const PUBLIC: &str = "web-e3b0c44298fc1c14"; // scopes []
@@ -527,4 +527,89 @@ fn a_saved_migration_applies_exactly_and_undo_brings_the_ingresses_back() {
         "rewrite ^/web/(.*)$ /$1 break;\n"
     );
     assert_rerun_changes_nothing(&env, ENDPOINTS);
+}
+
+/// The demo app exposed as HTTPRoutes, with nothing recorded in the request log yet.
+fn exposed_as_httproutes() -> Env {
+    let env = unexposed();
+    let mut args = GATEWAY.to_vec();
+    args.push("--yes");
+    assert_code(&run(&env, ENDPOINTS, &args), 0);
+    env.sb.clear_requests();
+    env
+}
+
+const WITH_CATALOG: &str = "endpoints:
+  - path: /catalog
+  - path: /health
+  - path: /unprotected
+  - path: /protected/user
+    scopes: [user]
+";
+
+#[test]
+fn a_competing_writer_on_an_httproutes_other_fields_is_merged_through() {
+    let env = exposed_as_httproutes();
+    let public = format!("{}/{PUBLIC}", httproutes_path());
+    env.sb.inject(Fault::CompetingWrite {
+        object_path: public.clone(),
+        after: Trigger::NextRealWrite,
+        mutate: Box::new(|r| {
+            r["metadata"]["labels"]["team"] = json!("payments");
+            r["spec"]["rules"][0]["timeouts"] = json!({"request": "5s"});
+        }),
+    });
+    let o = run(&env, WITH_CATALOG, &["--yes"]);
+    assert_code(&o, 0);
+    let live = env.sb.get(&public).unwrap();
+    assert_eq!(live["metadata"]["labels"]["team"], "payments");
+    let rules = live["spec"]["rules"].as_array().unwrap();
+    let values: Vec<&str> = rules
+        .iter()
+        .map(|r| r["matches"][0]["path"]["value"].as_str().unwrap())
+        .collect();
+    assert_eq!(values, ["/web/catalog", "/web/health", "/web/unprotected"]);
+    // The other writer's field on a rule this run kept is still there.
+    let health = rules
+        .iter()
+        .find(|r| r["matches"][0]["path"]["value"] == "/web/health");
+    assert_eq!(
+        health.unwrap()["timeouts"],
+        json!({"request": "5s"}),
+        "{live}"
+    );
+}
+
+#[test]
+fn a_competing_writer_on_an_httproutes_rules_trips_the_guard() {
+    let env = exposed_as_httproutes();
+    let public = format!("{}/{PUBLIC}", httproutes_path());
+    env.sb.inject(Fault::CompetingWrite {
+        object_path: public.clone(),
+        after: Trigger::NextRealWrite,
+        mutate: Box::new(|r| {
+            r["spec"]["rules"][0]["backendRefs"][0]["port"] = json!(81);
+        }),
+    });
+    let o = run(&env, WITH_CATALOG, &["--yes"]);
+    assert_code(&o, 5);
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!(
+            "httproute.gateway.networking.k8s.io/{PUBLIC} NOT updated"
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "httproute.gateway.networking.k8s.io/{PUBLIC} NOT updated: spec.rules[path=/web/health] is now different, and the plan left it as it was; nothing was written"
+        )),
+        "{err}"
+    );
+    let live = env.sb.get(&public).unwrap();
+    assert_eq!(
+        live["spec"]["rules"][0]["backendRefs"][0]["port"], 81,
+        "left as the other writer left it"
+    );
+    assert_eq!(live["spec"]["rules"].as_array().unwrap().len(), 2);
 }
