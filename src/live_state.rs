@@ -20,6 +20,9 @@ pub struct Needs {
     pub deployment: bool,
     pub autoscaler: bool,
     pub endpoints: bool,
+    /// The run publishes HTTPRoutes (`--routes gateway`): a forbidden HTTPRoute list is then
+    /// the run's failure, not "none visible".
+    pub httproutes: bool,
 }
 
 /// The live objects, as the server returned them.
@@ -114,7 +117,7 @@ pub async fn read(cluster: &Cluster, app: &str, needs: Needs) -> Result<LiveStat
         match cluster.list(Kind::HttpRoute, &managed_selector(app)).await {
             Ok(items) => Ok(Listing::Items(items)),
             Err(e) if e.is_not_found() => Ok(Listing::NotServed),
-            Err(e) if e.status_code() == Some(403) => Ok(Listing::Forbidden),
+            Err(e) if e.status_code() == Some(403) && !needs.httproutes => Ok(Listing::Forbidden),
             Err(e) => Err(e),
         }
     };

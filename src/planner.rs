@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::endpoints_file::EndpointsFile;
 use crate::live_state::{LiveState, Needs};
-use crate::plan::{Plan, PlanError, Planned, Updater};
+use crate::plan::{Kind, Plan, PlanError, Planned, Updater};
 use crate::routes::{self, LiveRoutes, refs::RouteFlags};
 use crate::updaters::{AutoscalerUpdate, AutoscalerUpdater, ContainerUpdate, DeploymentUpdater};
 
@@ -34,6 +34,11 @@ impl UpdateRequest<'_> {
             autoscaler: self.autoscaler_update.min_replicas.is_some()
                 || self.autoscaler_update.max_replicas.is_some(),
             endpoints: self.endpoints.is_some(),
+            httproutes: self.endpoints.is_some()
+                && self
+                    .routes
+                    .style
+                    .is_some_and(|s| routes::style(s).kind() == Kind::HttpRoute),
         }
     }
 

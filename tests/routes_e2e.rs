@@ -613,3 +613,34 @@ fn a_competing_writer_on_an_httproutes_rules_trips_the_guard() {
     );
     assert_eq!(live["spec"]["rules"].as_array().unwrap().len(), 2);
 }
+
+#[test]
+fn a_user_who_may_not_list_httproutes_still_plans_ingresses_and_is_told() {
+    let env = Env::new();
+    let o = run(
+        &env,
+        "endpoints:\n  - path: /health\n  - path: /unprotected\n  - path: /catalog\n  - path: /protected/user\n    scopes: [user]\n",
+        &["--dry-run", "--context", "sandbox-readonly"],
+    );
+    assert_code(&o, 0);
+    let out = stdout(&o);
+    assert!(
+        out.contains("HTTPRoutes could not be listed (forbidden), so managed HTTPRoutes of web, if any, are left out of this plan."),
+        "{out}"
+    );
+    assert!(
+        out.contains("Plan: 0 to create, 1 to update, 0 to delete."),
+        "{out}"
+    );
+    // The gateway style must see the live HTTPRoutes: the forbidden list is the run's failure.
+    let mut args = GATEWAY.to_vec();
+    args.extend(["--dry-run", "--context", "sandbox-readonly"]);
+    let o = run(&env, ENDPOINTS, &args);
+    assert_code(&o, 1);
+    assert!(
+        stderr(&o).starts_with("error: forbidden: you cannot list httproutes.gateway.networking.k8s.io in namespace \"shop\" (context \"sandbox-readonly\")"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stdout(&o).is_empty());
+}

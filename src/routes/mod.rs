@@ -914,6 +914,12 @@ pub fn plan_routes<'a>(
                 message: "the cluster does not serve gateway.networking.k8s.io/v1 HTTPRoutes; install the Gateway API CRDs (experimental channel for ExternalAuth), or choose --routes nginx-auth".to_owned(),
             });
         }
+        (RouteStyle::Gateway, Listing::Forbidden) => {
+            return Err(PlanError::Unexpected {
+                reference: format!("routes of {app}"),
+                message: "listing HTTPRoutes is forbidden, and the gateway style must see the live ones; ask for list permission on httproutes.gateway.networking.k8s.io".to_owned(),
+            });
+        }
         (_, Listing::Forbidden) => notes.push(format!(
             "HTTPRoutes could not be listed (forbidden), so managed HTTPRoutes of {app}, if any, are left out of this plan."
         )),

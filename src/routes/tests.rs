@@ -1130,6 +1130,10 @@ mod styles {
             "routes of web: the cluster does not serve gateway.networking.k8s.io/v1 HTTPRoutes; install the Gateway API CRDs (experimental channel for ExternalAuth), or choose --routes nginx-auth"
         );
         live.httproutes = Listing::Forbidden;
+        assert_eq!(
+            err(FILE, &gateway_flags(), &live),
+            "routes of web: listing HTTPRoutes is forbidden, and the gateway style must see the live ones; ask for list permission on httproutes.gateway.networking.k8s.io"
+        );
         let (_, summary) = run(FILE, &auth_flags(), &live).unwrap();
         assert_eq!(
             summary.notes,
