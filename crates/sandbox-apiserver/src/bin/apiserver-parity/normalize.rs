@@ -329,11 +329,18 @@ impl Side {
                 out = out.replace(value.as_str(), label);
             }
         }
-        // Whole decimal numbers that are known versions.
+        // Whole decimal numbers that are known versions (not digits inside a word: a hash
+        // in a generated name may contain one).
         let mut result = String::with_capacity(out.len());
         let mut digits = String::new();
-        let flush = |digits: &mut String, result: &mut String| {
+        let mut in_word = false;
+        let flush = |digits: &mut String, result: &mut String, whole: bool| {
             if !digits.is_empty() {
+                if !whole {
+                    result.push_str(digits);
+                    digits.clear();
+                    return;
+                }
                 if self.text_current.as_deref() == Some(digits.as_str()) {
                     result.push_str("<rv:current>");
                     digits.clear();
@@ -353,15 +360,22 @@ impl Side {
                 digits.clear();
             }
         };
+        // Whether the run of digits began right after a letter.
+        let mut after_letter = false;
         for c in out.chars() {
             if c.is_ascii_digit() {
+                if digits.is_empty() {
+                    after_letter = in_word;
+                }
                 digits.push(c);
             } else {
-                flush(&mut digits, &mut result);
+                let whole = !after_letter && !c.is_ascii_alphabetic();
+                flush(&mut digits, &mut result, whole);
                 result.push(c);
+                in_word = c.is_ascii_alphabetic();
             }
         }
-        flush(&mut digits, &mut result);
+        flush(&mut digits, &mut result, !after_letter);
         result
     }
 
