@@ -417,13 +417,13 @@ pub fn to_v1(obj: &Value) -> Value {
     // The last CPU resource status with a utilization wins, as the conversion loops.
     if let Some(u) = current
         .iter()
+        .rev()
         .filter(|m| {
             m.get("type").and_then(Value::as_str) == Some("Resource")
                 && m.pointer("/resource/name").and_then(Value::as_str) == Some("cpu")
         })
         .filter_map(|m| m.pointer("/resource/current/averageUtilization"))
-        .filter(|v| !v.is_null())
-        .last()
+        .find(|v| !v.is_null())
     {
         st.insert("currentCPUUtilizationPercentage".into(), u.clone());
     }
