@@ -104,123 +104,68 @@ fn cross_ref(r: Option<&Value>) -> Value {
     Value::Object(m)
 }
 
-/// A v2 `MetricSpec` as `autoscaling/v1` writes it.
-fn metric_spec(m: &Value) -> Value {
-    let mut out = Map::new();
-    out.insert("type".into(), m.get("type").cloned().unwrap_or(json!("")));
-    let target = |src: &Value, f: &str| src.pointer(&format!("/target/{f}")).cloned();
-    if let Some(o) = m.get("object").filter(|v| !v.is_null()) {
-        let mut s = Map::new();
-        s.insert("target".into(), cross_ref(o.get("describedObject")));
-        s.insert(
-            "metricName".into(),
-            o.pointer("/metric/name").cloned().unwrap_or(json!("")),
-        );
-        s.insert("targetValue".into(), quantity(target(o, "value").as_ref()));
-        put_opt(&mut s, "selector", o.pointer("/metric/selector"));
-        put_opt(&mut s, "averageValue", target(o, "averageValue").as_ref());
-        out.insert("object".into(), Value::Object(s));
-    }
-    if let Some(p) = m.get("pods").filter(|v| !v.is_null()) {
-        let mut s = Map::new();
-        s.insert(
-            "metricName".into(),
-            p.pointer("/metric/name").cloned().unwrap_or(json!("")),
-        );
-        s.insert(
-            "targetAverageValue".into(),
-            quantity(target(p, "averageValue").as_ref()),
-        );
-        put_opt(&mut s, "selector", p.pointer("/metric/selector"));
-        out.insert("pods".into(), Value::Object(s));
-    }
-    for (field, container) in [("resource", false), ("containerResource", true)] {
-        if let Some(r) = m.get(field).filter(|v| !v.is_null()) {
-            let mut s = Map::new();
-            s.insert("name".into(), r.get("name").cloned().unwrap_or(json!("")));
-            put_opt(
-                &mut s,
-                "targetAverageUtilization",
-                target(r, "averageUtilization").as_ref(),
-            );
-            put_opt(
-                &mut s,
-                "targetAverageValue",
-                target(r, "averageValue").as_ref(),
-            );
-            if container {
-                s.insert(
-                    "container".into(),
-                    r.get("container").cloned().unwrap_or(json!("")),
-                );
-            }
-            out.insert(field.into(), Value::Object(s));
-        }
-    }
-    if let Some(e) = m.get("external").filter(|v| !v.is_null()) {
-        let mut s = Map::new();
-        s.insert(
-            "metricName".into(),
-            e.pointer("/metric/name").cloned().unwrap_or(json!("")),
-        );
-        put_opt(&mut s, "metricSelector", e.pointer("/metric/selector"));
-        put_opt(&mut s, "targetValue", target(e, "value").as_ref());
-        put_opt(
-            &mut s,
-            "targetAverageValue",
-            target(e, "averageValue").as_ref(),
-        );
-        out.insert("external".into(), Value::Object(s));
-    }
-    Value::Object(out)
+/// Which side of a metric: the spec's target or the status's current value.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Target,
+    Current,
 }
 
-/// A v2 `MetricStatus` as `autoscaling/v1` writes it.
-fn metric_status(m: &Value) -> Value {
+/// A v2 `MetricSpec` (`Side::Target`) or `MetricStatus` (`Side::Current`) as `autoscaling/v1`
+/// writes it: the values flattened into `target…`/`current…` fields, a `resource.Quantity`
+/// value field `"0"` when absent, a pointer one left out.
+fn metric_v1(m: &Value, side: Side) -> Value {
+    let (src, prefix) = match side {
+        Side::Target => ("target", "target"),
+        Side::Current => ("current", "current"),
+    };
+    let val = |s: &Value, f: &str| s.pointer(&format!("/{src}/{f}")).cloned();
+    let named = |f: &str| format!("{prefix}{f}");
     let mut out = Map::new();
     out.insert("type".into(), m.get("type").cloned().unwrap_or(json!("")));
-    let current = |src: &Value, f: &str| src.pointer(&format!("/current/{f}")).cloned();
-    if let Some(o) = m.get("object").filter(|v| !v.is_null()) {
+    let source = |f: &str| m.get(f).filter(|v| !v.is_null());
+    let metric_name = |s: &Value| s.pointer("/metric/name").cloned().unwrap_or(json!(""));
+    if let Some(o) = source("object") {
         let mut s = Map::new();
         s.insert("target".into(), cross_ref(o.get("describedObject")));
-        s.insert(
-            "metricName".into(),
-            o.pointer("/metric/name").cloned().unwrap_or(json!("")),
-        );
-        s.insert(
-            "currentValue".into(),
-            quantity(current(o, "value").as_ref()),
-        );
+        s.insert("metricName".into(), metric_name(o));
+        s.insert(named("Value"), quantity(val(o, "value").as_ref()));
         put_opt(&mut s, "selector", o.pointer("/metric/selector"));
-        put_opt(&mut s, "averageValue", current(o, "averageValue").as_ref());
+        put_opt(&mut s, "averageValue", val(o, "averageValue").as_ref());
         out.insert("object".into(), Value::Object(s));
     }
-    if let Some(p) = m.get("pods").filter(|v| !v.is_null()) {
+    if let Some(p) = source("pods") {
         let mut s = Map::new();
+        s.insert("metricName".into(), metric_name(p));
         s.insert(
-            "metricName".into(),
-            p.pointer("/metric/name").cloned().unwrap_or(json!("")),
-        );
-        s.insert(
-            "currentAverageValue".into(),
-            quantity(current(p, "averageValue").as_ref()),
+            named("AverageValue"),
+            quantity(val(p, "averageValue").as_ref()),
         );
         put_opt(&mut s, "selector", p.pointer("/metric/selector"));
         out.insert("pods".into(), Value::Object(s));
     }
     for (field, container) in [("resource", false), ("containerResource", true)] {
-        if let Some(r) = m.get(field).filter(|v| !v.is_null()) {
+        if let Some(r) = source(field) {
             let mut s = Map::new();
             s.insert("name".into(), r.get("name").cloned().unwrap_or(json!("")));
             put_opt(
                 &mut s,
-                "currentAverageUtilization",
-                current(r, "averageUtilization").as_ref(),
+                &named("AverageUtilization"),
+                val(r, "averageUtilization").as_ref(),
             );
-            s.insert(
-                "currentAverageValue".into(),
-                quantity(current(r, "averageValue").as_ref()),
-            );
+            match side {
+                Side::Target => put_opt(
+                    &mut s,
+                    "targetAverageValue",
+                    val(r, "averageValue").as_ref(),
+                ),
+                Side::Current => {
+                    s.insert(
+                        "currentAverageValue".into(),
+                        quantity(val(r, "averageValue").as_ref()),
+                    );
+                }
+            }
             if container {
                 s.insert(
                     "container".into(),
@@ -230,21 +175,20 @@ fn metric_status(m: &Value) -> Value {
             out.insert(field.into(), Value::Object(s));
         }
     }
-    if let Some(e) = m.get("external").filter(|v| !v.is_null()) {
+    if let Some(e) = source("external") {
         let mut s = Map::new();
-        s.insert(
-            "metricName".into(),
-            e.pointer("/metric/name").cloned().unwrap_or(json!("")),
-        );
+        s.insert("metricName".into(), metric_name(e));
         put_opt(&mut s, "metricSelector", e.pointer("/metric/selector"));
-        s.insert(
-            "currentValue".into(),
-            quantity(current(e, "value").as_ref()),
-        );
+        match side {
+            Side::Target => put_opt(&mut s, "targetValue", val(e, "value").as_ref()),
+            Side::Current => {
+                s.insert("currentValue".into(), quantity(val(e, "value").as_ref()));
+            }
+        }
         put_opt(
             &mut s,
-            "currentAverageValue",
-            current(e, "averageValue").as_ref(),
+            &named("AverageValue"),
+            val(e, "averageValue").as_ref(),
         );
         out.insert("external".into(), Value::Object(s));
     }
@@ -344,13 +288,16 @@ pub fn to_v1(obj: &Value) -> Value {
     let other: Vec<Value> = metrics
         .iter()
         .filter(|m| !is_cpu_utilization(m))
-        .map(metric_spec)
+        .map(|m| metric_v1(m, Side::Target))
         .collect();
     if !other.is_empty() {
         set(METRICS, marshal(&Value::Array(other)));
     }
     if !current.is_empty() {
-        let cur: Vec<Value> = current.iter().map(metric_status).collect();
+        let cur: Vec<Value> = current
+            .iter()
+            .map(|m| metric_v1(m, Side::Current))
+            .collect();
         set(CURRENT_METRICS, marshal(&Value::Array(cur)));
     }
     if let Some(b) = spec.get("behavior").filter(|b| !b.is_null()) {

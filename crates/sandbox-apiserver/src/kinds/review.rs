@@ -10,6 +10,14 @@ use crate::model::ApiResource;
 use crate::model::schema;
 use crate::model::status::{FieldError, go_quote};
 
+/// The default printer's cells (a review has no columns of its own).
+fn name_and_age(obj: &Value, now: i64) -> Vec<Value> {
+    vec![
+        Value::from(st(obj, "/metadata/name")),
+        Value::from(age(obj, now)),
+    ]
+}
+
 pub struct SelfSubjectReview;
 
 pub static SELF_SUBJECT_REVIEW: SelfSubjectReview = SelfSubjectReview;
@@ -46,10 +54,7 @@ impl Kind for SelfSubjectReview {
     }
 
     fn table_cells(&self, obj: &Value, now: i64) -> Vec<Value> {
-        vec![
-            Value::from(st(obj, "/metadata/name")),
-            Value::from(age(obj, now)),
-        ]
+        name_and_age(obj, now)
     }
 }
 
@@ -89,10 +94,7 @@ impl Kind for SelfSubjectAccessReview {
     }
 
     fn table_cells(&self, obj: &Value, now: i64) -> Vec<Value> {
-        vec![
-            Value::from(st(obj, "/metadata/name")),
-            Value::from(age(obj, now)),
-        ]
+        name_and_age(obj, now)
     }
 }
 

@@ -1178,31 +1178,23 @@ fn check_delete_preconditions(
     options: &Value,
 ) -> Result<(), StatusBody> {
     let pre = options.get("preconditions").unwrap_or(&Value::Null);
-    if let Some(uid) = pre.get("uid").and_then(Value::as_str)
-        && uid != meta_str(old, "uid")
-    {
-        return Err(status::conflict(
-            k.api().group,
-            k.api().kind,
-            name,
-            &format!(
-                "the UID in the precondition ({uid}) does not match the UID in record ({}). The object might have been deleted and then recreated",
-                meta_str(old, "uid")
-            ),
-        ));
-    }
-    if let Some(rv) = pre.get("resourceVersion").and_then(Value::as_str)
-        && rv != meta_str(old, "resourceVersion")
-    {
-        return Err(status::conflict(
-            k.api().group,
-            k.api().kind,
-            name,
-            &format!(
-                "the ResourceVersion in the precondition ({rv}) does not match the ResourceVersion in record ({}). The object might have been modified",
-                meta_str(old, "resourceVersion")
-            ),
-        ));
+    for (field, what, why) in [
+        ("uid", "UID", "deleted and then recreated"),
+        ("resourceVersion", "ResourceVersion", "modified"),
+    ] {
+        if let Some(v) = pre.get(field).and_then(Value::as_str)
+            && v != meta_str(old, field)
+        {
+            return Err(status::conflict(
+                k.api().group,
+                k.api().kind,
+                name,
+                &format!(
+                    "the {what} in the precondition ({v}) does not match the {what} in record ({}). The object might have been {why}",
+                    meta_str(old, field)
+                ),
+            ));
+        }
     }
     Ok(())
 }
