@@ -95,6 +95,7 @@ impl Applier<'_> {
             reference: change.reference(),
             namespace: change.namespace.clone(),
             context: self.cluster.conn.context.clone(),
+            as_user: self.cluster.conn.as_user.clone(),
         }
     }
 

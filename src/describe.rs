@@ -28,6 +28,8 @@ pub struct Target {
     pub reference: String,
     pub namespace: String,
     pub context: String,
+    /// The user impersonated with `--as`, whose permissions the server checked.
+    pub as_user: Option<String>,
 }
 
 impl fmt::Display for Target {
@@ -66,7 +68,19 @@ fn describe_status(status: &kube::core::Status, verb: &str, target: &Target) -> 
              log in again or check the kubeconfig user",
             Untrusted(&target.context)
         ),
-        (403, _) => format!("forbidden: you cannot {verb} {target}: {msg}"),
+        (403, _) => match &target.as_user {
+            // The impersonation itself was refused: the kubeconfig's user may not act as them.
+            Some(user) if refuses_impersonation(status) => format!(
+                "forbidden: context {:?} may not act as {:?} (--as): {msg}",
+                Untrusted(&target.context),
+                Untrusted(user)
+            ),
+            Some(user) => format!(
+                "forbidden: {:?} (--as) cannot {verb} {target}: {msg}",
+                Untrusted(user)
+            ),
+            None => format!("forbidden: you cannot {verb} {target}: {msg}"),
+        },
         (409, "Conflict") => format!(
             "conflict on {target}: it was modified concurrently and the retries are exhausted; run again to see the new state"
         ),
@@ -81,6 +95,18 @@ fn describe_status(status: &kube::core::Status, verb: &str, target: &Target) -> 
             }
         ),
     }
+}
+
+/// Is this 403 the impersonation check's (the `impersonate` verb on users, groups, service
+/// accounts, user extras or uids) rather than the request's own?
+fn refuses_impersonation(status: &kube::core::Status) -> bool {
+    status.details.as_ref().is_some_and(|d| {
+        matches!(
+            (d.group.as_str(), d.kind.as_str()),
+            ("", "users" | "groups" | "serviceaccounts")
+                | ("authentication.k8s.io", "userextras" | "uids")
+        )
+    })
 }
 
 /// Why a request got no answer from the server.
@@ -304,6 +330,58 @@ mod tests {
 
     fn wrapped(inner: impl StdError + Send + Sync + 'static) -> Wrapped {
         Wrapped("client error (Connect)", Box::new(inner))
+    }
+
+    fn forbidden(message: &str, kind: &str, name: &str) -> kube::core::Status {
+        kube::core::Status::failure(message, "Forbidden")
+            .with_code(403)
+            .with_details(kube::core::response::StatusDetails {
+                name: name.into(),
+                group: String::new(),
+                kind: kind.into(),
+                uid: String::new(),
+                causes: Vec::new(),
+                retry_after_seconds: 0,
+            })
+    }
+
+    fn target(as_user: Option<&str>) -> Target {
+        Target {
+            reference: "deployment.apps/web".into(),
+            namespace: "shop".into(),
+            context: "prod".into(),
+            as_user: as_user.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn a_403_names_the_impersonated_user_when_there_is_one() {
+        let s = forbidden(
+            "deployments.apps \"web\" is forbidden: User \"readonly\" cannot patch resource \"deployments\"",
+            "deployments",
+            "web",
+        );
+        assert_eq!(
+            describe_status(&s, "patch", &target(Some("readonly"))),
+            "forbidden: \"readonly\" (--as) cannot patch deployment.apps/web in namespace \"shop\" (context \"prod\"): deployments.apps \"web\" is forbidden: User \"readonly\" cannot patch resource \"deployments\""
+        );
+        assert!(
+            describe_status(&s, "patch", &target(None))
+                .starts_with("forbidden: you cannot patch deployment.apps/web")
+        );
+    }
+
+    #[test]
+    fn a_refused_impersonation_says_the_context_may_not_act_as_the_user() {
+        let s = forbidden(
+            "users \"admin\" is forbidden: User \"readonly\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope",
+            "users",
+            "admin",
+        );
+        assert_eq!(
+            describe_status(&s, "get", &target(Some("admin"))),
+            "forbidden: context \"prod\" may not act as \"admin\" (--as): users \"admin\" is forbidden: User \"readonly\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope"
+        );
     }
 
     #[test]

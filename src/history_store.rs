@@ -58,6 +58,7 @@ pub fn warning(cluster: &Cluster, app: &str, err: &RequestError, verb: &str) -> 
         reference: format!("configmap/{}", history::config_map_name(app)),
         namespace: cluster.namespace().to_owned(),
         context: cluster.conn.context.clone(),
+        as_user: cluster.conn.as_user.clone(),
     };
     format!(
         "warning: the changes were made but not recorded in the history, so --undo does not know them: {}",

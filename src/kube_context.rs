@@ -160,6 +160,8 @@ pub struct Connection {
     /// Who the requests are made as, by the kubeconfig: `--as`, else the kubeconfig user's
     /// name (`--user`, else the context's); `None` when the context names no user.
     pub user: Option<String>,
+    /// The user impersonated with `--as` (the server authorizes the requests as them).
+    pub as_user: Option<String>,
 }
 
 /// Stands in for the cluster's `proxy-url` while kube loads the kubeconfig (never dialled).
@@ -450,6 +452,7 @@ pub async fn connect(
         request_timeout: sel.request_timeout,
         proxy: proxy.map(|p| p.to_string()),
         user: sel.as_user.clone().or(user),
+        as_user: sel.as_user.clone(),
     })
 }
 

@@ -49,6 +49,7 @@ fn target(cluster: &Cluster, reference: String) -> Target {
         reference,
         namespace: cluster.namespace().to_owned(),
         context: cluster.conn.context.clone(),
+        as_user: cluster.conn.as_user.clone(),
     }
 }
 

@@ -138,6 +138,7 @@ fn read_failure(
             reference,
             namespace: cluster.namespace().to_owned(),
             context: cluster.conn.context.clone(),
+            as_user: cluster.conn.as_user.clone(),
         },
         source: Box::new(e),
     }

@@ -354,6 +354,7 @@ async fn follow_rollout(
         namespace: cluster.namespace().to_owned(),
         name: settings.app.clone(),
         context: cluster.conn.context.clone(),
+        as_user: cluster.conn.as_user.clone(),
     };
     let timeout = Some(settings.wait_timeout).filter(|t| !t.is_zero());
     let color = streams.color(streams::Kind::Notice);
@@ -408,6 +409,7 @@ async fn list_history(settings: &HistorySettings, streams: &Streams) -> Result<(
                 reference: format!("configmap/{name}"),
                 namespace: cluster.namespace().to_owned(),
                 context: cluster.conn.context.clone(),
+                as_user: cluster.conn.as_user.clone(),
             },
             source: Box::new(source),
         })?;

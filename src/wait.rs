@@ -361,6 +361,8 @@ pub struct WaitTarget {
     pub namespace: String,
     pub name: String,
     pub context: String,
+    /// The user impersonated with `--as`.
+    pub as_user: Option<String>,
 }
 
 impl WaitTarget {
@@ -481,6 +483,7 @@ fn observation_of_error(err: &watcher::Error, target: &WaitTarget) -> Observatio
         reference: target.reference(),
         namespace: target.namespace.clone(),
         context: target.context.clone(),
+        as_user: target.as_user.clone(),
     };
     match err {
         watcher::Error::InitialListFailed(e)
@@ -578,6 +581,7 @@ mod tests {
             namespace: "shop".into(),
             name: "web".into(),
             context: "sandbox".into(),
+            as_user: None,
         }
     }
 

@@ -125,11 +125,11 @@ fn a_saved_plan_round_trips_plan_out_then_apply() {
         "{names:?}"
     );
 
-    // The record says it came from a saved plan, and who applied it: the sandbox does not
-    // answer SelfSubjectReviews, so the kubeconfig's user name stands in.
+    // The record says it came from a saved plan, and who applied it: the user the server's
+    // SelfSubjectReview names (not the kubeconfig's user name, sandbox-admin).
     let record = &history_json(&env)["records"][0];
     assert_eq!(record["savedPlan"], true);
-    assert_eq!(record["user"], "sandbox-admin");
+    assert_eq!(record["user"], "admin");
 
     // Applying it again: everything is already as planned; nothing is written.
     let writes = env.writes().len();

@@ -145,6 +145,7 @@ mod tests {
             connection_id: 1,
             http_version: "HTTP/2.0".into(),
             user_agent: String::new(),
+            impersonated: None,
         }
     }
 

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::watch;
 
 use crate::control::{Control, demo};
@@ -47,6 +47,9 @@ pub struct SandboxOptions {
     /// having ingress-nginx installed: its IngressClass `nginx` exists. See
     /// [`IngressNginxWebhook`].
     pub ingress_nginx_webhook: Option<IngressNginxWebhook>,
+    /// The Service IP range (`a.b.c.d/n`, IPv4 single-stack; default `10.96.0.0/12`): cluster
+    /// IPs are allocated from it, a requested one outside it is refused.
+    pub service_cidr: String,
 }
 
 impl Default for SandboxOptions {
@@ -60,6 +63,7 @@ impl Default for SandboxOptions {
             http1_only: false,
             install_crds: true,
             ingress_nginx_webhook: None,
+            service_cidr: "10.96.0.0/12".into(),
         }
     }
 }
@@ -130,7 +134,9 @@ impl Sandbox {
             )),
         };
         let (sd_tx, sd_rx) = watch::channel(false);
-        let store: Arc<Store> = Arc::new(Store::new(State::new(opts.initial_resource_version)));
+        let mut state = State::new(opts.initial_resource_version);
+        state.set_service_cidr(&opts.service_cidr);
+        let store: Arc<Store> = Arc::new(Store::new(state));
         let rollout = Controller::new(opts.rollout);
         let server = Arc::new(Server::new(
             store.clone(),
@@ -321,11 +327,7 @@ impl Sandbox {
     /// Delete the object now.
     pub fn delete(&self, object_path: &str) -> Result<(), StatusBody> {
         let (k, ns, name) = resolve(&self.server.registry, object_path)?;
-        self.server
-            .store
-            .lock()
-            .delete(k, &ns, &name, &json!({}), false, false)
-            .map(|_| ())
+        self.server.store.lock().delete_now(k, &ns, &name)
     }
 
     /// The current global resourceVersion.

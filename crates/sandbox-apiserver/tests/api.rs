@@ -587,11 +587,8 @@ fn kubectl_style_table_requests_get_tables() {
         &[("Accept", accept)],
         None,
     );
-    assert_eq!(
-        r.header("Content-Type"),
-        Some("application/json"),
-        "the real server labels Tables plain JSON"
-    );
+    // The real server labels a Table plain application/json.
+    assert_eq!(r.header("Content-Type"), Some("application/json"));
     let t = r.json();
     assert_eq!(t["kind"], json!("Table"));
     let cols: Vec<&str> = t["columnDefinitions"]
@@ -627,7 +624,6 @@ fn malformed_requests_get_statuses_not_panics() {
         "/apis/apps/v1/namespaces/shop/deployments?fieldSelector=spec.x%3D1",
         "/apis/apps/v1/namespaces/shop/deployments?fieldSelector=garbage",
         "/apis/apps/v1/namespaces/shop/deployments?limit=-1",
-        "/apis/apps/v1/namespaces/shop/deployments?watch=true&resourceVersion=abc",
         "/apis/apps/v1/namespaces/shop/deployments?watch=true&sendInitialEvents=true",
         "/api/v1/namespaces/shop/pods/x",
         "/openapi/v3/nope",
@@ -637,13 +633,32 @@ fn malformed_requests_get_statuses_not_panics() {
         let r = request(&sb, Some(&t), "GET", p, &[], None);
         assert!((200..500).contains(&r.status), "{p}: {}", r.status);
     }
+    // A malformed resourceVersion is the storage layer's bare 500, as on a real server.
+    let r = get(
+        &sb,
+        "/apis/apps/v1/namespaces/shop/deployments?watch=true&resourceVersion=abc",
+    );
+    assert_eq!(
+        (r.status, r.json()["message"].clone()),
+        (
+            500,
+            json!(
+                "resourceVersion: Invalid value: \"abc\": strconv.ParseUint: parsing \"abc\": invalid syntax"
+            )
+        )
+    );
     let r = get(
         &sb,
         "/apis/apps/v1/namespaces/shop/deployments?fieldSelector=spec.x%3D1",
     );
     assert_eq!(
         (r.status, r.json()["message"].clone()),
-        (400, json!("field label not supported: spec.x"))
+        (
+            400,
+            json!(
+                "\"spec.x\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
+            )
+        )
     );
     let bodies: [&[u8]; 8] = [
         b"",
@@ -883,12 +898,13 @@ fn unknown_fields_warn_by_default_and_fail_when_strict() {
         "application/merge-patch+json",
         &json!({"spec": {"y": 1}}),
     );
-    assert_eq!(
-        (r.status, r.json()["message"].clone()),
-        (
-            400,
-            json!("strict decoding error: unknown field \"spec.y\"")
-        )
+    // A patch's strict errors are a 422 naming the patched object.
+    assert_eq!(r.status, 422);
+    let message = r.json()["message"].as_str().unwrap().to_string();
+    assert!(
+        message.starts_with(" \"\" is invalid: patch: Invalid value: \"{\\\"apiVersion\\\":")
+            && message.ends_with("\": strict decoding error: unknown field \"spec.y\""),
+        "{message}"
     );
     let r = send_json(
         &sb,
@@ -901,12 +917,13 @@ fn unknown_fields_warn_by_default_and_fail_when_strict() {
 }
 
 #[test]
-fn deleting_a_namespace_removes_its_objects() {
+fn a_deleted_namespace_stays_terminating_with_its_content_until_finalized() {
     let sb = sandbox();
     sb.seed_demo_app("demo", "web").unwrap();
+    let t = admin(&sb);
     let r = request(
         &sb,
-        Some(&admin(&sb)),
+        Some(&t),
         "DELETE",
         "/api/v1/namespaces/demo",
         &[],
@@ -914,7 +931,33 @@ fn deleting_a_namespace_removes_its_objects() {
     );
     assert_eq!(r.status, 200);
     assert_eq!(r.json()["status"]["phase"], json!("Terminating"));
-    assert!(sb.list("/apis/networking.k8s.io/v1/ingresses").is_empty());
+    // No namespace controller runs: the content stays, new content is refused.
+    assert_eq!(sb.list("/apis/networking.k8s.io/v1/ingresses").len(), 3);
+    let r = send_json(
+        &sb,
+        "POST",
+        "/api/v1/namespaces/demo/services",
+        "application/json",
+        &json!({"metadata": {"name": "late"}, "spec": {"ports": [{"port": 80}]}}),
+    );
+    assert_eq!(r.status, 403);
+    assert_eq!(
+        r.json()["message"],
+        json!(
+            "services \"late\" is forbidden: unable to create new content in namespace demo because it is being terminated"
+        )
+    );
+    // Emptying spec.finalizers (the namespace controller's last step) removes it.
+    let mut ns = get(&sb, "/api/v1/namespaces/demo").json();
+    ns["spec"]["finalizers"] = json!([]);
+    let r = send_json(
+        &sb,
+        "PUT",
+        "/api/v1/namespaces/demo/finalize",
+        "application/json",
+        &ns,
+    );
+    assert_eq!(r.status, 200);
     assert_eq!(get(&sb, "/api/v1/namespaces/demo").status, 404);
 }
 

@@ -239,6 +239,48 @@ fn the_read_only_context_can_read_but_not_delete() {
 }
 
 #[test]
+fn kubectl_auth_can_i_and_whoami_answer_for_the_impersonated_user() {
+    if !kubectl_available() {
+        return;
+    }
+    let sb = Sandbox::start(SandboxOptions::default()).unwrap();
+    sb.seed_demo_app("demo", "web").unwrap();
+    let (k, _dir) = setup(&sb, "can-i");
+    let can_i = |args: &[&str]| {
+        let out = k.run(args);
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).trim().to_string(),
+        )
+    };
+    assert_eq!(
+        can_i(&["auth", "can-i", "patch", "deployments"]),
+        (Some(0), "yes".into())
+    );
+    assert_eq!(
+        can_i(&["--as", "readonly", "auth", "can-i", "patch", "deployments"]),
+        (Some(1), "no".into())
+    );
+    assert_eq!(
+        can_i(&["--as", "readonly", "auth", "can-i", "get", "deployments"]),
+        (Some(0), "yes".into())
+    );
+    assert_eq!(
+        can_i(&[
+            "--context",
+            "sandbox-readonly",
+            "auth",
+            "can-i",
+            "list",
+            "secrets"
+        ]),
+        (Some(1), "no".into())
+    );
+    let who = k.ok(&["--as", "jane", "--as-group", "team-a", "auth", "whoami"]);
+    assert!(who.contains("jane") && who.contains("team-a"), "{who}");
+}
+
+#[test]
 fn kubectl_get_watch_prints_changes() {
     if !kubectl_available() {
         return;

@@ -21,6 +21,8 @@ ROOTS = [
     ("api/networking/v1", "Ingress"),
     ("api/core/v1", "ConfigMap"),
     ("api/networking/v1", "IngressClass"),
+    ("api/authentication/v1", "SelfSubjectReview"),
+    ("api/authorization/v1", "SelfSubjectAccessReview"),
 ]
 
 # Go struct field order (k8s.io/api v1.28) for the types a user of this emulator reads most.
@@ -85,7 +87,18 @@ ORDER = {
     "ContainerResourceMetricSource": "name target container",
     "MetricTarget": "type value averageValue averageUtilization",
     "HorizontalPodAutoscalerBehavior": "scaleUp scaleDown",
-    "HPAScalingRules": "stabilizationWindowSeconds selectPolicy policies tolerance",
+    "HPAScalingRules": "stabilizationWindowSeconds selectPolicy policies",
+    "ObjectMetricSource": "describedObject target metric",
+    "PodsMetricSource": "metric target",
+    "ExternalMetricSource": "metric target",
+    "MetricIdentifier": "name selector",
+    "MetricStatus": "type object pods resource containerResource external",
+    "ObjectMetricStatus": "metric current describedObject",
+    "PodsMetricStatus": "metric current",
+    "ResourceMetricStatus": "name current",
+    "ContainerResourceMetricStatus": "name current container",
+    "ExternalMetricStatus": "metric current",
+    "MetricValueStatus": "value averageValue averageUtilization",
     "HPAScalingPolicy": "type value periodSeconds",
     "HorizontalPodAutoscalerStatus": "observedGeneration lastScaleTime currentReplicas desiredReplicas currentMetrics conditions",
     "HorizontalPodAutoscalerCondition": "type status lastTransitionTime reason message",
@@ -103,10 +116,62 @@ ORDER = {
     "IngressLoadBalancerIngress": "ip hostname ports",
     "ConfigMap": "metadata immutable data binaryData",
     "IngressClass": "metadata spec",
+    "SelfSubjectReview": "metadata status",
+    "UserInfo": "username uid groups extra",
+    "SelfSubjectAccessReview": "metadata spec status",
+    "SelfSubjectAccessReviewSpec": "resourceAttributes nonResourceAttributes",
+    "ResourceAttributes": "namespace verb group version resource subresource name",
+    "NonResourceAttributes": "path verb",
+    "SubjectAccessReviewStatus": "allowed denied reason evaluationError",
     "IngressClassSpec": "controller parameters",
     "IngressClassParametersReference": "apiGroup kind name scope namespace",
     "DeleteOptions": "gracePeriodSeconds preconditions orphanDependents propagationPolicy dryRun ignoreStoreReadErrorWithClusterBreakingPotential",
     "Preconditions": "uid resourceVersion",
+    # The rest of the reachable types, from the same Go source.
+    "PreferredSchedulingTerm": "weight preference",
+    "NodeAffinity": "requiredDuringSchedulingIgnoredDuringExecution preferredDuringSchedulingIgnoredDuringExecution",
+    "PodAffinityTerm": "labelSelector namespaces topologyKey namespaceSelector",
+    "WeightedPodAffinityTerm": "weight podAffinityTerm",
+    "PodAffinity": "requiredDuringSchedulingIgnoredDuringExecution preferredDuringSchedulingIgnoredDuringExecution",
+    "PodAntiAffinity": "requiredDuringSchedulingIgnoredDuringExecution preferredDuringSchedulingIgnoredDuringExecution",
+    "SELinuxOptions": "user role type level",
+    "SeccompProfile": "type localhostProfile",
+    "WindowsSecurityContextOptions": "gmsaCredentialSpecName gmsaCredentialSpec runAsUserName hostProcess",
+    "VolumeDevice": "name devicePath",
+    "PodDNSConfig": "nameservers searches options",
+    "EphemeralContainer": "name image command args workingDir ports envFrom env resources resizePolicy restartPolicy volumeMounts volumeDevices livenessProbe readinessProbe startupProbe lifecycle terminationMessagePath terminationMessagePolicy imagePullPolicy securityContext stdin stdinOnce tty targetContainerName",
+    "HostAlias": "ip hostnames",
+    "TopologySpreadConstraint": "maxSkew topologyKey whenUnsatisfiable labelSelector minDomains nodeAffinityPolicy nodeTaintsPolicy matchLabelKeys",
+    "AWSElasticBlockStoreVolumeSource": "volumeID fsType partition readOnly",
+    "AzureDiskVolumeSource": "diskName diskURI cachingMode fsType readOnly kind",
+    "AzureFileVolumeSource": "secretName shareName readOnly",
+    "CephFSVolumeSource": "monitors path user secretFile secretRef readOnly",
+    "CinderVolumeSource": "volumeID fsType readOnly secretRef",
+    "CSIVolumeSource": "driver readOnly fsType volumeAttributes nodePublishSecretRef",
+    "DownwardAPIVolumeFile": "path fieldRef resourceFieldRef mode",
+    "DownwardAPIVolumeSource": "items defaultMode",
+    "PersistentVolumeClaimSpec": "accessModes selector resources volumeName storageClassName volumeMode dataSource dataSourceRef",
+    "FCVolumeSource": "targetWWNs lun fsType readOnly wwids",
+    "FlexVolumeSource": "driver fsType secretRef readOnly options",
+    "GCEPersistentDiskVolumeSource": "pdName fsType partition readOnly",
+    "GitRepoVolumeSource": "repository revision directory",
+    "ISCSIVolumeSource": "targetPortal iqn lun iscsiInterface fsType readOnly portals chapAuthDiscovery chapAuthSession secretRef initiatorName",
+    "NFSVolumeSource": "server path readOnly",
+    "PhotonPersistentDiskVolumeSource": "pdID fsType",
+    "PortworxVolumeSource": "volumeID fsType readOnly",
+    "ConfigMapProjection": "name items optional",
+    "SecretProjection": "name items optional",
+    "VolumeProjection": "secret downwardAPI configMap serviceAccountToken",
+    "ProjectedVolumeSource": "sources defaultMode",
+    "QuobyteVolumeSource": "registry volume readOnly user group tenant",
+    "RBDVolumeSource": "monitors image fsType pool user keyring secretRef readOnly",
+    "ScaleIOVolumeSource": "gateway system secretRef sslEnabled protectionDomain storagePool storageMode volumeName fsType readOnly",
+    "StorageOSVolumeSource": "volumeName volumeNamespace fsType readOnly secretRef",
+    "VsphereVirtualDiskVolumeSource": "volumePath fsType storagePolicyName storagePolicyID",
+    "Condition": "type status observedGeneration lastTransitionTime reason message",
+    "PortStatus": "port protocol error",
+    "NamespaceCondition": "type status lastTransitionTime reason message",
+    "IngressPortStatus": "port protocol error",
 }
 
 # Optional (OpenAPI) fields that are Go *values*, not pointers: always serialised, as the zero
@@ -120,6 +185,8 @@ VALUE = {
     "HorizontalPodAutoscaler.metadata", "HorizontalPodAutoscaler.spec", "HorizontalPodAutoscaler.status",
     "Ingress.metadata", "Ingress.spec", "Ingress.status",
     "ConfigMap.metadata", "IngressClass.metadata", "IngressClass.spec",
+    "SelfSubjectReview.metadata", "SelfSubjectReview.status", "SelfSubjectReviewStatus.userInfo",
+    "SelfSubjectAccessReview.metadata", "SelfSubjectAccessReview.status",
     "DeploymentSpec.strategy", "PodTemplateSpec.metadata", "PodTemplateSpec.spec",
     "Container.resources", "EphemeralContainer.resources",
     "ServiceStatus.loadBalancer", "IngressStatus.loadBalancer",
@@ -128,7 +195,6 @@ VALUE = {
     "DeploymentCondition.lastUpdateTime", "DeploymentCondition.lastTransitionTime",
     "HorizontalPodAutoscalerCondition.lastTransitionTime",
     "NamespaceCondition.lastTransitionTime",
-    "ManagedFieldsEntry.time",
     "ResourceFieldSelector.divisor",
 }
 # Optional scalar fields that are plain Go values with omitempty (a zero value is dropped);
@@ -144,6 +210,7 @@ OMITZERO_SCALARS = {
     "PodSpec.hostPID", "PodSpec.hostIPC", "HorizontalPodAutoscalerStatus.currentReplicas",
     "KeyToPath.mode", "PersistentVolumeClaimVolumeSource.readOnly", "Probe.initialDelaySeconds",
     "Probe.timeoutSeconds", "Probe.periodSeconds", "Probe.successThreshold", "Probe.failureThreshold",
+    "SubjectAccessReviewStatus.denied",
 }
 # Optional string fields that are Go pointers (an empty string is kept).
 PTR_STRINGS = {
@@ -154,7 +221,7 @@ PTR_STRINGS = {
     "IngressClassParametersReference.scope", "IngressClassParametersReference.namespace",
 }
 # Required fields that are Go pointers without omitempty: serialised as null when absent.
-REQUIRED_POINTERS = {"DeploymentSpec.selector"}
+REQUIRED_POINTERS = {"DeploymentSpec.selector", "HTTPIngressPath.pathType"}
 # Server-side-apply list keys where they differ from the strategic-merge key.
 SSA_KEYS = {
     "Container.ports": ["containerPort", "protocol"],
@@ -166,6 +233,26 @@ SSA_KEYS = {
 ATOMIC_STRUCTS = {
     "LabelSelector", "LocalObjectReference", "ObjectFieldSelector", "ResourceFieldSelector",
     "ConfigMapKeySelector", "SecretKeySelector", "NodeSelector", "TypedLocalObjectReference",
+    "OwnerReference", "NodeSelectorTerm", "ObjectReference", "SecretReference",
+    "TopologySelectorTerm", "ScopeSelector", "EndpointAddress", "EndpointPort",
+}
+
+# Fields the v1_33 definitions have that k8s.io/api v1.28 does not (added in 1.29 to 1.33): a
+# v1.28 server does not know them, so they are left out -- a body carrying one gets the unknown
+# field warning (or Strict's error) and the field is dropped, as there. (PodResourceClaim's
+# `source`, which 1.31 flattened, is not restored: 1.28 drops resourceClaims with its
+# DynamicResourceAllocation feature off.)
+NEWER = {
+    "PodAffinityTerm.matchLabelKeys", "PodAffinityTerm.mismatchLabelKeys",
+    "LifecycleHandler.sleep", "Lifecycle.stopSignal", "ResourceClaim.request",
+    "SecurityContext.appArmorProfile", "VolumeMount.recursiveReadOnly",
+    "PodResourceClaim.resourceClaimName", "PodResourceClaim.resourceClaimTemplateName",
+    "PodSecurityContext.supplementalGroupsPolicy", "PodSecurityContext.appArmorProfile",
+    "PodSecurityContext.seLinuxChangePolicy", "PersistentVolumeClaimSpec.volumeAttributesClassName",
+    "VolumeProjection.clusterTrustBundle", "Volume.image", "PodSpec.resources",
+    "DeploymentStatus.terminatingReplicas", "ServiceSpec.trafficDistribution",
+    "HPAScalingRules.tolerance", "ResourceAttributes.fieldSelector",
+    "ResourceAttributes.labelSelector",
 }
 
 def parse_file(path):
@@ -258,6 +345,8 @@ def visit(root, mod, name):
         jname = json_names.get(rust_name)
         if jname is None:
             raise SystemExit("no json name for %s.%s" % (name, rust_name))
+        if "%s.%s" % (tname, jname) in NEWER:
+            continue
         expr, optional = resolve(root, rust_ty, name, jname)
         out.append(dict(rust=rust_name, json=jname, expr=expr, optional=optional, strat=strategies.get(rust_name)))
     json_of = {f["rust"]: f["json"] for f in out}

@@ -84,6 +84,8 @@ pub struct GenericResource {
     pub version: String,
     pub resource: String,
     pub kind: String,
+    /// `scope: Namespaced` in the aggregated document.
+    pub namespaced: bool,
 }
 
 fn collect_generic(doc: &Value, out: &mut Vec<GenericResource>) {
@@ -124,6 +126,7 @@ fn collect_generic(doc: &Value, out: &mut Vec<GenericResource>) {
                     continue;
                 }
                 out.push(GenericResource {
+                    namespaced: r.get("scope").and_then(Value::as_str) == Some("Namespaced"),
                     group: group.clone(),
                     version: version.clone(),
                     resource,
@@ -340,7 +343,7 @@ fn custom_resource_list(reg: &Registry, group: &str, version: &str) -> Option<Va
         resources.push(Value::Object(e));
         for sub in k.subresources() {
             let kind = match sub {
-                Subresource::Status => json!({"kind": a.kind}),
+                Subresource::Status | Subresource::Finalize => json!({"kind": a.kind}),
                 Subresource::Scale => {
                     json!({"group": "autoscaling", "version": "v1", "kind": "Scale"})
                 }
@@ -409,7 +412,7 @@ fn aggregated_resource(k: &dyn Kind, names: &CustomResourceNames) -> Value {
         .iter()
         .map(|sub| {
             let kind = match sub {
-                Subresource::Status => response_kind(a.kind),
+                Subresource::Status | Subresource::Finalize => response_kind(a.kind),
                 Subresource::Scale => {
                     json!({"group": "autoscaling", "version": "v1", "kind": "Scale"})
                 }

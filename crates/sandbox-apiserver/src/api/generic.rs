@@ -10,7 +10,7 @@ use hyper::body::Frame;
 use serde_json::json;
 
 use super::discovery::GenericResource;
-use super::request::{RequestInfo, wants_table};
+use super::request::{Output, RequestInfo, negotiate};
 use super::{Ctx, Reply, json_reply, status_reply, stopped};
 use crate::model::status::{self, StatusBody};
 
@@ -31,17 +31,45 @@ pub fn generic_resource(
     } else {
         format!("{}/{}", g.group, g.version)
     };
+    let output = match negotiate(headers) {
+        Ok(o) => o,
+        Err(s) => return status_reply(&s, pretty),
+    };
     match (method.as_str(), info.name.is_empty(), info.verb.as_str()) {
         ("GET", true, "list") => {
             let rv = ctx.store.lock().rv;
-            if wants_table(headers) {
-                return json_reply(
-                    200,
-                    &json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {"resourceVersion": rv.to_string()},
-                        "columnDefinitions": [{"name": "Name", "type": "string", "format": "name", "description": "Name must be unique within a namespace.", "priority": 0}],
-                        "rows": []}),
-                    pretty,
-                );
+            match output {
+                Output::Table(version) => {
+                    return json_reply(
+                        200,
+                        &json!({"kind": "Table", "apiVersion": format!("meta.k8s.io/{version}"), "metadata": {"resourceVersion": rv.to_string()},
+                            "columnDefinitions": [{"name": "Name", "type": "string", "format": "name", "description": "Name must be unique within a namespace.", "priority": 0}],
+                            "rows": []}),
+                        pretty,
+                    );
+                }
+                Output::Partial(_) => {
+                    let package = crate::store::internal_package(&g.group);
+                    return status_reply(
+                        &crate::model::status::StatusBody::new(
+                            406,
+                            "NotAcceptable",
+                            format!(
+                                "you requested PartialObjectMetadata, but the requested object is a list (*{package}.{list_kind})"
+                            ),
+                            None,
+                        ),
+                        pretty,
+                    );
+                }
+                Output::PartialList(version) => {
+                    return json_reply(
+                        200,
+                        &json!({"kind": "PartialObjectMetadataList", "apiVersion": format!("meta.k8s.io/{version}"), "metadata": {"resourceVersion": rv.to_string()}, "items": []}),
+                        pretty,
+                    );
+                }
+                Output::Json | Output::Yaml => {}
             }
             json_reply(
                 200,
@@ -74,6 +102,7 @@ pub fn generic_resource(
                 body: BodyExt::boxed(StreamBody::new(idle)),
                 reason: None,
                 cut: false,
+                json: None,
             }
         }
         ("GET", false, _) => {

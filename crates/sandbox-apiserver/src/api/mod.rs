@@ -47,6 +47,8 @@ pub struct Reply {
     pub reason: Option<String>,
     /// Send half the body, then drop the connection (an injected fault).
     pub cut: bool,
+    /// The body, when it is one JSON document (to write it as YAML instead).
+    pub json: Option<Value>,
 }
 
 /// What the handlers work on.
@@ -60,6 +62,10 @@ pub struct Ctx<'a> {
     pub shutdown: &'a signal::Receiver<bool>,
     /// Indent JSON (`?pretty=true`, or a curl/wget/browser User-Agent).
     pub pretty: bool,
+    /// Who the request acts as, as a UserInfo (after impersonation).
+    pub user: Value,
+    /// The authorizer's answer to a SelfSubjectAccessReview spec, for that user.
+    pub access: Option<&'a dyn Fn(&Value) -> Value>,
 }
 
 /// What a layer above may do around a request's store access, at the moments a real race
@@ -123,6 +129,7 @@ pub fn json_reply(code: u16, v: &Value, pretty: bool) -> Reply {
         body: full(gojson::encode(v, pretty)),
         reason: None,
         cut: false,
+        json: Some(v.clone()),
     }
 }
 
@@ -146,6 +153,7 @@ pub fn text_reply(code: u16, text: &str) -> Reply {
         body: full(text.to_string()),
         reason: None,
         cut: false,
+        json: None,
     }
 }
 

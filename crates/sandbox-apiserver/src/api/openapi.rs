@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use crate::kinds::Registry;
+use crate::kinds::{self, Discovery, Registry};
 
 /// The group/versions of the served kinds, in registration order.
 fn openapi_gvs(reg: &Registry) -> Vec<(&'static str, &'static str)> {
@@ -54,17 +54,27 @@ pub fn v2_protobuf() -> Vec<u8> {
     doc
 }
 
-/// `/openapi/v3`: one path per served group/version.
+/// `/openapi/v3`: the real server's index (every group and group/version, with its
+/// documents' hashes, as recorded), less the groups of CRDs the sandbox does not install.
+/// Only the served kinds' group/versions have documents here.
 pub fn v3_root(reg: &Registry) -> Value {
-    let mut paths = serde_json::Map::new();
-    for (g, v) in openapi_gvs(reg) {
-        let p = gv_path(g, v);
-        paths.insert(
-            p.clone(),
-            json!({"serverRelativeURL": format!("/openapi/v3/{p}?hash=SANDBOX{}", p.len())}),
-        );
+    let mut doc: Value =
+        serde_json::from_str(include_str!("discovery/openapi_v3.json")).unwrap_or(json!({}));
+    let absent: Vec<&str> = kinds::all()
+        .iter()
+        .filter(|k| matches!(k.discovery(), Discovery::CustomResource(_)))
+        .map(|k| k.api().group)
+        .filter(|g| !reg.kinds().any(|k| k.api().group == *g))
+        .collect();
+    if let Some(paths) = doc.get_mut("paths").and_then(Value::as_object_mut) {
+        paths.retain(|p, _| {
+            let group = p
+                .strip_prefix("apis/")
+                .map(|r| r.split('/').next().unwrap_or(""));
+            group.is_none_or(|g| !absent.contains(&g))
+        });
     }
-    json!({"paths": paths})
+    doc
 }
 
 /// `/openapi/v3/<gv>`: the PATCH operation of each served kind, with its parameters.
@@ -81,6 +91,7 @@ pub fn v3_doc(reg: &Registry, path: &str) -> Option<Value> {
     let mut paths = serde_json::Map::new();
     for k in reg
         .kinds()
+        .filter(|k| k.review().is_none())
         .map(|k| k.api())
         .filter(|k| k.group == g && k.version == v)
     {

@@ -18,6 +18,9 @@ pub struct RequestInfo {
     pub extra: usize,
     /// `/api/v1/watch/…` legacy watch prefix.
     pub legacy_watch: bool,
+    /// A list or watch whose field selector requires `metadata.name=X`: X (RBAC sees it as the
+    /// name, and its 403 names the object); routing still treats the request as a collection's.
+    pub selector_name: String,
 }
 
 fn percent_decode(s: &str) -> String {
@@ -78,8 +81,9 @@ pub fn request_info(method: &Method, path: &str, query: &[(String, String)]) -> 
         .iter()
         .any(|(k, v)| k == "watch" && !matches!(v.to_lowercase().as_str(), "false" | "0"));
     info.verb = match *method {
+        // `?watch=` only makes a collection's GET a watch; `/watch/…` paths always are.
         Method::GET | Method::HEAD => {
-            if info.legacy_watch || watch_param {
+            if info.legacy_watch || (watch_param && info.name.is_empty()) {
                 "watch".into()
             } else if info.name.is_empty() {
                 "list".into()
@@ -99,6 +103,19 @@ pub fn request_info(method: &Method, path: &str, query: &[(String, String)]) -> 
         }
         ref m => m.as_str().to_lowercase(),
     };
+    if info.name.is_empty()
+        && matches!(info.verb.as_str(), "list" | "watch")
+        && let Some(fs) = query_get(query, "fieldSelector")
+        && let Ok(sel) = crate::model::selector::FieldSelector::parse(fs)
+        && let Some(t) = sel
+            .terms
+            .iter()
+            .find(|t| t.field == "metadata.name" && !t.negate)
+        && !matches!(t.value.as_str(), "." | "..")
+        && !t.value.contains(['/', '%'])
+    {
+        info.selector_name = t.value.clone();
+    }
     info
 }
 
@@ -120,14 +137,137 @@ pub fn media_type(h: &HeaderMap) -> String {
         .unwrap_or_default()
 }
 
-/// Does the client ask for a `meta.k8s.io/v1` Table (kubectl get)?
-pub fn wants_table(h: &HeaderMap) -> bool {
-    h.get(http::header::ACCEPT)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|a| {
-            a.split(',')
-                .any(|part| part.contains("as=Table") && part.contains("g=meta.k8s.io"))
-        })
+/// What a response is written as (`Accept`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Output {
+    Json,
+    Yaml,
+    /// A `meta.k8s.io` Table of this version (`v1`, `v1beta1`).
+    Table(&'static str),
+    /// `PartialObjectMetadata` of this version (an object, or each watch event's).
+    Partial(&'static str),
+    /// `PartialObjectMetadataList` of this version (a list).
+    PartialList(&'static str),
+}
+
+/// The real server's output negotiation: the first acceptable clause of `Accept` by `q`,
+/// JSON without one; 406 when none is acceptable. Tables and partial metadata are offered for
+/// every verb; whether the answer can be one (an object or a list) is checked once it is
+/// there ([`not_acceptable`]). (Protobuf is not emulated: such clauses are passed over.)
+pub fn negotiate(h: &HeaderMap) -> Result<Output, crate::model::status::StatusBody> {
+    negotiate_encoding(h).map(|(o, yaml)| {
+        if yaml && o == Output::Json {
+            Output::Yaml
+        } else {
+            o
+        }
+    })
+}
+
+/// [`negotiate`], with whether the answer is to be written as YAML (`application/yaml`, also
+/// for a Table or partial metadata).
+pub fn negotiate_encoding(
+    h: &HeaderMap,
+) -> Result<(Output, bool), crate::model::status::StatusBody> {
+    let accept: Vec<&str> = h
+        .get_all(http::header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect();
+    let accept = accept.join(",");
+    if accept.trim().is_empty() {
+        return Ok((Output::Json, false));
+    }
+    /// One `Accept` clause: q, media type, other parameters.
+    type Clause = (f64, String, Vec<(String, String)>);
+    let mut clauses: Vec<Clause> = Vec::new();
+    for clause in accept.split(',') {
+        let mut parts = clause.split(';').map(str::trim);
+        let media = parts.next().unwrap_or("").to_lowercase();
+        if media.is_empty() {
+            continue;
+        }
+        let mut q = 1.0;
+        let mut params = Vec::new();
+        for p in parts {
+            let (k, v) = p.split_once('=').unwrap_or((p, ""));
+            if k.trim() == "q" {
+                q = v.trim().parse().unwrap_or(1.0);
+            } else {
+                params.push((k.trim().to_string(), v.trim().to_string()));
+            }
+        }
+        if q > 0.0 {
+            clauses.push((q, media, params));
+        }
+    }
+    clauses.sort_by(|a, b| b.0.partial_cmp(&a.0).unwrap_or(std::cmp::Ordering::Equal));
+    for (_, media, params) in &clauses {
+        let param = |k: &str| {
+            params
+                .iter()
+                .find(|(pk, _)| pk == k)
+                .map(|(_, v)| v.as_str())
+        };
+        let version = match param("v") {
+            Some("v1") => "v1",
+            Some("v1beta1") => "v1beta1",
+            _ => "",
+        };
+        let meta_group = param("g") == Some("meta.k8s.io") && !version.is_empty();
+        let yaml = media == "application/yaml";
+        let json_like =
+            yaml || matches!(media.as_str(), "application/json" | "*/*" | "application/*");
+        if !json_like {
+            continue;
+        }
+        match param("as") {
+            None => return Ok((Output::Json, yaml)),
+            Some("Table") if meta_group => return Ok((Output::Table(version), yaml)),
+            Some("PartialObjectMetadata") if meta_group => {
+                return Ok((Output::Partial(version), yaml));
+            }
+            Some("PartialObjectMetadataList") if meta_group => {
+                return Ok((Output::PartialList(version), yaml));
+            }
+            _ => {}
+        }
+    }
+    Err(crate::model::status::StatusBody::new(
+        406,
+        "NotAcceptable",
+        "406: Not Acceptable\n\nAvailable representations: application/json, application/yaml, application/vnd.kubernetes.protobuf",
+        Some(serde_json::json!({})),
+    ))
+}
+
+/// The 406 of a partial-metadata answer that does not fit what was served: an object asked as
+/// a `PartialObjectMetadataList` or a list as a `PartialObjectMetadata`. `%T` of the internal
+/// object: `*core.ConfigMap`, `*apps.DeploymentList`, `*unstructured.Unstructured`…
+pub fn not_acceptable(k: &dyn crate::kinds::Kind, list: bool) -> crate::model::status::StatusBody {
+    let a = k.api();
+    let go_type = match (k.encoding(), list) {
+        (crate::kinds::Encoding::Unstructured, false) => "*unstructured.Unstructured".to_string(),
+        (crate::kinds::Encoding::Unstructured, true) => {
+            "*unstructured.UnstructuredList".to_string()
+        }
+        (_, false) => format!("*{}.{}", crate::store::internal_package(a.group), a.kind),
+        (_, true) => format!(
+            "*{}.{}",
+            crate::store::internal_package(a.group),
+            a.list_kind
+        ),
+    };
+    let message = if list {
+        format!(
+            "you requested PartialObjectMetadata, but the requested object is a list ({go_type})"
+        )
+    } else {
+        format!(
+            "you requested PartialObjectMetadataList, but the requested object is not a list ({go_type})"
+        )
+    };
+    crate::model::status::StatusBody::new(406, "NotAcceptable", message, None)
 }
 
 #[cfg(test)]

@@ -4,17 +4,19 @@
 //! `Warning` headers.
 
 use bytes::Bytes;
-use http::{HeaderMap, Method};
+use http::HeaderMap;
 use serde_json::{Value, json};
 
 use super::list::{delete_collection, list};
-use super::request::{RequestInfo, media_type, query_get, wants_table};
-use super::table::table_for;
+use super::request::{
+    Output, RequestInfo, media_type, negotiate_encoding, not_acceptable, query_get,
+};
+use super::table::{Include, partial, table_for};
 use super::watch::watch;
 use super::{Ctx, Hooks, Reply, json_reply, status_reply};
 use crate::kinds::{self, Kind, Subresource};
-use crate::model::gojson;
 use crate::model::status::{self, FieldError, StatusBody};
+use crate::model::{gojson, time};
 use crate::store::{FieldValidation, Outcome, WriteCtx};
 
 /// Serve a request for `k` (its scope and subresource already checked by routing).
@@ -23,7 +25,6 @@ pub fn handle(
     ctx: &Ctx<'_>,
     hooks: &mut dyn Hooks,
     k: &'static dyn Kind,
-    method: &Method,
     path: &str,
     query: &[(String, String)],
     headers: &HeaderMap,
@@ -34,13 +35,49 @@ pub fn handle(
         "" => None,
         "status" => Some(Subresource::Status),
         "scale" => Some(Subresource::Scale),
+        "finalize" => Some(Subresource::Finalize),
         _ => return status_reply(&status::generic(404, ""), ctx.pretty),
     };
-    let options = match write_options(method, query, headers) {
+    let (output, yaml) = match negotiate_encoding(headers) {
+        Ok((o, yaml)) if yaml && o == Output::Json => (Output::Yaml, true),
         Ok(o) => o,
         Err(s) => return status_reply(&s, ctx.pretty),
     };
-    let table = wants_table(headers);
+    let reply = handle_as(ctx, hooks, k, sub, output, path, query, headers, body, info);
+    if yaml { yaml_reply(reply) } else { reply }
+}
+
+/// A reply whose JSON body is written as YAML instead (`Accept: application/yaml`).
+fn yaml_reply(mut r: Reply) -> Reply {
+    let Some(json) = r.json.take() else {
+        return r;
+    };
+    r.body = super::full(crate::model::goyaml::encode(&json));
+    for h in r.headers.iter_mut() {
+        if h.0 == "Content-Type" {
+            h.1 = "application/yaml".into();
+        }
+    }
+    r
+}
+
+#[allow(clippy::too_many_arguments)]
+fn handle_as(
+    ctx: &Ctx<'_>,
+    hooks: &mut dyn Hooks,
+    k: &'static dyn Kind,
+    sub: Option<Subresource>,
+    output: Output,
+    path: &str,
+    query: &[(String, String)],
+    headers: &HeaderMap,
+    body: &Bytes,
+    info: &RequestInfo,
+) -> Reply {
+    let options = match write_options(&info.verb, &media_type(headers), query, headers) {
+        Ok(o) => o,
+        Err(s) => return status_reply(&s, ctx.pretty),
+    };
     let ns = info.namespace.as_str();
     let is_write = matches!(info.verb.as_str(), "update" | "patch" | "delete");
     let inject_conflict = is_write && hooks.conflict_armed(path);
@@ -73,12 +110,13 @@ pub fn handle(
         info,
         body,
         content_type: &content_type,
+        query,
         write: &write,
-        table,
+        output,
     };
     let result = match (info.verb.as_str(), sub) {
-        ("watch", None) => return watch(ctx, k, info, query, table),
-        ("list", None) => list(ctx.store, k, info, query, table),
+        ("watch", None) => return watch(ctx, k, info, query, output),
+        ("list", None) => list(ctx.store, k, info, query, output),
         ("get", Some(Subresource::Scale)) => request.get_scale(),
         ("get", None | Some(Subresource::Status)) => {
             let r = request.get();
@@ -87,13 +125,27 @@ pub fn handle(
             }
             r
         }
-        ("update" | "patch", Some(sub)) => request.write_subresource(sub),
+        ("update", Some(sub)) => request.write_subresource(sub),
+        ("patch", Some(sub)) if sub != Subresource::Finalize => request.write_subresource(sub),
+        ("create", None) if k.review().is_some() => request.review(),
         ("create", None) => request.create(),
         ("update", None) => request.update(),
         ("patch", None) => request.patch(),
         ("delete", None) => request.delete(),
-        ("deletecollection", None) => delete_collection(ctx.store, k, info, query, write.dry_run),
+        ("deletecollection", None) => delete_options(body, query)
+            .and_then(|opts| delete_collection(ctx.store, k, info, query, &opts)),
         _ => Err(status::generic(405, "")),
+    };
+    // A write's answer is shaped as asked once it is there (the write has happened even when
+    // the shape does not fit: 406).
+    let result = if matches!(
+        info.verb.as_str(),
+        "create" | "update" | "patch" | "delete" | "deletecollection"
+    ) && sub != Some(Subresource::Scale)
+    {
+        result.and_then(|out| shape_write(k, output, query, out))
+    } else {
+        result
     };
     if inject_conflict && matches!(&result, Err(e) if e.code == 409 && e.reason == "Conflict") {
         hooks.conflict_sent(path);
@@ -102,6 +154,37 @@ pub fn handle(
         Ok(out) => outcome_reply(out, ctx.pretty),
         Err(s) => status_reply(&s, ctx.pretty),
     }
+}
+
+/// A write's answer as a Table or partial metadata when the client asked for one (a Status
+/// stays as it is).
+fn shape_write(
+    k: &'static dyn Kind,
+    output: Output,
+    query: &[(String, String)],
+    mut out: Outcome,
+) -> Result<Outcome, StatusBody> {
+    if out.body.get("kind").and_then(Value::as_str) == Some("Status") {
+        return Ok(out);
+    }
+    let items = out.body.get("items").and_then(Value::as_array).cloned();
+    out.body = match (output, items) {
+        (Output::Json | Output::Yaml, _) => return Ok(out),
+        (Output::Table(version), items) => {
+            let include = Include::parse(query_get(query, "includeObject"))?;
+            let objs = items.unwrap_or_else(|| vec![out.body.clone()]);
+            table_for(k, &objs, None, None, version, include)
+        }
+        (Output::Partial(_), Some(_)) => return Err(not_acceptable(k, true)),
+        (Output::Partial(version), None) => partial(&out.body, version),
+        (Output::PartialList(_), None) => return Err(not_acceptable(k, false)),
+        (Output::PartialList(version), Some(items)) => {
+            let items: Vec<Value> = items.iter().map(|o| partial(o, version)).collect();
+            json!({"kind": "PartialObjectMetadataList", "apiVersion": format!("meta.k8s.io/{version}"),
+                "metadata": out.body.get("metadata").cloned().unwrap_or(json!({})), "items": items})
+        }
+    };
+    Ok(out)
 }
 
 /// `?dryRun=`, `?fieldValidation=` and the field manager (`?fieldManager=`, else the
@@ -113,74 +196,121 @@ struct WriteOptions {
 }
 
 fn write_options(
-    method: &Method,
+    verb: &str,
+    content_type: &str,
     query: &[(String, String)],
     headers: &HeaderMap,
 ) -> Result<WriteOptions, StatusBody> {
-    let dry_run = match query
+    let user_agent_manager = || {
+        // prefixFromUserAgent: up to the first `/`, printable characters, at most 128 bytes.
+        let ua = headers
+            .get(http::header::USER_AGENT)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        let mut out = String::new();
+        for c in ua.split('/').next().unwrap_or("").chars() {
+            if !is_print(c) {
+                continue;
+            }
+            if out.len() + c.len_utf8() > 128 {
+                break;
+            }
+            out.push(c);
+        }
+        out
+    };
+    let field_manager = query_get(query, "fieldManager").unwrap_or("");
+    let dry_runs: Vec<&str> = query
         .iter()
         .filter(|(k, _)| k == "dryRun")
         .map(|(_, v)| v.as_str())
-        .collect::<Vec<_>>()
-    {
-        v if v.is_empty() => false,
-        v if v.iter().all(|x| *x == "All") => true,
-        v => {
-            let opts = match method.as_str() {
-                "POST" => "CreateOptions",
-                "DELETE" => "DeleteOptions",
-                "PATCH" => "PatchOptions",
-                _ => "UpdateOptions",
-            };
-            let shown: Vec<String> = v.iter().map(|x| status::go_quote(x)).collect();
-            return Err(status::invalid_kind(
-                "meta.k8s.io",
-                opts,
-                "",
-                &[FieldError::not_supported(
-                    "dryRun",
-                    &format!("[]string{{{}}}", shown.join(", ")),
-                    &["All"],
-                )],
+        .collect();
+    let field_validation = query_get(query, "fieldValidation").unwrap_or("");
+    let opts_kind = match verb {
+        "create" => "CreateOptions",
+        "update" => "UpdateOptions",
+        "patch" => "PatchOptions",
+        // DeleteOptions come from the body or the query: validated where they are read.
+        _ => {
+            return Ok(WriteOptions {
+                dry_run: !dry_runs.is_empty() && dry_runs.iter().all(|x| *x == "All"),
+                field_validation: FieldValidation::Warn,
+                manager: user_agent_manager(),
+            });
+        }
+    };
+    let mut errs = Vec::new();
+    if verb == "patch" {
+        if content_type != "application/apply-patch+yaml" {
+            if query_get(query, "force").is_some() {
+                errs.push(FieldError::forbidden(
+                    "force",
+                    "may not be specified for non-apply patch",
+                ));
+            }
+        } else if field_manager.is_empty() {
+            errs.push(FieldError::required(
+                "fieldManager",
+                "is required for apply patch",
             ));
         }
-    };
-    let field_validation = match query_get(query, "fieldValidation") {
-        None | Some("") | Some("Warn") => FieldValidation::Warn,
-        Some("Strict") => FieldValidation::Strict,
-        Some("Ignore") => FieldValidation::Ignore,
-        Some(other) => {
-            return Err(status::bad_request(format!(
-                "fieldValidation parameter unsupported: {}; must be one of: Ignore, Warn, Strict",
-                status::go_quote(other)
-            )));
+    }
+    if field_manager.len() > 128 {
+        errs.push(FieldError::too_long("fieldManager", 128));
+    }
+    for (i, c) in field_manager.char_indices() {
+        if !is_print(c) {
+            errs.push(FieldError::invalid(
+                "fieldManager",
+                &status::go_quote(field_manager),
+                &format!("invalid character U+{:04X} (at position {i})", c as u32),
+            ));
+        }
+    }
+    if dry_runs.iter().any(|x| *x != "All") {
+        let shown: Vec<String> = dry_runs.iter().map(|x| status::go_quote(x)).collect();
+        errs.push(FieldError::not_supported(
+            "dryRun",
+            &format!("[]string{{{}}}", shown.join(", ")),
+            &["All"],
+        ));
+    }
+    let fv = match field_validation {
+        "" | "Warn" => FieldValidation::Warn,
+        "Strict" => FieldValidation::Strict,
+        "Ignore" => FieldValidation::Ignore,
+        other => {
+            errs.push(FieldError::not_supported(
+                "fieldValidation",
+                &status::go_quote(other),
+                &["", "Ignore", "Strict", "Warn"],
+            ));
+            FieldValidation::Warn
         }
     };
-    let manager = query_get(query, "fieldManager")
-        .map(str::to_string)
-        .unwrap_or_else(|| {
-            let ua = headers
-                .get(http::header::USER_AGENT)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("");
-            ua.split('/')
-                .next()
-                .unwrap_or("")
-                .chars()
-                .filter(|c| !c.is_control())
-                .take(128)
-                .collect()
-        });
+    if !errs.is_empty() {
+        return Err(status::invalid_kind("meta.k8s.io", opts_kind, "", &errs));
+    }
     Ok(WriteOptions {
-        dry_run,
-        field_validation,
-        manager,
+        dry_run: !dry_runs.is_empty(),
+        field_validation: fv,
+        manager: if field_manager.is_empty() {
+            user_agent_manager()
+        } else {
+            field_manager.to_string()
+        },
     })
 }
 
-/// A successful outcome as JSON (or a Table), with its warnings.
+/// Go's `unicode.IsPrint`, near enough: no control characters, no spaces but the ASCII one.
+fn is_print(c: char) -> bool {
+    !c.is_control()
+        && (c == ' ' || !c.is_whitespace())
+        && !matches!(c, '\u{200b}'..='\u{200f}' | '\u{feff}')
+}
+
+/// A successful outcome as JSON, with its warnings.
 fn outcome_reply(out: Outcome, pretty: bool) -> Reply {
-    // A Table is sent as `application/json` too, as the real server does.
     let mut r = json_reply(out.code, &out.body, pretty);
     for w in out.warnings {
         r.headers
@@ -202,8 +332,9 @@ struct Request<'a> {
     body: &'a Bytes,
     /// The media type, without parameters.
     content_type: &'a str,
+    query: &'a [(String, String)],
     write: &'a WriteCtx,
-    table: bool,
+    output: Output,
 }
 
 impl Request<'_> {
@@ -217,15 +348,43 @@ impl Request<'_> {
     }
 
     fn get(&self) -> Result<Outcome, StatusBody> {
-        let obj = self
-            .ctx
-            .store
-            .lock()
-            .get(self.k, self.ns(), &self.info.name)?;
-        let body = if self.table {
-            table_for(self.k, std::slice::from_ref(&obj), None, None)
+        let include = match self.output {
+            Output::Table(_) => Include::parse(query_get(self.query, "includeObject"))?,
+            _ => Include::Metadata,
+        };
+        let st = self.ctx.store.lock();
+        // A resourceVersion reads the watch cache: it must have reached it.
+        let rv = query_get(self.query, "resourceVersion").unwrap_or("");
+        if !rv.is_empty() {
+            let rv = super::list::parse_rv(rv).map_err(|m| StatusBody::new(500, "", m, None))?;
+            if rv > st.rv {
+                return Err(super::list::too_large(rv, st.rv, 1));
+            }
+        }
+        let obj = st.get(self.k, self.ns(), &self.info.name)?;
+        // The printer and the partial metadata work on the object as stored.
+        let ns = if self.k.api().namespaced {
+            self.ns()
         } else {
-            obj
+            ""
+        };
+        let stored = || {
+            st.get_object(self.k, ns, &self.info.name)
+                .cloned()
+                .unwrap_or_else(|| obj.clone())
+        };
+        let body = match self.output {
+            Output::Table(version) => table_for(
+                self.k,
+                std::slice::from_ref(&stored()),
+                None,
+                None,
+                version,
+                include,
+            ),
+            Output::Partial(version) => partial(&stored(), version),
+            Output::PartialList(_) => return Err(not_acceptable(self.k, false)),
+            Output::Json | Output::Yaml => obj,
         };
         Ok(Outcome {
             code: 200,
@@ -244,7 +403,7 @@ impl Request<'_> {
                 body: kinds::scale_of(o),
                 warnings: vec![],
             })
-            .ok_or_else(|| status::not_found(self.k.api(), &self.info.name))
+            .ok_or_else(|| status::subresource_not_found(self.k.api(), "scale", &self.info.name))
     }
 
     fn write_subresource(&self, sub: Subresource) -> Result<Outcome, StatusBody> {
@@ -276,27 +435,90 @@ impl Request<'_> {
         if !self.info.name.is_empty() {
             return Err(status::generic(405, ""));
         }
-        // Only JSON bodies are emulated (the real server also takes YAML and protobuf).
-        if !self.consumes(&["application/json"]) {
-            return Err(unsupported_media_type());
-        }
+        let body = self.object_body()?;
         if self.k.api().namespaced && self.ns().is_empty() {
             return Err(status::generic(405, ""));
         }
         self.ctx
             .store
             .lock()
-            .create(self.k, self.ns(), self.body, self.write)
+            .create(self.k, self.ns(), &body, self.write)
+    }
+
+    /// A review: the body decoded (and checked) like any create; the answer who is asking, or
+    /// whether they may do what the spec describes.
+    fn review(&self) -> Result<Outcome, StatusBody> {
+        let body = self.object_body()?;
+        let (decoded, warnings) =
+            crate::store::decode_body(self.k, &body, self.write.field_validation)?;
+        if self.k.review() == Some(kinds::Review::Access) {
+            let spec = decoded.get("spec").cloned().unwrap_or(json!({}));
+            let errs = kinds::validate_access_review(&spec);
+            if !errs.is_empty() {
+                return Err(status::invalid_kind(self.k.api().group, "", "", &errs));
+            }
+            // The field manager runs on the request object; the status comes after it.
+            let mut obj = json!({"metadata": {"creationTimestamp": null}, "spec": spec});
+            crate::store::created_fields(self.k, &self.write.manager, &mut obj);
+            obj["status"] = self
+                .ctx
+                .access
+                .map_or(json!({"allowed": false}), |review| review(&spec));
+            let obj = crate::model::schema::normalize(self.k.schema(), &obj);
+            return Ok(Outcome {
+                code: 201,
+                body: kinds::to_wire(self.k, &obj),
+                warnings,
+            });
+        }
+        let mut meta = serde_json::Map::new();
+        meta.insert("creationTimestamp".into(), json!(time::now_rfc3339()));
+        Ok(Outcome {
+            code: 201,
+            body: kinds::to_wire(
+                self.k,
+                &json!({"metadata": meta, "status": {"userInfo": self.ctx.user}}),
+            ),
+            warnings,
+        })
     }
 
     fn update(&self) -> Result<Outcome, StatusBody> {
-        if !self.consumes(&["application/json"]) {
-            return Err(unsupported_media_type());
-        }
+        let body = self.object_body()?;
         self.ctx
             .store
             .lock()
-            .update(self.k, self.ns(), &self.info.name, self.body, self.write)
+            .update(self.k, self.ns(), &self.info.name, &body, self.write)
+    }
+
+    /// The body of a create or update as JSON: JSON as it is (also without a Content-Type),
+    /// YAML converted (go-yaml's YAML 1.1 booleans included); anything else is 415 — and
+    /// protobuf, which the sandbox does not decode, 400 without its magic prefix and 415 with
+    /// it.
+    fn object_body(&self) -> Result<std::borrow::Cow<'_, [u8]>, StatusBody> {
+        match self.content_type {
+            "" | "application/json" => Ok(std::borrow::Cow::Borrowed(&self.body[..])),
+            "application/yaml" => {
+                let text = String::from_utf8_lossy(self.body);
+                let v: Value = serde_saphyr::from_str(&text).map_err(|e| {
+                    status::bad_request(format!("error converting YAML to JSON: yaml: {e}"))
+                })?;
+                Ok(std::borrow::Cow::Owned(gojson::compact(&v).into_bytes()))
+            }
+            "application/vnd.kubernetes.protobuf" if !self.body.starts_with(b"k8s\0") => {
+                Err(status::bad_request(format!(
+                    "the object provided is unrecognized (must be of type {}): provided data does not appear to be a protobuf message, expected prefix [107 56 115 0] ({})",
+                    self.k.api().kind,
+                    crate::store::summarize(self.body)
+                )))
+            }
+            _ => Err(StatusBody::new(
+                415,
+                "UnsupportedMediaType",
+                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf",
+                None,
+            )),
+        }
     }
 
     /// A patch type the kind does not take: custom resources answer with the patch handler's
@@ -339,12 +561,11 @@ impl Request<'_> {
         {
             return Err(unsupported_media_type());
         }
-        let opts = delete_options(self.body)?;
-        let dry = self.write.dry_run
-            || opts
-                .get("dryRun")
-                .and_then(Value::as_array)
-                .is_some_and(|a| a.iter().any(|x| x == "All"));
+        let opts = delete_options(self.body, self.query)?;
+        let dry = opts
+            .get("dryRun")
+            .and_then(Value::as_array)
+            .is_some_and(|a| !a.is_empty());
         self.ctx.store.lock().delete(
             self.k,
             self.ns(),
@@ -356,40 +577,195 @@ impl Request<'_> {
     }
 }
 
-/// The DeleteOptions of a DELETE body (`{}` without one).
-fn delete_options(body: &Bytes) -> Result<Value, StatusBody> {
-    if body.is_empty() {
-        return Ok(json!({}));
+/// The DeleteOptions of a DELETE: the body's when there is one (the query is then ignored
+/// entirely, `dryRun` included), else the query's; then `ValidateDeleteOptions`.
+pub fn delete_options(body: &Bytes, query: &[(String, String)]) -> Result<Value, StatusBody> {
+    let opts = if body.is_empty() {
+        let mut m = serde_json::Map::new();
+        let dry: Vec<&str> = query
+            .iter()
+            .filter(|(k, _)| k == "dryRun")
+            .map(|(_, v)| v.as_str())
+            .collect();
+        if !dry.is_empty() {
+            m.insert("dryRun".into(), json!(dry));
+        }
+        if let Some(p) = query_get(query, "propagationPolicy") {
+            m.insert("propagationPolicy".into(), json!(p));
+        }
+        if let Some(o) = query_get(query, "orphanDependents").and_then(|o| o.parse::<bool>().ok()) {
+            m.insert("orphanDependents".into(), json!(o));
+        }
+        if let Some(g) = query_get(query, "gracePeriodSeconds") {
+            let n: i64 = g.parse().map_err(|_| {
+                status::bad_request(format!(
+                    "strconv.ParseInt: parsing {}: invalid syntax",
+                    status::go_quote(g)
+                ))
+            })?;
+            m.insert("gracePeriodSeconds".into(), json!(n));
+        }
+        Value::Object(m)
+    } else {
+        decode_delete_options(body)?
+    };
+    let mut errs = Vec::new();
+    let policy = opts.get("propagationPolicy").and_then(Value::as_str);
+    if opts.get("orphanDependents").is_some_and(|o| !o.is_null())
+        && let Some(p) = policy
+    {
+        errs.push(FieldError::invalid(
+            "propagationPolicy",
+            &status::go_quote(p),
+            "orphanDependents and deletionPropagation cannot be both set",
+        ));
     }
-    match gojson::parse(body) {
-        Ok(v @ Value::Object(_)) => {
-            if let Some(pp) = v.get("propagationPolicy").and_then(Value::as_str)
-                && !["Foreground", "Background", "Orphan"].contains(&pp)
+    if let Some(p) = policy
+        && !["Foreground", "Background", "Orphan"].contains(&p)
+    {
+        errs.push(FieldError::not_supported(
+            "propagationPolicy",
+            &status::go_quote(p),
+            &["Foreground", "Background", "Orphan", "nil"],
+        ));
+    }
+    let dry: Vec<&str> = opts
+        .get("dryRun")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    if dry.iter().any(|x| *x != "All") {
+        let shown: Vec<String> = dry.iter().map(|x| status::go_quote(x)).collect();
+        errs.push(FieldError::not_supported(
+            "dryRun",
+            &format!("[]string{{{}}}", shown.join(", ")),
+            &["All"],
+        ));
+    }
+    if !errs.is_empty() {
+        return Err(status::invalid_kind(
+            "meta.k8s.io",
+            "DeleteOptions",
+            "",
+            &errs,
+        ));
+    }
+    Ok(opts)
+}
+
+/// A DeleteOptions body as the meta codec decodes it (every failure a bare 500).
+fn decode_delete_options(body: &Bytes) -> Result<Value, StatusBody> {
+    let bare = |m: String| StatusBody::new(500, "", m, None);
+    let v = gojson::parse(body)
+        .map_err(|e| bare(format!("couldn't get version/kind; json parse error: {e}")))?;
+    let m = match v {
+        Value::Object(m) => m,
+        Value::Null => return Ok(json!({})),
+        other => {
+            let what = match other {
+                Value::Array(_) => "array",
+                Value::String(_) => "string",
+                Value::Number(_) => "number",
+                _ => "bool",
+            };
+            return Err(bare(format!(
+                "couldn't get version/kind; json parse error: json: cannot unmarshal {what} into Go value of type struct {{ APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" }}"
+            )));
+        }
+    };
+    let kind = m
+        .get("kind")
+        .and_then(Value::as_str)
+        .filter(|k| !k.is_empty());
+    let api_version = m
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .filter(|a| !a.is_empty())
+        .unwrap_or("meta.k8s.io/v1");
+    const META: &[&str] = &["v1", "meta.k8s.io/v1"];
+    const META_KINDS: &[&str] = &[
+        "Status",
+        "ListOptions",
+        "GetOptions",
+        "CreateOptions",
+        "UpdateOptions",
+        "PatchOptions",
+        "WatchEvent",
+        "APIVersions",
+        "APIGroupList",
+        "APIGroup",
+        "APIResourceList",
+    ];
+    // DeleteOptions is registered in every served group/version.
+    let registered = META.contains(&api_version)
+        || api_version.matches('/').count() == 1 && !api_version.starts_with('/');
+    match kind {
+        None | Some("DeleteOptions") if registered => {}
+        Some(k) if META.contains(&api_version) && META_KINDS.contains(&k) => {
+            let v = api_version.rsplit('/').next().unwrap_or(api_version);
+            return Err(bare(format!(
+                "converting ({v}.{k}) to (v1.DeleteOptions): unknown conversion"
+            )));
+        }
+        k => {
+            return Err(bare(format!(
+                "no kind {} is registered for version {} in scheme \"pkg/runtime/scheme.go:100\"",
+                status::go_quote(k.unwrap_or("DeleteOptions")),
+                status::go_quote(api_version)
+            )));
+        }
+    }
+    let type_err = |field: &str, v: &Value, go_type: &str| {
+        let what = match v {
+            Value::Array(_) => "array",
+            Value::Object(_) => "object",
+            Value::String(_) => "string",
+            Value::Number(_) => "number",
+            _ => "bool",
+        };
+        bare(format!(
+            "json: cannot unmarshal {what} into Go struct field {field} of type {go_type}"
+        ))
+    };
+    for (f, v) in &m {
+        if v.is_null() {
+            continue;
+        }
+        let ok = match f.as_str() {
+            "gracePeriodSeconds" => v.as_i64().is_some(),
+            "orphanDependents" => v.is_boolean(),
+            "propagationPolicy" => v.is_string(),
+            "dryRun" => v
+                .as_array()
+                .is_some_and(|a| a.iter().all(|x| x.is_string() || x.is_null())),
+            "preconditions" => v.is_object(),
+            _ => true,
+        };
+        if !ok {
+            let go_type = match f.as_str() {
+                "gracePeriodSeconds" => "int64",
+                "orphanDependents" => "bool",
+                "propagationPolicy" => "v1.DeletionPropagation",
+                "dryRun" if v.is_array() => "string",
+                "dryRun" => "[]string",
+                _ => "v1.Preconditions",
+            };
+            return Err(type_err(&format!("DeleteOptions.{f}"), v, go_type));
+        }
+    }
+    if let Some(Value::Object(pre)) = m.get("preconditions") {
+        for (f, go_type) in [("uid", "types.UID"), ("resourceVersion", "string")] {
+            if let Some(v) = pre.get(f)
+                && !v.is_string()
+                && !v.is_null()
             {
-                return Err(status::invalid_kind(
-                    "meta.k8s.io",
-                    "DeleteOptions",
-                    "",
-                    &[FieldError::not_supported(
-                        "propagationPolicy",
-                        &status::go_quote(pp),
-                        &["Foreground", "Background", "Orphan"],
-                    )],
+                return Err(type_err(
+                    &format!("DeleteOptions.preconditions.{f}"),
+                    v,
+                    go_type,
                 ));
             }
-            Ok(v)
         }
-        Ok(_) => Err(StatusBody::new(
-            500,
-            "",
-            "decoded object cannot be converted to DeleteOptions",
-            None,
-        )),
-        Err(e) => Err(StatusBody::new(
-            500,
-            "",
-            format!("couldn't get version/kind; json parse error: {e}"),
-            None,
-        )),
     }
+    Ok(Value::Object(m))
 }

@@ -10,12 +10,14 @@ use hyper::body::Frame;
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc, watch};
 
-use super::request::{RequestInfo, parse_bool, query_get};
-use super::table::table_for;
+use super::list::{ListOptions, parse_rv};
+use super::request::{Output, RequestInfo, query_get};
+use super::table::{Include, partial, table_for};
 use super::{Ctx, Reply, status_reply, stopped};
 use crate::kinds::{self, Kind};
 use crate::model::gojson;
 use crate::model::schema;
+use crate::model::selector::FieldTerm;
 use crate::model::status::{self, StatusBody};
 use crate::store::{Event, Selectors, Store};
 
@@ -27,15 +29,16 @@ fn event_line(event_type: &str, obj: Value) -> Bytes {
 }
 
 /// WATCH: from a resourceVersion (or the current objects as ADDED), selector transitions,
-/// `timeoutSeconds`, bookmarks; events as one JSON line each (Tables when asked for).
+/// `timeoutSeconds`, bookmarks; events as one JSON line each (Tables or partial metadata
+/// when asked for). A resourceVersion the history no longer reaches is one ERROR event (410).
 pub fn watch(
     ctx: &Ctx<'_>,
     k: &'static dyn Kind,
     info: &RequestInfo,
     query: &[(String, String)],
-    table: bool,
+    output: Output,
 ) -> Reply {
-    let opts = match WatchOptions::parse(k, info, query, table) {
+    let opts = match WatchOptions::parse(k, info, query, output) {
         Ok(o) => o,
         Err(e) => return status_reply(&e, ctx.pretty),
     };
@@ -57,6 +60,7 @@ pub fn watch(
         body: BodyExt::boxed(StreamBody::new(stream)),
         reason: None,
         cut: false,
+        json: None,
     }
 }
 
@@ -69,7 +73,8 @@ struct WatchOptions {
     bookmarks: bool,
     /// The namespace watched (`None`: all, or a cluster-scoped kind).
     ns: Option<String>,
-    table: bool,
+    output: Output,
+    include: Include,
 }
 
 impl WatchOptions {
@@ -77,43 +82,40 @@ impl WatchOptions {
         k: &dyn Kind,
         info: &RequestInfo,
         query: &[(String, String)],
-        table: bool,
+        output: Output,
     ) -> Result<WatchOptions, StatusBody> {
-        let sel = Selectors::parse(
-            k,
-            query_get(query, "labelSelector"),
-            query_get(query, "fieldSelector"),
-        )?;
-        if query_get(query, "sendInitialEvents").is_some() {
-            return Err(status::invalid_kind(
-                "meta.k8s.io",
-                "ListOptions",
-                "",
-                &[status::FieldError::forbidden(
-                    "sendInitialEvents",
-                    "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled",
-                )],
-            ));
+        let opts = ListOptions::parse(k, query, true)?;
+        let mut sel = opts.sel;
+        // A watch of one object (`/watch/…/<name>`) selects it by name.
+        if !info.name.is_empty() {
+            match sel.field.terms.iter().find(|t| t.field == "metadata.name") {
+                Some(t) if t.negate || t.value != info.name => {
+                    return Err(status::bad_request(
+                        "fieldSelector metadata.name doesn't match requested name",
+                    ));
+                }
+                Some(_) => {}
+                None => sel.field.terms.push(FieldTerm {
+                    field: "metadata.name".into(),
+                    value: info.name.clone(),
+                    negate: false,
+                }),
+            }
         }
-        let start_rv = match query_get(query, "resourceVersion").unwrap_or("") {
-            "" | "0" => None,
-            other => Some(other.parse::<u64>().map_err(|_| {
-                status::invalid_kind(
-                    "meta.k8s.io",
-                    "ListOptions",
-                    "",
-                    &[status::FieldError::invalid(
-                        "resourceVersion",
-                        &status::go_quote(other),
-                        "must be an integer",
-                    )],
-                )
-            })?),
+        let start_rv = match parse_rv(&opts.resource_version) {
+            Ok(0) => None,
+            Ok(rv) => Some(rv),
+            Err(m) => return Err(StatusBody::new(500, "", m, None)),
+        };
+        let include = match output {
+            Output::Table(_) => Include::parse(query_get(query, "includeObject"))?,
+            _ => Include::Metadata,
         };
         // Without timeoutSeconds the real server picks 30 to 60 minutes.
-        let timeout = query_get(query, "timeoutSeconds")
-            .and_then(|t| t.parse::<u64>().ok())
-            .map(Duration::from_secs)
+        let timeout = opts
+            .timeout_seconds
+            .filter(|t| *t > 0)
+            .map(|t| Duration::from_secs(t as u64))
             .unwrap_or_else(|| {
                 Duration::from_secs(1800 + (uuid::Uuid::new_v4().as_bytes()[0] as u64 % 60) * 30)
             });
@@ -121,9 +123,10 @@ impl WatchOptions {
             sel,
             start_rv,
             timeout,
-            bookmarks: parse_bool(query_get(query, "allowWatchBookmarks")),
+            bookmarks: opts.bookmarks,
             ns: (!info.namespace.is_empty() && k.api().namespaced).then(|| info.namespace.clone()),
-            table,
+            output,
+            include,
         })
     }
 }
@@ -133,43 +136,49 @@ struct Start {
     initial: Vec<(String, Value)>,
     rx: broadcast::Receiver<Arc<Event>>,
     rv: u64,
+    /// The requested revision is older than the history: one ERROR event, then the end.
+    expired: Option<Value>,
 }
 
-/// Subscribe and take the first events under one lock, so none is missed or sent twice; 410
-/// when the history no longer reaches back to the requested revision.
+/// Subscribe and take the first events under one lock, so none is missed or sent twice.
 fn start(store: &Store, k: &'static dyn Kind, opts: &WatchOptions) -> Result<Start, StatusBody> {
     let st = store.lock();
     let rx = st.events.subscribe();
     let ns = opts.ns.as_deref();
+    let mut expired = None;
     let initial = match opts.start_rv {
         None => st
             .select(k, ns, &opts.sel)
             .into_iter()
-            .map(|o| ("ADDED".to_string(), kinds::to_wire(k, o)))
+            .map(|o| ("ADDED".to_string(), o.clone()))
             .collect(),
         Some(from) => {
-            if let Some(oldest) = st.history.first().map(|e| e.rv)
-                && from + 1 < oldest
-                && from < st.rv
-            {
-                return Err(StatusBody::new(
-                    410,
-                    "Expired",
-                    format!("too old resource version: {from} ({})", oldest - 1),
-                    Some(json!({})),
-                ));
+            let oldest = st.watch_start();
+            if from < oldest {
+                expired = Some(
+                    StatusBody::new(
+                        410,
+                        "Expired",
+                        format!("too old resource version: {from} ({oldest})"),
+                        None,
+                    )
+                    .to_json(),
+                );
+                Vec::new()
+            } else {
+                st.history
+                    .iter()
+                    .filter(|e| e.rv > from)
+                    .filter_map(|ev| filter_event(ev, k, ns, &opts.sel))
+                    .collect()
             }
-            st.history
-                .iter()
-                .filter(|e| e.rv > from)
-                .filter_map(|ev| filter_event(ev, k, ns, &opts.sel))
-                .collect()
         }
     };
     Ok(Start {
         initial,
         rx,
         rv: st.rv,
+        expired,
     })
 }
 
@@ -186,16 +195,41 @@ async fn stream_events(
         initial,
         mut rx,
         rv: mut last_rv,
+        expired,
     } = start;
-    let render = |t: String, o: Value| -> Bytes {
-        if opts.table {
-            event_line(&t, table_for(k, std::slice::from_ref(&o), None, None))
-        } else {
-            event_line(&t, o)
-        }
+    if let Some(status) = expired {
+        let _ = tx.send(Ok(Frame::data(event_line("ERROR", status)))).await;
+        return;
+    }
+    // A Table's column definitions come with the first event only. The events carry the
+    // objects as stored or as their writer's version wrote them; `k` converts them.
+    let mut headers_sent = false;
+    let mut render = |t: String, o: Value| -> Option<Bytes> {
+        Some(match opts.output {
+            // An event is not a list: the encoder fails and the stream ends.
+            Output::PartialList(_) => return None,
+            Output::Table(version) => {
+                let mut table = table_for(
+                    k,
+                    std::slice::from_ref(&o),
+                    None,
+                    None,
+                    version,
+                    opts.include,
+                );
+                if headers_sent {
+                    table["columnDefinitions"] = Value::Null;
+                }
+                headers_sent = true;
+                event_line(&t, table)
+            }
+            Output::Partial(version) => event_line(&t, partial(&o, version)),
+            Output::Json | Output::Yaml => event_line(&t, kinds::to_wire(k, &o)),
+        })
     };
     for (t, o) in initial {
-        if tx.send(Ok(Frame::data(render(t, o)))).await.is_err() {
+        let Some(line) = render(t, o) else { return };
+        if tx.send(Ok(Frame::data(line))).await.is_err() {
             return;
         }
     }
@@ -211,14 +245,15 @@ async fn stream_events(
                 // An empty object of the kind carrying only the revision, as the real server sends.
                 let mut empty = schema::zero_struct(schema::type_def(k.schema()));
                 empty["metadata"] = json!({"resourceVersion": last_rv.to_string(), "creationTimestamp": null});
-                let bm = kinds::to_wire(k, &empty);
-                if tx.send(Ok(Frame::data(event_line("BOOKMARK", bm)))).await.is_err() { return; }
+                if tx.send(Ok(Frame::data(event_line("BOOKMARK", kinds::to_wire(k, &empty))))).await.is_err() { return; }
             }
             ev = rx.recv() => match ev {
                 Ok(ev) => {
                     last_rv = last_rv.max(ev.rv);
-                    if let Some((t, o)) = filter_event(&ev, k, opts.ns.as_deref(), &opts.sel)
-                        && tx.send(Ok(Frame::data(render(t, o)))).await.is_err() { return; }
+                    if let Some((t, o)) = filter_event(&ev, k, opts.ns.as_deref(), &opts.sel) {
+                        let Some(line) = render(t, o) else { return };
+                        if tx.send(Ok(Frame::data(line))).await.is_err() { return; }
+                    }
                 }
                 Err(broadcast::error::RecvError::Lagged(_)) => break,
                 Err(broadcast::error::RecvError::Closed) => break,
@@ -244,21 +279,22 @@ fn filter_event(
         return None;
     }
     let now = sel.matches(k, &ev.object);
-    // Another version of the same resource: the object as this version serves it.
-    let object = || {
-        if ev.kind.api() == k.api() {
-            ev.object.clone()
-        } else {
-            kinds::to_wire(k, &ev.object)
-        }
-    };
+    // The object as its writer's version wrote it: the caller converts it.
+    let object = || ev.object.clone();
     match (ev.event_type, ev.old.as_ref()) {
         ("MODIFIED", Some(old)) => {
             let before = sel.matches(k, old);
             match (before, now) {
                 (true, true) => Some(("MODIFIED".into(), object())),
                 (false, true) => Some(("ADDED".into(), object())),
-                (true, false) => Some(("DELETED".into(), object())),
+                // Leaving the selection: DELETED with the previous state at this revision.
+                (true, false) => {
+                    let mut gone = old.clone();
+                    if let Some(m) = gone.get_mut("metadata").and_then(Value::as_object_mut) {
+                        m.insert("resourceVersion".into(), json!(ev.rv.to_string()));
+                    }
+                    Some(("DELETED".into(), gone))
+                }
                 (false, false) => None,
             }
         }

@@ -39,6 +39,7 @@ fn control_reply(code: u16, v: &Value) -> Reply {
         body: full(gojson::encode(v, true)),
         reason: None,
         cut: false,
+        json: None,
     }
 }
 

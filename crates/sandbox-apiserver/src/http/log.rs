@@ -40,6 +40,9 @@ pub struct LoggedRequest {
     /// `HTTP/1.1` or `HTTP/2.0`.
     pub http_version: String,
     pub user_agent: String,
+    /// The user the request acted as through `Impersonate-User`, when it impersonated one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub impersonated: Option<String>,
 }
 
 /// Request counters.

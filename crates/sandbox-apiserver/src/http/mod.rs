@@ -29,6 +29,7 @@ use bytes::Bytes;
 use http::{HeaderMap, Method, Request, Response};
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
+use serde_json::Value;
 use tokio::sync::watch;
 
 use crate::api::request::{RequestInfo, parse_bool, query_get, request_info};
@@ -106,6 +107,8 @@ struct Parsed {
     identity: Option<Identity>,
     user: &'static str,
     pretty: bool,
+    /// Path and query as sent (the impersonation filter's 500 quotes it).
+    uri: String,
 }
 
 /// Serve one HTTP request.
@@ -132,13 +135,18 @@ pub async fn serve(
             || ["curl", "Wget", "Mozilla/5.0"]
                 .iter()
                 .any(|p| user_agent.starts_with(p)),
-        method: parts.method,
         path: parts.uri.path().to_string(),
         query,
         headers: parts.headers,
         version: parts.version,
+        method: parts.method,
         identity,
         user: auth::user_name(identity),
+        uri: parts
+            .uri
+            .path_and_query()
+            .map(|p| p.as_str().to_string())
+            .unwrap_or_default(),
     };
     let authenticated = req.identity.is_some();
 
@@ -181,6 +189,7 @@ pub async fn serve(
         connection_id: conn_id,
         http_version: format!("{:?}", req.version),
         user_agent,
+        impersonated: None,
     };
     let info = request_info(&req.method, &req.path, &req.query);
 
@@ -216,8 +225,10 @@ pub async fn serve(
         addr: server.addr,
         shutdown: &server.shutdown,
         pretty: req.pretty,
+        user: Value::Null,
+        access: None,
     };
-    let mut reply = authorized(&ctx, &mut hooks, &req, &body.to_bytes(), &info);
+    let mut reply = authorized(&ctx, &mut hooks, &req, &body.to_bytes(), &info, &mut entry);
     if let Some(mark) = hooks.mark {
         entry.fault = Some(mark);
     }
@@ -283,23 +294,45 @@ async fn request_faults(
     Ok(None)
 }
 
-/// Authentication's 401 and authorization's 403, then routing.
+/// Authentication's 401, impersonation, and authorization's 403 (as the impersonated user),
+/// then routing.
 fn authorized(
     ctx: &Ctx<'_>,
     hooks: &mut RequestHooks<'_>,
     req: &Parsed,
     body: &Bytes,
     info: &RequestInfo,
+    entry: &mut LoggedRequest,
 ) -> Reply {
     if req.identity == Some(Identity::Invalid) {
         return status_reply(&crate::model::status::unauthorized(), req.pretty);
     }
+    let mut user = auth::User::of(req.identity);
+    match auth::impersonate(&user, &req.headers, &req.uri) {
+        Ok(None) => {}
+        Ok(Some(as_user)) => {
+            entry.impersonated = Some(as_user.name.clone());
+            user = as_user;
+        }
+        Err(auth::ImpersonationError::Internal(text)) => {
+            let mut r = text_reply(500, &text);
+            r.reason = Some("InternalError".into());
+            return r;
+        }
+        Err(auth::ImpersonationError::Forbidden(s)) => return status_reply(&s, req.pretty),
+    }
     let verb = req.method.as_str().to_lowercase();
-    if let Err(forbidden) = auth::authorize(req.identity, req.user, info, &verb, &req.path) {
+    if let Err(forbidden) = auth::authorize(&user, info, &verb, &req.path) {
         return status_reply(&forbidden, req.pretty);
     }
+    let access = |spec: &Value| auth::access_review(&user, spec);
+    let ctx = Ctx {
+        user: user.info(),
+        access: Some(&access),
+        ..*ctx
+    };
     routing::route(
-        ctx,
+        &ctx,
         hooks,
         &req.method,
         &req.path,

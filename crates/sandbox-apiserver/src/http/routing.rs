@@ -25,14 +25,22 @@ pub fn route(
     info: &RequestInfo,
 ) -> Reply {
     if !info.resource_request {
-        return nonresource::non_resource(ctx, method, path, headers);
+        return nonresource::non_resource(ctx, method, path, query, headers);
     }
     let pretty = ctx.pretty;
+    // go-restful registers no HEAD route for resources.
+    if *method == Method::HEAD {
+        return status_reply(&status::generic(405, ""), pretty);
+    }
     let Some(k) = ctx
         .registry
         .lookup(&info.group, &info.version, &info.resource)
     else {
         if let Some(g) = discovery::generic_resource(&info.group, &info.version, &info.resource) {
+            // A cluster-scoped resource has no route under a namespace.
+            if !g.namespaced && !info.namespace.is_empty() && info.namespace != info.name {
+                return status_reply(&status::generic(404, ""), pretty);
+            }
             let timeout = query_get(query, "timeoutSeconds")
                 .and_then(|t| t.parse().ok())
                 .unwrap_or(1800);
@@ -72,5 +80,15 @@ pub fn route(
     if !namespaced && !info.namespace.is_empty() && info.namespace != info.name {
         return status_reply(&status::generic(404, ""), pretty);
     }
-    resource::handle(ctx, hooks, k, method, path, query, headers, body, info)
+    // A kind served for `create` only has no object path.
+    if k.verbs() == ["create"] && !info.name.is_empty() {
+        return status_reply(&status::generic(404, ""), pretty);
+    }
+    // A collection takes no PUT or PATCH; a kind takes only its verbs.
+    if (info.name.is_empty() && matches!(info.verb.as_str(), "update" | "patch"))
+        || !k.verbs().contains(&info.verb.as_str())
+    {
+        return status_reply(&status::generic(405, ""), pretty);
+    }
+    resource::handle(ctx, hooks, k, path, query, headers, body, info)
 }

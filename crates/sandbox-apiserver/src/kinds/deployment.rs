@@ -7,11 +7,12 @@ use serde_json::{Value, json};
 use super::pod::{default_pod_spec, validate_pod_spec};
 use super::table::{age, age_column, column, i, name_column, selector_text, st};
 use super::validate::{
-    bad_value, go_label_selector, go_string_map, label_selector_is_empty, obj, s, selector_matches,
+    go_label_selector, go_string_map, label_selector_is_empty, obj, s, selector_matches,
     validate_annotations, validate_label_selector, validate_labels, validate_nonnegative,
 };
 use super::{Generation, Kind, Subresource, map_mut, map_mut_in, set_default};
 use crate::model::ApiResource;
+use crate::model::names::is_dns1123_label;
 use crate::model::schema;
 use crate::model::status::{FieldError, go_quote};
 
@@ -57,6 +58,28 @@ impl Kind for Deployment {
         )
     }
 
+    fn warnings_on_create(&self, obj: &Value) -> Vec<String> {
+        let name = obj
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let msgs = is_dns1123_label(name);
+        if msgs.is_empty() {
+            return Vec::new();
+        }
+        vec![format!(
+            "metadata.name: this is used in Pod names and hostnames, which can result in surprising behavior; a DNS label is recommended: [{}]",
+            msgs.join(" ")
+        )]
+    }
+
+    fn validate_status(&self, obj: &Value, old: &Value) -> Vec<FieldError> {
+        validate_deployment_status(
+            obj.get("status").unwrap_or(&Value::Null),
+            old.get("status").unwrap_or(&Value::Null),
+        )
+    }
+
     fn table_columns(&self) -> Vec<Value> {
         vec![
             name_column(),
@@ -69,14 +92,14 @@ impl Kind for Deployment {
             ),
             column(
                 "Up-to-date",
-                "integer",
+                "string",
                 "",
                 "Total number of non-terminated pods targeted by this deployment that have the desired template spec.",
                 0,
             ),
             column(
                 "Available",
-                "integer",
+                "string",
                 "",
                 "Total number of available pods (ready for at least minReadySeconds) targeted by this deployment.",
                 0,
@@ -165,14 +188,160 @@ fn default_deployment(obj: &mut Value) {
     }
 }
 
-fn int_or_percent(v: &Value) -> Option<(i64, bool)> {
+/// `ValidateDeploymentStatus` and the collision count that may not go down.
+fn validate_deployment_status(st: &Value, old: &Value) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let n = |v: &Value, f: &str| v.get(f).and_then(Value::as_i64).unwrap_or(0);
+    for f in [
+        "observedGeneration",
+        "replicas",
+        "updatedReplicas",
+        "readyReplicas",
+        "availableReplicas",
+        "unavailableReplicas",
+        "collisionCount",
+    ] {
+        validate_nonnegative(st.get(f), &format!("status.{f}"), &mut errs);
+    }
+    let msg = "cannot be greater than status.replicas";
+    let replicas = n(st, "replicas");
+    for f in ["updatedReplicas", "readyReplicas", "availableReplicas"] {
+        if n(st, f) > replicas {
+            errs.push(FieldError::invalid(
+                format!("status.{f}"),
+                &n(st, f).to_string(),
+                msg,
+            ));
+        }
+    }
+    if n(st, "availableReplicas") > n(st, "readyReplicas") {
+        errs.push(FieldError::invalid(
+            "status.availableReplicas",
+            &n(st, "availableReplicas").to_string(),
+            "cannot be greater than readyReplicas",
+        ));
+    }
+    if let Some(old_c) = old.get("collisionCount").and_then(Value::as_i64) {
+        let new_c = st.get("collisionCount").and_then(Value::as_i64);
+        if new_c.is_none_or(|c| c < old_c) {
+            errs.push(FieldError::invalid(
+                "status.collisionCount",
+                &new_c.unwrap_or(0).to_string(),
+                "cannot be decremented",
+            ));
+        }
+    }
+    errs
+}
+
+/// `%#v` of an `intstr.IntOrString` (its `String()` has a pointer receiver, so validation
+/// messages print the struct).
+fn go_intstr(v: &Value) -> String {
     match v {
-        Value::Number(n) => n.as_i64().map(|i| (i, false)),
-        Value::String(s) => s
-            .strip_suffix('%')
-            .and_then(|p| p.parse().ok())
-            .map(|i| (i, true)),
-        _ => None,
+        Value::String(s) => format!(
+            "intstr.IntOrString{{Type:1, IntVal:0, StrVal:{}}}",
+            go_quote(s)
+        ),
+        other => format!(
+            "intstr.IntOrString{{Type:0, IntVal:{}, StrVal:\"\"}}",
+            other.as_i64().unwrap_or(0)
+        ),
+    }
+}
+
+/// `getPercentValue`: the number of a `N%` string.
+fn percent_value(v: &Value) -> Option<i64> {
+    v.as_str()?.strip_suffix('%')?.parse().ok()
+}
+
+/// `getIntOrPercentValue`.
+fn int_or_percent_value(v: &Value) -> i64 {
+    match v {
+        Value::String(s) => percent_value(v).unwrap_or_else(|| s.parse().unwrap_or(0)),
+        other => other.as_i64().unwrap_or(0),
+    }
+}
+
+/// `ValidatePositiveIntOrPercent`.
+fn positive_int_or_percent(v: &Value, p: &str, errs: &mut Vec<FieldError>) {
+    match v {
+        Value::String(s) => {
+            let valid = s
+                .strip_suffix('%')
+                .is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()));
+            if !valid {
+                errs.push(FieldError::invalid(
+                    p,
+                    &go_intstr(v),
+                    "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')",
+                ));
+            }
+        }
+        other => validate_nonnegative(Some(other), p, errs),
+    }
+}
+
+/// `%#v` of the internal `apps.DeploymentStrategy`.
+fn go_strategy(strategy: &Value) -> String {
+    let ru = if strategy.get("rollingUpdate").is_some_and(|r| !r.is_null()) {
+        "(*apps.RollingUpdateDeployment)(0xc000a1e0c0)"
+    } else {
+        "(*apps.RollingUpdateDeployment)(nil)"
+    };
+    format!(
+        "apps.DeploymentStrategy{{Type:{}, RollingUpdate:{ru}}}",
+        go_quote(s(strategy, "type"))
+    )
+}
+
+/// `ValidateDeploymentStrategy`.
+fn validate_strategy(strategy: &Value, errs: &mut Vec<FieldError>) {
+    match s(strategy, "type") {
+        "Recreate" => {
+            if strategy.get("rollingUpdate").is_some_and(|r| !r.is_null()) {
+                errs.push(FieldError::forbidden(
+                    "spec.strategy.rollingUpdate",
+                    "may not be specified when strategy `type` is 'Recreate'",
+                ));
+            }
+        }
+        "RollingUpdate" => {
+            let Some(ru) = strategy.get("rollingUpdate").filter(|r| !r.is_null()) else {
+                errs.push(FieldError::required(
+                    "spec.strategy.rollingUpdate",
+                    "this should be defaulted and never be nil",
+                ));
+                return;
+            };
+            let zero = json!(0);
+            let unavailable = ru
+                .get("maxUnavailable")
+                .filter(|v| !v.is_null())
+                .unwrap_or(&zero);
+            let surge = ru.get("maxSurge").filter(|v| !v.is_null()).unwrap_or(&zero);
+            let p = "spec.strategy.rollingUpdate";
+            positive_int_or_percent(unavailable, &format!("{p}.maxUnavailable"), errs);
+            positive_int_or_percent(surge, &format!("{p}.maxSurge"), errs);
+            if int_or_percent_value(unavailable) == 0 && int_or_percent_value(surge) == 0 {
+                errs.push(FieldError::invalid(
+                    format!("{p}.maxUnavailable"),
+                    &go_intstr(unavailable),
+                    "may not be 0 when `maxSurge` is 0",
+                ));
+            }
+            if percent_value(unavailable).is_some_and(|n| n > 100) {
+                errs.push(FieldError::invalid(
+                    format!("{p}.maxUnavailable"),
+                    &go_intstr(unavailable),
+                    "must not be greater than 100%",
+                ));
+            }
+        }
+        _ => errs.push(FieldError::not_supported(
+            "spec.strategy",
+            &go_strategy(strategy),
+            &["Recreate", "RollingUpdate"],
+        )),
     }
 }
 
@@ -195,7 +364,9 @@ fn validate_deployment_spec(spec: &Value, old: Option<&Value>) -> Vec<FieldError
     let template = spec.get("template").unwrap_or(&Value::Null);
     let tmeta = template.get("metadata").unwrap_or(&Value::Null);
     let tlabels = obj(tmeta, "labels");
-    if !sel.is_null() && !label_selector_is_empty(sel) && !selector_matches(sel, tlabels) {
+    // LabelSelectorAsSelector: no selector selects nothing (so no labels match it), an empty
+    // one everything.
+    if sel.is_null() || (!label_selector_is_empty(sel) && !selector_matches(sel, tlabels)) {
         let shown = tlabels
             .map(go_string_map)
             .unwrap_or_else(|| "map[string]string(nil)".into());
@@ -212,65 +383,15 @@ fn validate_deployment_spec(spec: &Value, old: Option<&Value>) -> Vec<FieldError
     ));
     let pod = template.get("spec").unwrap_or(&Value::Null);
     errs.extend(validate_pod_spec(pod, "spec.template.spec", true));
-    // strategy
-    let strategy = spec.get("strategy").unwrap_or(&Value::Null);
-    match s(strategy, "type") {
-        "Recreate" => {
-            if strategy.get("rollingUpdate").is_some() {
-                errs.push(FieldError::forbidden(
-                    "spec.strategy.rollingUpdate",
-                    "may not be specified when strategy `type` is 'Recreate'",
-                ));
-            }
-        }
-        "RollingUpdate" => {
-            let ru = strategy.get("rollingUpdate").unwrap_or(&Value::Null);
-            let mut zero_unavailable = false;
-            let mut zero_surge = false;
-            for (field, flag) in [
-                ("maxUnavailable", &mut zero_unavailable),
-                ("maxSurge", &mut zero_surge),
-            ] {
-                let p = format!("spec.strategy.rollingUpdate.{field}");
-                if let Some(v) = ru.get(field) {
-                    match int_or_percent(v) {
-                        Some((n, pct)) => {
-                            if n < 0 {
-                                errs.push(FieldError::invalid(&p, &bad_value(v), "must be greater than or equal to 0"));
-                            }
-                            if pct && n > 100 && field == "maxUnavailable" {
-                                errs.push(FieldError::invalid(&p, &bad_value(v), "must not be greater than 100%"));
-                            }
-                            *flag = n == 0;
-                        }
-                        None => errs.push(FieldError::invalid(&p, &bad_value(v), "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')")),
-                    }
-                }
-            }
-            if zero_unavailable && zero_surge {
-                let v = ru.get("maxUnavailable").map(bad_value).unwrap_or_default();
-                errs.push(FieldError::invalid(
-                    "spec.strategy.rollingUpdate.maxUnavailable",
-                    &v,
-                    "may not be 0 when `maxSurge` is 0",
-                ));
-            }
-        }
-        "" => errs.push(FieldError::required("spec.strategy.type", "")),
-        other => errs.push(FieldError::not_supported(
-            "spec.strategy.type",
-            &go_quote(other),
-            &["Recreate", "RollingUpdate"],
-        )),
-    }
-    validate_nonnegative(
-        spec.get("revisionHistoryLimit"),
-        "spec.revisionHistoryLimit",
-        &mut errs,
-    );
+    validate_strategy(spec.get("strategy").unwrap_or(&Value::Null), &mut errs);
     validate_nonnegative(
         spec.get("minReadySeconds"),
         "spec.minReadySeconds",
+        &mut errs,
+    );
+    validate_nonnegative(
+        spec.get("revisionHistoryLimit"),
+        "spec.revisionHistoryLimit",
         &mut errs,
     );
     if let Some(pds) = spec.get("progressDeadlineSeconds").and_then(Value::as_i64) {

@@ -7,6 +7,8 @@ use super::table::{age, age_column, column, i, name_column, st};
 use super::validate::{arr, s};
 use super::{Kind, map_mut, set_default};
 use crate::model::ApiResource;
+use crate::model::names::{is_dns1123_label, is_qualified_name, is_valid_path_segment_name};
+use crate::model::quantity;
 use crate::model::schema;
 use crate::model::status::{FieldError, go_quote};
 
@@ -45,6 +47,22 @@ impl Kind for HorizontalPodAutoscaler {
         validate_hpa_spec(obj.get("spec").unwrap_or(&Value::Null))
     }
 
+    fn validate_status(&self, obj: &Value, _old: &Value) -> Vec<FieldError> {
+        let mut errs = Vec::new();
+        for f in ["currentReplicas", "desiredReplicas"] {
+            if let Some(n) = obj.pointer(&format!("/status/{f}")).and_then(Value::as_i64)
+                && n < 0
+            {
+                errs.push(FieldError::invalid(
+                    format!("status.{f}"),
+                    &n.to_string(),
+                    "must be greater than or equal to 0",
+                ));
+            }
+        }
+        errs
+    }
+
     fn table_columns(&self) -> Vec<Value> {
         vec![
             name_column(),
@@ -52,27 +70,33 @@ impl Kind for HorizontalPodAutoscaler {
                 "Reference",
                 "string",
                 "",
-                "reference to the target object",
+                "scaleTargetRef points to the target resource to scale, and is used to the pods for which metrics should be collected, as well as to actually change the replica count.",
                 0,
             ),
-            column("Targets", "string", "", "the current and target metrics", 0),
+            column(
+                "Targets",
+                "string",
+                "",
+                "metrics contains the specifications for which to use to calculate the desired replica count (the maximum replica count across all metrics will be used).  The desired replica count is calculated multiplying the ratio between the target value and the current value by the current number of pods.  Ergo, metrics used must decrease as the pod count is increased, and vice-versa.  See the individual metric source types for more information about how each type of metric must respond.",
+                0,
+            ),
             column(
                 "MinPods",
                 "string",
                 "",
-                "minReplicas is the lower limit for the number of replicas to which the autoscaler can scale down.",
+                "minReplicas is the lower limit for the number of replicas to which the autoscaler can scale down.  It defaults to 1 pod.  minReplicas is allowed to be 0 if the alpha feature gate HPAScaleToZero is enabled and at least one Object or External metric is configured.  Scaling is active as long as at least one metric value is available.",
                 0,
             ),
             column(
                 "MaxPods",
-                "integer",
+                "string",
                 "",
-                "maxReplicas is the upper limit for the number of replicas to which the autoscaler can scale up.",
+                "maxReplicas is the upper limit for the number of replicas to which the autoscaler can scale up. It cannot be less that minReplicas.",
                 0,
             ),
             column(
                 "Replicas",
-                "integer",
+                "string",
                 "",
                 "currentReplicas is current number of replicas of pods managed by this autoscaler, as last seen by the autoscaler.",
                 0,
@@ -89,32 +113,10 @@ impl Kind for HorizontalPodAutoscaler {
             st(obj, "/spec/scaleTargetRef/kind"),
             st(obj, "/spec/scaleTargetRef/name")
         );
-        let targets: Vec<String> = obj
-            .pointer("/spec/metrics")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .map(|m| {
-                        let res = m.get("resource").or_else(|| m.get("containerResource"));
-                        match res
-                            .and_then(|r| r.pointer("/target/averageUtilization"))
-                            .and_then(Value::as_i64)
-                        {
-                            Some(u) => format!("<unknown>/{u}%"),
-                            None => "<unknown>/<unknown>".to_string(),
-                        }
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
         vec![
             name,
             json!(reference),
-            json!(if targets.is_empty() {
-                "<none>".to_string()
-            } else {
-                targets.join(", ")
-            }),
+            json!(format_metrics(obj)),
             json!(
                 obj.pointer("/spec/minReplicas")
                     .and_then(Value::as_i64)
@@ -125,6 +127,108 @@ impl Kind for HorizontalPodAutoscaler {
             json!(i(obj, "/status/currentReplicas")),
             a,
         ]
+    }
+}
+
+/// The printer's TARGETS (`formatHPAMetrics`): `current/target` of each metric, the current
+/// value from the status entry at the same index; two shown, then `+ N more...`.
+fn format_metrics(obj: &Value) -> String {
+    let empty = Vec::new();
+    let specs = obj
+        .pointer("/spec/metrics")
+        .and_then(Value::as_array)
+        .unwrap_or(&empty);
+    if specs.is_empty() {
+        return "<none>".into();
+    }
+    let statuses = obj
+        .pointer("/status/currentMetrics")
+        .and_then(Value::as_array)
+        .unwrap_or(&empty);
+    // A quantity as `Quantity.String()` prints it (a nil one as `<nil>`).
+    let q = |v: Option<&Value>| match v.and_then(Value::as_str) {
+        Some(s) => s.to_string(),
+        None => "<nil>".to_string(),
+    };
+    let list: Vec<String> = specs
+        .iter()
+        .enumerate()
+        .map(|(i, spec)| {
+            let source = |f: &str| spec.get(f).filter(|v| !v.is_null());
+            let status = |f: &str| {
+                statuses
+                    .get(i)
+                    .and_then(|s| s.get(f))
+                    .filter(|v| !v.is_null())
+            };
+            let avg_or_value = |f: &str| {
+                let src = source(f);
+                let target_avg = src.and_then(|s| s.pointer("/target/averageValue"));
+                match target_avg.filter(|v| !v.is_null()) {
+                    Some(t) => {
+                        let current = status(f)
+                            .and_then(|s| s.pointer("/current/averageValue"))
+                            .filter(|v| !v.is_null())
+                            .map_or("<unknown>".to_string(), |c| q(Some(c)));
+                        format!("{current}/{} (avg)", q(Some(t)))
+                    }
+                    None => {
+                        let current = status(f)
+                            .map_or("<unknown>".to_string(), |s| q(s.pointer("/current/value")));
+                        format!(
+                            "{current}/{}",
+                            q(src.and_then(|s| s.pointer("/target/value")))
+                        )
+                    }
+                }
+            };
+            let resource = |f: &str| {
+                let src = source(f);
+                match src
+                    .and_then(|s| s.pointer("/target/averageValue"))
+                    .filter(|v| !v.is_null())
+                {
+                    Some(t) => {
+                        let current = status(f).map_or("<unknown>".to_string(), |s| {
+                            q(s.pointer("/current/averageValue"))
+                        });
+                        format!("{current}/{}", q(Some(t)))
+                    }
+                    None => {
+                        let current = status(f)
+                            .and_then(|s| s.pointer("/current/averageUtilization"))
+                            .and_then(Value::as_i64)
+                            .map_or("<unknown>".to_string(), |u| format!("{u}%"));
+                        let target = src
+                            .and_then(|s| s.pointer("/target/averageUtilization"))
+                            .and_then(Value::as_i64)
+                            .map_or("<auto>".to_string(), |u| format!("{u}%"));
+                        format!("{current}/{target}")
+                    }
+                }
+            };
+            match spec.get("type").and_then(Value::as_str).unwrap_or("") {
+                "External" => avg_or_value("external"),
+                "Object" => avg_or_value("object"),
+                "Pods" => {
+                    let current = status("pods").map_or("<unknown>".to_string(), |s| {
+                        q(s.pointer("/current/averageValue"))
+                    });
+                    format!(
+                        "{current}/{}",
+                        q(source("pods").and_then(|s| s.pointer("/target/averageValue")))
+                    )
+                }
+                "Resource" => resource("resource"),
+                "ContainerResource" => resource("containerResource"),
+                _ => "<unknown type>".to_string(),
+            }
+        })
+        .collect();
+    if list.len() > 2 {
+        format!("{} + {} more...", list[..2].join(", "), list.len() - 2)
+    } else {
+        list.join(", ")
     }
 }
 
@@ -206,31 +310,10 @@ fn validate_hpa_spec(spec: &Value) -> Vec<FieldError> {
             "must be greater than or equal to `minReplicas`",
         ));
     }
-    let r = spec.get("scaleTargetRef").unwrap_or(&Value::Null);
-    for field in ["kind", "name"] {
-        let v = s(r, field);
-        let p = format!("spec.scaleTargetRef.{field}");
-        if v.is_empty() {
-            errs.push(FieldError::required(p, ""));
-        } else {
-            for bad in ["/", "%"] {
-                if v.contains(bad) {
-                    errs.push(FieldError::invalid(
-                        &p,
-                        &go_quote(v),
-                        &format!("may not contain '{bad}'"),
-                    ));
-                }
-            }
-            if v == "." || v == ".." {
-                errs.push(FieldError::invalid(
-                    &p,
-                    &go_quote(v),
-                    &format!("may not be '{v}'"),
-                ));
-            }
-        }
-    }
+    errs.extend(object_reference(
+        spec.get("scaleTargetRef").unwrap_or(&Value::Null),
+        "spec.scaleTargetRef",
+    ));
     let has_object_or_external = validate_metrics(spec, &mut errs);
     if min == Some(0) && !has_object_or_external {
         errs.push(FieldError::forbidden(
@@ -238,104 +321,293 @@ fn validate_hpa_spec(spec: &Value) -> Vec<FieldError> {
             "must specify at least one Object or External metric to support scaling to zero replicas",
         ));
     }
-    if let Some(b) = spec.get("behavior") {
+    if let Some(b) = spec.get("behavior").filter(|b| !b.is_null()) {
         validate_behavior(b, &mut errs);
     }
     errs
 }
 
-/// `spec.metrics`; true when one is an Object or External metric (which allows scaling to zero).
+/// `IsValidPathSegmentName` errors of a name or kind, or Required when empty (`detail`).
+fn path_segment(v: &str, p: &str, detail: &str, errs: &mut Vec<FieldError>) {
+    if v.is_empty() {
+        errs.push(FieldError::required(p, detail));
+    } else {
+        for m in is_valid_path_segment_name(v) {
+            errs.push(FieldError::invalid(p, &go_quote(v), &m));
+        }
+    }
+}
+
+/// `ValidateCrossVersionObjectReference`.
+fn object_reference(r: &Value, p: &str) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    path_segment(s(r, "kind"), &format!("{p}.kind"), "", &mut errs);
+    path_segment(s(r, "name"), &format!("{p}.name"), "", &mut errs);
+    errs
+}
+
+const METRIC_TYPES: &[&str] = &[
+    "ContainerResource",
+    "External",
+    "Object",
+    "Pods",
+    "Resource",
+];
+
+/// `spec.metrics` (`validateMetrics`); true when one is an Object or External metric (which
+/// allows scaling to zero).
 fn validate_metrics(spec: &Value, errs: &mut Vec<FieldError>) -> bool {
     let mut has_object_or_external = false;
     for (i, m) in arr(spec, "metrics").iter().enumerate() {
-        let p = format!("spec.metrics[{i}]");
-        let ty = s(m, "type");
-        let source_field = match ty {
-            "Object" => "object",
-            "Pods" => "pods",
-            "Resource" => "resource",
-            "ContainerResource" => "containerResource",
-            "External" => "external",
-            "" => {
-                errs.push(FieldError::required(
-                    format!("{p}.type"),
-                    "must specify a metric source type",
-                ));
-                continue;
-            }
-            other => {
-                errs.push(FieldError::not_supported(
-                    format!("{p}.type"),
-                    &go_quote(other),
-                    &[
-                        "ContainerResource",
-                        "External",
-                        "Object",
-                        "Pods",
-                        "Resource",
-                    ],
-                ));
-                continue;
-            }
-        };
-        if ty == "Object" || ty == "External" {
+        errs.extend(validate_metric_spec(m, &format!("spec.metrics[{i}]")));
+        if matches!(s(m, "type"), "Object" | "External") {
             has_object_or_external = true;
-        }
-        let Some(src) = m.get(source_field) else {
-            errs.push(FieldError::required(
-                format!("{p}.{source_field}"),
-                "must populate information for the given metric source",
-            ));
-            continue;
-        };
-        if ty == "Resource" || ty == "ContainerResource" {
-            if s(src, "name").is_empty() {
-                errs.push(FieldError::required(
-                    format!("{p}.{source_field}.name"),
-                    "must specify a resource name",
-                ));
-            }
-            let t = src.get("target").unwrap_or(&Value::Null);
-            let tp = format!("{p}.{source_field}.target");
-            match s(t, "type") {
-                "Utilization" | "Value" | "AverageValue" => {}
-                "" => errs.push(FieldError::required(
-                    format!("{tp}.type"),
-                    "must specify a metric target type",
-                )),
-                other => errs.push(FieldError::not_supported(
-                    format!("{tp}.type"),
-                    &go_quote(other),
-                    &["AverageValue", "Utilization", "Value"],
-                )),
-            }
-            if let Some(u) = t.get("averageUtilization").and_then(Value::as_i64)
-                && u < 1
-            {
-                errs.push(FieldError::invalid(
-                    format!("{tp}.averageUtilization"),
-                    &u.to_string(),
-                    "must be greater than 0",
-                ));
-            }
-            if t.get("averageUtilization").is_none()
-                && t.get("averageValue").is_none()
-                && t.get("value").is_none()
-            {
-                errs.push(FieldError::required(
-                    tp.clone(),
-                    "must set either a target raw value or a target utilization",
-                ));
-            }
         }
     }
     has_object_or_external
 }
 
-/// `spec.behavior`: stabilization windows and scaling policies.
+/// `validateMetricSpec`.
+fn validate_metric_spec(m: &Value, p: &str) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let ty = s(m, "type");
+    if ty.is_empty() {
+        errs.push(FieldError::required(
+            format!("{p}.type"),
+            "must specify a metric source type",
+        ));
+    }
+    let unsupported =
+        || FieldError::not_supported(format!("{p}.type"), &go_quote(ty), METRIC_TYPES);
+    if !METRIC_TYPES.contains(&ty) {
+        errs.push(unsupported());
+    }
+    let present: Vec<&str> = [
+        "object",
+        "external",
+        "pods",
+        "resource",
+        "containerResource",
+    ]
+    .into_iter()
+    .filter(|f| m.get(*f).is_some_and(|v| !v.is_null()))
+    .collect();
+    if let Some(first) = present.first() {
+        let src = &m[*first];
+        let sp = format!("{p}.{first}");
+        errs.extend(match *first {
+            "object" => object_source(src, &sp),
+            "external" => external_source(src, &sp),
+            "pods" => pods_source(src, &sp),
+            "resource" => resource_source(src, &sp, false),
+            _ => resource_source(src, &sp, true),
+        });
+    }
+    let expected = match ty {
+        "Object" => "object",
+        "Pods" => "pods",
+        "Resource" => "resource",
+        "External" => "external",
+        "ContainerResource" => "containerResource",
+        _ => {
+            errs.push(unsupported());
+            ""
+        }
+    };
+    if !expected.is_empty() && !present.contains(&expected) {
+        errs.push(FieldError::required(
+            format!("{p}.{expected}"),
+            "must populate information for the given metric source",
+        ));
+    }
+    if present.len() != 1 {
+        // A Go set: the order of the others is a map's.
+        let mut others: Vec<&str> = present.into_iter().filter(|t| *t != expected).collect();
+        others.sort();
+        for t in others {
+            errs.push(FieldError::forbidden(
+                format!("{p}.{t}"),
+                "must populate the given metric source only",
+            ));
+        }
+    }
+    errs
+}
+
+/// `validateMetricTarget`.
+fn metric_target(t: &Value, p: &str) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let ty = s(t, "type");
+    if ty.is_empty() {
+        errs.push(FieldError::required(
+            format!("{p}.type"),
+            "must specify a metric target type",
+        ));
+    }
+    if !matches!(ty, "Utilization" | "Value" | "AverageValue") {
+        errs.push(FieldError::invalid(
+            format!("{p}.type"),
+            &go_quote(ty),
+            "must be either Utilization, Value, or AverageValue",
+        ));
+    }
+    for f in ["value", "averageValue"] {
+        if let Some(q) = t.get(f).and_then(Value::as_str)
+            && quantity::to_f64(q).is_none_or(|v| v <= 0.0)
+        {
+            errs.push(FieldError::invalid(
+                format!("{p}.{f}"),
+                q,
+                "must be positive",
+            ));
+        }
+    }
+    if let Some(u) = t.get("averageUtilization").and_then(Value::as_i64)
+        && u < 1
+    {
+        errs.push(FieldError::invalid(
+            format!("{p}.averageUtilization"),
+            &u.to_string(),
+            "must be greater than 0",
+        ));
+    }
+    errs
+}
+
+fn has(v: &Value, f: &str) -> bool {
+    v.get(f).is_some_and(|x| !x.is_null())
+}
+
+/// `validateMetricIdentifier`.
+fn metric_identifier(src: &Value, p: &str) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let metric = src.get("metric").unwrap_or(&Value::Null);
+    path_segment(
+        s(metric, "name"),
+        &format!("{p}.metric.name"),
+        "must specify a metric name",
+        &mut errs,
+    );
+    errs
+}
+
+fn object_source(src: &Value, p: &str) -> Vec<FieldError> {
+    let mut errs = object_reference(
+        src.get("describedObject").unwrap_or(&Value::Null),
+        &format!("{p}.describedObject"),
+    );
+    errs.extend(metric_identifier(src, p));
+    let t = src.get("target").unwrap_or(&Value::Null);
+    errs.extend(metric_target(t, &format!("{p}.target")));
+    if !has(t, "value") && !has(t, "averageValue") {
+        errs.push(FieldError::required(
+            format!("{p}.target.averageValue"),
+            "must set either a target value or averageValue",
+        ));
+    }
+    errs
+}
+
+fn external_source(src: &Value, p: &str) -> Vec<FieldError> {
+    let mut errs = metric_identifier(src, p);
+    let t = src.get("target").unwrap_or(&Value::Null);
+    errs.extend(metric_target(t, &format!("{p}.target")));
+    if !has(t, "value") && !has(t, "averageValue") {
+        errs.push(FieldError::required(
+            format!("{p}.target.averageValue"),
+            "must set either a target value for metric or a per-pod target",
+        ));
+    }
+    if has(t, "value") && has(t, "averageValue") {
+        errs.push(FieldError::forbidden(
+            format!("{p}.target.value"),
+            "may not set both a target value for metric and a per-pod target",
+        ));
+    }
+    errs
+}
+
+fn pods_source(src: &Value, p: &str) -> Vec<FieldError> {
+    let mut errs = metric_identifier(src, p);
+    let t = src.get("target").unwrap_or(&Value::Null);
+    errs.extend(metric_target(t, &format!("{p}.target")));
+    if !has(t, "averageValue") {
+        errs.push(FieldError::required(
+            format!("{p}.target.averageValue"),
+            "must specify a positive target averageValue",
+        ));
+    }
+    errs
+}
+
+/// `validateResourceSource` / `validateContainerResourceSource`.
+fn resource_source(src: &Value, p: &str, container: bool) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let name = s(src, "name");
+    if name.is_empty() {
+        errs.push(FieldError::required(
+            format!("{p}.name"),
+            "must specify a resource name",
+        ));
+    } else if container {
+        for m in is_qualified_name(name) {
+            errs.push(FieldError::invalid(
+                format!("{p}.name"),
+                &go_quote(name),
+                &m,
+            ));
+        }
+        if !name.contains('/')
+            && !["cpu", "memory", "ephemeral-storage"].contains(&name)
+            && !name.starts_with("hugepages-")
+        {
+            errs.push(FieldError::invalid(
+                format!("{p}.name"),
+                &go_quote(name),
+                "must be a standard resource for containers",
+            ));
+        }
+    }
+    if container {
+        let c = s(src, "container");
+        if c.is_empty() {
+            errs.push(FieldError::required(
+                format!("{p}.container"),
+                "must specify a container",
+            ));
+        } else {
+            for m in is_dns1123_label(c) {
+                errs.push(FieldError::invalid(
+                    format!("{p}.container"),
+                    &go_quote(c),
+                    &m,
+                ));
+            }
+        }
+    }
+    let t = src.get("target").unwrap_or(&Value::Null);
+    errs.extend(metric_target(t, &format!("{p}.target")));
+    if !has(t, "averageUtilization") && !has(t, "averageValue") {
+        errs.push(FieldError::required(
+            format!("{p}.target.averageUtilization"),
+            "must set either a target raw value or a target utilization",
+        ));
+    }
+    if has(t, "averageUtilization") && has(t, "averageValue") {
+        errs.push(FieldError::forbidden(
+            format!("{p}.target.averageValue"),
+            "may not set both a target raw value and a target utilization",
+        ));
+    }
+    errs
+}
+
+/// `spec.behavior` (`validateBehavior`): stabilization windows, select policies, policies.
 fn validate_behavior(b: &Value, errs: &mut Vec<FieldError>) {
     for dir in ["scaleUp", "scaleDown"] {
-        let Some(rules) = b.get(dir) else { continue };
+        let Some(rules) = b.get(dir).filter(|r| !r.is_null()) else {
+            continue;
+        };
         let p = format!("spec.behavior.{dir}");
         if let Some(w) = rules
             .get("stabilizationWindowSeconds")
@@ -347,7 +619,8 @@ fn validate_behavior(b: &Value, errs: &mut Vec<FieldError>) {
                     &w.to_string(),
                     "must be greater than or equal to zero",
                 ));
-            } else if w > 3600 {
+            }
+            if w > 3600 {
                 errs.push(FieldError::invalid(
                     format!("{p}.stabilizationWindowSeconds"),
                     &w.to_string(),
@@ -355,8 +628,32 @@ fn validate_behavior(b: &Value, errs: &mut Vec<FieldError>) {
                 ));
             }
         }
-        for (i, pol) in arr(rules, "policies").iter().enumerate() {
+        if let Some(sp) = rules.get("selectPolicy").and_then(Value::as_str)
+            && !["Disabled", "Max", "Min"].contains(&sp)
+        {
+            errs.push(FieldError::not_supported(
+                format!("{p}.selectPolicy"),
+                &go_quote(sp),
+                &["Disabled", "Max", "Min"],
+            ));
+        }
+        let policies = arr(rules, "policies");
+        if policies.is_empty() {
+            errs.push(FieldError::required(
+                format!("{p}.policies"),
+                "must specify at least one Policy",
+            ));
+        }
+        for (i, pol) in policies.iter().enumerate() {
             let pp = format!("{p}.policies[{i}]");
+            let ty = s(pol, "type");
+            if ty != "Pods" && ty != "Percent" {
+                errs.push(FieldError::not_supported(
+                    format!("{pp}.type"),
+                    &go_quote(ty),
+                    &["Percent", "Pods"],
+                ));
+            }
             let v = pol.get("value").and_then(Value::as_i64).unwrap_or(0);
             if v <= 0 {
                 errs.push(FieldError::invalid(
@@ -375,7 +672,8 @@ fn validate_behavior(b: &Value, errs: &mut Vec<FieldError>) {
                     &ps.to_string(),
                     "must be greater than zero",
                 ));
-            } else if ps > 1800 {
+            }
+            if ps > 1800 {
                 errs.push(FieldError::invalid(
                     format!("{pp}.periodSeconds"),
                     &ps.to_string(),

@@ -7,11 +7,11 @@ use serde_json::{Value, json};
 use super::ingress_class::{INGRESS_CLASS, default_class};
 use super::table::{age, age_column, column, name_column, st};
 use super::validate::{arr, s};
-use super::{Admission, Generation, Kind, map_mut};
+use super::{Admission, Generation, Kind, UpdateValidation, map_mut};
 use crate::model::ApiResource;
 use crate::model::names::{
-    is_dns1035_label, is_dns1123_subdomain, is_valid_port_name, is_wildcard_dns1123_subdomain,
-    matches_dns1123_subdomain, port_range_msg, regex_error,
+    is_dns1035_label, is_dns1123_subdomain, is_valid_path_segment_name, is_valid_port_name,
+    is_wildcard_dns1123_subdomain, port_range_msg, regex_error,
 };
 use crate::model::schema;
 use crate::model::status::{FieldError, StatusBody, go_quote};
@@ -45,6 +45,10 @@ impl Kind for Ingress {
 
     fn storage_prefix(&self) -> &'static str {
         "ingress"
+    }
+
+    fn update_validation(&self) -> UpdateValidation {
+        UpdateValidation::MetaUpdateThenObject
     }
 
     fn validate(&self, obj: &Value, _old: Option<&Value>) -> Vec<FieldError> {
@@ -102,7 +106,7 @@ impl Kind for Ingress {
                 "Class",
                 "string",
                 "",
-                "The name of the IngressClass resource.",
+                "The name of the IngressClass resource that should be used for additional configuration",
                 0,
             ),
             column(
@@ -172,21 +176,46 @@ impl Kind for Ingress {
     }
 }
 
+/// `validateIngressBackend`.
 fn validate_ingress_backend(b: &Value, p: &str) -> Vec<FieldError> {
     let mut errs = Vec::new();
-    let svc = b.get("service");
-    let res = b.get("resource");
+    let svc = b.get("service").filter(|v| !v.is_null());
+    let res = b.get("resource").filter(|v| !v.is_null());
     match (svc, res) {
         (Some(_), Some(_)) => errs.push(FieldError::invalid(
             p,
             "\"\"",
-            "cannot set both service and resource backends",
+            "cannot set both resource and service backends",
         )),
-        (None, None) => errs.push(FieldError::invalid(
-            p,
-            "\"\"",
-            "one backend (service or resource) must be specified",
-        )),
+        (None, Some(r)) => {
+            let rp = format!("{p}.resource");
+            if let Some(g) = r.get("apiGroup").and_then(Value::as_str) {
+                for m in is_dns1123_subdomain(g) {
+                    errs.push(FieldError::invalid(
+                        format!("{rp}.apiGroup"),
+                        &go_quote(g),
+                        &m,
+                    ));
+                }
+            }
+            for field in ["kind", "name"] {
+                let v = s(r, field);
+                if v.is_empty() {
+                    errs.push(FieldError::required(
+                        format!("{rp}.{field}"),
+                        &format!("{field} is required"),
+                    ));
+                } else {
+                    for m in is_valid_path_segment_name(v) {
+                        errs.push(FieldError::invalid(
+                            format!("{rp}.{field}"),
+                            &go_quote(v),
+                            &m,
+                        ));
+                    }
+                }
+            }
+        }
         (Some(svc), None) => {
             let name = s(svc, "name");
             if name.is_empty() {
@@ -205,8 +234,8 @@ fn validate_ingress_backend(b: &Value, p: &str) -> Vec<FieldError> {
             let pnum = port.get("number").and_then(Value::as_i64).unwrap_or(0);
             if !pname.is_empty() && pnum != 0 {
                 errs.push(FieldError::invalid(
-                    format!("{p}.service.port"),
-                    &go_quote(pname),
+                    p,
+                    "\"\"",
                     "cannot set both port name & port number",
                 ));
             } else if !pname.is_empty() {
@@ -226,58 +255,62 @@ fn validate_ingress_backend(b: &Value, p: &str) -> Vec<FieldError> {
                     ));
                 }
             } else {
-                errs.push(FieldError::required(
-                    format!("{p}.service.port"),
-                    "port name or number is required",
-                ));
+                errs.push(FieldError::required(p, "port name or number is required"));
             }
         }
-        (None, Some(r)) => {
-            if s(r, "kind").is_empty() {
-                errs.push(FieldError::required(format!("{p}.resource.kind"), ""));
-            }
-            if s(r, "name").is_empty() {
-                errs.push(FieldError::required(format!("{p}.resource.name"), ""));
-            }
-        }
+        (None, None) => errs.push(FieldError::invalid(
+            p,
+            "\"\"",
+            "resource or service backend is required",
+        )),
     }
     errs
 }
 
+/// `IsWildcardDNS1123Subdomain`'s messages.
+fn wildcard_errors(host: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if host.len() > 253 {
+        errs.push("must be no more than 253 characters".to_string());
+    }
+    if !is_wildcard_dns1123_subdomain(host) {
+        errs.push(regex_error(
+            "a wildcard DNS-1123 subdomain must start with '*.', followed by a valid DNS subdomain, which must consist of lower case alphanumeric characters, '-' or '.' and end with an alphanumeric character",
+            "\\*\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*",
+            &["*.example.com"],
+        ));
+    }
+    errs
+}
+
+/// A host of a rule or a TLS entry: a wildcard or a DNS subdomain.
+fn host_errors(host: &str) -> Vec<String> {
+    if host.contains('*') {
+        wildcard_errors(host)
+    } else {
+        is_dns1123_subdomain(host)
+    }
+}
+
+/// `ValidateIngressSpec`: rules or a default backend, the default backend, the rules, TLS,
+/// then the class name.
 fn validate_ingress_spec(spec: &Value) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let rules = arr(spec, "rules");
-    if let Some(db) = spec.get("defaultBackend") {
-        errs.extend(validate_ingress_backend(db, "spec.defaultBackend"));
-    } else if rules.is_empty() {
+    let default_backend = spec.get("defaultBackend").filter(|v| !v.is_null());
+    if rules.is_empty() && default_backend.is_none() {
         errs.push(FieldError::invalid(
-            "spec.rules",
-            "[]networking.IngressRule(nil)",
+            "spec",
+            if spec.get("rules").is_some_and(Value::is_array) {
+                "[]networking.IngressRule{}"
+            } else {
+                "[]networking.IngressRule(nil)"
+            },
             "either `defaultBackend` or `rules` must be specified",
         ));
     }
-    if let Some(class) = spec.get("ingressClassName").and_then(Value::as_str) {
-        for m in is_dns1123_subdomain(class) {
-            errs.push(FieldError::invalid(
-                "spec.ingressClassName",
-                &go_quote(class),
-                &m,
-            ));
-        }
-    }
-    for (i, tls) in arr(spec, "tls").iter().enumerate() {
-        for (j, h) in arr(tls, "hosts").iter().enumerate() {
-            let h = h.as_str().unwrap_or("");
-            if !matches_dns1123_subdomain(h) && !is_wildcard_dns1123_subdomain(h) {
-                for m in is_dns1123_subdomain(h) {
-                    errs.push(FieldError::invalid(
-                        format!("spec.tls[{i}].hosts[{j}]"),
-                        &go_quote(h),
-                        &m,
-                    ));
-                }
-            }
-        }
+    if let Some(db) = default_backend {
+        errs.extend(validate_ingress_backend(db, "spec.defaultBackend"));
     }
     for (i, rule) in rules.iter().enumerate() {
         let rp = format!("spec.rules[{i}]");
@@ -289,29 +322,16 @@ fn validate_ingress_spec(spec: &Value) -> Vec<FieldError> {
                     &go_quote(host),
                     "must be a DNS name, not an IP address",
                 ));
-            } else if host.contains('*') {
-                if !is_wildcard_dns1123_subdomain(host) {
-                    errs.push(FieldError::invalid(
-                        format!("{rp}.host"),
-                        &go_quote(host),
-                        &regex_error(
-                            "a wildcard DNS-1123 subdomain must start with '*.', followed by a valid DNS subdomain, which must consist of lower case alphanumeric characters, '-' or '.' and end with an alphanumeric character",
-                            "\\*\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*",
-                            &["*.example.com"],
-                        ),
-                    ));
-                }
-            } else {
-                for m in is_dns1123_subdomain(host) {
-                    errs.push(FieldError::invalid(
-                        format!("{rp}.host"),
-                        &go_quote(host),
-                        &m,
-                    ));
-                }
+            }
+            for m in host_errors(host) {
+                errs.push(FieldError::invalid(
+                    format!("{rp}.host"),
+                    &go_quote(host),
+                    &m,
+                ));
             }
         }
-        let Some(http) = rule.get("http") else {
+        let Some(http) = rule.get("http").filter(|v| !v.is_null()) else {
             continue;
         };
         let paths = arr(http, "paths");
@@ -319,68 +339,105 @@ fn validate_ingress_spec(spec: &Value) -> Vec<FieldError> {
             errs.push(FieldError::required(format!("{rp}.http.paths"), ""));
         }
         for (j, path) in paths.iter().enumerate() {
-            let pp = format!("{rp}.http.paths[{j}]");
-            let p = s(path, "path");
-            let Some(pt) = path.get("pathType").and_then(Value::as_str) else {
-                errs.push(FieldError::required(
-                    format!("{pp}.pathType"),
-                    "pathType must be specified",
+            errs.extend(validate_http_path(path, &format!("{rp}.http.paths[{j}]")));
+        }
+    }
+    for (i, tls) in arr(spec, "tls").iter().enumerate() {
+        for (j, h) in arr(tls, "hosts").iter().enumerate() {
+            let h = h.as_str().unwrap_or("");
+            for m in host_errors(h) {
+                errs.push(FieldError::invalid(
+                    format!("spec.tls[{i}].hosts[{j}]"),
+                    &go_quote(h),
+                    &m,
                 ));
-                continue;
-            };
-            match pt {
-                "Exact" | "Prefix" => {
-                    if !p.starts_with('/') {
-                        errs.push(FieldError::invalid(
-                            format!("{pp}.path"),
-                            &go_quote(p),
-                            "must be an absolute path",
-                        ));
-                    }
-                    if !p.is_empty() {
-                        for seq in ["//", "/./", "/../", "%2f", "%2F"] {
-                            if p.contains(seq) {
-                                errs.push(FieldError::invalid(
-                                    format!("{pp}.path"),
-                                    &go_quote(p),
-                                    &format!("must not contain '{seq}'"),
-                                ));
-                            }
-                        }
-                        for suf in ["/..", "/."] {
-                            if p.ends_with(suf) {
-                                errs.push(FieldError::invalid(
-                                    format!("{pp}.path"),
-                                    &go_quote(p),
-                                    &format!("cannot end with '{suf}'"),
-                                ));
-                            }
-                        }
-                    }
-                }
-                "ImplementationSpecific" => {
-                    if !p.is_empty() && !p.starts_with('/') {
-                        errs.push(FieldError::invalid(
-                            format!("{pp}.path"),
-                            &go_quote(p),
-                            "must be an absolute path",
-                        ));
-                    }
-                }
-                other => {
-                    errs.push(FieldError::not_supported(
-                        format!("{pp}.pathType"),
-                        &go_quote(other),
-                        &["Exact", "ImplementationSpecific", "Prefix"],
-                    ));
-                }
             }
-            errs.extend(validate_ingress_backend(
-                path.get("backend").unwrap_or(&Value::Null),
-                &format!("{pp}.backend"),
+        }
+        let secret = s(tls, "secretName");
+        if !secret.is_empty() {
+            for m in is_dns1123_subdomain(secret) {
+                errs.push(FieldError::invalid(
+                    format!("spec.tls[{i}].secretName"),
+                    &go_quote(secret),
+                    &m,
+                ));
+            }
+        }
+    }
+    if let Some(class) = spec.get("ingressClassName").and_then(Value::as_str) {
+        for m in is_dns1123_subdomain(class) {
+            errs.push(FieldError::invalid(
+                "spec.ingressClassName",
+                &go_quote(class),
+                &m,
             ));
         }
     }
+    errs
+}
+
+/// `validateHTTPIngressPath`: a path type, the path it allows, the backend.
+fn validate_http_path(path: &Value, pp: &str) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let p = s(path, "path");
+    let Some(pt) = path.get("pathType").and_then(Value::as_str) else {
+        errs.push(FieldError::required(
+            format!("{pp}.pathType"),
+            "pathType must be specified",
+        ));
+        return errs;
+    };
+    match pt {
+        "Exact" | "Prefix" => {
+            if !p.starts_with('/') {
+                errs.push(FieldError::invalid(
+                    format!("{pp}.path"),
+                    &go_quote(p),
+                    "must be an absolute path",
+                ));
+            }
+            if !p.is_empty() {
+                for seq in ["//", "/./", "/../", "%2f", "%2F"] {
+                    if p.contains(seq) {
+                        errs.push(FieldError::invalid(
+                            format!("{pp}.path"),
+                            &go_quote(p),
+                            &format!("must not contain '{seq}'"),
+                        ));
+                    }
+                }
+                for suf in ["/..", "/."] {
+                    if p.ends_with(suf) {
+                        errs.push(FieldError::invalid(
+                            format!("{pp}.path"),
+                            &go_quote(p),
+                            &format!("cannot end with '{suf}'"),
+                        ));
+                    }
+                }
+            }
+        }
+        "ImplementationSpecific" => {
+            if !p.is_empty() && !p.starts_with('/') {
+                errs.push(FieldError::invalid(
+                    format!("{pp}.path"),
+                    &go_quote(p),
+                    "must be an absolute path",
+                ));
+            }
+        }
+        other => {
+            errs.push(FieldError::not_supported(
+                format!("{pp}.pathType"),
+                &go_quote(other),
+                &["Exact", "ImplementationSpecific", "Prefix"],
+            ));
+        }
+    }
+    errs.extend(validate_ingress_backend(
+        path.get("backend").unwrap_or(&Value::Null),
+        &format!("{pp}.backend"),
+    ));
     errs
 }
 

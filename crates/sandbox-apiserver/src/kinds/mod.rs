@@ -14,10 +14,12 @@ mod config_map;
 pub mod custom;
 mod deployment;
 mod hpa;
+mod hpa_v1;
 mod ingress;
 mod ingress_class;
 mod namespace;
 mod pod;
+mod review;
 mod service;
 mod table;
 mod validate;
@@ -34,6 +36,28 @@ pub use deployment::DEPLOYMENT;
 pub use ingress::{INGRESS_NGINX_CLASS, INGRESS_NGINX_CONTROLLER, IngressNginxWebhook};
 pub use ingress_class::IS_DEFAULT_CLASS;
 pub use namespace::NAMESPACE;
+pub use review::validate_access_review;
+
+/// The reviews a create answers without storing anything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Review {
+    /// SelfSubjectReview: who the request acts as.
+    Subject,
+    /// SelfSubjectAccessReview: whether it may do what the spec describes.
+    Access,
+}
+
+/// What a stored kind's routes take.
+pub const ALL_VERBS: &[&str] = &[
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+];
 
 /// Every built-in kind the sandbox serves, in the order the OpenAPI documents list them.
 /// Registering a kind is one line here.
@@ -42,6 +66,9 @@ pub static KINDS: &[&dyn Kind] = &[
     &service::SERVICE,
     &deployment::DEPLOYMENT,
     &hpa::HORIZONTAL_POD_AUTOSCALER,
+    &hpa_v1::HORIZONTAL_POD_AUTOSCALER_V1,
+    &review::SELF_SUBJECT_REVIEW,
+    &review::SELF_SUBJECT_ACCESS_REVIEW,
     &ingress::INGRESS,
     &config_map::CONFIG_MAP,
     &ingress_class::INGRESS_CLASS,
@@ -143,6 +170,17 @@ pub trait Kind: Send + Sync + 'static {
         Vec::new()
     }
 
+    /// How the kind's `ValidateUpdate` checks the metadata around [`Kind::validate`].
+    fn update_validation(&self) -> UpdateValidation {
+        UpdateValidation::MetaUpdate
+    }
+
+    /// The status strategy's checks of `status` (`ValidateDeploymentStatus`…) on a write to
+    /// the `status` subresource, besides the metadata's update rules.
+    fn validate_status(&self, _obj: &Value, _old: &Value) -> Vec<FieldError> {
+        Vec::new()
+    }
+
     /// Field selector labels besides `metadata.name` and `metadata.namespace`.
     fn field_labels(&self) -> &'static [&'static str] {
         &[]
@@ -170,16 +208,36 @@ pub trait Kind: Send + Sync + 'static {
         &[]
     }
 
+    /// A version that converts the stored objects on the way out (`None`: served as stored).
+    /// It gets objects as stored or as another version wrote them, never its own output.
+    fn convert_out(&self, _obj: &Value) -> Option<Value> {
+        None
+    }
+
+    /// The verbs served (the real server's route table): others are 405 (404 for the verbs
+    /// of an object path, when the kind has only `create`).
+    fn verbs(&self) -> &'static [&'static str] {
+        ALL_VERBS
+    }
+
+    /// Not stored: a create answers from the request (a review of who is asking, or of what
+    /// they may do).
+    fn review(&self) -> Option<Review> {
+        None
+    }
+
     /// The REST layer's allocations after the field manager (so they never show in
     /// managedFields): `old` on update, whose allocations are kept; under `dry_run` nothing is
-    /// reserved.
+    /// reserved. `Err`: what the allocator refuses (reported before validation, as the real
+    /// REST layer allocates first).
     fn allocate(
         &self,
         _obj: &mut Value,
         _old: Option<&Value>,
         _alloc: &mut Allocators,
         _dry_run: bool,
-    ) {
+    ) -> Result<(), Vec<FieldError>> {
+        Ok(())
     }
 
     /// Give back what [`Kind::allocate`] took, once the object is deleted.
@@ -189,6 +247,12 @@ pub trait Kind: Send + Sync + 'static {
     /// its state in etcd).
     fn allocator_revisions(&self) -> u64 {
         0
+    }
+
+    /// A DELETE that removes the object answers with it (`ReturnDeletedObject`), not a
+    /// Status.
+    fn returns_deleted_object(&self) -> bool {
+        false
     }
 
     /// What DELETE does.
@@ -254,6 +318,18 @@ pub enum Generation {
     AllButMetadataAndStatus,
 }
 
+/// What a kind's `ValidateUpdate` runs besides [`Kind::validate`] (after the checks every
+/// update gets: ObjectMeta and its update rules).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UpdateValidation {
+    /// The metadata's update rules, then the kind's checks (Deployment, HPA).
+    MetaUpdate,
+    /// The update rules, then ObjectMeta and the kind's checks again (Ingress, Service).
+    MetaUpdateThenObject,
+    /// ObjectMeta and the kind's checks, then the update rules (Namespace).
+    ObjectThenMetaUpdate,
+}
+
 /// A subresource a kind serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Subresource {
@@ -261,6 +337,8 @@ pub enum Subresource {
     Status,
     /// `…/scale`: an `autoscaling/v1` Scale of `spec.replicas` and the label selector.
     Scale,
+    /// `…/finalize` (namespaces): a PUT that only changes `spec.finalizers`.
+    Finalize,
 }
 
 impl Subresource {
@@ -269,6 +347,7 @@ impl Subresource {
         match self {
             Subresource::Status => "status",
             Subresource::Scale => "scale",
+            Subresource::Finalize => "finalize",
         }
     }
 }
@@ -276,10 +355,10 @@ impl Subresource {
 /// What DELETE does to an object of the kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Deletion {
-    /// Removed at once (no finalizers or graceful deletion are emulated).
+    /// The generic registry's: removed at once, or marked deleting while finalizers remain.
     Immediate,
-    /// A namespace: returned `Terminating` while everything in it is removed, then gone — what
-    /// the namespace controller of a full cluster does.
+    /// A namespace: marked `Terminating` and kept, with its content, until its `spec.finalizers`
+    /// are emptied (the namespace controller's job, which no controller does here).
     Namespace,
 }
 
@@ -296,7 +375,8 @@ pub enum Encoding {
 /// An object of `k` as the server writes it: with `kind` and `apiVersion`, in the kind's
 /// [`Encoding`].
 pub fn to_wire(k: &dyn Kind, obj: &Value) -> Value {
-    let typed = with_type_meta(k.api(), obj);
+    let converted = k.convert_out(obj);
+    let typed = with_type_meta(k.api(), converted.as_ref().unwrap_or(obj));
     match k.encoding() {
         Encoding::GoStruct => typed,
         Encoding::Unstructured => sorted(typed),
@@ -308,7 +388,7 @@ pub fn to_wire(k: &dyn Kind, obj: &Value) -> Value {
 /// list).
 pub fn list_item(k: &dyn Kind, obj: &Value) -> Value {
     match k.encoding() {
-        Encoding::GoStruct => obj.clone(),
+        Encoding::GoStruct => k.convert_out(obj).unwrap_or_else(|| obj.clone()),
         Encoding::Unstructured => to_wire(k, obj),
     }
 }
@@ -435,30 +515,115 @@ pub fn same(k: &dyn Kind, other: &dyn Kind) -> bool {
 
 /// The cluster's allocators the REST layer of some kinds draws from (Service cluster IPs and
 /// node ports); the store keeps one per sandbox.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Allocators {
+    /// The service IP range: network address and prefix length.
+    service_cidr: (u32, u8),
     cluster_ips: Vec<String>,
     node_ports: Vec<i64>,
 }
 
+impl Default for Allocators {
+    fn default() -> Self {
+        Allocators {
+            service_cidr: (0x0A60_0000, 12),
+            cluster_ips: Vec::new(),
+            node_ports: Vec::new(),
+        }
+    }
+}
+
+/// `a.b.c.d/n` as (network address, n).
+pub fn parse_cidr(cidr: &str) -> Option<(u32, u8)> {
+    let (ip, bits) = cidr.split_once('/')?;
+    let ip: std::net::Ipv4Addr = ip.parse().ok()?;
+    let bits: u8 = bits.parse().ok().filter(|b| (8..=30).contains(b))?;
+    let mask = u32::MAX << (32 - bits);
+    Some((u32::from(ip) & mask, bits))
+}
+
 impl Allocators {
-    /// A free address of 10.96.0.0/12 (not the network, the first or the broadcast address);
-    /// reserved unless `dry_run`.
+    /// Allocators drawing Service IPs from `cidr` (`a.b.c.d/n`; the default 10.96.0.0/12
+    /// when it does not parse).
+    pub fn with_service_cidr(cidr: &str) -> Allocators {
+        Allocators {
+            service_cidr: parse_cidr(cidr).unwrap_or((0x0A60_0000, 12)),
+            ..Allocators::default()
+        }
+    }
+
+    /// The service range as `a.b.c.d/n`.
+    pub fn service_cidr(&self) -> String {
+        let (base, bits) = self.service_cidr;
+        format!("{}/{bits}", std::net::Ipv4Addr::from(base))
+    }
+
+    /// A free address of the service range (not the network, the first or the broadcast
+    /// address); reserved unless `dry_run`. A dry run is given the network address, as the
+    /// real dry-run allocator answers without looking for a free one.
     pub fn cluster_ip(&mut self, dry_run: bool) -> String {
+        let (base, bits) = self.service_cidr;
+        if dry_run {
+            return std::net::Ipv4Addr::from(base).to_string();
+        }
+        let size = 1u32 << (32 - bits);
         loop {
             let b = *uuid::Uuid::new_v4().as_bytes();
-            let n = (u32::from(b[0]) << 16 | u32::from(b[1]) << 8 | u32::from(b[2])) & 0x000F_FFFF;
-            if n < 2 || n == 0x000F_FFFF {
+            let n = u32::from_be_bytes([b[0], b[1], b[2], b[3]]) % size;
+            if n < 2 || n == size - 1 {
                 continue;
             }
-            let ip = format!("10.{}.{}.{}", 96 + (n >> 16), (n >> 8) & 0xFF, n & 0xFF);
+            let ip = std::net::Ipv4Addr::from(base + n).to_string();
             if !self.cluster_ips.contains(&ip) {
-                if !dry_run {
-                    self.cluster_ips.push(ip.clone());
-                }
+                self.cluster_ips.push(ip.clone());
                 return ip;
             }
         }
+    }
+
+    /// Reserve an address a client asked for (unless `dry_run`); `Err` with the allocator's
+    /// text when it is outside the range or taken.
+    pub fn claim_cluster_ip(&mut self, ip: &str, dry_run: bool) -> Result<(), String> {
+        let (base, bits) = self.service_cidr;
+        let in_range = ip
+            .parse::<std::net::Ipv4Addr>()
+            .is_ok_and(|a| u32::from(a) & (u32::MAX << (32 - bits)) == base);
+        if !in_range {
+            return Err(format!(
+                "the provided IP ({ip}) is not in the valid range. The range of valid IPs is {}",
+                self.service_cidr()
+            ));
+        }
+        if self.cluster_ips.iter().any(|x| x == ip) {
+            return Err("provided IP is already allocated".into());
+        }
+        if !dry_run {
+            self.cluster_ips.push(ip.to_string());
+        }
+        Ok(())
+    }
+
+    /// Reserve a node port a client asked for (unless `dry_run`); `Err` with the allocator's
+    /// text when it is outside 30000–32767 or taken.
+    pub fn claim_node_port(&mut self, port: i64, dry_run: bool) -> Result<(), String> {
+        if !(30000..=32767).contains(&port) {
+            return Err(
+                "provided port is not in the valid range. The range of valid ports is 30000-32767"
+                    .into(),
+            );
+        }
+        if self.node_ports.contains(&port) {
+            return Err("provided port is already allocated".into());
+        }
+        if !dry_run {
+            self.node_ports.push(port);
+        }
+        Ok(())
+    }
+
+    /// Free a node port.
+    pub fn release_node_port(&mut self, port: i64) {
+        self.node_ports.retain(|p| *p != port);
     }
 
     /// A free node port of 30000–32767; reserved unless `dry_run`.
@@ -548,26 +713,29 @@ pub fn prepare_update(k: &dyn Kind, new: &mut Value, old: &Value) {
             Some(g) => meta.insert("generation".into(), g.clone()),
             None => meta.remove("generation"),
         };
+        // BeforeUpdate: an empty uid means the existing one (a different one fails
+        // validation); the creation and deletion timestamps and grace period cannot be
+        // changed once set (setting a deletion timestamp fails validation).
         for f in [
             "uid",
             "creationTimestamp",
             "deletionTimestamp",
             "deletionGracePeriodSeconds",
         ] {
-            let keep = old.pointer(&format!("/metadata/{f}")).cloned();
-            let client = meta.get(f).cloned();
+            let keep = old
+                .pointer(&format!("/metadata/{f}"))
+                .filter(|v| !v.is_null())
+                .cloned();
+            let client = meta.get(f).filter(|v| !v.is_null()).cloned();
             match (f, keep, client) {
-                // An empty uid means "the existing one"; a different one fails validation.
-                ("uid", Some(k), None) => {
+                ("uid" | "deletionGracePeriodSeconds", Some(k), None) => {
                     meta.insert(f.into(), k);
                 }
-                ("uid", _, _) => {}
-                (_, Some(k), _) => {
+                ("uid" | "deletionGracePeriodSeconds", _, _) => {}
+                ("creationTimestamp", Some(k), _) | ("deletionTimestamp", Some(k), _) => {
                     meta.insert(f.into(), k);
                 }
-                (_, None, _) => {
-                    meta.remove(f);
-                }
+                _ => {}
             }
         }
     }
@@ -585,17 +753,65 @@ pub fn prepare_update(k: &dyn Kind, new: &mut Value, old: &Value) {
     }
 }
 
-/// Validation: ObjectMeta (and its update rules), then the kind's own.
+/// Validation as the registry runs it. On create, the strategy's: ObjectMeta (with the
+/// finalizer names built-in kinds add) and the kind's checks. On update, the checks every
+/// update gets (ObjectMeta and its update rules), then the strategy's `ValidateUpdate`, which
+/// repeats some of them: the real server reports those twice (once in the message).
 pub fn validate(k: &dyn Kind, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
     let meta = obj.get("metadata").unwrap_or(&Value::Null);
-    let mut errs = validate::object_meta(k.api(), k.name_rule(), meta);
-    if let Some(old) = old {
-        errs.extend(validate::object_meta_update(
-            meta,
-            old.get("metadata").unwrap_or(&Value::Null),
-        ));
+    let builtin = k.discovery() == Discovery::BuiltIn;
+    let object_meta = || {
+        let mut e = validate::object_meta(k.api(), k.name_rule(), meta);
+        if builtin {
+            e.extend(validate::kube_finalizers(meta));
+        }
+        e
+    };
+    let Some(old) = old else {
+        let mut errs = object_meta();
+        errs.extend(k.validate(obj, None));
+        return errs;
+    };
+    let old_meta = old.get("metadata").unwrap_or(&Value::Null);
+    let update = validate::object_meta_update(meta, old_meta);
+    let mut kind_update = update.clone();
+    if builtin {
+        kind_update.extend(validate::kube_finalizers(meta));
     }
-    errs.extend(k.validate(obj, old));
+    let mut errs = validate::object_meta(k.api(), k.name_rule(), meta);
+    errs.extend(update);
+    match k.update_validation() {
+        UpdateValidation::MetaUpdate => {
+            errs.extend(kind_update);
+            errs.extend(k.validate(obj, Some(old)));
+        }
+        UpdateValidation::MetaUpdateThenObject => {
+            errs.extend(kind_update);
+            errs.extend(object_meta());
+            errs.extend(k.validate(obj, Some(old)));
+        }
+        UpdateValidation::ObjectThenMetaUpdate => {
+            errs.extend(object_meta());
+            errs.extend(k.validate(obj, Some(old)));
+            errs.extend(kind_update);
+        }
+    }
+    errs
+}
+
+/// Validation of a write to the `status` subresource: the checks every update gets, the
+/// metadata's update rules again, and the kind's status checks.
+pub fn validate_status(k: &dyn Kind, obj: &Value, old: &Value) -> Vec<FieldError> {
+    let meta = obj.get("metadata").unwrap_or(&Value::Null);
+    let old_meta = old.get("metadata").unwrap_or(&Value::Null);
+    let update = validate::object_meta_update(meta, old_meta);
+    let mut errs = validate::object_meta(k.api(), k.name_rule(), meta);
+    errs.extend(update.clone());
+    errs.extend(update);
+    if k.discovery() == Discovery::BuiltIn {
+        errs.extend(validate::kube_finalizers(meta));
+    }
+    errs.extend(k.validate_status(obj, old));
     errs
 }
 

@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 
 use super::table::{age, age_column, column, name_column, st};
-use super::{Deletion, Kind, map_mut, map_mut_in, set_default};
+use super::{Deletion, Kind, Subresource, UpdateValidation, map_mut, map_mut_in, set_default};
 use crate::model::ApiResource;
 use crate::model::names::NameRule;
 use crate::model::schema;
@@ -85,6 +85,14 @@ impl Kind for Namespace {
                 None => spec.remove("finalizers"),
             };
         }
+    }
+
+    fn subresources(&self) -> &'static [Subresource] {
+        &[Subresource::Status, Subresource::Finalize]
+    }
+
+    fn update_validation(&self) -> UpdateValidation {
+        UpdateValidation::ObjectThenMetaUpdate
     }
 
     fn field_labels(&self) -> &'static [&'static str] {

@@ -12,6 +12,22 @@ use crate::model::status::{FieldError, go_quote};
 
 /// SetDefaults_PodSpec and the defaulters of everything inside a pod template.
 pub(super) fn default_pod_spec(pod: &mut Map<String, Value>) {
+    // The v1 conversion: serviceAccountName from the deprecated serviceAccount when empty, and
+    // the deprecated field mirrors it back.
+    let sa_name = pod
+        .get("serviceAccountName")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .or_else(|| {
+            pod.get("serviceAccount")
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+        })
+        .map(str::to_string);
+    if let Some(sa) = sa_name {
+        pod.insert("serviceAccountName".into(), json!(sa));
+        pod.insert("serviceAccount".into(), json!(sa));
+    }
     set_default(pod, "restartPolicy", json!("Always"));
     set_default(pod, "terminationGracePeriodSeconds", json!(30));
     set_default(pod, "dnsPolicy", json!("ClusterFirst"));
@@ -246,6 +262,98 @@ pub(super) fn validate_pod_spec(pod: &Value, path: &str, template: bool) -> Vec<
     errs
 }
 
+/// `validateProbe` (and the liveness and startup probes' success threshold of 1): exactly one
+/// handler, non-negative timings.
+fn validate_probe(pr: &Value, p: &str, threshold_one: bool, errs: &mut Vec<FieldError>) {
+    let mut handlers = 0;
+    for h in ["exec", "httpGet", "tcpSocket", "grpc"] {
+        let Some(hv) = pr.get(h).filter(|v| !v.is_null()) else {
+            continue;
+        };
+        let hp = format!("{p}.{h}");
+        if handlers > 0 {
+            errs.push(FieldError::forbidden(
+                &hp,
+                "may not specify more than 1 handler type",
+            ));
+            continue;
+        }
+        handlers += 1;
+        match h {
+            "exec" if arr(hv, "command").is_empty() => {
+                errs.push(FieldError::required(format!("{hp}.command"), ""));
+            }
+            "httpGet" => {
+                if s(hv, "path").is_empty() {
+                    errs.push(FieldError::required(format!("{hp}.path"), ""));
+                }
+                port_num_or_name(hv.get("port"), &format!("{hp}.port"), errs);
+                let scheme = s(hv, "scheme");
+                if !["HTTP", "HTTPS"].contains(&scheme) {
+                    errs.push(FieldError::not_supported(
+                        format!("{hp}.scheme"),
+                        &go_quote(scheme),
+                        &["HTTP", "HTTPS"],
+                    ));
+                }
+            }
+            "tcpSocket" => port_num_or_name(hv.get("port"), &format!("{hp}.port"), errs),
+            _ => {}
+        }
+    }
+    if handlers == 0 {
+        errs.push(FieldError::required(p, "must specify a handler type"));
+    }
+    for f in [
+        "initialDelaySeconds",
+        "timeoutSeconds",
+        "periodSeconds",
+        "successThreshold",
+        "failureThreshold",
+    ] {
+        validate_nonnegative(pr.get(f), &format!("{p}.{f}"), errs);
+    }
+    if let Some(t) = pr
+        .get("terminationGracePeriodSeconds")
+        .and_then(Value::as_i64)
+        && t <= 0
+    {
+        errs.push(FieldError::invalid(
+            format!("{p}.terminationGracePeriodSeconds"),
+            &t.to_string(),
+            "must be greater than 0",
+        ));
+    }
+    if threshold_one
+        && let Some(st) = pr.get("successThreshold").and_then(Value::as_i64)
+        && st != 1
+    {
+        errs.push(FieldError::invalid(
+            format!("{p}.successThreshold"),
+            &st.to_string(),
+            "must be 1",
+        ));
+    }
+}
+
+/// `ValidatePortNumOrName`.
+fn port_num_or_name(port: Option<&Value>, p: &str, errs: &mut Vec<FieldError>) {
+    match port {
+        Some(Value::Number(n)) => {
+            let n = n.as_i64().unwrap_or(0);
+            if !(1..=65535).contains(&n) {
+                errs.push(FieldError::invalid(p, &n.to_string(), port_range_msg()));
+            }
+        }
+        Some(Value::String(name)) => {
+            for m in is_valid_port_name(name) {
+                errs.push(FieldError::invalid(p, &go_quote(name), &m));
+            }
+        }
+        _ => errs.push(FieldError::invalid(p, "0", port_range_msg())),
+    }
+}
+
 fn validate_container<'a>(
     c: &'a Value,
     p: &str,
@@ -280,6 +388,16 @@ fn validate_container<'a>(
                 format!("{p}.volumeMounts[{j}].mountPath"),
                 "",
             ));
+        }
+    }
+    for probe in ["livenessProbe", "readinessProbe", "startupProbe"] {
+        if let Some(pr) = c.get(probe).filter(|v| v.is_object()) {
+            validate_probe(
+                pr,
+                &format!("{p}.{probe}"),
+                probe != "readinessProbe",
+                &mut errs,
+            );
         }
     }
     let ipp = s(c, "imagePullPolicy");

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use super::table::{age, age_column, column, name_column, selector_text, st};
 use super::validate::{arr, go_string_slice, obj, s, validate_labels};
-use super::{Allocators, Kind, map_mut, map_mut_in, set_default};
+use super::{Allocators, Kind, UpdateValidation, map_mut, map_mut_in, set_default};
 use crate::model::ApiResource;
 use crate::model::names::{NameRule, is_dns1123_label, is_valid_port_name, port_range_msg};
 use crate::model::schema;
@@ -52,6 +52,10 @@ impl Kind for Service {
         default_service(obj);
     }
 
+    fn update_validation(&self) -> UpdateValidation {
+        UpdateValidation::MetaUpdateThenObject
+    }
+
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
         validate_service_spec(
             obj.get("spec").unwrap_or(&Value::Null),
@@ -65,14 +69,28 @@ impl Kind for Service {
         old: Option<&Value>,
         alloc: &mut Allocators,
         dry_run: bool,
-    ) {
-        allocate_service(obj, old, alloc, dry_run);
+    ) -> Result<(), Vec<FieldError>> {
+        allocate_service(obj, old, alloc, dry_run)
     }
 
     fn release(&self, obj: &Value, alloc: &mut Allocators) {
         if let Some(ip) = obj.pointer("/spec/clusterIP").and_then(Value::as_str) {
             alloc.release_cluster_ip(ip);
         }
+        for p in obj
+            .pointer("/spec/ports")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if let Some(np) = p.get("nodePort").and_then(Value::as_i64) {
+                alloc.release_node_port(np);
+            }
+        }
+    }
+
+    fn returns_deleted_object(&self) -> bool {
+        true
     }
 
     fn allocator_revisions(&self) -> u64 {
@@ -86,28 +104,28 @@ impl Kind for Service {
                 "Type",
                 "string",
                 "",
-                "type determines how the Service is exposed.",
+                "type determines how the Service is exposed. Defaults to ClusterIP. Valid options are ExternalName, ClusterIP, NodePort, and LoadBalancer. \"ClusterIP\" allocates a cluster-internal IP address for load-balancing to endpoints. Endpoints are determined by the selector or if that is not specified, by manual construction of an Endpoints object or EndpointSlice objects. If clusterIP is \"None\", no virtual IP is allocated and the endpoints are published as a set of endpoints rather than a virtual IP. \"NodePort\" builds on ClusterIP and allocates a port on every node which routes to the same endpoints as the clusterIP. \"LoadBalancer\" builds on NodePort and creates an external load-balancer (if supported in the current cloud) which routes to the same endpoints as the clusterIP. \"ExternalName\" aliases this service to the specified externalName. Several other fields do not apply to ExternalName services. More info: https://kubernetes.io/docs/concepts/services-networking/service/#publishing-services-service-types",
                 0,
             ),
             column(
                 "Cluster-IP",
                 "string",
                 "",
-                "clusterIP is the IP address of the service and is usually assigned randomly.",
+                "clusterIP is the IP address of the service and is usually assigned randomly. If an address is specified manually, is in-range (as per system configuration), and is not in use, it will be allocated to the service; otherwise creation of the service will fail. This field may not be changed through updates unless the type field is also being changed to ExternalName (which requires this field to be blank) or the type field is being changed from ExternalName (in which case this field may optionally be specified, as describe above).  Valid values are \"None\", empty string (\"\"), or a valid IP address. Setting this to \"None\" makes a \"headless service\" (no virtual IP), which is useful when direct endpoint connections are preferred and proxying is not required.  Only applies to types ClusterIP, NodePort, and LoadBalancer. If this field is specified when creating a Service of type ExternalName, creation will fail. This field will be wiped when updating a Service to type ExternalName. More info: https://kubernetes.io/docs/concepts/services-networking/service/#virtual-ips-and-service-proxies",
                 0,
             ),
             column(
                 "External-IP",
                 "string",
                 "",
-                "List of IP addresses for which nodes in the cluster will also accept traffic for this service.",
+                "externalIPs is a list of IP addresses for which nodes in the cluster will also accept traffic for this service.  These IPs are not managed by Kubernetes.  The user is responsible for ensuring that traffic arrives at a node with this IP.  A common example is external load-balancers that are not part of the Kubernetes system.",
                 0,
             ),
             column(
                 "Port(s)",
                 "string",
                 "",
-                "The list of ports that are exposed by this service.",
+                "The list of ports that are exposed by this service. More info: https://kubernetes.io/docs/concepts/services-networking/service/#virtual-ips-and-service-proxies",
                 0,
             ),
             age_column(),
@@ -115,7 +133,7 @@ impl Kind for Service {
                 "Selector",
                 "string",
                 "",
-                "Route service traffic to pods with label keys and values matching this selector.",
+                "Route service traffic to pods with label keys and values matching this selector. If empty or not present, the service is assumed to have an external process managing its endpoints, which Kubernetes will not modify. Only applies to types ClusterIP, NodePort, and LoadBalancer. Ignored if type is ExternalName. More info: https://kubernetes.io/docs/concepts/services-networking/service/",
                 1,
             ),
         ]
@@ -322,9 +340,14 @@ fn validate_service_spec(spec: &Value, old: Option<&Value>) -> Vec<FieldError> {
 
 /// The Service REST layer: cluster IPs, IP families, node ports (after the field manager,
 /// so none of it shows in managedFields). `old` on update: keep what was allocated.
-fn allocate_service(obj: &mut Value, old: Option<&Value>, alloc: &mut Allocators, dry_run: bool) {
+fn allocate_service(
+    obj: &mut Value,
+    old: Option<&Value>,
+    alloc: &mut Allocators,
+    dry_run: bool,
+) -> Result<(), Vec<FieldError>> {
     let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else {
-        return;
+        return Ok(());
     };
     let ty = spec
         .get("type")
@@ -332,9 +355,58 @@ fn allocate_service(obj: &mut Value, old: Option<&Value>, alloc: &mut Allocators
         .unwrap_or("ClusterIP")
         .to_string();
     if ty == "ExternalName" {
-        return;
+        return Ok(());
     }
     let old_spec = old.and_then(|o| o.get("spec"));
+    // A single-stack IPv4 cluster: dual-stack and IPv6 cannot be had.
+    if old.is_none() {
+        let mut errs = Vec::new();
+        if spec.get("ipFamilyPolicy").and_then(Value::as_str) == Some("RequireDualStack") {
+            errs.push(FieldError::invalid(
+                "spec.ipFamilyPolicy",
+                "\"RequireDualStack\"",
+                "this cluster is not configured for dual-stack services",
+            ));
+        }
+        if spec.get("clusterIP").and_then(Value::as_str) != Some("None") {
+            for (i, fam) in spec
+                .get("ipFamilies")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .enumerate()
+            {
+                let fam = fam.as_str().unwrap_or("");
+                if fam != "IPv4" {
+                    errs.push(FieldError::invalid(
+                        format!("spec.ipFamilies[{i}]"),
+                        &go_quote(fam),
+                        "not configured on this cluster",
+                    ));
+                }
+            }
+        }
+        if !errs.is_empty() {
+            return Err(errs);
+        }
+        if let Some(ip) = spec
+            .get("clusterIP")
+            .and_then(Value::as_str)
+            .filter(|ip| !ip.is_empty() && *ip != "None")
+            && let Err(e) = alloc.claim_cluster_ip(ip, dry_run)
+        {
+            let ips = spec
+                .get("clusterIPs")
+                .filter(|v| v.as_array().is_some_and(|a| !a.is_empty()))
+                .cloned()
+                .unwrap_or_else(|| json!([ip]));
+            return Err(vec![FieldError::invalid(
+                "spec.clusterIPs",
+                &go_string_slice(&ips),
+                &format!("failed to allocate IP {ip}: {e}"),
+            )]);
+        }
+    }
     for f in ["clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"] {
         if spec
             .get(f)
@@ -372,6 +444,44 @@ fn allocate_service(obj: &mut Value, old: Option<&Value>, alloc: &mut Allocators
             .and_then(Value::as_array)
             .cloned()
             .unwrap_or_default();
+        // initNodePorts: a requested port is claimed (the allocator's 422 before validation);
+        // one the Service already had stays.
+        let kept: Vec<i64> = old_ports
+            .iter()
+            .filter_map(|o| o.get("nodePort").and_then(Value::as_i64))
+            .collect();
+        let mut claimed: Vec<i64> = Vec::new();
+        if let Some(Value::Array(ports)) = spec.get("ports") {
+            for (i, p) in ports.iter().enumerate() {
+                let Some(np) = p
+                    .get("nodePort")
+                    .and_then(Value::as_i64)
+                    .filter(|n| *n != 0)
+                else {
+                    continue;
+                };
+                if kept.contains(&np) || claimed.contains(&np) {
+                    continue;
+                }
+                if let Err(e) = alloc.claim_node_port(np, dry_run) {
+                    // The transaction is reverted: what it took is given back.
+                    if !dry_run {
+                        for c in &claimed {
+                            alloc.release_node_port(*c);
+                        }
+                        if old.is_none() {
+                            alloc.release_cluster_ip(&ip);
+                        }
+                    }
+                    return Err(vec![FieldError::invalid(
+                        format!("spec.ports[{i}].nodePort"),
+                        &np.to_string(),
+                        &e,
+                    )]);
+                }
+                claimed.push(np);
+            }
+        }
         let mut allocated = Vec::new();
         if let Some(Value::Array(ports)) = spec.get_mut("ports") {
             for p in ports.iter_mut().filter_map(Value::as_object_mut) {
@@ -396,4 +506,5 @@ fn allocate_service(obj: &mut Value, old: Option<&Value>, alloc: &mut Allocators
         }
     }
     *obj = schema::normalize(schema::SERVICE, obj);
+    Ok(())
 }

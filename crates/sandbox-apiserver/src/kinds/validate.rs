@@ -152,26 +152,182 @@ pub fn object_meta(r: &ApiResource, name_rule: NameRule, meta: &Value) -> Vec<Fi
         obj(meta, "annotations"),
         "metadata.annotations",
     ));
-    for (i, f) in arr(meta, "finalizers").iter().enumerate() {
+    errs.extend(owner_references(meta));
+    errs.extend(finalizers(meta));
+    errs
+}
+
+/// `ValidateFinalizers`: qualified names (reported on the list, without an index), and not
+/// both `orphan` and `foregroundDeletion`.
+fn finalizers(meta: &Value) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let list = arr(meta, "finalizers");
+    for f in list {
         let f = f.as_str().unwrap_or("");
         for m in is_qualified_name(f) {
+            errs.push(FieldError::invalid("metadata.finalizers", &go_quote(f), &m));
+        }
+    }
+    let has = |x: &str| list.iter().any(|f| f == x);
+    if has("orphan") && has("foregroundDeletion") {
+        errs.push(FieldError::invalid(
+            "metadata.finalizers",
+            &go_string_slice(&Value::Array(list.to_vec())),
+            "finalizer orphan and foregroundDeletion cannot be both set",
+        ));
+    }
+    errs
+}
+
+/// The finalizer check built-in kinds add (`validateKubeFinalizerName`): a name without a `/`
+/// must be one of the standard ones.
+pub fn kube_finalizers(meta: &Value) -> Vec<FieldError> {
+    arr(meta, "finalizers")
+        .iter()
+        .enumerate()
+        .filter_map(|(i, f)| {
+            let f = f.as_str().unwrap_or("");
+            (!f.contains('/') && !["kubernetes", "orphan", "foregroundDeletion"].contains(&f)).then(
+                || {
+                    FieldError::invalid(
+                        format!("metadata.finalizers[{i}]"),
+                        &go_quote(f),
+                        "name is neither a standard finalizer name nor is it fully qualified",
+                    )
+                },
+            )
+        })
+        .collect()
+}
+
+/// `ValidateOwnerReferences`: version, kind, name and uid present; one controller at most.
+fn owner_references(meta: &Value) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let refs = arr(meta, "ownerReferences");
+    let mut first_controller: Option<String> = None;
+    for r in refs {
+        let api_version = s(r, "apiVersion");
+        // schema.FromAPIVersionAndKind: no version when apiVersion does not parse.
+        let version = match api_version.split('/').collect::<Vec<_>>().as_slice() {
+            [v] => *v,
+            [_, v] => *v,
+            _ => "",
+        };
+        let p = "metadata.ownerReferences";
+        if version.is_empty() {
             errs.push(FieldError::invalid(
-                format!("metadata.finalizers[{i}]"),
-                &go_quote(f),
-                &m,
+                format!("{p}.apiVersion"),
+                &go_quote(api_version),
+                "version must not be empty",
             ));
+        }
+        if s(r, "kind").is_empty() {
+            errs.push(FieldError::invalid(
+                format!("{p}.kind"),
+                "\"\"",
+                "kind must not be empty",
+            ));
+        }
+        if s(r, "name").is_empty() {
+            errs.push(FieldError::invalid(
+                format!("{p}.name"),
+                "\"\"",
+                "name must not be empty",
+            ));
+        }
+        if s(r, "uid").is_empty() {
+            errs.push(FieldError::invalid(
+                format!("{p}.uid"),
+                "\"\"",
+                "uid must not be empty",
+            ));
+        }
+        if r.get("controller").and_then(Value::as_bool) == Some(true) {
+            let this = format!("{}/{}", s(r, "kind"), s(r, "name"));
+            match &first_controller {
+                Some(first) => errs.push(FieldError::invalid(
+                    p,
+                    &go_owner_references(refs),
+                    &format!(
+                        "Only one reference can have Controller set to true. Found \"true\" in references for {first} and {this}"
+                    ),
+                )),
+                None => first_controller = Some(this),
+            }
         }
     }
     errs
 }
 
-/// `ValidateObjectMetaUpdate` (the parts a client can get wrong).
+/// `%#v` of `[]metav1.OwnerReference` (pointers as Go prints them: some address, or nil).
+fn go_owner_references(refs: &[Value]) -> String {
+    let ptr = |v: Option<&Value>, i: usize, j: usize| match v.and_then(Value::as_bool) {
+        Some(_) => format!("(*bool)(0xc000{:06x})", 0x1000 + i * 0x20 + j * 0x10),
+        None => "(*bool)(nil)".to_string(),
+    };
+    let items: Vec<String> = refs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            format!(
+                "v1.OwnerReference{{APIVersion:{}, Kind:{}, Name:{}, UID:{}, Controller:{}, BlockOwnerDeletion:{}}}",
+                go_quote(s(r, "apiVersion")),
+                go_quote(s(r, "kind")),
+                go_quote(s(r, "name")),
+                go_quote(s(r, "uid")),
+                ptr(r.get("controller"), i, 0),
+                ptr(r.get("blockOwnerDeletion"), i, 1),
+            )
+        })
+        .collect();
+    format!("[]v1.OwnerReference{{{}}}", items.join(", "))
+}
+
+/// `ValidateObjectMetaAccessorUpdate`: no new finalizers while deleting, the fields that never
+/// change, then labels, annotations and owner references of the new object.
 pub fn object_meta_update(new: &Value, old: &Value) -> Vec<FieldError> {
     let mut errs = Vec::new();
-    for field in ["uid", "creationTimestamp"] {
-        let (a, b) = (new.get(field), old.get(field));
+    if old.get("deletionTimestamp").is_some_and(|t| !t.is_null()) {
+        let old_f = arr(old, "finalizers");
+        let mut extra: Vec<&str> = arr(new, "finalizers")
+            .iter()
+            .filter(|f| !old_f.contains(f))
+            .filter_map(Value::as_str)
+            .collect();
+        extra.sort();
+        extra.dedup();
+        if !extra.is_empty() {
+            let shown: Vec<String> = extra.iter().map(|f| go_quote(f)).collect();
+            errs.push(FieldError::forbidden(
+                "metadata.finalizers",
+                &format!(
+                    "no new finalizers can be added if the object is being deleted, found new finalizers []string{{{}}}",
+                    shown.join(", ")
+                ),
+            ));
+        }
+    }
+    for field in [
+        "name",
+        "namespace",
+        "uid",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+    ] {
+        let (a, b) = (
+            new.get(field).filter(|v| !v.is_null()),
+            old.get(field).filter(|v| !v.is_null()),
+        );
         if a != b {
-            let shown = a.map(bad_value).unwrap_or_else(|| "\"\"".into());
+            let shown = match (field, a) {
+                (_, None) if matches!(field, "name" | "namespace" | "uid") => "\"\"".to_string(),
+                (_, None) => "null".to_string(),
+                ("creationTimestamp" | "deletionTimestamp", Some(Value::String(t))) => {
+                    crate::model::time::go_string(t).unwrap_or_else(|| t.clone())
+                }
+                (_, Some(v)) => bad_value(v),
+            };
             errs.push(FieldError::invalid(
                 format!("metadata.{field}"),
                 &shown,
@@ -179,6 +335,12 @@ pub fn object_meta_update(new: &Value, old: &Value) -> Vec<FieldError> {
             ));
         }
     }
+    errs.extend(validate_labels(obj(new, "labels"), "metadata.labels"));
+    errs.extend(validate_annotations(
+        obj(new, "annotations"),
+        "metadata.annotations",
+    ));
+    errs.extend(owner_references(new));
     errs
 }
 

@@ -99,17 +99,283 @@ pub fn parse(body: &[u8]) -> Result<Value, String> {
     serde_json::from_slice(body).map_err(|e| e.to_string())
 }
 
+/// Parse like [`parse`], and also list the fields that occur twice in one object, as
+/// sigs.k8s.io/json's strict decoding names them (`metadata.name`, `spec.ports[0].port`); the
+/// last occurrence wins, as in Go.
+pub fn parse_with_duplicates(body: &[u8]) -> Result<(Value, Vec<String>), String> {
+    if let Some(msg) = syntax_error(body) {
+        return Err(msg);
+    }
+    let dups = std::cell::RefCell::new(Vec::new());
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let v = serde::de::DeserializeSeed::deserialize(
+        Tracked {
+            path: String::new(),
+            dups: &dups,
+        },
+        &mut de,
+    )
+    .map_err(|e| e.to_string())?;
+    Ok((v, dups.into_inner()))
+}
+
+struct Tracked<'a> {
+    path: String,
+    dups: &'a std::cell::RefCell<Vec<String>>,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Tracked<'_> {
+    type Value = Value;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Tracked<'_> {
+    type Value = Value;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("JSON")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_string()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut out = Vec::new();
+        while let Some(v) = seq.next_element_seed(Tracked {
+            path: format!("{}[{}]", self.path, out.len()),
+            dups: self.dups,
+        })? {
+            out.push(v);
+        }
+        Ok(Value::Array(out))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut out = serde_json::Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let path = if self.path.is_empty() {
+                key.clone()
+            } else {
+                format!("{}.{key}", self.path)
+            };
+            if out.contains_key(&key) {
+                self.dups.borrow_mut().push(path.clone());
+            }
+            let v = map.next_value_seed(Tracked {
+                path,
+                dups: self.dups,
+            })?;
+            out.insert(key, v);
+        }
+        Ok(Value::Object(out))
+    }
+}
+
+/// One value as encoding/json writes it, compact and without a newline.
+pub fn compact(v: &Value) -> String {
+    let mut b = encode(v, false);
+    b.pop();
+    String::from_utf8(b).unwrap_or_default()
+}
+
+/// A document as evanphx/json-patch re-encodes it: objects it had to open (`touched`) are Go
+/// maps, written with sorted keys; everything else keeps the bytes it came with.
+enum Node {
+    Raw(Value),
+    Doc(Vec<(String, Node)>),
+    Ary(Vec<Node>),
+}
+
+impl Node {
+    fn write(&self, out: &mut String) {
+        match self {
+            Node::Raw(v) => out.push_str(&compact(v)),
+            Node::Doc(entries) => {
+                let mut sorted: Vec<&(String, Node)> = entries.iter().collect();
+                sorted.sort_by(|a, b| a.0.cmp(&b.0));
+                out.push('{');
+                for (i, (k, v)) in sorted.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    out.push_str(&compact(&Value::String(k.clone())));
+                    out.push(':');
+                    v.write(out);
+                }
+                out.push('}');
+            }
+            Node::Ary(items) => {
+                out.push('[');
+                for (i, v) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    v.write(out);
+                }
+                out.push(']');
+            }
+        }
+    }
+
+    fn into_doc(self) -> Result<Vec<(String, Node)>, Node> {
+        match self {
+            Node::Doc(d) => Ok(d),
+            Node::Raw(Value::Object(m)) => {
+                Ok(m.into_iter().map(|(k, v)| (k, Node::Raw(v))).collect())
+            }
+            other => Err(other),
+        }
+    }
+
+    /// `pruneNulls`: objects (recursively) become maps without null members.
+    fn pruned(v: &Value) -> Node {
+        match v {
+            Value::Object(m) => Node::Doc(
+                m.iter()
+                    .filter(|(_, v)| !v.is_null())
+                    .map(|(k, v)| (k.clone(), Node::pruned(v)))
+                    .collect(),
+            ),
+            Value::Array(a) => Node::Ary(
+                a.iter()
+                    .map(|v| {
+                        if v.is_null() {
+                            Node::Raw(Value::Null)
+                        } else {
+                            Node::pruned(v)
+                        }
+                    })
+                    .collect(),
+            ),
+            other => Node::Raw(other.clone()),
+        }
+    }
+}
+
+fn merge_docs(doc: &mut Vec<(String, Node)>, patch: &serde_json::Map<String, Value>) {
+    for (k, v) in patch {
+        let pos = doc.iter().position(|(dk, _)| dk == k);
+        if v.is_null() {
+            if let Some(i) = pos {
+                doc.remove(i);
+            }
+            continue;
+        }
+        match pos {
+            Some(i) if !matches!(doc[i].1, Node::Raw(Value::Null)) => {
+                let cur = std::mem::replace(&mut doc[i].1, Node::Raw(Value::Null));
+                doc[i].1 = match cur.into_doc() {
+                    Err(_) => Node::pruned(v),
+                    Ok(mut cur_doc) => match v {
+                        Value::Object(pm) => {
+                            merge_docs(&mut cur_doc, pm);
+                            Node::Doc(cur_doc)
+                        }
+                        other => Node::Raw(other.clone()),
+                    },
+                };
+            }
+            Some(i) => doc[i].1 = Node::pruned(v),
+            None => doc.push((k.clone(), Node::pruned(v))),
+        }
+    }
+}
+
+/// The text of `jsonpatch.MergePatch(doc, patch)` for an object `doc` and an object `patch`.
+pub fn merge_patch_text(doc: &Value, patch: &serde_json::Map<String, Value>) -> String {
+    let mut d = Node::Raw(doc.clone()).into_doc().unwrap_or_default();
+    merge_docs(&mut d, patch);
+    let mut out = String::new();
+    Node::Doc(d).write(&mut out);
+    out
+}
+
+/// The text of a JSON patch's result `doc` as evanphx/json-patch writes it: the containers its
+/// operations walked through (every proper prefix of a `path` or `from`, and the document
+/// itself) are Go maps with sorted keys.
+pub fn json_patch_text(doc: &Value, ops: &[Value]) -> String {
+    let mut touched: Vec<Vec<String>> = vec![vec![]];
+    for op in ops {
+        for f in ["path", "from"] {
+            if let Some(p) = op.get(f).and_then(Value::as_str) {
+                let parts: Vec<String> = p
+                    .split('/')
+                    .skip(1)
+                    .map(|s| s.replace("~1", "/").replace("~0", "~"))
+                    .collect();
+                for n in 1..parts.len() {
+                    touched.push(parts[..n].to_vec());
+                }
+            }
+        }
+    }
+    fn build(v: &Value, at: &mut Vec<String>, touched: &[Vec<String>]) -> Node {
+        let open = touched.iter().any(|t| t == at);
+        match v {
+            Value::Object(m) if open => Node::Doc(
+                m.iter()
+                    .map(|(k, c)| {
+                        at.push(k.clone());
+                        let n = build(c, at, touched);
+                        at.pop();
+                        (k.clone(), n)
+                    })
+                    .collect(),
+            ),
+            Value::Array(a) if open => Node::Ary(
+                a.iter()
+                    .enumerate()
+                    .map(|(i, c)| {
+                        at.push(i.to_string());
+                        let n = build(c, at, touched);
+                        at.pop();
+                        n
+                    })
+                    .collect(),
+            ),
+            other => Node::Raw(other.clone()),
+        }
+    }
+    let mut out = String::new();
+    build(doc, &mut vec![], &touched).write(&mut out);
+    out
+}
+
 fn quote_char(c: u8) -> String {
     match c {
         b'\'' => "'\\''".into(),
         b'"' => "'\"'".into(),
         _ => {
+            // strconv.Quote(string(rune(c))): control characters escaped, Latin-1 as is.
             let ch = char::from(c);
             let q = match ch {
                 '\n' => "\\n".to_string(),
                 '\r' => "\\r".to_string(),
                 '\t' => "\\t".to_string(),
                 c if (c as u32) < 0x20 || c == '\u{7f}' => format!("\\x{:02x}", c as u32),
+                c if (0x80..=0xa0).contains(&(c as u32)) || c == '\u{ad}' => {
+                    format!("\\u{:04x}", c as u32)
+                }
                 c => c.to_string(),
             };
             format!("'{q}'")

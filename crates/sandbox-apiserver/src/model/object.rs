@@ -61,29 +61,21 @@ pub fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
     m
 }
 
-/// `PartialObjectMetadata` for a table row (includeObject=Metadata, the default).
-pub fn partial_metadata(obj: &Value) -> Value {
-    // ObjectMeta in Go field order, whatever order the object keeps its keys in.
-    let meta = obj.get("metadata").cloned().unwrap_or(json!({}));
-    json!({
-        "kind": "PartialObjectMetadata",
-        "apiVersion": "meta.k8s.io/v1",
-        "metadata": super::schema::normalize(super::schema::OBJECT_META, &meta),
-    })
-}
-
-/// A LIST response body; `cont`: the continue token and the remaining item count.
+/// A LIST response body; `cont`: the continue token and the remaining item count (not
+/// known when a selector filtered the list).
 pub fn list_body(
     r: &ApiResource,
     items: Vec<Value>,
     rv: u64,
-    cont: Option<(String, usize)>,
+    cont: Option<(String, Option<usize>)>,
 ) -> Value {
     let mut meta = Map::new();
     meta.insert("resourceVersion".into(), json!(rv.to_string()));
     if let Some((token, remaining)) = cont {
         meta.insert("continue".into(), json!(token));
-        meta.insert("remainingItemCount".into(), json!(remaining));
+        if let Some(n) = remaining {
+            meta.insert("remainingItemCount".into(), json!(n));
+        }
     }
     json!({"kind": r.list_kind, "apiVersion": r.api_version, "metadata": meta, "items": items})
 }

@@ -487,18 +487,32 @@ impl FieldSelector {
             }
         }
         parts.push(cur);
+        // fields.ParseSelector sorts the terms before parsing them: the first term it cannot
+        // understand is the first in sorted order.
+        parts.sort();
         for part in parts {
-            let (field, value, negate) = if let Some(i) = part.find("!=") {
-                (&part[..i], &part[i + 2..], true)
-            } else if let Some(i) = part.find("==") {
-                (&part[..i], &part[i + 2..], false)
-            } else if let Some(i) = part.find('=') {
-                (&part[..i], &part[i + 1..], false)
-            } else {
+            if part.is_empty() {
+                continue;
+            }
+            // splitTerm: the leftmost position where `!=`, `==` or `=` starts.
+            let split = part.char_indices().find_map(|(i, _)| {
+                let rest = &part[i..];
+                if rest.starts_with("!=") {
+                    Some((i, 2, true))
+                } else if rest.starts_with("==") {
+                    Some((i, 2, false))
+                } else if rest.starts_with('=') {
+                    Some((i, 1, false))
+                } else {
+                    None
+                }
+            });
+            let Some((i, len, negate)) = split else {
                 return Err(format!(
                     "invalid selector: '{input}'; can't understand '{part}'"
                 ));
             };
+            let (field, value) = (&part[..i], &part[i + len..]);
             terms.push(FieldTerm {
                 field: field.to_string(),
                 value: unescape_field_value(value)?,

@@ -101,12 +101,46 @@ pub fn not_found(k: &ApiResource, name: &str) -> StatusBody {
     )
 }
 
+/// The 404 of a subresource with its own REST storage (`deployments/scale`).
+pub fn subresource_not_found(k: &ApiResource, sub: &str, name: &str) -> StatusBody {
+    let resource = format!("{}/{sub}", k.resource);
+    StatusBody::new(
+        404,
+        "NotFound",
+        format!(
+            "{} \"{name}\" not found",
+            group_resource(k.group, &resource)
+        ),
+        Some(details(name, k.group, &resource)),
+    )
+}
+
 pub fn namespace_not_found(ns: &str) -> StatusBody {
     StatusBody::new(
         404,
         "NotFound",
         format!("namespaces \"{ns}\" not found"),
         Some(details(ns, "", "namespaces")),
+    )
+}
+
+/// The NamespaceLifecycle admission's 403 for new content in a namespace being deleted.
+pub fn namespace_terminating(k: &ApiResource, name: &str, ns: &str) -> StatusBody {
+    let mut d = details(name, k.group, k.resource);
+    if let Value::Object(m) = &mut d {
+        m.insert(
+            "causes".into(),
+            json!([{"reason": "NamespaceTerminating", "message": format!("namespace {ns} is being terminated"), "field": "metadata.namespace"}]),
+        );
+    }
+    StatusBody::new(
+        403,
+        "Forbidden",
+        format!(
+            "{} \"{name}\" is forbidden: unable to create new content in namespace {ns} because it is being terminated",
+            group_resource(k.group, k.resource)
+        ),
+        Some(d),
     )
 }
 
@@ -394,6 +428,12 @@ pub fn internal(err: &str) -> StatusBody {
         format!("Internal error occurred: {err}"),
         Some(json!({"causes": [{"message": err}]})),
     )
+}
+
+/// A plain Go error the handler passes on (`ErrorToAPIStatus`'s default): 500, no reason, the
+/// error's text, no details.
+pub fn unknown_error(err: &str) -> StatusBody {
+    StatusBody::new(500, "", err, None)
 }
 
 /// The 200 body of a DELETE that removed (or, under dryRun, would remove) the object.

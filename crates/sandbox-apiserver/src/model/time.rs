@@ -34,6 +34,21 @@ pub fn parse_rfc3339(s: &str) -> Option<i64> {
         .map(OffsetDateTime::unix_timestamp)
 }
 
+/// `time.Time.String()` of a UTC time: `2001-01-01 00:00:00 +0000 UTC` (how validation
+/// messages print a `metav1.Time`).
+pub fn go_string(rfc3339: &str) -> Option<String> {
+    let t = OffsetDateTime::from_unix_timestamp(parse_rfc3339(rfc3339)?).ok()?;
+    Some(format!(
+        "{:04}-{:02}-{:02} {:02}:{:02}:{:02} +0000 UTC",
+        t.year(),
+        u8::from(t.month()),
+        t.day(),
+        t.hour(),
+        t.minute(),
+        t.second()
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,6 +4,7 @@
 //! fields leave every entry, `status` and system metadata are never tracked, and an entry's time
 //! moves only when the update changed something.
 
+use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
@@ -98,12 +99,17 @@ impl Set {
         out
     }
 
+    /// The FieldsV1 JSON, children in `PathElement` order as structured-merge-diff writes them:
+    /// fields, then keys, then values, then indexes; keys and values compared as values
+    /// (`k:{"port":80,…}` before `k:{"port":443,…}`).
     pub fn to_fields_v1(&self) -> Value {
         let mut m = Map::new();
         if self.member && !self.children.is_empty() {
             m.insert(".".into(), json!({}));
         }
-        for (k, v) in &self.children {
+        let mut children: Vec<(&String, &Set)> = self.children.iter().collect();
+        children.sort_by(|a, b| element_cmp(a.0, b.0));
+        for (k, v) in children {
             m.insert(k.clone(), v.to_fields_v1());
         }
         Value::Object(m)
@@ -131,6 +137,79 @@ impl Set {
         let p: Vec<String> = elems.iter().map(|e| e.to_string()).collect();
         s.insert(&p);
         s
+    }
+}
+
+/// `PathElement.Compare` of two FieldsV1 path elements.
+fn element_cmp(a: &str, b: &str) -> Ordering {
+    let rank = |s: &str| match s.get(..2) {
+        Some("f:") => 0,
+        Some("k:") => 1,
+        Some("v:") => 2,
+        Some("i:") => 3,
+        _ => 4,
+    };
+    let (ra, rb) = (rank(a), rank(b));
+    if ra != rb {
+        return ra.cmp(&rb);
+    }
+    let parse = |s: &str| serde_json::from_str::<Value>(s.get(2..).unwrap_or("")).ok();
+    match (ra, parse(a), parse(b)) {
+        (1 | 2, Some(x), Some(y)) => value_cmp(&x, &y),
+        (3, Some(x), Some(y)) => value_cmp(&x, &y),
+        _ => a.cmp(b),
+    }
+}
+
+/// structured-merge-diff's `value.Compare`: floats, then ints, strings, booleans, lists, maps
+/// (a key's field list compares name by name), null; within a type by value.
+fn value_cmp(a: &Value, b: &Value) -> Ordering {
+    fn rank(v: &Value) -> u8 {
+        match v {
+            Value::Number(n) if n.is_f64() => 0,
+            Value::Number(_) => 1,
+            Value::String(_) => 2,
+            Value::Bool(_) => 3,
+            Value::Array(_) => 4,
+            Value::Object(_) => 5,
+            Value::Null => 6,
+        }
+    }
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) if rank(a) == rank(b) => {
+            if rank(a) == 0 {
+                x.as_f64()
+                    .partial_cmp(&y.as_f64())
+                    .unwrap_or(Ordering::Equal)
+            } else {
+                x.as_i64().cmp(&y.as_i64())
+            }
+        }
+        (Value::String(x), Value::String(y)) => x.cmp(y),
+        (Value::Bool(x), Value::Bool(y)) => x.cmp(y),
+        (Value::Array(x), Value::Array(y)) => {
+            for (i, j) in x.iter().zip(y) {
+                let c = value_cmp(i, j);
+                if c != Ordering::Equal {
+                    return c;
+                }
+            }
+            x.len().cmp(&y.len())
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            let mut xs: Vec<_> = x.iter().collect();
+            let mut ys: Vec<_> = y.iter().collect();
+            xs.sort_by(|p, q| p.0.cmp(q.0));
+            ys.sort_by(|p, q| p.0.cmp(q.0));
+            for (i, j) in xs.iter().zip(&ys) {
+                let c = i.0.cmp(j.0).then_with(|| value_cmp(i.1, j.1));
+                if c != Ordering::Equal {
+                    return c;
+                }
+            }
+            xs.len().cmp(&ys.len())
+        }
+        _ => rank(a).cmp(&rank(b)),
     }
 }
 
@@ -308,7 +387,10 @@ impl Entry {
         m.insert("manager".into(), json!(self.manager));
         m.insert("operation".into(), json!(self.operation));
         m.insert("apiVersion".into(), json!(self.api_version));
-        m.insert("time".into(), json!(self.time));
+        // The scale subresource records its entry without a time.
+        if !self.time.is_empty() {
+            m.insert("time".into(), json!(self.time));
+        }
         m.insert("fieldsType".into(), json!("FieldsV1"));
         m.insert("fieldsV1".into(), self.set.to_fields_v1());
         if !self.subresource.is_empty() {
@@ -486,6 +568,37 @@ mod tests {
         )
         .unwrap()
         .value
+    }
+
+    #[test]
+    fn keys_are_ordered_as_values_not_as_text() {
+        let mut s = Set {
+            member: true,
+            ..Set::default()
+        };
+        for e in [
+            r#"k:{"port":443,"protocol":"TCP"}"#,
+            r#"k:{"port":80,"protocol":"TCP"}"#,
+            "f:b",
+        ] {
+            s.children.entry(e.to_string()).or_default().member = true;
+        }
+        let keys: Vec<String> = s
+            .to_fields_v1()
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                ".",
+                "f:b",
+                r#"k:{"port":80,"protocol":"TCP"}"#,
+                r#"k:{"port":443,"protocol":"TCP"}"#
+            ]
+        );
     }
 
     #[test]

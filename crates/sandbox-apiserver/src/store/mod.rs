@@ -28,7 +28,7 @@ use crate::model::status::{self, FieldError, StatusBody};
 use crate::model::time;
 use patch::SmpError;
 
-pub use decode::{FieldValidation, decode_body};
+pub use decode::{FieldValidation, decode_body, decode_patch, internal_package, summarize};
 pub use select::Selectors;
 
 /// The store of one sandbox: everything that reads or writes objects takes this lock.
@@ -44,7 +44,8 @@ pub struct Event {
     pub name: String,
     /// The object after the change (for DELETED: the last state, with the deletion revision).
     pub object: Value,
-    /// The object before the change (MODIFIED only), for selector transitions.
+    /// The object before the change (MODIFIED and DELETED), for selector transitions and
+    /// past snapshots.
     pub old: Option<Value>,
 }
 
@@ -83,6 +84,8 @@ fn key(k: &dyn Kind, ns: &str, name: &str) -> Key {
 
 pub struct State {
     pub rv: u64,
+    /// The revision the sandbox started at.
+    start_rv: u64,
     objects: BTreeMap<Key, Value>,
     pub history: Vec<Arc<Event>>,
     alloc: Allocators,
@@ -112,10 +115,16 @@ fn etcd_key(k: &dyn Kind, ns: &str, name: &str) -> String {
 }
 
 impl State {
+    /// Service IPs come from `cidr` (`a.b.c.d/n`).
+    pub fn set_service_cidr(&mut self, cidr: &str) {
+        self.alloc = Allocators::with_service_cidr(cidr);
+    }
+
     pub fn new(start_rv: u64) -> Self {
         let (events, _) = tokio::sync::broadcast::channel(8192);
         State {
             rv: start_rv,
+            start_rv,
             objects: BTreeMap::new(),
             history: Vec::new(),
             alloc: Allocators::default(),
@@ -221,6 +230,13 @@ impl State {
         if k.api().namespaced && !self.namespace_exists(ns) {
             return Err(status::namespace_not_found(ns));
         }
+        if k.api().namespaced && self.namespace_terminating(ns) {
+            return Err(status::namespace_terminating(
+                k.api(),
+                meta_str(&obj, "name"),
+                ns,
+            ));
+        }
         {
             let meta = meta_mut(&mut obj);
             let name = meta
@@ -248,7 +264,9 @@ impl State {
             meta.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
             meta.insert("creationTimestamp".into(), json!(now));
         }
-        k.allocate(&mut obj, None, &mut self.alloc, ctx.dry_run);
+        let name = meta_str(&obj, "name").to_string();
+        k.allocate(&mut obj, None, &mut self.alloc, ctx.dry_run)
+            .map_err(|errs| status::invalid(k.api(), &name, &errs))?;
         obj = schema::normalize(k.schema(), &obj);
         let errs = kinds::validate(k, &obj, None);
         let name = meta_str(&obj, "name").to_string();
@@ -305,18 +323,7 @@ impl State {
         ctx: &WriteCtx,
     ) -> Result<Outcome, StatusBody> {
         let (obj, warnings) = decode_body(k, body, ctx.field_validation)?;
-        let obj_name = meta_str(&obj, "name");
-        if obj_name != name {
-            return Err(status::bad_request(format!(
-                "the name of the object ({obj_name}) does not match the name on the URL ({name})"
-            )));
-        }
-        let obj_ns = meta_str(&obj, "namespace");
-        if k.api().namespaced && !obj_ns.is_empty() && obj_ns != ns {
-            return Err(status::bad_request(format!(
-                "the namespace of the object ({obj_ns}) does not match the namespace on the request ({ns})"
-            )));
-        }
+        check_namespace_and_name(k, ns, name, &obj).map_err(|e| with_warnings(e, &warnings))?;
         self.update_decoded(k, ns, name, obj, warnings.clone(), ctx)
             .map_err(|e| with_warnings(e, &warnings))
     }
@@ -344,7 +351,7 @@ impl State {
             }
             return Err(status::not_found(k.api(), name));
         };
-        self.check_update_preconditions(ctx.inject_conflict, k, ns, name, &obj, &old)?;
+        self.check_update_preconditions(ctx.inject_conflict, true, k, ns, name, &obj, &old)?;
         if !k.allow_unconditional_update() && meta_str(&obj, "resourceVersion").is_empty() {
             return Err(status::invalid_kind(
                 k.api().group,
@@ -360,9 +367,11 @@ impl State {
         self.finish_update(k, key, obj, old, warnings, ctx)
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn check_update_preconditions(
         &self,
         inject_conflict: bool,
+        uid_precondition: bool,
         k: &dyn Kind,
         ns: &str,
         name: &str,
@@ -373,7 +382,8 @@ impl State {
             return Err(status::conflict_modified(k.api(), name));
         }
         let uid = meta_str(obj, "uid");
-        if !uid.is_empty() && uid != meta_str(old, "uid") {
+        // A PUT's uid is a precondition (409); a patched uid is checked by validation (422).
+        if uid_precondition && !uid.is_empty() && uid != meta_str(old, "uid") {
             return Err(status::conflict(
                 k.api().group,
                 k.api().resource,
@@ -388,11 +398,16 @@ impl State {
         let rv = meta_str(obj, "resourceVersion");
         if !rv.is_empty() {
             if rv.parse::<u64>().is_err() {
-                return Err(status::internal(&format!(
-                    "resourceVersion: Invalid value: {}: strconv.ParseUint: parsing {}: invalid syntax",
-                    status::go_quote(rv),
-                    status::go_quote(rv)
-                )));
+                // The storage layer's bare error: no reason, no details.
+                return Err(StatusBody::new(
+                    500,
+                    "",
+                    format!(
+                        "strconv.ParseUint: parsing {}: invalid syntax",
+                        status::go_quote(rv)
+                    ),
+                    None,
+                ));
             }
             if rv != meta_str(old, "resourceVersion") {
                 return Err(status::conflict_modified(k.api(), name));
@@ -416,7 +431,11 @@ impl State {
             "resourceVersion".into(),
             json!(meta_str(&old, "resourceVersion")),
         );
-        k.allocate(&mut obj, Some(&old), &mut self.alloc, ctx.dry_run);
+        // The field manager sees the object before the REST layer's allocations (a node port
+        // allocated for a type change is nobody's field).
+        let mut tracked = obj.clone();
+        k.allocate(&mut obj, Some(&old), &mut self.alloc, ctx.dry_run)
+            .map_err(|errs| status::invalid(k.api(), &name, &errs))?;
         obj = schema::normalize(k.schema(), &obj);
         let errs = kinds::validate(k, &obj, Some(&old));
         if !errs.is_empty() {
@@ -426,6 +445,7 @@ impl State {
             k.validate_admission(&obj, Some(&old), &self.admission())?;
         }
         let now = time::now_rfc3339();
+        tracked = schema::normalize(k.schema(), &tracked);
         managed_fields::apply_update(
             &managed_fields::Update {
                 root_type: k.schema(),
@@ -435,9 +455,29 @@ impl State {
                 now: &now,
             },
             Some(&old),
-            &mut obj,
+            &mut tracked,
         );
+        match tracked.pointer("/metadata/managedFields") {
+            Some(mf) => {
+                meta_mut(&mut obj).insert("managedFields".into(), mf.clone());
+            }
+            None => {
+                meta_mut(&mut obj).remove("managedFields");
+            }
+        }
         obj = schema::normalize(k.schema(), &obj);
+        if should_delete_during_update(k, &obj, &old) {
+            // The last finalizer of an object being deleted is gone: it goes now, and the
+            // update answers with the object as sent (the stored revision).
+            if !ctx.dry_run {
+                self.remove(k, key, old);
+            }
+            return Ok(Outcome {
+                code: 200,
+                body: kinds::to_wire(k, &obj),
+                warnings,
+            });
+        }
         if obj == old {
             return Ok(Outcome {
                 code: 200,
@@ -478,102 +518,23 @@ impl State {
             return Err(status::not_found(k.api(), name));
         };
         let current = kinds::to_wire(k, &old);
-        let patched = match content_type {
-            "application/json-patch+json" => {
-                let ops = gojson::parse(body).map_err(status::bad_request)?;
-                let Value::Array(ops) = ops else {
-                    return Err(status::bad_request(
-                        "json: cannot unmarshal object into Go value of type jsonpatch.Patch",
-                    ));
-                };
-                // The real server loses the cause: a generic 422.
-                patch::json_patch(&current, &ops).map_err(|_| status::generic(422, ""))?
-            }
-            "application/merge-patch+json" => {
-                let p =
-                    gojson::parse(body).map_err(|_| status::bad_request("Invalid JSON Patch"))?;
-                if let Value::Array(_) = &p {
-                    // evanphx/json-patch returns the array itself, which then fails to decode.
-                    return Err(status::invalid_kind(
-                        "",
-                        "",
-                        "",
-                        &[FieldError::invalid(
-                            "patch",
-                            &status::go_quote(&serde_json::to_string(&p).unwrap_or_default()),
-                            "couldn't get version/kind; json parse error: json: cannot unmarshal array into Go value of type struct { APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" }",
-                        )],
-                    ));
-                }
-                if !p.is_object() {
-                    return Err(status::bad_request("Invalid JSON Patch"));
-                }
-                patch::merge_patch(&current, &p)
-            }
-            "application/strategic-merge-patch+json" => {
-                let p = gojson::parse(body)
-                    .map_err(|_| status::bad_request("invalid JSON document"))?;
-                match patch::strategic_merge(&current, &p, k.schema()) {
-                    Ok(v) => v,
-                    Err(SmpError::BadRequest(m)) => return Err(status::bad_request(m)),
-                    Err(SmpError::Internal(m)) => return Err(status::internal(&m)),
-                }
-            }
-            _ => return Err(status::generic(415, "415: Unsupported Media Type")),
-        };
-        let decoded = match k.decode(&patched) {
-            Ok(d) => d,
-            Err(e) => {
-                let compact = serde_json::to_string(&patched).unwrap_or_default();
-                return Err(status::invalid_kind(
-                    "",
-                    "",
-                    "",
-                    &[FieldError::invalid(
-                        "patch",
-                        &status::go_quote(&compact),
-                        &e.to_string(),
-                    )],
-                ));
-            }
-        };
-        let mut warnings = Vec::new();
-        if !decoded.unknown.is_empty() {
-            let texts: Vec<String> = decoded
-                .unknown
-                .iter()
-                .map(|f| format!("unknown field \"{f}\""))
-                .collect();
-            match ctx.field_validation {
-                FieldValidation::Strict => {
-                    return Err(status::bad_request(format!(
-                        "strict decoding error: {}",
-                        texts.join(", ")
-                    )));
-                }
-                FieldValidation::Warn => warnings = texts,
-                FieldValidation::Ignore => {}
-            }
-        }
-        let obj = decoded.value;
-        let obj_name = meta_str(&obj, "name");
-        if obj_name != name {
-            return Err(status::bad_request(format!(
-                "the name of the object ({obj_name}) does not match the name on the URL ({name})"
-            )));
-        }
-        let mut obj = obj;
+        let (mut obj, warnings) =
+            decode_patch(k, &current, content_type, body, ctx.field_validation)?;
+        check_namespace_and_name(k, ns, name, &obj).map_err(|e| with_warnings(e, &warnings))?;
         if k.api().namespaced {
             meta_mut(&mut obj).insert("namespace".into(), json!(ns));
         }
         kinds::default_and_normalize(k, &mut obj);
-        self.check_update_preconditions(ctx.inject_conflict, k, ns, name, &obj, &old)
+        self.check_update_preconditions(ctx.inject_conflict, false, k, ns, name, &obj, &old)
             .map_err(|e| with_warnings(e, &warnings))?;
         self.finish_update(k, key, obj, old, warnings.clone(), ctx)
             .map_err(|e| with_warnings(e, &warnings))
     }
 
-    /// DELETE an object.
+    /// DELETE an object with `options` (a DeleteOptions object). Objects with finalizers, or
+    /// deleted with `propagationPolicy` `Foreground`/`Orphan` (whose finalizers a garbage
+    /// collector would act on; none runs), are only marked deleting (`deletionTimestamp`,
+    /// `deletionGracePeriodSeconds: 0`) and returned; they go once their finalizers are removed.
     pub fn delete(
         &mut self,
         k: &'static dyn Kind,
@@ -590,114 +551,288 @@ impl State {
         if inject_conflict {
             return Err(status::conflict_modified(k.api(), name));
         }
-        let pre = options.get("preconditions").unwrap_or(&Value::Null);
-        if let Some(uid) = pre.get("uid").and_then(Value::as_str)
-            && uid != meta_str(&old, "uid")
-        {
-            return Err(status::conflict(
-                k.api().group,
-                k.api().kind,
-                name,
-                &format!(
-                    "the UID in the precondition ({uid}) does not match the UID in record ({}). The object might have been deleted and then recreated",
-                    meta_str(&old, "uid")
-                ),
-            ));
-        }
-        if let Some(rv) = pre.get("resourceVersion").and_then(Value::as_str)
-            && rv != meta_str(&old, "resourceVersion")
-        {
-            return Err(status::conflict(
-                k.api().group,
-                k.api().kind,
-                name,
-                &format!(
-                    "the ResourceVersion in the precondition ({rv}) does not match the ResourceVersion in record ({}). The object might have been modified",
-                    meta_str(&old, "resourceVersion")
-                ),
-            ));
-        }
-        let uid = meta_str(&old, "uid").to_string();
         if k.deletion() == Deletion::Namespace {
-            return Ok(self.delete_namespace(k, key, old, dry_run));
+            return self.delete_namespace(k, key, old, options, dry_run);
+        }
+        check_delete_preconditions(k, name, &old, options)?;
+        let orphan_option = options.get("orphanDependents").and_then(Value::as_bool);
+        let policy = options.get("propagationPolicy").and_then(Value::as_str);
+        let old_finalizers: Vec<String> = old
+            .pointer("/metadata/finalizers")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let first_gc = old_finalizers
+            .iter()
+            .find(|f| *f == "orphan" || *f == "foregroundDeletion")
+            .cloned();
+        // deletionFinalizersForGarbageCollection: an explicit option, else the finalizer.
+        let orphan = match (orphan_option, policy) {
+            (Some(o), _) => o,
+            (None, Some(p)) => p == "Orphan",
+            (None, None) => first_gc.as_deref() == Some("orphan"),
+        };
+        let foreground = match (orphan_option, policy) {
+            (Some(_), _) => false,
+            (None, Some(p)) => p == "Foreground",
+            (None, None) => first_gc.as_deref() == Some("foregroundDeletion"),
+        };
+        let mut finalizers: Vec<String> = old_finalizers
+            .iter()
+            .filter(|f| *f != "orphan" && *f != "foregroundDeletion")
+            .cloned()
+            .collect();
+        if orphan {
+            finalizers.push("orphan".into());
+        }
+        if foreground {
+            finalizers.push("foregroundDeletion".into());
+        }
+        let same_set = {
+            let (mut a, mut b) = (finalizers.clone(), old_finalizers.clone());
+            a.sort();
+            a.dedup();
+            b.sort();
+            b.dedup();
+            a == b
+        };
+        if !same_set || !old_finalizers.is_empty() {
+            let mut marked = old.clone();
+            if !same_set {
+                meta_mut(&mut marked).insert("finalizers".into(), json!(finalizers));
+            }
+            if !finalizers.is_empty() {
+                // markAsDeleting: the object stays until its finalizers are gone.
+                let meta = meta_mut(&mut marked);
+                if meta.get("deletionTimestamp").is_none_or(Value::is_null) {
+                    if let Some(g) = meta.get("generation").and_then(Value::as_i64)
+                        && g > 0
+                    {
+                        meta.insert("generation".into(), json!(g + 1));
+                    }
+                    meta.insert("deletionTimestamp".into(), json!(time::now_rfc3339()));
+                }
+                meta.insert("deletionGracePeriodSeconds".into(), json!(0));
+                marked = schema::normalize(k.schema(), &marked);
+                let code = if orphan_option == Some(false) {
+                    202
+                } else {
+                    200
+                };
+                if marked == old || dry_run {
+                    return Ok(Outcome {
+                        code,
+                        body: kinds::to_wire(k, &marked),
+                        warnings: vec![],
+                    });
+                }
+                self.rv += 1;
+                meta_mut(&mut marked).insert("resourceVersion".into(), json!(self.rv.to_string()));
+                self.objects.insert(key, marked.clone());
+                self.emit(k, "MODIFIED", &marked, Some(old));
+                return Ok(Outcome {
+                    code,
+                    body: kinds::to_wire(k, &marked),
+                    warnings: vec![],
+                });
+            }
         }
         if dry_run {
-            return Ok(Outcome {
-                code: 200,
-                body: status::delete_success(k.api(), name, &uid),
-                warnings: vec![],
-            });
+            return Ok(self.deleted_reply(k, &old));
         }
+        let gone = self.remove(k, key, old);
+        Ok(self.deleted_reply(k, &gone))
+    }
+
+    /// Remove an object now: the DELETED event (with the deletion's revision, which the
+    /// returned object carries), then whatever the kind releases.
+    fn remove(&mut self, k: &'static dyn Kind, key: Key, old: Value) -> Value {
         self.objects.remove(&key);
         self.rv += 1;
-        let mut gone = old;
+        let mut gone = old.clone();
         meta_mut(&mut gone).insert("resourceVersion".into(), json!(self.rv.to_string()));
-        self.emit(k, "DELETED", &gone, None);
+        self.emit(k, "DELETED", &gone, Some(old));
         // Releasing an allocation rewrites the allocator's bitmap: one more revision.
         k.release(&gone, &mut self.alloc);
         self.rv += k.allocator_revisions();
-        Ok(Outcome {
-            code: 200,
-            body: status::delete_success(k.api(), name, &uid),
-            warnings: vec![],
-        })
+        gone
     }
 
-    /// DELETE of a namespace: returned `Terminating`, then its content removed (as the namespace
-    /// controller of a full cluster would) and the namespace itself.
+    /// What a DELETE that removed the object answers: the object for kinds that return it,
+    /// else a Success Status naming it.
+    fn deleted_reply(&self, k: &'static dyn Kind, gone: &Value) -> Outcome {
+        Outcome {
+            code: 200,
+            body: if k.returns_deleted_object() {
+                kinds::to_wire(k, gone)
+            } else {
+                status::delete_success(k.api(), meta_str(gone, "name"), meta_str(gone, "uid"))
+            },
+            warnings: vec![],
+        }
+    }
+
+    /// DELETE of a namespace (its own REST logic): the first one marks it `Terminating` (with
+    /// a deletion timestamp) and returns it; it stays, with its content, until its
+    /// `spec.finalizers` are emptied through `finalize` (the namespace controller's job; none
+    /// runs); a DELETE after that removes it.
     fn delete_namespace(
         &mut self,
         k: &'static dyn Kind,
         key: Key,
         old: Value,
+        options: &Value,
         dry_run: bool,
-    ) -> Outcome {
-        let mut term = old.clone();
-        meta_mut(&mut term).insert("deletionTimestamp".into(), json!(time::now_rfc3339()));
-        if let Some(st) = term.get_mut("status").and_then(Value::as_object_mut) {
-            st.insert("phase".into(), json!("Terminating"));
-        }
-        if dry_run {
-            return Outcome {
-                code: 200,
-                body: kinds::to_wire(k, &schema::normalize(k.schema(), &term)),
-                warnings: vec![],
-            };
-        }
-        self.rv += 1;
-        meta_mut(&mut term).insert("resourceVersion".into(), json!(self.rv.to_string()));
-        term = schema::normalize(k.schema(), &term);
-        self.objects.insert(key.clone(), term.clone());
-        self.emit(k, "MODIFIED", &term, Some(old));
-        let children: Vec<Key> = self
-            .objects
-            .keys()
-            .filter(|(_, _, n, _)| *n == key.3)
-            .cloned()
-            .collect();
-        for ck in children {
-            if let Some(obj) = self.objects.remove(&ck)
-                && let Some(ck_kind) = kinds::all()
-                    .iter()
-                    .copied()
-                    .find(|x| x.api().resource == ck.0 && x.api().group == ck.1)
+    ) -> Result<Outcome, StatusBody> {
+        let pre = options.get("preconditions").unwrap_or(&Value::Null);
+        let name = key.3.clone();
+        for (field, what) in [("uid", "UID"), ("resourceVersion", "ResourceVersion")] {
+            if let Some(v) = pre.get(field).and_then(Value::as_str)
+                && v != meta_str(&old, field)
             {
-                self.rv += 1;
-                let mut gone = obj;
-                meta_mut(&mut gone).insert("resourceVersion".into(), json!(self.rv.to_string()));
-                self.emit(ck_kind, "DELETED", &gone, None);
+                return Err(status::conflict(
+                    "",
+                    "namespaces",
+                    &name,
+                    &format!(
+                        "Precondition failed: {what} in precondition: {v}, {what} in object meta: {}",
+                        meta_str(&old, field)
+                    ),
+                ));
             }
         }
-        self.objects.remove(&key);
-        self.rv += 1;
-        let mut gone = term.clone();
-        meta_mut(&mut gone).insert("resourceVersion".into(), json!(self.rv.to_string()));
-        self.emit(k, "DELETED", &gone, None);
-        Outcome {
-            code: 200,
-            body: kinds::to_wire(k, &term),
-            warnings: vec![],
+        let orphan_option = options.get("orphanDependents").and_then(Value::as_bool);
+        let code = if orphan_option == Some(false) {
+            202
+        } else {
+            200
+        };
+        let deleting = old
+            .pointer("/metadata/deletionTimestamp")
+            .is_some_and(|t| !t.is_null());
+        if !deleting {
+            let policy = options.get("propagationPolicy").and_then(Value::as_str);
+            let has = |f: &str| {
+                old.pointer("/metadata/finalizers")
+                    .and_then(Value::as_array)
+                    .is_some_and(|a| a.iter().any(|x| x == f))
+            };
+            let want_orphan = match (orphan_option, policy) {
+                (Some(o), _) => o,
+                (None, Some(p)) => p == "Orphan",
+                (None, None) => has("orphan"),
+            };
+            let want_foreground = match (orphan_option, policy) {
+                (Some(o), _) => !o,
+                (None, Some(p)) => p == "Foreground",
+                (None, None) => has("foregroundDeletion"),
+            };
+            let mut term = old.clone();
+            {
+                let meta = meta_mut(&mut term);
+                meta.insert("deletionTimestamp".into(), json!(time::now_rfc3339()));
+                let mut fins: Vec<Value> = meta
+                    .get("finalizers")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default();
+                fins.retain(|f| f != "orphan" && f != "foregroundDeletion");
+                if want_orphan {
+                    fins.push(json!("orphan"));
+                }
+                if want_foreground {
+                    fins.push(json!("foregroundDeletion"));
+                }
+                if fins.is_empty() {
+                    meta.remove("finalizers");
+                } else {
+                    meta.insert("finalizers".into(), Value::Array(fins));
+                }
+            }
+            if let Some(st) = term.get_mut("status").and_then(Value::as_object_mut) {
+                st.insert("phase".into(), json!("Terminating"));
+            }
+            term = schema::normalize(k.schema(), &term);
+            if !dry_run {
+                self.rv += 1;
+                meta_mut(&mut term).insert("resourceVersion".into(), json!(self.rv.to_string()));
+                self.objects.insert(key, term.clone());
+                self.emit(k, "MODIFIED", &term, Some(old));
+            }
+            return Ok(Outcome {
+                code,
+                body: kinds::to_wire(k, &term),
+                warnings: vec![],
+            });
         }
+        let spec_finalizers = old
+            .pointer("/spec/finalizers")
+            .and_then(Value::as_array)
+            .is_some_and(|a| !a.is_empty());
+        let meta_finalizers = old
+            .pointer("/metadata/finalizers")
+            .and_then(Value::as_array)
+            .is_some_and(|a| !a.is_empty());
+        if spec_finalizers || meta_finalizers || dry_run {
+            return Ok(Outcome {
+                code,
+                body: kinds::to_wire(k, &old),
+                warnings: vec![],
+            });
+        }
+        let gone = self.remove(k, key, old);
+        Ok(Outcome {
+            code: 200,
+            body: kinds::to_wire(k, &gone),
+            warnings: vec![],
+        })
+    }
+
+    /// Remove an object now, whatever its finalizers (the handle's delete): a namespace with
+    /// everything in it, as the namespace controller would.
+    pub fn delete_now(
+        &mut self,
+        k: &'static dyn Kind,
+        ns: &str,
+        name: &str,
+    ) -> Result<(), StatusBody> {
+        let key = key(k, ns, name);
+        let Some(old) = self.objects.get(&key).cloned() else {
+            return Err(status::not_found(k.api(), name));
+        };
+        if k.deletion() == Deletion::Namespace {
+            let children: Vec<Key> = self
+                .objects
+                .keys()
+                .filter(|(_, _, n, _)| *n == key.3)
+                .cloned()
+                .collect();
+            for ck in children {
+                if let Some(obj) = self.objects.get(&ck).cloned()
+                    && let Some(ck_kind) = kinds::all()
+                        .iter()
+                        .copied()
+                        .find(|x| x.api().resource == ck.0 && x.api().group == ck.1)
+                {
+                    self.remove(ck_kind, ck, obj);
+                }
+            }
+        }
+        self.remove(k, key, old);
+        Ok(())
+    }
+
+    /// Is `ns` being deleted (`Terminating`)?
+    pub fn namespace_terminating(&self, ns: &str) -> bool {
+        self.objects
+            .get(&key(&kinds::NAMESPACE, "", ns))
+            .and_then(|n| n.pointer("/status/phase"))
+            .is_some_and(|p| p == "Terminating")
     }
 
     pub fn get(&self, k: &'static dyn Kind, ns: &str, name: &str) -> Result<Value, StatusBody> {
@@ -705,6 +840,83 @@ impl State {
         self.get_object(k, ns, name)
             .map(|o| kinds::to_wire(k, o))
             .ok_or_else(|| status::not_found(k.api(), name))
+    }
+
+    /// The oldest revision a watch may start from: the sandbox's first, or the one before the
+    /// oldest change the history still holds.
+    pub fn watch_start(&self) -> u64 {
+        match self.history.first() {
+            Some(e) if self.history.len() >= HISTORY_LIMIT => e.rv.saturating_sub(1),
+            _ => self.start_rv,
+        }
+    }
+
+    /// The revision before the oldest change the history still holds (0: it reaches back to
+    /// the start).
+    pub fn history_start(&self) -> u64 {
+        match self.history.first() {
+            Some(e) if self.history.len() >= HISTORY_LIMIT => e.rv.saturating_sub(1),
+            _ => 0,
+        }
+    }
+
+    /// The objects of `k` selected as at revision `rv` (as stored, like [`State::select`]), in
+    /// key order: the current ones with every later change undone. `None` when the history no
+    /// longer reaches back that far.
+    pub fn select_at(
+        &self,
+        k: &'static dyn Kind,
+        ns: Option<&str>,
+        sel: &Selectors,
+        rv: u64,
+    ) -> Option<Vec<Value>> {
+        if rv < self.history_start() {
+            return None;
+        }
+        let a = k.api();
+        let mut objs: BTreeMap<(String, String), Value> = self
+            .objects
+            .iter()
+            .filter(|((r, g, _, _), _)| *r == a.resource && *g == a.group)
+            .map(|((_, _, n, name), v)| ((n.clone(), name.clone()), v.clone()))
+            .collect();
+        let stored = |wire: &Value| {
+            let mut v = wire.clone();
+            if k.encoding() == kinds::Encoding::GoStruct
+                && let Some(m) = v.as_object_mut()
+            {
+                m.remove("kind");
+                m.remove("apiVersion");
+            }
+            v
+        };
+        for ev in self.history.iter().rev().take_while(|e| e.rv > rv) {
+            if !kinds::same(ev.kind, k) {
+                continue;
+            }
+            let ns_key = if a.namespaced {
+                ev.namespace.clone()
+            } else {
+                String::new()
+            };
+            let key = (ns_key, ev.name.clone());
+            match (ev.event_type, &ev.old) {
+                ("ADDED", _) => {
+                    objs.remove(&key);
+                }
+                (_, Some(old)) => {
+                    objs.insert(key, stored(old));
+                }
+                _ => {}
+            }
+        }
+        Some(
+            objs.into_iter()
+                .filter(|((n, _), _)| ns.is_none_or(|ns| !a.namespaced || n == ns))
+                .map(|(_, v)| v)
+                .filter(|v| sel.matches(k, v))
+                .collect(),
+        )
     }
 
     /// Objects of `k` in `ns` (`None`: all namespaces), in storage (key) order.
@@ -734,14 +946,27 @@ impl State {
     ) -> Result<Outcome, StatusBody> {
         let key = key(k, ns, name);
         let Some(old) = self.objects.get(&key).cloned() else {
-            return Err(status::not_found(k.api(), name));
+            return Err(if sub == Subresource::Scale {
+                status::subresource_not_found(k.api(), "scale", name)
+            } else {
+                status::not_found(k.api(), name)
+            });
         };
         let current = if sub == Subresource::Scale {
             kinds::scale_of(&old)
         } else {
             kinds::to_wire(k, &old)
         };
-        let incoming = subresource_body(k, sub, &current, patch_type, body)?;
+        let incoming = match (sub, patch_type) {
+            (Subresource::Status, Some(ct)) => {
+                let (mut v, _) = decode_patch(k, &current, ct, body, ctx.field_validation)?;
+                if let Some(m) = v.as_object_mut() {
+                    m.insert("kind".into(), json!(k.api().kind));
+                }
+                v
+            }
+            _ => subresource_body(k, sub, &current, patch_type, body)?,
+        };
         let in_name = incoming
             .pointer("/metadata/name")
             .and_then(Value::as_str)
@@ -757,7 +982,7 @@ impl State {
                 check["metadata"][f] = v.clone();
             }
         }
-        self.check_update_preconditions(ctx.inject_conflict, k, ns, name, &check, &old)?;
+        self.check_update_preconditions(ctx.inject_conflict, true, k, ns, name, &check, &old)?;
         let mut new = old.clone();
         let manager_sub = sub.path();
         if sub == Subresource::Scale {
@@ -778,16 +1003,33 @@ impl State {
             // The body is decoded with defaulting, as every request body is.
             let mut incoming = decoded.value;
             kinds::default_and_normalize(k, &mut incoming);
-            if let (Some(m), Some(s)) = (new.as_object_mut(), incoming.get("status")) {
+            if sub == Subresource::Finalize {
+                let fins = incoming.pointer("/spec/finalizers").cloned();
+                if let Some(spec) = new.get_mut("spec").and_then(Value::as_object_mut) {
+                    match fins {
+                        Some(f) if !f.is_null() => spec.insert("finalizers".into(), f),
+                        _ => spec.remove("finalizers"),
+                    };
+                }
+            } else if let (Some(m), Some(s)) = (new.as_object_mut(), incoming.get("status")) {
                 m.insert("status".into(), s.clone());
             }
         }
         new = schema::normalize(k.schema(), &new);
-        let errs = kinds::validate(k, &new, Some(&old));
+        let errs = if sub == Subresource::Status {
+            kinds::validate_status(k, &new, &old)
+        } else {
+            kinds::validate(k, &new, Some(&old))
+        };
         if !errs.is_empty() {
             return Err(status::invalid(k.api(), name, &errs));
         }
-        let now = time::now_rfc3339();
+        // The scale subresource's entry comes back from the Scale conversion without a time.
+        let now = if sub == Subresource::Scale {
+            String::new()
+        } else {
+            time::now_rfc3339()
+        };
         managed_fields::apply_update(
             &managed_fields::Update {
                 root_type: k.schema(),
@@ -800,6 +1042,16 @@ impl State {
             &mut new,
         );
         new = schema::normalize(k.schema(), &new);
+        if should_delete_during_update(k, &new, &old) {
+            if !ctx.dry_run {
+                self.remove(k, key, old);
+            }
+            return Ok(Outcome {
+                code: 200,
+                body: kinds::to_wire(k, &new),
+                warnings: vec![],
+            });
+        }
         let render = |obj: &Value| {
             if sub == Subresource::Scale {
                 kinds::scale_of(obj)
@@ -892,6 +1144,84 @@ impl State {
     }
 }
 
+/// `shouldDeleteDuringUpdate`: an update leaves no finalizers on an object whose deletion
+/// only waited for them.
+fn should_delete_during_update(k: &dyn Kind, new: &Value, old: &Value) -> bool {
+    // A namespace also waits for its `spec.finalizers` (ShouldDeleteNamespaceDuringUpdate).
+    if k.deletion() == Deletion::Namespace
+        && new
+            .pointer("/spec/finalizers")
+            .and_then(Value::as_array)
+            .is_some_and(|f| !f.is_empty())
+    {
+        return false;
+    }
+    let no_finalizers = new
+        .pointer("/metadata/finalizers")
+        .and_then(Value::as_array)
+        .is_none_or(Vec::is_empty);
+    let deleting = old
+        .pointer("/metadata/deletionTimestamp")
+        .is_some_and(|t| !t.is_null());
+    let grace = old
+        .pointer("/metadata/deletionGracePeriodSeconds")
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    no_finalizers && deleting && grace == 0
+}
+
+/// `BeforeDelete`'s preconditions: the uid and resourceVersion of a DeleteOptions.
+fn check_delete_preconditions(
+    k: &dyn Kind,
+    name: &str,
+    old: &Value,
+    options: &Value,
+) -> Result<(), StatusBody> {
+    let pre = options.get("preconditions").unwrap_or(&Value::Null);
+    for (field, what, why) in [
+        ("uid", "UID", "deleted and then recreated"),
+        ("resourceVersion", "ResourceVersion", "modified"),
+    ] {
+        if let Some(v) = pre.get(field).and_then(Value::as_str)
+            && v != meta_str(old, field)
+        {
+            return Err(status::conflict(
+                k.api().group,
+                k.api().kind,
+                name,
+                &format!(
+                    "the {what} in the precondition ({v}) does not match the {what} in record ({}). The object might have been {why}",
+                    meta_str(old, field)
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `EnsureObjectNamespaceMatchesRequestNamespace`, then `checkName`: the body of a PUT or the
+/// result of a PATCH names the object of the request.
+fn check_namespace_and_name(
+    k: &dyn Kind,
+    ns: &str,
+    name: &str,
+    obj: &Value,
+) -> Result<(), StatusBody> {
+    let obj_ns = meta_str(obj, "namespace");
+    if k.api().namespaced && !obj_ns.is_empty() && obj_ns != ns {
+        return Err(status::bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request",
+        ));
+    }
+    let obj_name = meta_str(obj, "name");
+    if obj_name != name {
+        return Err(status::bad_request(format!(
+            "the name of the object ({obj_name}) does not match the name on the URL ({name})"
+        )));
+    }
+    Ok(())
+}
+
 /// An error answered after decoding carries the decoder's warnings too.
 fn with_warnings(mut e: StatusBody, warnings: &[String]) -> StatusBody {
     for w in warnings {
@@ -941,12 +1271,29 @@ fn subresource_body(
                 match patch::strategic_merge(current, &p, k.schema()) {
                     Ok(v) => v,
                     Err(SmpError::BadRequest(m)) => return Err(status::bad_request(m)),
-                    Err(SmpError::Internal(m)) => return Err(status::internal(&m)),
+                    Err(SmpError::Internal(m)) => return Err(status::unknown_error(&m)),
                 }
             }
         }
     };
     Ok(incoming)
+}
+
+/// The managedFields a create records for `obj`, an object that is answered rather than
+/// stored (a review): compared with the zero object, as on any create.
+pub fn created_fields(k: &dyn Kind, manager: &str, obj: &mut Value) {
+    let now = time::now_rfc3339();
+    managed_fields::apply_update(
+        &managed_fields::Update {
+            root_type: k.schema(),
+            manager,
+            api_version: k.api().api_version,
+            subresource: "",
+            now: &now,
+        },
+        None,
+        obj,
+    );
 }
 
 /// `spec.replicas` of a Scale (absent: 0), as autoscaling/v1 decodes and validates it.

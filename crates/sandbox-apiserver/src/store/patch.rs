@@ -40,8 +40,8 @@ pub fn json_patch(doc: &Value, ops: &[Value]) -> Result<Value, String> {
     Ok(doc)
 }
 
-/// A strategic merge patch failure: `BadRequest` texts are mergepatch's sentinel errors; others
-/// surface as 500 InternalError like the real server.
+/// A strategic merge patch failure: `BadRequest` texts are mergepatch's sentinel errors; the
+/// others are plain Go errors, which the handler passes on as a 500 without a reason.
 #[derive(Debug, PartialEq)]
 pub enum SmpError {
     BadRequest(String),
@@ -49,7 +49,7 @@ pub enum SmpError {
 }
 
 /// Go's `%v` of a decoded JSON value (`map[image:nginx name:web]`).
-fn go_fmt(v: &Value) -> String {
+pub fn go_fmt(v: &Value) -> String {
     match v {
         Value::Object(m) => {
             let mut keys: Vec<&String> = m.keys().collect();
@@ -100,8 +100,8 @@ fn merge_map(
         }
         Some("delete") => return Ok(Map::new()),
         Some(other) => {
-            return Err(SmpError::BadRequest(format!(
-                "Unknown patch type: {other} in map: {}",
+            return Err(SmpError::Internal(format!(
+                "unknown patch type: {other} in map: {}",
                 go_fmt(&Value::Object(patch.clone()))
             )));
         }
@@ -111,9 +111,54 @@ fn merge_map(
         let keep: Vec<&str> = keep.iter().filter_map(Value::as_str).collect();
         orig.retain(|k, _| keep.contains(&k.as_str()));
     }
-    // Directives on lists are applied after the lists themselves.
+    // `$setElementOrder/<list>` first, with the list it orders (mergePatchIntoOriginal).
+    let mut ordered_fields: Vec<&str> = Vec::new();
+    for (k, order) in patch {
+        let Some(field) = k.strip_prefix("$setElementOrder/") else {
+            continue;
+        };
+        let Value::Array(order) = order else {
+            return Err(SmpError::BadRequest(
+                "invalid type for setElementOrder list".into(),
+            ));
+        };
+        ordered_fields.push(field);
+        let (item, strategy) = match field_type(ty, field) {
+            Some(T::List(item, strategy)) => (Some(*item), Some(strategy)),
+            _ => (None, None),
+        };
+        let merge_key = match strategy {
+            Some(L::Map { merge_key, .. }) => Some(*merge_key),
+            _ => None,
+        };
+        let original = match orig.get(field) {
+            Some(Value::Array(a)) => Some(a.clone()),
+            _ => None,
+        };
+        let merged = match (original.clone(), patch.get(field)) {
+            (Some(o), None) => o,
+            (None, Some(Value::Array(p))) => p.clone(),
+            (Some(o), Some(Value::Array(p))) => match (item, strategy) {
+                (Some(item), Some(strategy)) => merge_list(o, p, item, strategy, field)?,
+                _ => p.clone(),
+            },
+            _ => continue,
+        };
+        let (in_order, server_only) = partition(merged, order, merge_key);
+        let server_order = original.unwrap_or_default();
+        orig.insert(
+            field.to_string(),
+            Value::Array(normalize_element_order(
+                in_order,
+                server_only,
+                order,
+                &server_order,
+                merge_key,
+            )),
+        );
+    }
     for (k, v) in patch {
-        if k.starts_with('$') {
+        if k.starts_with('$') || ordered_fields.contains(&k.as_str()) {
             continue;
         }
         let fty = field_type(ty, k);
@@ -150,33 +195,6 @@ fn merge_map(
             if let Some(Value::Array(cur)) = orig.get_mut(field) {
                 cur.retain(|x| !del.contains(x));
             }
-        } else if let Some(field) = k.strip_prefix("$setElementOrder/") {
-            let Value::Array(order) = v else {
-                return Err(SmpError::BadRequest(
-                    "invalid type for setElementOrder list".into(),
-                ));
-            };
-            let merge_key = match field_type(ty, field) {
-                Some(T::List(_, L::Map { merge_key, .. })) => Some(*merge_key),
-                _ => None,
-            };
-            if let Some(Value::Array(cur)) = orig.get_mut(field) {
-                let ident = |x: &Value| -> Value {
-                    match merge_key {
-                        Some(mk) => x.get(mk).cloned().unwrap_or(Value::Null),
-                        None => x.clone(),
-                    }
-                };
-                let wanted: Vec<Value> = order.iter().map(&ident).collect();
-                let mut ordered: Vec<Value> = Vec::new();
-                for w in &wanted {
-                    if let Some(pos) = cur.iter().position(|x| &ident(x) == w) {
-                        ordered.push(cur.remove(pos));
-                    }
-                }
-                ordered.append(cur);
-                *cur = ordered;
-            }
         }
     }
     Ok(orig)
@@ -197,26 +215,90 @@ fn strip_value(v: &Value) -> Value {
     }
 }
 
+/// The identity of a list element: its merge key's value, or the value itself.
+fn ident<'a>(v: &'a Value, merge_key: Option<&str>) -> Option<&'a Value> {
+    match merge_key {
+        Some(mk) => v.get(mk),
+        None => Some(v),
+    }
+}
+
+/// `index`: where an element with the same identity is in `list`.
+fn index_of(list: &[Value], item: &Value, merge_key: Option<&str>) -> Option<usize> {
+    let id = ident(item, merge_key)?;
+    list.iter().position(|x| ident(x, merge_key) == Some(id))
+}
+
+/// `partitionMapsByPresentInList` / `partitionPrimitivesByPresentInList`: the elements named
+/// in `by`, and the others (server-only), each in `merged` order.
+fn partition(
+    merged: Vec<Value>,
+    by: &[Value],
+    merge_key: Option<&str>,
+) -> (Vec<Value>, Vec<Value>) {
+    merged
+        .into_iter()
+        .partition(|x| index_of(by, x, merge_key).is_some())
+}
+
+/// `normalizeElementOrder`: the patch's elements in the patch's order, the server-only ones in
+/// the live order, then interleaved (`mergeSortedSlice`): a server-only element goes first
+/// only when both are in the live list and it came first there, so elements the patch adds
+/// come before the existing ones.
+fn normalize_element_order(
+    mut patch_items: Vec<Value>,
+    mut server_only: Vec<Value>,
+    patch_order: &[Value],
+    server_order: &[Value],
+    merge_key: Option<&str>,
+) -> Vec<Value> {
+    let pos = |list: &[Value], v: &Value| index_of(list, v, merge_key).unwrap_or(usize::MAX);
+    patch_items.sort_by_key(|v| pos(patch_order, v));
+    server_only.sort_by_key(|v| pos(server_order, v));
+    let mut out = Vec::with_capacity(patch_items.len() + server_only.len());
+    let mut left = server_only.into_iter().peekable();
+    let mut right = patch_items.into_iter().peekable();
+    loop {
+        let take_left = match (left.peek(), right.peek()) {
+            (None, None) => break,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (Some(l), Some(r)) => matches!(
+                (index_of(server_order, l, merge_key), index_of(server_order, r, merge_key)),
+                (Some(li), Some(ri)) if li < ri
+            ),
+        };
+        let next = if take_left { left.next() } else { right.next() };
+        out.extend(next);
+    }
+    out
+}
+
 fn merge_list(
-    mut orig: Vec<Value>,
+    orig: Vec<Value>,
     patch: &[Value],
     item: &'static T,
     strategy: &L,
     field: &str,
 ) -> Result<Vec<Value>, SmpError> {
-    // `[{"$patch": "replace"}, …]` replaces the whole list.
-    let replace = patch
-        .iter()
-        .any(|p| p.get("$patch").and_then(Value::as_str) == Some("replace"));
-    if replace {
-        return Ok(patch
-            .iter()
-            .filter(|p| p.get("$patch").is_none())
-            .map(strip_value)
-            .collect());
+    if orig.is_empty() && patch.is_empty() {
+        return Ok(orig);
     }
     match strategy {
-        L::Atomic => Ok(patch.iter().map(strip_value).collect()),
+        L::Atomic => {
+            // `[{"$patch": "replace"}, …]` of a list without a merge strategy: the elements.
+            let replace = patch
+                .iter()
+                .any(|p| p.get("$patch").and_then(Value::as_str) == Some("replace"));
+            if replace {
+                return Ok(patch
+                    .iter()
+                    .filter(|p| p.get("$patch").is_none())
+                    .map(strip_value)
+                    .collect());
+            }
+            Ok(patch.iter().map(strip_value).collect())
+        }
         L::Set => {
             for p in patch {
                 if p.is_object() || p.is_array() {
@@ -224,57 +306,112 @@ fn merge_list(
                         "The patch format for primitive lists is not supported by this version of the API".into(),
                     ));
                 }
-                if !orig.contains(p) {
-                    orig.push(p.clone());
+            }
+            // deduplicateScalars(append(original, patch…)), then the patch's elements first.
+            let mut merged: Vec<Value> = Vec::new();
+            for v in orig.iter().chain(patch) {
+                if !merged.contains(v) {
+                    merged.push(v.clone());
                 }
             }
-            Ok(orig)
+            let (in_patch, server_only) = partition(merged, patch, None);
+            Ok(normalize_element_order(
+                in_patch,
+                server_only,
+                patch,
+                &orig,
+                None,
+            ))
         }
         L::Map { merge_key, .. } => {
+            // mergeSliceWithSpecialElements: `$patch: delete` elements remove, `replace`
+            // replaces the list by the other elements.
+            let mut orig = orig;
+            let mut items: Vec<&Value> = Vec::new();
+            let mut replace = false;
+            // sliceElementType: every element of both lists of one Go type.
+            let kind = |v: &Value| std::mem::discriminant(v);
+            if let Some(first) = orig.iter().chain(patch.iter()).next()
+                && orig
+                    .iter()
+                    .chain(patch.iter())
+                    .any(|v| kind(v) != kind(first))
+            {
+                return Err(SmpError::Internal(format!(
+                    "list element types are not identical: [{} {}]",
+                    go_fmt(&Value::Array(orig.clone())),
+                    go_fmt(&Value::Array(patch.to_vec()))
+                )));
+            }
             for p in patch {
                 let Value::Object(pm) = p else {
                     return Err(SmpError::Internal(format!(
                         "unable to find api field in struct {field} for the json field"
                     )));
                 };
-                let directive = pm.get("$patch").and_then(Value::as_str);
-                let Some(key_val) = pm.get(*merge_key) else {
+                match pm.get("$patch").and_then(Value::as_str) {
+                    None => items.push(p),
+                    Some("delete") => {
+                        let Some(key_val) = pm.get(*merge_key) else {
+                            return Err(SmpError::Internal(format!(
+                                "map: {} does not contain declared merge key: {merge_key}",
+                                go_fmt(p)
+                            )));
+                        };
+                        orig.retain(|o| o.get(*merge_key) != Some(key_val));
+                    }
+                    Some("replace") => replace = true,
+                    Some("merge") => {
+                        return Err(SmpError::Internal(
+                            "merging lists cannot yet be specified in the patch".into(),
+                        ));
+                    }
+                    Some(other) => {
+                        return Err(SmpError::Internal(format!(
+                            "unknown patch type: {other} in map: {}",
+                            go_fmt(p)
+                        )));
+                    }
+                }
+            }
+            if replace {
+                return Ok(items.into_iter().map(strip_value).collect());
+            }
+            let server_order = orig.clone();
+            let mut merged = orig;
+            // mergeSliceWithoutSpecialElements: merge into the element with the same key, or
+            // append.
+            for p in &items {
+                let Some(key_val) = p.get(*merge_key) else {
                     return Err(SmpError::Internal(format!(
                         "map: {} does not contain declared merge key: {merge_key}",
                         go_fmt(p)
                     )));
                 };
-                let pos = orig.iter().position(|o| o.get(*merge_key) == Some(key_val));
-                match directive {
-                    Some("delete") => {
-                        orig.retain(|o| o.get(*merge_key) != Some(key_val));
+                let pm = p.as_object().cloned().unwrap_or_default();
+                match merged
+                    .iter()
+                    .position(|o| o.get(*merge_key) == Some(key_val))
+                {
+                    Some(i) => {
+                        let cur = match merged[i].clone() {
+                            Value::Object(o) => o,
+                            _ => Map::new(),
+                        };
+                        merged[i] = Value::Object(merge_map(cur, &pm, Some(item))?);
                     }
-                    Some("replace") => {
-                        let v = Value::Object(strip_directives(pm));
-                        match pos {
-                            Some(i) => orig[i] = v,
-                            None => orig.push(v),
-                        }
-                    }
-                    Some(other) => {
-                        return Err(SmpError::BadRequest(format!(
-                            "Unknown patch type: {other} in map: {}",
-                            go_fmt(p)
-                        )));
-                    }
-                    None => match pos {
-                        Some(i) => {
-                            let cur = match orig[i].clone() {
-                                Value::Object(o) => o,
-                                _ => Map::new(),
-                            };
-                            orig[i] = Value::Object(merge_map(cur, pm, Some(item))?);
-                        }
-                        None => orig.push(Value::Object(merge_map(Map::new(), pm, Some(item))?)),
-                    },
+                    None => merged.push(Value::Object(merge_map(Map::new(), &pm, Some(item))?)),
                 }
             }
-            Ok(orig)
+            let patch_order: Vec<Value> = items.into_iter().cloned().collect();
+            let (in_patch, server_only) = partition(merged, &patch_order, Some(merge_key));
+            Ok(normalize_element_order(
+                in_patch,
+                server_only,
+                &patch_order,
+                &server_order,
+                Some(merge_key),
+            ))
         }
     }
 }
@@ -323,6 +460,29 @@ mod tests {
                 .len(),
             2
         );
+    }
+
+    #[test]
+    fn elements_the_patch_adds_come_before_the_existing_ones() {
+        let orig = json!({"spec":{"template":{"spec":{"containers":[
+            {"name":"sidecar"},{"name":"app"},{"name":"proxy"}]}}}});
+        let p = json!({"spec":{"template":{"spec":{"containers":[
+            {"name":"zeta"},{"name":"app","image":"x"},{"name":"alpha"}]}}}});
+        let out = strategic_merge(&orig, &p, schema::DEPLOYMENT).unwrap();
+        let names: Vec<&str> = out["spec"]["template"]["spec"]["containers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["zeta", "sidecar", "app", "alpha", "proxy"]);
+        let fin = strategic_merge(
+            &json!({"metadata":{"finalizers":["a"]}}),
+            &json!({"metadata":{"finalizers":["b","a"]}}),
+            schema::DEPLOYMENT,
+        )
+        .unwrap();
+        assert_eq!(fin["metadata"]["finalizers"], json!(["b", "a"]));
     }
 
     #[test]

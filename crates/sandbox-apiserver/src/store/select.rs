@@ -24,10 +24,16 @@ impl Selectors {
         let field = FieldSelector::parse(field.unwrap_or("")).map_err(status::bad_request)?;
         for t in &field.terms {
             if !kinds::field_label_supported(k, &t.field) {
-                return Err(status::bad_request(format!(
-                    "field label not supported: {}",
-                    t.field
-                )));
+                // Kinds with field labels of their own have a conversion function saying so;
+                // the others get DefaultMetaV1FieldSelectorConversion's text.
+                return Err(status::bad_request(if k.field_labels().is_empty() {
+                    format!(
+                        "{} is not a known field selector: only \"metadata.name\", \"metadata.namespace\"",
+                        status::go_quote(&t.field)
+                    )
+                } else {
+                    format!("field label not supported: {}", t.field)
+                }));
             }
         }
         Ok(Selectors { label, field })

@@ -163,6 +163,8 @@ async fn run_sandbox_side(
         tls: true,
         // Far from small numbers that messages contain, so versions are recognised in them.
         initial_resource_version: 1_000_000,
+        // The reference server's Service range.
+        service_cidr: normalize::REFERENCE_SERVICE_CIDR.into(),
         ..Default::default()
     })
     .map_err(|e| format!("cannot start a sandbox: {e}"))?;

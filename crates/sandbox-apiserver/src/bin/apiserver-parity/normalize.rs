@@ -17,7 +17,8 @@
 //! * timestamps (RFC 3339) become `<time>`, a Table's `Age` cells `<age>`, discovery's server
 //!   addresses `<address>`, an `Etag` `<etag>`; managedFields entries are ordered by operation
 //!   and manager (the server orders them by time first, at a resolution of a second);
-//! * inside messages, known uids, versions, generated names and timestamps are replaced the
+//! * inside messages (and text bodies: YAML, plain text), known uids, versions, generated
+//!   names and timestamps are replaced the
 //!   same way, and so are the revisions only the server knows ("too old resource version:
 //!   N (M)", "current: N").
 //!
@@ -43,6 +44,11 @@ pub const COMPARED_HEADERS: &[&str] = &[
     "Content-Encoding",
     "Www-Authenticate",
 ];
+
+/// The Service IP range of the reference server the fixtures come from (its
+/// `--service-cluster-ip-range`): the sandbox under comparison is started with it, since
+/// messages quote it.
+pub const REFERENCE_SERVICE_CIDR: &str = "10.0.0.0/24";
 
 /// Go's canonical form of a header name (`content-type` → `Content-Type`).
 pub fn canonical_header(name: &str) -> String {
@@ -158,7 +164,13 @@ pub struct Side {
     pub generate_prefixes: Vec<String>,
     per_object: std::collections::HashMap<String, usize>,
     per_class: std::collections::HashMap<String, usize>,
+    /// The Age column of the last Table with column definitions: a watch's later Table events
+    /// come without them.
+    table_age_column: Option<usize>,
     max_rv: u64,
+    /// The revision of the list a text body (YAML) holds: `<rv:current>` there, whatever object
+    /// has the same version.
+    text_current: Option<String>,
     pub problems: Vec<String>,
 }
 
@@ -317,11 +329,23 @@ impl Side {
                 out = out.replace(value.as_str(), label);
             }
         }
-        // Whole decimal numbers that are known versions.
+        // Whole decimal numbers that are known versions (not digits inside a word: a hash
+        // in a generated name may contain one).
         let mut result = String::with_capacity(out.len());
         let mut digits = String::new();
-        let flush = |digits: &mut String, result: &mut String| {
+        let mut in_word = false;
+        let flush = |digits: &mut String, result: &mut String, whole: bool| {
             if !digits.is_empty() {
+                if !whole {
+                    result.push_str(digits);
+                    digits.clear();
+                    return;
+                }
+                if self.text_current.as_deref() == Some(digits.as_str()) {
+                    result.push_str("<rv:current>");
+                    digits.clear();
+                    return;
+                }
                 match self
                     .labels
                     .iter()
@@ -336,15 +360,22 @@ impl Side {
                 digits.clear();
             }
         };
+        // Whether the run of digits began right after a letter.
+        let mut after_letter = false;
         for c in out.chars() {
             if c.is_ascii_digit() {
+                if digits.is_empty() {
+                    after_letter = in_word;
+                }
                 digits.push(c);
             } else {
-                flush(&mut digits, &mut result);
+                let whole = !after_letter && !c.is_ascii_alphabetic();
+                flush(&mut digits, &mut result, whole);
                 result.push(c);
+                in_word = c.is_ascii_alphabetic();
             }
         }
-        flush(&mut digits, &mut result);
+        flush(&mut digits, &mut result, !after_letter);
         result
     }
 
@@ -368,8 +399,32 @@ impl Side {
                     .collect();
                 out.insert("events".into(), Value::Array(ev));
             }
+            // A text body (YAML, plain text) is free text, like a message; a YAML object is
+            // read first for its random values (a new object's uid and version).
             None => {
-                let b = self.value(body, "/body", &Ctx::default());
+                let b = match body {
+                    Value::String(s) => {
+                        if let Ok(doc) = serde_saphyr::from_str::<Value>(s)
+                            && doc.is_object()
+                        {
+                            self.value(&doc, "/body", &Ctx::default());
+                            let is_list = doc.get("items").is_some()
+                                || doc
+                                    .get("kind")
+                                    .and_then(Value::as_str)
+                                    .is_some_and(|k| k.ends_with("List") || k == "Table");
+                            self.text_current = doc
+                                .pointer("/metadata/resourceVersion")
+                                .and_then(Value::as_str)
+                                .filter(|_| is_list)
+                                .map(str::to_string);
+                        }
+                        let t = json!(self.text(s));
+                        self.text_current = None;
+                        t
+                    }
+                    other => self.value(other, "/body", &Ctx::default()),
+                };
                 out.insert("body".into(), b);
             }
         }
@@ -441,6 +496,15 @@ impl Side {
             json!(self.label("uid", s, None))
         } else if is_ip(s) {
             json!(self.label("ip", s, None))
+        } else if s.contains("/TCP") || s.contains("/UDP") || s.contains("/SCTP") {
+            // A Service's PORT(S) cell: `80:31234/TCP` carries the node port.
+            let mut out = s.to_string();
+            for (v, l) in &self.labels {
+                if l.starts_with("<nodePort:") {
+                    out = out.replace(&format!(":{v}/"), &format!(":{l}/"));
+                }
+            }
+            json!(out)
         } else if self.generate_prefixes.is_empty() {
             json!(s)
         } else {
@@ -482,13 +546,16 @@ impl Side {
             .as_deref()
             .and_then(|k| k.strip_suffix("List"))
             .map(str::to_string);
-        let age_column = m
-            .get("columnDefinitions")
-            .and_then(Value::as_array)
-            .and_then(|cols| {
-                cols.iter()
-                    .position(|c| c.get("name").and_then(Value::as_str) == Some("Age"))
-            });
+        let age_column = match m.get("columnDefinitions") {
+            Some(Value::Array(cols)) => {
+                self.table_age_column = cols
+                    .iter()
+                    .position(|c| c.get("name").and_then(Value::as_str) == Some("Age"));
+                self.table_age_column
+            }
+            Some(Value::Null) => self.table_age_column,
+            _ => None,
+        };
         // /version: two builds of the same release differ in these.
         let version_info = m.contains_key("gitVersion") && m.contains_key("gitCommit");
         let mut out = Map::new();
@@ -506,10 +573,13 @@ impl Side {
                     Some((owner, false)) => self.rv(s, owner.clone().as_deref(), &p),
                     None => self.rv(s, None, &p),
                 },
-                ("uid", Value::String(s)) if !s.is_empty() => match &ctx.metadata_of {
-                    Some((owner, _)) => self.uid(s, owner.clone().as_deref(), &p),
-                    None => self.uid(s, None, &p),
-                },
+                // An object's uid (a user's, in a UserInfo, is a name).
+                ("uid", Value::String(s)) if !s.is_empty() && !path.ends_with("/userInfo") => {
+                    match &ctx.metadata_of {
+                        Some((owner, _)) => self.uid(s, owner.clone().as_deref(), &p),
+                        None => self.uid(s, None, &p),
+                    }
+                }
                 ("metadata", Value::Object(meta)) => self.object(
                     meta,
                     &p,
@@ -550,6 +620,23 @@ impl Side {
                     sorted.sort_by_key(|e| {
                         ["operation", "manager", "subresource", "apiVersion"]
                             .map(|k| e.get(k).and_then(Value::as_str).unwrap_or("").to_string())
+                    });
+                    self.value(&Value::Array(sorted), &p, &Ctx::default())
+                }
+                // A custom resource group's APIResourceList is in the order the server's CRD
+                // cache lists them, which changes when CRDs are touched: order by name.
+                ("resources", Value::Array(resources))
+                    if m.get("kind").and_then(Value::as_str) == Some("APIResourceList")
+                        && m.get("groupVersion")
+                            .and_then(Value::as_str)
+                            .is_some_and(|gv| gv.starts_with("gateway.networking.")) =>
+                {
+                    let mut sorted = resources.clone();
+                    sorted.sort_by_key(|r| {
+                        r.get("name")
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                            .to_string()
                     });
                     self.value(&Value::Array(sorted), &p, &Ctx::default())
                 }

@@ -34,8 +34,8 @@ pub static TYPES: &[TypeDef] = &[
             FieldDef {
                 name: "time",
                 ty: T::Time,
-                omitempty: false,
-                ptr: false,
+                omitempty: true,
+                ptr: true,
                 go_type: "v1.Time",
             },
             FieldDef {
@@ -65,7 +65,7 @@ pub static TYPES: &[TypeDef] = &[
     TypeDef {
         name: "OwnerReference",
         go_name: "v1.OwnerReference",
-        atomic: false,
+        atomic: true,
         fields: &[
             FieldDef {
                 name: "apiVersion",
@@ -358,7 +358,7 @@ pub static TYPES: &[TypeDef] = &[
     TypeDef {
         name: "NodeSelectorTerm",
         go_name: "v1.NodeSelectorTerm",
-        atomic: false,
+        atomic: true,
         fields: &[
             FieldDef {
                 name: "matchExpressions",
@@ -383,18 +383,18 @@ pub static TYPES: &[TypeDef] = &[
         atomic: false,
         fields: &[
             FieldDef {
-                name: "preference",
-                ty: T::Obj(8),
-                omitempty: false,
-                ptr: false,
-                go_type: "v1.NodeSelectorTerm",
-            },
-            FieldDef {
                 name: "weight",
                 ty: T::I32,
                 omitempty: false,
                 ptr: false,
                 go_type: "int32",
+            },
+            FieldDef {
+                name: "preference",
+                ty: T::Obj(8),
+                omitempty: false,
+                ptr: false,
+                go_type: "v1.NodeSelectorTerm",
             },
         ],
     },
@@ -418,18 +418,18 @@ pub static TYPES: &[TypeDef] = &[
         atomic: false,
         fields: &[
             FieldDef {
-                name: "preferredDuringSchedulingIgnoredDuringExecution",
-                ty: T::List(&T::Obj(9), L::Atomic),
-                omitempty: true,
-                ptr: false,
-                go_type: "[]v1.PreferredSchedulingTerm",
-            },
-            FieldDef {
                 name: "requiredDuringSchedulingIgnoredDuringExecution",
                 ty: T::Obj(10),
                 omitempty: true,
                 ptr: true,
                 go_type: "v1.NodeSelector",
+            },
+            FieldDef {
+                name: "preferredDuringSchedulingIgnoredDuringExecution",
+                ty: T::List(&T::Obj(9), L::Atomic),
+                omitempty: true,
+                ptr: false,
+                go_type: "[]v1.PreferredSchedulingTerm",
             },
         ],
     },
@@ -441,27 +441,6 @@ pub static TYPES: &[TypeDef] = &[
         fields: &[
             FieldDef {
                 name: "labelSelector",
-                ty: T::Obj(4),
-                omitempty: true,
-                ptr: true,
-                go_type: "v1.LabelSelector",
-            },
-            FieldDef {
-                name: "matchLabelKeys",
-                ty: T::List(&T::Str, L::Atomic),
-                omitempty: true,
-                ptr: false,
-                go_type: "[]string",
-            },
-            FieldDef {
-                name: "mismatchLabelKeys",
-                ty: T::List(&T::Str, L::Atomic),
-                omitempty: true,
-                ptr: false,
-                go_type: "[]string",
-            },
-            FieldDef {
-                name: "namespaceSelector",
                 ty: T::Obj(4),
                 omitempty: true,
                 ptr: true,
@@ -481,6 +460,13 @@ pub static TYPES: &[TypeDef] = &[
                 ptr: false,
                 go_type: "string",
             },
+            FieldDef {
+                name: "namespaceSelector",
+                ty: T::Obj(4),
+                omitempty: true,
+                ptr: true,
+                go_type: "v1.LabelSelector",
+            },
         ],
     },
     // 13
@@ -490,18 +476,18 @@ pub static TYPES: &[TypeDef] = &[
         atomic: false,
         fields: &[
             FieldDef {
-                name: "podAffinityTerm",
-                ty: T::Obj(12),
-                omitempty: false,
-                ptr: false,
-                go_type: "v1.PodAffinityTerm",
-            },
-            FieldDef {
                 name: "weight",
                 ty: T::I32,
                 omitempty: false,
                 ptr: false,
                 go_type: "int32",
+            },
+            FieldDef {
+                name: "podAffinityTerm",
+                ty: T::Obj(12),
+                omitempty: false,
+                ptr: false,
+                go_type: "v1.PodAffinityTerm",
             },
         ],
     },
@@ -512,18 +498,18 @@ pub static TYPES: &[TypeDef] = &[
         atomic: false,
         fields: &[
             FieldDef {
-                name: "preferredDuringSchedulingIgnoredDuringExecution",
-                ty: T::List(&T::Obj(13), L::Atomic),
-                omitempty: true,
-                ptr: false,
-                go_type: "[]v1.WeightedPodAffinityTerm",
-            },
-            FieldDef {
                 name: "requiredDuringSchedulingIgnoredDuringExecution",
                 ty: T::List(&T::Obj(12), L::Atomic),
                 omitempty: true,
                 ptr: false,
                 go_type: "[]v1.PodAffinityTerm",
+            },
+            FieldDef {
+                name: "preferredDuringSchedulingIgnoredDuringExecution",
+                ty: T::List(&T::Obj(13), L::Atomic),
+                omitempty: true,
+                ptr: false,
+                go_type: "[]v1.WeightedPodAffinityTerm",
             },
         ],
     },
@@ -534,18 +520,18 @@ pub static TYPES: &[TypeDef] = &[
         atomic: false,
         fields: &[
             FieldDef {
-                name: "preferredDuringSchedulingIgnoredDuringExecution",
-                ty: T::List(&T::Obj(13), L::Atomic),
-                omitempty: true,
-                ptr: false,
-                go_type: "[]v1.WeightedPodAffinityTerm",
-            },
-            FieldDef {
                 name: "requiredDuringSchedulingIgnoredDuringExecution",
                 ty: T::List(&T::Obj(12), L::Atomic),
                 omitempty: true,
                 ptr: false,
                 go_type: "[]v1.PodAffinityTerm",
+            },
+            FieldDef {
+                name: "preferredDuringSchedulingIgnoredDuringExecution",
+                ty: T::List(&T::Obj(13), L::Atomic),
+                omitempty: true,
+                ptr: false,
+                go_type: "[]v1.WeightedPodAffinityTerm",
             },
         ],
     },
@@ -905,19 +891,6 @@ pub static TYPES: &[TypeDef] = &[
     },
     // 29
     TypeDef {
-        name: "SleepAction",
-        go_name: "v1.SleepAction",
-        atomic: false,
-        fields: &[FieldDef {
-            name: "seconds",
-            ty: T::I64,
-            omitempty: false,
-            ptr: false,
-            go_type: "int64",
-        }],
-    },
-    // 30
-    TypeDef {
         name: "TCPSocketAction",
         go_name: "v1.TCPSocketAction",
         atomic: false,
@@ -938,7 +911,7 @@ pub static TYPES: &[TypeDef] = &[
             },
         ],
     },
-    // 31
+    // 30
     TypeDef {
         name: "LifecycleHandler",
         go_name: "v1.LifecycleHandler",
@@ -960,21 +933,14 @@ pub static TYPES: &[TypeDef] = &[
             },
             FieldDef {
                 name: "tcpSocket",
-                ty: T::Obj(30),
+                ty: T::Obj(29),
                 omitempty: true,
                 ptr: true,
                 go_type: "v1.TCPSocketAction",
             },
-            FieldDef {
-                name: "sleep",
-                ty: T::Obj(29),
-                omitempty: true,
-                ptr: true,
-                go_type: "v1.SleepAction",
-            },
         ],
     },
-    // 32
+    // 31
     TypeDef {
         name: "Lifecycle",
         go_name: "v1.Lifecycle",
@@ -982,28 +948,21 @@ pub static TYPES: &[TypeDef] = &[
         fields: &[
             FieldDef {
                 name: "postStart",
-                ty: T::Obj(31),
+                ty: T::Obj(30),
                 omitempty: true,
                 ptr: true,
                 go_type: "v1.LifecycleHandler",
             },
             FieldDef {
                 name: "preStop",
-                ty: T::Obj(31),
+                ty: T::Obj(30),
                 omitempty: true,
                 ptr: true,
                 go_type: "v1.LifecycleHandler",
             },
-            FieldDef {
-                name: "stopSignal",
-                ty: T::Str,
-                omitempty: true,
-                ptr: false,
-                go_type: "string",
-            },
         ],
     },
-    // 33
+    // 32
     TypeDef {
         name: "GRPCAction",
         go_name: "v1.GRPCAction",
@@ -1025,7 +984,7 @@ pub static TYPES: &[TypeDef] = &[
             },
         ],
     },
-    // 34
+    // 33
     TypeDef {
         name: "Probe",
         go_name: "v1.Probe",
@@ -1047,14 +1006,14 @@ pub static TYPES: &[TypeDef] = &[
             },
             FieldDef {
                 name: "tcpSocket",
-                ty: T::Obj(30),
+                ty: T::Obj(29),
                 omitempty: true,
                 ptr: true,
                 go_type: "v1.TCPSocketAction",
             },
             FieldDef {
                 name: "grpc",
-                ty: T::Obj(33),
+                ty: T::Obj(32),
                 omitempty: true,
                 ptr: true,
                 go_type: "v1.GRPCAction",
@@ -1103,7 +1062,7 @@ pub static TYPES: &[TypeDef] = &[
             },
         ],
     },
-    // 35
+    // 34
     TypeDef {
         name: "ContainerPort",
         go_name: "v1.ContainerPort",
@@ -1146,7 +1105,7 @@ pub static TYPES: &[TypeDef] = &[
             },
         ],
     },
-    // 36
+    // 35
     TypeDef {
         name: "ContainerResizePolicy",
         go_name: "v1.ContainerResizePolicy",
@@ -1168,29 +1127,20 @@ pub static TYPES: &[TypeDef] = &[
             },
         ],
     },
-    // 37
+    // 36
     TypeDef {
         name: "ResourceClaim",
         go_name: "v1.ResourceClaim",
         atomic: false,
-        fields: &[
-            FieldDef {
-                name: "name",
-                ty: T::Str,
-                omitempty: false,
-                ptr: false,
-                go_type: "string",
-            },
-            FieldDef {
-                name: "request",
-                ty: T::Str,
-                omitempty: true,
-                ptr: false,
-                go_type: "string",
-            },
-        ],
+        fields: &[FieldDef {
+            name: "name",
+            ty: T::Str,
+            omitempty: false,
+            ptr: false,
+            go_type: "string",
+        }],
     },
-    // 38
+    // 37
     TypeDef {
         name: "ResourceRequirements",
         go_name: "v1.ResourceRequirements",
@@ -1213,7 +1163,7 @@ pub static TYPES: &[TypeDef] = &[
             FieldDef {
                 name: "claims",
                 ty: T::List(
-                    &T::Obj(37),
+                    &T::Obj(36),
                     L::Map {
                         merge_key: "name",
                         keys: &["name"],
@@ -1225,29 +1175,7 @@ pub static TYPES: &[TypeDef] = &[
             },
         ],
     },
-    // 39
-    TypeDef {
-        name: "AppArmorProfile",
-        go_name: "v1.AppArmorProfile",
-        atomic: false,
-        fields: &[
-            FieldDef {
-                name: "localhostProfile",
-                ty: T::Str,
-                omitempty: true,
-                ptr: false,
-                go_type: "string",
-            },
-            FieldDef {
-                name: "type",
-                ty: T::Str,
-                omitempty: false,
-                ptr: false,
-                go_type: "string",
-            },
-        ],
-    },
-    // 40
+    // 38
     TypeDef {
         name: "Capabilities",
         go_name: "v1.Capabilities",
@@ -1269,14 +1197,14 @@ pub static TYPES: &[TypeDef] = &[
             },
         ],
     },
-    // 41
+    // 39
     TypeDef {
         name: "SELinuxOptions",
         go_name: "v1.SELinuxOptions",
         atomic: false,
         fields: &[
             FieldDef {
-                name: "level",
+                name: "user",
                 ty: T::Str,
                 omitempty: true,
                 ptr: false,
@@ -1297,7 +1225,7 @@ pub static TYPES: &[TypeDef] = &[
                 go_type: "string",
             },
             FieldDef {
-                name: "user",
+                name: "level",
                 ty: T::Str,
                 omitempty: true,
                 ptr: false,
@@ -1305,19 +1233,12 @@ pub static TYPES: &[TypeDef] = &[
             },
         ],
     },
-    // 42
+    // 40
     TypeDef {
         name: "SeccompProfile",
         go_name: "v1.SeccompProfile",
         atomic: false,
         fields: &[
-            FieldDef {
-                name: "localhostProfile",
-                ty: T::Str,
-                omitempty: true,
-                ptr: false,
-                go_type: "string",
-            },
             FieldDef {
                 name: "type",
                 ty: T::Str,
@@ -1325,14 +1246,28 @@ pub static TYPES: &[TypeDef] = &[
                 ptr: false,
                 go_type: "string",
             },
+            FieldDef {
+                name: "localhostProfile",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
         ],
     },
-    // 43
+    // 41
     TypeDef {
         name: "WindowsSecurityContextOptions",
         go_name: "v1.WindowsSecurityContextOptions",
         atomic: false,
         fields: &[
+            FieldDef {
+                name: "gmsaCredentialSpecName",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
             FieldDef {
                 name: "gmsaCredentialSpec",
                 ty: T::Str,
@@ -1341,7 +1276,7 @@ pub static TYPES: &[TypeDef] = &[
                 go_type: "string",
             },
             FieldDef {
-                name: "gmsaCredentialSpecName",
+                name: "runAsUserName",
                 ty: T::Str,
                 omitempty: true,
                 ptr: false,
@@ -1354,16 +1289,9 @@ pub static TYPES: &[TypeDef] = &[
                 ptr: true,
                 go_type: "bool",
             },
-            FieldDef {
-                name: "runAsUserName",
-                ty: T::Str,
-                omitempty: true,
-                ptr: false,
-                go_type: "string",
-            },
         ],
     },
-    // 44
+    // 42
     TypeDef {
         name: "SecurityContext",
         go_name: "v1.SecurityContext",
@@ -1371,7 +1299,7 @@ pub static TYPES: &[TypeDef] = &[
         fields: &[
             FieldDef {
                 name: "capabilities",
-                ty: T::Obj(40),
+                ty: T::Obj(38),
                 omitempty: true,
                 ptr: true,
                 go_type: "v1.Capabilities",
@@ -1385,14 +1313,14 @@ pub static TYPES: &[TypeDef] = &[
             },
             FieldDef {
                 name: "seLinuxOptions",
-                ty: T::Obj(41),
+                ty: T::Obj(39),
                 omitempty: true,
                 ptr: true,
                 go_type: "v1.SELinuxOptions",
             },
             FieldDef {
                 name: "windowsOptions",
-                ty: T::Obj(43),
+                ty: T::Obj(41),
                 omitempty: true,
                 ptr: true,
                 go_type: "v1.WindowsSecurityContextOptions",
@@ -1441,33 +1369,19 @@ pub static TYPES: &[TypeDef] = &[
             },
             FieldDef {
                 name: "seccompProfile",
-                ty: T::Obj(42),
+                ty: T::Obj(40),
                 omitempty: true,
                 ptr: true,
                 go_type: "v1.SeccompProfile",
             },
-            FieldDef {
-                name: "appArmorProfile",
-                ty: T::Obj(39),
-                omitempty: true,
-                ptr: true,
-                go_type: "v1.AppArmorProfile",
-            },
         ],
     },
-    // 45
+    // 43
     TypeDef {
         name: "VolumeDevice",
         go_name: "v1.VolumeDevice",
         atomic: false,
         fields: &[
-            FieldDef {
-                name: "devicePath",
-                ty: T::Str,
-                omitempty: false,
-                ptr: false,
-                go_type: "string",
-            },
             FieldDef {
                 name: "name",
                 ty: T::Str,
@@ -1475,9 +1389,16 @@ pub static TYPES: &[TypeDef] = &[
                 ptr: false,
                 go_type: "string",
             },
+            FieldDef {
+                name: "devicePath",
+                ty: T::Str,
+                omitempty: false,
+                ptr: false,
+                go_type: "string",
+            },
         ],
     },
-    // 46
+    // 44
     TypeDef {
         name: "VolumeMount",
         go_name: "v1.VolumeMount",
@@ -1496,13 +1417,6 @@ pub static TYPES: &[TypeDef] = &[
                 omitempty: true,
                 ptr: false,
                 go_type: "bool",
-            },
-            FieldDef {
-                name: "recursiveReadOnly",
-                ty: T::Str,
-                omitempty: true,
-                ptr: false,
-                go_type: "string",
             },
             FieldDef {
                 name: "mountPath",
@@ -1534,7 +1448,7 @@ pub static TYPES: &[TypeDef] = &[
             },
         ],
     },
-    // 47
+    // 45
     TypeDef {
         name: "Container",
         go_name: "v1.Container",
@@ -1578,7 +1492,7 @@ pub static TYPES: &[TypeDef] = &[
             FieldDef {
                 name: "ports",
                 ty: T::List(
-                    &T::Obj(35),
+                    &T::Obj(34),
                     L::Map {
                         merge_key: "containerPort",
                         keys: &["containerPort", "protocol"],
@@ -1610,14 +1524,14 @@ pub static TYPES: &[TypeDef] = &[
             },
             FieldDef {
                 name: "resources",
-                ty: T::Obj(38),
+                ty: T::Obj(37),
                 omitempty: false,
                 ptr: false,
                 go_type: "v1.ResourceRequirements",
             },
             FieldDef {
                 name: "resizePolicy",
-                ty: T::List(&T::Obj(36), L::Atomic),
+                ty: T::List(&T::Obj(35), L::Atomic),
                 omitempty: true,
                 ptr: false,
                 go_type: "[]v1.ContainerResizePolicy",
@@ -1632,7 +1546,7 @@ pub static TYPES: &[TypeDef] = &[
             FieldDef {
                 name: "volumeMounts",
                 ty: T::List(
-                    &T::Obj(46),
+                    &T::Obj(44),
                     L::Map {
                         merge_key: "mountPath",
                         keys: &["mountPath"],
@@ -1645,7 +1559,7 @@ pub static TYPES: &[TypeDef] = &[
             FieldDef {
                 name: "volumeDevices",
                 ty: T::List(
-                    &T::Obj(45),
+                    &T::Obj(43),
                     L::Map {
                         merge_key: "devicePath",
                         keys: &["devicePath"],
@@ -1657,28 +1571,28 @@ pub static TYPES: &[TypeDef] = &[
             },
             FieldDef {
                 name: "livenessProbe",
-                ty: T::Obj(34),
+                ty: T::Obj(33),
                 omitempty: true,
                 ptr: true,
                 go_type: "v1.Probe",
             },
             FieldDef {
                 name: "readinessProbe",
-                ty: T::Obj(34),
+                ty: T::Obj(33),
                 omitempty: true,
                 ptr: true,
                 go_type: "v1.Probe",
             },
             FieldDef {
                 name: "startupProbe",
-                ty: T::Obj(34),
+                ty: T::Obj(33),
                 omitempty: true,
                 ptr: true,
                 go_type: "v1.Probe",
             },
             FieldDef {
                 name: "lifecycle",
-                ty: T::Obj(32),
+                ty: T::Obj(31),
                 omitempty: true,
                 ptr: true,
                 go_type: "v1.Lifecycle",
@@ -1706,7 +1620,7 @@ pub static TYPES: &[TypeDef] = &[
             },
             FieldDef {
                 name: "securityContext",
-                ty: T::Obj(44),
+                ty: T::Obj(42),
                 omitempty: true,
                 ptr: true,
                 go_type: "v1.SecurityContext",
@@ -1734,7 +1648,7 @@ pub static TYPES: &[TypeDef] = &[
             },
         ],
     },
-    // 48
+    // 46
     TypeDef {
         name: "PodDNSConfigOption",
         go_name: "v1.PodDNSConfigOption",
@@ -1756,7 +1670,7 @@ pub static TYPES: &[TypeDef] = &[
             },
         ],
     },
-    // 49
+    // 47
     TypeDef {
         name: "PodDNSConfig",
         go_name: "v1.PodDNSConfig",
@@ -1770,27 +1684,48 @@ pub static TYPES: &[TypeDef] = &[
                 go_type: "[]string",
             },
             FieldDef {
-                name: "options",
-                ty: T::List(&T::Obj(48), L::Atomic),
-                omitempty: true,
-                ptr: false,
-                go_type: "[]v1.PodDNSConfigOption",
-            },
-            FieldDef {
                 name: "searches",
                 ty: T::List(&T::Str, L::Atomic),
                 omitempty: true,
                 ptr: false,
                 go_type: "[]string",
             },
+            FieldDef {
+                name: "options",
+                ty: T::List(&T::Obj(46), L::Atomic),
+                omitempty: true,
+                ptr: false,
+                go_type: "[]v1.PodDNSConfigOption",
+            },
         ],
     },
-    // 50
+    // 48
     TypeDef {
         name: "EphemeralContainer",
         go_name: "v1.EphemeralContainer",
         atomic: false,
         fields: &[
+            FieldDef {
+                name: "name",
+                ty: T::Str,
+                omitempty: false,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "image",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "command",
+                ty: T::List(&T::Str, L::Atomic),
+                omitempty: true,
+                ptr: false,
+                go_type: "[]string",
+            },
             FieldDef {
                 name: "args",
                 ty: T::List(&T::Str, L::Atomic),
@@ -1799,11 +1734,31 @@ pub static TYPES: &[TypeDef] = &[
                 go_type: "[]string",
             },
             FieldDef {
-                name: "command",
-                ty: T::List(&T::Str, L::Atomic),
+                name: "workingDir",
+                ty: T::Str,
                 omitempty: true,
                 ptr: false,
-                go_type: "[]string",
+                go_type: "string",
+            },
+            FieldDef {
+                name: "ports",
+                ty: T::List(
+                    &T::Obj(34),
+                    L::Map {
+                        merge_key: "containerPort",
+                        keys: &["containerPort", "protocol"],
+                    },
+                ),
+                omitempty: true,
+                ptr: false,
+                go_type: "[]v1.ContainerPort",
+            },
+            FieldDef {
+                name: "envFrom",
+                ty: T::List(&T::Obj(25), L::Atomic),
+                omitempty: true,
+                ptr: false,
+                go_type: "[]v1.EnvFromSource",
             },
             FieldDef {
                 name: "env",
@@ -1819,80 +1774,18 @@ pub static TYPES: &[TypeDef] = &[
                 go_type: "[]v1.EnvVar",
             },
             FieldDef {
-                name: "envFrom",
-                ty: T::List(&T::Obj(25), L::Atomic),
-                omitempty: true,
-                ptr: false,
-                go_type: "[]v1.EnvFromSource",
-            },
-            FieldDef {
-                name: "image",
-                ty: T::Str,
-                omitempty: true,
-                ptr: false,
-                go_type: "string",
-            },
-            FieldDef {
-                name: "imagePullPolicy",
-                ty: T::Str,
-                omitempty: true,
-                ptr: false,
-                go_type: "string",
-            },
-            FieldDef {
-                name: "lifecycle",
-                ty: T::Obj(32),
-                omitempty: true,
-                ptr: true,
-                go_type: "v1.Lifecycle",
-            },
-            FieldDef {
-                name: "livenessProbe",
-                ty: T::Obj(34),
-                omitempty: true,
-                ptr: true,
-                go_type: "v1.Probe",
-            },
-            FieldDef {
-                name: "name",
-                ty: T::Str,
-                omitempty: false,
-                ptr: false,
-                go_type: "string",
-            },
-            FieldDef {
-                name: "ports",
-                ty: T::List(
-                    &T::Obj(35),
-                    L::Map {
-                        merge_key: "containerPort",
-                        keys: &["containerPort", "protocol"],
-                    },
-                ),
-                omitempty: true,
-                ptr: false,
-                go_type: "[]v1.ContainerPort",
-            },
-            FieldDef {
-                name: "readinessProbe",
-                ty: T::Obj(34),
-                omitempty: true,
-                ptr: true,
-                go_type: "v1.Probe",
-            },
-            FieldDef {
-                name: "resizePolicy",
-                ty: T::List(&T::Obj(36), L::Atomic),
-                omitempty: true,
-                ptr: false,
-                go_type: "[]v1.ContainerResizePolicy",
-            },
-            FieldDef {
                 name: "resources",
-                ty: T::Obj(38),
+                ty: T::Obj(37),
                 omitempty: false,
                 ptr: false,
                 go_type: "v1.ResourceRequirements",
+            },
+            FieldDef {
+                name: "resizePolicy",
+                ty: T::List(&T::Obj(35), L::Atomic),
+                omitempty: true,
+                ptr: false,
+                go_type: "[]v1.ContainerResizePolicy",
             },
             FieldDef {
                 name: "restartPolicy",
@@ -1902,39 +1795,58 @@ pub static TYPES: &[TypeDef] = &[
                 go_type: "string",
             },
             FieldDef {
-                name: "securityContext",
-                ty: T::Obj(44),
+                name: "volumeMounts",
+                ty: T::List(
+                    &T::Obj(44),
+                    L::Map {
+                        merge_key: "mountPath",
+                        keys: &["mountPath"],
+                    },
+                ),
                 omitempty: true,
-                ptr: true,
-                go_type: "v1.SecurityContext",
+                ptr: false,
+                go_type: "[]v1.VolumeMount",
             },
             FieldDef {
-                name: "startupProbe",
-                ty: T::Obj(34),
+                name: "volumeDevices",
+                ty: T::List(
+                    &T::Obj(43),
+                    L::Map {
+                        merge_key: "devicePath",
+                        keys: &["devicePath"],
+                    },
+                ),
+                omitempty: true,
+                ptr: false,
+                go_type: "[]v1.VolumeDevice",
+            },
+            FieldDef {
+                name: "livenessProbe",
+                ty: T::Obj(33),
                 omitempty: true,
                 ptr: true,
                 go_type: "v1.Probe",
             },
             FieldDef {
-                name: "stdin",
-                ty: T::Bool,
+                name: "readinessProbe",
+                ty: T::Obj(33),
                 omitempty: true,
-                ptr: false,
-                go_type: "bool",
+                ptr: true,
+                go_type: "v1.Probe",
             },
             FieldDef {
-                name: "stdinOnce",
-                ty: T::Bool,
+                name: "startupProbe",
+                ty: T::Obj(33),
                 omitempty: true,
-                ptr: false,
-                go_type: "bool",
+                ptr: true,
+                go_type: "v1.Probe",
             },
             FieldDef {
-                name: "targetContainerName",
-                ty: T::Str,
+                name: "lifecycle",
+                ty: T::Obj(31),
                 omitempty: true,
-                ptr: false,
-                go_type: "string",
+                ptr: true,
+                go_type: "v1.Lifecycle",
             },
             FieldDef {
                 name: "terminationMessagePath",
@@ -1951,6 +1863,34 @@ pub static TYPES: &[TypeDef] = &[
                 go_type: "string",
             },
             FieldDef {
+                name: "imagePullPolicy",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "securityContext",
+                ty: T::Obj(42),
+                omitempty: true,
+                ptr: true,
+                go_type: "v1.SecurityContext",
+            },
+            FieldDef {
+                name: "stdin",
+                ty: T::Bool,
+                omitempty: true,
+                ptr: false,
+                go_type: "bool",
+            },
+            FieldDef {
+                name: "stdinOnce",
+                ty: T::Bool,
+                omitempty: true,
+                ptr: false,
+                go_type: "bool",
+            },
+            FieldDef {
                 name: "tty",
                 ty: T::Bool,
                 omitempty: true,
@@ -1958,33 +1898,7 @@ pub static TYPES: &[TypeDef] = &[
                 go_type: "bool",
             },
             FieldDef {
-                name: "volumeDevices",
-                ty: T::List(
-                    &T::Obj(45),
-                    L::Map {
-                        merge_key: "devicePath",
-                        keys: &["devicePath"],
-                    },
-                ),
-                omitempty: true,
-                ptr: false,
-                go_type: "[]v1.VolumeDevice",
-            },
-            FieldDef {
-                name: "volumeMounts",
-                ty: T::List(
-                    &T::Obj(46),
-                    L::Map {
-                        merge_key: "mountPath",
-                        keys: &["mountPath"],
-                    },
-                ),
-                omitempty: true,
-                ptr: false,
-                go_type: "[]v1.VolumeMount",
-            },
-            FieldDef {
-                name: "workingDir",
+                name: "targetContainerName",
                 ty: T::Str,
                 omitempty: true,
                 ptr: false,
@@ -1992,19 +1906,12 @@ pub static TYPES: &[TypeDef] = &[
             },
         ],
     },
-    // 51
+    // 49
     TypeDef {
         name: "HostAlias",
         go_name: "v1.HostAlias",
         atomic: false,
         fields: &[
-            FieldDef {
-                name: "hostnames",
-                ty: T::List(&T::Str, L::Atomic),
-                omitempty: true,
-                ptr: false,
-                go_type: "[]string",
-            },
             FieldDef {
                 name: "ip",
                 ty: T::Str,
@@ -2012,9 +1919,16 @@ pub static TYPES: &[TypeDef] = &[
                 ptr: false,
                 go_type: "string",
             },
+            FieldDef {
+                name: "hostnames",
+                ty: T::List(&T::Str, L::Atomic),
+                omitempty: true,
+                ptr: false,
+                go_type: "[]string",
+            },
         ],
     },
-    // 52
+    // 50
     TypeDef {
         name: "LocalObjectReference",
         go_name: "v1.LocalObjectReference",
@@ -2027,7 +1941,7 @@ pub static TYPES: &[TypeDef] = &[
             go_type: "string",
         }],
     },
-    // 53
+    // 51
     TypeDef {
         name: "PodOS",
         go_name: "v1.PodOS",
@@ -2040,7 +1954,7 @@ pub static TYPES: &[TypeDef] = &[
             go_type: "string",
         }],
     },
-    // 54
+    // 52
     TypeDef {
         name: "PodReadinessGate",
         go_name: "v1.PodReadinessGate",
@@ -2053,36 +1967,20 @@ pub static TYPES: &[TypeDef] = &[
             go_type: "string",
         }],
     },
-    // 55
+    // 53
     TypeDef {
         name: "PodResourceClaim",
         go_name: "v1.PodResourceClaim",
         atomic: false,
-        fields: &[
-            FieldDef {
-                name: "name",
-                ty: T::Str,
-                omitempty: false,
-                ptr: false,
-                go_type: "string",
-            },
-            FieldDef {
-                name: "resourceClaimName",
-                ty: T::Str,
-                omitempty: true,
-                ptr: false,
-                go_type: "string",
-            },
-            FieldDef {
-                name: "resourceClaimTemplateName",
-                ty: T::Str,
-                omitempty: true,
-                ptr: false,
-                go_type: "string",
-            },
-        ],
+        fields: &[FieldDef {
+            name: "name",
+            ty: T::Str,
+            omitempty: false,
+            ptr: false,
+            go_type: "string",
+        }],
     },
-    // 56
+    // 54
     TypeDef {
         name: "PodSchedulingGate",
         go_name: "v1.PodSchedulingGate",
@@ -2095,7 +1993,7 @@ pub static TYPES: &[TypeDef] = &[
             go_type: "string",
         }],
     },
-    // 57
+    // 55
     TypeDef {
         name: "Sysctl",
         go_name: "v1.Sysctl",
@@ -2117,7 +2015,7 @@ pub static TYPES: &[TypeDef] = &[
             },
         ],
     },
-    // 58
+    // 56
     TypeDef {
         name: "PodSecurityContext",
         go_name: "v1.PodSecurityContext",
@@ -2125,14 +2023,14 @@ pub static TYPES: &[TypeDef] = &[
         fields: &[
             FieldDef {
                 name: "seLinuxOptions",
-                ty: T::Obj(41),
+                ty: T::Obj(39),
                 omitempty: true,
                 ptr: true,
                 go_type: "v1.SELinuxOptions",
             },
             FieldDef {
                 name: "windowsOptions",
-                ty: T::Obj(43),
+                ty: T::Obj(41),
                 omitempty: true,
                 ptr: true,
                 go_type: "v1.WindowsSecurityContextOptions",
@@ -2166,13 +2064,6 @@ pub static TYPES: &[TypeDef] = &[
                 go_type: "[]int64",
             },
             FieldDef {
-                name: "supplementalGroupsPolicy",
-                ty: T::Str,
-                omitempty: true,
-                ptr: false,
-                go_type: "string",
-            },
-            FieldDef {
                 name: "fsGroup",
                 ty: T::I64,
                 omitempty: true,
@@ -2181,7 +2072,7 @@ pub static TYPES: &[TypeDef] = &[
             },
             FieldDef {
                 name: "sysctls",
-                ty: T::List(&T::Obj(57), L::Atomic),
+                ty: T::List(&T::Obj(55), L::Atomic),
                 omitempty: true,
                 ptr: false,
                 go_type: "[]v1.Sysctl",
@@ -2195,28 +2086,14 @@ pub static TYPES: &[TypeDef] = &[
             },
             FieldDef {
                 name: "seccompProfile",
-                ty: T::Obj(42),
+                ty: T::Obj(40),
                 omitempty: true,
                 ptr: true,
                 go_type: "v1.SeccompProfile",
             },
-            FieldDef {
-                name: "appArmorProfile",
-                ty: T::Obj(39),
-                omitempty: true,
-                ptr: true,
-                go_type: "v1.AppArmorProfile",
-            },
-            FieldDef {
-                name: "seLinuxChangePolicy",
-                ty: T::Str,
-                omitempty: true,
-                ptr: false,
-                go_type: "string",
-            },
         ],
     },
-    // 59
+    // 57
     TypeDef {
         name: "Toleration",
         go_name: "v1.Toleration",
@@ -2259,32 +2136,39 @@ pub static TYPES: &[TypeDef] = &[
             },
         ],
     },
-    // 60
+    // 58
     TypeDef {
         name: "TopologySpreadConstraint",
         go_name: "v1.TopologySpreadConstraint",
         atomic: false,
         fields: &[
             FieldDef {
-                name: "labelSelector",
-                ty: T::Obj(4),
-                omitempty: true,
-                ptr: true,
-                go_type: "v1.LabelSelector",
-            },
-            FieldDef {
-                name: "matchLabelKeys",
-                ty: T::List(&T::Str, L::Atomic),
-                omitempty: true,
-                ptr: false,
-                go_type: "[]string",
-            },
-            FieldDef {
                 name: "maxSkew",
                 ty: T::I32,
                 omitempty: false,
                 ptr: false,
                 go_type: "int32",
+            },
+            FieldDef {
+                name: "topologyKey",
+                ty: T::Str,
+                omitempty: false,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "whenUnsatisfiable",
+                ty: T::Str,
+                omitempty: false,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "labelSelector",
+                ty: T::Obj(4),
+                omitempty: true,
+                ptr: true,
+                go_type: "v1.LabelSelector",
             },
             FieldDef {
                 name: "minDomains",
@@ -2308,27 +2192,27 @@ pub static TYPES: &[TypeDef] = &[
                 go_type: "string",
             },
             FieldDef {
-                name: "topologyKey",
-                ty: T::Str,
-                omitempty: false,
+                name: "matchLabelKeys",
+                ty: T::List(&T::Str, L::Atomic),
+                omitempty: true,
                 ptr: false,
-                go_type: "string",
-            },
-            FieldDef {
-                name: "whenUnsatisfiable",
-                ty: T::Str,
-                omitempty: false,
-                ptr: false,
-                go_type: "string",
+                go_type: "[]string",
             },
         ],
     },
-    // 61
+    // 59
     TypeDef {
         name: "AWSElasticBlockStoreVolumeSource",
         go_name: "v1.AWSElasticBlockStoreVolumeSource",
         atomic: false,
         fields: &[
+            FieldDef {
+                name: "volumeID",
+                ty: T::Str,
+                omitempty: false,
+                ptr: false,
+                go_type: "string",
+            },
             FieldDef {
                 name: "fsType",
                 ty: T::Str,
@@ -2350,28 +2234,14 @@ pub static TYPES: &[TypeDef] = &[
                 ptr: true,
                 go_type: "bool",
             },
-            FieldDef {
-                name: "volumeID",
-                ty: T::Str,
-                omitempty: false,
-                ptr: false,
-                go_type: "string",
-            },
         ],
     },
-    // 62
+    // 60
     TypeDef {
         name: "AzureDiskVolumeSource",
         go_name: "v1.AzureDiskVolumeSource",
         atomic: false,
         fields: &[
-            FieldDef {
-                name: "cachingMode",
-                ty: T::Str,
-                omitempty: true,
-                ptr: false,
-                go_type: "string",
-            },
             FieldDef {
                 name: "diskName",
                 ty: T::Str,
@@ -2387,11 +2257,25 @@ pub static TYPES: &[TypeDef] = &[
                 go_type: "string",
             },
             FieldDef {
+                name: "cachingMode",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
                 name: "fsType",
                 ty: T::Str,
                 omitempty: true,
                 ptr: false,
                 go_type: "string",
+            },
+            FieldDef {
+                name: "readOnly",
+                ty: T::Bool,
+                omitempty: true,
+                ptr: true,
+                go_type: "bool",
             },
             FieldDef {
                 name: "kind",
@@ -2400,28 +2284,14 @@ pub static TYPES: &[TypeDef] = &[
                 ptr: false,
                 go_type: "string",
             },
-            FieldDef {
-                name: "readOnly",
-                ty: T::Bool,
-                omitempty: true,
-                ptr: true,
-                go_type: "bool",
-            },
         ],
     },
-    // 63
+    // 61
     TypeDef {
         name: "AzureFileVolumeSource",
         go_name: "v1.AzureFileVolumeSource",
         atomic: false,
         fields: &[
-            FieldDef {
-                name: "readOnly",
-                ty: T::Bool,
-                omitempty: true,
-                ptr: true,
-                go_type: "bool",
-            },
             FieldDef {
                 name: "secretName",
                 ty: T::Str,
@@ -2436,9 +2306,16 @@ pub static TYPES: &[TypeDef] = &[
                 ptr: false,
                 go_type: "string",
             },
+            FieldDef {
+                name: "readOnly",
+                ty: T::Bool,
+                omitempty: true,
+                ptr: true,
+                go_type: "bool",
+            },
         ],
     },
-    // 64
+    // 62
     TypeDef {
         name: "CephFSVolumeSource",
         go_name: "v1.CephFSVolumeSource",
@@ -2459,11 +2336,11 @@ pub static TYPES: &[TypeDef] = &[
                 go_type: "string",
             },
             FieldDef {
-                name: "readOnly",
-                ty: T::Bool,
+                name: "user",
+                ty: T::Str,
                 omitempty: true,
-                ptr: true,
-                go_type: "bool",
+                ptr: false,
+                go_type: "string",
             },
             FieldDef {
                 name: "secretFile",
@@ -2474,26 +2351,33 @@ pub static TYPES: &[TypeDef] = &[
             },
             FieldDef {
                 name: "secretRef",
-                ty: T::Obj(52),
+                ty: T::Obj(50),
                 omitempty: true,
                 ptr: true,
                 go_type: "v1.LocalObjectReference",
             },
             FieldDef {
-                name: "user",
-                ty: T::Str,
+                name: "readOnly",
+                ty: T::Bool,
                 omitempty: true,
-                ptr: false,
-                go_type: "string",
+                ptr: true,
+                go_type: "bool",
             },
         ],
     },
-    // 65
+    // 63
     TypeDef {
         name: "CinderVolumeSource",
         go_name: "v1.CinderVolumeSource",
         atomic: false,
         fields: &[
+            FieldDef {
+                name: "volumeID",
+                ty: T::Str,
+                omitempty: false,
+                ptr: false,
+                go_type: "string",
+            },
             FieldDef {
                 name: "fsType",
                 ty: T::Str,
@@ -2510,21 +2394,14 @@ pub static TYPES: &[TypeDef] = &[
             },
             FieldDef {
                 name: "secretRef",
-                ty: T::Obj(52),
+                ty: T::Obj(50),
                 omitempty: true,
                 ptr: true,
                 go_type: "v1.LocalObjectReference",
             },
-            FieldDef {
-                name: "volumeID",
-                ty: T::Str,
-                omitempty: false,
-                ptr: false,
-                go_type: "string",
-            },
         ],
     },
-    // 66
+    // 64
     TypeDef {
         name: "KeyToPath",
         go_name: "v1.KeyToPath",
@@ -2553,7 +2430,7 @@ pub static TYPES: &[TypeDef] = &[
             },
         ],
     },
-    // 67
+    // 65
     TypeDef {
         name: "ConfigMapVolumeSource",
         go_name: "v1.ConfigMapVolumeSource",
@@ -2568,7 +2445,7 @@ pub static TYPES: &[TypeDef] = &[
             },
             FieldDef {
                 name: "items",
-                ty: T::List(&T::Obj(66), L::Atomic),
+                ty: T::List(&T::Obj(64), L::Atomic),
                 omitempty: true,
                 ptr: false,
                 go_type: "[]v1.KeyToPath",
@@ -2589,7 +2466,7 @@ pub static TYPES: &[TypeDef] = &[
             },
         ],
     },
-    // 68
+    // 66
     TypeDef {
         name: "CSIVolumeSource",
         go_name: "v1.CSIVolumeSource",
@@ -2603,25 +2480,18 @@ pub static TYPES: &[TypeDef] = &[
                 go_type: "string",
             },
             FieldDef {
-                name: "fsType",
-                ty: T::Str,
-                omitempty: true,
-                ptr: false,
-                go_type: "string",
-            },
-            FieldDef {
-                name: "nodePublishSecretRef",
-                ty: T::Obj(52),
-                omitempty: true,
-                ptr: true,
-                go_type: "v1.LocalObjectReference",
-            },
-            FieldDef {
                 name: "readOnly",
                 ty: T::Bool,
                 omitempty: true,
                 ptr: true,
                 go_type: "bool",
+            },
+            FieldDef {
+                name: "fsType",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
             },
             FieldDef {
                 name: "volumeAttributes",
@@ -2630,28 +2500,21 @@ pub static TYPES: &[TypeDef] = &[
                 ptr: false,
                 go_type: "map[string]string",
             },
+            FieldDef {
+                name: "nodePublishSecretRef",
+                ty: T::Obj(50),
+                omitempty: true,
+                ptr: true,
+                go_type: "v1.LocalObjectReference",
+            },
         ],
     },
-    // 69
+    // 67
     TypeDef {
         name: "DownwardAPIVolumeFile",
         go_name: "v1.DownwardAPIVolumeFile",
         atomic: false,
         fields: &[
-            FieldDef {
-                name: "fieldRef",
-                ty: T::Obj(18),
-                omitempty: true,
-                ptr: true,
-                go_type: "v1.ObjectFieldSelector",
-            },
-            FieldDef {
-                name: "mode",
-                ty: T::I32,
-                omitempty: true,
-                ptr: true,
-                go_type: "int32",
-            },
             FieldDef {
                 name: "path",
                 ty: T::Str,
@@ -2660,20 +2523,41 @@ pub static TYPES: &[TypeDef] = &[
                 go_type: "string",
             },
             FieldDef {
+                name: "fieldRef",
+                ty: T::Obj(18),
+                omitempty: true,
+                ptr: true,
+                go_type: "v1.ObjectFieldSelector",
+            },
+            FieldDef {
                 name: "resourceFieldRef",
                 ty: T::Obj(19),
                 omitempty: true,
                 ptr: true,
                 go_type: "v1.ResourceFieldSelector",
             },
+            FieldDef {
+                name: "mode",
+                ty: T::I32,
+                omitempty: true,
+                ptr: true,
+                go_type: "int32",
+            },
         ],
     },
-    // 70
+    // 68
     TypeDef {
         name: "DownwardAPIVolumeSource",
         go_name: "v1.DownwardAPIVolumeSource",
         atomic: false,
         fields: &[
+            FieldDef {
+                name: "items",
+                ty: T::List(&T::Obj(67), L::Atomic),
+                omitempty: true,
+                ptr: false,
+                go_type: "[]v1.DownwardAPIVolumeFile",
+            },
             FieldDef {
                 name: "defaultMode",
                 ty: T::I32,
@@ -2681,16 +2565,9 @@ pub static TYPES: &[TypeDef] = &[
                 ptr: true,
                 go_type: "int32",
             },
-            FieldDef {
-                name: "items",
-                ty: T::List(&T::Obj(69), L::Atomic),
-                omitempty: true,
-                ptr: false,
-                go_type: "[]v1.DownwardAPIVolumeFile",
-            },
         ],
     },
-    // 71
+    // 69
     TypeDef {
         name: "EmptyDirVolumeSource",
         go_name: "v1.EmptyDirVolumeSource",
@@ -2712,7 +2589,7 @@ pub static TYPES: &[TypeDef] = &[
             },
         ],
     },
-    // 72
+    // 70
     TypeDef {
         name: "TypedLocalObjectReference",
         go_name: "v1.TypedLocalObjectReference",
@@ -2741,7 +2618,7 @@ pub static TYPES: &[TypeDef] = &[
             },
         ],
     },
-    // 73
+    // 71
     TypeDef {
         name: "TypedObjectReference",
         go_name: "v1.TypedObjectReference",
@@ -2777,7 +2654,7 @@ pub static TYPES: &[TypeDef] = &[
             },
         ],
     },
-    // 74
+    // 72
     TypeDef {
         name: "VolumeResourceRequirements",
         go_name: "v1.VolumeResourceRequirements",
@@ -2799,7 +2676,7 @@ pub static TYPES: &[TypeDef] = &[
             },
         ],
     },
-    // 75
+    // 73
     TypeDef {
         name: "PersistentVolumeClaimSpec",
         go_name: "v1.PersistentVolumeClaimSpec",
@@ -2813,27 +2690,6 @@ pub static TYPES: &[TypeDef] = &[
                 go_type: "[]string",
             },
             FieldDef {
-                name: "dataSource",
-                ty: T::Obj(72),
-                omitempty: true,
-                ptr: true,
-                go_type: "v1.TypedLocalObjectReference",
-            },
-            FieldDef {
-                name: "dataSourceRef",
-                ty: T::Obj(73),
-                omitempty: true,
-                ptr: true,
-                go_type: "v1.TypedObjectReference",
-            },
-            FieldDef {
-                name: "resources",
-                ty: T::Obj(74),
-                omitempty: true,
-                ptr: true,
-                go_type: "v1.VolumeResourceRequirements",
-            },
-            FieldDef {
                 name: "selector",
                 ty: T::Obj(4),
                 omitempty: true,
@@ -2841,14 +2697,21 @@ pub static TYPES: &[TypeDef] = &[
                 go_type: "v1.LabelSelector",
             },
             FieldDef {
-                name: "storageClassName",
+                name: "resources",
+                ty: T::Obj(72),
+                omitempty: true,
+                ptr: true,
+                go_type: "v1.VolumeResourceRequirements",
+            },
+            FieldDef {
+                name: "volumeName",
                 ty: T::Str,
                 omitempty: true,
                 ptr: false,
                 go_type: "string",
             },
             FieldDef {
-                name: "volumeAttributesClassName",
+                name: "storageClassName",
                 ty: T::Str,
                 omitempty: true,
                 ptr: false,
@@ -2862,15 +2725,22 @@ pub static TYPES: &[TypeDef] = &[
                 go_type: "string",
             },
             FieldDef {
-                name: "volumeName",
-                ty: T::Str,
+                name: "dataSource",
+                ty: T::Obj(70),
                 omitempty: true,
-                ptr: false,
-                go_type: "string",
+                ptr: true,
+                go_type: "v1.TypedLocalObjectReference",
+            },
+            FieldDef {
+                name: "dataSourceRef",
+                ty: T::Obj(71),
+                omitempty: true,
+                ptr: true,
+                go_type: "v1.TypedObjectReference",
             },
         ],
     },
-    // 76
+    // 74
     TypeDef {
         name: "PersistentVolumeClaimTemplate",
         go_name: "v1.PersistentVolumeClaimTemplate",
@@ -2885,38 +2755,38 @@ pub static TYPES: &[TypeDef] = &[
             },
             FieldDef {
                 name: "spec",
-                ty: T::Obj(75),
+                ty: T::Obj(73),
                 omitempty: false,
                 ptr: false,
                 go_type: "v1.PersistentVolumeClaimSpec",
             },
         ],
     },
-    // 77
+    // 75
     TypeDef {
         name: "EphemeralVolumeSource",
         go_name: "v1.EphemeralVolumeSource",
         atomic: false,
         fields: &[FieldDef {
             name: "volumeClaimTemplate",
-            ty: T::Obj(76),
+            ty: T::Obj(74),
             omitempty: true,
             ptr: true,
             go_type: "v1.PersistentVolumeClaimTemplate",
         }],
     },
-    // 78
+    // 76
     TypeDef {
         name: "FCVolumeSource",
         go_name: "v1.FCVolumeSource",
         atomic: false,
         fields: &[
             FieldDef {
-                name: "fsType",
-                ty: T::Str,
+                name: "targetWWNs",
+                ty: T::List(&T::Str, L::Atomic),
                 omitempty: true,
                 ptr: false,
-                go_type: "string",
+                go_type: "[]string",
             },
             FieldDef {
                 name: "lun",
@@ -2926,18 +2796,18 @@ pub static TYPES: &[TypeDef] = &[
                 go_type: "int32",
             },
             FieldDef {
+                name: "fsType",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
                 name: "readOnly",
                 ty: T::Bool,
                 omitempty: true,
                 ptr: true,
                 go_type: "bool",
-            },
-            FieldDef {
-                name: "targetWWNs",
-                ty: T::List(&T::Str, L::Atomic),
-                omitempty: true,
-                ptr: false,
-                go_type: "[]string",
             },
             FieldDef {
                 name: "wwids",
@@ -2948,7 +2818,7 @@ pub static TYPES: &[TypeDef] = &[
             },
         ],
     },
-    // 79
+    // 77
     TypeDef {
         name: "FlexVolumeSource",
         go_name: "v1.FlexVolumeSource",
@@ -2969,11 +2839,11 @@ pub static TYPES: &[TypeDef] = &[
                 go_type: "string",
             },
             FieldDef {
-                name: "options",
-                ty: T::Map(&T::Str, false),
+                name: "secretRef",
+                ty: T::Obj(50),
                 omitempty: true,
-                ptr: false,
-                go_type: "map[string]string",
+                ptr: true,
+                go_type: "v1.LocalObjectReference",
             },
             FieldDef {
                 name: "readOnly",
@@ -2983,15 +2853,15 @@ pub static TYPES: &[TypeDef] = &[
                 go_type: "bool",
             },
             FieldDef {
-                name: "secretRef",
-                ty: T::Obj(52),
+                name: "options",
+                ty: T::Map(&T::Str, false),
                 omitempty: true,
-                ptr: true,
-                go_type: "v1.LocalObjectReference",
+                ptr: false,
+                go_type: "map[string]string",
             },
         ],
     },
-    // 80
+    // 78
     TypeDef {
         name: "FlockerVolumeSource",
         go_name: "v1.FlockerVolumeSource",
@@ -3013,12 +2883,19 @@ pub static TYPES: &[TypeDef] = &[
             },
         ],
     },
-    // 81
+    // 79
     TypeDef {
         name: "GCEPersistentDiskVolumeSource",
         go_name: "v1.GCEPersistentDiskVolumeSource",
         atomic: false,
         fields: &[
+            FieldDef {
+                name: "pdName",
+                ty: T::Str,
+                omitempty: false,
+                ptr: false,
+                go_type: "string",
+            },
             FieldDef {
                 name: "fsType",
                 ty: T::Str,
@@ -3034,13 +2911,6 @@ pub static TYPES: &[TypeDef] = &[
                 go_type: "int32",
             },
             FieldDef {
-                name: "pdName",
-                ty: T::Str,
-                omitempty: false,
-                ptr: false,
-                go_type: "string",
-            },
-            FieldDef {
                 name: "readOnly",
                 ty: T::Bool,
                 omitempty: true,
@@ -3049,19 +2919,12 @@ pub static TYPES: &[TypeDef] = &[
             },
         ],
     },
-    // 82
+    // 80
     TypeDef {
         name: "GitRepoVolumeSource",
         go_name: "v1.GitRepoVolumeSource",
         atomic: false,
         fields: &[
-            FieldDef {
-                name: "directory",
-                ty: T::Str,
-                omitempty: true,
-                ptr: false,
-                go_type: "string",
-            },
             FieldDef {
                 name: "repository",
                 ty: T::Str,
@@ -3076,9 +2939,16 @@ pub static TYPES: &[TypeDef] = &[
                 ptr: false,
                 go_type: "string",
             },
+            FieldDef {
+                name: "directory",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
         ],
     },
-    // 83
+    // 81
     TypeDef {
         name: "GlusterfsVolumeSource",
         go_name: "v1.GlusterfsVolumeSource",
@@ -3107,7 +2977,7 @@ pub static TYPES: &[TypeDef] = &[
             },
         ],
     },
-    // 84
+    // 82
     TypeDef {
         name: "HostPathVolumeSource",
         go_name: "v1.HostPathVolumeSource",
@@ -3129,34 +2999,61 @@ pub static TYPES: &[TypeDef] = &[
             },
         ],
     },
-    // 85
-    TypeDef {
-        name: "ImageVolumeSource",
-        go_name: "v1.ImageVolumeSource",
-        atomic: false,
-        fields: &[
-            FieldDef {
-                name: "pullPolicy",
-                ty: T::Str,
-                omitempty: true,
-                ptr: false,
-                go_type: "string",
-            },
-            FieldDef {
-                name: "reference",
-                ty: T::Str,
-                omitempty: true,
-                ptr: false,
-                go_type: "string",
-            },
-        ],
-    },
-    // 86
+    // 83
     TypeDef {
         name: "ISCSIVolumeSource",
         go_name: "v1.ISCSIVolumeSource",
         atomic: false,
         fields: &[
+            FieldDef {
+                name: "targetPortal",
+                ty: T::Str,
+                omitempty: false,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "iqn",
+                ty: T::Str,
+                omitempty: false,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "lun",
+                ty: T::I32,
+                omitempty: false,
+                ptr: false,
+                go_type: "int32",
+            },
+            FieldDef {
+                name: "iscsiInterface",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "fsType",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "readOnly",
+                ty: T::Bool,
+                omitempty: true,
+                ptr: true,
+                go_type: "bool",
+            },
+            FieldDef {
+                name: "portals",
+                ty: T::List(&T::Str, L::Atomic),
+                omitempty: true,
+                ptr: false,
+                go_type: "[]string",
+            },
             FieldDef {
                 name: "chapAuthDiscovery",
                 ty: T::Bool,
@@ -3172,11 +3069,11 @@ pub static TYPES: &[TypeDef] = &[
                 go_type: "bool",
             },
             FieldDef {
-                name: "fsType",
-                ty: T::Str,
+                name: "secretRef",
+                ty: T::Obj(50),
                 omitempty: true,
-                ptr: false,
-                go_type: "string",
+                ptr: true,
+                go_type: "v1.LocalObjectReference",
             },
             FieldDef {
                 name: "initiatorName",
@@ -3185,63 +3082,21 @@ pub static TYPES: &[TypeDef] = &[
                 ptr: false,
                 go_type: "string",
             },
-            FieldDef {
-                name: "iqn",
-                ty: T::Str,
-                omitempty: false,
-                ptr: false,
-                go_type: "string",
-            },
-            FieldDef {
-                name: "iscsiInterface",
-                ty: T::Str,
-                omitempty: true,
-                ptr: false,
-                go_type: "string",
-            },
-            FieldDef {
-                name: "lun",
-                ty: T::I32,
-                omitempty: false,
-                ptr: false,
-                go_type: "int32",
-            },
-            FieldDef {
-                name: "portals",
-                ty: T::List(&T::Str, L::Atomic),
-                omitempty: true,
-                ptr: false,
-                go_type: "[]string",
-            },
-            FieldDef {
-                name: "readOnly",
-                ty: T::Bool,
-                omitempty: true,
-                ptr: true,
-                go_type: "bool",
-            },
-            FieldDef {
-                name: "secretRef",
-                ty: T::Obj(52),
-                omitempty: true,
-                ptr: true,
-                go_type: "v1.LocalObjectReference",
-            },
-            FieldDef {
-                name: "targetPortal",
-                ty: T::Str,
-                omitempty: false,
-                ptr: false,
-                go_type: "string",
-            },
         ],
     },
-    // 87
+    // 84
     TypeDef {
         name: "NFSVolumeSource",
         go_name: "v1.NFSVolumeSource",
         atomic: false,
         fields: &[
+            FieldDef {
+                name: "server",
+                ty: T::Str,
+                omitempty: false,
+                ptr: false,
+                go_type: "string",
+            },
             FieldDef {
                 name: "path",
                 ty: T::Str,
@@ -3256,16 +3111,9 @@ pub static TYPES: &[TypeDef] = &[
                 ptr: true,
                 go_type: "bool",
             },
-            FieldDef {
-                name: "server",
-                ty: T::Str,
-                omitempty: false,
-                ptr: false,
-                go_type: "string",
-            },
         ],
     },
-    // 88
+    // 85
     TypeDef {
         name: "PersistentVolumeClaimVolumeSource",
         go_name: "v1.PersistentVolumeClaimVolumeSource",
@@ -3287,19 +3135,12 @@ pub static TYPES: &[TypeDef] = &[
             },
         ],
     },
-    // 89
+    // 86
     TypeDef {
         name: "PhotonPersistentDiskVolumeSource",
         go_name: "v1.PhotonPersistentDiskVolumeSource",
         atomic: false,
         fields: &[
-            FieldDef {
-                name: "fsType",
-                ty: T::Str,
-                omitempty: true,
-                ptr: false,
-                go_type: "string",
-            },
             FieldDef {
                 name: "pdID",
                 ty: T::Str,
@@ -3307,14 +3148,28 @@ pub static TYPES: &[TypeDef] = &[
                 ptr: false,
                 go_type: "string",
             },
+            FieldDef {
+                name: "fsType",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
         ],
     },
-    // 90
+    // 87
     TypeDef {
         name: "PortworxVolumeSource",
         go_name: "v1.PortworxVolumeSource",
         atomic: false,
         fields: &[
+            FieldDef {
+                name: "volumeID",
+                ty: T::Str,
+                omitempty: false,
+                ptr: false,
+                go_type: "string",
+            },
             FieldDef {
                 name: "fsType",
                 ty: T::Str,
@@ -3329,77 +3184,27 @@ pub static TYPES: &[TypeDef] = &[
                 ptr: true,
                 go_type: "bool",
             },
-            FieldDef {
-                name: "volumeID",
-                ty: T::Str,
-                omitempty: false,
-                ptr: false,
-                go_type: "string",
-            },
         ],
     },
-    // 91
-    TypeDef {
-        name: "ClusterTrustBundleProjection",
-        go_name: "v1.ClusterTrustBundleProjection",
-        atomic: false,
-        fields: &[
-            FieldDef {
-                name: "labelSelector",
-                ty: T::Obj(4),
-                omitempty: true,
-                ptr: true,
-                go_type: "v1.LabelSelector",
-            },
-            FieldDef {
-                name: "name",
-                ty: T::Str,
-                omitempty: true,
-                ptr: false,
-                go_type: "string",
-            },
-            FieldDef {
-                name: "optional",
-                ty: T::Bool,
-                omitempty: true,
-                ptr: true,
-                go_type: "bool",
-            },
-            FieldDef {
-                name: "path",
-                ty: T::Str,
-                omitempty: false,
-                ptr: false,
-                go_type: "string",
-            },
-            FieldDef {
-                name: "signerName",
-                ty: T::Str,
-                omitempty: true,
-                ptr: false,
-                go_type: "string",
-            },
-        ],
-    },
-    // 92
+    // 88
     TypeDef {
         name: "ConfigMapProjection",
         go_name: "v1.ConfigMapProjection",
         atomic: false,
         fields: &[
             FieldDef {
-                name: "items",
-                ty: T::List(&T::Obj(66), L::Atomic),
-                omitempty: true,
-                ptr: false,
-                go_type: "[]v1.KeyToPath",
-            },
-            FieldDef {
                 name: "name",
                 ty: T::Str,
                 omitempty: false,
                 ptr: false,
                 go_type: "string",
+            },
+            FieldDef {
+                name: "items",
+                ty: T::List(&T::Obj(64), L::Atomic),
+                omitempty: true,
+                ptr: false,
+                go_type: "[]v1.KeyToPath",
             },
             FieldDef {
                 name: "optional",
@@ -3410,38 +3215,38 @@ pub static TYPES: &[TypeDef] = &[
             },
         ],
     },
-    // 93
+    // 89
     TypeDef {
         name: "DownwardAPIProjection",
         go_name: "v1.DownwardAPIProjection",
         atomic: false,
         fields: &[FieldDef {
             name: "items",
-            ty: T::List(&T::Obj(69), L::Atomic),
+            ty: T::List(&T::Obj(67), L::Atomic),
             omitempty: true,
             ptr: false,
             go_type: "[]v1.DownwardAPIVolumeFile",
         }],
     },
-    // 94
+    // 90
     TypeDef {
         name: "SecretProjection",
         go_name: "v1.SecretProjection",
         atomic: false,
         fields: &[
             FieldDef {
-                name: "items",
-                ty: T::List(&T::Obj(66), L::Atomic),
-                omitempty: true,
-                ptr: false,
-                go_type: "[]v1.KeyToPath",
-            },
-            FieldDef {
                 name: "name",
                 ty: T::Str,
                 omitempty: false,
                 ptr: false,
                 go_type: "string",
+            },
+            FieldDef {
+                name: "items",
+                ty: T::List(&T::Obj(64), L::Atomic),
+                omitempty: true,
+                ptr: false,
+                go_type: "[]v1.KeyToPath",
             },
             FieldDef {
                 name: "optional",
@@ -3452,7 +3257,7 @@ pub static TYPES: &[TypeDef] = &[
             },
         ],
     },
-    // 95
+    // 91
     TypeDef {
         name: "ServiceAccountTokenProjection",
         go_name: "v1.ServiceAccountTokenProjection",
@@ -3481,55 +3286,55 @@ pub static TYPES: &[TypeDef] = &[
             },
         ],
     },
-    // 96
+    // 92
     TypeDef {
         name: "VolumeProjection",
         go_name: "v1.VolumeProjection",
         atomic: false,
         fields: &[
             FieldDef {
-                name: "clusterTrustBundle",
-                ty: T::Obj(91),
-                omitempty: true,
-                ptr: true,
-                go_type: "v1.ClusterTrustBundleProjection",
-            },
-            FieldDef {
-                name: "configMap",
-                ty: T::Obj(92),
-                omitempty: true,
-                ptr: true,
-                go_type: "v1.ConfigMapProjection",
-            },
-            FieldDef {
-                name: "downwardAPI",
-                ty: T::Obj(93),
-                omitempty: true,
-                ptr: true,
-                go_type: "v1.DownwardAPIProjection",
-            },
-            FieldDef {
                 name: "secret",
-                ty: T::Obj(94),
+                ty: T::Obj(90),
                 omitempty: true,
                 ptr: true,
                 go_type: "v1.SecretProjection",
             },
             FieldDef {
+                name: "downwardAPI",
+                ty: T::Obj(89),
+                omitempty: true,
+                ptr: true,
+                go_type: "v1.DownwardAPIProjection",
+            },
+            FieldDef {
+                name: "configMap",
+                ty: T::Obj(88),
+                omitempty: true,
+                ptr: true,
+                go_type: "v1.ConfigMapProjection",
+            },
+            FieldDef {
                 name: "serviceAccountToken",
-                ty: T::Obj(95),
+                ty: T::Obj(91),
                 omitempty: true,
                 ptr: true,
                 go_type: "v1.ServiceAccountTokenProjection",
             },
         ],
     },
-    // 97
+    // 93
     TypeDef {
         name: "ProjectedVolumeSource",
         go_name: "v1.ProjectedVolumeSource",
         atomic: false,
         fields: &[
+            FieldDef {
+                name: "sources",
+                ty: T::List(&T::Obj(92), L::Atomic),
+                omitempty: true,
+                ptr: false,
+                go_type: "[]v1.VolumeProjection",
+            },
             FieldDef {
                 name: "defaultMode",
                 ty: T::I32,
@@ -3537,25 +3342,25 @@ pub static TYPES: &[TypeDef] = &[
                 ptr: true,
                 go_type: "int32",
             },
-            FieldDef {
-                name: "sources",
-                ty: T::List(&T::Obj(96), L::Atomic),
-                omitempty: true,
-                ptr: false,
-                go_type: "[]v1.VolumeProjection",
-            },
         ],
     },
-    // 98
+    // 94
     TypeDef {
         name: "QuobyteVolumeSource",
         go_name: "v1.QuobyteVolumeSource",
         atomic: false,
         fields: &[
             FieldDef {
-                name: "group",
+                name: "registry",
                 ty: T::Str,
-                omitempty: true,
+                omitempty: false,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "volume",
+                ty: T::Str,
+                omitempty: false,
                 ptr: false,
                 go_type: "string",
             },
@@ -3567,9 +3372,16 @@ pub static TYPES: &[TypeDef] = &[
                 go_type: "bool",
             },
             FieldDef {
-                name: "registry",
+                name: "user",
                 ty: T::Str,
-                omitempty: false,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "group",
+                ty: T::Str,
+                omitempty: true,
                 ptr: false,
                 go_type: "string",
             },
@@ -3580,28 +3392,28 @@ pub static TYPES: &[TypeDef] = &[
                 ptr: false,
                 go_type: "string",
             },
-            FieldDef {
-                name: "user",
-                ty: T::Str,
-                omitempty: true,
-                ptr: false,
-                go_type: "string",
-            },
-            FieldDef {
-                name: "volume",
-                ty: T::Str,
-                omitempty: false,
-                ptr: false,
-                go_type: "string",
-            },
         ],
     },
-    // 99
+    // 95
     TypeDef {
         name: "RBDVolumeSource",
         go_name: "v1.RBDVolumeSource",
         atomic: false,
         fields: &[
+            FieldDef {
+                name: "monitors",
+                ty: T::List(&T::Str, L::Atomic),
+                omitempty: false,
+                ptr: false,
+                go_type: "[]string",
+            },
+            FieldDef {
+                name: "image",
+                ty: T::Str,
+                omitempty: false,
+                ptr: false,
+                go_type: "string",
+            },
             FieldDef {
                 name: "fsType",
                 ty: T::Str,
@@ -3610,9 +3422,16 @@ pub static TYPES: &[TypeDef] = &[
                 go_type: "string",
             },
             FieldDef {
-                name: "image",
+                name: "pool",
                 ty: T::Str,
-                omitempty: false,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "user",
+                ty: T::Str,
+                omitempty: true,
                 ptr: false,
                 go_type: "string",
             },
@@ -3624,18 +3443,11 @@ pub static TYPES: &[TypeDef] = &[
                 go_type: "string",
             },
             FieldDef {
-                name: "monitors",
-                ty: T::List(&T::Str, L::Atomic),
-                omitempty: false,
-                ptr: false,
-                go_type: "[]string",
-            },
-            FieldDef {
-                name: "pool",
-                ty: T::Str,
+                name: "secretRef",
+                ty: T::Obj(50),
                 omitempty: true,
-                ptr: false,
-                go_type: "string",
+                ptr: true,
+                go_type: "v1.LocalObjectReference",
             },
             FieldDef {
                 name: "readOnly",
@@ -3644,35 +3456,14 @@ pub static TYPES: &[TypeDef] = &[
                 ptr: true,
                 go_type: "bool",
             },
-            FieldDef {
-                name: "secretRef",
-                ty: T::Obj(52),
-                omitempty: true,
-                ptr: true,
-                go_type: "v1.LocalObjectReference",
-            },
-            FieldDef {
-                name: "user",
-                ty: T::Str,
-                omitempty: true,
-                ptr: false,
-                go_type: "string",
-            },
         ],
     },
-    // 100
+    // 96
     TypeDef {
         name: "ScaleIOVolumeSource",
         go_name: "v1.ScaleIOVolumeSource",
         atomic: false,
         fields: &[
-            FieldDef {
-                name: "fsType",
-                ty: T::Str,
-                omitempty: true,
-                ptr: false,
-                go_type: "string",
-            },
             FieldDef {
                 name: "gateway",
                 ty: T::Str,
@@ -3681,22 +3472,15 @@ pub static TYPES: &[TypeDef] = &[
                 go_type: "string",
             },
             FieldDef {
-                name: "protectionDomain",
+                name: "system",
                 ty: T::Str,
-                omitempty: true,
+                omitempty: false,
                 ptr: false,
                 go_type: "string",
             },
             FieldDef {
-                name: "readOnly",
-                ty: T::Bool,
-                omitempty: true,
-                ptr: true,
-                go_type: "bool",
-            },
-            FieldDef {
                 name: "secretRef",
-                ty: T::Obj(52),
+                ty: T::Obj(50),
                 omitempty: false,
                 ptr: false,
                 go_type: "v1.LocalObjectReference",
@@ -3709,7 +3493,7 @@ pub static TYPES: &[TypeDef] = &[
                 go_type: "bool",
             },
             FieldDef {
-                name: "storageMode",
+                name: "protectionDomain",
                 ty: T::Str,
                 omitempty: true,
                 ptr: false,
@@ -3723,9 +3507,9 @@ pub static TYPES: &[TypeDef] = &[
                 go_type: "string",
             },
             FieldDef {
-                name: "system",
+                name: "storageMode",
                 ty: T::Str,
-                omitempty: false,
+                omitempty: true,
                 ptr: false,
                 go_type: "string",
             },
@@ -3736,9 +3520,23 @@ pub static TYPES: &[TypeDef] = &[
                 ptr: false,
                 go_type: "string",
             },
+            FieldDef {
+                name: "fsType",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "readOnly",
+                ty: T::Bool,
+                omitempty: true,
+                ptr: true,
+                go_type: "bool",
+            },
         ],
     },
-    // 101
+    // 97
     TypeDef {
         name: "SecretVolumeSource",
         go_name: "v1.SecretVolumeSource",
@@ -3753,7 +3551,7 @@ pub static TYPES: &[TypeDef] = &[
             },
             FieldDef {
                 name: "items",
-                ty: T::List(&T::Obj(66), L::Atomic),
+                ty: T::List(&T::Obj(64), L::Atomic),
                 omitempty: true,
                 ptr: false,
                 go_type: "[]v1.KeyToPath",
@@ -3774,12 +3572,26 @@ pub static TYPES: &[TypeDef] = &[
             },
         ],
     },
-    // 102
+    // 98
     TypeDef {
         name: "StorageOSVolumeSource",
         go_name: "v1.StorageOSVolumeSource",
         atomic: false,
         fields: &[
+            FieldDef {
+                name: "volumeName",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "volumeNamespace",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
             FieldDef {
                 name: "fsType",
                 ty: T::Str,
@@ -3796,42 +3608,28 @@ pub static TYPES: &[TypeDef] = &[
             },
             FieldDef {
                 name: "secretRef",
-                ty: T::Obj(52),
+                ty: T::Obj(50),
                 omitempty: true,
                 ptr: true,
                 go_type: "v1.LocalObjectReference",
             },
-            FieldDef {
-                name: "volumeName",
-                ty: T::Str,
-                omitempty: true,
-                ptr: false,
-                go_type: "string",
-            },
-            FieldDef {
-                name: "volumeNamespace",
-                ty: T::Str,
-                omitempty: true,
-                ptr: false,
-                go_type: "string",
-            },
         ],
     },
-    // 103
+    // 99
     TypeDef {
         name: "VsphereVirtualDiskVolumeSource",
         go_name: "v1.VsphereVirtualDiskVolumeSource",
         atomic: false,
         fields: &[
             FieldDef {
-                name: "fsType",
+                name: "volumePath",
                 ty: T::Str,
-                omitempty: true,
+                omitempty: false,
                 ptr: false,
                 go_type: "string",
             },
             FieldDef {
-                name: "storagePolicyID",
+                name: "fsType",
                 ty: T::Str,
                 omitempty: true,
                 ptr: false,
@@ -3845,15 +3643,15 @@ pub static TYPES: &[TypeDef] = &[
                 go_type: "string",
             },
             FieldDef {
-                name: "volumePath",
+                name: "storagePolicyID",
                 ty: T::Str,
-                omitempty: false,
+                omitempty: true,
                 ptr: false,
                 go_type: "string",
             },
         ],
     },
-    // 104
+    // 100
     TypeDef {
         name: "Volume",
         go_name: "v1.Volume",
@@ -3868,217 +3666,210 @@ pub static TYPES: &[TypeDef] = &[
             },
             FieldDef {
                 name: "hostPath",
-                ty: T::Obj(84),
+                ty: T::Obj(82),
                 omitempty: true,
                 ptr: true,
                 go_type: "v1.HostPathVolumeSource",
             },
             FieldDef {
                 name: "emptyDir",
-                ty: T::Obj(71),
+                ty: T::Obj(69),
                 omitempty: true,
                 ptr: true,
                 go_type: "v1.EmptyDirVolumeSource",
             },
             FieldDef {
                 name: "gcePersistentDisk",
-                ty: T::Obj(81),
+                ty: T::Obj(79),
                 omitempty: true,
                 ptr: true,
                 go_type: "v1.GCEPersistentDiskVolumeSource",
             },
             FieldDef {
                 name: "awsElasticBlockStore",
-                ty: T::Obj(61),
+                ty: T::Obj(59),
                 omitempty: true,
                 ptr: true,
                 go_type: "v1.AWSElasticBlockStoreVolumeSource",
             },
             FieldDef {
                 name: "gitRepo",
-                ty: T::Obj(82),
+                ty: T::Obj(80),
                 omitempty: true,
                 ptr: true,
                 go_type: "v1.GitRepoVolumeSource",
             },
             FieldDef {
                 name: "secret",
-                ty: T::Obj(101),
+                ty: T::Obj(97),
                 omitempty: true,
                 ptr: true,
                 go_type: "v1.SecretVolumeSource",
             },
             FieldDef {
                 name: "nfs",
-                ty: T::Obj(87),
+                ty: T::Obj(84),
                 omitempty: true,
                 ptr: true,
                 go_type: "v1.NFSVolumeSource",
             },
             FieldDef {
                 name: "iscsi",
-                ty: T::Obj(86),
+                ty: T::Obj(83),
                 omitempty: true,
                 ptr: true,
                 go_type: "v1.ISCSIVolumeSource",
             },
             FieldDef {
                 name: "glusterfs",
-                ty: T::Obj(83),
+                ty: T::Obj(81),
                 omitempty: true,
                 ptr: true,
                 go_type: "v1.GlusterfsVolumeSource",
             },
             FieldDef {
                 name: "persistentVolumeClaim",
-                ty: T::Obj(88),
+                ty: T::Obj(85),
                 omitempty: true,
                 ptr: true,
                 go_type: "v1.PersistentVolumeClaimVolumeSource",
             },
             FieldDef {
                 name: "rbd",
-                ty: T::Obj(99),
+                ty: T::Obj(95),
                 omitempty: true,
                 ptr: true,
                 go_type: "v1.RBDVolumeSource",
             },
             FieldDef {
                 name: "flexVolume",
-                ty: T::Obj(79),
+                ty: T::Obj(77),
                 omitempty: true,
                 ptr: true,
                 go_type: "v1.FlexVolumeSource",
             },
             FieldDef {
                 name: "cinder",
-                ty: T::Obj(65),
+                ty: T::Obj(63),
                 omitempty: true,
                 ptr: true,
                 go_type: "v1.CinderVolumeSource",
             },
             FieldDef {
                 name: "cephfs",
-                ty: T::Obj(64),
+                ty: T::Obj(62),
                 omitempty: true,
                 ptr: true,
                 go_type: "v1.CephFSVolumeSource",
             },
             FieldDef {
                 name: "flocker",
-                ty: T::Obj(80),
+                ty: T::Obj(78),
                 omitempty: true,
                 ptr: true,
                 go_type: "v1.FlockerVolumeSource",
             },
             FieldDef {
                 name: "downwardAPI",
-                ty: T::Obj(70),
+                ty: T::Obj(68),
                 omitempty: true,
                 ptr: true,
                 go_type: "v1.DownwardAPIVolumeSource",
             },
             FieldDef {
                 name: "fc",
-                ty: T::Obj(78),
+                ty: T::Obj(76),
                 omitempty: true,
                 ptr: true,
                 go_type: "v1.FCVolumeSource",
             },
             FieldDef {
                 name: "azureFile",
-                ty: T::Obj(63),
+                ty: T::Obj(61),
                 omitempty: true,
                 ptr: true,
                 go_type: "v1.AzureFileVolumeSource",
             },
             FieldDef {
                 name: "configMap",
-                ty: T::Obj(67),
+                ty: T::Obj(65),
                 omitempty: true,
                 ptr: true,
                 go_type: "v1.ConfigMapVolumeSource",
             },
             FieldDef {
                 name: "vsphereVolume",
-                ty: T::Obj(103),
+                ty: T::Obj(99),
                 omitempty: true,
                 ptr: true,
                 go_type: "v1.VsphereVirtualDiskVolumeSource",
             },
             FieldDef {
                 name: "quobyte",
-                ty: T::Obj(98),
+                ty: T::Obj(94),
                 omitempty: true,
                 ptr: true,
                 go_type: "v1.QuobyteVolumeSource",
             },
             FieldDef {
                 name: "azureDisk",
-                ty: T::Obj(62),
+                ty: T::Obj(60),
                 omitempty: true,
                 ptr: true,
                 go_type: "v1.AzureDiskVolumeSource",
             },
             FieldDef {
                 name: "photonPersistentDisk",
-                ty: T::Obj(89),
+                ty: T::Obj(86),
                 omitempty: true,
                 ptr: true,
                 go_type: "v1.PhotonPersistentDiskVolumeSource",
             },
             FieldDef {
                 name: "projected",
-                ty: T::Obj(97),
+                ty: T::Obj(93),
                 omitempty: true,
                 ptr: true,
                 go_type: "v1.ProjectedVolumeSource",
             },
             FieldDef {
                 name: "portworxVolume",
-                ty: T::Obj(90),
+                ty: T::Obj(87),
                 omitempty: true,
                 ptr: true,
                 go_type: "v1.PortworxVolumeSource",
             },
             FieldDef {
                 name: "scaleIO",
-                ty: T::Obj(100),
+                ty: T::Obj(96),
                 omitempty: true,
                 ptr: true,
                 go_type: "v1.ScaleIOVolumeSource",
             },
             FieldDef {
                 name: "storageos",
-                ty: T::Obj(102),
+                ty: T::Obj(98),
                 omitempty: true,
                 ptr: true,
                 go_type: "v1.StorageOSVolumeSource",
             },
             FieldDef {
                 name: "csi",
-                ty: T::Obj(68),
+                ty: T::Obj(66),
                 omitempty: true,
                 ptr: true,
                 go_type: "v1.CSIVolumeSource",
             },
             FieldDef {
                 name: "ephemeral",
-                ty: T::Obj(77),
+                ty: T::Obj(75),
                 omitempty: true,
                 ptr: true,
                 go_type: "v1.EphemeralVolumeSource",
             },
-            FieldDef {
-                name: "image",
-                ty: T::Obj(85),
-                omitempty: true,
-                ptr: true,
-                go_type: "v1.ImageVolumeSource",
-            },
         ],
     },
-    // 105
+    // 101
     TypeDef {
         name: "PodSpec",
         go_name: "v1.PodSpec",
@@ -4087,7 +3878,7 @@ pub static TYPES: &[TypeDef] = &[
             FieldDef {
                 name: "volumes",
                 ty: T::List(
-                    &T::Obj(104),
+                    &T::Obj(100),
                     L::Map {
                         merge_key: "name",
                         keys: &["name"],
@@ -4100,7 +3891,7 @@ pub static TYPES: &[TypeDef] = &[
             FieldDef {
                 name: "initContainers",
                 ty: T::List(
-                    &T::Obj(47),
+                    &T::Obj(45),
                     L::Map {
                         merge_key: "name",
                         keys: &["name"],
@@ -4113,7 +3904,7 @@ pub static TYPES: &[TypeDef] = &[
             FieldDef {
                 name: "containers",
                 ty: T::List(
-                    &T::Obj(47),
+                    &T::Obj(45),
                     L::Map {
                         merge_key: "name",
                         keys: &["name"],
@@ -4126,7 +3917,7 @@ pub static TYPES: &[TypeDef] = &[
             FieldDef {
                 name: "ephemeralContainers",
                 ty: T::List(
-                    &T::Obj(50),
+                    &T::Obj(48),
                     L::Map {
                         merge_key: "name",
                         keys: &["name"],
@@ -4229,7 +4020,7 @@ pub static TYPES: &[TypeDef] = &[
             },
             FieldDef {
                 name: "securityContext",
-                ty: T::Obj(58),
+                ty: T::Obj(56),
                 omitempty: true,
                 ptr: true,
                 go_type: "v1.PodSecurityContext",
@@ -4237,7 +4028,7 @@ pub static TYPES: &[TypeDef] = &[
             FieldDef {
                 name: "imagePullSecrets",
                 ty: T::List(
-                    &T::Obj(52),
+                    &T::Obj(50),
                     L::Map {
                         merge_key: "name",
                         keys: &["name"],
@@ -4277,7 +4068,7 @@ pub static TYPES: &[TypeDef] = &[
             },
             FieldDef {
                 name: "tolerations",
-                ty: T::List(&T::Obj(59), L::Atomic),
+                ty: T::List(&T::Obj(57), L::Atomic),
                 omitempty: true,
                 ptr: false,
                 go_type: "[]v1.Toleration",
@@ -4285,7 +4076,7 @@ pub static TYPES: &[TypeDef] = &[
             FieldDef {
                 name: "hostAliases",
                 ty: T::List(
-                    &T::Obj(51),
+                    &T::Obj(49),
                     L::Map {
                         merge_key: "ip",
                         keys: &["ip"],
@@ -4311,14 +4102,14 @@ pub static TYPES: &[TypeDef] = &[
             },
             FieldDef {
                 name: "dnsConfig",
-                ty: T::Obj(49),
+                ty: T::Obj(47),
                 omitempty: true,
                 ptr: true,
                 go_type: "v1.PodDNSConfig",
             },
             FieldDef {
                 name: "readinessGates",
-                ty: T::List(&T::Obj(54), L::Atomic),
+                ty: T::List(&T::Obj(52), L::Atomic),
                 omitempty: true,
                 ptr: false,
                 go_type: "[]v1.PodReadinessGate",
@@ -4354,7 +4145,7 @@ pub static TYPES: &[TypeDef] = &[
             FieldDef {
                 name: "topologySpreadConstraints",
                 ty: T::List(
-                    &T::Obj(60),
+                    &T::Obj(58),
                     L::Map {
                         merge_key: "topologyKey",
                         keys: &["topologyKey", "whenUnsatisfiable"],
@@ -4373,7 +4164,7 @@ pub static TYPES: &[TypeDef] = &[
             },
             FieldDef {
                 name: "os",
-                ty: T::Obj(53),
+                ty: T::Obj(51),
                 omitempty: true,
                 ptr: true,
                 go_type: "v1.PodOS",
@@ -4388,7 +4179,7 @@ pub static TYPES: &[TypeDef] = &[
             FieldDef {
                 name: "schedulingGates",
                 ty: T::List(
-                    &T::Obj(56),
+                    &T::Obj(54),
                     L::Map {
                         merge_key: "name",
                         keys: &["name"],
@@ -4401,7 +4192,7 @@ pub static TYPES: &[TypeDef] = &[
             FieldDef {
                 name: "resourceClaims",
                 ty: T::List(
-                    &T::Obj(55),
+                    &T::Obj(53),
                     L::Map {
                         merge_key: "name",
                         keys: &["name"],
@@ -4411,16 +4202,9 @@ pub static TYPES: &[TypeDef] = &[
                 ptr: false,
                 go_type: "[]v1.PodResourceClaim",
             },
-            FieldDef {
-                name: "resources",
-                ty: T::Obj(38),
-                omitempty: true,
-                ptr: true,
-                go_type: "v1.ResourceRequirements",
-            },
         ],
     },
-    // 106
+    // 102
     TypeDef {
         name: "PodTemplateSpec",
         go_name: "v1.PodTemplateSpec",
@@ -4435,14 +4219,14 @@ pub static TYPES: &[TypeDef] = &[
             },
             FieldDef {
                 name: "spec",
-                ty: T::Obj(105),
+                ty: T::Obj(101),
                 omitempty: false,
                 ptr: false,
                 go_type: "v1.PodSpec",
             },
         ],
     },
-    // 107
+    // 103
     TypeDef {
         name: "DeploymentSpec",
         go_name: "v1.DeploymentSpec",
@@ -4464,7 +4248,7 @@ pub static TYPES: &[TypeDef] = &[
             },
             FieldDef {
                 name: "template",
-                ty: T::Obj(106),
+                ty: T::Obj(102),
                 omitempty: false,
                 ptr: false,
                 go_type: "v1.PodTemplateSpec",
@@ -4506,7 +4290,7 @@ pub static TYPES: &[TypeDef] = &[
             },
         ],
     },
-    // 108
+    // 104
     TypeDef {
         name: "DeploymentCondition",
         go_name: "v1.DeploymentCondition",
@@ -4556,7 +4340,7 @@ pub static TYPES: &[TypeDef] = &[
             },
         ],
     },
-    // 109
+    // 105
     TypeDef {
         name: "DeploymentStatus",
         go_name: "v1.DeploymentStatus",
@@ -4605,16 +4389,9 @@ pub static TYPES: &[TypeDef] = &[
                 go_type: "int32",
             },
             FieldDef {
-                name: "terminatingReplicas",
-                ty: T::I32,
-                omitempty: true,
-                ptr: true,
-                go_type: "int32",
-            },
-            FieldDef {
                 name: "conditions",
                 ty: T::List(
-                    &T::Obj(108),
+                    &T::Obj(104),
                     L::Map {
                         merge_key: "type",
                         keys: &["type"],
@@ -4633,7 +4410,7 @@ pub static TYPES: &[TypeDef] = &[
             },
         ],
     },
-    // 110
+    // 106
     TypeDef {
         name: "Deployment",
         go_name: "v1.Deployment",
@@ -4648,21 +4425,21 @@ pub static TYPES: &[TypeDef] = &[
             },
             FieldDef {
                 name: "spec",
-                ty: T::Obj(107),
+                ty: T::Obj(103),
                 omitempty: false,
                 ptr: false,
                 go_type: "v1.DeploymentSpec",
             },
             FieldDef {
                 name: "status",
-                ty: T::Obj(109),
+                ty: T::Obj(105),
                 omitempty: false,
                 ptr: false,
                 go_type: "v1.DeploymentStatus",
             },
         ],
     },
-    // 111
+    // 107
     TypeDef {
         name: "ServicePort",
         go_name: "v1.ServicePort",
@@ -4712,7 +4489,7 @@ pub static TYPES: &[TypeDef] = &[
             },
         ],
     },
-    // 112
+    // 108
     TypeDef {
         name: "ClientIPConfig",
         go_name: "v1.ClientIPConfig",
@@ -4725,20 +4502,20 @@ pub static TYPES: &[TypeDef] = &[
             go_type: "int32",
         }],
     },
-    // 113
+    // 109
     TypeDef {
         name: "SessionAffinityConfig",
         go_name: "v1.SessionAffinityConfig",
         atomic: false,
         fields: &[FieldDef {
             name: "clientIP",
-            ty: T::Obj(112),
+            ty: T::Obj(108),
             omitempty: true,
             ptr: true,
             go_type: "v1.ClientIPConfig",
         }],
     },
-    // 114
+    // 110
     TypeDef {
         name: "ServiceSpec",
         go_name: "v1.ServiceSpec",
@@ -4747,7 +4524,7 @@ pub static TYPES: &[TypeDef] = &[
             FieldDef {
                 name: "ports",
                 ty: T::List(
-                    &T::Obj(111),
+                    &T::Obj(107),
                     L::Map {
                         merge_key: "port",
                         keys: &["port", "protocol"],
@@ -4843,7 +4620,7 @@ pub static TYPES: &[TypeDef] = &[
             },
             FieldDef {
                 name: "sessionAffinityConfig",
-                ty: T::Obj(113),
+                ty: T::Obj(109),
                 omitempty: true,
                 ptr: true,
                 go_type: "v1.SessionAffinityConfig",
@@ -4883,44 +4660,16 @@ pub static TYPES: &[TypeDef] = &[
                 ptr: true,
                 go_type: "string",
             },
-            FieldDef {
-                name: "trafficDistribution",
-                ty: T::Str,
-                omitempty: true,
-                ptr: true,
-                go_type: "string",
-            },
         ],
     },
-    // 115
+    // 111
     TypeDef {
         name: "Condition",
         go_name: "v1.Condition",
         atomic: false,
         fields: &[
             FieldDef {
-                name: "lastTransitionTime",
-                ty: T::Time,
-                omitempty: false,
-                ptr: false,
-                go_type: "v1.Time",
-            },
-            FieldDef {
-                name: "message",
-                ty: T::Str,
-                omitempty: false,
-                ptr: false,
-                go_type: "string",
-            },
-            FieldDef {
-                name: "observedGeneration",
-                ty: T::I64,
-                omitempty: true,
-                ptr: true,
-                go_type: "int64",
-            },
-            FieldDef {
-                name: "reason",
+                name: "type",
                 ty: T::Str,
                 omitempty: false,
                 ptr: false,
@@ -4934,7 +4683,28 @@ pub static TYPES: &[TypeDef] = &[
                 go_type: "string",
             },
             FieldDef {
-                name: "type",
+                name: "observedGeneration",
+                ty: T::I64,
+                omitempty: true,
+                ptr: true,
+                go_type: "int64",
+            },
+            FieldDef {
+                name: "lastTransitionTime",
+                ty: T::Time,
+                omitempty: false,
+                ptr: false,
+                go_type: "v1.Time",
+            },
+            FieldDef {
+                name: "reason",
+                ty: T::Str,
+                omitempty: false,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "message",
                 ty: T::Str,
                 omitempty: false,
                 ptr: false,
@@ -4942,19 +4712,12 @@ pub static TYPES: &[TypeDef] = &[
             },
         ],
     },
-    // 116
+    // 112
     TypeDef {
         name: "PortStatus",
         go_name: "v1.PortStatus",
         atomic: false,
         fields: &[
-            FieldDef {
-                name: "error",
-                ty: T::Str,
-                omitempty: true,
-                ptr: false,
-                go_type: "string",
-            },
             FieldDef {
                 name: "port",
                 ty: T::I32,
@@ -4969,9 +4732,16 @@ pub static TYPES: &[TypeDef] = &[
                 ptr: false,
                 go_type: "string",
             },
+            FieldDef {
+                name: "error",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
         ],
     },
-    // 117
+    // 113
     TypeDef {
         name: "LoadBalancerIngress",
         go_name: "v1.LoadBalancerIngress",
@@ -5000,27 +4770,27 @@ pub static TYPES: &[TypeDef] = &[
             },
             FieldDef {
                 name: "ports",
-                ty: T::List(&T::Obj(116), L::Atomic),
+                ty: T::List(&T::Obj(112), L::Atomic),
                 omitempty: true,
                 ptr: false,
                 go_type: "[]v1.PortStatus",
             },
         ],
     },
-    // 118
+    // 114
     TypeDef {
         name: "LoadBalancerStatus",
         go_name: "v1.LoadBalancerStatus",
         atomic: false,
         fields: &[FieldDef {
             name: "ingress",
-            ty: T::List(&T::Obj(117), L::Atomic),
+            ty: T::List(&T::Obj(113), L::Atomic),
             omitempty: true,
             ptr: false,
             go_type: "[]v1.LoadBalancerIngress",
         }],
     },
-    // 119
+    // 115
     TypeDef {
         name: "ServiceStatus",
         go_name: "v1.ServiceStatus",
@@ -5028,7 +4798,7 @@ pub static TYPES: &[TypeDef] = &[
         fields: &[
             FieldDef {
                 name: "loadBalancer",
-                ty: T::Obj(118),
+                ty: T::Obj(114),
                 omitempty: false,
                 ptr: false,
                 go_type: "v1.LoadBalancerStatus",
@@ -5036,7 +4806,7 @@ pub static TYPES: &[TypeDef] = &[
             FieldDef {
                 name: "conditions",
                 ty: T::List(
-                    &T::Obj(115),
+                    &T::Obj(111),
                     L::Map {
                         merge_key: "type",
                         keys: &["type"],
@@ -5048,7 +4818,7 @@ pub static TYPES: &[TypeDef] = &[
             },
         ],
     },
-    // 120
+    // 116
     TypeDef {
         name: "Service",
         go_name: "v1.Service",
@@ -5063,21 +4833,21 @@ pub static TYPES: &[TypeDef] = &[
             },
             FieldDef {
                 name: "spec",
-                ty: T::Obj(114),
+                ty: T::Obj(110),
                 omitempty: false,
                 ptr: false,
                 go_type: "v1.ServiceSpec",
             },
             FieldDef {
                 name: "status",
-                ty: T::Obj(119),
+                ty: T::Obj(115),
                 omitempty: false,
                 ptr: false,
                 go_type: "v1.ServiceStatus",
             },
         ],
     },
-    // 121
+    // 117
     TypeDef {
         name: "NamespaceSpec",
         go_name: "v1.NamespaceSpec",
@@ -5090,30 +4860,16 @@ pub static TYPES: &[TypeDef] = &[
             go_type: "[]string",
         }],
     },
-    // 122
+    // 118
     TypeDef {
         name: "NamespaceCondition",
         go_name: "v1.NamespaceCondition",
         atomic: false,
         fields: &[
             FieldDef {
-                name: "lastTransitionTime",
-                ty: T::Time,
+                name: "type",
+                ty: T::Str,
                 omitempty: false,
-                ptr: false,
-                go_type: "v1.Time",
-            },
-            FieldDef {
-                name: "message",
-                ty: T::Str,
-                omitempty: true,
-                ptr: false,
-                go_type: "string",
-            },
-            FieldDef {
-                name: "reason",
-                ty: T::Str,
-                omitempty: true,
                 ptr: false,
                 go_type: "string",
             },
@@ -5125,15 +4881,29 @@ pub static TYPES: &[TypeDef] = &[
                 go_type: "string",
             },
             FieldDef {
-                name: "type",
-                ty: T::Str,
+                name: "lastTransitionTime",
+                ty: T::Time,
                 omitempty: false,
+                ptr: false,
+                go_type: "v1.Time",
+            },
+            FieldDef {
+                name: "reason",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "message",
+                ty: T::Str,
+                omitempty: true,
                 ptr: false,
                 go_type: "string",
             },
         ],
     },
-    // 123
+    // 119
     TypeDef {
         name: "NamespaceStatus",
         go_name: "v1.NamespaceStatus",
@@ -5149,7 +4919,7 @@ pub static TYPES: &[TypeDef] = &[
             FieldDef {
                 name: "conditions",
                 ty: T::List(
-                    &T::Obj(122),
+                    &T::Obj(118),
                     L::Map {
                         merge_key: "type",
                         keys: &["type"],
@@ -5161,7 +4931,7 @@ pub static TYPES: &[TypeDef] = &[
             },
         ],
     },
-    // 124
+    // 120
     TypeDef {
         name: "Namespace",
         go_name: "v1.Namespace",
@@ -5176,21 +4946,21 @@ pub static TYPES: &[TypeDef] = &[
             },
             FieldDef {
                 name: "spec",
-                ty: T::Obj(121),
+                ty: T::Obj(117),
                 omitempty: false,
                 ptr: false,
                 go_type: "v1.NamespaceSpec",
             },
             FieldDef {
                 name: "status",
-                ty: T::Obj(123),
+                ty: T::Obj(119),
                 omitempty: false,
                 ptr: false,
                 go_type: "v1.NamespaceStatus",
             },
         ],
     },
-    // 125
+    // 121
     TypeDef {
         name: "HPAScalingPolicy",
         go_name: "v2.HPAScalingPolicy",
@@ -5219,7 +4989,7 @@ pub static TYPES: &[TypeDef] = &[
             },
         ],
     },
-    // 126
+    // 122
     TypeDef {
         name: "HPAScalingRules",
         go_name: "v2.HPAScalingRules",
@@ -5241,21 +5011,14 @@ pub static TYPES: &[TypeDef] = &[
             },
             FieldDef {
                 name: "policies",
-                ty: T::List(&T::Obj(125), L::Atomic),
+                ty: T::List(&T::Obj(121), L::Atomic),
                 omitempty: true,
                 ptr: false,
                 go_type: "[]v2.HPAScalingPolicy",
             },
-            FieldDef {
-                name: "tolerance",
-                ty: T::Quantity,
-                omitempty: true,
-                ptr: true,
-                go_type: "resource.Quantity",
-            },
         ],
     },
-    // 127
+    // 123
     TypeDef {
         name: "HorizontalPodAutoscalerBehavior",
         go_name: "v2.HorizontalPodAutoscalerBehavior",
@@ -5263,21 +5026,21 @@ pub static TYPES: &[TypeDef] = &[
         fields: &[
             FieldDef {
                 name: "scaleUp",
-                ty: T::Obj(126),
+                ty: T::Obj(122),
                 omitempty: true,
                 ptr: true,
                 go_type: "v2.HPAScalingRules",
             },
             FieldDef {
                 name: "scaleDown",
-                ty: T::Obj(126),
+                ty: T::Obj(122),
                 omitempty: true,
                 ptr: true,
                 go_type: "v2.HPAScalingRules",
             },
         ],
     },
-    // 128
+    // 124
     TypeDef {
         name: "MetricTarget",
         go_name: "v2.MetricTarget",
@@ -5313,7 +5076,7 @@ pub static TYPES: &[TypeDef] = &[
             },
         ],
     },
-    // 129
+    // 125
     TypeDef {
         name: "ContainerResourceMetricSource",
         go_name: "v2.ContainerResourceMetricSource",
@@ -5328,7 +5091,7 @@ pub static TYPES: &[TypeDef] = &[
             },
             FieldDef {
                 name: "target",
-                ty: T::Obj(128),
+                ty: T::Obj(124),
                 omitempty: false,
                 ptr: false,
                 go_type: "v2.MetricTarget",
@@ -5342,7 +5105,7 @@ pub static TYPES: &[TypeDef] = &[
             },
         ],
     },
-    // 130
+    // 126
     TypeDef {
         name: "MetricIdentifier",
         go_name: "v2.MetricIdentifier",
@@ -5364,7 +5127,7 @@ pub static TYPES: &[TypeDef] = &[
             },
         ],
     },
-    // 131
+    // 127
     TypeDef {
         name: "ExternalMetricSource",
         go_name: "v2.ExternalMetricSource",
@@ -5372,21 +5135,21 @@ pub static TYPES: &[TypeDef] = &[
         fields: &[
             FieldDef {
                 name: "metric",
-                ty: T::Obj(130),
+                ty: T::Obj(126),
                 omitempty: false,
                 ptr: false,
                 go_type: "v2.MetricIdentifier",
             },
             FieldDef {
                 name: "target",
-                ty: T::Obj(128),
+                ty: T::Obj(124),
                 omitempty: false,
                 ptr: false,
                 go_type: "v2.MetricTarget",
             },
         ],
     },
-    // 132
+    // 128
     TypeDef {
         name: "CrossVersionObjectReference",
         go_name: "v2.CrossVersionObjectReference",
@@ -5415,7 +5178,7 @@ pub static TYPES: &[TypeDef] = &[
             },
         ],
     },
-    // 133
+    // 129
     TypeDef {
         name: "ObjectMetricSource",
         go_name: "v2.ObjectMetricSource",
@@ -5423,28 +5186,28 @@ pub static TYPES: &[TypeDef] = &[
         fields: &[
             FieldDef {
                 name: "describedObject",
-                ty: T::Obj(132),
+                ty: T::Obj(128),
                 omitempty: false,
                 ptr: false,
                 go_type: "v2.CrossVersionObjectReference",
             },
             FieldDef {
-                name: "metric",
-                ty: T::Obj(130),
-                omitempty: false,
-                ptr: false,
-                go_type: "v2.MetricIdentifier",
-            },
-            FieldDef {
                 name: "target",
-                ty: T::Obj(128),
+                ty: T::Obj(124),
                 omitempty: false,
                 ptr: false,
                 go_type: "v2.MetricTarget",
             },
+            FieldDef {
+                name: "metric",
+                ty: T::Obj(126),
+                omitempty: false,
+                ptr: false,
+                go_type: "v2.MetricIdentifier",
+            },
         ],
     },
-    // 134
+    // 130
     TypeDef {
         name: "PodsMetricSource",
         go_name: "v2.PodsMetricSource",
@@ -5452,21 +5215,21 @@ pub static TYPES: &[TypeDef] = &[
         fields: &[
             FieldDef {
                 name: "metric",
-                ty: T::Obj(130),
+                ty: T::Obj(126),
                 omitempty: false,
                 ptr: false,
                 go_type: "v2.MetricIdentifier",
             },
             FieldDef {
                 name: "target",
-                ty: T::Obj(128),
+                ty: T::Obj(124),
                 omitempty: false,
                 ptr: false,
                 go_type: "v2.MetricTarget",
             },
         ],
     },
-    // 135
+    // 131
     TypeDef {
         name: "ResourceMetricSource",
         go_name: "v2.ResourceMetricSource",
@@ -5481,14 +5244,14 @@ pub static TYPES: &[TypeDef] = &[
             },
             FieldDef {
                 name: "target",
-                ty: T::Obj(128),
+                ty: T::Obj(124),
                 omitempty: false,
                 ptr: false,
                 go_type: "v2.MetricTarget",
             },
         ],
     },
-    // 136
+    // 132
     TypeDef {
         name: "MetricSpec",
         go_name: "v2.MetricSpec",
@@ -5503,42 +5266,42 @@ pub static TYPES: &[TypeDef] = &[
             },
             FieldDef {
                 name: "object",
-                ty: T::Obj(133),
+                ty: T::Obj(129),
                 omitempty: true,
                 ptr: true,
                 go_type: "v2.ObjectMetricSource",
             },
             FieldDef {
                 name: "pods",
-                ty: T::Obj(134),
+                ty: T::Obj(130),
                 omitempty: true,
                 ptr: true,
                 go_type: "v2.PodsMetricSource",
             },
             FieldDef {
                 name: "resource",
-                ty: T::Obj(135),
+                ty: T::Obj(131),
                 omitempty: true,
                 ptr: true,
                 go_type: "v2.ResourceMetricSource",
             },
             FieldDef {
                 name: "containerResource",
-                ty: T::Obj(129),
+                ty: T::Obj(125),
                 omitempty: true,
                 ptr: true,
                 go_type: "v2.ContainerResourceMetricSource",
             },
             FieldDef {
                 name: "external",
-                ty: T::Obj(131),
+                ty: T::Obj(127),
                 omitempty: true,
                 ptr: true,
                 go_type: "v2.ExternalMetricSource",
             },
         ],
     },
-    // 137
+    // 133
     TypeDef {
         name: "HorizontalPodAutoscalerSpec",
         go_name: "v2.HorizontalPodAutoscalerSpec",
@@ -5546,7 +5309,7 @@ pub static TYPES: &[TypeDef] = &[
         fields: &[
             FieldDef {
                 name: "scaleTargetRef",
-                ty: T::Obj(132),
+                ty: T::Obj(128),
                 omitempty: false,
                 ptr: false,
                 go_type: "v2.CrossVersionObjectReference",
@@ -5567,21 +5330,21 @@ pub static TYPES: &[TypeDef] = &[
             },
             FieldDef {
                 name: "metrics",
-                ty: T::List(&T::Obj(136), L::Atomic),
+                ty: T::List(&T::Obj(132), L::Atomic),
                 omitempty: true,
                 ptr: false,
                 go_type: "[]v2.MetricSpec",
             },
             FieldDef {
                 name: "behavior",
-                ty: T::Obj(127),
+                ty: T::Obj(123),
                 omitempty: true,
                 ptr: true,
                 go_type: "v2.HorizontalPodAutoscalerBehavior",
             },
         ],
     },
-    // 138
+    // 134
     TypeDef {
         name: "HorizontalPodAutoscalerCondition",
         go_name: "v2.HorizontalPodAutoscalerCondition",
@@ -5624,18 +5387,18 @@ pub static TYPES: &[TypeDef] = &[
             },
         ],
     },
-    // 139
+    // 135
     TypeDef {
         name: "MetricValueStatus",
         go_name: "v2.MetricValueStatus",
         atomic: false,
         fields: &[
             FieldDef {
-                name: "averageUtilization",
-                ty: T::I32,
+                name: "value",
+                ty: T::Quantity,
                 omitempty: true,
                 ptr: true,
-                go_type: "int32",
+                go_type: "resource.Quantity",
             },
             FieldDef {
                 name: "averageValue",
@@ -5645,20 +5408,34 @@ pub static TYPES: &[TypeDef] = &[
                 go_type: "resource.Quantity",
             },
             FieldDef {
-                name: "value",
-                ty: T::Quantity,
+                name: "averageUtilization",
+                ty: T::I32,
                 omitempty: true,
                 ptr: true,
-                go_type: "resource.Quantity",
+                go_type: "int32",
             },
         ],
     },
-    // 140
+    // 136
     TypeDef {
         name: "ContainerResourceMetricStatus",
         go_name: "v2.ContainerResourceMetricStatus",
         atomic: false,
         fields: &[
+            FieldDef {
+                name: "name",
+                ty: T::Str,
+                omitempty: false,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "current",
+                ty: T::Obj(135),
+                omitempty: false,
+                ptr: false,
+                go_type: "v2.MetricValueStatus",
+            },
             FieldDef {
                 name: "container",
                 ty: T::Str,
@@ -5666,108 +5443,87 @@ pub static TYPES: &[TypeDef] = &[
                 ptr: false,
                 go_type: "string",
             },
-            FieldDef {
-                name: "current",
-                ty: T::Obj(139),
-                omitempty: false,
-                ptr: false,
-                go_type: "v2.MetricValueStatus",
-            },
-            FieldDef {
-                name: "name",
-                ty: T::Str,
-                omitempty: false,
-                ptr: false,
-                go_type: "string",
-            },
         ],
     },
-    // 141
+    // 137
     TypeDef {
         name: "ExternalMetricStatus",
         go_name: "v2.ExternalMetricStatus",
         atomic: false,
         fields: &[
             FieldDef {
-                name: "current",
-                ty: T::Obj(139),
-                omitempty: false,
-                ptr: false,
-                go_type: "v2.MetricValueStatus",
-            },
-            FieldDef {
                 name: "metric",
-                ty: T::Obj(130),
+                ty: T::Obj(126),
                 omitempty: false,
                 ptr: false,
                 go_type: "v2.MetricIdentifier",
             },
+            FieldDef {
+                name: "current",
+                ty: T::Obj(135),
+                omitempty: false,
+                ptr: false,
+                go_type: "v2.MetricValueStatus",
+            },
         ],
     },
-    // 142
+    // 138
     TypeDef {
         name: "ObjectMetricStatus",
         go_name: "v2.ObjectMetricStatus",
         atomic: false,
         fields: &[
             FieldDef {
+                name: "metric",
+                ty: T::Obj(126),
+                omitempty: false,
+                ptr: false,
+                go_type: "v2.MetricIdentifier",
+            },
+            FieldDef {
                 name: "current",
-                ty: T::Obj(139),
+                ty: T::Obj(135),
                 omitempty: false,
                 ptr: false,
                 go_type: "v2.MetricValueStatus",
             },
             FieldDef {
                 name: "describedObject",
-                ty: T::Obj(132),
+                ty: T::Obj(128),
                 omitempty: false,
                 ptr: false,
                 go_type: "v2.CrossVersionObjectReference",
             },
-            FieldDef {
-                name: "metric",
-                ty: T::Obj(130),
-                omitempty: false,
-                ptr: false,
-                go_type: "v2.MetricIdentifier",
-            },
         ],
     },
-    // 143
+    // 139
     TypeDef {
         name: "PodsMetricStatus",
         go_name: "v2.PodsMetricStatus",
         atomic: false,
         fields: &[
             FieldDef {
-                name: "current",
-                ty: T::Obj(139),
-                omitempty: false,
-                ptr: false,
-                go_type: "v2.MetricValueStatus",
-            },
-            FieldDef {
                 name: "metric",
-                ty: T::Obj(130),
+                ty: T::Obj(126),
                 omitempty: false,
                 ptr: false,
                 go_type: "v2.MetricIdentifier",
             },
+            FieldDef {
+                name: "current",
+                ty: T::Obj(135),
+                omitempty: false,
+                ptr: false,
+                go_type: "v2.MetricValueStatus",
+            },
         ],
     },
-    // 144
+    // 140
     TypeDef {
         name: "ResourceMetricStatus",
         go_name: "v2.ResourceMetricStatus",
         atomic: false,
         fields: &[
-            FieldDef {
-                name: "current",
-                ty: T::Obj(139),
-                omitempty: false,
-                ptr: false,
-                go_type: "v2.MetricValueStatus",
-            },
             FieldDef {
                 name: "name",
                 ty: T::Str,
@@ -5775,49 +5531,21 @@ pub static TYPES: &[TypeDef] = &[
                 ptr: false,
                 go_type: "string",
             },
+            FieldDef {
+                name: "current",
+                ty: T::Obj(135),
+                omitempty: false,
+                ptr: false,
+                go_type: "v2.MetricValueStatus",
+            },
         ],
     },
-    // 145
+    // 141
     TypeDef {
         name: "MetricStatus",
         go_name: "v2.MetricStatus",
         atomic: false,
         fields: &[
-            FieldDef {
-                name: "containerResource",
-                ty: T::Obj(140),
-                omitempty: true,
-                ptr: true,
-                go_type: "v2.ContainerResourceMetricStatus",
-            },
-            FieldDef {
-                name: "external",
-                ty: T::Obj(141),
-                omitempty: true,
-                ptr: true,
-                go_type: "v2.ExternalMetricStatus",
-            },
-            FieldDef {
-                name: "object",
-                ty: T::Obj(142),
-                omitempty: true,
-                ptr: true,
-                go_type: "v2.ObjectMetricStatus",
-            },
-            FieldDef {
-                name: "pods",
-                ty: T::Obj(143),
-                omitempty: true,
-                ptr: true,
-                go_type: "v2.PodsMetricStatus",
-            },
-            FieldDef {
-                name: "resource",
-                ty: T::Obj(144),
-                omitempty: true,
-                ptr: true,
-                go_type: "v2.ResourceMetricStatus",
-            },
             FieldDef {
                 name: "type",
                 ty: T::Str,
@@ -5825,9 +5553,44 @@ pub static TYPES: &[TypeDef] = &[
                 ptr: false,
                 go_type: "string",
             },
+            FieldDef {
+                name: "object",
+                ty: T::Obj(138),
+                omitempty: true,
+                ptr: true,
+                go_type: "v2.ObjectMetricStatus",
+            },
+            FieldDef {
+                name: "pods",
+                ty: T::Obj(139),
+                omitempty: true,
+                ptr: true,
+                go_type: "v2.PodsMetricStatus",
+            },
+            FieldDef {
+                name: "resource",
+                ty: T::Obj(140),
+                omitempty: true,
+                ptr: true,
+                go_type: "v2.ResourceMetricStatus",
+            },
+            FieldDef {
+                name: "containerResource",
+                ty: T::Obj(136),
+                omitempty: true,
+                ptr: true,
+                go_type: "v2.ContainerResourceMetricStatus",
+            },
+            FieldDef {
+                name: "external",
+                ty: T::Obj(137),
+                omitempty: true,
+                ptr: true,
+                go_type: "v2.ExternalMetricStatus",
+            },
         ],
     },
-    // 146
+    // 142
     TypeDef {
         name: "HorizontalPodAutoscalerStatus",
         go_name: "v2.HorizontalPodAutoscalerStatus",
@@ -5863,7 +5626,7 @@ pub static TYPES: &[TypeDef] = &[
             },
             FieldDef {
                 name: "currentMetrics",
-                ty: T::List(&T::Obj(145), L::Atomic),
+                ty: T::List(&T::Obj(141), L::Atomic),
                 omitempty: false,
                 ptr: false,
                 go_type: "[]v2.MetricStatus",
@@ -5871,7 +5634,7 @@ pub static TYPES: &[TypeDef] = &[
             FieldDef {
                 name: "conditions",
                 ty: T::List(
-                    &T::Obj(138),
+                    &T::Obj(134),
                     L::Map {
                         merge_key: "type",
                         keys: &["type"],
@@ -5883,7 +5646,7 @@ pub static TYPES: &[TypeDef] = &[
             },
         ],
     },
-    // 147
+    // 143
     TypeDef {
         name: "HorizontalPodAutoscaler",
         go_name: "v2.HorizontalPodAutoscaler",
@@ -5898,21 +5661,21 @@ pub static TYPES: &[TypeDef] = &[
             },
             FieldDef {
                 name: "spec",
-                ty: T::Obj(137),
+                ty: T::Obj(133),
                 omitempty: false,
                 ptr: false,
                 go_type: "v2.HorizontalPodAutoscalerSpec",
             },
             FieldDef {
                 name: "status",
-                ty: T::Obj(146),
+                ty: T::Obj(142),
                 omitempty: false,
                 ptr: false,
                 go_type: "v2.HorizontalPodAutoscalerStatus",
             },
         ],
     },
-    // 148
+    // 144
     TypeDef {
         name: "ServiceBackendPort",
         go_name: "v1.ServiceBackendPort",
@@ -5934,7 +5697,7 @@ pub static TYPES: &[TypeDef] = &[
             },
         ],
     },
-    // 149
+    // 145
     TypeDef {
         name: "IngressServiceBackend",
         go_name: "v1.IngressServiceBackend",
@@ -5949,14 +5712,14 @@ pub static TYPES: &[TypeDef] = &[
             },
             FieldDef {
                 name: "port",
-                ty: T::Obj(148),
+                ty: T::Obj(144),
                 omitempty: false,
                 ptr: false,
                 go_type: "v1.ServiceBackendPort",
             },
         ],
     },
-    // 150
+    // 146
     TypeDef {
         name: "IngressBackend",
         go_name: "v1.IngressBackend",
@@ -5964,21 +5727,21 @@ pub static TYPES: &[TypeDef] = &[
         fields: &[
             FieldDef {
                 name: "service",
-                ty: T::Obj(149),
+                ty: T::Obj(145),
                 omitempty: true,
                 ptr: true,
                 go_type: "v1.IngressServiceBackend",
             },
             FieldDef {
                 name: "resource",
-                ty: T::Obj(72),
+                ty: T::Obj(70),
                 omitempty: true,
                 ptr: true,
                 go_type: "v1.TypedLocalObjectReference",
             },
         ],
     },
-    // 151
+    // 147
     TypeDef {
         name: "HTTPIngressPath",
         go_name: "v1.HTTPIngressPath",
@@ -5995,32 +5758,32 @@ pub static TYPES: &[TypeDef] = &[
                 name: "pathType",
                 ty: T::Str,
                 omitempty: false,
-                ptr: false,
+                ptr: true,
                 go_type: "string",
             },
             FieldDef {
                 name: "backend",
-                ty: T::Obj(150),
+                ty: T::Obj(146),
                 omitempty: false,
                 ptr: false,
                 go_type: "v1.IngressBackend",
             },
         ],
     },
-    // 152
+    // 148
     TypeDef {
         name: "HTTPIngressRuleValue",
         go_name: "v1.HTTPIngressRuleValue",
         atomic: false,
         fields: &[FieldDef {
             name: "paths",
-            ty: T::List(&T::Obj(151), L::Atomic),
+            ty: T::List(&T::Obj(147), L::Atomic),
             omitempty: false,
             ptr: false,
             go_type: "[]v1.HTTPIngressPath",
         }],
     },
-    // 153
+    // 149
     TypeDef {
         name: "IngressRule",
         go_name: "v1.IngressRule",
@@ -6035,14 +5798,14 @@ pub static TYPES: &[TypeDef] = &[
             },
             FieldDef {
                 name: "http",
-                ty: T::Obj(152),
+                ty: T::Obj(148),
                 omitempty: true,
                 ptr: true,
                 go_type: "v1.HTTPIngressRuleValue",
             },
         ],
     },
-    // 154
+    // 150
     TypeDef {
         name: "IngressTLS",
         go_name: "v1.IngressTLS",
@@ -6064,7 +5827,7 @@ pub static TYPES: &[TypeDef] = &[
             },
         ],
     },
-    // 155
+    // 151
     TypeDef {
         name: "IngressSpec",
         go_name: "v1.IngressSpec",
@@ -6079,40 +5842,33 @@ pub static TYPES: &[TypeDef] = &[
             },
             FieldDef {
                 name: "defaultBackend",
-                ty: T::Obj(150),
+                ty: T::Obj(146),
                 omitempty: true,
                 ptr: true,
                 go_type: "v1.IngressBackend",
             },
             FieldDef {
                 name: "tls",
-                ty: T::List(&T::Obj(154), L::Atomic),
+                ty: T::List(&T::Obj(150), L::Atomic),
                 omitempty: true,
                 ptr: false,
                 go_type: "[]v1.IngressTLS",
             },
             FieldDef {
                 name: "rules",
-                ty: T::List(&T::Obj(153), L::Atomic),
+                ty: T::List(&T::Obj(149), L::Atomic),
                 omitempty: true,
                 ptr: false,
                 go_type: "[]v1.IngressRule",
             },
         ],
     },
-    // 156
+    // 152
     TypeDef {
         name: "IngressPortStatus",
         go_name: "v1.IngressPortStatus",
         atomic: false,
         fields: &[
-            FieldDef {
-                name: "error",
-                ty: T::Str,
-                omitempty: true,
-                ptr: false,
-                go_type: "string",
-            },
             FieldDef {
                 name: "port",
                 ty: T::I32,
@@ -6127,9 +5883,16 @@ pub static TYPES: &[TypeDef] = &[
                 ptr: false,
                 go_type: "string",
             },
+            FieldDef {
+                name: "error",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
         ],
     },
-    // 157
+    // 153
     TypeDef {
         name: "IngressLoadBalancerIngress",
         go_name: "v1.IngressLoadBalancerIngress",
@@ -6151,40 +5914,40 @@ pub static TYPES: &[TypeDef] = &[
             },
             FieldDef {
                 name: "ports",
-                ty: T::List(&T::Obj(156), L::Atomic),
+                ty: T::List(&T::Obj(152), L::Atomic),
                 omitempty: true,
                 ptr: false,
                 go_type: "[]v1.IngressPortStatus",
             },
         ],
     },
-    // 158
+    // 154
     TypeDef {
         name: "IngressLoadBalancerStatus",
         go_name: "v1.IngressLoadBalancerStatus",
         atomic: false,
         fields: &[FieldDef {
             name: "ingress",
-            ty: T::List(&T::Obj(157), L::Atomic),
+            ty: T::List(&T::Obj(153), L::Atomic),
             omitempty: true,
             ptr: false,
             go_type: "[]v1.IngressLoadBalancerIngress",
         }],
     },
-    // 159
+    // 155
     TypeDef {
         name: "IngressStatus",
         go_name: "v1.IngressStatus",
         atomic: false,
         fields: &[FieldDef {
             name: "loadBalancer",
-            ty: T::Obj(158),
+            ty: T::Obj(154),
             omitempty: false,
             ptr: false,
             go_type: "v1.IngressLoadBalancerStatus",
         }],
     },
-    // 160
+    // 156
     TypeDef {
         name: "Ingress",
         go_name: "v1.Ingress",
@@ -6199,21 +5962,21 @@ pub static TYPES: &[TypeDef] = &[
             },
             FieldDef {
                 name: "spec",
-                ty: T::Obj(155),
+                ty: T::Obj(151),
                 omitempty: false,
                 ptr: false,
                 go_type: "v1.IngressSpec",
             },
             FieldDef {
                 name: "status",
-                ty: T::Obj(159),
+                ty: T::Obj(155),
                 omitempty: false,
                 ptr: false,
                 go_type: "v1.IngressStatus",
             },
         ],
     },
-    // 161
+    // 157
     TypeDef {
         name: "ConfigMap",
         go_name: "v1.ConfigMap",
@@ -6249,7 +6012,7 @@ pub static TYPES: &[TypeDef] = &[
             },
         ],
     },
-    // 162
+    // 158
     TypeDef {
         name: "IngressClassParametersReference",
         go_name: "v1.IngressClassParametersReference",
@@ -6292,7 +6055,7 @@ pub static TYPES: &[TypeDef] = &[
             },
         ],
     },
-    // 163
+    // 159
     TypeDef {
         name: "IngressClassSpec",
         go_name: "v1.IngressClassSpec",
@@ -6307,14 +6070,14 @@ pub static TYPES: &[TypeDef] = &[
             },
             FieldDef {
                 name: "parameters",
-                ty: T::Obj(162),
+                ty: T::Obj(158),
                 omitempty: true,
                 ptr: true,
                 go_type: "v1.IngressClassParametersReference",
             },
         ],
     },
-    // 164
+    // 160
     TypeDef {
         name: "IngressClass",
         go_name: "v1.IngressClass",
@@ -6329,20 +6092,259 @@ pub static TYPES: &[TypeDef] = &[
             },
             FieldDef {
                 name: "spec",
-                ty: T::Obj(163),
+                ty: T::Obj(159),
                 omitempty: false,
                 ptr: false,
                 go_type: "v1.IngressClassSpec",
             },
         ],
     },
+    // 161
+    TypeDef {
+        name: "UserInfo",
+        go_name: "v1.UserInfo",
+        atomic: false,
+        fields: &[
+            FieldDef {
+                name: "username",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "uid",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "groups",
+                ty: T::List(&T::Str, L::Atomic),
+                omitempty: true,
+                ptr: false,
+                go_type: "[]string",
+            },
+            FieldDef {
+                name: "extra",
+                ty: T::Map(&T::List(&T::Str, L::Atomic), false),
+                omitempty: true,
+                ptr: false,
+                go_type: "map[string][]string",
+            },
+        ],
+    },
+    // 162
+    TypeDef {
+        name: "SelfSubjectReviewStatus",
+        go_name: "v1.SelfSubjectReviewStatus",
+        atomic: false,
+        fields: &[FieldDef {
+            name: "userInfo",
+            ty: T::Obj(161),
+            omitempty: false,
+            ptr: false,
+            go_type: "v1.UserInfo",
+        }],
+    },
+    // 163
+    TypeDef {
+        name: "SelfSubjectReview",
+        go_name: "v1.SelfSubjectReview",
+        atomic: false,
+        fields: &[
+            FieldDef {
+                name: "metadata",
+                ty: T::Obj(2),
+                omitempty: false,
+                ptr: false,
+                go_type: "v1.ObjectMeta",
+            },
+            FieldDef {
+                name: "status",
+                ty: T::Obj(162),
+                omitempty: false,
+                ptr: false,
+                go_type: "v1.SelfSubjectReviewStatus",
+            },
+        ],
+    },
+    // 164
+    TypeDef {
+        name: "NonResourceAttributes",
+        go_name: "v1.NonResourceAttributes",
+        atomic: false,
+        fields: &[
+            FieldDef {
+                name: "path",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "verb",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+        ],
+    },
+    // 165
+    TypeDef {
+        name: "ResourceAttributes",
+        go_name: "v1.ResourceAttributes",
+        atomic: false,
+        fields: &[
+            FieldDef {
+                name: "namespace",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "verb",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "group",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "version",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "resource",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "subresource",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "name",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+        ],
+    },
+    // 166
+    TypeDef {
+        name: "SelfSubjectAccessReviewSpec",
+        go_name: "v1.SelfSubjectAccessReviewSpec",
+        atomic: false,
+        fields: &[
+            FieldDef {
+                name: "resourceAttributes",
+                ty: T::Obj(165),
+                omitempty: true,
+                ptr: true,
+                go_type: "v1.ResourceAttributes",
+            },
+            FieldDef {
+                name: "nonResourceAttributes",
+                ty: T::Obj(164),
+                omitempty: true,
+                ptr: true,
+                go_type: "v1.NonResourceAttributes",
+            },
+        ],
+    },
+    // 167
+    TypeDef {
+        name: "SubjectAccessReviewStatus",
+        go_name: "v1.SubjectAccessReviewStatus",
+        atomic: false,
+        fields: &[
+            FieldDef {
+                name: "allowed",
+                ty: T::Bool,
+                omitempty: false,
+                ptr: false,
+                go_type: "bool",
+            },
+            FieldDef {
+                name: "denied",
+                ty: T::Bool,
+                omitempty: true,
+                ptr: false,
+                go_type: "bool",
+            },
+            FieldDef {
+                name: "reason",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "evaluationError",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+        ],
+    },
+    // 168
+    TypeDef {
+        name: "SelfSubjectAccessReview",
+        go_name: "v1.SelfSubjectAccessReview",
+        atomic: false,
+        fields: &[
+            FieldDef {
+                name: "metadata",
+                ty: T::Obj(2),
+                omitempty: false,
+                ptr: false,
+                go_type: "v1.ObjectMeta",
+            },
+            FieldDef {
+                name: "spec",
+                ty: T::Obj(166),
+                omitempty: false,
+                ptr: false,
+                go_type: "v1.SelfSubjectAccessReviewSpec",
+            },
+            FieldDef {
+                name: "status",
+                ty: T::Obj(167),
+                omitempty: false,
+                ptr: false,
+                go_type: "v1.SubjectAccessReviewStatus",
+            },
+        ],
+    },
 ];
 
 pub const OBJECT_META: usize = 2;
-pub const DEPLOYMENT: usize = 110;
-pub const SERVICE: usize = 120;
-pub const NAMESPACE: usize = 124;
-pub const HORIZONTAL_POD_AUTOSCALER: usize = 147;
-pub const INGRESS: usize = 160;
-pub const CONFIG_MAP: usize = 161;
-pub const INGRESS_CLASS: usize = 164;
+pub const DEPLOYMENT: usize = 106;
+pub const SERVICE: usize = 116;
+pub const NAMESPACE: usize = 120;
+pub const HORIZONTAL_POD_AUTOSCALER: usize = 143;
+pub const INGRESS: usize = 156;
+pub const CONFIG_MAP: usize = 157;
+pub const INGRESS_CLASS: usize = 160;
+pub const SELF_SUBJECT_REVIEW: usize = 163;
+pub const SELF_SUBJECT_ACCESS_REVIEW: usize = 168;

@@ -15,7 +15,7 @@ use super::quantity;
 
 pub use generated::{
     CONFIG_MAP, DEPLOYMENT, HORIZONTAL_POD_AUTOSCALER, INGRESS, INGRESS_CLASS, NAMESPACE,
-    OBJECT_META, SERVICE,
+    OBJECT_META, SELF_SUBJECT_ACCESS_REVIEW, SELF_SUBJECT_REVIEW, SERVICE,
 };
 
 /// A field's type.
@@ -158,14 +158,78 @@ struct Walker {
     unknown: Vec<String>,
     /// encoding/json's field stack (names only, no indices) for error messages.
     stack: Vec<&'static str>,
+    /// Decoding a map (`runtime.DefaultUnstructuredConverter`, what a strategic merge patch's
+    /// result goes through) rather than JSON: other error texts.
+    unstructured: bool,
 }
 
 /// Decode `v` as the struct `ty` and re-encode it the way Go would. `kind`/`apiVersion` are
 /// left to the caller.
 pub fn canonicalize(ty: usize, v: &Value) -> Result<Decoded, DecodeError> {
+    decode_root(ty, v, false)
+}
+
+/// Like [`canonicalize`], for a value that is a Go map rather than JSON text: type errors have
+/// the texts of `runtime.DefaultUnstructuredConverter` (`unrecognized type: int32`,
+/// `cannot restore struct from: string`).
+pub fn from_unstructured(ty: usize, v: &Value) -> Result<Decoded, DecodeError> {
+    decode_root(ty, v, true)
+}
+
+/// The reflect kind of a decoded JSON value, as the unstructured converter names it.
+fn go_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "invalid",
+        Value::Bool(_) => "bool",
+        Value::Number(n) if n.is_f64() => "float64",
+        Value::Number(_) => "int64",
+        Value::String(_) => "string",
+        Value::Array(_) => "slice",
+        Value::Object(_) => "map",
+    }
+}
+
+/// `fromUnstructured`'s error for a value of the wrong kind.
+fn unstructured_err(ty: &T, v: &Value) -> DecodeError {
+    let kind = go_kind(v);
+    let msg = match ty {
+        T::Obj(_) => format!("cannot restore struct from: {kind}"),
+        T::List(..) | T::Bytes => format!("cannot restore slice from {kind}"),
+        T::Map(..) => format!("cannot restore map from {kind}"),
+        T::IntOrStr => format!(
+            "json: cannot unmarshal {} into Go value of type int32",
+            match v {
+                Value::Number(n) => format!("number {n}"),
+                other => json_kind(other),
+            }
+        ),
+        T::Time => format!(
+            "json: cannot unmarshal {} into Go value of type string",
+            json_kind(v)
+        ),
+        other => {
+            let target = match other {
+                T::Str => "string",
+                T::I32 => "int32",
+                T::I64 => "int64",
+                T::F64 => "float64",
+                _ => "bool",
+            };
+            match (kind, other) {
+                ("int64", T::Str) => "cannot convert int64 to string".to_string(),
+                ("float64", T::I32 | T::I64) => format!("cannot convert float64 to {target}"),
+                _ => format!("unrecognized type: {target}"),
+            }
+        }
+    };
+    DecodeError::Other(msg)
+}
+
+fn decode_root(ty: usize, v: &Value, unstructured: bool) -> Result<Decoded, DecodeError> {
     let mut w = Walker {
         unknown: Vec::new(),
         stack: Vec::new(),
+        unstructured,
     };
     let td = type_def(ty);
     let value = match v {
@@ -212,6 +276,9 @@ fn json_kind(v: &Value) -> String {
 
 impl Walker {
     fn type_err(&self, value: String, struct_name: &str, go_type: &str) -> DecodeError {
+        if self.unstructured {
+            return DecodeError::Other(value);
+        }
         DecodeError::Type {
             value,
             struct_name: struct_name.to_string(),
@@ -289,6 +356,30 @@ impl Walker {
                 T::IntOrStr => Some(Value::from(0)),
                 _ => None,
             });
+        }
+        if self.unstructured {
+            let fits = match (ty, v) {
+                (T::Str, Value::String(_)) | (T::Bool, Value::Bool(_)) => true,
+                (T::I32 | T::I64, Value::Number(n)) => {
+                    n.as_i64().is_some() || n.as_f64().is_some_and(|f| f.fract() == 0.0)
+                }
+                (T::F64, Value::Number(_)) => true,
+                (T::Bytes | T::Time, Value::String(_)) => true,
+                (T::IntOrStr, Value::String(_)) => true,
+                (T::IntOrStr, Value::Number(n)) => n.as_i64().is_some(),
+                (T::Quantity | T::Any, _) => true,
+                (T::Obj(_) | T::Map(..), Value::Object(_)) => true,
+                (T::List(..), Value::Array(_)) => true,
+                _ => false,
+            };
+            if !fits {
+                return Err(unstructured_err(ty, v));
+            }
+            if let (T::I32 | T::I64, Value::Number(n)) = (ty, v)
+                && n.as_i64().is_none()
+            {
+                return Ok(n.as_f64().map(|f| Value::from(f as i64)));
+            }
         }
         match ty {
             T::Str => match v {
