@@ -399,10 +399,11 @@ pub struct ClusterArgs {
     )]
     pub as_user: Option<String>,
 
-    /// Group to impersonate (repeatable).
+    /// Group to impersonate (repeatable; needs --as, as in kubectl).
     #[arg(
         long = "as-group",
         value_name = "GROUP",
+        requires = "as_user",
         help_heading = "Cluster",
         global = true
     )]
@@ -530,6 +531,11 @@ const NEEDS: &[(&str, &str, &str)] = &[
         "wait",
         "image",
         "--wait follows the rollout of an image change; add --image",
+    ),
+    (
+        "as_group",
+        "as_user",
+        "--as-group impersonates groups of a user: add --as USER (the API server refuses groups without a user)",
     ),
     (
         "force_undo",
