@@ -97,6 +97,14 @@ pub struct ApplyArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, help_heading = "Behaviour")]
     pub max_plan_age: Option<Duration>,
 
+    #[command(flatten)]
+    pub fleet: FleetArgs,
+
+    /// How long --canary follows a rollout, e.g. 5m (0: no bound).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "5m",
+          help_heading = "Fleet")]
+    pub timeout: Duration,
+
     /// Apply without asking for confirmation.
     #[arg(short = 'y', long, help_heading = "Behaviour")]
     pub yes: bool,
@@ -239,6 +247,9 @@ pub struct UpdateArgs {
     #[command(flatten)]
     pub cluster: ClusterArgs,
 
+    #[command(flatten)]
+    pub fleet: FleetArgs,
+
     /// Apply without asking for confirmation.
     #[arg(short = 'y', long, help_heading = "Behaviour")]
     pub yes: bool,
@@ -277,7 +288,7 @@ pub struct UpdateArgs {
     #[arg(long, requires = "image", help_heading = "Behaviour")]
     pub wait: bool,
 
-    /// How long --wait waits, e.g. 5m (0: no bound).
+    /// How long --wait (and --canary) follows a rollout, e.g. 5m (0: no bound).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "5m",
           help_heading = "Behaviour")]
     pub timeout: Duration,
@@ -300,9 +311,26 @@ pub struct ClusterArgs {
     )]
     pub namespace: Option<String>,
 
-    /// Kubeconfig context to use (default: the current context).
-    #[arg(long, value_name = "CONTEXT", help_heading = "Cluster", global = true)]
-    pub context: Option<String>,
+    /// Kubeconfig context to use (default: the current context); repeat it to update several
+    /// clusters in one run.
+    #[arg(long, value_name = "CONTEXT", help_heading = "Cluster", global = true,
+          action = clap::ArgAction::Append)]
+    pub context: Vec<String>,
+
+    /// Kubeconfig contexts to update in one run, comma-separated (a fleet).
+    #[arg(
+        long,
+        value_name = "CONTEXT,…",
+        value_delimiter = ',',
+        help_heading = "Cluster",
+        global = true
+    )]
+    pub contexts: Vec<String>,
+
+    /// Every kubeconfig context whose whole name matches this regular expression (a fleet),
+    /// e.g. 'prod-.*'.
+    #[arg(long, value_name = "REGEX", help_heading = "Cluster", global = true)]
+    pub context_selector: Option<String>,
 
     /// Path to the kubeconfig file (default: $KUBECONFIG, else ~/.kube/config).
     #[arg(long, value_name = "PATH", help_heading = "Cluster", global = true)]
@@ -337,6 +365,32 @@ pub struct ClusterArgs {
     /// Bound on each request to the cluster, e.g. 10s or 1m (0: no bound, kubectl's default).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, help_heading = "Cluster", global = true)]
     pub request_timeout: Option<Duration>,
+}
+
+/// How a run over several contexts (a fleet) goes: the order of the clusters and what stops
+/// it. Each needs several contexts (or a plan file that holds several clusters).
+#[derive(Debug, Args)]
+pub struct FleetArgs {
+    /// Clusters written at the same time (default: 32).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000),
+          help_heading = "Fleet")]
+    pub parallel: Option<u32>,
+
+    /// Apply to this context first and follow its rollout; the others only once it rolled out
+    /// (repeatable).
+    #[arg(long, value_name = "CONTEXT", action = clap::ArgAction::Append, help_heading = "Fleet")]
+    pub canary: Vec<String>,
+
+    /// Start no new cluster once one failed (default: true; --stop-on-failure=false goes on).
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", value_parser = clap::value_parser!(bool),
+          help_heading = "Fleet")]
+    pub stop_on_failure: Option<bool>,
+
+    /// Leave out a cluster that cannot be reached, refuses access or lacks the application,
+    /// instead of stopping the run (the exit code is then 8).
+    #[arg(long, help_heading = "Fleet")]
+    pub skip_unreachable: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

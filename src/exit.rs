@@ -1,6 +1,7 @@
 //! How a run ended, and the one function that turns that into the process's exit code.
 
 use crate::error::AppError;
+use crate::fleet::{ClusterState, FleetEnd};
 use crate::report::{Interruption, Outcome, Report};
 
 /// Exit codes, documented in `--help` and the README.
@@ -21,8 +22,12 @@ pub enum ExitCode {
     /// Failed after some writes: the state is mixed.
     Partial = 6,
     /// `--wait`: every change was applied, but the rollout did not complete (timed out, exceeded
-    /// its progress deadline, or could not be followed).
+    /// its progress deadline, or could not be followed). With `--canary`: a canary's rollout did
+    /// not complete, and the clusters after it were not started.
     RolloutIncomplete = 7,
+    /// A run over several clusters with `--skip-unreachable` left clusters out: the others
+    /// were updated (or planned) as asked.
+    Skipped = 8,
     /// Interrupted by SIGINT (Ctrl-C).
     Interrupted = 130,
     /// Terminated by SIGTERM (Ctrl-Break, or the console closing, on Windows).
@@ -48,6 +53,8 @@ pub enum Ending {
     Applied(Report),
     /// Stopped by an error (before any write, or after every write for `--wait`).
     Failed(AppError),
+    /// A run over several clusters: how each one ended.
+    Fleet(FleetEnd),
 }
 
 /// The exit code of a run: the one place that decides it.
@@ -57,6 +64,62 @@ pub fn exit_code(ending: &Ending) -> ExitCode {
         Ending::ChangesPending => ExitCode::Changes,
         Ending::Applied(report) => applied(report),
         Ending::Failed(err) => failed(err),
+        Ending::Fleet(end) => fleet(end),
+    }
+}
+
+/// How bad a code is, for a fleet whose clusters ended differently: a signal, then the guard
+/// (5), a mixed state (6), a failure with nothing changed (1), bad input (3), an incomplete
+/// rollout (7), not confirmed (4), clusters skipped (8), changes pending (2), success (0).
+fn severity(code: ExitCode) -> u8 {
+    match code {
+        ExitCode::Ok => 0,
+        ExitCode::Changes => 1,
+        ExitCode::Skipped => 2,
+        ExitCode::NotConfirmed => 3,
+        ExitCode::RolloutIncomplete => 4,
+        ExitCode::Usage => 5,
+        ExitCode::Failed => 6,
+        ExitCode::Partial => 7,
+        ExitCode::GuardTripped => 8,
+        ExitCode::Interrupted | ExitCode::Terminated => 9,
+    }
+}
+
+/// The worst of the clusters' codes, each decided as for one cluster; a cluster not started
+/// takes the code of what stopped it (a failure elsewhere, the canary, a signal). A failure
+/// while another cluster was written leaves the fleet mixed: 6, not 1.
+fn fleet(end: &FleetEnd) -> ExitCode {
+    if let Some(signal) = end.interrupted {
+        return signalled(signal);
+    }
+    let rollout = |r: &Option<Result<_, _>>| match r {
+        Some(Err(_)) => ExitCode::RolloutIncomplete,
+        _ => ExitCode::Ok,
+    };
+    let worst = end
+        .clusters
+        .iter()
+        .map(|c| match &c.state {
+            ClusterState::Failed(err) => failed(err),
+            ClusterState::Skipped(_) => ExitCode::Skipped,
+            ClusterState::Planned | ClusterState::NotStarted(_) => ExitCode::Ok,
+            ClusterState::Refused(report) => applied(report),
+            ClusterState::Unchanged { rollout: r } => rollout(r),
+            ClusterState::Applied {
+                report, rollout: r, ..
+            } => match applied(report) {
+                ExitCode::Ok => rollout(r),
+                code => code,
+            },
+        })
+        .chain(end.changes_pending.then_some(ExitCode::Changes))
+        .max_by_key(|c| severity(*c))
+        .unwrap_or(ExitCode::Ok);
+    if worst == ExitCode::Failed && end.any_written() {
+        ExitCode::Partial
+    } else {
+        worst
     }
 }
 

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+pub mod fleet;
 pub mod pty;
 pub mod running;
 
