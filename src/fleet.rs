@@ -82,6 +82,17 @@ pub enum ClusterState {
     NotStarted(NotStarted),
 }
 
+/// Every object of `report` was written or already as planned (a signal that came after the
+/// last write does not change that).
+fn objects_done(report: &Report) -> bool {
+    report.entries.iter().all(|(_, o)| {
+        matches!(
+            o,
+            Outcome::Applied | Outcome::AlreadyDone | Outcome::Unchanged
+        )
+    })
+}
+
 impl ClusterState {
     /// Updated (and rolled out when followed), or nothing to change (and rolled out when
     /// followed).
@@ -90,7 +101,7 @@ impl ClusterState {
         match self {
             ClusterState::Applied {
                 report, rollout, ..
-            } => report.went_as_planned() && rolled_out(rollout),
+            } => objects_done(report) && rolled_out(rollout),
             ClusterState::Unchanged { rollout } => rolled_out(rollout),
             _ => false,
         }
@@ -160,7 +171,7 @@ impl ClusterEnd {
                     .entries
                     .iter()
                     .any(|(_, o)| matches!(o, Outcome::Tripped { .. }));
-                if report.went_as_planned() {
+                if objects_done(report) {
                     Line::new(
                         Fate::Done,
                         Style::new().green().bold(),
@@ -421,10 +432,10 @@ fn outcome_doc(end: Option<&ClusterEnd>, planned: bool) -> OutcomeDoc {
                 .entries
                 .iter()
                 .any(|(_, o)| matches!(o, Outcome::Tripped { .. }));
-            let status = if report.interrupted.is_some() {
-                "interrupted"
-            } else if report.went_as_planned() {
+            let status = if objects_done(report) {
                 "applied"
+            } else if report.interrupted.is_some() {
+                "interrupted"
             } else if tripped {
                 "tripped"
             } else if report.any_written() {
