@@ -112,6 +112,8 @@ impl ClusterState {
 #[derive(Debug)]
 pub struct ClusterEnd {
     pub context: String,
+    /// Applied first (`--canary`).
+    pub canary: bool,
     /// `None` when it could not be connected to.
     pub namespace: Option<String>,
     pub state: ClusterState,
@@ -132,8 +134,10 @@ impl ClusterEnd {
     /// The first line of the cluster's part of the report.
     pub fn heading(&self) -> Line {
         let c = Untrusted(&self.context);
+        let canary = if self.canary { ", the canary" } else { "" };
         let at = match &self.namespace {
-            Some(ns) => format!("context {c} (namespace {})", Untrusted(ns)),
+            Some(ns) => format!("context {c} (namespace {}{canary})", Untrusted(ns)),
+            None if self.canary => format!("context {c} (the canary)"),
             None => format!("context {c}"),
         };
         let not_done = |style: Style, text: String| Line::new(Fate::NotDone, style, text);
@@ -213,36 +217,36 @@ impl ClusterEnd {
         }
     }
 
-    /// The lines under the heading: what happened to each object of `app`, and the rollout.
-    pub fn details(&self, app: &str) -> Vec<Line> {
-        let mut lines = Vec::new();
-        let report = match &self.state {
-            ClusterState::Applied { report, .. } | ClusterState::Refused(report) => Some(report),
-            _ => None,
-        };
-        if let Some(report) = report {
-            lines.extend(report::object_lines(report));
+    /// What happened to each object (under the heading).
+    pub fn objects(&self) -> Vec<Line> {
+        match &self.state {
+            ClusterState::Applied { report, .. } | ClusterState::Refused(report) => {
+                report::object_lines(report)
+            }
+            _ => Vec::new(),
         }
+    }
+
+    /// How the rollout of `app`'s Deployment ended, when it was followed.
+    pub fn rollout(&self, app: &str) -> Option<Line> {
         let rollout = match &self.state {
             ClusterState::Applied { rollout, .. } | ClusterState::Unchanged { rollout } => {
                 rollout.as_ref()
             }
             _ => None,
         };
-        match rollout {
-            Some(Ok(state)) => lines.push(Line::new(
+        match rollout? {
+            Ok(state) => Some(Line::new(
                 Fate::Done,
                 Style::new().green(),
                 format!("deployment.apps/{} {state}", Untrusted(app)),
             )),
-            Some(Err(e)) => lines.push(Line::new(
+            Err(e) => Some(Line::new(
                 Fate::NotDone,
                 Style::new().red(),
                 Untrusted(e.to_string()).to_string(),
             )),
-            None => {}
         }
-        lines
     }
 }
 
@@ -321,6 +325,7 @@ struct FleetDocument {
 struct ClusterDoc {
     context: String,
     namespace: Option<String>,
+    canary: bool,
     /// Clusters with identical plans share a section.
     section: Option<usize>,
     plan: Option<PlanDocument>,
@@ -464,6 +469,7 @@ fn outcome_doc(end: Option<&ClusterEnd>, planned: bool) -> OutcomeDoc {
 pub fn write_document(
     out: &mut impl std::io::Write,
     fleet: &FleetPlan,
+    canaries: &[String],
     end: Option<&FleetEnd>,
     yaml: bool,
 ) -> std::io::Result<()> {
@@ -501,6 +507,7 @@ pub fn write_document(
                         .iter()
                         .find(|(c, _)| *c == context)
                         .map(|(_, s)| *s),
+                    canary: cluster_end.is_some_and(|c| c.canary) || canaries.contains(&context),
                     plan: plan.map(output::document),
                     outcome: outcome_doc(cluster_end, plan.is_some()),
                     context,

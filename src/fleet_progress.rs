@@ -35,13 +35,20 @@ impl FleetProgress {
     /// Bars on a terminal (`terminal`), else plain lines written to `out`.
     pub fn new(
         contexts: &[String],
+        canaries: &[String],
         terminal: bool,
         color: bool,
         out: Box<dyn Write + Send>,
     ) -> Arc<Self> {
         let names: Vec<String> = contexts
             .iter()
-            .map(|c| format!("context {}", Untrusted(c)))
+            .map(|c| {
+                if canaries.contains(c) {
+                    format!("context {} (the canary)", Untrusted(c))
+                } else {
+                    format!("context {}", Untrusted(c))
+                }
+            })
             .collect();
         let draw = if terminal {
             let width = names.iter().map(|n| n.chars().count()).max().unwrap_or(0);

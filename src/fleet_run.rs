@@ -58,6 +58,8 @@ struct Member {
 /// Every context of the run, as far as planning got.
 struct Planned {
     app: String,
+    /// `--canary`.
+    canary: Vec<String>,
     contexts: Vec<String>,
     members: Vec<Member>,
     /// Left out (`--skip-unreachable`), by index: the reason, and the error.
@@ -147,7 +149,7 @@ pub async fn run(settings: &Settings, fleet: &FleetSettings, streams: &Streams) 
         };
         if let Err(e) = asked {
             if matches!(e, AppError::NotConfirmed(_)) {
-                let _ = streams.fleet_document(&fleet_plan(&planned), None);
+                let _ = streams.fleet_document(&fleet_plan(&planned), &fleet.canary, None);
             }
             return Ending::Failed(e);
         }
@@ -156,6 +158,7 @@ pub async fn run(settings: &Settings, fleet: &FleetSettings, streams: &Streams) 
     let interrupt = InterruptFlag::default();
     let progress = FleetProgress::new(
         &planned.contexts,
+        &fleet.canary,
         settings.stderr_is_terminal && settings.verbose == 0,
         streams.color(streams::Kind::Notice),
         streams.writer(streams::Kind::Notice),
@@ -240,6 +243,7 @@ async fn plan_all(settings: &Settings, fleet: &FleetSettings) -> Result<Planned,
     .await;
     let mut planned = Planned {
         app: settings.app.clone(),
+        canary: fleet.canary.clone(),
         contexts: contexts.clone(),
         members: Vec::new(),
         skipped: Vec::new(),
@@ -414,6 +418,7 @@ fn end_of(
         ends.push((
             m.index,
             ClusterEnd {
+                canary: planned.canary.contains(&planned.contexts[m.index]),
                 context: planned.contexts[m.index].clone(),
                 namespace: Some(m.cluster.namespace().to_owned()),
                 state: state(m),
@@ -424,6 +429,7 @@ fn end_of(
         ends.push((
             i,
             ClusterEnd {
+                canary: planned.canary.contains(&planned.contexts[i]),
                 context: planned.contexts[i].clone(),
                 namespace: None,
                 state: ClusterState::Skipped(e),
@@ -434,6 +440,7 @@ fn end_of(
         ends.push((
             i,
             ClusterEnd {
+                canary: planned.canary.contains(&planned.contexts[i]),
                 context: planned.contexts[i].clone(),
                 namespace: None,
                 state: ClusterState::Failed(e),
@@ -462,7 +469,7 @@ fn finish(
     if report {
         let _ = streams.fleet_report(&end);
     }
-    let _ = streams.fleet_document(&fleet_plan(planned), Some(&end));
+    let _ = streams.fleet_document(&fleet_plan(planned), &planned.canary, Some(&end));
     Ending::Fleet(end)
 }
 

@@ -205,14 +205,19 @@ impl Streams {
 
     /// With `-o json|yaml`, the fleet document: each cluster's plan and, once the run got
     /// that far, its outcome.
-    pub fn fleet_document(&self, fleet: &FleetPlan, end: Option<&FleetEnd>) -> io::Result<()> {
+    pub fn fleet_document(
+        &self,
+        fleet: &FleetPlan,
+        canaries: &[String],
+        end: Option<&FleetEnd>,
+    ) -> io::Result<()> {
         let yaml = match self.output {
             OutputFormat::Diff => return Ok(()),
             OutputFormat::Json => false,
             OutputFormat::Yaml => true,
         };
         let mut text = Vec::new();
-        fleet::write_document(&mut text, fleet, end, yaml)?;
+        fleet::write_document(&mut text, fleet, canaries, end, yaml)?;
         self.write(Kind::Plan, &text)
     }
 
@@ -233,12 +238,16 @@ impl Streams {
             {
                 self.tripped(report)?;
             }
-            for line in cluster.details(&end.app) {
+            for line in cluster.objects() {
                 let kind = Kind::from(line.fate);
                 self.write(kind, indented(&line, self.color(kind)).as_bytes())?;
             }
             if let ClusterState::Applied { recorded, .. } = &cluster.state {
                 self.recorded_indented(recorded, "  ")?;
+            }
+            if let Some(line) = cluster.rollout(&end.app) {
+                let kind = Kind::from(line.fate);
+                self.write(kind, indented(&line, self.color(kind)).as_bytes())?;
             }
         }
         let closing = end.closing();

@@ -51,8 +51,16 @@ fn identical_plans_are_folded_into_one_section_that_names_their_clusters() {
     assert_eq!(out.matches(folded).count(), 1, "{out}");
     assert_eq!(out.matches(alone).count(), 1, "{out}");
     // The folded section shows the change once; the other shows its own "before".
-    assert_eq!(out.matches("-         image: registry.example.com/web:1.0").count(), 1);
-    assert_eq!(out.matches("-         image: registry.example.com/web:1.1").count(), 1);
+    assert_eq!(
+        out.matches("-         image: registry.example.com/web:1.0")
+            .count(),
+        1
+    );
+    assert_eq!(
+        out.matches("-         image: registry.example.com/web:1.1")
+            .count(),
+        1
+    );
     assert!(out.contains("Plan: 0 to create, 1 to update, 0 to delete. (on each of eu-1, eu-2)"));
     assert!(out.contains("Total: 0 to create, 3 to update, 0 to delete, on 3 of 3 clusters."));
     // Every cluster's outcome, then the closing line.
@@ -151,10 +159,7 @@ fn an_unreachable_cluster_is_named_and_nothing_is_written_anywhere() {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap().port()
     };
-    let text = text.replace(
-        fleet.sb("eu-2").url(),
-        &format!("https://127.0.0.1:{gone}"),
-    );
+    let text = text.replace(fleet.sb("eu-2").url(), &format!("https://127.0.0.1:{gone}"));
     std::fs::write(&fleet.kubeconfig, text).unwrap();
     let o = update(&fleet, "eu-1,eu-2", &["--yes"]);
     assert_code(&o, 1);
@@ -216,14 +221,22 @@ fn a_canary_that_rolls_out_is_followed_by_the_rest() {
     }
     // The canary was written and rolled out before any other cluster was written.
     let err = stderr(&o);
-    let at = |needle: &str| err.find(needle).unwrap_or_else(|| panic!("{needle}: {err}"));
-    let rolled_out = at("context eu-2: successfully rolled out");
-    assert!(at("context eu-2: writing 1 change") < rolled_out, "{err}");
+    let at = |needle: &str| {
+        err.find(needle)
+            .unwrap_or_else(|| panic!("{needle}: {err}"))
+    };
+    let rolled_out = at("context eu-2 (the canary): successfully rolled out");
+    assert!(
+        at("context eu-2 (the canary): writing 1 change") < rolled_out,
+        "{err}"
+    );
     assert!(rolled_out < at("context eu-1: writing 1 change"), "{err}");
     assert!(rolled_out < at("context us-1: writing 1 change"), "{err}");
     let out = stdout(&o);
     assert!(
-        out.contains("  deployment.apps/web successfully rolled out (2 replicas updated and available)"),
+        out.contains(
+            "context eu-2 (namespace shop, the canary): updated\n  deployment.apps/web updated (image registry.example.com/web:1.0 → registry.example.com/web:2.0)\n  recorded as revision 1 in configmap/web-appupdate-history\n  deployment.apps/web successfully rolled out (2 replicas updated and available)\n"
+        ),
         "{out}"
     );
 }
@@ -240,7 +253,11 @@ fn a_stuck_canary_leaves_the_rest_not_started_and_exits_7() {
         },
         ..SandboxOptions::default()
     });
-    let o = update(&fleet, THREE, &["--yes", "--canary", "eu-1", "--timeout", "2s"]);
+    let o = update(
+        &fleet,
+        THREE,
+        &["--yes", "--canary", "eu-1", "--timeout", "2s"],
+    );
     assert_code(&o, 7);
     assert_eq!(fleet.image("eu-1"), NEW_IMAGE);
     for name in ["eu-2", "us-1"] {
@@ -262,7 +279,9 @@ fn a_stuck_canary_leaves_the_rest_not_started_and_exits_7() {
         );
     }
     assert!(
-        err.contains("The fleet is partly updated: 0 of 3 clusters updated, 3 not as planned (listed above)."),
+        err.contains(
+            "The fleet is partly updated: 0 of 3 clusters updated, 3 not as planned (listed above)."
+        ),
         "{err}"
     );
 }
@@ -294,8 +313,14 @@ fn a_competing_writer_in_one_cluster_trips_the_guard_there_only() {
     );
     assert!(err.contains("1.9-hotfix"), "{err}");
     let out = stdout(&o);
-    assert!(out.contains("context eu-1 (namespace shop): updated"), "{out}");
-    assert!(out.contains("context us-1 (namespace shop): updated"), "{out}");
+    assert!(
+        out.contains("context eu-1 (namespace shop): updated"),
+        "{out}"
+    );
+    assert!(
+        out.contains("context us-1 (namespace shop): updated"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -356,10 +381,23 @@ fn a_signal_mid_fleet_lets_the_write_in_flight_finish_and_starts_no_new_cluster(
     let (code, out, err) = run.finish();
     assert_eq!(code, 130, "{out}\n--- stderr\n{err}");
     assert_eq!(fleet.image("eu-1"), NEW_IMAGE);
-    assert_eq!(fleet.image("eu-2"), NEW_IMAGE, "the write in flight finished");
-    assert!(fleet.app_writes("us-1").is_empty(), "no new cluster started");
-    assert!(out.contains("context eu-1 (namespace shop): updated"), "{out}");
-    assert!(out.contains("context eu-2 (namespace shop): updated"), "{out}");
+    assert_eq!(
+        fleet.image("eu-2"),
+        NEW_IMAGE,
+        "the write in flight finished"
+    );
+    assert!(
+        fleet.app_writes("us-1").is_empty(),
+        "no new cluster started"
+    );
+    assert!(
+        out.contains("context eu-1 (namespace shop): updated"),
+        "{out}"
+    );
+    assert!(
+        out.contains("context eu-2 (namespace shop): updated"),
+        "{out}"
+    );
     assert!(
         err.contains("context us-1 (namespace shop): NOT started: interrupted before it started"),
         "{err}"
@@ -427,7 +465,8 @@ fn a_context_selector_picks_contexts_by_their_whole_name() {
     let o = fleet.run(&["web", "--context-selector", "eu", "--image", NEW_IMAGE]);
     assert_code(&o, 3);
     assert!(
-        stderr(&o).contains("no context in kubeconfig") && stderr(&o).contains("matches --context-selector \"eu\""),
+        stderr(&o).contains("no context in kubeconfig")
+            && stderr(&o).contains("matches --context-selector \"eu\""),
         "{}",
         stderr(&o)
     );
@@ -451,7 +490,10 @@ fn a_converged_fleet_has_nothing_to_change() {
     assert_code(&o, 0);
     let out = stdout(&o);
     assert!(out.contains("No changes. (on each of eu-1, eu-2)"), "{out}");
-    assert!(out.contains("Total: no changes on any of 2 clusters."), "{out}");
+    assert!(
+        out.contains("Total: no changes on any of 2 clusters."),
+        "{out}"
+    );
     assert_eq!(fleet.all_writes(), before);
 }
 
@@ -464,15 +506,38 @@ fn fleet_flags_need_several_contexts_and_cluster_flags_need_one() {
             "--parallel only applies to a run over several contexts",
         ),
         (
-            &["web", "--contexts", "eu-1,eu-1-readonly", "--image", NEW_IMAGE, "--cluster", "eu-1"][..],
+            &[
+                "web",
+                "--contexts",
+                "eu-1,eu-1-readonly",
+                "--image",
+                NEW_IMAGE,
+                "--cluster",
+                "eu-1",
+            ][..],
             "--cluster and --user replace one context's cluster or user",
         ),
         (
-            &["web", "--contexts", "eu-1,eu-1-readonly", "--image", NEW_IMAGE, "--canary", "us-9"][..],
+            &[
+                "web",
+                "--contexts",
+                "eu-1,eu-1-readonly",
+                "--image",
+                NEW_IMAGE,
+                "--canary",
+                "us-9",
+            ][..],
             "--canary \"us-9\" is not one of the contexts of this run (eu-1, eu-1-readonly)",
         ),
         (
-            &["history", "web", "--context", "eu-1", "--context", "eu-1-readonly"][..],
+            &[
+                "history",
+                "web",
+                "--context",
+                "eu-1",
+                "--context",
+                "eu-1-readonly",
+            ][..],
             "history reads one cluster's records",
         ),
         (
@@ -486,4 +551,151 @@ fn fleet_flags_need_several_contexts_and_cluster_flags_need_one() {
         assert!(stdout(&o).is_empty(), "{args:?}");
     }
     assert!(writes(fleet.sb("eu-1")).is_empty());
+}
+
+fn schema(name: &str) -> Value {
+    let path = format!("{}/schema/{name}", env!("CARGO_MANIFEST_DIR"));
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[track_caller]
+fn assert_valid_fleet_document(doc: &Value) {
+    let plan = schema("plan.schema.json");
+    let registry = jsonschema::Registry::new()
+        .add(plan["$id"].as_str().unwrap(), plan.clone())
+        .unwrap()
+        .prepare()
+        .unwrap();
+    let validator = jsonschema::options()
+        .with_registry(&registry)
+        .build(&schema("fleet.schema.json"))
+        .expect("the schema compiles");
+    let errors: Vec<String> = validator
+        .iter_errors(doc)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "{errors:#?}\n{}",
+        serde_json::to_string_pretty(doc).unwrap()
+    );
+}
+
+#[test]
+fn with_o_json_stdout_holds_one_document_with_every_clusters_plan_and_outcome() {
+    let fleet = Fleet::with(&["eu-1", "eu-2", "us-1"], |_| rolling(100));
+    let o = fleet.run(&[
+        "web",
+        "--contexts",
+        "eu-1,eu-2,us-1-noperm",
+        "--image",
+        NEW_IMAGE,
+        "--canary",
+        "eu-2",
+        "--skip-unreachable",
+        "--yes",
+        "-o",
+        "json",
+    ]);
+    assert_code(&o, 8);
+    let doc: Value = serde_json::from_slice(&o.stdout).expect("stdout is one JSON document");
+    assert_valid_fleet_document(&doc);
+    assert_eq!(doc["schema"], "kubectl-appupdate.fleet/v1");
+    assert_eq!(doc["summary"]["update"], 2);
+    let clusters = doc["clusters"].as_array().unwrap();
+    let by = |c: &str| clusters.iter().find(|x| x["context"] == c).unwrap();
+    assert_eq!(by("eu-1")["outcome"]["status"], "applied");
+    assert_eq!(by("eu-1")["outcome"]["revision"], 1);
+    assert_eq!(by("eu-1")["section"], 0);
+    assert_eq!(by("eu-2")["section"], 0, "identical plans share a section");
+    assert_eq!(by("eu-2")["canary"], true);
+    assert_eq!(by("eu-2")["outcome"]["rollout"]["complete"], true);
+    assert_eq!(
+        by("eu-2")["plan"]["objects"][0]["fields"][0]["after"],
+        NEW_IMAGE
+    );
+    let skipped = by("us-1-noperm");
+    assert_eq!(skipped["outcome"]["status"], "skipped");
+    assert!(skipped["plan"].is_null());
+    assert!(
+        skipped["outcome"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("forbidden"),
+        "{skipped}"
+    );
+    // The report went to stderr.
+    assert!(stderr(&o).contains("context eu-1 (namespace shop): updated"));
+
+    // Before any write: the plan, each cluster "planned".
+    let o = fleet.run(&[
+        "web",
+        "--contexts",
+        "eu-1,eu-2",
+        "--max",
+        "7",
+        "--dry-run",
+        "-o",
+        "yaml",
+    ]);
+    assert_code(&o, 0);
+    let doc: Value = serde_saphyr::from_str(&stdout(&o)).expect("stdout is one YAML document");
+    assert_valid_fleet_document(&doc);
+    for c in doc["clusters"].as_array().unwrap() {
+        assert_eq!(c["outcome"]["status"], "planned", "{c}");
+    }
+}
+
+#[test]
+fn a_context_name_from_the_kubeconfig_reaches_the_terminal_escaped() {
+    let hostile = "eu-\u{1b}]0;pwned\u{7}\u{1b}[2J\u{202e}1";
+    let fleet = Fleet::new(&[hostile, "eu-2"]);
+    let contexts = format!("{hostile},eu-2");
+    for color in ["never", "always"] {
+        let o = fleet.run(&[
+            "web",
+            "--contexts",
+            &contexts,
+            "--max",
+            "6",
+            "--dry-run",
+            "--color",
+            color,
+        ]);
+        // A debug build fails (101) when a value reaches the terminal unescaped.
+        assert_code(&o, 0);
+        let out = stdout(&o);
+        assert!(out.contains("eu-\\e]0;pwned\\x07\\e[2J\\u{202e}1"), "{out}");
+        assert!(
+            !out.contains("\u{1b}]0;") && !out.contains('\u{202e}'),
+            "{out:?}"
+        );
+        if color == "never" {
+            assert!(!out.contains('\u{1b}') && !stderr(&o).contains('\u{1b}'));
+        }
+    }
+    let o = fleet.run(&["web", "--contexts", &contexts, "--max", "6", "--yes"]);
+    assert_code(&o, 0);
+    let all = format!("{}{}", stdout(&o), stderr(&o));
+    assert!(!all.contains('\u{1b}') && !all.contains('\u{7}'), "{all:?}");
+    assert!(
+        all.contains("context eu-\\e]0;pwned\\x07\\e[2J\\u{202e}1 (namespace shop): updated"),
+        "{all}"
+    );
+    let o = fleet.run(&[
+        "web",
+        "--contexts",
+        &contexts,
+        "--max",
+        "7",
+        "--dry-run",
+        "-o",
+        "json",
+    ]);
+    assert_code(&o, 0);
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        doc["clusters"][0]["context"], hostile,
+        "JSON carries the exact name"
+    );
 }

@@ -1,12 +1,14 @@
 //! Several sandboxes at once, one per cluster of a fleet, each with the demo application `web`
 //! in namespace `shop`, and one kubeconfig with a context per cluster: `<name>` (admin),
-//! `<name>-readonly` and `<name>-noperm`.
+//! `<name>-readonly` and `<name>-noperm` (`common::kubeconfig`).
 
 use std::path::PathBuf;
 use std::process::Output;
 
 use assert_cmd::Command;
-use sandbox_apiserver::{Identity, LoggedRequest, Sandbox, SandboxOptions};
+use sandbox_apiserver::{LoggedRequest, Sandbox, SandboxOptions};
+
+use super::kubeconfig::merged_kubeconfig;
 use serde_json::Value;
 
 use super::{APP, NS, plugin};
@@ -21,55 +23,6 @@ pub struct Fleet {
     pub sandboxes: Vec<Sandbox>,
     pub dir: tempfile::TempDir,
     pub kubeconfig: PathBuf,
-}
-
-/// A kubeconfig with the contexts `<name>`, `<name>-readonly` and `<name>-noperm` of every
-/// sandbox, each defaulting to `namespace`; the first admin context is the current one.
-pub fn merged_kubeconfig(clusters: &[(&str, &Sandbox)], namespace: &str) -> String {
-    use base64::Engine;
-    let q = |s: &str| serde_json::to_string(s).expect("a string");
-    let mut y = String::from("apiVersion: v1\nkind: Config\nclusters:\n");
-    for (name, sb) in clusters {
-        y.push_str(&format!(
-            "- name: {}\n  cluster:\n    server: {}\n",
-            q(name),
-            q(sb.url())
-        ));
-        if let Some(ca) = sb.ca_pem() {
-            let b64 = base64::engine::general_purpose::STANDARD.encode(ca.as_bytes());
-            y.push_str(&format!("    certificate-authority-data: {b64}\n"));
-        }
-    }
-    y.push_str("contexts:\n");
-    for (name, _) in clusters {
-        for suffix in ["", "-readonly", "-noperm"] {
-            y.push_str(&format!(
-                "- name: {}\n  context:\n    cluster: {}\n    user: {}\n    namespace: {}\n",
-                q(&format!("{name}{suffix}")),
-                q(name),
-                q(&format!("{name}{suffix}")),
-                q(namespace)
-            ));
-        }
-    }
-    y.push_str(&format!(
-        "current-context: {}\nusers:\n",
-        q(clusters.first().map_or("", |(n, _)| n))
-    ));
-    for (name, sb) in clusters {
-        for (suffix, id) in [
-            ("", Identity::Admin),
-            ("-readonly", Identity::ReadOnly),
-            ("-noperm", Identity::NoPerm),
-        ] {
-            y.push_str(&format!(
-                "- name: {}\n  user:\n    token: {}\n",
-                q(&format!("{name}{suffix}")),
-                q(&sb.token(id))
-            ));
-        }
-    }
-    y
 }
 
 impl Fleet {
