@@ -10,10 +10,12 @@ use std::hint::black_box;
 use criterion::{Criterion, criterion_group, criterion_main};
 use kubectl_appupdate::diff_render::{self, RenderOptions};
 use kubectl_appupdate::endpoints_file::{self, EndpointsFile};
-use kubectl_appupdate::ingress_planner::{self, BackendPort, Inherited};
 use kubectl_appupdate::live_state::LiveState;
 use kubectl_appupdate::plan::Plan;
+use kubectl_appupdate::plan::RouteStyle;
 use kubectl_appupdate::planner::{self, UpdateRequest};
+use kubectl_appupdate::routes::refs::RouteFlags;
+use kubectl_appupdate::routes::{self, BackendPort, RouteContext};
 use kubectl_appupdate::updaters::{AutoscalerUpdate, ContainerUpdate};
 use serde_json::json;
 
@@ -43,22 +45,18 @@ fn endpoints_text(changed: bool) -> String {
 
 fn live_state() -> LiveState {
     let old = endpoints_file::parse(&endpoints_text(false), "old.yaml").unwrap();
-    let inherited = Inherited {
-        ingress_class_name: Some("nginx".into()),
-        ..Inherited::default()
-    };
-    let ingresses =
-        ingress_planner::desired_ingresses(APP, &old, &BackendPort::Number(80), &inherited)
-            .unwrap()
-            .into_iter()
-            .enumerate()
-            .map(|(i, d)| {
-                let mut body = d.create_body(NS);
-                body["metadata"]["resourceVersion"] = json!((1000 + i).to_string());
-                body["metadata"]["uid"] = json!(format!("00000000-0000-4000-8000-{i:012}"));
-                body
-            })
-            .collect();
+    let mut ctx = RouteContext::new(APP, BackendPort::Number(80));
+    ctx.attachment.ingress_class = Some("nginx".into());
+    let ingresses = routes::create_bodies(RouteStyle::NginxSnippet, &ctx, &old, NS)
+        .unwrap()
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut body)| {
+            body["metadata"]["resourceVersion"] = json!((1000 + i).to_string());
+            body["metadata"]["uid"] = json!(format!("00000000-0000-4000-8000-{i:012}"));
+            body
+        })
+        .collect();
     LiveState {
         service: Some(json!({
             "apiVersion": "v1", "kind": "Service",
@@ -81,6 +79,7 @@ fn plan(file: &EndpointsFile, live: &LiveState) -> Plan {
         container_update: &container_update,
         autoscaler_update: &autoscaler_update,
         endpoints: Some(file),
+        routes: &RouteFlags::default(),
     };
     planner::build_plan(&req, live).unwrap()
 }

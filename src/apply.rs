@@ -2,9 +2,10 @@
 //!
 //! 1. Preflight: every change is sent once with `dryRun=All`, concurrently. Anything the server
 //!    rejects (invalid, forbidden, quota) stops the run with nothing written.
-//! 2. Writes, in rounds: Deployment, HPA and Ingress creates; then Ingress updates; then Ingress
-//!    deletes — so new routes exist before old ones go. Writes within a round run concurrently;
-//!    a failure stops the later rounds.
+//! 2. Writes, in the rounds of [`write_round`]: Deployment, HPA and route creates; then route
+//!    updates that add paths; then those that only take paths away; then deletes — so new routes
+//!    exist before old ones go. Writes within a round run concurrently; a failure stops the
+//!    later rounds.
 //!
 //! Every write is conditional: patches carry the `metadata.resourceVersion` the change was
 //! computed from, deletes carry uid and resourceVersion preconditions. On a conflict the object
@@ -20,9 +21,11 @@ use serde_json::Value;
 
 use crate::cluster::{Cluster, RequestError};
 use crate::describe::Target;
-use crate::ingress_planner::IDENTIFIER_LABEL;
-use crate::plan::{Action, Base, ObjectChange, Plan, Planned, Recheck, Write, recheck};
+use crate::plan::{
+    Action, Base, ObjectChange, Plan, Planned, Recheck, WRITE_ROUNDS, Write, recheck, write_round,
+};
 use crate::report::{Interruption, Outcome, Report};
+use crate::routes::{self, IDENTIFIER_LABEL};
 use crate::text::Untrusted;
 
 /// Retry bounds: client-go's `DefaultRetry` is 5 tries from 10 ms.
@@ -119,8 +122,18 @@ impl Applier<'_> {
         }
     }
 
+    /// The failure in one line; a refusal of this route style's annotations by ingress-nginx
+    /// also names the styles that avoid them.
     fn describe(&self, err: &RequestError, verb: &str, change: &ObjectChange) -> String {
-        err.describe(verb, &self.target(change))
+        let mut message = err.describe(verb, &self.target(change));
+        if let Some(hint) = change
+            .route
+            .as_ref()
+            .and_then(|r| routes::refusal_hint(r.style, &message))
+        {
+            message.push_str(hint);
+        }
+        message
     }
 
     async fn send(&self, change: &ObjectChange, dry_run: bool) -> Result<Value, RequestError> {
@@ -144,11 +157,11 @@ impl Applier<'_> {
         }
     }
 
-    /// An Ingress that already exists under the name we want to create is ours only when it
+    /// A route that already exists under the name we want to create is ours only when it
     /// carries this app's label and the same identifier.
     fn is_managed_sibling(&self, live: &Value, approved: &ObjectChange) -> bool {
         let labels = &live["metadata"]["labels"];
-        let identifier = approved.ingress.as_ref().map(|i| i.identifier.as_str());
+        let identifier = approved.route.as_ref().map(|i| i.identifier.as_str());
         labels["app"].as_str() == Some(self.app)
             && labels[IDENTIFIER_LABEL].as_str().is_some()
             && labels[IDENTIFIER_LABEL].as_str() == identifier
@@ -227,9 +240,10 @@ impl Applier<'_> {
             {
                 return Step::Done(Outcome::Failed {
                     message: format!(
-                        "{} already exists and is not one of {}'s managed Ingresses (labels app={} and {IDENTIFIER_LABEL}); rename or remove it",
+                        "{} already exists and is not one of {}'s managed {} (labels app={} and {IDENTIFIER_LABEL}); rename or remove it",
                         change.reference(),
                         self.app,
+                        change.kind.plural_title(),
                         self.app
                     ),
                 });
@@ -289,17 +303,20 @@ pub(crate) fn guard_reason(approved: &ObjectChange, fresh: &ObjectChange) -> Str
         .iter()
         .filter(|f| !approved.fields.contains(f))
         .map(|f| {
-            let shown = approved
-                .fields
-                .iter()
-                .find(|a| a.path == f.path)
-                .and_then(|a| a.before.clone());
-            format!(
-                "{} is now {} (the plan showed {})",
-                Untrusted(&f.path),
-                display(&f.before),
-                display(&shown)
-            )
+            match approved.fields.iter().find(|a| a.path == f.path) {
+                Some(shown) => format!(
+                    "{} is now {} (the plan showed {})",
+                    Untrusted(&f.path),
+                    display(&f.before),
+                    display(&shown.before)
+                ),
+                // Someone changed a part this run owns but was going to leave as it was.
+                None => format!(
+                    "{} is now {}, and the plan left it as it was",
+                    Untrusted(&f.path),
+                    display(&f.before)
+                ),
+            }
         })
         .collect();
     if moved.is_empty() {
@@ -425,15 +442,10 @@ pub async fn write(
     } = ready;
     let report_interrupt = interrupt.get();
     // 2. Writes, round by round.
-    for phase in 0..=2u8 {
+    for phase in 0..WRITE_ROUNDS {
         let round: Vec<usize> = (0..n)
             .filter(|&i| {
-                to_send[i].is_some()
-                    && plan.objects[i]
-                        .change
-                        .action()
-                        .phase(plan.objects[i].change.kind)
-                        == Some(phase)
+                to_send[i].is_some() && write_round(&plan.objects[i].change) == Some(phase)
             })
             .collect();
         if round.is_empty() {

@@ -29,8 +29,12 @@ Examples:
   # Preview only; exit 2 when there are changes, 0 when there are none
   kubectl appupdate web --max 10 --dry-run --detailed-exitcode
 
-  # Re-expose endpoints from a file (one Ingress per scope set)
+  # Re-expose endpoints from a file (one route per scope set, in the live routes' style)
   kubectl appupdate web --endpoints endpoints.yaml
+
+  # Publish them as Gateway API HTTPRoutes (migrates the live Ingresses)
+  kubectl appupdate web --endpoints endpoints.yaml --routes gateway \
+    --gateway gateways/public --auth-service auth/oauth:8080
 
   # In a pipeline: the plan as JSON on stdout, apply, wait for the rollout (exit 7 if it stalls)
   kubectl appupdate web --image \"$IMAGE\" -o json --yes --wait --timeout 10m > plan.json
@@ -222,6 +226,76 @@ pub struct UpdateArgs {
     #[arg(long, requires = "endpoints", help_heading = "Changes")]
     pub allow_empty_endpoints: bool,
 
+    /// How the endpoints are published: Ingresses with nginx snippets, Ingresses with
+    /// ingress-nginx's auth-url, or Gateway API HTTPRoutes (default: the style of the live
+    /// routes, else nginx-snippet). A style other than the live one migrates the routes.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "STYLE",
+        requires = "endpoints",
+        help_heading = "Routes"
+    )]
+    pub routes: Option<RoutesChoice>,
+
+    /// nginx-auth: URL of the auth service that checks the token of paths with scopes
+    /// (http[s]://host[:port][/path]; default: the live Ingresses').
+    #[arg(
+        long,
+        value_name = "URL",
+        requires = "endpoints",
+        help_heading = "Routes"
+    )]
+    pub auth_url: Option<String>,
+
+    /// gateway: the Gateway the HTTPRoutes attach to (default: the live HTTPRoutes').
+    #[arg(
+        long,
+        value_name = "[NAMESPACE/]NAME",
+        requires = "endpoints",
+        help_heading = "Routes"
+    )]
+    pub gateway: Option<String>,
+
+    /// gateway: the auth Service that checks the token of paths with scopes (default: the
+    /// live HTTPRoutes').
+    #[arg(
+        long,
+        value_name = "[NAMESPACE/]NAME:PORT",
+        requires = "endpoints",
+        help_heading = "Routes"
+    )]
+    pub auth_service: Option<String>,
+
+    /// IngressClass of the Ingresses (default: the live Ingresses', else the cluster's default
+    /// class).
+    #[arg(
+        long,
+        value_name = "NAME",
+        requires = "endpoints",
+        help_heading = "Routes"
+    )]
+    pub ingress_class: Option<String>,
+
+    /// Host the routes answer for (repeatable; default: the live routes', else any host).
+    #[arg(
+        long = "host",
+        value_name = "HOST",
+        requires = "endpoints",
+        help_heading = "Routes"
+    )]
+    pub hosts: Vec<String>,
+
+    /// Secret with the TLS certificate of the hosts (Ingress styles; default: the live
+    /// Ingresses' TLS).
+    #[arg(
+        long,
+        value_name = "NAME",
+        requires = "endpoints",
+        help_heading = "Routes"
+    )]
+    pub tls_secret: Option<String>,
+
     /// Undo the newest recorded change: image, bounds and routes back to their values before it.
     #[arg(long, conflicts_with_all = ["image", "min_replicas", "max_replicas", "endpoints"],
           help_heading = "Undo")]
@@ -403,6 +477,17 @@ pub enum OutputFormat {
     Yaml,
 }
 
+/// `--routes`: the route styles.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum RoutesChoice {
+    /// Ingresses with ingress-nginx's configuration-snippet (the original format).
+    NginxSnippet,
+    /// Ingresses for ingress-nginx without snippets: auth-url and rewrite-target.
+    NginxAuth,
+    /// Gateway API HTTPRoutes with the ExternalAuth filter.
+    Gateway,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum ColorChoice {
     Auto,
@@ -454,6 +539,41 @@ const NEEDS: &[(&str, &str, &str)] = &[
         "allow_empty_endpoints",
         "endpoints",
         "--allow-empty-endpoints only applies with --endpoints FILE",
+    ),
+    (
+        "routes",
+        "endpoints",
+        "--routes only applies with --endpoints FILE",
+    ),
+    (
+        "auth_url",
+        "endpoints",
+        "--auth-url only applies with --endpoints FILE",
+    ),
+    (
+        "gateway",
+        "endpoints",
+        "--gateway only applies with --endpoints FILE",
+    ),
+    (
+        "auth_service",
+        "endpoints",
+        "--auth-service only applies with --endpoints FILE",
+    ),
+    (
+        "ingress_class",
+        "endpoints",
+        "--ingress-class only applies with --endpoints FILE",
+    ),
+    (
+        "hosts",
+        "endpoints",
+        "--host only applies with --endpoints FILE",
+    ),
+    (
+        "tls_secret",
+        "endpoints",
+        "--tls-secret only applies with --endpoints FILE",
     ),
     (
         "detailed_exitcode",
@@ -747,10 +867,11 @@ mod tests {
                 .find(|a| a.get_id() == flag)
                 .map(|a| a.get_long().unwrap_or_default().to_owned())
                 .unwrap();
-            let value: &[&str] = if ["container", "force-undo"].contains(&arg.as_str()) {
-                &["x"]
-            } else {
-                &[]
+            let value: &[&str] = match arg.as_str() {
+                "container" | "force-undo" | "auth-url" | "gateway" | "auth-service"
+                | "ingress-class" | "host" | "tls-secret" => &["x"],
+                "routes" => &["gateway"],
+                _ => &[],
             };
             let mut argv = vec!["kubectl-appupdate", "web", "--max", "3"];
             let long = format!("--{arg}");

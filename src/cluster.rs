@@ -197,6 +197,18 @@ impl Cluster {
             .collect())
     }
 
+    /// LIST the cluster's IngressClasses (cluster-scoped, no selector).
+    pub async fn list_ingress_classes(&self) -> Result<Vec<Value>, RequestError> {
+        let req = Self::build(
+            Request::new("/apis/networking.k8s.io/v1/ingressclasses").list(&ListParams::default()),
+        )?;
+        let mut list = self.send("list", req).await?;
+        Ok(match list.get_mut("items").map(Value::take) {
+            Some(Value::Array(items)) => items,
+            _ => Vec::new(),
+        })
+    }
+
     /// PATCH with `base`'s `metadata.resourceVersion` in the body as the precondition.
     pub async fn patch(
         &self,

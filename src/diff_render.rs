@@ -56,6 +56,14 @@ pub fn render_plan(out: &mut impl Write, plan: &Plan, opts: &RenderOptions) -> i
     paint(out, &styles.header, &header)?;
     writeln!(out)?;
     writeln!(out)?;
+    // What the plan decided about the routes on the user's behalf, and why.
+    if let Some(routes) = plan.routes.as_ref().filter(|r| !r.notes.is_empty()) {
+        for note in &routes.notes {
+            paint(out, &styles.note, &crate::text::escape(note))?;
+            writeln!(out)?;
+        }
+        writeln!(out)?;
+    }
     for change in plan.changes().filter(|c| c.is_change()) {
         render_change(out, change, opts)?;
     }
@@ -440,14 +448,11 @@ fn write_heading(out: &mut impl Write, change: &ObjectChange, styles: &Styles) -
         Action::Unchanged => (" ", &styles.heading, "is unchanged"),
     };
     let mut text = format!("{} {what}", Untrusted(change.reference()));
-    if let Some(ingress) = &change.ingress {
-        if ingress.scopes.is_empty() {
+    if let Some(route) = &change.route {
+        if route.scopes.is_empty() {
             text.push_str(" (public)");
         } else {
-            text.push_str(&format!(
-                " (scopes: {})",
-                Untrusted(ingress.scopes.join(" "))
-            ));
+            text.push_str(&format!(" (scopes: {})", Untrusted(route.scopes.join(" "))));
         }
     }
     paint(out, symbol_style, symbol)?;
@@ -521,10 +526,13 @@ fn paint(out: &mut impl Write, style: &Style, text: &str) -> io::Result<()> {
 mod tests {
     use super::*;
     use crate::endpoints_file;
-    use crate::ingress_planner::{configuration_snippet, scope_identifier};
     use crate::live_state::LiveState;
     use crate::plan::Kind;
+    use crate::plan::RouteStyle;
     use crate::planner::{UpdateRequest, build_plan};
+    use crate::routes::nginx_snippet::configuration_snippet;
+    use crate::routes::refs::{AuthUrl, ObjectRef, RouteFlags, ServiceRef};
+    use crate::routes::scope_identifier;
     use crate::updaters::{AutoscalerUpdate, ContainerUpdate};
     use pretty_assertions::assert_eq;
     use serde_json::json;
@@ -653,6 +661,7 @@ mod tests {
                 ),
                 live_ingress(&["reports"], &["reports"], &["/reports"]),
             ],
+            ..LiveState::default()
         }
     }
 
@@ -699,6 +708,7 @@ endpoints:
             container_update: &container_update,
             autoscaler_update: &autoscaler_update,
             endpoints: endpoints.then_some(&file),
+            routes: &RouteFlags::default(),
         };
         build_plan(&req, live).unwrap()
     }
@@ -800,6 +810,78 @@ endpoints:
         snapshot_both(
             "everything",
             &plan_for(Some(NEW_IMAGE), Some(3), Some(8), true),
+        );
+    }
+
+    /// The route plan of [`ENDPOINTS`] with `flags` against `live`.
+    fn routes_plan(flags: &RouteFlags, live: &LiveState) -> Plan {
+        let file = endpoints_file::parse(ENDPOINTS, "endpoints.yaml").unwrap();
+        let req = UpdateRequest {
+            app: "web",
+            namespace: "shop",
+            context: "sandbox",
+            container: None,
+            container_update: &ContainerUpdate::default(),
+            autoscaler_update: &AutoscalerUpdate::default(),
+            endpoints: Some(&file),
+            routes: flags,
+        };
+        build_plan(&req, live).unwrap()
+    }
+
+    /// A cluster with the Service and no routes yet; `nginx` is the default IngressClass.
+    fn no_routes() -> LiveState {
+        LiveState {
+            service: Some(live_service()),
+            ingress_classes: Some(vec![json!({"metadata": {"name": "nginx",
+                "annotations": {"ingressclass.kubernetes.io/is-default-class": "true"}}})]),
+            ..LiveState::default()
+        }
+    }
+
+    fn nginx_auth_flags() -> RouteFlags {
+        RouteFlags {
+            style: Some(RouteStyle::NginxAuth),
+            auth_url: Some(AuthUrl::parse("http://oauth.auth.svc:8080/verify").unwrap()),
+            ..RouteFlags::default()
+        }
+    }
+
+    fn gateway_flags() -> RouteFlags {
+        RouteFlags {
+            style: Some(RouteStyle::Gateway),
+            gateway: Some(ObjectRef::parse("gateways/public").unwrap()),
+            auth_service: Some(ServiceRef::parse("auth/oauth:8080").unwrap()),
+            hosts: vec!["shop.example.com".into()],
+            ..RouteFlags::default()
+        }
+    }
+
+    #[test]
+    fn snapshot_first_exposure_in_each_style() {
+        snapshot_both(
+            "first_exposure_nginx_snippet",
+            &routes_plan(&RouteFlags::default(), &no_routes()),
+        );
+        snapshot_both(
+            "first_exposure_nginx_auth",
+            &routes_plan(&nginx_auth_flags(), &no_routes()),
+        );
+        snapshot_both(
+            "first_exposure_gateway",
+            &routes_plan(&gateway_flags(), &no_routes()),
+        );
+    }
+
+    #[test]
+    fn snapshot_migrations_from_nginx_snippet() {
+        snapshot_both(
+            "migration_nginx_snippet_to_gateway",
+            &routes_plan(&gateway_flags(), &live()),
+        );
+        snapshot_both(
+            "migration_nginx_snippet_to_nginx_auth",
+            &routes_plan(&nginx_auth_flags(), &live()),
         );
     }
 
@@ -973,7 +1055,7 @@ endpoints:
             before: Some(view.clone()),
             after: Some(view),
             write: crate::plan::Write::sample(Action::Update),
-            ingress: None,
+            route: None,
         };
         let mut out = Vec::new();
         render_change(&mut out, &change, &RenderOptions::default()).unwrap();
@@ -1028,7 +1110,7 @@ endpoints:
                 before,
                 after,
                 write: crate::plan::Write::sample(action),
-                ingress: None,
+                route: None,
             };
             for color in [false, true] {
                 let mut out = Vec::new();

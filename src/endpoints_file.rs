@@ -2,7 +2,7 @@
 //! value.
 //!
 //! First pure step of the endpoints pipeline (`--endpoints FILE`, `-` for stdin); the
-//! `ingress_planner` turns the result into Ingresses. Nothing here reads files or prints: the
+//! `routes` turns the result into Ingresses or HTTPRoutes. Nothing here reads files or prints: the
 //! caller passes the text and the name to show in errors (`-` is shown as `<stdin>`).
 //!
 //! # Format

@@ -3,7 +3,7 @@
 //!
 //! The pipeline: command-line flags and the environment become [`settings::Settings`]; the
 //! kubeconfig gives a client ([`kube_context`]); the live objects are read in one concurrent
-//! round ([`live_state`]); pure planners ([`planner`], [`updaters`], [`ingress_planner`]) turn
+//! round ([`live_state`]); pure planners ([`planner`], [`updaters`], [`routes`]) turn
 //! the requested updates and the live state into a [`plan::Plan`]; the plan is rendered
 //! ([`diff_render`], [`output`]) and confirmed ([`confirm`]); then [`apply`] validates every change
 //! with a server-side dry run and writes each one conditionally, retrying conflicts under the
@@ -29,7 +29,6 @@ pub mod fleet_progress;
 pub mod fleet_run;
 pub mod history;
 pub mod history_store;
-pub mod ingress_planner;
 pub mod kube_context;
 pub mod live_state;
 pub mod names;
@@ -42,6 +41,7 @@ pub mod planner;
 pub mod proxy;
 pub mod proxy_connector;
 pub mod report;
+pub mod routes;
 pub mod run;
 pub mod settings;
 pub mod signals;

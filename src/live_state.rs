@@ -1,6 +1,10 @@
 //! Reads the application's live objects in one concurrent round: the Deployment (for an image
-//! change), the HPA (for bounds), and for an endpoints change the Service (backend port) and
-//! the managed Ingresses (`app=<name>,identifier`). Returns plain data for the pure planners.
+//! change), the HPA (for bounds), and for an endpoints change the Service (backend port), the
+//! managed Ingresses and the managed HTTPRoutes (both `app=<name>,identifier`; a cluster
+//! without the Gateway API answers 404 for HTTPRoutes, which reads as "none"). Only a first
+//! exposure in an Ingress style without `--ingress-class` reads one thing more, in a second
+//! round: the IngressClasses ([`read_ingress_classes`]). Returns plain data for the pure
+//! planners.
 
 use serde_json::Value;
 
@@ -8,6 +12,7 @@ use crate::cluster::{Cluster, RequestError};
 use crate::describe::Target;
 use crate::error::AppError;
 use crate::plan::Kind;
+use crate::routes::{Listing, managed_selector};
 
 /// Which objects the requested changes need.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -15,6 +20,9 @@ pub struct Needs {
     pub deployment: bool,
     pub autoscaler: bool,
     pub endpoints: bool,
+    /// The run publishes HTTPRoutes (`--routes gateway`): a forbidden HTTPRoute list is then
+    /// the run's failure, not "none visible".
+    pub httproutes: bool,
 }
 
 /// The live objects, as the server returned them.
@@ -25,11 +33,15 @@ pub struct LiveState {
     pub service: Option<Value>,
     /// Ingresses carrying both `app=<name>` and the identifier label.
     pub ingresses: Vec<Value>,
+    /// HTTPRoutes carrying both labels, or why there are none to see.
+    pub httproutes: Listing,
+    /// The cluster's IngressClasses, when they were read.
+    pub ingress_classes: Option<Vec<Value>>,
 }
 
-/// Label selector of the Ingresses this tool manages for `app`.
+/// Label selector of the routes this tool manages for `app`.
 pub fn managed_ingress_selector(app: &str) -> String {
-    format!("app={app},{}", crate::ingress_planner::IDENTIFIER_LABEL)
+    managed_selector(app)
 }
 
 fn target(cluster: &Cluster, reference: String) -> Target {
@@ -93,14 +105,23 @@ pub async fn read(cluster: &Cluster, app: &str, needs: Needs) -> Result<LiveStat
     };
     let ingresses = async {
         if needs.endpoints {
-            cluster
-                .list(Kind::Ingress, &managed_ingress_selector(app))
-                .await
+            cluster.list(Kind::Ingress, &managed_selector(app)).await
         } else {
             Ok(Vec::new())
         }
     };
-    let (d, h, s, i) = tokio::join!(deployment, autoscaler, service, ingresses);
+    let httproutes = async {
+        if !needs.endpoints {
+            return Ok(Listing::Items(Vec::new()));
+        }
+        match cluster.list(Kind::HttpRoute, &managed_selector(app)).await {
+            Ok(items) => Ok(Listing::Items(items)),
+            Err(e) if e.is_not_found() => Ok(Listing::NotServed),
+            Err(e) if e.status_code() == Some(403) && !needs.httproutes => Ok(Listing::Forbidden),
+            Err(e) => Err(e),
+        }
+    };
+    let (d, h, s, i, r) = tokio::join!(deployment, autoscaler, service, ingresses, httproutes);
 
     let deployment_ref = format!("{}/{app}", Kind::Deployment.kubectl_name());
     let autoscaler_ref = format!("{}/{app}", Kind::HorizontalPodAutoscaler.kubectl_name());
@@ -109,7 +130,8 @@ pub async fn read(cluster: &Cluster, app: &str, needs: Needs) -> Result<LiveStat
     let d = d.map_err(|e| failure(cluster, e, "get", &deployment_ref))?;
     let h = h.map_err(|e| failure(cluster, e, "get", &autoscaler_ref))?;
     let s = s.map_err(|e| failure(cluster, e, "get", &service_ref))?;
-    let i = i.map_err(|e| failure(cluster, e, "list", "ingresses.networking.k8s.io"))?;
+    let i = i.map_err(|e| failure(cluster, e, "list", &Kind::Ingress.resource_name()))?;
+    let r = r.map_err(|e| failure(cluster, e, "list", &Kind::HttpRoute.resource_name()))?;
     // `None`: not needed; `Some(None)`: needed and not found.
     let required = |read: Option<Option<Value>>, reference: &str, why: &'static str| {
         read.map(|found| must_exist(cluster, found, reference, why))
@@ -121,8 +143,24 @@ pub async fn read(cluster: &Cluster, app: &str, needs: Needs) -> Result<LiveStat
         service: required(
             s,
             &service_ref,
-            " (the Ingress backend port is read from it)",
+            " (the routes' backend port is read from it)",
         )?,
         ingresses: i,
+        httproutes: r,
+        ingress_classes: None,
+    })
+}
+
+/// Reads the cluster's IngressClasses (cluster-scoped): one request, made only when a first
+/// exposure has to find the default class.
+pub async fn read_ingress_classes(cluster: &Cluster) -> Result<Vec<Value>, AppError> {
+    cluster.list_ingress_classes().await.map_err(|e| {
+        let mut f = failure(cluster, e, "list", "ingressclasses.networking.k8s.io");
+        if let AppError::Request { target, .. } = &mut f {
+            target.reference.push_str(
+                " (to find the default class for new Ingresses; or name one with --ingress-class)",
+            );
+        }
+        f
     })
 }

@@ -15,8 +15,7 @@ use std::io::{self, Write};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::ingress_planner;
-use crate::plan::{Action, ObjectChange, Plan};
+use crate::plan::{Action, Kind, ObjectChange, Plan, RouteStyle};
 use crate::text;
 
 /// Schema identifier; bump on any incompatible change.
@@ -35,8 +34,26 @@ pub struct PlanDocument {
     /// Whether anything would be created, updated or deleted.
     pub has_changes: bool,
     pub summary: SummaryDoc,
+    /// With `--endpoints`: how the endpoints are published.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub routes: Option<RoutesDoc>,
     /// Every object the run looked at, in write order, unchanged ones included.
     pub objects: Vec<ObjectDoc>,
+}
+
+/// How the plan publishes the endpoints.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RoutesDoc {
+    /// The route style after the run: `nginx-snippet`, `nginx-auth` or `gateway`.
+    pub style: RouteStyle,
+    /// The styles of the managed routes live now (empty on a first exposure).
+    pub live_styles: Vec<RouteStyle>,
+    /// Whether live routes change style (new routes first, then the old ones go).
+    pub migration: bool,
+    /// What the plan decided and why, one sentence each (e.g. the IngressClass new Ingresses
+    /// get).
+    pub notes: Vec<String>,
 }
 
 /// Counts per action.
@@ -68,6 +85,9 @@ pub struct ObjectDoc {
     /// For Ingresses: the endpoints they serve, in endpoints-file terms.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ingress: Option<IngressDoc>,
+    /// For routes (Ingresses and HTTPRoutes): their style and the endpoints they serve.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub route: Option<RouteDoc>,
     /// The focused view of the live object the diff shows (`null` for a create).
     pub before: Option<Value>,
     /// The focused view after the change (`null` for a delete).
@@ -99,28 +119,40 @@ pub struct IngressDoc {
     pub paths_before: Vec<String>,
 }
 
-fn object_doc(change: &ObjectChange, app: &str) -> ObjectDoc {
-    let ingress = change.ingress.as_ref().map(|info| {
-        let (paths, paths_before) = match change.action() {
-            Action::Create => (info.paths.clone(), Vec::new()),
-            Action::Delete => (Vec::new(), info.paths.clone()),
-            Action::Update => (
-                info.paths.clone(),
-                change
-                    .before
-                    .as_ref()
-                    .map(|v| ingress_planner::served_paths(v, app))
-                    .unwrap_or_default(),
-            ),
-            Action::Unchanged => (info.paths.clone(), info.paths.clone()),
-        };
-        IngressDoc {
-            identifier: info.identifier.clone(),
-            scopes: info.scopes.clone(),
-            paths,
-            paths_before,
-        }
+/// The route view of a route.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RouteDoc {
+    /// `nginx-snippet`, `nginx-auth` or `gateway` (for a delete, the style of the route that
+    /// goes).
+    pub style: RouteStyle,
+    /// The identifier label value of the scope group.
+    pub identifier: String,
+    /// Sorted, de-duplicated OAuth scopes; empty for the public group.
+    pub scopes: Vec<String>,
+    /// Endpoint paths served after the change; empty for a delete.
+    pub paths: Vec<String>,
+    /// Endpoint paths served before the change; empty for a create.
+    pub paths_before: Vec<String>,
+}
+
+fn object_doc(change: &ObjectChange) -> ObjectDoc {
+    let route = change.route.as_ref().map(|info| RouteDoc {
+        style: info.style,
+        identifier: info.identifier.clone(),
+        scopes: info.scopes.clone(),
+        paths: info.paths.clone(),
+        paths_before: info.paths_before.clone(),
     });
+    let ingress = route
+        .as_ref()
+        .filter(|_| change.kind == Kind::Ingress)
+        .map(|r| IngressDoc {
+            identifier: r.identifier.clone(),
+            scopes: r.scopes.clone(),
+            paths: r.paths.clone(),
+            paths_before: r.paths_before.clone(),
+        });
     ObjectDoc {
         api_version: change.kind.api_version(),
         kind: change.kind.to_string(),
@@ -142,6 +174,7 @@ fn object_doc(change: &ObjectChange, app: &str) -> ObjectDoc {
             })
             .collect(),
         ingress,
+        route,
         before: change.before.clone(),
         after: change.after.clone(),
     }
@@ -162,7 +195,13 @@ pub fn document(plan: &Plan) -> PlanDocument {
             delete: s.delete,
             unchanged: s.unchanged,
         },
-        objects: plan.changes().map(|c| object_doc(c, &plan.app)).collect(),
+        routes: plan.routes.as_ref().map(|r| RoutesDoc {
+            style: r.style,
+            live_styles: r.live_styles.clone(),
+            migration: r.is_migration(),
+            notes: r.notes.clone(),
+        }),
+        objects: plan.changes().map(object_doc).collect(),
     }
 }
 
@@ -328,7 +367,7 @@ impl Serialize for SafeYaml<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::{Base, FieldChange, IngressInfo, Kind, Write};
+    use crate::plan::{Base, FieldChange, Kind, RouteInfo, Write};
     use serde_json::json;
 
     fn change(kind: Kind, name: &str, action: Action) -> ObjectChange {
@@ -343,7 +382,17 @@ mod tests {
             before: None,
             after: None,
             write: Write::sample(action),
-            ingress: None,
+            route: None,
+        }
+    }
+
+    fn info(style: RouteStyle, paths: &[&str], before: &[&str]) -> RouteInfo {
+        RouteInfo {
+            style,
+            identifier: "x".into(),
+            scopes: vec!["admin".into()],
+            paths: paths.iter().map(|p| (*p).to_owned()).collect(),
+            paths_before: before.iter().map(|p| (*p).to_owned()).collect(),
         }
     }
 
@@ -355,7 +404,7 @@ mod tests {
             Some(json!(5)),
             Some(json!(9)),
         )];
-        let doc = serde_json::to_value(object_doc(&c, "web")).unwrap();
+        let doc = serde_json::to_value(object_doc(&c)).unwrap();
         assert_eq!(doc["apiVersion"], "autoscaling/v2");
         assert_eq!(doc["kind"], "HorizontalPodAutoscaler");
         assert_eq!(doc["action"], "update");
@@ -365,6 +414,7 @@ mod tests {
             json!([{"path": "spec.maxReplicas", "before": 5, "after": 9}])
         );
         assert!(doc.get("ingress").is_none());
+        assert!(doc.get("route").is_none());
     }
 
     #[test]
@@ -375,35 +425,34 @@ mod tests {
             None,
             Some(json!("web")),
         )];
-        c.ingress = Some(IngressInfo {
-            identifier: "x".into(),
-            scopes: vec!["admin".into()],
-            paths: vec!["/a".into()],
-        });
-        let doc = serde_json::to_value(object_doc(&c, "web")).unwrap();
+        c.route = Some(info(RouteStyle::NginxSnippet, &["/a"], &[]));
+        let doc = serde_json::to_value(object_doc(&c)).unwrap();
         assert_eq!(doc["resourceVersion"], Value::Null);
         assert_eq!(doc["fields"][0]["before"], Value::Null);
         assert_eq!(
             doc["ingress"],
             json!({"identifier": "x", "scopes": ["admin"], "paths": ["/a"], "pathsBefore": []})
         );
+        assert_eq!(
+            doc["route"],
+            json!({"style": "nginx-snippet", "identifier": "x", "scopes": ["admin"], "paths": ["/a"], "pathsBefore": []})
+        );
     }
 
     #[test]
-    fn an_ingress_update_shows_the_paths_before_and_after() {
-        let mut c = change(Kind::Ingress, "web-public", Action::Update);
-        c.before = Some(json!({"spec": {"rules": [{"http": {"paths": [
-            {"path": "/web/health"}, {"path": "/web/unprotected"}
-        ]}}]}}));
-        c.ingress = Some(IngressInfo {
-            identifier: "public".into(),
-            scopes: Vec::new(),
-            paths: vec!["/health".into(), "/products".into()],
-        });
-        let doc = object_doc(&c, "web");
-        let ing = doc.ingress.unwrap();
-        assert_eq!(ing.paths, vec!["/health", "/products"]);
-        assert_eq!(ing.paths_before, vec!["/health", "/unprotected"]);
+    fn an_httproute_carries_its_style_and_no_ingress_view() {
+        let mut c = change(Kind::HttpRoute, "web-x", Action::Update);
+        c.route = Some(info(
+            RouteStyle::Gateway,
+            &["/health", "/products"],
+            &["/health"],
+        ));
+        let doc = serde_json::to_value(object_doc(&c)).unwrap();
+        assert_eq!(doc["apiVersion"], "gateway.networking.k8s.io/v1");
+        assert_eq!(doc["kind"], "HTTPRoute");
+        assert!(doc.get("ingress").is_none());
+        assert_eq!(doc["route"]["style"], "gateway");
+        assert_eq!(doc["route"]["pathsBefore"], json!(["/health"]));
     }
 
     /// Strings as the cluster may hold them: every control and format character that matters.
@@ -498,14 +547,10 @@ mod tests {
     }
 
     #[test]
-    fn a_deleted_ingress_serves_nothing_after() {
+    fn a_deleted_route_serves_nothing_after() {
         let mut c = change(Kind::Ingress, "web-user", Action::Delete);
-        c.ingress = Some(IngressInfo {
-            identifier: "u".into(),
-            scopes: vec!["user".into()],
-            paths: vec!["/protected/user".into()],
-        });
-        let ing = object_doc(&c, "web").ingress.unwrap();
+        c.route = Some(info(RouteStyle::NginxAuth, &[], &["/protected/user"]));
+        let ing = object_doc(&c).ingress.unwrap();
         assert!(ing.paths.is_empty());
         assert_eq!(ing.paths_before, vec!["/protected/user"]);
     }

@@ -16,12 +16,15 @@ use serde_json::Value;
 
 use crate::text::Untrusted;
 
-/// The kinds of object this tool writes (the Service is only read).
+/// The kinds of object this tool writes (the Service and IngressClasses are only read).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum Kind {
     Deployment,
     HorizontalPodAutoscaler,
     Ingress,
+    /// Gateway API `HTTPRoute` (`gateway.networking.k8s.io/v1`).
+    #[serde(rename = "HTTPRoute")]
+    HttpRoute,
 }
 
 impl Kind {
@@ -31,6 +34,7 @@ impl Kind {
             Kind::Deployment => "apps/v1",
             Kind::HorizontalPodAutoscaler => "autoscaling/v2",
             Kind::Ingress => "networking.k8s.io/v1",
+            Kind::HttpRoute => "gateway.networking.k8s.io/v1",
         }
     }
 
@@ -40,13 +44,14 @@ impl Kind {
             Kind::Deployment => "apps",
             Kind::HorizontalPodAutoscaler => "autoscaling",
             Kind::Ingress => "networking.k8s.io",
+            Kind::HttpRoute => "gateway.networking.k8s.io",
         }
     }
 
     /// Version within the group.
     pub fn version(self) -> &'static str {
         match self {
-            Kind::Deployment | Kind::Ingress => "v1",
+            Kind::Deployment | Kind::Ingress | Kind::HttpRoute => "v1",
             Kind::HorizontalPodAutoscaler => "v2",
         }
     }
@@ -57,6 +62,7 @@ impl Kind {
             Kind::Deployment => "deployments",
             Kind::HorizontalPodAutoscaler => "horizontalpodautoscalers",
             Kind::Ingress => "ingresses",
+            Kind::HttpRoute => "httproutes",
         }
     }
 
@@ -66,17 +72,39 @@ impl Kind {
             Kind::Deployment => "deployment.apps",
             Kind::HorizontalPodAutoscaler => "horizontalpodautoscaler.autoscaling",
             Kind::Ingress => "ingress.networking.k8s.io",
+            Kind::HttpRoute => "httproute.gateway.networking.k8s.io",
         }
     }
 
-    /// Order of writes: Deployment, HPA, then Ingresses (whose creates, updates and deletes
-    /// are further ordered by [`Action::phase`]).
+    /// `resource.group` in the plural, as in RBAC messages and lists
+    /// (`httproutes.gateway.networking.k8s.io`).
+    pub fn resource_name(self) -> String {
+        format!("{}.{}", self.plural(), self.group())
+    }
+
+    /// Order within a write round ([`write_round`]): Deployment, HPA, Ingresses, HTTPRoutes.
     pub fn order(self) -> u8 {
         match self {
             Kind::Deployment => 0,
             Kind::HorizontalPodAutoscaler => 1,
             Kind::Ingress => 2,
+            Kind::HttpRoute => 3,
         }
+    }
+
+    /// The kind's name in the plural, for sentences ("Ingresses", "HTTPRoutes").
+    pub fn plural_title(self) -> &'static str {
+        match self {
+            Kind::Deployment => "Deployments",
+            Kind::HorizontalPodAutoscaler => "HorizontalPodAutoscalers",
+            Kind::Ingress => "Ingresses",
+            Kind::HttpRoute => "HTTPRoutes",
+        }
+    }
+
+    /// Whether objects of this kind publish the application's endpoints.
+    pub fn is_route(self) -> bool {
+        matches!(self, Kind::Ingress | Kind::HttpRoute)
     }
 }
 
@@ -86,7 +114,47 @@ impl fmt::Display for Kind {
             Kind::Deployment => "Deployment",
             Kind::HorizontalPodAutoscaler => "HorizontalPodAutoscaler",
             Kind::Ingress => "Ingress",
+            Kind::HttpRoute => "HTTPRoute",
         })
+    }
+}
+
+/// How the endpoints are published: the route style (`--routes`). What each style generates
+/// lives in `routes`; this is only its name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum RouteStyle {
+    /// Ingresses with ingress-nginx's `configuration-snippet` (the original format).
+    #[serde(rename = "nginx-snippet")]
+    NginxSnippet,
+    /// Ingresses for ingress-nginx with `auth-url` and `rewrite-target`, no snippet.
+    #[serde(rename = "nginx-auth")]
+    NginxAuth,
+    /// Gateway API HTTPRoutes.
+    #[serde(rename = "gateway")]
+    Gateway,
+}
+
+impl RouteStyle {
+    /// Every style, in the order they are listed in help and messages.
+    pub const ALL: [RouteStyle; 3] = [
+        RouteStyle::NginxSnippet,
+        RouteStyle::NginxAuth,
+        RouteStyle::Gateway,
+    ];
+
+    /// The name used on the command line and in `-o json`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RouteStyle::NginxSnippet => "nginx-snippet",
+            RouteStyle::NginxAuth => "nginx-auth",
+            RouteStyle::Gateway => "gateway",
+        }
+    }
+}
+
+impl fmt::Display for RouteStyle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -100,17 +168,31 @@ pub enum Action {
     Delete,
 }
 
-impl Action {
-    /// Write rounds: creates (and the Deployment/HPA updates, which do not depend on routes)
-    /// first, then Ingress updates, then deletes — new routes exist before old ones go.
-    pub fn phase(self, kind: Kind) -> Option<u8> {
-        match (self, kind) {
-            (Action::Unchanged, _) => None,
-            (Action::Update, Kind::Deployment | Kind::HorizontalPodAutoscaler) => Some(0),
-            (Action::Create, _) => Some(0),
-            (Action::Update, Kind::Ingress) => Some(1),
-            (Action::Delete, _) => Some(2),
-        }
+/// How many write rounds there are ([`write_round`]).
+pub const WRITE_ROUNDS: u8 = 4;
+
+/// The write order, the one place it is decided: the round (0 first) in which `change` is
+/// written, `None` when there is nothing to write. Rounds run one after the other; the writes
+/// of one round run concurrently.
+///
+/// 0. creates, and the Deployment and HPA updates (which do not depend on routes);
+/// 1. route updates that add or change what a route serves;
+/// 2. route updates that only take paths away (a path moving to another group is added there
+///    in round 0 or 1 before it leaves here);
+/// 3. deletes.
+///
+/// So new routes exist before old ones go: for a change of route style (new routes created,
+/// old ones deleted) and for a path moving between scope groups, in every style.
+pub fn write_round(change: &ObjectChange) -> Option<u8> {
+    match change.action() {
+        Action::Unchanged => None,
+        Action::Create => Some(0),
+        Action::Update if !change.kind.is_route() => Some(0),
+        Action::Update => Some(match &change.route {
+            Some(r) if r.only_removes_paths() => 2,
+            _ => 1,
+        }),
+        Action::Delete => Some(3),
     }
 }
 
@@ -292,21 +374,38 @@ impl ObjectChange {
             before: None,
             after: None,
             write: Write::sample(action),
-            ingress: None,
+            route: None,
         }
     }
 }
 
-/// What an Ingress change means in endpoint terms, for people and for `-o json`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct IngressInfo {
+/// What a route change (an Ingress or an HTTPRoute) means in endpoint terms, for people and
+/// for `-o json`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RouteInfo {
+    /// The style of the route after the change (for a delete, the style it has).
+    pub style: RouteStyle,
     /// The identifier label value of the scope group.
     pub identifier: String,
     /// Sorted, de-duplicated scopes (empty for the public group).
     pub scopes: Vec<String>,
-    /// Endpoint paths as written in the endpoints file (before the `/<app>` prefix) after the
-    /// change; for a delete, the paths being removed.
+    /// Endpoint paths (as in the endpoints file, without the `/<app>` prefix) served after the
+    /// change, sorted; empty for a delete.
     pub paths: Vec<String>,
+    /// Endpoint paths served before the change, sorted; empty for a create.
+    pub paths_before: Vec<String>,
+}
+
+impl RouteInfo {
+    /// The change only takes paths away: what it serves after is a strict subset of before.
+    pub fn only_removes_paths(&self) -> bool {
+        self.paths.len() < self.paths_before.len()
+            && self
+                .paths
+                .iter()
+                .all(|p| self.paths_before.binary_search(p).is_ok())
+    }
 }
 
 /// The computed change for one object. What happens to it ([`ObjectChange::action`]) is
@@ -329,8 +428,8 @@ pub struct ObjectChange {
     pub after: Option<Value>,
     /// The request to send; `None` when unchanged.
     pub write: Option<Write>,
-    /// Endpoint view of Ingress changes.
-    pub ingress: Option<IngressInfo>,
+    /// Endpoint view of route changes (Ingresses, HTTPRoutes).
+    pub route: Option<RouteInfo>,
 }
 
 impl ObjectChange {
@@ -446,6 +545,27 @@ pub struct Planned {
     pub change: ObjectChange,
 }
 
+/// How the endpoints are published by this plan, when it publishes them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RoutesPlan {
+    /// The style of the routes after the run.
+    pub style: RouteStyle,
+    /// The styles of the managed routes that are live now (empty on a first exposure); a
+    /// style other than `style` among them makes the plan a migration.
+    pub live_styles: Vec<RouteStyle>,
+    /// What the plan decided on the user's behalf, and why (which IngressClass new Ingresses
+    /// get, where the style came from), one sentence each.
+    pub notes: Vec<String>,
+}
+
+impl RoutesPlan {
+    /// The plan changes the style of live routes: new routes are created (or Ingresses
+    /// rewritten in place) before the old ones are deleted.
+    pub fn is_migration(&self) -> bool {
+        self.live_styles.iter().any(|s| *s != self.style)
+    }
+}
+
 /// Everything this run would do, in write order.
 #[derive(Clone, Debug)]
 pub struct Plan {
@@ -453,6 +573,8 @@ pub struct Plan {
     pub namespace: String,
     pub context: String,
     pub objects: Vec<Planned>,
+    /// Present when the run publishes endpoints.
+    pub routes: Option<RoutesPlan>,
 }
 
 /// Counts in the terraform style.
@@ -485,16 +607,18 @@ impl fmt::Display for Summary {
 }
 
 impl Plan {
-    /// Builds a plan, ordering objects for display and writing: by kind, then creates,
-    /// updates, deletes, then name.
+    /// Builds a plan, ordering objects for display and writing: the Deployment and HPA first,
+    /// then the routes by [`write_round`] (unchanged ones last), kind and name.
     pub fn new(app: String, namespace: String, context: String, mut objects: Vec<Planned>) -> Plan {
         objects.sort_by(|a, b| {
             let key = |p: &Planned| {
-                (
-                    p.change.kind.order(),
-                    p.change.action().phase(p.change.kind).unwrap_or(u8::MAX),
-                    p.change.name.clone(),
-                )
+                let c = &p.change;
+                let round = if c.kind.is_route() {
+                    write_round(c).unwrap_or(u8::MAX)
+                } else {
+                    0
+                };
+                (c.kind.is_route(), round, c.kind.order(), c.name.clone())
             };
             key(a).cmp(&key(b))
         });
@@ -503,7 +627,14 @@ impl Plan {
             namespace,
             context,
             objects,
+            routes: None,
         }
+    }
+
+    /// The same plan, saying how it publishes the endpoints.
+    pub fn with_routes(mut self, routes: RoutesPlan) -> Plan {
+        self.routes = Some(routes);
+        self
     }
 
     pub fn changes(&self) -> impl Iterator<Item = &ObjectChange> {
@@ -587,7 +718,7 @@ mod tests {
             before: None,
             after: None,
             write: Write::sample(action),
-            ingress: None,
+            route: None,
         }
     }
 
@@ -651,6 +782,34 @@ mod tests {
         assert_eq!(Base::of(&json!({"metadata": {"uid": "u1"}})), None);
         let base = Base::of(&json!({"metadata": {"uid": "u1", "resourceVersion": "7"}})).unwrap();
         assert_eq!((base.resource_version(), base.uid()), ("7", "u1"));
+    }
+
+    #[test]
+    fn routes_that_gain_paths_are_written_before_routes_that_only_lose_them() {
+        let route = |action: Action, paths: &[&str], before: &[&str]| {
+            let mut c = ObjectChange::sample("web-x", action);
+            c.route = Some(RouteInfo {
+                style: RouteStyle::Gateway,
+                identifier: "x".into(),
+                scopes: Vec::new(),
+                paths: paths.iter().map(|p| (*p).to_owned()).collect(),
+                paths_before: before.iter().map(|p| (*p).to_owned()).collect(),
+            });
+            write_round(&c)
+        };
+        assert_eq!(route(Action::Create, &["/a"], &[]), Some(0));
+        assert_eq!(route(Action::Update, &["/a", "/b"], &["/a"]), Some(1));
+        assert_eq!(route(Action::Update, &["/a"], &["/a"]), Some(1));
+        assert_eq!(route(Action::Update, &["/b"], &["/a"]), Some(1));
+        assert_eq!(route(Action::Update, &["/a"], &["/a", "/b"]), Some(2));
+        assert_eq!(route(Action::Update, &[], &["/a"]), Some(2));
+        assert_eq!(route(Action::Delete, &[], &["/a"]), Some(3));
+        assert_eq!(route(Action::Unchanged, &["/a"], &["/a"]), None);
+        let mut hpa = change(Action::Update, vec![min(2, 3)]);
+        assert_eq!(write_round(&hpa), Some(0));
+        hpa.write = None;
+        assert_eq!(write_round(&hpa), None);
+        assert_eq!(WRITE_ROUNDS, 4);
     }
 
     #[test]

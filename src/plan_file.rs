@@ -46,11 +46,9 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::history::{Source, tool};
-use crate::ingress_planner::{
-    IngressRemoval, IngressUpdater, SAVED_INGRESS, SAVED_INGRESS_REMOVAL,
-};
 use crate::output;
 use crate::plan::{ObjectChange, Plan, Planned, SavedUpdater, Updater};
+use crate::routes;
 use crate::undo;
 use crate::updaters::{AutoscalerUpdater, DeploymentUpdater, SAVED_AUTOSCALER, SAVED_DEPLOYMENT};
 
@@ -250,9 +248,7 @@ pub fn load_updater(saved: &SavedUpdater) -> Result<Arc<dyn Updater>, String> {
     Ok(match saved.kind.as_str() {
         SAVED_DEPLOYMENT => Arc::new(de::<DeploymentUpdater>(s)?),
         SAVED_AUTOSCALER => Arc::new(de::<AutoscalerUpdater>(s)?),
-        SAVED_INGRESS => Arc::new(de::<IngressUpdater>(s)?),
-        SAVED_INGRESS_REMOVAL => Arc::new(de::<IngressRemoval>(s)?),
-        other => match undo::load_updater(other, s) {
+        other => match routes::load_updater(other, s).or_else(|| undo::load_updater(other, s)) {
             Some(u) => u?,
             None => return Err(format!("unknown updater type {other:?}")),
         },

@@ -2,15 +2,14 @@
 //! touch and asks each for its change against the live object.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::Value;
 
 use crate::endpoints_file::EndpointsFile;
-use crate::ingress_planner;
 use crate::live_state::{LiveState, Needs};
-use crate::plan::{Plan, PlanError, Planned, Updater};
+use crate::plan::{Kind, Plan, PlanError, Planned, Updater};
+use crate::routes::{self, LiveRoutes, refs::RouteFlags};
 use crate::updaters::{AutoscalerUpdate, AutoscalerUpdater, ContainerUpdate, DeploymentUpdater};
 
 /// What the user asked for, independent of where it came from.
@@ -23,6 +22,8 @@ pub struct UpdateRequest<'a> {
     pub container_update: &'a ContainerUpdate,
     pub autoscaler_update: &'a AutoscalerUpdate,
     pub endpoints: Option<&'a EndpointsFile>,
+    /// `--routes` and the flags that say where routes attach and how they authenticate.
+    pub routes: &'a RouteFlags,
 }
 
 impl UpdateRequest<'_> {
@@ -33,7 +34,26 @@ impl UpdateRequest<'_> {
             autoscaler: self.autoscaler_update.min_replicas.is_some()
                 || self.autoscaler_update.max_replicas.is_some(),
             endpoints: self.endpoints.is_some(),
+            httproutes: self.endpoints.is_some()
+                && self
+                    .routes
+                    .style
+                    .is_some_and(|s| routes::style(s).kind() == Kind::HttpRoute),
         }
+    }
+
+    /// Whether the first read round leaves the IngressClasses to be read (a first exposure in
+    /// an Ingress style without `--ingress-class`).
+    pub fn needs_ingress_classes(&self, live: &LiveState) -> bool {
+        self.endpoints.is_some_and(|file| {
+            routes::needs_ingress_classes(
+                self.app,
+                file,
+                self.routes,
+                &live.ingresses,
+                &live.httproutes,
+            )
+        })
     }
 }
 
@@ -72,28 +92,32 @@ pub fn build_plan(req: &UpdateRequest<'_>, live: &LiveState) -> Result<Plan, Pla
             live.autoscaler.as_ref(),
         )?);
     }
+    let mut summary = None;
     if let Some(file) = req.endpoints {
         let service = live.service.as_ref().ok_or_else(|| PlanError::Missing {
             reference: format!("service/{}", req.app),
             namespace: req.namespace.to_owned(),
         })?;
-        let port = ingress_planner::backend_port(service, req.app)?;
-        let inherited = ingress_planner::inherited_from(&live.ingresses);
-        let desired = ingress_planner::desired_ingresses(req.app, file, &port, &inherited)?;
-        let by_name: HashMap<&str, &Value> = live
-            .ingresses
-            .iter()
-            .filter_map(|i| Some((i["metadata"]["name"].as_str()?, i)))
-            .collect();
-        for updater in ingress_planner::plan_ingresses(req.app, desired, &live.ingresses) {
-            let current = by_name.get(updater.name()).copied();
+        let live_routes = LiveRoutes {
+            service,
+            ingresses: &live.ingresses,
+            httproutes: &live.httproutes,
+            ingress_classes: live.ingress_classes.as_deref(),
+        };
+        let planned_routes = routes::plan_routes(req.app, file, req.routes, &live_routes)?;
+        for (updater, current) in planned_routes.updaters {
             objects.push(planned(updater, req.namespace, current)?);
         }
+        summary = Some(planned_routes.summary);
     }
-    Ok(Plan::new(
+    let plan = Plan::new(
         req.app.to_owned(),
         req.namespace.to_owned(),
         req.context.to_owned(),
         objects,
-    ))
+    );
+    Ok(match summary {
+        Some(s) => plan.with_routes(s),
+        None => plan,
+    })
 }

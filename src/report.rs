@@ -85,13 +85,17 @@ fn short(v: &Option<Value>) -> String {
 
 /// What a change does, in a few words: `image web:1 → web:2`, `minReplicas 2 → 3`.
 pub fn describe_fields(change: &ObjectChange) -> String {
-    if let Some(info) = &change.ingress {
+    if let Some(info) = &change.route {
         let scopes = if info.scopes.is_empty() {
             "public".to_owned()
         } else {
             format!("scopes {}", Untrusted(info.scopes.join(" ")))
         };
-        let n = info.paths.len();
+        let n = if change.action() == Action::Delete {
+            info.paths_before.len()
+        } else {
+            info.paths.len()
+        };
         return format!("{scopes}, {n} path{}", if n == 1 { "" } else { "s" });
     }
     change

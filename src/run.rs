@@ -181,8 +181,12 @@ pub(crate) async fn source(
         container_update: &settings.container_update,
         autoscaler_update: &settings.autoscaler_update,
         endpoints: settings.endpoints.as_ref().map(|e| &e.file),
+        routes: &settings.routes,
     };
-    let live = live_state::read(cluster, &settings.app, request.needs()).await?;
+    let mut live = live_state::read(cluster, &settings.app, request.needs()).await?;
+    if request.needs_ingress_classes(&live) {
+        live.ingress_classes = Some(live_state::read_ingress_classes(cluster).await?);
+    }
     Ok(Sourced {
         plan: planner::build_plan(&request, &live)?,
         source: Source::Update,

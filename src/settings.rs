@@ -10,12 +10,15 @@ use std::collections::BTreeSet;
 
 use crate::cli::{
     ApplyArgs, ClusterArgs, ColorChoice, FleetArgs, HistoryArgs, HistoryFormat, OutputFormat,
+    RoutesChoice,
     UpdateArgs,
 };
 use crate::endpoints_file::{self, EndpointsError, EndpointsFile};
 use crate::names;
+use crate::plan::RouteStyle;
 use crate::plan_file::{self, PlanFile, PlanFileError};
 use crate::proxy::ProxyEnv;
+use crate::routes::refs::{self, AuthUrl, ObjectRef, RouteFlags, ServiceRef};
 use crate::text::Untrusted;
 use crate::updaters::{AutoscalerUpdate, ContainerUpdate, validate_image_reference};
 
@@ -341,6 +344,8 @@ pub struct Settings {
     pub container_update: ContainerUpdate,
     pub autoscaler_update: AutoscalerUpdate,
     pub endpoints: Option<EndpointsInput>,
+    /// `--routes` and the flags about where routes attach and how they authenticate.
+    pub routes: RouteFlags,
     pub cluster: ClusterSelection,
     pub yes: bool,
     pub dry_run: bool,
@@ -446,6 +451,61 @@ fn validate_namespace(ns: &str) -> Result<(), String> {
     }
 }
 
+/// The route flags, each value validated; with an explicit `--routes`, a flag of another style
+/// is refused here, before anything is sent.
+fn route_flags(args: &UpdateArgs) -> Result<RouteFlags, SettingsError> {
+    fn flag<T>(
+        name: &str,
+        value: Option<&String>,
+        parse: impl Fn(&str) -> Result<T, String>,
+    ) -> Result<Option<T>, SettingsError> {
+        value
+            .map(|v| parse(v).map_err(|why| SettingsError::Invalid(format!("{name} {v:?}: {why}"))))
+            .transpose()
+    }
+    let mut hosts: Vec<String> = Vec::new();
+    for h in &args.hosts {
+        let h =
+            refs::parse_host(h).map_err(|why| SettingsError::Invalid(format!("--host {why}")))?;
+        if !hosts.contains(&h) {
+            hosts.push(h);
+        }
+    }
+    let flags = RouteFlags {
+        style: args.routes.map(|r| match r {
+            RoutesChoice::NginxSnippet => RouteStyle::NginxSnippet,
+            RoutesChoice::NginxAuth => RouteStyle::NginxAuth,
+            RoutesChoice::Gateway => RouteStyle::Gateway,
+        }),
+        auth_url: flag("--auth-url", args.auth_url.as_ref(), AuthUrl::parse)?,
+        gateway: flag("--gateway", args.gateway.as_ref(), ObjectRef::parse)?,
+        auth_service: flag(
+            "--auth-service",
+            args.auth_service.as_ref(),
+            ServiceRef::parse,
+        )?,
+        ingress_class: flag(
+            "--ingress-class",
+            args.ingress_class.as_ref(),
+            refs::parse_object_name,
+        )?,
+        hosts,
+        tls_secret: flag(
+            "--tls-secret",
+            args.tls_secret.as_ref(),
+            refs::parse_object_name,
+        )?,
+    };
+    if let Some(style) = flags.style
+        && let Some((flag, belongs)) = flags.foreign_to(style).first()
+    {
+        return Err(SettingsError::Invalid(format!(
+            "{flag} applies to the {belongs} route style, not to --routes {style}; drop {flag}"
+        )));
+    }
+    Ok(flags)
+}
+
 /// Reads a file named on the command line (`-` is stdin).
 pub trait FileReader {
     fn read(&self, path: &std::path::Path) -> std::io::Result<String>;
@@ -474,6 +534,7 @@ impl Settings {
         env: &Environment,
         files: &dyn FileReader,
     ) -> Result<Settings, SettingsError> {
+        let routes = route_flags(&args)?;
         let app = args.name.unwrap_or_default();
         validate_app_name(&app).map_err(SettingsError::Invalid)?;
         if let Some(image) = &args.image {
@@ -534,6 +595,7 @@ impl Settings {
                 max_replicas: args.max_replicas,
             },
             endpoints,
+            routes,
             cluster,
             yes: args.yes,
             dry_run: args.dry_run,
@@ -604,6 +666,7 @@ impl Settings {
             container_update: ContainerUpdate::default(),
             autoscaler_update: AutoscalerUpdate::default(),
             endpoints: None,
+            routes: RouteFlags::default(),
             cluster,
             yes: args.yes,
             dry_run: false,

@@ -377,7 +377,7 @@ fn unchanged(kind: Kind, namespace: &str, name: &str, live: Option<&Value>) -> O
         before: None,
         after: None,
         write: None,
-        ingress: None,
+        route: None,
     }
 }
 
@@ -421,7 +421,7 @@ impl Updater for RouteRemove {
             write: Some(Write::Delete {
                 base: Base::required(live, &reference(self.kind, &self.name))?,
             }),
-            ingress: None,
+            route: None,
         })
     }
 }
@@ -474,7 +474,7 @@ impl Updater for RouteRecreate {
                     before: None,
                     after: Some(body.clone()),
                     write: Some(Write::Create { body }),
-                    ingress: None,
+                    route: None,
                 })
             }
             Some(live) => restore(self.kind, namespace, &self.name, live, &part),
@@ -568,7 +568,7 @@ fn restore(
         before: Some(view(kind, namespace, name, &before_view)),
         after: Some(view(kind, namespace, name, &after_view)),
         write,
-        ingress: None,
+        route: None,
     })
 }
 

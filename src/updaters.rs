@@ -3,7 +3,7 @@
 //! Each takes an update configuration whose leaves are optional — `None` means "not requested"
 //! — and computes, from the live object, the guarded fields, the focused views and a patch that
 //! carries only the changed leaves (the Deployment's `spec.replicas` is never sent: the HPA owns
-//! it). The Ingress updaters live in `ingress_planner`.
+//! it). The route updaters live in `routes`.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 use serde::{Deserialize, Serialize};
@@ -175,7 +175,7 @@ impl Updater for DeploymentUpdater {
             before: Some(view(current.as_ref())),
             after: Some(view(after_image.as_ref())),
             write,
-            ingress: None,
+            route: None,
         })
     }
 }
@@ -284,7 +284,7 @@ impl Updater for AutoscalerUpdater {
             before: Some(before),
             after: Some(after),
             write,
-            ingress: None,
+            route: None,
         })
     }
 }

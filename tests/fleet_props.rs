@@ -7,6 +7,7 @@ use kubectl_appupdate::fleet_plan::{FleetPlan, Member, same_plan};
 use kubectl_appupdate::live_state::LiveState;
 use kubectl_appupdate::plan::Plan;
 use kubectl_appupdate::planner::{UpdateRequest, build_plan};
+use kubectl_appupdate::routes::refs::RouteFlags;
 use kubectl_appupdate::updaters::{AutoscalerUpdate, ContainerUpdate};
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -90,7 +91,7 @@ fn live(c: &Cluster, rv: u64) -> LiveState {
                      "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": APP}},
         })),
         service: None,
-        ingresses: Vec::new(),
+        ..LiveState::default()
     }
 }
 
@@ -121,6 +122,7 @@ fn plan(c: &Cluster, r: &Request, context: &str, rv: u64) -> Plan {
         container_update: &container_update,
         autoscaler_update: &autoscaler_update,
         endpoints: None,
+        routes: &RouteFlags::default(),
     };
     build_plan(&req, &live(c, rv)).unwrap()
 }

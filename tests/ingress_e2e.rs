@@ -77,7 +77,7 @@ fn first_exposure_creates_one_ingress_per_scope_group() {
   - path: /protected/admin
     scopes: [user, admin]
 ",
-        &[],
+        &["--ingress-class", "nginx"],
     );
     assert_code(&o, 0);
     assert!(
@@ -107,6 +107,7 @@ fn first_exposure_creates_one_ingress_per_scope_group() {
         snippet,
         "set $scopes \"admin user\";\nauth_request /external-auth;\nauth_request_set $user_id $upstream_http_user_id;\nauth_request_set $user_scopes $upstream_http_user_scopes;\nproxy_set_header User-Id $user_id;\nproxy_set_header User-Scopes $user_scopes;\nrewrite ^/web/(.*)$ /$1 break;\n"
     );
+    assert_eq!(admin["spec"]["ingressClassName"], "nginx");
     // The backend is the Service's port.
     assert_eq!(
         admin["spec"]["rules"][0]["http"]["paths"][0]["backend"],

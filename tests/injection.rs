@@ -1,4 +1,5 @@
-//! Nothing in an endpoints file can alter the generated nginx configuration.
+//! Nothing in an endpoints file can alter the generated nginx configuration, in any route
+//! style.
 //!
 //! Exhaustive over ASCII (every code point 0–127) and over representative non-ASCII (line and
 //! paragraph separators, NEL, no-break and zero-width spaces, BOM, bidi overrides, fullwidth
@@ -13,11 +14,35 @@
 //! — must be rejected with a `FILE:LINE` error. Every accepted character must lie outside that
 //! set, and for every accepted path and scope the generated snippet keeps its exact shape: the
 //! same directives, quotes and semicolons as for a plain letter.
+//!
+//! For every style (nginx-snippet, nginx-auth, gateway), every accepted character in a path or
+//! a scope yields the same objects as a plain letter except exactly where the path (or the
+//! scope token) sits; there, a nginx-auth regex path holds no unescaped regex character, a
+//! gateway path satisfies the HTTPRoute schema's path rules, and a scope token only
+//! base64url characters.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use kubectl_appupdate::endpoints_file::EndpointsFile;
 use kubectl_appupdate::endpoints_file::{self, ErrorKind};
-use kubectl_appupdate::ingress_planner::{BackendPort, Inherited, desired_ingresses};
+use kubectl_appupdate::plan::RouteStyle;
+use kubectl_appupdate::routes::{self, BackendPort, RouteContext};
+use serde_json::Value;
+
+/// The snippet-style Ingress of the first group of `f`.
+fn snippet_ingress(f: &EndpointsFile) -> Value {
+    let ctx = RouteContext::new("web", BackendPort::Number(80));
+    routes::create_bodies(RouteStyle::NginxSnippet, &ctx, f, "shop")
+        .unwrap()
+        .remove(0)
+}
+
+fn snippet_of(ingress: &Value) -> String {
+    ingress["metadata"]["annotations"]["nginx.ingress.kubernetes.io/configuration-snippet"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
 
 const NON_ASCII: &[char] = &[
     '\u{0085}',
@@ -88,9 +113,7 @@ fn every_character_that_could_alter_the_snippet_is_rejected_in_paths() {
     let (mut rejected, mut accepted) = (0, 0);
     let baseline = {
         let f = endpoints_file::parse("endpoints:\n  - path: /axb\n", "e.yaml").unwrap();
-        let d =
-            desired_ingresses("web", &f, &BackendPort::Number(80), &Inherited::default()).unwrap();
-        shape(&d[0].snippet)
+        shape(&snippet_of(&snippet_ingress(&f)))
     };
     for c in chars() {
         let path = format!("/a{c}b");
@@ -113,12 +136,13 @@ fn every_character_that_could_alter_the_snippet_is_rejected_in_paths() {
                     "{c:?} (U+{:04X}) is accepted in a path",
                     u32::from(c)
                 );
-                let d =
-                    desired_ingresses("web", &f, &BackendPort::Number(80), &Inherited::default())
-                        .unwrap();
-                assert_eq!(shape(&d[0].snippet), baseline, "{c:?}");
+                let ing = snippet_ingress(&f);
+                assert_eq!(shape(&snippet_of(&ing)), baseline, "{c:?}");
                 // The path reaches the Ingress as written, under the app's prefix.
-                assert_eq!(d[0].http_paths[0]["path"], format!("/web{path}"));
+                assert_eq!(
+                    ing["spec"]["rules"][0]["http"]["paths"][0]["path"],
+                    format!("/web{path}")
+                );
             }
         }
     }
@@ -144,12 +168,7 @@ fn every_character_that_could_alter_the_snippet_is_rejected_in_scopes() {
             "endpoints:\n  - path: /a\n    scopes: [{}]\n",
             yaml_quoted(scope)
         );
-        endpoints_file::parse(&text, "e.yaml").map(|f| {
-            desired_ingresses("web", &f, &BackendPort::Number(80), &Inherited::default())
-                .unwrap()
-                .remove(0)
-                .snippet
-        })
+        endpoints_file::parse(&text, "e.yaml").map(|f| snippet_of(&snippet_ingress(&f)))
     };
     let baseline = shape(&snippet_for("axb").unwrap());
     for c in chars() {
@@ -195,5 +214,144 @@ fn the_accepted_sets_are_exactly_the_documented_ones() {
         .collect();
     for c in &documented_scope {
         assert!(!dangerous(*c), "{c:?}");
+    }
+}
+
+// ---- every route style ----
+
+use kubectl_appupdate::routes::refs::{AuthUrl, ObjectRef, ServiceRef};
+use kubectl_appupdate::routes::{gateway, nginx_auth, path_core, scope_token};
+
+/// A context with everything each style needs.
+fn full_context() -> RouteContext {
+    let mut ctx = RouteContext::new("web", BackendPort::Number(80));
+    ctx.attachment.ingress_class = Some("nginx".into());
+    ctx.attachment.auth_url = Some(AuthUrl::parse("http://oauth.auth.svc:8080/verify").unwrap());
+    ctx.attachment.parent_refs = Some(serde_json::json!([ObjectRef::parse("gw/public")
+        .unwrap()
+        .parent_ref()]));
+    ctx.attachment.auth_service = Some(ServiceRef::parse("auth/oauth:8080").unwrap());
+    ctx
+}
+
+/// The objects `style` creates for one endpoint, serialised.
+fn generated(style: RouteStyle, path: &str, scope: Option<&str>) -> Option<String> {
+    let mut text = format!("endpoints:\n  - path: {}\n", yaml_quoted(path));
+    if let Some(s) = scope {
+        text.push_str(&format!("    scopes: [{}]\n", yaml_quoted(s)));
+    }
+    let f = endpoints_file::parse(&text, "e.yaml").ok()?;
+    let bodies = routes::create_bodies(style, &full_context(), &f, "shop").unwrap();
+    Some(serde_json::to_string(&bodies).unwrap())
+}
+
+/// Where a path lands in each style.
+fn path_forms(style: RouteStyle, path: &str) -> Vec<String> {
+    match style {
+        RouteStyle::NginxSnippet => vec![format!("/web{path}")],
+        RouteStyle::NginxAuth => vec![nginx_auth::regex_path("web", path)],
+        RouteStyle::Gateway => vec![
+            gateway::match_prefix("web", path),
+            path_core(path).to_owned(),
+        ],
+    }
+}
+
+/// No character of a regular expression is left unescaped between the template's parts.
+fn regex_is_literal(regex: &str, path: &str) -> bool {
+    let middle = regex
+        .strip_prefix("/web/(")
+        .and_then(|r| r.strip_suffix("(?:/.*)?)$"))
+        .unwrap_or_else(|| panic!("{regex} for {path}"));
+    !middle
+        .replace("[.]", "")
+        .chars()
+        .any(|c| "\\.^$|?*+()[]{}".contains(c))
+}
+
+/// What the Gateway API's HTTPRoute schema accepts in a PathPrefix value.
+fn gateway_path_ok(p: &str) -> bool {
+    p.starts_with('/')
+        && p.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-/._~!$&'()*+,;=:@".contains(c))
+        && !["//", "/./", "/../", "#", "%2f", "%2F"]
+            .iter()
+            .any(|bad| p.contains(bad))
+        && !p.ends_with("/..")
+        && !p.ends_with("/.")
+}
+
+#[test]
+fn no_accepted_path_alters_the_routes_of_any_style() {
+    for style in RouteStyle::ALL {
+        let baseline = generated(style, "/axb", None).unwrap();
+        for c in chars() {
+            let path = format!("/a{c}b");
+            let Some(text) = generated(style, &path, None) else {
+                continue;
+            };
+            let mut same = text.clone();
+            for (from, to) in path_forms(style, &path)
+                .iter()
+                .zip(path_forms(style, "/axb"))
+            {
+                assert!(
+                    text.contains(from.as_str()),
+                    "{style}: {from} not in {text}"
+                );
+                same = same.replace(from.as_str(), &to);
+            }
+            assert_eq!(same, baseline, "{style}: {c:?} changed more than the path");
+            match style {
+                RouteStyle::NginxSnippet => {}
+                RouteStyle::NginxAuth => {
+                    let regex = nginx_auth::regex_path("web", &path);
+                    assert!(regex_is_literal(&regex, &path), "{c:?}: {regex}");
+                }
+                RouteStyle::Gateway => {
+                    for p in path_forms(style, &path) {
+                        assert!(gateway_path_ok(&p), "{c:?}: {p}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn no_accepted_scope_alters_the_routes_of_any_style() {
+    for style in RouteStyle::ALL {
+        let baseline = generated(style, "/a", Some("axb")).unwrap();
+        for c in chars() {
+            let scope = format!("a{c}b");
+            let Some(text) = generated(style, "/a", Some(&scope)) else {
+                continue;
+            };
+            let token = scope_token(std::slice::from_ref(&scope));
+            assert!(
+                token
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'),
+                "{token}"
+            );
+            let same = match style {
+                // The scope sits inside the snippet's quotes (checked above, character by
+                // character); the token is not used.
+                RouteStyle::NginxSnippet => {
+                    text.replace(&format!("\\\"{scope}\\\""), "\\\"axb\\\"")
+                }
+                _ => {
+                    assert!(
+                        !text.contains(&scope),
+                        "{style}: raw scope {scope} in {text}"
+                    );
+                    text.replace(&token, &scope_token(&["axb".to_owned()]))
+                }
+            };
+            // The identifier and name are hashes of the scopes: put the baseline's back.
+            let id = routes::scope_identifier(std::slice::from_ref(&scope));
+            let same = same.replace(&id, &routes::scope_identifier(&["axb".to_owned()]));
+            assert_eq!(same, baseline, "{style}: {c:?} changed more than the scope");
+        }
     }
 }

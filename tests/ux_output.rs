@@ -289,6 +289,8 @@ fn the_readme_documents_every_field_of_the_schema() {
         &schema["$defs"]["object"]["properties"],
         &schema["$defs"]["field"]["properties"],
         &schema["$defs"]["ingress"]["properties"],
+        &schema["$defs"]["route"]["properties"],
+        &schema["$defs"]["routes"]["properties"],
         &schema["properties"]["summary"]["properties"],
     ] {
         names.extend(props.as_object().unwrap().keys().cloned());

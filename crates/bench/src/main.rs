@@ -155,7 +155,7 @@ impl Floor {
         let mut phases: Vec<u8> = plan
             .changes()
             .filter(|c| c.is_change())
-            .filter_map(|c| c.action().phase(c.kind))
+            .filter_map(kubectl_appupdate::plan::write_round)
             .collect();
         phases.sort_unstable();
         phases.dedup();
@@ -422,7 +422,8 @@ fn run(args: Args) -> Result<(), String> {
             s.reset(&ctx.sb)?;
             if !floors.iter().any(|(x, _)| *x == s) {
                 let plan = s.plan(&ctx.sb)?;
-                let reads = if s.endpoints().is_some() { 4 } else { 1 };
+                // With endpoints: Deployment, HPA, Service, Ingresses and HTTPRoutes.
+                let reads = if s.endpoints().is_some() { 5 } else { 1 };
                 floors.push((s, Floor::of(&plan, reads)));
             }
             // Warm kubectl's cache (discovery, OpenAPI) with one untimed sequence.

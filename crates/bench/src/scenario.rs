@@ -18,10 +18,12 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use kubectl_appupdate::endpoints_file;
-use kubectl_appupdate::ingress_planner::{self, BackendPort, IDENTIFIER_LABEL};
 use kubectl_appupdate::live_state::LiveState;
+use kubectl_appupdate::plan::RouteStyle;
 use kubectl_appupdate::plan::{Action, Kind, Plan};
 use kubectl_appupdate::planner::{self, UpdateRequest};
+use kubectl_appupdate::routes::refs::RouteFlags;
+use kubectl_appupdate::routes::{self, Attachment, BackendPort, IDENTIFIER_LABEL, RouteContext};
 use kubectl_appupdate::updaters::{AutoscalerUpdate, ContainerUpdate};
 use sandbox_apiserver::Sandbox;
 use serde_json::{Value, json};
@@ -195,6 +197,7 @@ impl Scenario {
             container_update: &container_update,
             autoscaler_update: &autoscaler_update,
             endpoints: file.as_ref(),
+            routes: &RouteFlags::default(),
         };
         let live = live_state(sb);
         planner::build_plan(&req, &live).map_err(|e| e.to_string())
@@ -321,6 +324,7 @@ pub fn live_state(sb: &Sandbox) -> LiveState {
         autoscaler: sb.get(&hpa_path()),
         service: sb.get(&format!("/api/v1/namespaces/{NAMESPACE}/services/{APP}")),
         ingresses: managed_ingresses(sb),
+        ..LiveState::default()
     }
 }
 
@@ -329,16 +333,16 @@ pub fn live_state(sb: &Sandbox) -> LiveState {
 fn create_managed(sb: &Sandbox, endpoints: &str, inherit_from: &[Value]) -> Result<(), String> {
     let file = endpoints_file::parse(endpoints, "seed.yaml").map_err(|e| e.to_string())?;
     let live = managed_ingresses(sb);
-    let inherited = ingress_planner::inherited_from(if inherit_from.is_empty() {
+    let mut ctx = RouteContext::new(APP, BackendPort::Number(80));
+    ctx.attachment = Attachment::of_ingress_siblings(if inherit_from.is_empty() {
         &live
     } else {
         inherit_from
     });
-    let desired =
-        ingress_planner::desired_ingresses(APP, &file, &BackendPort::Number(80), &inherited)
-            .map_err(|e| e.to_string())?;
-    for d in desired {
-        sb.create(&ingress_collection(), d.create_body(NAMESPACE))
+    let bodies = routes::create_bodies(RouteStyle::NginxSnippet, &ctx, &file, NAMESPACE)
+        .map_err(|e| e.to_string())?;
+    for body in bodies {
+        sb.create(&ingress_collection(), body)
             .map_err(|e| e.message)?;
     }
     Ok(())

@@ -1,0 +1,711 @@
+//! Routes as Ingresses (`networking.k8s.io/v1`): what the two nginx styles share. A style of
+//! this kind is a [`Flavor`] — its annotations and the shape of one HTTP path — in a module of
+//! its own ([`super::nginx_snippet`], [`super::nginx_auth`]); everything else is here.
+//!
+//! # Shape
+//!
+//! One Ingress per scope group, named `<app>-<id>`, labelled `app` and `identifier`, with the
+//! flavour's annotations and one HTTP path per endpoint (the flavour's path and `pathType`,
+//! sorted by endpoint path), all pointing at the Service `<app>` on the backend port (by
+//! number). One rule per host (a rule without host when there is none). A new Ingress takes
+//! `ingressClassName`, hosts and `spec.tls` from the flags, else from the managed sibling with
+//! the smallest name (see [`super::Attachment`]).
+//!
+//! # Updates
+//!
+//! A matched Ingress is updated in the parts the tool owns: the `app`/`identifier` labels, the
+//! flavour's annotations (set, or removed when the group does not need one), and `http.paths` of
+//! every rule; with `--ingress-class`, `--host` or `--tls-secret` also `ingressClassName`, the
+//! rules' hosts and `spec.tls`. Everything else (other labels and annotations, fields this tool
+//! does not know, also inside rules) is kept. An Ingress of the other flavour is rewritten in
+//! place: that flavour's annotations are removed in the same write. Paths equal up to order
+//! count as unchanged. The write is a JSON merge patch with only what changes, and, if any rule
+//! changes, the whole `spec.rules` array rebuilt from the live object.
+//!
+//! An Ingress whose labels do not say it is this group's (a create that met an existing
+//! unmanaged Ingress of the same name) is refused, never updated.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use super::nginx_auth::NginxAuth;
+use super::nginx_snippet::NginxSnippet;
+use super::{
+    APP_LABEL, Forced, IDENTIFIER_LABEL, RouteContext, ScopeGroup, Style, check_managed, deletion,
+    label, label_fields, match_live, normalize_scopes, route_name,
+};
+use crate::plan::{
+    Base, FieldChange, Kind, ObjectChange, PatchType, PlanError, RouteInfo, RouteStyle,
+    SavedUpdater, Updater, Write,
+};
+
+/// What makes an Ingress style: its annotations and its HTTP paths.
+pub trait Flavor: Send + Sync + fmt::Debug {
+    fn style(&self) -> RouteStyle;
+    /// Every annotation the flavour writes; one absent from [`Flavor::annotations`] for a
+    /// group is removed.
+    fn owned_annotations(&self) -> &'static [&'static str];
+    /// Whether a live Ingress is in this flavour (by its annotations).
+    fn recognizes(&self, live: &Value) -> bool;
+    /// Refuses what the flavour cannot publish with `ctx`.
+    fn check(&self, ctx: &RouteContext, groups: &[ScopeGroup]) -> Result<(), PlanError>;
+    /// The annotations of a group's Ingress.
+    fn annotations(&self, ctx: &RouteContext, group: &ScopeGroup) -> BTreeMap<String, String>;
+    /// The `http.paths` entry of one endpoint path.
+    fn http_path(&self, app: &str, path: &str, backend: &Value) -> Value;
+    /// The endpoint path an `http.paths[].path` of this flavour serves (the inverse of
+    /// [`Flavor::http_path`]); `None` when it is not one.
+    fn endpoint_of(&self, app: &str, path: &str) -> Option<String>;
+    /// The scopes a live Ingress of this flavour requires.
+    fn live_scopes(&self, live: &Value) -> Vec<String>;
+}
+
+/// The Ingress flavours, for recognising live Ingresses. A new flavour is one line here.
+pub static FLAVORS: [&dyn Flavor; 2] = [&NginxSnippet, &NginxAuth];
+
+/// The flavour of an Ingress style (`None` for a style of another kind).
+pub fn flavor(style: RouteStyle) -> Option<&'static dyn Flavor> {
+    FLAVORS.iter().copied().find(|f| f.style() == style)
+}
+
+/// The type names of the updaters here in a saved plan.
+pub const SAVED_INGRESS: &str = "ingress";
+pub const SAVED_INGRESS_REMOVAL: &str = "ingress-removal";
+
+/// The flavour a live Ingress is in, if any.
+pub fn flavor_of(live: &Value) -> Option<&'static dyn Flavor> {
+    FLAVORS.iter().copied().find(|f| f.recognizes(live))
+}
+
+/// A route style made of Ingresses of one flavour.
+#[derive(Debug)]
+pub struct IngressStyle(pub &'static dyn Flavor);
+
+pub static NGINX_SNIPPET: IngressStyle = IngressStyle(&NginxSnippet);
+pub static NGINX_AUTH: IngressStyle = IngressStyle(&NginxAuth);
+
+impl Style for IngressStyle {
+    fn style(&self) -> RouteStyle {
+        self.0.style()
+    }
+
+    fn kind(&self) -> Kind {
+        Kind::Ingress
+    }
+
+    fn recognizes(&self, live: &Value) -> bool {
+        self.0.recognizes(live)
+    }
+
+    fn check(&self, ctx: &RouteContext, groups: &[ScopeGroup]) -> Result<(), PlanError> {
+        self.0.check(ctx, groups)
+    }
+
+    fn updaters(
+        &self,
+        ctx: &RouteContext,
+        groups: &[ScopeGroup],
+        live: &[Value],
+    ) -> Result<Vec<Arc<dyn Updater>>, PlanError> {
+        let matched = match_live(&ctx.app, Kind::Ingress, groups, live);
+        let mut out: Vec<Arc<dyn Updater>> = Vec::new();
+        for (group, live_name) in groups.iter().zip(matched.groups) {
+            let desired = desired_ingress(self.0, ctx, group)?;
+            out.push(Arc::new(IngressUpdater {
+                style: self.0.style(),
+                name: live_name.unwrap_or_else(|| desired.name.clone()),
+                desired,
+            }));
+        }
+        for name in matched.extra {
+            out.push(self.removal(&ctx.app, &name));
+        }
+        Ok(out)
+    }
+
+    fn removal(&self, app: &str, name: &str) -> Arc<dyn Updater> {
+        Arc::new(IngressRemoval::new(app, name))
+    }
+}
+
+/// One group's Ingress as it should be.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DesiredIngress {
+    pub app: String,
+    /// Name used when it has to be created: `<app>-<identifier>`.
+    pub name: String,
+    pub identifier: String,
+    /// Sorted, de-duplicated.
+    pub scopes: Vec<String>,
+    /// Endpoint paths as written in the file (without `/<app>`), sorted.
+    pub paths: Vec<String>,
+    /// The `http.paths` entries, in the order of `paths`.
+    pub http_paths: Vec<Value>,
+    /// The flavour's annotations for this group.
+    pub annotations: BTreeMap<String, String>,
+    pub ingress_class: Option<String>,
+    /// Distinct hosts; empty: one rule without host.
+    pub hosts: Vec<String>,
+    pub tls: Option<Value>,
+    /// Which of class, hosts and TLS every Ingress gets (not only new ones).
+    pub forced: Forced,
+}
+
+/// The desired Ingress of `group` in `flavor`.
+pub fn desired_ingress(
+    flavor: &dyn Flavor,
+    ctx: &RouteContext,
+    group: &ScopeGroup,
+) -> Result<DesiredIngress, PlanError> {
+    let app = ctx.app.as_str();
+    let backend = json!({ "service": { "name": app, "port": ctx.port.to_json() } });
+    Ok(DesiredIngress {
+        app: app.to_owned(),
+        name: route_name(Kind::Ingress, app, &group.identifier)?,
+        identifier: group.identifier.clone(),
+        scopes: group.scopes.clone(),
+        paths: group.paths.clone(),
+        http_paths: group
+            .paths
+            .iter()
+            .map(|p| flavor.http_path(app, p, &backend))
+            .collect(),
+        annotations: flavor.annotations(ctx, group),
+        ingress_class: ctx.attachment.ingress_class.clone(),
+        hosts: ctx.attachment.hosts.clone(),
+        tls: ctx.attachment.tls.clone(),
+        forced: ctx.forced,
+    })
+}
+
+impl DesiredIngress {
+    fn labels(&self) -> Value {
+        json!({ APP_LABEL: self.app, IDENTIFIER_LABEL: self.identifier })
+    }
+
+    /// The rules of a new Ingress: one per host with every path.
+    fn rules(&self) -> Vec<Value> {
+        let http = json!({ "paths": self.http_paths });
+        if self.hosts.is_empty() {
+            vec![json!({ "http": http })]
+        } else {
+            self.hosts
+                .iter()
+                .map(|h| json!({ "host": h, "http": http }))
+                .collect()
+        }
+    }
+
+    /// The complete object to create.
+    pub fn create_body(&self, namespace: &str) -> Value {
+        let mut spec = Map::new();
+        if let Some(class) = &self.ingress_class {
+            spec.insert("ingressClassName".into(), json!(class));
+        }
+        spec.insert("rules".into(), Value::Array(self.rules()));
+        if let Some(tls) = &self.tls {
+            spec.insert("tls".into(), tls.clone());
+        }
+        json!({
+            "apiVersion": Kind::Ingress.api_version(),
+            "kind": Kind::Ingress.to_string(),
+            "metadata": {
+                "name": self.name,
+                "namespace": namespace,
+                "labels": self.labels(),
+                "annotations": self.annotations,
+            },
+            "spec": Value::Object(spec),
+        })
+    }
+}
+
+/// Readable path of a rule's paths: `spec.rules[host=<h>].http.paths`, or by index without host.
+fn rule_field(rule: &Value, index: usize) -> String {
+    match rule["host"].as_str() {
+        Some(h) if !h.is_empty() => format!("spec.rules[host={h}].http.paths"),
+        _ => format!("spec.rules[{index}].http.paths"),
+    }
+}
+
+fn annotation_field(key: &str) -> String {
+    format!("metadata.annotations[{key}]")
+}
+
+/// Same entries, in any order.
+pub(crate) fn same_entries(live: &[Value], desired: &[Value]) -> bool {
+    if live.len() != desired.len() {
+        return false;
+    }
+    let mut used = vec![false; live.len()];
+    desired.iter().all(|d| {
+        match live
+            .iter()
+            .enumerate()
+            .position(|(i, l)| !used[i] && l == d)
+        {
+            Some(i) => {
+                used[i] = true;
+                true
+            }
+            None => false,
+        }
+    })
+}
+
+/// The annotations shown for an Ingress: those of its own flavour and of `also`.
+fn shown_annotations(obj: &Value, also: Option<&dyn Flavor>) -> Vec<&'static str> {
+    let mut keys: BTreeSet<&'static str> = BTreeSet::new();
+    for f in flavor_of(obj).into_iter().chain(also) {
+        keys.extend(f.owned_annotations().iter().copied());
+    }
+    keys.into_iter().collect()
+}
+
+/// The part of an Ingress the diff shows: identity, owned labels, the annotations `keys`
+/// present, class, rules (host and paths only) and TLS. Server-managed fields and foreign
+/// labels are left out.
+pub fn focused_view(obj: &Value, namespace: &str, name: &str, keys: &[&str]) -> Value {
+    let meta = &obj["metadata"];
+    let mut m = Map::new();
+    m.insert("name".into(), json!(name));
+    m.insert("namespace".into(), json!(namespace));
+    let mut labels = Map::new();
+    for key in [APP_LABEL, IDENTIFIER_LABEL] {
+        if let Some(v) = meta["labels"].get(key) {
+            labels.insert(key.into(), v.clone());
+        }
+    }
+    if !labels.is_empty() {
+        m.insert("labels".into(), Value::Object(labels));
+    }
+    let mut annotations = Map::new();
+    for key in keys {
+        if let Some(v) = meta["annotations"].get(*key) {
+            annotations.insert((*key).into(), v.clone());
+        }
+    }
+    if !annotations.is_empty() {
+        m.insert("annotations".into(), Value::Object(annotations));
+    }
+    let spec = &obj["spec"];
+    let mut s = Map::new();
+    if let Some(class) = spec.get("ingressClassName").filter(|v| !v.is_null()) {
+        s.insert("ingressClassName".into(), class.clone());
+    }
+    if let Some(rules) = spec["rules"].as_array() {
+        let rules = rules
+            .iter()
+            .map(|r| {
+                let mut rule = Map::new();
+                if let Some(h) = r.get("host").filter(|v| !v.is_null()) {
+                    rule.insert("host".into(), h.clone());
+                }
+                if let Some(p) = r["http"].get("paths") {
+                    rule.insert("http".into(), json!({ "paths": p.clone() }));
+                }
+                Value::Object(rule)
+            })
+            .collect();
+        s.insert("rules".into(), Value::Array(rules));
+    }
+    if let Some(tls) = spec.get("tls").filter(|v| !v.is_null()) {
+        s.insert("tls".into(), tls.clone());
+    }
+    let mut view = Map::new();
+    view.insert("apiVersion".into(), json!(Kind::Ingress.api_version()));
+    view.insert("kind".into(), json!(Kind::Ingress.to_string()));
+    view.insert("metadata".into(), Value::Object(m));
+    view.insert("spec".into(), Value::Object(s));
+    Value::Object(view)
+}
+
+/// The endpoint paths an Ingress (live object or focused view) serves, in the flavour it is
+/// in: every rule's HTTP paths read back to endpoint paths, de-duplicated and sorted. A path
+/// no flavour wrote is shown as it is.
+pub fn served_paths(ingress: &Value, app: &str) -> Vec<String> {
+    let flavor = flavor_of(ingress);
+    let paths: BTreeSet<String> = ingress["spec"]["rules"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|r| r["http"]["paths"].as_array().into_iter().flatten())
+        .filter_map(|p| p["path"].as_str())
+        .map(|p| {
+            flavor
+                .and_then(|f| f.endpoint_of(app, p))
+                .or_else(|| FLAVORS.iter().find_map(|f| f.endpoint_of(app, p)))
+                .unwrap_or_else(|| p.to_owned())
+        })
+        .collect();
+    paths.into_iter().collect()
+}
+
+/// Creates a group's Ingress, or updates the owned parts of the live one.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IngressUpdater {
+    /// The style, an Ingress flavour ([`flavor`]).
+    pub style: RouteStyle,
+    /// The live Ingress's name when one matched, else `desired.name`.
+    pub name: String,
+    pub desired: DesiredIngress,
+}
+
+impl IngressUpdater {
+    fn reference(&self) -> String {
+        format!("{}/{}", Kind::Ingress.kubectl_name(), self.name)
+    }
+
+    /// The flavour of the style; a style of another kind (only from a hand-edited saved plan)
+    /// is refused.
+    fn flavor(&self) -> Result<&'static dyn Flavor, PlanError> {
+        flavor(self.style).ok_or_else(|| PlanError::Unexpected {
+            reference: self.reference(),
+            message: format!("the route style {} does not make Ingresses", self.style),
+        })
+    }
+
+    fn info(&self, paths_before: Vec<String>) -> RouteInfo {
+        RouteInfo {
+            style: self.style,
+            identifier: self.desired.identifier.clone(),
+            scopes: self.desired.scopes.clone(),
+            paths: self.desired.paths.clone(),
+            paths_before,
+        }
+    }
+
+    fn create(&self, namespace: &str, flavor: &'static dyn Flavor) -> ObjectChange {
+        let mut d = self.desired.clone();
+        d.name = self.name.clone();
+        let body = d.create_body(namespace);
+        let mut fields = label_fields(&d.app, &d.identifier);
+        for (key, value) in &d.annotations {
+            fields.push(FieldChange::new(
+                annotation_field(key),
+                None,
+                Some(json!(value)),
+            ));
+        }
+        for (i, rule) in body["spec"]["rules"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            fields.push(FieldChange::new(
+                rule_field(rule, i),
+                None,
+                Some(json!(d.http_paths)),
+            ));
+        }
+        let keys = shown_annotations(&body, Some(flavor));
+        ObjectChange {
+            kind: Kind::Ingress,
+            namespace: namespace.to_owned(),
+            name: self.name.clone(),
+            live: None,
+            fields,
+            before: None,
+            after: Some(focused_view(&body, namespace, &self.name, &keys)),
+            write: Some(Write::Create { body }),
+            route: Some(self.info(Vec::new())),
+        }
+    }
+
+    /// The owned annotations: set the flavour's, remove those it does not want, and those of
+    /// the flavour the live Ingress is in now.
+    fn plan_annotations(
+        &self,
+        flavor: &dyn Flavor,
+        live: &Value,
+        fields: &mut Vec<FieldChange>,
+        patch: &mut Map<String, Value>,
+        after: &mut Value,
+    ) {
+        let mut keys: BTreeSet<&str> = flavor.owned_annotations().iter().copied().collect();
+        if let Some(from) = flavor_of(live) {
+            keys.extend(from.owned_annotations().iter().copied());
+        }
+        let mut changed = Map::new();
+        for key in keys {
+            let wanted = self.desired.annotations.get(key).map(|v| json!(v));
+            let current = live["metadata"]["annotations"].get(key).cloned();
+            if current == wanted {
+                continue;
+            }
+            fields.push(FieldChange::new(
+                annotation_field(key),
+                current,
+                wanted.clone(),
+            ));
+            changed.insert(key.to_owned(), wanted.clone().unwrap_or(Value::Null));
+            match wanted {
+                Some(v) => set_path(after, &["metadata", "annotations", key], v),
+                None => {
+                    if let Some(m) = after["metadata"]["annotations"].as_object_mut() {
+                        m.remove(key);
+                    }
+                }
+            }
+        }
+        if !changed.is_empty() {
+            patch.insert("metadata".into(), json!({ "annotations": changed }));
+        }
+    }
+
+    /// The rules: with `--host`, one per host (a live rule of the same host keeps its other
+    /// fields); each rule's `http.paths` set to the group's.
+    fn plan_rules(&self, live: &Value, fields: &mut Vec<FieldChange>) -> Option<Vec<Value>> {
+        let d = &self.desired;
+        let desired_http_paths = json!(d.http_paths);
+        let live_rules = live["spec"]["rules"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let mut changed = false;
+        let mut base: Vec<Value> = live_rules.to_vec();
+        if d.forced.hosts {
+            let live_hosts: Vec<Option<&str>> =
+                live_rules.iter().map(|r| r["host"].as_str()).collect();
+            let wanted: Vec<Option<&str>> = if d.hosts.is_empty() {
+                vec![None]
+            } else {
+                d.hosts.iter().map(|h| Some(h.as_str())).collect()
+            };
+            if live_hosts != wanted {
+                changed = true;
+                let hosts = |v: &[Option<&str>]| {
+                    json!(v.iter().map(|h| h.unwrap_or("*")).collect::<Vec<_>>())
+                };
+                fields.push(FieldChange::new(
+                    "spec.rules[].host",
+                    Some(hosts(&live_hosts)),
+                    Some(hosts(&wanted)),
+                ));
+                base = wanted
+                    .iter()
+                    .map(|h| {
+                        let kept = live_rules
+                            .iter()
+                            .find(|r| r["host"].as_str() == *h)
+                            .cloned();
+                        let mut rule = kept.unwrap_or_else(|| json!({}));
+                        match h {
+                            Some(h) => rule["host"] = json!(h),
+                            None => {
+                                if let Some(m) = rule.as_object_mut() {
+                                    m.remove("host");
+                                }
+                            }
+                        }
+                        rule
+                    })
+                    .collect();
+            }
+        }
+        if base.is_empty() {
+            changed = true;
+            base.push(json!({}));
+        }
+        let rules: Vec<Value> = base
+            .into_iter()
+            .enumerate()
+            .map(|(i, rule)| {
+                let current = rule["http"].get("paths").cloned();
+                let same = current
+                    .as_ref()
+                    .and_then(Value::as_array)
+                    .is_some_and(|p| same_entries(p, &d.http_paths));
+                if same || !rule.is_object() {
+                    return rule;
+                }
+                changed = true;
+                fields.push(FieldChange::new(
+                    rule_field(&rule, i),
+                    current,
+                    Some(desired_http_paths.clone()),
+                ));
+                let mut rule = rule;
+                if !rule["http"].is_object() {
+                    rule["http"] = json!({});
+                }
+                rule["http"]["paths"] = desired_http_paths.clone();
+                rule
+            })
+            .collect();
+        changed.then_some(rules)
+    }
+
+    fn update(
+        &self,
+        namespace: &str,
+        live: &Value,
+        flavor: &'static dyn Flavor,
+    ) -> Result<ObjectChange, PlanError> {
+        let d = &self.desired;
+        check_managed(Kind::Ingress, live, &self.name, &d.app, &d.identifier)?;
+        let mut fields = Vec::new();
+        let mut after = view_source(live);
+        let mut patch = Map::new();
+        let keys = shown_annotations(live, Some(flavor));
+
+        self.plan_annotations(flavor, live, &mut fields, &mut patch, &mut after);
+
+        let mut spec = Map::new();
+        if d.forced.ingress_class {
+            let wanted = d.ingress_class.as_ref().map(|c| json!(c));
+            let current = live["spec"].get("ingressClassName").cloned();
+            if current != wanted {
+                fields.push(FieldChange::new(
+                    "spec.ingressClassName",
+                    current,
+                    wanted.clone(),
+                ));
+                let v = wanted.unwrap_or(Value::Null);
+                spec.insert("ingressClassName".into(), v.clone());
+                set_path(&mut after, &["spec", "ingressClassName"], v);
+            }
+        }
+        if let Some(rules) = self.plan_rules(live, &mut fields) {
+            spec.insert("rules".into(), Value::Array(rules.clone()));
+            set_path(&mut after, &["spec", "rules"], Value::Array(rules));
+        }
+        if d.forced.tls {
+            let current = live["spec"].get("tls").cloned();
+            if current != d.tls {
+                fields.push(FieldChange::new("spec.tls", current, d.tls.clone()));
+                let v = d.tls.clone().unwrap_or(Value::Null);
+                spec.insert("tls".into(), v.clone());
+                set_path(&mut after, &["spec", "tls"], v);
+            }
+        }
+        if !spec.is_empty() {
+            patch.insert("spec".into(), Value::Object(spec));
+        }
+
+        let write = if fields.is_empty() {
+            None
+        } else {
+            Some(Write::Patch {
+                base: Base::required(live, &self.reference())?,
+                patch_type: PatchType::Merge,
+                body: Value::Object(patch),
+            })
+        };
+        Ok(ObjectChange {
+            kind: Kind::Ingress,
+            namespace: namespace.to_owned(),
+            name: self.name.clone(),
+            live: Base::of(live),
+            fields,
+            before: Some(focused_view(live, namespace, &self.name, &keys)),
+            after: Some(focused_view(&after, namespace, &self.name, &keys)),
+            write,
+            route: Some(self.info(served_paths(live, &d.app))),
+        })
+    }
+}
+
+/// The parts of an Ingress that [`focused_view`] reads (labels, annotations, spec), copied
+/// without the rest (managedFields, status…): what an update's after-view is computed from, so
+/// that planning a large application does not copy every live object whole.
+fn view_source(live: &Value) -> Value {
+    let mut meta = Map::new();
+    for key in ["labels", "annotations"] {
+        if let Some(v) = live["metadata"].get(key) {
+            meta.insert(key.into(), v.clone());
+        }
+    }
+    let mut obj = Map::new();
+    obj.insert("metadata".into(), Value::Object(meta));
+    if let Some(spec) = live.get("spec") {
+        obj.insert("spec".into(), spec.clone());
+    }
+    Value::Object(obj)
+}
+
+/// Sets `obj[path…] = value`, creating (or replacing non-object) intermediate objects.
+pub(crate) fn set_path(obj: &mut Value, path: &[&str], value: Value) {
+    let mut cur = obj;
+    for key in &path[..path.len().saturating_sub(1)] {
+        if !cur.get(*key).is_some_and(Value::is_object) {
+            cur[*key] = json!({});
+        }
+        cur = &mut cur[*key];
+    }
+    if let Some(last) = path.last() {
+        if !cur.is_object() {
+            *cur = json!({});
+        }
+        cur[*last] = value;
+    }
+}
+
+impl Updater for IngressUpdater {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn save(&self) -> Option<SavedUpdater> {
+        SavedUpdater::new(SAVED_INGRESS, self)
+    }
+
+    fn plan(&self, namespace: &str, live: Option<&Value>) -> Result<ObjectChange, PlanError> {
+        let flavor = self.flavor()?;
+        match live {
+            None => Ok(self.create(namespace, flavor)),
+            Some(live) => self.update(namespace, live, flavor),
+        }
+    }
+}
+
+/// Deletes a managed Ingress whose scope group is gone, or that a route of another kind
+/// replaces.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IngressRemoval {
+    pub app: String,
+    pub name: String,
+}
+
+impl IngressRemoval {
+    pub fn new(app: impl Into<String>, name: impl Into<String>) -> Self {
+        IngressRemoval {
+            app: app.into(),
+            name: name.into(),
+        }
+    }
+}
+
+impl Updater for IngressRemoval {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn save(&self) -> Option<SavedUpdater> {
+        SavedUpdater::new(SAVED_INGRESS_REMOVAL, self)
+    }
+
+    fn plan(&self, namespace: &str, live: Option<&Value>) -> Result<ObjectChange, PlanError> {
+        deletion(Kind::Ingress, namespace, &self.name, live, |live| {
+            let flavor = flavor_of(live);
+            let keys = shown_annotations(live, None);
+            let info = RouteInfo {
+                style: flavor.map_or(RouteStyle::NginxSnippet, |f| f.style()),
+                identifier: label(live, IDENTIFIER_LABEL).unwrap_or_default().to_owned(),
+                scopes: normalize_scopes(&flavor.map(|f| f.live_scopes(live)).unwrap_or_default()),
+                paths: Vec::new(),
+                paths_before: served_paths(live, &self.app),
+            };
+            (focused_view(live, namespace, &self.name, &keys), info)
+        })
+    }
+}

@@ -1,0 +1,513 @@
+//! Property tests of the route planner in every style, through the public API.
+//!
+//! The cluster is modelled as a `Vec<Value>` of Ingresses and HTTPRoutes: creates add the body
+//! with the fields a server sets, merge patches follow RFC 7386, deletes remove by kind and
+//! name. The caller's part is played as the real command does it: list the managed routes
+//! (`app=web,identifier`), plan, then hand each updater the live object of its name, and write
+//! round by round in `plan::write_round` order.
+// Helpers outside `#[test]` functions are not covered by `allow-unwrap-in-tests`; here a
+// failed unwrap is a failed test, which is what we want.
+#![allow(clippy::unwrap_used)]
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use kubectl_appupdate::endpoints_file::{self, EndpointsFile};
+use kubectl_appupdate::plan::{
+    Action, Kind, ObjectChange, PatchType, RouteStyle, WRITE_ROUNDS, Write, write_round,
+};
+use kubectl_appupdate::routes::refs::{AuthUrl, ObjectRef, RouteFlags, ServiceRef};
+use kubectl_appupdate::routes::{
+    self, APP_LABEL, IDENTIFIER_LABEL, Listing, LiveRoutes, gateway, ingress, normalize_scopes,
+    scope_identifier, style_of,
+};
+use proptest::prelude::*;
+use serde_json::{Value, json};
+
+const APP: &str = "web";
+const NS: &str = "shop";
+
+/// An endpoint as generated: path (without the app prefix) and scopes as written.
+type Spec = Vec<(String, Vec<String>)>;
+
+fn scope() -> impl Strategy<Value = String> {
+    prop::sample::select(vec!["user", "admin", "read:orders", "ops", "a.b", "x/y-z"])
+        .prop_map(str::to_owned)
+}
+
+/// Distinct paths (no trailing '/', no '.'/'..' segments), each with 0–3 scopes (repeats
+/// allowed).
+fn endpoints() -> impl Strategy<Value = Spec> {
+    prop::collection::btree_set("/[a-z0-9]{1,4}(/[a-z0-9_~-]{1,3}(\\.json)?){0,2}", 0..10)
+        .prop_flat_map(|paths| {
+            let n = paths.len();
+            (
+                Just(paths.into_iter().collect::<Vec<_>>()),
+                prop::collection::vec(prop::collection::vec(scope(), 0..4), n),
+            )
+        })
+        .prop_map(|(paths, scopes)| paths.into_iter().zip(scopes).collect())
+}
+
+fn any_style() -> impl Strategy<Value = RouteStyle> {
+    prop::sample::select(RouteStyle::ALL.to_vec())
+}
+
+/// The endpoints file text for a spec.
+fn yaml(spec: &Spec) -> String {
+    if spec.is_empty() {
+        return "endpoints: []\n".to_owned();
+    }
+    let mut s = String::from("# generated\nendpoints:\n");
+    for (path, scopes) in spec {
+        s.push_str(&format!("  - path: {path}\n"));
+        if !scopes.is_empty() {
+            let quoted: Vec<String> = scopes.iter().map(|x| format!("'{x}'")).collect();
+            s.push_str(&format!("    scopes: [{}]\n", quoted.join(", ")));
+        }
+    }
+    s
+}
+
+fn parse(spec: &Spec) -> EndpointsFile {
+    endpoints_file::parse(&yaml(spec), "endpoints.yaml").unwrap()
+}
+
+/// The flags a run in `style` is given: the style, and what it needs on a first exposure.
+fn flags(style: RouteStyle) -> RouteFlags {
+    let mut f = RouteFlags {
+        style: Some(style),
+        ..RouteFlags::default()
+    };
+    match style {
+        RouteStyle::NginxSnippet => {}
+        RouteStyle::NginxAuth => {
+            f.auth_url = Some(AuthUrl::parse("http://auth.auth.svc/verify").unwrap());
+        }
+        RouteStyle::Gateway => {
+            f.gateway = Some(ObjectRef::parse("gateways/public").unwrap());
+            f.auth_service = Some(ServiceRef::parse("auth/oauth:8080").unwrap());
+        }
+    }
+    f
+}
+
+fn kind_of(o: &Value) -> Kind {
+    if o["kind"] == "HTTPRoute" {
+        Kind::HttpRoute
+    } else {
+        Kind::Ingress
+    }
+}
+
+/// The managed objects of `kind`, as `kubectl get … -l app=web,identifier` would list them.
+fn managed(cluster: &[Value], kind: Kind) -> Vec<Value> {
+    let mut v: Vec<Value> = cluster
+        .iter()
+        .filter(|o| {
+            kind_of(o) == kind
+                && o["metadata"]["labels"][APP_LABEL] == json!(APP)
+                && o["metadata"]["labels"].get(IDENTIFIER_LABEL).is_some()
+        })
+        .cloned()
+        .collect();
+    v.sort_by(|a, b| {
+        a["metadata"]["name"]
+            .as_str()
+            .cmp(&b["metadata"]["name"].as_str())
+    });
+    v
+}
+
+fn service() -> Value {
+    json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": APP, "namespace": NS},
+           "spec": {"ports": [{"name": "http", "port": 8080}]}})
+}
+
+fn classes() -> Vec<Value> {
+    vec![
+        json!({"apiVersion": "networking.k8s.io/v1", "kind": "IngressClass",
+        "metadata": {"name": "nginx", "annotations": {"ingressclass.kubernetes.io/is-default-class": "true"}},
+        "spec": {"controller": "k8s.io/ingress-nginx"}}),
+    ]
+}
+
+fn position(cluster: &[Value], kind: Kind, name: &str) -> Option<usize> {
+    cluster
+        .iter()
+        .position(|o| kind_of(o) == kind && o["metadata"]["name"].as_str() == Some(name))
+}
+
+/// Stores a created object the way the API server does.
+fn server_create(cluster: &mut Vec<Value>, mut body: Value, rv: &mut u64) {
+    *rv += 1;
+    let name = body["metadata"]["name"].as_str().unwrap().to_owned();
+    assert!(
+        position(cluster, kind_of(&body), &name).is_none(),
+        "create of an existing name {name}"
+    );
+    let meta = &mut body["metadata"];
+    meta["uid"] = json!(format!("uid-{name}-{rv}"));
+    meta["resourceVersion"] = json!(rv.to_string());
+    meta["generation"] = json!(1);
+    meta["creationTimestamp"] = json!("2026-11-30T11:48:26Z");
+    meta["managedFields"] = json!([{"manager": "kubectl-appupdate", "operation": "Update"}]);
+    body["status"] = json!({});
+    cluster.push(body);
+}
+
+/// RFC 7386 JSON merge patch.
+fn merge(target: &mut Value, patch: &Value) {
+    match patch {
+        Value::Object(p) => {
+            if !target.is_object() {
+                *target = json!({});
+            }
+            if let Value::Object(t) = target {
+                for (k, v) in p {
+                    if v.is_null() {
+                        t.remove(k);
+                    } else {
+                        merge(t.entry(k.clone()).or_insert(Value::Null), v);
+                    }
+                }
+            }
+        }
+        other => *target = other.clone(),
+    }
+}
+
+/// Plans `spec` in `style` against the cluster: the changes, in plan order.
+fn plan(cluster: &[Value], spec: &Spec, flags: &RouteFlags) -> Vec<ObjectChange> {
+    let ingresses = managed(cluster, Kind::Ingress);
+    let httproutes = Listing::Items(managed(cluster, Kind::HttpRoute));
+    let svc = service();
+    let classes = classes();
+    let live = LiveRoutes {
+        service: &svc,
+        ingresses: &ingresses,
+        httproutes: &httproutes,
+        ingress_classes: Some(&classes),
+    };
+    routes::plan_routes(APP, &parse(spec), flags, &live)
+        .unwrap()
+        .updaters
+        .into_iter()
+        .map(|(u, obj)| u.plan(NS, obj).unwrap())
+        .collect()
+}
+
+/// Applies one write to the model.
+fn write(cluster: &mut Vec<Value>, c: &ObjectChange, rv: &mut u64) {
+    let pos = position(cluster, c.kind, &c.name);
+    match (c.write.as_ref().unwrap(), pos) {
+        (Write::Create { body }, None) => server_create(cluster, body.clone(), rv),
+        (
+            Write::Patch {
+                patch_type: PatchType::Merge,
+                body,
+                ..
+            },
+            Some(i),
+        ) => {
+            *rv += 1;
+            merge(&mut cluster[i], body);
+            cluster[i]["metadata"]["resourceVersion"] = json!(rv.to_string());
+        }
+        (Write::Delete { .. }, Some(i)) => {
+            cluster.remove(i);
+        }
+        (w, pos) => panic!("unexpected write {w:?} for {} (present: {pos:?})", c.name),
+    }
+}
+
+/// Endpoint path → the scope sets of the managed routes that serve it.
+fn served(cluster: &[Value]) -> BTreeMap<String, Vec<String>> {
+    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for o in managed(cluster, Kind::Ingress) {
+        let id = o["metadata"]["labels"][IDENTIFIER_LABEL]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        for p in ingress::served_paths(&o, APP) {
+            out.entry(p).or_default().push(id.clone());
+        }
+    }
+    for o in managed(cluster, Kind::HttpRoute) {
+        let id = o["metadata"]["labels"][IDENTIFIER_LABEL]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        for p in gateway::served_paths(&o, APP) {
+            out.entry(p).or_default().push(id.clone());
+        }
+    }
+    out
+}
+
+/// Applies planned changes round by round, checking after each round that every path in
+/// `keep` is still served.
+fn apply(
+    cluster: &mut Vec<Value>,
+    changes: &[ObjectChange],
+    rv: &mut u64,
+    keep: &BTreeSet<String>,
+) {
+    for round in 0..WRITE_ROUNDS {
+        for c in changes.iter().filter(|c| write_round(c) == Some(round)) {
+            write(cluster, c, rv);
+        }
+        let now = served(cluster);
+        for p in keep {
+            assert!(now.contains_key(p), "{p} unserved after round {round}");
+        }
+    }
+}
+
+/// A cluster converged on `spec` in `style`, with decorations a real cluster would have: a
+/// foreign label and annotation and an unknown field on every managed route, an unmanaged
+/// `app=web` Ingress and HTTPRoute and another app's Ingress.
+fn decorated_cluster(spec: &Spec, style: RouteStyle) -> (Vec<Value>, u64) {
+    let mut cluster = vec![
+        json!({
+            "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+            "metadata": {"name": "other", "namespace": NS, "uid": "u-other",
+                         "resourceVersion": "1", "labels": {"app": "web"}},
+            "spec": {"rules": [{"http": {"paths": [{"path": "/other", "pathType": "Prefix",
+                "backend": {"service": {"name": "web", "port": {"number": 80}}}}]}}]}
+        }),
+        json!({
+            "apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
+            "metadata": {"name": "other", "namespace": NS, "uid": "u-other-r",
+                         "resourceVersion": "1", "labels": {"app": "web"}},
+            "spec": {"rules": [{"matches": [{"path": {"type": "PathPrefix", "value": "/other"}}]}]}
+        }),
+        json!({
+            "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+            "metadata": {"name": "shop-x", "namespace": NS, "uid": "u-shop",
+                         "resourceVersion": "2",
+                         "labels": {"app": "shop", "identifier": "e3b0c44298fc1c14"}},
+            "spec": {"rules": [{"http": {"paths": []}}]}
+        }),
+    ];
+    let mut rv = 10;
+    let changes = plan(&cluster, spec, &flags(style));
+    for c in &changes {
+        let Some(Write::Create { body }) = &c.write else {
+            panic!("a first exposure only creates: {c:?}")
+        };
+        let mut body = body.clone();
+        body["metadata"]["labels"]["team"] = json!("payments");
+        body["metadata"]["annotations"]["example.com/owner"] = json!("alice");
+        body["spec"]["futureSpecField"] = json!({"x": 1});
+        if kind_of(&body) == Kind::Ingress {
+            body["spec"]["rules"][0]["futureRuleField"] = json!(true);
+        }
+        server_create(&mut cluster, body, &mut rv);
+    }
+    (cluster, rv)
+}
+
+fn unmanaged(cluster: &[Value]) -> Vec<Value> {
+    let mut v: Vec<Value> = cluster
+        .iter()
+        .filter(|o| {
+            o["metadata"]["labels"][APP_LABEL] != json!(APP)
+                || o["metadata"]["labels"].get(IDENTIFIER_LABEL).is_none()
+        })
+        .cloned()
+        .collect();
+    for o in &mut v {
+        if let Some(m) = o["metadata"].as_object_mut() {
+            m.remove("resourceVersion");
+        }
+    }
+    v
+}
+
+/// Shuffles the endpoints and the scopes inside each.
+fn shuffled(spec: Spec) -> impl Strategy<Value = Spec> {
+    let n = spec.len();
+    (
+        Just(spec).prop_shuffle(),
+        prop::collection::vec(any::<prop::sample::Index>(), n),
+    )
+        .prop_map(|(mut spec, rot)| {
+            for ((_, scopes), r) in spec.iter_mut().zip(rot) {
+                if !scopes.is_empty() {
+                    let k = r.index(scopes.len());
+                    scopes.rotate_left(k);
+                }
+            }
+            spec
+        })
+}
+
+proptest! {
+    /// On a first exposure in any style, every endpoint is served by exactly one route, the
+    /// one of its scope set; no route serves a path nobody asked for; identifiers and names
+    /// are unique and the names are `web-<identifier>`.
+    #[test]
+    fn every_endpoint_lands_in_exactly_one_route(spec in endpoints(), style in any_style()) {
+        let (cluster, _) = decorated_cluster(&spec, style);
+        let served = served(&cluster);
+        for (path, scopes) in &spec {
+            let ids = served.get(path).cloned().unwrap_or_default();
+            prop_assert_eq!(&ids, &vec![scope_identifier(scopes)], "{}", path);
+        }
+        prop_assert_eq!(served.len(), spec.len());
+        let routes = managed(&cluster, routes::style(style).kind());
+        let ids: BTreeSet<&str> = routes
+            .iter()
+            .map(|o| o["metadata"]["labels"][IDENTIFIER_LABEL].as_str().unwrap())
+            .collect();
+        prop_assert_eq!(ids.len(), routes.len());
+        for o in &routes {
+            let id = o["metadata"]["labels"][IDENTIFIER_LABEL].as_str().unwrap();
+            prop_assert_eq!(&o["metadata"]["name"], &json!(format!("web-{id}")));
+            prop_assert_eq!(style_of(kind_of(o), o), Some(style));
+        }
+    }
+
+    /// Reordering the endpoints, or the scopes of an endpoint, does not change the plan.
+    #[test]
+    fn shuffled_input_plans_the_same(
+        (spec, other, start) in endpoints().prop_flat_map(|s| {
+            (Just(s.clone()), shuffled(s), endpoints())
+        }),
+        before in any_style(),
+        after in any_style(),
+    ) {
+        let (cluster, _) = decorated_cluster(&start, before);
+        prop_assert_eq!(plan(&cluster, &spec, &flags(after)), plan(&cluster, &other, &flags(after)));
+    }
+
+    /// A cluster that already holds the desired routes, as a server stores them with foreign
+    /// fields added, plans no change — also with Ingress paths stored in another order, and
+    /// without --routes (the style is read from what is live).
+    #[test]
+    fn a_converged_state_plans_nothing(spec in endpoints(), style in any_style(), reverse in any::<bool>(), explicit in any::<bool>()) {
+        let (mut cluster, _) = decorated_cluster(&spec, style);
+        if reverse {
+            for o in &mut cluster {
+                if let Some(paths) = o["spec"]["rules"][0]["http"]["paths"].as_array_mut() {
+                    paths.reverse();
+                }
+            }
+        }
+        let f = if explicit { flags(style) } else { RouteFlags::default() };
+        for c in plan(&cluster, &spec, &f) {
+            prop_assert_eq!(c.action(), Action::Unchanged, "{:?}", c);
+            prop_assert!(c.fields.is_empty() && c.write.is_none());
+        }
+    }
+
+    /// Applying a plan — in the same style or migrating to another — yields exactly the
+    /// desired routes in the new style, keeps every path that stays served at every round,
+    /// leaves unmanaged objects and foreign fields alone, and then plans nothing.
+    #[test]
+    fn applying_a_plan_yields_the_desired_set(
+        before in endpoints(),
+        after in endpoints(),
+        from in any_style(),
+        to in any_style(),
+    ) {
+        let (mut cluster, mut rv) = decorated_cluster(&before, from);
+        let unmanaged_before = unmanaged(&cluster);
+        let keep: BTreeSet<String> = before
+            .iter()
+            .map(|(p, _)| p.clone())
+            .filter(|p| after.iter().any(|(q, _)| q == p))
+            .collect();
+
+        let changes = plan(&cluster, &after, &flags(to));
+        apply(&mut cluster, &changes, &mut rv, &keep);
+
+        let kind = routes::style(to).kind();
+        let other = if kind == Kind::Ingress { Kind::HttpRoute } else { Kind::Ingress };
+        prop_assert!(managed(&cluster, other).is_empty());
+        let have = managed(&cluster, kind);
+        let groups: BTreeSet<Vec<String>> = after.iter().map(|(_, s)| normalize_scopes(s)).collect();
+        prop_assert_eq!(have.len(), groups.len());
+        for o in &have {
+            prop_assert_eq!(style_of(kind, o), Some(to), "{}", o);
+        }
+        let served = served(&cluster);
+        for (path, scopes) in &after {
+            prop_assert_eq!(served.get(path).cloned().unwrap_or_default(), vec![scope_identifier(scopes)]);
+        }
+        prop_assert_eq!(served.len(), after.len());
+        // Foreign fields on routes that were updated in place survive.
+        for o in &have {
+            if o["metadata"]["labels"].get("team").is_some() {
+                prop_assert_eq!(&o["metadata"]["annotations"]["example.com/owner"], &json!("alice"));
+                prop_assert_eq!(&o["spec"]["futureSpecField"], &json!({"x": 1}));
+                if kind == Kind::Ingress {
+                    prop_assert_eq!(&o["spec"]["rules"][0]["futureRuleField"], &json!(true));
+                }
+            }
+        }
+        prop_assert_eq!(unmanaged(&cluster), unmanaged_before);
+
+        for c in plan(&cluster, &after, &flags(to)) {
+            prop_assert_eq!(c.action(), Action::Unchanged, "{:?}", c);
+        }
+        for c in plan(&cluster, &after, &RouteFlags::default()) {
+            prop_assert_eq!(c.action(), Action::Unchanged, "{:?}", c);
+        }
+    }
+
+    /// Arbitrary bytes never make the parser panic, and every error is one line.
+    #[test]
+    fn arbitrary_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..512)) {
+        let text = String::from_utf8_lossy(&bytes);
+        if let Err(e) = endpoints_file::parse(&text, "fuzz.yaml") {
+            let line = e.to_string();
+            prop_assert!(line.starts_with("fuzz.yaml:"));
+            prop_assert!(!line.contains('\n') && !line.contains('\r'));
+        }
+    }
+
+    /// YAML-shaped noise gets deep into the parser; still no panic, still one line.
+    #[test]
+    fn yaml_shaped_noise_never_panics(
+        tokens in prop::collection::vec(
+            prop::sample::select(vec![
+                "endpoints", "path", "scopes", ":", ": ", "-", "- ", "[", "]", "{", "}", ",",
+                " ", "  ", "\n", "\t", "/a", "/b/", "'", "\"", "&a ", "*a", "!!str ", "!!binary ",
+                "#", "? ", "---\n", "...\n", "<<: ", "~", "null", "true", "1e3", ".inf", "0x1F",
+                "|\n", ">-\n", "%YAML 1.2\n", "\\", "é", "\u{0}", "\u{feff}", ";", "$", "..",
+            ]),
+            0..60,
+        )
+    ) {
+        let text: String = tokens.concat();
+        match endpoints_file::parse(&text, "-") {
+            Ok(file) => {
+                for e in &file.endpoints {
+                    prop_assert!(e.path.starts_with('/'));
+                    prop_assert!(e.line >= 1);
+                }
+            }
+            Err(e) => {
+                let line = e.to_string();
+                prop_assert!(line.starts_with("<stdin>:"));
+                prop_assert!(!line.contains('\n') && !line.contains('\r'));
+            }
+        }
+    }
+
+    /// Whatever the parser accepts is safe to paste into the nginx snippet and location.
+    #[test]
+    fn accepted_paths_and_scopes_carry_no_nginx_syntax(text in "endpoints:\n  - path: [ -~\t]{0,12}\n    scopes: \\[[ -~]{0,12}\\]\n") {
+        if let Ok(file) = endpoints_file::parse(&text, "x") {
+            for e in &file.endpoints {
+                for s in std::iter::once(&e.path).chain(&e.scopes) {
+                    prop_assert!(
+                        !s.chars().any(|c| c.is_whitespace() || c.is_control() || ";\"'`{}$#\\%()*+?".contains(c)),
+                        "{:?}", s
+                    );
+                }
+            }
+        }
+    }
+}
