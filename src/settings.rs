@@ -10,8 +10,7 @@ use std::collections::BTreeSet;
 
 use crate::cli::{
     ApplyArgs, ClusterArgs, ColorChoice, FleetArgs, HistoryArgs, HistoryFormat, OutputFormat,
-    RoutesChoice,
-    UpdateArgs,
+    RoutesChoice, UpdateArgs,
 };
 use crate::endpoints_file::{self, EndpointsError, EndpointsFile};
 use crate::names;
