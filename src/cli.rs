@@ -39,6 +39,9 @@ Examples:
   # In a pipeline: the plan as JSON on stdout, apply, wait for the rollout (exit 7 if it stalls)
   kubectl appupdate web --image \"$IMAGE\" -o json --yes --wait --timeout 10m > plan.json
 
+  # Several clusters: one plan, one question, eu-1 first and the rest once it rolled out
+  kubectl appupdate web --contexts eu-1,eu-2,us-1 --image \"$IMAGE\" --canary eu-1
+
 Exit codes:
   0    success, or nothing to change
   1    failed before any write: nothing was changed
@@ -48,8 +51,11 @@ Exit codes:
   5    stopped by the approved-diff guard: the live object changed since the plan was shown
   6    failed after some writes: the output lists what was and was not applied
   7    --wait: the changes were applied but the rollout did not complete in --timeout
-       or exceeded its progress deadline
+       or exceeded its progress deadline (--canary: the other clusters were not started)
+  8    several clusters with --skip-unreachable: clusters were left out (listed)
   130  interrupted (SIGINT, Ctrl-C); 143 terminated (SIGTERM; Ctrl-Break on Windows)
+  Several clusters: the worst cluster's code (6 when one failed after another
+  was written).
   Streams: the plan and what was done on stdout; what was not done and every
   error on stderr. With -o json|yaml, stdout holds only the plan document.";
 
@@ -139,7 +145,8 @@ pub struct ApplyArgs {
 pub const APPLY_AFTER_HELP: &str = "\
 The plan is applied to the cluster and namespace it was made for: the current context must
 point at the same API server and namespace, or --context must name the context the plan was
-made with. Before the first write every object is read again; if a field the plan changes is
+made with. A plan of several clusters is applied to each through the context of its name
+(--context/--contexts choose some of them), with the fleet flags. Before the first write every object is read again; if a field the plan changes is
 no longer at the value the plan showed, nothing is written (exit 5). An edited or truncated
 file is refused (exit 3).
 

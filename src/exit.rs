@@ -220,6 +220,114 @@ mod tests {
         assert_eq!(exit_code(&Ending::Applied(tripped)), ExitCode::GuardTripped);
     }
 
+    fn cluster(state: ClusterState) -> crate::fleet::ClusterEnd {
+        crate::fleet::ClusterEnd {
+            context: "c".into(),
+            canary: false,
+            namespace: None,
+            state,
+        }
+    }
+
+    fn fleet_code(states: Vec<ClusterState>) -> ExitCode {
+        exit_code(&Ending::Fleet(FleetEnd {
+            app: "web".into(),
+            clusters: states.into_iter().map(cluster).collect(),
+            interrupted: None,
+            changes_pending: false,
+        }))
+    }
+
+    fn applied_state(outcomes: Vec<(Action, Outcome)>) -> ClusterState {
+        ClusterState::Applied {
+            report: report(outcomes),
+            recorded: crate::history_store::Recorded::Nothing,
+            rollout: None,
+        }
+    }
+
+    fn stuck() -> ClusterState {
+        ClusterState::Applied {
+            report: report(vec![(Action::Update, Outcome::Applied)]),
+            recorded: crate::history_store::Recorded::Nothing,
+            rollout: Some(Err(crate::wait::WaitError::Timeout {
+                target: "deployment.apps/web".into(),
+                kubectl_ref: "deployment/web".into(),
+                namespace: "shop".into(),
+                after: std::time::Duration::from_secs(1),
+                last: "1 of 2".into(),
+            })),
+        }
+    }
+
+    #[test]
+    fn a_fleet_exits_with_its_worst_cluster_and_a_mixed_fleet_with_6() {
+        use crate::fleet::NotStarted;
+        let done = || applied_state(vec![(Action::Update, Outcome::Applied)]);
+        let failed_unwritten = || applied_state(vec![(Action::Update, failed_write())]);
+        assert_eq!(fleet_code(vec![done(), done()]), ExitCode::Ok);
+        // One cluster failed with nothing written in it, another was written: mixed.
+        assert_eq!(
+            fleet_code(vec![
+                done(),
+                failed_unwritten(),
+                ClusterState::NotStarted(NotStarted::AfterFailure)
+            ]),
+            ExitCode::Partial
+        );
+        // Nothing written anywhere.
+        assert_eq!(
+            fleet_code(vec![
+                ClusterState::Refused(report(vec![(Action::Update, failed_write())])),
+                ClusterState::NotStarted(NotStarted::RefusedElsewhere)
+            ]),
+            ExitCode::Failed
+        );
+        // The guard outranks the mixed state, as for one cluster.
+        let tripped = applied_state(vec![(
+            Action::Update,
+            Outcome::Tripped {
+                reason: "moved".into(),
+                fresh: None,
+            },
+        )]);
+        assert_eq!(
+            fleet_code(vec![done(), tripped, failed_unwritten()]),
+            ExitCode::GuardTripped
+        );
+        // A stuck canary: the rest not started, 7.
+        assert_eq!(
+            fleet_code(vec![stuck(), ClusterState::NotStarted(NotStarted::Canary)]),
+            ExitCode::RolloutIncomplete
+        );
+        // Skipped clusters say so, unless something worse happened.
+        let unreachable = || {
+            ClusterState::Skipped(AppError::Undo {
+                message: "x".into(),
+            })
+        };
+        assert_eq!(fleet_code(vec![done(), unreachable()]), ExitCode::Skipped);
+        assert_eq!(
+            fleet_code(vec![stuck(), unreachable()]),
+            ExitCode::RolloutIncomplete
+        );
+        // A signal decides over everything.
+        let mut end = FleetEnd {
+            app: "web".into(),
+            clusters: vec![cluster(failed_unwritten())],
+            interrupted: Some(Interruption::Sigterm),
+            changes_pending: false,
+        };
+        assert_eq!(exit_code(&Ending::Fleet(end)), ExitCode::Terminated);
+        end = FleetEnd {
+            app: "web".into(),
+            clusters: vec![cluster(ClusterState::Planned)],
+            interrupted: None,
+            changes_pending: true,
+        };
+        assert_eq!(exit_code(&Ending::Fleet(end)), ExitCode::Changes);
+    }
+
     #[test]
     fn a_signal_decides_over_everything_else() {
         let mut r = report(vec![(Action::Update, failed_write())]);

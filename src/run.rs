@@ -43,9 +43,6 @@ enum Next {
 /// Runs the update described by `settings`; says how it ended. Everything it prints goes
 /// through `streams`, except the reason it failed: that is the caller's to print.
 pub async fn run(settings: &Settings, streams: &Streams) -> Ending {
-    if let Some(fleet) = &settings.fleet {
-        return crate::fleet_run::run(settings, fleet, streams).await;
-    }
     let mut signals = Signals::listen();
     let next = tokio::select! {
         next = plan(settings, streams) => next,

@@ -465,6 +465,7 @@ mod tests {
             (NotDone, Stream::Stderr, Stream::Stderr),
             (Notice, Stream::Stderr, Stream::Stderr),
             (Error, Stream::Stderr, Stream::Stderr),
+            (Review, Stream::Stderr, Stream::Stderr),
         ] {
             assert_eq!(stream(kind, OutputFormat::Diff), diff, "{kind:?}");
             assert_eq!(stream(kind, OutputFormat::Json), structured, "{kind:?}");
