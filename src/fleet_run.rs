@@ -262,9 +262,7 @@ async fn plan_all(settings: &Settings, fleet: &FleetSettings) -> Result<Planned,
             Err(e) => planned.failed.push((index, e)),
         }
     }
-    if settings.saved.is_some() {
-        one_cluster_per_entry(&mut planned)?;
-    }
+    one_context_per_cluster(&planned)?;
     Ok(planned)
 }
 
@@ -314,30 +312,23 @@ async fn plan_one(
     Ok((cluster, sourced))
 }
 
-/// A plan file's entry is applied to one cluster only.
-fn one_cluster_per_entry(planned: &mut Planned) -> Result<(), AppError> {
-    let mut seen: Vec<(&str, &str, &str)> = Vec::new();
-    for m in &planned.members {
-        let first = m
-            .sourced
-            .plan
-            .objects
-            .first()
-            .map(|p| p.change.name.as_str());
-        let key = (
-            m.cluster.conn.server.as_str(),
-            m.sourced.plan.namespace.as_str(),
-            first.unwrap_or_default(),
-        );
-        if seen.contains(&key) {
+/// Two contexts that point at the same API server and namespace would write the same objects
+/// twice (and a plan file's plan for them would be applied twice): refused, naming both.
+fn one_context_per_cluster(planned: &Planned) -> Result<(), AppError> {
+    for (k, m) in planned.members.iter().enumerate() {
+        if let Some(other) = planned.members[..k].iter().find(|o| {
+            o.cluster.conn.server == m.cluster.conn.server
+                && o.cluster.namespace() == m.cluster.namespace()
+        }) {
             return Err(SettingsError::Invalid(format!(
-                "two contexts of this run point at the API server {} and namespace {:?}, so the plan file's plan for it would be applied twice; name each cluster once (--context)",
+                "contexts {:?} and {:?} both point at the API server {} and namespace {:?}: the application would be updated twice; name one of them",
+                Untrusted(&planned.contexts[other.index]),
+                Untrusted(&planned.contexts[m.index]),
                 Untrusted(&m.cluster.conn.server),
-                Untrusted(&m.sourced.plan.namespace)
+                Untrusted(m.cluster.namespace())
             ))
             .into());
         }
-        seen.push(key);
     }
     Ok(())
 }
