@@ -94,6 +94,43 @@ fn objects_done(report: &Report) -> bool {
 }
 
 impl ClusterState {
+    /// How it ended, in a few words, for the closing line.
+    fn in_short(&self) -> &'static str {
+        let rollout_failed = |r: &Option<Result<RolloutState, WaitError>>| matches!(r, Some(Err(_)));
+        match self {
+            ClusterState::Failed(_) => "failed",
+            ClusterState::Skipped(_) => "skipped",
+            ClusterState::Planned => "planned only",
+            ClusterState::Refused(_) => "refused",
+            ClusterState::NotStarted(_) => "not started",
+            ClusterState::Unchanged { rollout } if rollout_failed(rollout) => {
+                "already as planned whose rollout did not complete"
+            }
+            ClusterState::Unchanged { .. } => "already as planned",
+            ClusterState::Applied {
+                report, rollout, ..
+            } => {
+                let tripped = report
+                    .entries
+                    .iter()
+                    .any(|(_, o)| matches!(o, Outcome::Tripped { .. }));
+                if objects_done(report) && rollout_failed(rollout) {
+                    "updated whose rollout did not complete"
+                } else if objects_done(report) {
+                    "updated"
+                } else if report.interrupted.is_some() {
+                    "interrupted"
+                } else if tripped {
+                    "stopped by the guard"
+                } else if report.any_written() {
+                    "partly updated"
+                } else {
+                    "failed"
+                }
+            }
+        }
+    }
+
     /// Updated (and rolled out when followed), or nothing to change (and rolled out when
     /// followed).
     pub fn as_planned(&self) -> bool {
@@ -297,11 +334,20 @@ impl FleetEnd {
                 clusters(n)
             )
         } else {
+            // How many ended each way, in the order the ways first appear.
+            let mut ways: Vec<(&'static str, usize)> = Vec::new();
+            for c in &self.clusters {
+                let way = c.state.in_short();
+                match ways.iter_mut().find(|(w, _)| *w == way) {
+                    Some((_, k)) => *k += 1,
+                    None => ways.push((way, 1)),
+                }
+            }
+            let ways: Vec<String> = ways.iter().map(|(w, k)| format!("{k} {w}")).collect();
             format!(
-                "The fleet is partly updated: {} of {} updated, {} not as planned (listed above).",
-                updated,
-                clusters(n),
-                n - updated - unchanged
+                "The fleet is partly updated: {} (of {}, listed above).",
+                ways.join(", "),
+                clusters(n)
             )
         };
         Line::new(Fate::NotDone, Style::new().bold(), text)

@@ -280,7 +280,7 @@ fn a_stuck_canary_leaves_the_rest_not_started_and_exits_7() {
     }
     assert!(
         err.contains(
-            "The fleet is partly updated: 0 of 3 clusters updated, 3 not as planned (listed above)."
+            "The fleet is partly updated: 1 updated whose rollout did not complete, 2 not started (of 3 clusters, listed above)."
         ),
         "{err}"
     );
