@@ -96,7 +96,8 @@ fn objects_done(report: &Report) -> bool {
 impl ClusterState {
     /// How it ended, in a few words, for the closing line.
     fn in_short(&self) -> &'static str {
-        let rollout_failed = |r: &Option<Result<RolloutState, WaitError>>| matches!(r, Some(Err(_)));
+        let rollout_failed =
+            |r: &Option<Result<RolloutState, WaitError>>| matches!(r, Some(Err(_)));
         match self {
             ClusterState::Failed(_) => "failed",
             ClusterState::Skipped(_) => "skipped",

@@ -545,7 +545,14 @@ fn fleet_flags_need_several_contexts_and_cluster_flags_need_one() {
             "context \"nowhere\" does not exist in kubeconfig",
         ),
         (
-            &["web", "--contexts", "eu-1,eu-1-readonly", "--image", NEW_IMAGE, "--yes"][..],
+            &[
+                "web",
+                "--contexts",
+                "eu-1,eu-1-readonly",
+                "--image",
+                NEW_IMAGE,
+                "--yes",
+            ][..],
             "contexts \"eu-1\" and \"eu-1-readonly\" both point at the API server",
         ),
     ] {
