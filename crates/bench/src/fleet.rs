@@ -18,7 +18,7 @@ use appupdate_bench::{Summary, summarize};
 use sandbox_apiserver::{Sandbox, SandboxOptions};
 use serde_json::Value;
 
-use crate::Contender;
+use crate::{Contender, scrubbed};
 
 #[path = "../../../tests/common/kubeconfig.rs"]
 mod kubeconfig;
@@ -153,11 +153,7 @@ pub fn measure(
             requests_least: usize::MAX,
         };
         for rep in 0..plan.reps {
-            let mut order = Contender::ALL.to_vec();
-            if rep % 2 == 1 {
-                order.reverse();
-            }
-            for c in order {
+            for c in Contender::order(rep) {
                 let ms = match c {
                     Contender::Plugin => {
                         let ms = bench.plugin(n)?;
@@ -219,16 +215,6 @@ pub fn measure(
         single: summarize(&single),
         single_requests,
     })
-}
-
-fn scrubbed(program: &Path, home: &Path) -> Command {
-    let mut c = Command::new(program);
-    c.env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home)
-        .env("NO_COLOR", "1")
-        .stdin(std::process::Stdio::null());
-    c
 }
 
 impl Bench<'_> {

@@ -95,6 +95,15 @@ impl Contender {
         Contender::KubectlWarm,
     ];
 
+    /// The contenders of repetition `rep`, alternated: plugin first, then plugin last.
+    pub fn order(rep: usize) -> Vec<Contender> {
+        let mut order = Contender::ALL.to_vec();
+        if rep % 2 == 1 {
+            order.reverse();
+        }
+        order
+    }
+
     pub fn label(self) -> &'static str {
         match self {
             Contender::Plugin => "kubectl-appupdate",
@@ -485,11 +494,7 @@ fn run(args: Args) -> Result<(), String> {
                 runs: Vec::new(),
             };
             for rep in 0..args.reps {
-                let mut order = Contender::ALL.to_vec();
-                if rep % 2 == 1 {
-                    order.reverse();
-                }
-                for c in order {
+                for c in Contender::order(rep) {
                     let run = match c {
                         Contender::Plugin => {
                             let r = run_plugin(&ctx, s)?;
