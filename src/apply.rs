@@ -13,7 +13,7 @@
 //! guard) decides: proceed with the fresh patch, stop because someone else already did it, or
 //! trip because a field this run changes no longer holds the value the user was shown.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::join_all;
@@ -46,18 +46,42 @@ impl Default for ApplyOptions {
     }
 }
 
-/// The first signal received while applying; checked before every request is started.
-#[derive(Clone, Debug, Default)]
-pub struct InterruptFlag(Arc<OnceLock<Interruption>>);
+/// The first signal received while applying; checked before every request is started, and
+/// awaited by what waits on something else (a rollout) so that it stops at once.
+#[derive(Clone, Debug)]
+pub struct InterruptFlag(Arc<tokio::sync::watch::Sender<Option<Interruption>>>);
+
+impl Default for InterruptFlag {
+    fn default() -> Self {
+        InterruptFlag(Arc::new(tokio::sync::watch::Sender::new(None)))
+    }
+}
 
 impl InterruptFlag {
     /// Records `which`; `false` when a signal was already recorded (the first one stays).
     pub fn raise(&self, which: Interruption) -> bool {
-        self.0.set(which).is_ok()
+        self.0.send_if_modified(|current| {
+            if current.is_some() {
+                false
+            } else {
+                *current = Some(which);
+                true
+            }
+        })
     }
 
     pub fn get(&self) -> Option<Interruption> {
-        self.0.get().copied()
+        *self.0.borrow()
+    }
+
+    /// Resolves once a signal has been recorded (at once if one already was).
+    pub async fn raised(&self) -> Interruption {
+        let mut rx = self.0.subscribe();
+        match rx.wait_for(Option::is_some).await {
+            Ok(v) => v.unwrap_or(Interruption::Sigint),
+            // The sender lives in `self`: it cannot be dropped while this waits.
+            Err(_) => std::future::pending().await,
+        }
     }
 }
 
@@ -312,13 +336,44 @@ fn display(v: &Option<Value>) -> String {
     }
 }
 
-/// Applies `plan`. Never panics; every object ends with an [`Outcome`].
+/// The outcome of the dry run of every change of a plan: the changes to write (as they were
+/// last sent, possibly re-planned after a conflict) and what is already decided.
+#[derive(Debug)]
+pub struct Preflighted {
+    outcomes: Vec<Option<Outcome>>,
+    to_send: Vec<Option<ObjectChange>>,
+}
+
+impl Preflighted {
+    /// Changes left to write.
+    pub fn writes(&self) -> usize {
+        self.to_send.iter().filter(|c| c.is_some()).count()
+    }
+}
+
+/// Applies `plan`: [`preflight`], then [`write`]. Never panics; every object ends with an
+/// [`Outcome`].
 pub async fn apply(
     cluster: &Cluster,
     plan: &Plan,
     opts: ApplyOptions,
     interrupt: &InterruptFlag,
 ) -> Report {
+    match preflight(cluster, plan, opts, interrupt).await {
+        Ok(ready) => write(cluster, plan, ready, opts, interrupt).await,
+        Err(refused) => refused,
+    }
+}
+
+/// Sends every change once with `dryRun=All`, all at once: `Ok` when the server would take
+/// them all, `Err` with the report (nothing written) when it refuses one, the guard trips on
+/// one, or a signal came.
+pub async fn preflight(
+    cluster: &Cluster,
+    plan: &Plan,
+    opts: ApplyOptions,
+    interrupt: &InterruptFlag,
+) -> Result<Preflighted, Report> {
     let applier = &Applier {
         cluster,
         app: &plan.app,
@@ -336,8 +391,8 @@ pub async fn apply(
         }
     }
 
-    // 1. Preflight: one dry run per change, all at once. Each change moves into its request
-    // and comes back (possibly re-planned) with the result: no copies.
+    // Each change moves into its request and comes back (possibly re-planned) with the
+    // result: no copies.
     let preflight = join_all(plan.objects.iter().enumerate().filter_map(|(i, p)| {
         to_send[i]
             .take()
@@ -359,11 +414,34 @@ pub async fn apply(
             }
         }
     }
-    let mut report_interrupt = interrupt.get();
-    if !preflight_ok || report_interrupt.is_some() {
-        return finish(plan, outcomes, !preflight_ok, report_interrupt);
+    let interrupted = interrupt.get();
+    if !preflight_ok || interrupted.is_some() {
+        return Err(finish(plan, outcomes, !preflight_ok, interrupted));
     }
+    Ok(Preflighted { outcomes, to_send })
+}
 
+/// Writes what [`preflight`] passed, round by round (creates, then updates, then deletes);
+/// a failure stops the later rounds, a signal stops new requests.
+pub async fn write(
+    cluster: &Cluster,
+    plan: &Plan,
+    ready: Preflighted,
+    opts: ApplyOptions,
+    interrupt: &InterruptFlag,
+) -> Report {
+    let applier = &Applier {
+        cluster,
+        app: &plan.app,
+        opts,
+        interrupt,
+    };
+    let n = plan.objects.len();
+    let Preflighted {
+        mut outcomes,
+        mut to_send,
+    } = ready;
+    let report_interrupt = interrupt.get();
     // 2. Writes, round by round.
     for phase in 0..WRITE_ROUNDS {
         let round: Vec<usize> = (0..n)
@@ -405,7 +483,7 @@ pub async fn apply(
             break;
         }
     }
-    report_interrupt = report_interrupt.or(interrupt.get());
+    let report_interrupt = report_interrupt.or(interrupt.get());
     finish(plan, outcomes, false, report_interrupt)
 }
 

@@ -39,6 +39,9 @@ Examples:
   # In a pipeline: the plan as JSON on stdout, apply, wait for the rollout (exit 7 if it stalls)
   kubectl appupdate web --image \"$IMAGE\" -o json --yes --wait --timeout 10m > plan.json
 
+  # Several clusters: one plan, one question, eu-1 first and the rest once it rolled out
+  kubectl appupdate web --contexts eu-1,eu-2,us-1 --image \"$IMAGE\" --canary eu-1
+
 Exit codes:
   0    success, or nothing to change
   1    failed before any write: nothing was changed
@@ -48,8 +51,11 @@ Exit codes:
   5    stopped by the approved-diff guard: the live object changed since the plan was shown
   6    failed after some writes: the output lists what was and was not applied
   7    --wait: the changes were applied but the rollout did not complete in --timeout
-       or exceeded its progress deadline
+       or exceeded its progress deadline (--canary: the other clusters were not started)
+  8    several clusters with --skip-unreachable: clusters were left out (listed)
   130  interrupted (SIGINT, Ctrl-C); 143 terminated (SIGTERM; Ctrl-Break on Windows)
+  Several clusters: the worst cluster's code (6 when one failed after another
+  was written).
   Streams: the plan and what was done on stdout; what was not done and every
   error on stderr. With -o json|yaml, stdout holds only the plan document.";
 
@@ -101,6 +107,14 @@ pub struct ApplyArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, help_heading = "Behaviour")]
     pub max_plan_age: Option<Duration>,
 
+    #[command(flatten)]
+    pub fleet: FleetArgs,
+
+    /// How long --canary follows a rollout, e.g. 5m (0: no bound).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "5m",
+          help_heading = "Fleet")]
+    pub timeout: Duration,
+
     /// Apply without asking for confirmation.
     #[arg(short = 'y', long, help_heading = "Behaviour")]
     pub yes: bool,
@@ -131,7 +145,8 @@ pub struct ApplyArgs {
 pub const APPLY_AFTER_HELP: &str = "\
 The plan is applied to the cluster and namespace it was made for: the current context must
 point at the same API server and namespace, or --context must name the context the plan was
-made with. Before the first write every object is read again; if a field the plan changes is
+made with. A plan of several clusters is applied to each through the context of its name
+(--context/--contexts choose some of them), with the fleet flags. Before the first write every object is read again; if a field the plan changes is
 no longer at the value the plan showed, nothing is written (exit 5). An edited or truncated
 file is refused (exit 3).
 
@@ -313,6 +328,9 @@ pub struct UpdateArgs {
     #[command(flatten)]
     pub cluster: ClusterArgs,
 
+    #[command(flatten)]
+    pub fleet: FleetArgs,
+
     /// Apply without asking for confirmation.
     #[arg(short = 'y', long, help_heading = "Behaviour")]
     pub yes: bool,
@@ -351,7 +369,7 @@ pub struct UpdateArgs {
     #[arg(long, requires = "image", help_heading = "Behaviour")]
     pub wait: bool,
 
-    /// How long --wait waits, e.g. 5m (0: no bound).
+    /// How long --wait (and --canary) follows a rollout, e.g. 5m (0: no bound).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "5m",
           help_heading = "Behaviour")]
     pub timeout: Duration,
@@ -374,9 +392,26 @@ pub struct ClusterArgs {
     )]
     pub namespace: Option<String>,
 
-    /// Kubeconfig context to use (default: the current context).
-    #[arg(long, value_name = "CONTEXT", help_heading = "Cluster", global = true)]
-    pub context: Option<String>,
+    /// Kubeconfig context to use (default: the current context); repeat it to update several
+    /// clusters in one run.
+    #[arg(long, value_name = "CONTEXT", help_heading = "Cluster", global = true,
+          action = clap::ArgAction::Append)]
+    pub context: Vec<String>,
+
+    /// Kubeconfig contexts to update in one run, comma-separated (a fleet).
+    #[arg(
+        long,
+        value_name = "CONTEXT,…",
+        value_delimiter = ',',
+        help_heading = "Cluster",
+        global = true
+    )]
+    pub contexts: Vec<String>,
+
+    /// Every kubeconfig context whose whole name matches this regular expression (a fleet),
+    /// e.g. 'prod-.*'.
+    #[arg(long, value_name = "REGEX", help_heading = "Cluster", global = true)]
+    pub context_selector: Option<String>,
 
     /// Path to the kubeconfig file (default: $KUBECONFIG, else ~/.kube/config).
     #[arg(long, value_name = "PATH", help_heading = "Cluster", global = true)]
@@ -412,6 +447,32 @@ pub struct ClusterArgs {
     /// Bound on each request to the cluster, e.g. 10s or 1m (0: no bound, kubectl's default).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, help_heading = "Cluster", global = true)]
     pub request_timeout: Option<Duration>,
+}
+
+/// How a run over several contexts (a fleet) goes: the order of the clusters and what stops
+/// it. Each needs several contexts (or a plan file that holds several clusters).
+#[derive(Debug, Args)]
+pub struct FleetArgs {
+    /// Clusters written at the same time (default: 32).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000),
+          help_heading = "Fleet")]
+    pub parallel: Option<u32>,
+
+    /// Apply to this context first and follow its rollout; the others only once it rolled out
+    /// (repeatable).
+    #[arg(long, value_name = "CONTEXT", action = clap::ArgAction::Append, help_heading = "Fleet")]
+    pub canary: Vec<String>,
+
+    /// Start no new cluster once one failed (default: true; --stop-on-failure=false goes on).
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", value_parser = clap::value_parser!(bool),
+          help_heading = "Fleet")]
+    pub stop_on_failure: Option<bool>,
+
+    /// Leave out a cluster that cannot be reached, refuses access or lacks the application,
+    /// instead of stopping the run (the exit code is then 8).
+    #[arg(long, help_heading = "Fleet")]
+    pub skip_unreachable: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

@@ -86,12 +86,15 @@ impl RequestError {
     }
 }
 
+/// Where `-v` logs each request: one line, escaped.
+pub type RequestLog = std::sync::Arc<dyn Fn(&str) + Send + Sync>;
+
 /// A client bound to one namespace, with the run's timeout, and where `-v` logs each request
 /// (`None`: nowhere).
 #[derive(Clone)]
 pub struct Cluster {
     pub conn: Connection,
-    pub log: Option<fn(&str)>,
+    pub log: Option<RequestLog>,
 }
 
 fn collection_path(kind: Kind, namespace: &str) -> String {
@@ -105,7 +108,7 @@ fn collection_path(kind: Kind, namespace: &str) -> String {
 }
 
 impl Cluster {
-    pub fn new(conn: Connection, log: Option<fn(&str)>) -> Cluster {
+    pub fn new(conn: Connection, log: Option<RequestLog>) -> Cluster {
         Cluster { conn, log }
     }
 
@@ -125,7 +128,7 @@ impl Cluster {
             },
             None => fut.await.map_err(RequestError::from),
         };
-        if let Some(log) = self.log {
+        if let Some(log) = &self.log {
             let outcome = match &result {
                 Ok(_) => "ok".to_owned(),
                 Err(e) => match e.status_code() {

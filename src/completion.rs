@@ -145,6 +145,8 @@ pub fn complete(words: &[String], names: &KubeconfigNames, current_dir: &Path) -
 
     let mut cmd = Cli::command()
         .mut_arg("context", |a| a.add(candidates_of(names.contexts.clone())))
+        .mut_arg("contexts", |a| a.add(candidates_of(names.contexts.clone())))
+        .mut_arg("canary", |a| a.add(candidates_of(names.contexts.clone())))
         .mut_arg("cluster", |a| a.add(candidates_of(names.clusters.clone())))
         .mut_arg("user", |a| a.add(candidates_of(names.users.clone())));
     let mut args: Vec<OsString> = vec![OsString::from("kubectl-appupdate")];
@@ -219,7 +221,16 @@ mod tests {
         let c = run(&["web", "--co"]);
         let mut flags = values(&c);
         flags.sort_unstable();
-        assert_eq!(flags, vec!["--color", "--container", "--context"]);
+        assert_eq!(
+            flags,
+            vec![
+                "--color",
+                "--container",
+                "--context",
+                "--context-selector",
+                "--contexts"
+            ]
+        );
         assert_eq!(c.directive, directive::NO_FILE_COMP);
         let color = c.candidates.iter().find(|(v, _)| v == "--color").unwrap();
         assert_eq!(color.1.as_deref(), Some("When to colour the output"));
@@ -241,6 +252,11 @@ mod tests {
             vec!["prod", "staging"]
         );
         assert_eq!(values(&run(&["web", "--context", "st"])), vec!["staging"]);
+        assert_eq!(values(&run(&["web", "--canary", "st"])), vec!["staging"]);
+        assert_eq!(
+            values(&run(&["web", "--contexts", "prod,st"])),
+            vec!["prod,staging"]
+        );
         assert_eq!(values(&run(&["web", "--cluster", ""])), vec!["eu-1"]);
         assert_eq!(values(&run(&["web", "--user", ""])), vec!["ci"]);
     }

@@ -20,6 +20,7 @@ use console::Style;
 use serde_json::Value;
 use similar::{ChangeTag, DiffOp, DiffTag, TextDiff};
 
+use crate::fleet_plan::{self, FleetPlan};
 use crate::plan::{Action, ObjectChange, Plan};
 use crate::text::{self, Untrusted};
 
@@ -67,6 +68,86 @@ pub fn render_plan(out: &mut impl Write, plan: &Plan, opts: &RenderOptions) -> i
         render_change(out, change, opts)?;
     }
     paint(out, &styles.summary, &plan.summary().to_string())?;
+    writeln!(out)
+}
+
+/// Writes the combined plan of a run over several clusters: a header naming the application
+/// and the clusters; then one section per distinct plan — its heading names every cluster
+/// that gets exactly this plan and the namespace, then its objects as [`render_plan`] shows
+/// them and its summary (for each of those clusters); then the clusters left out
+/// (`--skip-unreachable`) and the totals over every cluster.
+pub fn render_fleet(
+    out: &mut impl Write,
+    fleet: &FleetPlan,
+    opts: &RenderOptions,
+) -> io::Result<()> {
+    let styles = Styles::new(opts.color);
+    let contexts: Vec<String> = fleet
+        .members
+        .iter()
+        .map(|m| Untrusted(m.context()).to_string())
+        .collect();
+    let header = format!(
+        "kubectl appupdate: {} on {} cluster{} (context{} {})",
+        Untrusted(fleet.app),
+        contexts.len(),
+        if contexts.len() == 1 { "" } else { "s" },
+        if contexts.len() == 1 { "" } else { "s" },
+        contexts.join(", ")
+    );
+    paint(out, &styles.header, &header)?;
+    writeln!(out)?;
+    writeln!(out)?;
+    for section in fleet.sections() {
+        let plan = section.plan();
+        let names: Vec<String> = section
+            .contexts()
+            .iter()
+            .map(|c| Untrusted(c).to_string())
+            .collect();
+        let heading = if names.len() == 1 {
+            format!(
+                "=== context {}: {} in namespace {} ===",
+                names[0],
+                Untrusted(&plan.app),
+                Untrusted(&plan.namespace)
+            )
+        } else {
+            format!(
+                "=== contexts {} (the same plan on {} clusters): {} in namespace {} ===",
+                names.join(", "),
+                names.len(),
+                Untrusted(&plan.app),
+                Untrusted(&plan.namespace)
+            )
+        };
+        paint(out, &styles.header, &heading)?;
+        writeln!(out)?;
+        writeln!(out)?;
+        for change in plan.changes().filter(|c| c.is_change()) {
+            render_change(out, change, opts)?;
+        }
+        let summary = plan.summary().to_string();
+        let summary = if names.len() == 1 {
+            summary
+        } else {
+            format!("{summary} (on each of {})", names.join(", "))
+        };
+        paint(out, &styles.summary, &summary)?;
+        writeln!(out)?;
+        writeln!(out)?;
+    }
+    for (context, reason) in fleet.skipped() {
+        let line = format!(
+            "=== context {}: skipped (--skip-unreachable): {} ===",
+            Untrusted(context),
+            Untrusted(reason)
+        );
+        paint(out, &styles.delete, &line)?;
+        writeln!(out)?;
+        writeln!(out)?;
+    }
+    paint(out, &styles.summary, &fleet_plan::total_line(fleet))?;
     writeln!(out)
 }
 

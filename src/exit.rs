@@ -1,6 +1,7 @@
 //! How a run ended, and the one function that turns that into the process's exit code.
 
 use crate::error::AppError;
+use crate::fleet::{ClusterState, FleetEnd};
 use crate::report::{Interruption, Outcome, Report};
 
 /// Exit codes, documented in `--help` and the README.
@@ -21,8 +22,12 @@ pub enum ExitCode {
     /// Failed after some writes: the state is mixed.
     Partial = 6,
     /// `--wait`: every change was applied, but the rollout did not complete (timed out, exceeded
-    /// its progress deadline, or could not be followed).
+    /// its progress deadline, or could not be followed). With `--canary`: a canary's rollout did
+    /// not complete, and the clusters after it were not started.
     RolloutIncomplete = 7,
+    /// A run over several clusters with `--skip-unreachable` left clusters out: the others
+    /// were updated (or planned) as asked.
+    Skipped = 8,
     /// Interrupted by SIGINT (Ctrl-C).
     Interrupted = 130,
     /// Terminated by SIGTERM (Ctrl-Break, or the console closing, on Windows).
@@ -48,6 +53,8 @@ pub enum Ending {
     Applied(Report),
     /// Stopped by an error (before any write, or after every write for `--wait`).
     Failed(AppError),
+    /// A run over several clusters: how each one ended.
+    Fleet(FleetEnd),
 }
 
 /// The exit code of a run: the one place that decides it.
@@ -57,6 +64,62 @@ pub fn exit_code(ending: &Ending) -> ExitCode {
         Ending::ChangesPending => ExitCode::Changes,
         Ending::Applied(report) => applied(report),
         Ending::Failed(err) => failed(err),
+        Ending::Fleet(end) => fleet(end),
+    }
+}
+
+/// How bad a code is, for a fleet whose clusters ended differently: a signal, then the guard
+/// (5), a mixed state (6), a failure with nothing changed (1), bad input (3), an incomplete
+/// rollout (7), not confirmed (4), clusters skipped (8), changes pending (2), success (0).
+fn severity(code: ExitCode) -> u8 {
+    match code {
+        ExitCode::Ok => 0,
+        ExitCode::Changes => 1,
+        ExitCode::Skipped => 2,
+        ExitCode::NotConfirmed => 3,
+        ExitCode::RolloutIncomplete => 4,
+        ExitCode::Usage => 5,
+        ExitCode::Failed => 6,
+        ExitCode::Partial => 7,
+        ExitCode::GuardTripped => 8,
+        ExitCode::Interrupted | ExitCode::Terminated => 9,
+    }
+}
+
+/// The worst of the clusters' codes, each decided as for one cluster; a cluster not started
+/// takes the code of what stopped it (a failure elsewhere, the canary, a signal). A failure
+/// while another cluster was written leaves the fleet mixed: 6, not 1.
+fn fleet(end: &FleetEnd) -> ExitCode {
+    if let Some(signal) = end.interrupted {
+        return signalled(signal);
+    }
+    let rollout = |r: &Option<Result<_, _>>| match r {
+        Some(Err(_)) => ExitCode::RolloutIncomplete,
+        _ => ExitCode::Ok,
+    };
+    let worst = end
+        .clusters
+        .iter()
+        .map(|c| match &c.state {
+            ClusterState::Failed(err) => failed(err),
+            ClusterState::Skipped(_) => ExitCode::Skipped,
+            ClusterState::Planned | ClusterState::NotStarted(_) => ExitCode::Ok,
+            ClusterState::Refused(report) => applied(report),
+            ClusterState::Unchanged { rollout: r } => rollout(r),
+            ClusterState::Applied {
+                report, rollout: r, ..
+            } => match applied(report) {
+                ExitCode::Ok => rollout(r),
+                code => code,
+            },
+        })
+        .chain(end.changes_pending.then_some(ExitCode::Changes))
+        .max_by_key(|c| severity(*c))
+        .unwrap_or(ExitCode::Ok);
+    if worst == ExitCode::Failed && end.any_written() {
+        ExitCode::Partial
+    } else {
+        worst
     }
 }
 
@@ -155,6 +218,114 @@ mod tests {
             ),
         ]);
         assert_eq!(exit_code(&Ending::Applied(tripped)), ExitCode::GuardTripped);
+    }
+
+    fn cluster(state: ClusterState) -> crate::fleet::ClusterEnd {
+        crate::fleet::ClusterEnd {
+            context: "c".into(),
+            canary: false,
+            namespace: None,
+            state,
+        }
+    }
+
+    fn fleet_code(states: Vec<ClusterState>) -> ExitCode {
+        exit_code(&Ending::Fleet(FleetEnd {
+            app: "web".into(),
+            clusters: states.into_iter().map(cluster).collect(),
+            interrupted: None,
+            changes_pending: false,
+        }))
+    }
+
+    fn applied_state(outcomes: Vec<(Action, Outcome)>) -> ClusterState {
+        ClusterState::Applied {
+            report: report(outcomes),
+            recorded: crate::history_store::Recorded::Nothing,
+            rollout: None,
+        }
+    }
+
+    fn stuck() -> ClusterState {
+        ClusterState::Applied {
+            report: report(vec![(Action::Update, Outcome::Applied)]),
+            recorded: crate::history_store::Recorded::Nothing,
+            rollout: Some(Err(crate::wait::WaitError::Timeout {
+                target: "deployment.apps/web".into(),
+                kubectl_ref: "deployment/web".into(),
+                namespace: "shop".into(),
+                after: std::time::Duration::from_secs(1),
+                last: "1 of 2".into(),
+            })),
+        }
+    }
+
+    #[test]
+    fn a_fleet_exits_with_its_worst_cluster_and_a_mixed_fleet_with_6() {
+        use crate::fleet::NotStarted;
+        let done = || applied_state(vec![(Action::Update, Outcome::Applied)]);
+        let failed_unwritten = || applied_state(vec![(Action::Update, failed_write())]);
+        assert_eq!(fleet_code(vec![done(), done()]), ExitCode::Ok);
+        // One cluster failed with nothing written in it, another was written: mixed.
+        assert_eq!(
+            fleet_code(vec![
+                done(),
+                failed_unwritten(),
+                ClusterState::NotStarted(NotStarted::AfterFailure)
+            ]),
+            ExitCode::Partial
+        );
+        // Nothing written anywhere.
+        assert_eq!(
+            fleet_code(vec![
+                ClusterState::Refused(report(vec![(Action::Update, failed_write())])),
+                ClusterState::NotStarted(NotStarted::RefusedElsewhere)
+            ]),
+            ExitCode::Failed
+        );
+        // The guard outranks the mixed state, as for one cluster.
+        let tripped = applied_state(vec![(
+            Action::Update,
+            Outcome::Tripped {
+                reason: "moved".into(),
+                fresh: None,
+            },
+        )]);
+        assert_eq!(
+            fleet_code(vec![done(), tripped, failed_unwritten()]),
+            ExitCode::GuardTripped
+        );
+        // A stuck canary: the rest not started, 7.
+        assert_eq!(
+            fleet_code(vec![stuck(), ClusterState::NotStarted(NotStarted::Canary)]),
+            ExitCode::RolloutIncomplete
+        );
+        // Skipped clusters say so, unless something worse happened.
+        let unreachable = || {
+            ClusterState::Skipped(AppError::Undo {
+                message: "x".into(),
+            })
+        };
+        assert_eq!(fleet_code(vec![done(), unreachable()]), ExitCode::Skipped);
+        assert_eq!(
+            fleet_code(vec![stuck(), unreachable()]),
+            ExitCode::RolloutIncomplete
+        );
+        // A signal decides over everything.
+        let mut end = FleetEnd {
+            app: "web".into(),
+            clusters: vec![cluster(failed_unwritten())],
+            interrupted: Some(Interruption::Sigterm),
+            changes_pending: false,
+        };
+        assert_eq!(exit_code(&Ending::Fleet(end)), ExitCode::Terminated);
+        end = FleetEnd {
+            app: "web".into(),
+            clusters: vec![cluster(ClusterState::Planned)],
+            interrupted: None,
+            changes_pending: true,
+        };
+        assert_eq!(exit_code(&Ending::Fleet(end)), ExitCode::Changes);
     }
 
     #[test]

@@ -12,7 +12,7 @@ use kube::config::{KubeConfigOptions, Kubeconfig, LoadDataError};
 
 use crate::describe::{describe_auth_error, one_line};
 use crate::proxy;
-use crate::settings::{ClusterSelection, KubeconfigSource};
+use crate::settings::{ClusterSelection, ContextSelector, KubeconfigSource};
 use crate::text::Untrusted;
 
 /// kube's own error for a kubeconfig that cannot be loaded.
@@ -64,6 +64,15 @@ pub enum KubeconfigError {
     NoHomeFile { path: PathBuf },
     #[error("no kubeconfig found: KUBECONFIG and HOME are not set; pass --kubeconfig")]
     Nowhere,
+    #[error(
+        "no context in kubeconfig {files} matches --context-selector {:?} (the whole name must match; contexts: {contexts})",
+        Untrusted(.selector)
+    )]
+    NoContextMatches {
+        selector: String,
+        files: String,
+        contexts: String,
+    },
     #[error("kubeconfig {files} has no current context; pass --context (contexts: {contexts})")]
     NoCurrentContext { files: String, contexts: String },
     #[error("context {:?} does not exist in kubeconfig {files} (contexts: {contexts})", Untrusted(.context))]
@@ -299,14 +308,14 @@ struct Selected {
 fn select(
     kubeconfig: &Kubeconfig,
     sel: &ClusterSelection,
+    context: Option<&str>,
     files: &str,
 ) -> Result<Selected, KubeconfigError> {
     let files = files.to_owned();
     let contexts = || names(&kubeconfig.contexts, |c| &c.name);
     let users = || names(&kubeconfig.auth_infos, |u| &u.name);
-    let context_name = match sel
-        .context
-        .clone()
+    let context_name = match context
+        .map(str::to_owned)
         .or_else(|| kubeconfig.current_context.clone())
     {
         Some(c) if !c.is_empty() => c,
@@ -373,20 +382,129 @@ fn select(
     })
 }
 
+/// The kubeconfig, loaded and merged once for every context a run uses.
+#[derive(Clone)]
+pub struct Loaded {
+    kubeconfig: Kubeconfig,
+    /// The files it came from, for messages.
+    files: String,
+}
+
+impl Loaded {
+    /// Loads and merges the kubeconfig `sel` names.
+    pub fn load(sel: &ClusterSelection) -> Result<Loaded, KubeconfigError> {
+        let (kubeconfig, files) = load_kubeconfig(&sel.kubeconfig)?;
+        Ok(Loaded {
+            kubeconfig,
+            files: list(&files),
+        })
+    }
+
+    /// The contexts of a run over several clusters: every context in `named` (`--context`,
+    /// `--contexts`, or a plan file's), then every other one whose name `selector` matches,
+    /// in the kubeconfig's order; with neither, the current context. A named context that is
+    /// not in the kubeconfig, or a selector that matches nothing, is refused.
+    pub fn fleet_contexts(
+        &self,
+        named: &[String],
+        selector: Option<&ContextSelector>,
+    ) -> Result<Vec<String>, KubeconfigError> {
+        let known = || names(&self.kubeconfig.contexts, |c| &c.name);
+        let mut chosen: Vec<String> = Vec::new();
+        for name in named {
+            if !self.kubeconfig.contexts.iter().any(|c| &c.name == name) {
+                return Err(KubeconfigError::NoSuchContext {
+                    context: name.clone(),
+                    files: self.files.clone(),
+                    contexts: known(),
+                });
+            }
+            if !chosen.contains(name) {
+                chosen.push(name.clone());
+            }
+        }
+        if let Some(selector) = selector {
+            let matched: Vec<&String> = self
+                .kubeconfig
+                .contexts
+                .iter()
+                .map(|c| &c.name)
+                .filter(|n| selector.matches(n))
+                .collect();
+            if matched.is_empty() {
+                return Err(KubeconfigError::NoContextMatches {
+                    selector: selector.text.clone(),
+                    files: self.files.clone(),
+                    contexts: known(),
+                });
+            }
+            for name in matched {
+                if !chosen.contains(name) {
+                    chosen.push(name.clone());
+                }
+            }
+        }
+        if chosen.is_empty() {
+            match self
+                .kubeconfig
+                .current_context
+                .as_ref()
+                .filter(|c| !c.is_empty())
+            {
+                Some(current) => chosen.push(current.clone()),
+                None => {
+                    return Err(KubeconfigError::NoCurrentContext {
+                        files: self.files.clone(),
+                        contexts: known(),
+                    });
+                }
+            }
+        }
+        Ok(chosen)
+    }
+
+    /// Builds a client for `context` (`None`: `sel.context`, else the current context) whose
+    /// answers' warnings go to `on_warning`. Makes no request.
+    pub async fn connect(
+        &self,
+        sel: &ClusterSelection,
+        context: Option<&str>,
+        on_warning: fn(&str),
+    ) -> Result<Connection, KubeconfigError> {
+        connect_to(
+            self.kubeconfig.clone(),
+            &self.files,
+            sel,
+            context.or(sel.context.as_deref()),
+            on_warning,
+        )
+        .await
+    }
+}
+
 /// Resolves the kubeconfig and builds a client whose answers' warnings go to `on_warning`.
 /// Makes no request.
 pub async fn connect(
     sel: &ClusterSelection,
     on_warning: fn(&str),
 ) -> Result<Connection, KubeconfigError> {
-    let (mut kubeconfig, files) = load_kubeconfig(&sel.kubeconfig)?;
-    let files = list(&files);
+    Loaded::load(sel)?.connect(sel, None, on_warning).await
+}
+
+async fn connect_to(
+    mut kubeconfig: Kubeconfig,
+    files: &str,
+    sel: &ClusterSelection,
+    context: Option<&str>,
+    on_warning: fn(&str),
+) -> Result<Connection, KubeconfigError> {
+    let files = files.to_owned();
     let Selected {
         context,
         cluster,
         namespace,
         user,
-    } = select(&kubeconfig, sel, &files)?;
+    } = select(&kubeconfig, sel, context, &files)?;
 
     // The cluster's proxy-url is ours to interpret (kubectl's rules, `crate::proxy`). Left
     // empty, kube would read HTTPS_PROXY itself (ignoring NO_PROXY) and fail to parse what it

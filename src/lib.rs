@@ -9,7 +9,9 @@
 //! with a server-side dry run and writes each one conditionally, retrying conflicts under the
 //! approved-diff guard, and [`report`] says what happened to each object; with `--wait`,
 //! [`wait`] then follows the Deployment's rollout. [`run`] strings these together and decides
-//! what a signal ([`signals`]) does at each stage. One place decides each of the run's
+//! what a signal ([`signals`]) does at each stage; [`fleet_run`] does the same over several
+//! clusters at once (a fleet: [`fleet_plan`] the combined plan, [`fleet`] how each cluster
+//! ended). One place decides each of the run's
 //! outward choices: [`streams`] which stream every line goes to, [`exit`] the exit code of
 //! every way a run can end ([`error`] holds the failures). [`completion`] answers kubectl's
 //! plugin completion (`kubectl_complete-appupdate`) from the same flag definitions.
@@ -23,6 +25,10 @@ pub mod diff_render;
 pub mod endpoints_file;
 pub mod error;
 pub mod exit;
+pub mod fleet;
+pub mod fleet_plan;
+pub mod fleet_progress;
+pub mod fleet_run;
 pub mod history;
 pub mod history_store;
 pub mod kube_context;
@@ -119,7 +125,14 @@ fn run_to_end(args: Vec<OsString>, env: &Environment) -> (Ending, Streams) {
         },
     };
     let streams = Streams::new(settings.output, settings.color, settings.color_stderr);
-    let ending = with_runtime(|rt| rt.block_on(run::run(&settings, &streams)));
+    let ending = with_runtime(|rt| {
+        rt.block_on(async {
+            match &settings.fleet {
+                Some(fleet) => fleet_run::run(&settings, fleet, &streams).await,
+                None => run::run(&settings, &streams).await,
+            }
+        })
+    });
     (ending, streams)
 }
 

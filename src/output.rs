@@ -280,6 +280,17 @@ pub fn write_yaml(out: &mut impl Write, plan: &Plan) -> io::Result<()> {
     out.write_all(yaml_text(&doc)?.as_bytes())
 }
 
+/// Writes any document as JSON, with the escapes of [`write_json`].
+pub fn write_json_of(out: &mut impl Write, doc: &impl Serialize) -> io::Result<()> {
+    write_json_value(out, doc)
+}
+
+/// Writes any document as YAML, with the escapes of [`write_yaml`].
+pub fn write_yaml_of(out: &mut impl Write, doc: &impl Serialize) -> io::Result<()> {
+    let doc = serde_json::to_value(doc).map_err(io::Error::other)?;
+    out.write_all(yaml_text(&doc)?.as_bytes())
+}
+
 fn yaml_text(doc: &Value) -> io::Result<String> {
     if any_key_needs_quotes(doc) {
         // The YAML serializer cannot be made to quote a key; no key of a real object holds such

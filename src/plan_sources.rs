@@ -61,6 +61,12 @@ pub fn saved_target(
     context_flag: Option<&str>,
     now: Timestamp,
 ) -> Result<ClusterPlan, SavedPlanError> {
+    check_age(saved, now)?;
+    choose_target(saved, conn, context_flag)
+}
+
+/// `--max-plan-age`: refuses a plan made longer ago than that.
+pub fn check_age(saved: &SavedInput, now: Timestamp) -> Result<(), SavedPlanError> {
     if let Some(max) = saved.max_age {
         let created: Timestamp =
             saved
@@ -81,6 +87,16 @@ pub fn saved_target(
             });
         }
     }
+    Ok(())
+}
+
+/// The plan of `saved` for the cluster and namespace `conn` points at: the one made against
+/// the same API server, else the one made with context `context` (in the same namespace).
+pub fn choose_target(
+    saved: &SavedInput,
+    conn: &Connection,
+    context_flag: Option<&str>,
+) -> Result<ClusterPlan, SavedPlanError> {
     let same_namespace = |c: &&ClusterPlan| c.plan.namespace == conn.namespace;
     let found = saved
         .file

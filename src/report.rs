@@ -161,7 +161,7 @@ pub struct Line {
 }
 
 impl Line {
-    fn new(fate: Fate, style: Style, text: String) -> Line {
+    pub fn new(fate: Fate, style: Style, text: String) -> Line {
         Line { fate, style, text }
     }
 
@@ -181,8 +181,35 @@ impl Line {
 
 /// One line per object, then a closing line when something did not go as planned.
 pub fn lines(report: &Report) -> Vec<Line> {
+    let mut lines = object_lines(report);
+    lines.extend(closing_line(report));
+    lines
+}
+
+/// The closing line of a report whose objects did not all go as planned: nothing changed, or
+/// how many changes were not applied; `None` when everything went as planned.
+pub fn closing_line(report: &Report) -> Option<Line> {
+    let not_applied = object_lines(report)
+        .iter()
+        .filter(|l| l.fate == Fate::NotDone)
+        .count();
+    if not_applied == 0 {
+        return None;
+    }
+    let msg = if report.stopped_in_preflight || !report.any_written() {
+        "Nothing was changed.".to_owned()
+    } else {
+        format!(
+            "The application is partly updated: {not_applied} change{} not applied (listed above).",
+            if not_applied == 1 { " was" } else { "s were" }
+        )
+    };
+    Some(Line::new(Fate::NotDone, Style::new().bold(), msg))
+}
+
+/// One line per object that was to change.
+pub fn object_lines(report: &Report) -> Vec<Line> {
     let mut lines = Vec::new();
-    let mut not_applied = 0;
     for (change, outcome) in &report.entries {
         let what = describe_fields(change);
         let what = if what.is_empty() {
@@ -228,21 +255,7 @@ pub fn lines(report: &Report) -> Vec<Line> {
                 format!("{reference} NOT {done}: not attempted{what}"),
             ),
         };
-        if line.fate == Fate::NotDone {
-            not_applied += 1;
-        }
         lines.push(line);
-    }
-    if not_applied > 0 {
-        let msg = if report.stopped_in_preflight || !report.any_written() {
-            "Nothing was changed.".to_owned()
-        } else {
-            format!(
-                "The application is partly updated: {not_applied} change{} not applied (listed above).",
-                if not_applied == 1 { " was" } else { "s were" }
-            )
-        };
-        lines.push(Line::new(Fate::NotDone, Style::new().bold(), msg));
     }
     lines
 }

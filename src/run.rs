@@ -7,7 +7,9 @@
 //! stops the waiting: the writes are done.
 
 use crate::apply::{self, ApplyOptions, InterruptFlag};
-use crate::cluster::Cluster;
+use std::sync::Arc;
+
+use crate::cluster::{Cluster, RequestLog};
 use crate::confirm::{self, Answer, NotConfirmed};
 use crate::error::{AppError, Stage};
 use crate::exit::Ending;
@@ -15,9 +17,10 @@ use crate::history;
 use crate::history::Source;
 use crate::history_store;
 use crate::kube_context;
+use crate::kube_context::Connection;
 use crate::live_state;
 use crate::plan::Plan;
-use crate::plan_file::{self, Origin};
+use crate::plan_file::{self, ClusterPlan, Origin};
 use crate::plan_sources::{self, Sourced};
 use crate::planner::{self, UpdateRequest};
 use crate::report::{Interruption, Report};
@@ -85,51 +88,18 @@ pub async fn run(settings: &Settings, streams: &Streams) -> Ending {
 async fn plan(settings: &Settings, streams: &Streams) -> Result<Next, AppError> {
     let conn = kube_context::connect(&settings.cluster, streams::warning).await?;
     // -v: the proxy and every request, as notices.
-    let log = (settings.verbose > 0).then_some(streams::notice as fn(&str));
-    if let (Some(log), Some(proxy)) = (log, &conn.proxy) {
-        log(&format!("  via proxy {}", Untrusted(proxy)));
-    }
-    let cluster = Cluster::new(conn, log);
+    let cluster = connected(conn, settings.verbose, None);
 
-    let sourced = if let Some(saved) = &settings.saved {
-        let target = plan_sources::saved_target(
+    let saved = match &settings.saved {
+        Some(saved) => Some(plan_sources::saved_target(
             saved,
             &cluster.conn,
             settings.cluster.context.as_deref(),
             k8s_openapi::jiff::Timestamp::now(),
-        )?;
-        Sourced {
-            plan: target.plan,
-            source: target.source,
-            saved_plan: true,
-            config_map: None,
-            refusal: None,
-        }
-    } else if let Some(undo) = &settings.undo {
-        plan_sources::undo(&cluster, &settings.app, undo).await?
-    } else {
-        let request = UpdateRequest {
-            app: &settings.app,
-            namespace: cluster.namespace(),
-            context: &cluster.conn.context,
-            container: settings.container.as_deref(),
-            container_update: &settings.container_update,
-            autoscaler_update: &settings.autoscaler_update,
-            endpoints: settings.endpoints.as_ref().map(|e| &e.file),
-            routes: &settings.routes,
-        };
-        let mut live = live_state::read(&cluster, &settings.app, request.needs()).await?;
-        if request.needs_ingress_classes(&live) {
-            live.ingress_classes = Some(live_state::read_ingress_classes(&cluster).await?);
-        }
-        Sourced {
-            plan: planner::build_plan(&request, &live)?,
-            source: Source::Update,
-            saved_plan: false,
-            config_map: None,
-            refusal: None,
-        }
+        )?),
+        None => None,
     };
+    let sourced = source(settings, &cluster, saved).await?;
     let plan = &sourced.plan;
     streams.plan(plan)?;
     if let Some(message) = sourced.refusal {
@@ -181,17 +151,92 @@ async fn plan(settings: &Settings, streams: &Streams) -> Result<Next, AppError> 
     Ok(Next::Apply(cluster, Box::new(sourced)))
 }
 
+/// The plan for `cluster`: `saved`'s (the plan file's entry for this cluster), the undo's,
+/// or the flags' against the live objects.
+pub(crate) async fn source(
+    settings: &Settings,
+    cluster: &Cluster,
+    saved: Option<ClusterPlan>,
+) -> Result<Sourced, AppError> {
+    if let Some(target) = saved {
+        return Ok(Sourced {
+            plan: target.plan,
+            source: target.source,
+            saved_plan: true,
+            config_map: None,
+            refusal: None,
+        });
+    }
+    if let Some(undo) = &settings.undo {
+        return plan_sources::undo(cluster, &settings.app, undo).await;
+    }
+    let request = UpdateRequest {
+        app: &settings.app,
+        namespace: cluster.namespace(),
+        context: &cluster.conn.context,
+        container: settings.container.as_deref(),
+        container_update: &settings.container_update,
+        autoscaler_update: &settings.autoscaler_update,
+        endpoints: settings.endpoints.as_ref().map(|e| &e.file),
+        routes: &settings.routes,
+    };
+    let mut live = live_state::read(cluster, &settings.app, request.needs()).await?;
+    if request.needs_ingress_classes(&live) {
+        live.ingress_classes = Some(live_state::read_ingress_classes(cluster).await?);
+    }
+    Ok(Sourced {
+        plan: planner::build_plan(&request, &live)?,
+        source: Source::Update,
+        saved_plan: false,
+        config_map: None,
+        refusal: None,
+    })
+}
+
+/// The cluster of `conn`; with `-v`, the proxy and every request as notices, each line behind
+/// `prefix` when given (a fleet names the context).
+pub(crate) fn connected(conn: Connection, verbose: u8, prefix: Option<String>) -> Cluster {
+    let log: Option<RequestLog> = (verbose > 0).then(|| -> RequestLog {
+        match prefix {
+            Some(prefix) => Arc::new(move |line: &str| streams::notice(&format!("{prefix}{line}"))),
+            None => Arc::new(streams::notice),
+        }
+    });
+    if let (Some(log), Some(proxy)) = (&log, &conn.proxy) {
+        log(&format!("  via proxy {}", Untrusted(proxy)));
+    }
+    Cluster::new(conn, log)
+}
+
 /// `--plan-out`: the plan and where it was computed, as a file.
 fn save_plan(path: &std::path::Path, sourced: &Sourced, cluster: &Cluster) -> Result<(), AppError> {
-    let origin = Origin {
-        context: cluster.conn.context.clone(),
-        server: cluster.conn.server.clone(),
-        created_at: k8s_openapi::jiff::Timestamp::now()
-            .round(k8s_openapi::jiff::Unit::Second)
-            .unwrap_or_else(|_| k8s_openapi::jiff::Timestamp::now())
-            .to_string(),
-    };
-    let text = plan_file::render(&[(&sourced.plan, &origin, &sourced.source)])?;
+    save_plans(path, &[(sourced, cluster)])
+}
+
+/// `--plan-out` of a run over one cluster or several: each cluster's plan and where it was
+/// computed, as one file.
+pub(crate) fn save_plans(
+    path: &std::path::Path,
+    plans: &[(&Sourced, &Cluster)],
+) -> Result<(), AppError> {
+    let created_at = k8s_openapi::jiff::Timestamp::now()
+        .round(k8s_openapi::jiff::Unit::Second)
+        .unwrap_or_else(|_| k8s_openapi::jiff::Timestamp::now())
+        .to_string();
+    let origins: Vec<Origin> = plans
+        .iter()
+        .map(|(_, cluster)| Origin {
+            context: cluster.conn.context.clone(),
+            server: cluster.conn.server.clone(),
+            created_at: created_at.clone(),
+        })
+        .collect();
+    let entries: Vec<(&Plan, &Origin, &Source)> = plans
+        .iter()
+        .zip(&origins)
+        .map(|((sourced, _), origin)| (&sourced.plan, origin, &sourced.source))
+        .collect();
+    let text = plan_file::render(&entries)?;
     std::fs::write(path, text).map_err(|source| AppError::PlanOut {
         file: path.display().to_string(),
         source,
@@ -214,6 +259,14 @@ async fn confirmed(plan: &Plan, settings: &Settings) -> Result<(), AppError> {
         summary.update,
         summary.delete
     );
+    ask(question, settings).await
+}
+
+/// Asks `question` (escaped) on the terminal; `Ok` only for a yes.
+pub(crate) async fn ask(question: String, settings: &Settings) -> Result<(), AppError> {
+    if !settings.can_prompt {
+        return Err(NotConfirmed::NoTerminal.into());
+    }
     let color = settings.color_stderr;
     let answer = tokio::task::spawn_blocking(move || confirm::ask(&question, color))
         .await
@@ -285,7 +338,7 @@ async fn write(
 }
 
 /// Adds the run's record to the history, if it wrote something.
-async fn record(
+pub(crate) async fn record(
     cluster: &Cluster,
     sourced: &Sourced,
     report: &Report,
@@ -397,8 +450,7 @@ pub async fn history(settings: &HistorySettings, streams: &Streams) -> Ending {
 
 async fn list_history(settings: &HistorySettings, streams: &Streams) -> Result<(), AppError> {
     let conn = kube_context::connect(&settings.cluster, streams::warning).await?;
-    let log = (settings.verbose > 0).then_some(streams::notice as fn(&str));
-    let cluster = Cluster::new(conn, log);
+    let cluster = connected(conn, settings.verbose, None);
     let name = history::config_map_name(&settings.app);
     let cm = cluster
         .get_config_map(&name)

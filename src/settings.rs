@@ -9,8 +9,8 @@ use std::time::Duration;
 use std::collections::BTreeSet;
 
 use crate::cli::{
-    ApplyArgs, ClusterArgs, ColorChoice, HistoryArgs, HistoryFormat, OutputFormat, RoutesChoice,
-    UpdateArgs,
+    ApplyArgs, ClusterArgs, ColorChoice, FleetArgs, HistoryArgs, HistoryFormat, OutputFormat,
+    RoutesChoice, UpdateArgs,
 };
 use crate::endpoints_file::{self, EndpointsError, EndpointsFile};
 use crate::names;
@@ -142,11 +142,60 @@ impl KubeconfigSource {
     }
 }
 
+/// `--context-selector REGEX`: as typed, and compiled to match whole context names.
+#[derive(Clone, Debug)]
+pub struct ContextSelector {
+    pub text: String,
+    pub regex: regex::Regex,
+}
+
+impl ContextSelector {
+    /// The regular expression must match the whole name (`prod` does not select `preprod`).
+    pub fn new(text: &str) -> Result<ContextSelector, SettingsError> {
+        regex::Regex::new(&format!("^(?:{text})$"))
+            .map(|regex| ContextSelector {
+                text: text.to_owned(),
+                regex,
+            })
+            .map_err(|e| {
+                let why = match e {
+                    regex::Error::CompiledTooBig(_) => "it is too large".to_owned(),
+                    // The parser's message spans lines and points at the error: its last line
+                    // says what is wrong.
+                    e => e
+                        .to_string()
+                        .lines()
+                        .rev()
+                        .find(|l| !l.trim().is_empty())
+                        .map(|l| l.trim().trim_start_matches("error: ").to_owned())
+                        .unwrap_or_default(),
+                };
+                SettingsError::Invalid(format!(
+                    "--context-selector {:?} is not a valid regular expression: {}",
+                    Untrusted(text),
+                    Untrusted(why)
+                ))
+            })
+    }
+
+    pub fn matches(&self, context: &str) -> bool {
+        self.regex.is_match(context)
+    }
+}
+
 /// Which cluster, user and namespace to talk to.
 #[derive(Clone, Debug)]
 pub struct ClusterSelection {
     pub kubeconfig: KubeconfigSource,
+    /// The context of a run over one cluster: the first `--context` (else the current one).
     pub context: Option<String>,
+    /// Every context named by `--context` and `--contexts`, in order, each once.
+    pub contexts: Vec<String>,
+    /// `--context-selector`.
+    pub context_selector: Option<ContextSelector>,
+    /// The flags name several contexts: `--context` more than once, `--contexts` or
+    /// `--context-selector`.
+    pub several: bool,
     pub cluster: Option<String>,
     pub user: Option<String>,
     pub namespace: Option<String>,
@@ -167,9 +216,31 @@ impl ClusterSelection {
         if let Some(ns) = &args.namespace {
             validate_namespace(ns).map_err(SettingsError::Invalid)?;
         }
+        let several =
+            args.context.len() > 1 || !args.contexts.is_empty() || args.context_selector.is_some();
+        let mut contexts: Vec<String> = Vec::new();
+        for c in args.context.iter().chain(&args.contexts) {
+            if c.is_empty() {
+                return Err(SettingsError::Invalid(
+                    "an empty context name was given (--context or --contexts); name each context"
+                        .into(),
+                ));
+            }
+            if !contexts.contains(c) {
+                contexts.push(c.clone());
+            }
+        }
+        let context_selector = args
+            .context_selector
+            .as_deref()
+            .map(ContextSelector::new)
+            .transpose()?;
         Ok(ClusterSelection {
             kubeconfig: KubeconfigSource::resolve(args.kubeconfig, env),
-            context: args.context,
+            context: args.context.first().cloned(),
+            contexts,
+            context_selector,
+            several,
             cluster: args.cluster,
             user: args.user,
             namespace: args.namespace,
@@ -178,6 +249,63 @@ impl ClusterSelection {
             request_timeout: args.request_timeout.filter(|d| !d.is_zero()),
             proxy_env: env.proxy.clone(),
         })
+    }
+}
+
+/// How a run over several clusters goes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FleetSettings {
+    /// Clusters written at the same time (≥ 1).
+    pub parallel: usize,
+    /// Contexts applied first, whose rollout must complete before the others start.
+    pub canary: Vec<String>,
+    pub stop_on_failure: bool,
+    pub skip_unreachable: bool,
+}
+
+/// Clusters written at the same time when `--parallel` is not given.
+pub const DEFAULT_PARALLEL: usize = 32;
+
+impl FleetSettings {
+    /// A fleet run when the cluster flags name several contexts, a canary is named, or the
+    /// plan file holds several clusters (`saved_clusters`); the fleet's own flags only apply
+    /// then, and `--cluster`/`--user` (one context's cluster and user) never do.
+    pub fn resolve(
+        args: FleetArgs,
+        cluster: &ClusterSelection,
+        saved_clusters: usize,
+    ) -> Result<Option<FleetSettings>, SettingsError> {
+        let fleet = cluster.several || !args.canary.is_empty() || saved_clusters > 1;
+        if !fleet {
+            let given = [
+                (args.parallel.is_some(), "--parallel"),
+                (args.stop_on_failure.is_some(), "--stop-on-failure"),
+                (args.skip_unreachable, "--skip-unreachable"),
+            ];
+            if let Some((_, flag)) = given.iter().find(|(given, _)| *given) {
+                return Err(SettingsError::Invalid(format!(
+                    "{flag} only applies to a run over several contexts; name them with --contexts, --context-selector or --context more than once"
+                )));
+            }
+            return Ok(None);
+        }
+        if cluster.cluster.is_some() || cluster.user.is_some() {
+            return Err(SettingsError::Invalid(
+                "--cluster and --user replace one context's cluster or user, so they cannot be used with several contexts; drop them, or give each cluster and user a context of its own".into(),
+            ));
+        }
+        let mut canary: Vec<String> = Vec::new();
+        for c in args.canary {
+            if !canary.contains(&c) {
+                canary.push(c);
+            }
+        }
+        Ok(Some(FleetSettings {
+            parallel: args.parallel.map_or(DEFAULT_PARALLEL, |n| n as usize),
+            canary,
+            stop_on_failure: args.stop_on_failure.unwrap_or(true),
+            skip_unreachable: args.skip_unreachable,
+        }))
     }
 }
 
@@ -240,6 +368,8 @@ pub struct Settings {
     pub history_max: u32,
     /// `apply FILE`: the saved plan to apply instead of planning from flags.
     pub saved: Option<SavedInput>,
+    /// A run over several clusters.
+    pub fleet: Option<FleetSettings>,
 }
 
 /// `kubectl appupdate history NAME`, resolved.
@@ -259,9 +389,15 @@ impl HistorySettings {
         env: &Environment,
     ) -> Result<HistorySettings, SettingsError> {
         validate_app_name(&args.name).map_err(SettingsError::Invalid)?;
+        let cluster = ClusterSelection::resolve(cluster, env)?;
+        if cluster.several {
+            return Err(SettingsError::Invalid(
+                "history reads one cluster's records: give at most one --context".into(),
+            ));
+        }
         Ok(HistorySettings {
             app: args.name,
-            cluster: ClusterSelection::resolve(cluster, env)?,
+            cluster,
             output: args.output,
             color: decide_color(args.color, env, env.stdout_is_terminal),
             verbose: args.verbose,
@@ -416,6 +552,7 @@ impl Settings {
             )));
         }
         let cluster = ClusterSelection::resolve(args.cluster, env)?;
+        let fleet = FleetSettings::resolve(args.fleet, &cluster, 0)?;
 
         let endpoints = match &args.endpoints {
             None => None,
@@ -475,6 +612,7 @@ impl Settings {
             undo,
             history_max: args.history_max,
             saved: None,
+            fleet,
         })
     }
 
@@ -509,6 +647,18 @@ impl Settings {
                 why,
             })
         })?;
+        if let Some(other) = file.clusters.iter().find(|c| c.plan.app != app) {
+            return Err(SettingsError::PlanFile(PlanFileError::Invalid {
+                file: name.clone(),
+                why: format!(
+                    "it holds plans for two applications ({:?} and {:?})",
+                    Untrusted(&app),
+                    Untrusted(&other.plan.app)
+                ),
+            }));
+        }
+        let cluster = ClusterSelection::resolve(cluster, env)?;
+        let fleet = FleetSettings::resolve(args.fleet, &cluster, file.clusters.len())?;
         Ok(Settings {
             app,
             container: None,
@@ -516,7 +666,7 @@ impl Settings {
             autoscaler_update: AutoscalerUpdate::default(),
             endpoints: None,
             routes: RouteFlags::default(),
-            cluster: ClusterSelection::resolve(cluster, env)?,
+            cluster,
             yes: args.yes,
             dry_run: false,
             detailed_exitcode: false,
@@ -525,7 +675,7 @@ impl Settings {
             color_stderr: decide_color(args.color, env, env.stderr_is_terminal),
             retries: args.retries,
             wait: false,
-            wait_timeout: Duration::ZERO,
+            wait_timeout: args.timeout,
             verbose: args.verbose,
             can_prompt: env.can_prompt,
             stderr_is_terminal: env.stderr_is_terminal,
@@ -537,6 +687,7 @@ impl Settings {
                 file,
                 max_age: args.max_plan_age.filter(|d| !d.is_zero()),
             }),
+            fleet,
         })
     }
 }

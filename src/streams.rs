@@ -13,6 +13,7 @@
 //! | `… NOT …`, `… MAYBE …`, a tripped guard's new diff, `Nothing was changed.`, `The application is partly updated…` ([`Kind::NotDone`]) | stderr | stderr |
 //! | signal notices, the server's warnings (`Warning: …`), rollout progress, `-v` request lines ([`Kind::Notice`]) | stderr | stderr |
 //! | `error: …` ([`Kind::Error`]) | stderr | stderr |
+//! | a fleet's plan shown with the question while stdout waits for the document ([`Kind::Review`]) | stderr | stderr |
 //!
 //! The prompt (dialoguer) and the progress bar (indicatif) draw on stderr themselves; clap's
 //! `--help` and `--version` go to stdout and its errors to stderr, as every CLI does.
@@ -32,6 +33,8 @@ use crate::cli::{CliError, OutputFormat};
 use crate::diff_render::{self, RenderOptions};
 use crate::error::{AppError, Stage};
 use crate::exit::Ending;
+use crate::fleet::{self, ClusterState, FleetEnd};
+use crate::fleet_plan::FleetPlan;
 use crate::history::{self, History};
 use crate::history_store::Recorded;
 use crate::output;
@@ -54,6 +57,9 @@ pub enum Kind {
     Notice,
     /// The reason a run exits with an error.
     Error,
+    /// The plan shown with the question when stdout carries a document (`-o json|yaml` of a
+    /// run over several clusters, whose document comes at the end).
+    Review,
 }
 
 impl From<Fate> for Kind {
@@ -76,7 +82,7 @@ pub fn stream(kind: Kind, output: OutputFormat) -> Stream {
     match (kind, output) {
         (Kind::Plan, _) | (Kind::Done, OutputFormat::Diff) => Stream::Stdout,
         (Kind::Done, OutputFormat::Json | OutputFormat::Yaml)
-        | (Kind::NotDone | Kind::Notice | Kind::Error, _) => Stream::Stderr,
+        | (Kind::NotDone | Kind::Notice | Kind::Error | Kind::Review, _) => Stream::Stderr,
     }
 }
 
@@ -170,9 +176,90 @@ impl Streams {
         self.write(Kind::Plan, &text)
     }
 
-    /// What happened to each object: first, for each object the guard stopped, what would
-    /// change now; then one line per object and the closing line.
-    pub fn report(&self, report: &Report) -> io::Result<()> {
+    /// The combined plan of a run over several clusters, as a diff; with `-o json|yaml`
+    /// nothing yet (the document, with each cluster's outcome, comes at the end).
+    pub fn fleet_plan(&self, fleet: &FleetPlan) -> io::Result<()> {
+        if self.output != OutputFormat::Diff {
+            return Ok(());
+        }
+        self.fleet_diff(Kind::Plan, fleet)
+    }
+
+    /// With `-o json|yaml`, the combined plan as a diff on stderr, for the question.
+    pub fn fleet_review(&self, fleet: &FleetPlan) -> io::Result<()> {
+        if self.output == OutputFormat::Diff {
+            return Ok(());
+        }
+        self.fleet_diff(Kind::Review, fleet)
+    }
+
+    fn fleet_diff(&self, kind: Kind, fleet: &FleetPlan) -> io::Result<()> {
+        let mut text = Vec::new();
+        let opts = RenderOptions {
+            color: self.color(kind),
+            ..RenderOptions::default()
+        };
+        diff_render::render_fleet(&mut text, fleet, &opts)?;
+        self.write(kind, &text)
+    }
+
+    /// With `-o json|yaml`, the fleet document: each cluster's plan and, once the run got
+    /// that far, its outcome.
+    pub fn fleet_document(
+        &self,
+        fleet: &FleetPlan,
+        canaries: &[String],
+        end: Option<&FleetEnd>,
+    ) -> io::Result<()> {
+        let yaml = match self.output {
+            OutputFormat::Diff => return Ok(()),
+            OutputFormat::Json => false,
+            OutputFormat::Yaml => true,
+        };
+        let mut text = Vec::new();
+        fleet::write_document(&mut text, fleet, canaries, end, yaml)?;
+        self.write(Kind::Plan, &text)
+    }
+
+    /// How each cluster of a fleet ended: its heading, what the guard stopped (the new diff),
+    /// what happened to each object and to the rollout, the history record; then the
+    /// closing line.
+    pub fn fleet_report(&self, end: &FleetEnd) -> io::Result<()> {
+        let indented = |line: &report::Line, color: bool| format!("  {}\n", line.render(color));
+        for cluster in &end.clusters {
+            let heading = cluster.heading();
+            let kind = Kind::from(heading.fate);
+            self.write(
+                kind,
+                format!("{}\n", heading.render(self.color(kind))).as_bytes(),
+            )?;
+            if let ClusterState::Applied { report, .. } | ClusterState::Refused(report) =
+                &cluster.state
+            {
+                self.tripped(report)?;
+            }
+            for line in cluster.objects() {
+                let kind = Kind::from(line.fate);
+                self.write(kind, indented(&line, self.color(kind)).as_bytes())?;
+            }
+            if let ClusterState::Applied { recorded, .. } = &cluster.state {
+                self.recorded_indented(recorded, "  ")?;
+            }
+            if let Some(line) = cluster.rollout(&end.app) {
+                let kind = Kind::from(line.fate);
+                self.write(kind, indented(&line, self.color(kind)).as_bytes())?;
+            }
+        }
+        let closing = end.closing();
+        let kind = Kind::from(closing.fate);
+        self.write(
+            kind,
+            format!("{}\n", closing.render(self.color(kind))).as_bytes(),
+        )
+    }
+
+    /// For each object the guard stopped, what would change now.
+    fn tripped(&self, report: &Report) -> io::Result<()> {
         for (_, outcome) in &report.entries {
             if let Outcome::Tripped {
                 fresh: Some(fresh), ..
@@ -187,6 +274,13 @@ impl Streams {
                 self.write(Kind::NotDone, &text)?;
             }
         }
+        Ok(())
+    }
+
+    /// What happened to each object: first, for each object the guard stopped, what would
+    /// change now; then one line per object and the closing line.
+    pub fn report(&self, report: &Report) -> io::Result<()> {
+        self.tripped(report)?;
         for line in report::lines(report) {
             let kind = Kind::from(line.fate);
             let text = line.render(self.color(kind)) + "\n";
@@ -198,6 +292,10 @@ impl Streams {
     /// What became of the run's history record: its revision (with what was done), or the
     /// warning that it was not recorded.
     pub fn recorded(&self, recorded: &Recorded) -> io::Result<()> {
+        self.recorded_indented(recorded, "")
+    }
+
+    fn recorded_indented(&self, recorded: &Recorded, indent: &str) -> io::Result<()> {
         match recorded {
             Recorded::Nothing => Ok(()),
             Recorded::Revision {
@@ -205,7 +303,8 @@ impl Streams {
                 config_map,
             } => self.write(
                 Kind::Done,
-                format!("recorded as revision {revision} in configmap/{config_map}\n").as_bytes(),
+                format!("{indent}recorded as revision {revision} in configmap/{config_map}\n")
+                    .as_bytes(),
             ),
             Recorded::Warning(text) => {
                 let text = if self.color(Kind::Notice) {
@@ -216,7 +315,7 @@ impl Streams {
                 } else {
                     text.clone()
                 };
-                self.write(Kind::Notice, format!("{text}\n").as_bytes())
+                self.write(Kind::Notice, format!("{indent}{text}\n").as_bytes())
             }
         }
     }
@@ -366,6 +465,7 @@ mod tests {
             (NotDone, Stream::Stderr, Stream::Stderr),
             (Notice, Stream::Stderr, Stream::Stderr),
             (Error, Stream::Stderr, Stream::Stderr),
+            (Review, Stream::Stderr, Stream::Stderr),
         ] {
             assert_eq!(stream(kind, OutputFormat::Diff), diff, "{kind:?}");
             assert_eq!(stream(kind, OutputFormat::Json), structured, "{kind:?}");

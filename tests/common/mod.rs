@@ -3,6 +3,8 @@
 #![allow(dead_code)]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+pub mod fleet;
+pub mod kubeconfig;
 pub mod pty;
 pub mod running;
 

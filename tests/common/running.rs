@@ -43,10 +43,15 @@ pub struct Running {
 impl Running {
     /// `kubectl-appupdate --kubeconfig <env's> ARGS`, without stdin.
     pub fn start(env: &Env, args: &[&str]) -> Running {
+        Running::with_kubeconfig(&env.kubeconfig, args)
+    }
+
+    /// `kubectl-appupdate --kubeconfig KUBECONFIG ARGS`, without stdin.
+    pub fn with_kubeconfig(kubeconfig: &std::path::Path, args: &[&str]) -> Running {
         let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("kubectl-appupdate"));
         scrub(&mut cmd);
         cmd.arg("--kubeconfig")
-            .arg(&env.kubeconfig)
+            .arg(kubeconfig)
             .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

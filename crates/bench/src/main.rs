@@ -26,6 +26,7 @@ use kubectl_appupdate::plan::Plan;
 use sandbox_apiserver::{LoggedRequest, Sandbox, SandboxOptions};
 use serde_json::Value;
 
+mod fleet;
 mod notes;
 mod report;
 
@@ -44,9 +45,19 @@ struct Args {
     /// Round-trip times to add, in milliseconds.
     #[arg(long, value_delimiter = ',', default_value = "0,5,20")]
     rtt: Vec<u64>,
-    /// Scenarios to run (S, M, L).
-    #[arg(long, value_delimiter = ',', default_value = "S,M,L")]
+    /// Scenarios to run (S, M, L, and `fleet`: one update on several clusters). `fleet` alone
+    /// measures only that and replaces its section of an existing report.
+    #[arg(long, value_delimiter = ',', default_value = "S,M,L,fleet")]
     scenarios: Vec<String>,
+    /// Fleet scenario: the cluster counts.
+    #[arg(long, value_delimiter = ',', default_value = "1,4,16")]
+    fleet_sizes: Vec<usize>,
+    /// Fleet scenario: the RTT to every cluster, in milliseconds.
+    #[arg(long, default_value_t = 20)]
+    fleet_rtt: u64,
+    /// Fleet scenario: the update (S, M or L).
+    #[arg(long, default_value = "S")]
+    fleet_scenario: String,
     /// The kubectl binary (default: `kubectl.1.28` beside the `kubectl` on PATH when that is
     /// the version dispatcher, else `kubectl`).
     #[arg(long)]
@@ -83,6 +94,15 @@ impl Contender {
         Contender::KubectlCold,
         Contender::KubectlWarm,
     ];
+
+    /// The contenders of repetition `rep`, alternated: plugin first, then plugin last.
+    pub fn order(rep: usize) -> Vec<Contender> {
+        let mut order = Contender::ALL.to_vec();
+        if rep % 2 == 1 {
+            order.reverse();
+        }
+        order
+    }
 
     pub fn label(self) -> &'static str {
         match self {
@@ -287,14 +307,31 @@ fn run(args: Args) -> Result<(), String> {
         return Err("this build cannot draw the plot that goes with the report; run it as `cargo run --release -p appupdate-bench --features plot -- …`".into());
     }
     let t_start = Instant::now();
+    let with_fleet = args
+        .scenarios
+        .iter()
+        .any(|s| s.eq_ignore_ascii_case("fleet"));
     let scenarios: Vec<Scenario> = args
         .scenarios
         .iter()
-        .map(|s| Scenario::parse(s).ok_or_else(|| format!("unknown scenario {s:?} (S, M, L)")))
+        .filter(|s| !s.eq_ignore_ascii_case("fleet"))
+        .map(|s| {
+            Scenario::parse(s).ok_or_else(|| format!("unknown scenario {s:?} (S, M, L, fleet)"))
+        })
         .collect::<Result<_, _>>()?;
+    let fleet_scenario = Scenario::parse(&args.fleet_scenario).ok_or_else(|| {
+        format!(
+            "unknown --fleet-scenario {:?} (S, M, L)",
+            args.fleet_scenario
+        )
+    })?;
     if args.reps == 0 || args.rtt.is_empty() {
         return Err("--reps must be ≥ 1 and --rtt must name at least one RTT".into());
     }
+    if with_fleet && (args.fleet_sizes.is_empty() || args.fleet_sizes.contains(&0)) {
+        return Err("--fleet-sizes must name cluster counts of at least 1".into());
+    }
+    let fleet_only = with_fleet && scenarios.is_empty();
     let mut machine = Machine {
         load_before: load_average(),
         started: now_utc(),
@@ -326,7 +363,7 @@ fn run(args: Args) -> Result<(), String> {
         }
     };
     let mut extras = Extras::default();
-    if !args.no_criterion {
+    if !args.no_criterion && !fleet_only {
         eprintln!("running the criterion benchmark (cargo bench --bench plan)…");
         let ok = Command::new(cargo())
             .args(["bench", "-p", "kubectl-appupdate", "--bench", "plan"])
@@ -412,6 +449,28 @@ fn run(args: Args) -> Result<(), String> {
         machine.kubectl_path
     );
 
+    let fleet_plan = fleet::Plan {
+        sizes: args.fleet_sizes.clone(),
+        rtt_ms: args.fleet_rtt,
+        reps: args.reps,
+        scenario: fleet_scenario,
+    };
+    if fleet_only {
+        let results = fleet::measure(fleet_plan, &rt, &ctx)?;
+        let section = fleet::markdown(&results, machine.cores);
+        let report = std::fs::read_to_string(&args.out).unwrap_or_default();
+        let text = if report.is_empty() {
+            section
+        } else {
+            fleet::replace_section(&report, &section)
+        };
+        std::fs::write(&args.out, text)
+            .map_err(|e| format!("cannot write {}: {e}", args.out.display()))?;
+        eprintln!("wrote the fleet section of {}", args.out.display());
+        let _ = std::fs::remove_dir_all(&dir);
+        return Ok(());
+    }
+
     let mut cells: Vec<Cell> = Vec::new();
     let mut floors: Vec<(Scenario, Floor)> = Vec::new();
     let mut reference: Vec<(Scenario, Value)> = Vec::new();
@@ -435,11 +494,7 @@ fn run(args: Args) -> Result<(), String> {
                 runs: Vec::new(),
             };
             for rep in 0..args.reps {
-                let mut order = Contender::ALL.to_vec();
-                if rep % 2 == 1 {
-                    order.reverse();
-                }
-                for c in order {
+                for c in Contender::order(rep) {
                     let run = match c {
                         Contender::Plugin => {
                             let r = run_plugin(&ctx, s)?;
@@ -478,6 +533,13 @@ fn run(args: Args) -> Result<(), String> {
             cells.push(cell);
         }
     }
+
+    let fleet_section = if with_fleet {
+        let results = fleet::measure(fleet_plan, &rt, &ctx)?;
+        Some(fleet::markdown(&results, machine.cores))
+    } else {
+        None
+    };
 
     eprintln!("peak RSS, start-up, size…");
     ctx.proxy.set_rtt(Duration::ZERO);
@@ -519,6 +581,7 @@ fn run(args: Args) -> Result<(), String> {
         &plot,
         &args.rtt,
         args.reps,
+        fleet_section.as_deref(),
     );
     if let Some(parent) = args.out.parent() {
         let _ = std::fs::create_dir_all(parent);

@@ -110,6 +110,7 @@ pub fn markdown(
     plot: &Path,
     rtts: &[u64],
     reps: usize,
+    fleet: Option<&str>,
 ) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "# Performance\n");
@@ -125,8 +126,9 @@ pub fn markdown(
          One command: it builds the release plugin, runs the criterion benchmark \
          (`cargo bench -p kubectl-appupdate --bench plan`), runs every scenario at RTT {} ms, \
          measures peak RSS, start-up and size, and writes this file and `{}`. Options: \
-         `--reps N`, `--rtt 0,5,20`, `--scenarios S,M,L`, `--kubectl PATH`, `--plugin PATH`, \
-         `--no-criterion`. The CPU benchmark alone: `cargo bench --bench plan`. Not part of \
+         `--reps N`, `--rtt 0,5,20`, `--scenarios S,M,L,fleet`, `--kubectl PATH`, `--plugin PATH`, \
+         `--no-criterion`, and for the fleet scenario `--fleet-sizes 1,4,16`, `--fleet-rtt 20`, \
+         `--fleet-scenario S`. The CPU benchmark alone: `cargo bench --bench plan`. Not part of \
          `cargo nextest run` (only the harness's unit tests and a proxy smoke test are).\n",
         rtts.iter()
             .map(u64::to_string)
@@ -337,6 +339,9 @@ pub fn markdown(
         "Peak RSS is `getrusage(RUSAGE_CHILDREN).ru_maxrss` of a helper process that runs exactly one child. Release profile: fat LTO, 1 codegen unit, panic = abort, stripped. {}.\n",
         x.musl
     );
+    if let Some(section) = fleet {
+        let _ = writeln!(s, "{section}");
+    }
     let _ = writeln!(s, "{}", crate::notes::NOTES);
     s
 }

@@ -1,0 +1,231 @@
+//! The combined plan of a run over several clusters (a fleet), as data: each cluster's plan,
+//! the clusters left out (`--skip-unreachable`), the clusters whose plans are identical folded
+//! into one section, and the totals.
+//!
+//! Two plans are identical when everything a person is shown is: the namespace, and for every
+//! object its kind, name, action, changed fields, the views the diff shows and the endpoints
+//! it serves — that is, the `-o json` document without the context and without the
+//! `resourceVersion` and `uid` each write is conditional on (those differ from cluster to
+//! cluster even when the change is the same).
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+use crate::output::{self, PlanDocument};
+use crate::plan::{Plan, Summary};
+
+/// One cluster of the fleet: planned, or left out.
+#[derive(Clone, Copy, Debug)]
+pub enum Member<'a> {
+    Planned(&'a Plan),
+    /// `--skip-unreachable`: the context, and why (one line, values escaped).
+    Skipped {
+        context: &'a str,
+        reason: &'a str,
+    },
+}
+
+impl Member<'_> {
+    pub fn context(&self) -> &str {
+        match self {
+            Member::Planned(plan) => &plan.context,
+            Member::Skipped { context, .. } => context,
+        }
+    }
+}
+
+/// The plans of one run over several clusters, in the order of the contexts.
+#[derive(Clone, Debug)]
+pub struct FleetPlan<'a> {
+    pub app: &'a str,
+    pub members: Vec<Member<'a>>,
+}
+
+/// Clusters whose plans are identical, shown once: the first one's plan stands for all.
+#[derive(Clone, Debug)]
+pub struct Section<'a> {
+    pub plans: Vec<&'a Plan>,
+}
+
+impl<'a> Section<'a> {
+    /// The plan the section shows.
+    pub fn plan(&self) -> &'a Plan {
+        self.plans[0]
+    }
+
+    pub fn contexts(&self) -> Vec<&'a str> {
+        self.plans.iter().map(|p| p.context.as_str()).collect()
+    }
+}
+
+/// What a plan shows, without what differs between clusters that get the same change.
+fn shown(plan: &Plan) -> PlanDocument {
+    let mut doc = output::document(plan);
+    doc.context = String::new();
+    for object in &mut doc.objects {
+        object.resource_version = None;
+        object.uid = None;
+    }
+    doc
+}
+
+/// Whether `a` and `b` show the same change (see the module's documentation).
+pub fn same_plan(a: &Plan, b: &Plan) -> bool {
+    a.app == b.app && shown(a) == shown(b)
+}
+
+impl<'a> FleetPlan<'a> {
+    pub fn plans(&self) -> impl Iterator<Item = &'a Plan> + '_ {
+        self.members.iter().filter_map(|m| match m {
+            Member::Planned(p) => Some(*p),
+            Member::Skipped { .. } => None,
+        })
+    }
+
+    pub fn skipped(&self) -> impl Iterator<Item = (&'a str, &'a str)> + '_ {
+        self.members.iter().filter_map(|m| match m {
+            Member::Skipped { context, reason } => Some((*context, *reason)),
+            Member::Planned(_) => None,
+        })
+    }
+
+    /// The planned clusters, identical plans folded, each section where its first cluster
+    /// is in the order of the contexts.
+    pub fn sections(&self) -> Vec<Section<'a>> {
+        let mut sections: Vec<(PlanDocument, Section<'a>)> = Vec::new();
+        for plan in self.plans() {
+            let doc = shown(plan);
+            match sections
+                .iter_mut()
+                .find(|(d, s)| *d == doc && s.plan().app == plan.app)
+            {
+                Some((_, section)) => section.plans.push(plan),
+                None => sections.push((doc, Section { plans: vec![plan] })),
+            }
+        }
+        sections.into_iter().map(|(_, s)| s).collect()
+    }
+
+    /// The section number of each planned cluster, by context (for `-o json`).
+    pub fn section_of(&self) -> Vec<(&'a str, usize)> {
+        self.sections()
+            .iter()
+            .enumerate()
+            .flat_map(|(i, s)| s.contexts().into_iter().map(move |c| (c, i)))
+            .collect()
+    }
+
+    /// Every planned cluster's counts added up.
+    pub fn total(&self) -> Summary {
+        self.plans().fold(Summary::default(), |mut t, p| {
+            let s = p.summary();
+            t.create += s.create;
+            t.update += s.update;
+            t.delete += s.delete;
+            t.unchanged += s.unchanged;
+            t
+        })
+    }
+
+    pub fn has_changes(&self) -> bool {
+        self.plans().any(Plan::has_changes)
+    }
+
+    /// Planned clusters with something to change.
+    pub fn changing(&self) -> usize {
+        self.plans().filter(|p| p.has_changes()).count()
+    }
+}
+
+/// The closing line of the combined plan: the totals over every cluster.
+pub fn total_line(fleet: &FleetPlan) -> String {
+    let t = fleet.total();
+    let planned = fleet.plans().count();
+    let clusters = |n: usize| format!("{n} cluster{}", if n == 1 { "" } else { "s" });
+    let mut line = if t.has_changes() {
+        format!(
+            "Total: {} to create, {} to update, {} to delete, on {} of {}.",
+            t.create,
+            t.update,
+            t.delete,
+            fleet.changing(),
+            clusters(planned)
+        )
+    } else {
+        format!("Total: no changes on any of {}.", clusters(planned))
+    };
+    let skipped = fleet.skipped().count();
+    if skipped > 0 {
+        line.push_str(&format!(" {} skipped.", clusters(skipped)));
+    }
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{Action, ObjectChange, Planned};
+    use crate::updaters::{AutoscalerUpdate, AutoscalerUpdater};
+    use serde_json::json;
+    use std::sync::Arc;
+
+    fn plan(context: &str, rv: &str, max: i64) -> Plan {
+        let hpa = AutoscalerUpdater {
+            name: "web".into(),
+            update: AutoscalerUpdate {
+                min_replicas: None,
+                max_replicas: Some(9),
+            },
+        };
+        let live = json!({"metadata": {"name": "web", "resourceVersion": rv, "uid": format!("u-{rv}")},
+            "spec": {"minReplicas": 2, "maxReplicas": max}});
+        let change: ObjectChange = crate::plan::Updater::plan(&hpa, "shop", Some(&live)).unwrap();
+        Plan::new(
+            "web".into(),
+            "shop".into(),
+            context.into(),
+            vec![Planned {
+                updater: Arc::new(hpa),
+                change,
+            }],
+        )
+    }
+
+    #[test]
+    fn plans_that_differ_only_in_resource_versions_fold_into_one_section() {
+        let (a, b, c) = (plan("a", "10", 5), plan("b", "77", 5), plan("c", "10", 4));
+        let fleet = FleetPlan {
+            app: "web",
+            members: vec![
+                Member::Planned(&a),
+                Member::Skipped {
+                    context: "x",
+                    reason: "unreachable",
+                },
+                Member::Planned(&b),
+                Member::Planned(&c),
+            ],
+        };
+        let sections = fleet.sections();
+        assert_eq!(sections.len(), 2);
+        assert_eq!(sections[0].contexts(), ["a", "b"]);
+        assert_eq!(sections[1].contexts(), ["c"]);
+        assert_eq!(fleet.section_of(), [("a", 0), ("b", 0), ("c", 1)]);
+        assert!(same_plan(&a, &b) && !same_plan(&a, &c));
+        assert_eq!(fleet.total().update, 3);
+        assert_eq!(
+            total_line(&fleet),
+            "Total: 0 to create, 3 to update, 0 to delete, on 3 of 3 clusters. 1 cluster skipped."
+        );
+    }
+
+    #[test]
+    fn a_fleet_without_changes_says_so_in_total() {
+        let a = plan("a", "1", 9);
+        assert_eq!(a.objects[0].change.action(), Action::Unchanged);
+        let fleet = FleetPlan {
+            app: "web",
+            members: vec![Member::Planned(&a)],
+        };
+        assert!(!fleet.has_changes());
+        assert_eq!(total_line(&fleet), "Total: no changes on any of 1 cluster.");
+    }
+}
