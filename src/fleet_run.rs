@@ -747,6 +747,7 @@ impl Writing<'_> {
             namespace: m.cluster.namespace().to_owned(),
             name: m.sourced.plan.app.clone(),
             context: m.cluster.conn.context.clone(),
+            as_user: m.cluster.conn.as_user.clone(),
         };
         let timeout = Some(self.settings.wait_timeout).filter(|t| !t.is_zero());
         let mut line = RolloutLine {
