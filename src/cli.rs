@@ -882,7 +882,7 @@ mod tests {
                 .unwrap();
             let value: &[&str] = match arg.as_str() {
                 "container" | "force-undo" | "auth-url" | "gateway" | "auth-service"
-                | "ingress-class" | "host" | "tls-secret" => &["x"],
+                | "ingress-class" | "host" | "tls-secret" | "as-group" => &["x"],
                 "routes" => &["gateway"],
                 _ => &[],
             };
