@@ -379,8 +379,26 @@ async fn confirm(
     streams.fleet_review(&fleet)?;
     let t = fleet.total();
     let n = fleet.plans().count();
+    let canaries: Vec<String> = fleet
+        .plans()
+        .filter(|p| {
+            settings
+                .fleet
+                .as_ref()
+                .is_some_and(|f| f.canary.contains(&p.context))
+        })
+        .map(|p| Untrusted(&p.context).to_string())
+        .collect();
+    let order = if canaries.is_empty() || canaries.len() == n {
+        String::new()
+    } else {
+        format!(
+            "; {} first, the rest after its rollout",
+            canaries.join(", ")
+        )
+    };
     let question = format!(
-        "Apply these changes to {} on {} cluster{} ({})? {} to create, {} to update, {} to delete in total",
+        "Apply these changes to {} on {} cluster{} ({}{})? {} to create, {} to update, {} to delete in total",
         Untrusted(fleet.app),
         n,
         if n == 1 { "" } else { "s" },
@@ -389,6 +407,7 @@ async fn confirm(
             .map(|p| Untrusted(&p.context).to_string())
             .collect::<Vec<_>>()
             .join(", "),
+        order,
         t.create,
         t.update,
         t.delete

@@ -1,4 +1,4 @@
-//! The confirmation prompt in a real pseudo-terminal: answered y, n, and Enter alone (No).
+//! The confirmation prompt in a real pseudo-terminal: answered y, n, and Enter alone (No); a fleet's one question.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -71,4 +71,42 @@ fn enter_alone_means_no() {
     p.exp_eof().unwrap();
     assert_eq!(exit_code(&mut p), 4);
     assert_eq!(env.bounds(), (2, 5));
+}
+
+#[test]
+fn a_fleet_asks_once_naming_every_cluster_and_the_canary_order() {
+    let fleet = common::fleet::Fleet::with(&["eu-1", "eu-2", "us-1"], |_| {
+        sandbox_apiserver::SandboxOptions {
+            rollout: sandbox_apiserver::Rollout::Auto {
+                delay: std::time::Duration::from_millis(200),
+            },
+            ..sandbox_apiserver::SandboxOptions::default()
+        }
+    });
+    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("kubectl-appupdate"));
+    scrub(&mut cmd);
+    cmd.env("TERM", "xterm-256color");
+    cmd.arg("--kubeconfig").arg(&fleet.kubeconfig).args([
+        "web",
+        "--contexts",
+        "eu-1,eu-2,us-1",
+        "--canary",
+        "eu-1",
+        "--image",
+        common::fleet::NEW_IMAGE,
+        "--color",
+        "never",
+    ]);
+    let mut p = rexpect::session::spawn_command(cmd, Some(30_000)).expect("spawned in a pty");
+    pty::wait_for_prompt(
+        &mut p,
+        "Apply these changes to web on 3 clusters (eu-1, eu-2, us-1; eu-1 first, the rest after its rollout)? 0 to create, 3 to update, 0 to delete in total",
+    );
+    pty::answer(&mut p, &["y", "\r"]);
+    p.exp_string("Fleet: 3 of 3 clusters updated.").unwrap();
+    p.exp_eof().unwrap();
+    assert_eq!(exit_code(&mut p), 0);
+    for name in ["eu-1", "eu-2", "us-1"] {
+        assert_eq!(fleet.image(name), common::fleet::NEW_IMAGE, "{name}");
+    }
 }
