@@ -255,6 +255,13 @@ async fn replay_one(
         return observed(&got, false, generate_name(fixture));
     }
     let limit = Duration::from_millis(fixture["stream_ms"].as_u64().unwrap_or(3000));
+    let mut req = req;
+    if fixture["concurrent_requests"]
+        .as_array()
+        .is_some_and(|c| !c.is_empty())
+    {
+        req.target = with_watch_timeout(&req.target, limit);
+    }
     let started = tokio::time::Instant::now();
     let concurrent = async {
         let mut out = Vec::new();
@@ -277,6 +284,41 @@ async fn replay_one(
     o.during = during;
     o.initial_events = initial_events(fixture);
     o
+}
+
+/// A watch with requests during it is kept open by the server for the whole reading time: the
+/// recorded `timeoutSeconds` (the real server's end of the stream) is raised to it, so that
+/// on a loaded machine the concurrent requests, sent late, still land inside the watch. The
+/// events are compared, not when the stream ended.
+fn with_watch_timeout(target: &str, limit: Duration) -> String {
+    let secs = limit.as_secs().max(1);
+    let Some((path, query)) = target.split_once('?') else {
+        return target.to_string();
+    };
+    let query: Vec<String> = query
+        .split('&')
+        .map(|kv| match kv.split_once('=') {
+            Some(("timeoutSeconds", v)) if v.parse::<u64>().is_ok_and(|v| v < secs) => {
+                format!("timeoutSeconds={secs}")
+            }
+            _ => kv.to_string(),
+        })
+        .collect();
+    format!("{path}?{}", query.join("&"))
+}
+
+#[test]
+fn a_watch_with_concurrent_requests_is_kept_open_for_the_reading_time() {
+    let five = Duration::from_millis(5000);
+    assert_eq!(
+        with_watch_timeout("/apis/x?watch=true&timeoutSeconds=2&limit=1", five),
+        "/apis/x?watch=true&timeoutSeconds=5&limit=1"
+    );
+    assert_eq!(
+        with_watch_timeout("/apis/x?timeoutSeconds=9", five),
+        "/apis/x?timeoutSeconds=9"
+    );
+    assert_eq!(with_watch_timeout("/apis/x", five), "/apis/x");
 }
 
 struct Outcome {
