@@ -2,10 +2,11 @@
 //!
 //! 1. Preflight: every change is sent once with `dryRun=All`, concurrently. Anything the server
 //!    rejects (invalid, forbidden, quota) stops the run with nothing written.
-//! 2. Writes, in the rounds of [`write_round`]: Deployment, HPA and route creates; then route
-//!    updates that add paths; then those that only take paths away; then deletes — so new routes
-//!    exist before old ones go. Writes within a round run concurrently; a failure stops the
-//!    later rounds.
+//! 2. Writes, in the rounds of [`write_order`](crate::plan::write_order): everything that waits for nothing first (the
+//!    Deployment, the HPA, route creates, routes that gain or keep their paths); a route that
+//!    stops serving a path only in a round after the write that serves it elsewhere — so a path
+//!    that is served before and after the run is served throughout. Writes within a round run
+//!    concurrently; a failure stops the later rounds.
 //!
 //! Every write is conditional: patches carry the `metadata.resourceVersion` the change was
 //! computed from, deletes carry uid and resourceVersion preconditions. On a conflict the object
@@ -21,9 +22,7 @@ use serde_json::Value;
 
 use crate::cluster::{Cluster, RequestError};
 use crate::describe::Target;
-use crate::plan::{
-    Action, Base, ObjectChange, Plan, Planned, Recheck, WRITE_ROUNDS, Write, recheck, write_round,
-};
+use crate::plan::{Action, Base, ObjectChange, Plan, Planned, Recheck, Write, recheck};
 use crate::report::{Interruption, Outcome, Report};
 use crate::routes::{self, IDENTIFIER_LABEL};
 use crate::text::Untrusted;
@@ -421,8 +420,8 @@ pub async fn preflight(
     Ok(Preflighted { outcomes, to_send })
 }
 
-/// Writes what [`preflight`] passed, round by round (creates, then updates, then deletes);
-/// a failure stops the later rounds, a signal stops new requests.
+/// Writes what [`preflight`] passed, round by round ([`write_order`](crate::plan::write_order)); a failure stops the
+/// later rounds, a signal stops new requests.
 pub async fn write(
     cluster: &Cluster,
     plan: &Plan,
@@ -443,11 +442,10 @@ pub async fn write(
     } = ready;
     let report_interrupt = interrupt.get();
     // 2. Writes, round by round.
-    for phase in 0..WRITE_ROUNDS {
+    let order = plan.write_order();
+    for phase in 0..order.round_count() {
         let round: Vec<usize> = (0..n)
-            .filter(|&i| {
-                to_send[i].is_some() && write_round(&plan.objects[i].change) == Some(phase)
-            })
+            .filter(|&i| to_send[i].is_some() && order.rounds[i] == Some(phase))
             .collect();
         if round.is_empty() {
             continue;

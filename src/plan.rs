@@ -8,6 +8,7 @@
 //! still the one the user approved (the approved-diff guard).
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::sync::Arc;
 
@@ -82,7 +83,7 @@ impl Kind {
         format!("{}.{}", self.plural(), self.group())
     }
 
-    /// Order within a write round ([`write_round`]): Deployment, HPA, Ingresses, HTTPRoutes.
+    /// Order within a write round ([`write_order`]): Deployment, HPA, Ingresses, HTTPRoutes.
     pub fn order(self) -> u8 {
         match self {
             Kind::Deployment => 0,
@@ -168,31 +169,184 @@ pub enum Action {
     Delete,
 }
 
-/// How many write rounds there are ([`write_round`]).
-pub const WRITE_ROUNDS: u8 = 4;
+/// The write order of a plan: the round (0 first) in which each change is written, `None` for
+/// what is not written, and the paths whose removal could not be ordered after their new
+/// server. Computed by [`write_order`], the one place the order is decided.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WriteOrder {
+    /// One entry per change, in the order the changes were given.
+    pub rounds: Vec<Option<usize>>,
+    /// Endpoint paths that move between routes in a cycle (for example two paths swapping
+    /// scope groups): each such route both gives a path to and takes one from another route of
+    /// the cycle, so with one write per route one of them is unserved between the cycle's
+    /// writes, which share a round. Sorted; empty for almost every plan.
+    pub unguarded: Vec<String>,
+}
 
-/// The write order, the one place it is decided: the round (0 first) in which `change` is
-/// written, `None` when there is nothing to write. Rounds run one after the other; the writes
-/// of one round run concurrently.
+impl WriteOrder {
+    /// How many write rounds there are (the highest round plus one; 0 when nothing is written).
+    pub fn round_count(&self) -> usize {
+        self.rounds.iter().flatten().max().map_or(0, |r| r + 1)
+    }
+}
+
+/// The write order, from the dependencies between the writes. Rounds run one after the other;
+/// the writes of one round run concurrently, in any order.
 ///
-/// 0. creates, and the Deployment and HPA updates (which do not depend on routes);
-/// 1. route updates that add or change what a route serves;
-/// 2. route updates that only take paths away (a path moving to another group is added there
-///    in round 0 or 1 before it leaves here);
-/// 3. deletes.
+/// A route write that stops serving an endpoint path (an update dropping it, or a delete)
+/// depends on every other write after which that path is served (a create, or an update that
+/// adds it or keeps it — a route that keeps a path may still change the hosts it serves it
+/// on), in any kind and style. Each write goes in the first round after all the writes it
+/// depends on; a write without dependencies — the Deployment, the HPA, a create, an update
+/// that adds or changes paths in place (a change of style, of the auth service) and a route
+/// whose dropped paths nobody serves afterwards — goes in round 0.
 ///
-/// So new routes exist before old ones go: for a change of route style (new routes created,
-/// old ones deleted) and for a path moving between scope groups, in every style.
-pub fn write_round(change: &ObjectChange) -> Option<u8> {
+/// So a path that is served before and after the run is served at every moment of it: it is
+/// served by its new route before any route that served it stops. The one exception is a
+/// cycle — route A gives a path to route B while B gives one to A (two paths swapping scope
+/// groups), or longer rings: no order of single writes keeps both served, so the writes of a
+/// cycle share one round (after everything they depend on outside it) and its paths are
+/// listed in [`WriteOrder::unguarded`].
+pub fn write_order<'a>(changes: impl IntoIterator<Item = &'a ObjectChange>) -> WriteOrder {
+    let changes: Vec<&ObjectChange> = changes.into_iter().collect();
+    let n = changes.len();
+    let written: Vec<bool> = changes.iter().map(|c| c.is_change()).collect();
+    fn paths(c: &ObjectChange) -> (BTreeSet<&str>, BTreeSet<&str>) {
+        match (&c.route, c.kind.is_route()) {
+            (Some(r), true) => (
+                r.paths_before.iter().map(String::as_str).collect(),
+                if c.action() == Action::Delete {
+                    BTreeSet::new()
+                } else {
+                    r.paths.iter().map(String::as_str).collect()
+                },
+            ),
+            _ => (BTreeSet::new(), BTreeSet::new()),
+        }
+    }
+    let sets: Vec<_> = changes.iter().map(|c| paths(c)).collect();
+    // Path → the writes after which it is served.
+    let mut servers: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (i, (_, after)) in sets.iter().enumerate() {
+        if written[i] {
+            for p in after {
+                servers.entry(p).or_default().push(i);
+            }
+        }
+    }
+    // deps[i]: the writes i waits for, each with a path that makes it wait.
+    let mut deps: Vec<Vec<(usize, &str)>> = vec![Vec::new(); n];
+    for (i, (before, after)) in sets.iter().enumerate() {
+        if !written[i] {
+            continue;
+        }
+        for p in before.difference(after) {
+            for &j in servers.get(p).into_iter().flatten() {
+                if j != i && !deps[i].iter().any(|&(k, _)| k == j) {
+                    deps[i].push((j, p));
+                }
+            }
+        }
+    }
+    let (component, order) = strongly_connected(&deps);
+    // Components come sinks first: every component a write depends on has its round already.
+    let mut component_round: Vec<usize> = vec![0; order.len()];
+    for (c, members) in order.iter().enumerate() {
+        let round = members
+            .iter()
+            .flat_map(|&i| deps[i].iter())
+            .filter(|&&(j, _)| component[j] != c)
+            .map(|&(j, _)| component_round[component[j]] + 1)
+            .max()
+            .unwrap_or(0);
+        component_round[c] = round;
+    }
+    let rounds = (0..n)
+        .map(|i| written[i].then(|| component_round[component[i]]))
+        .collect();
+    let unguarded: BTreeSet<String> = (0..n)
+        .flat_map(|i| deps[i].iter().map(move |&(j, p)| (i, j, p)))
+        .filter(|&(i, j, _)| component[i] == component[j])
+        .map(|(_, _, p)| p.to_owned())
+        .collect();
+    WriteOrder {
+        rounds,
+        unguarded: unguarded.into_iter().collect(),
+    }
+}
+
+/// Tarjan's strongly connected components of the graph `edges` (node → its successors, each
+/// with a label), without recursion: the component of every node, and each component's
+/// members. Components are listed sinks first: after every component reachable from them.
+fn strongly_connected<T>(edges: &[Vec<(usize, T)>]) -> (Vec<usize>, Vec<Vec<usize>>) {
+    const NONE: usize = usize::MAX;
+    let n = edges.len();
+    let mut index = vec![NONE; n];
+    let mut low = vec![0; n];
+    let mut on_stack = vec![false; n];
+    let mut stack: Vec<usize> = Vec::new();
+    let mut component = vec![NONE; n];
+    let mut components: Vec<Vec<usize>> = Vec::new();
+    let mut next = 0;
+    for root in 0..n {
+        if index[root] != NONE {
+            continue;
+        }
+        // (node, how many of its edges have been followed)
+        let mut work: Vec<(usize, usize)> = vec![(root, 0)];
+        index[root] = next;
+        low[root] = next;
+        next += 1;
+        stack.push(root);
+        on_stack[root] = true;
+        while let Some(&mut (v, ref mut e)) = work.last_mut() {
+            if let Some(&(w, _)) = edges[v].get(*e) {
+                *e += 1;
+                if index[w] == NONE {
+                    index[w] = next;
+                    low[w] = next;
+                    next += 1;
+                    stack.push(w);
+                    on_stack[w] = true;
+                    work.push((w, 0));
+                } else if on_stack[w] {
+                    low[v] = low[v].min(index[w]);
+                }
+                continue;
+            }
+            work.pop();
+            if let Some(&(parent, _)) = work.last() {
+                low[parent] = low[parent].min(low[v]);
+            }
+            if low[v] == index[v] {
+                let c = components.len();
+                let mut members = Vec::new();
+                while let Some(w) = stack.pop() {
+                    on_stack[w] = false;
+                    component[w] = c;
+                    members.push(w);
+                    if w == v {
+                        break;
+                    }
+                }
+                components.push(members);
+            }
+        }
+    }
+    (component, components)
+}
+
+/// Where a change is listed among the routes of a plan ([`Plan::new`]): creates, updates that
+/// add or change paths, updates that only take paths away, deletes; unchanged ones last.
+fn listing_rank(change: &ObjectChange) -> u8 {
     match change.action() {
-        Action::Unchanged => None,
-        Action::Create => Some(0),
-        Action::Update if !change.kind.is_route() => Some(0),
-        Action::Update => Some(match &change.route {
+        Action::Unchanged => 4,
+        Action::Create => 0,
+        Action::Update => match &change.route {
             Some(r) if r.only_removes_paths() => 2,
             _ => 1,
-        }),
-        Action::Delete => Some(3),
+        },
+        Action::Delete => 3,
     }
 }
 
@@ -566,7 +720,7 @@ impl RoutesPlan {
     }
 }
 
-/// Everything this run would do, in write order.
+/// Everything this run would do, in display order (the writes go in [`Plan::write_order`]).
 #[derive(Clone, Debug)]
 pub struct Plan {
     pub app: String,
@@ -607,18 +761,20 @@ impl fmt::Display for Summary {
 }
 
 impl Plan {
-    /// Builds a plan, ordering objects for display and writing: the Deployment and HPA first,
-    /// then the routes by [`write_round`] (unchanged ones last), kind and name.
+    /// Builds a plan, ordering objects for display: the Deployment and HPA first, then the
+    /// routes: creates, updates that add or change paths, updates that only take paths away,
+    /// deletes, each by kind and name; unchanged ones last. The order the writes are sent in is
+    /// [`Plan::write_order`]'s: by round, concurrently within one.
     pub fn new(app: String, namespace: String, context: String, mut objects: Vec<Planned>) -> Plan {
         objects.sort_by(|a, b| {
             let key = |p: &Planned| {
                 let c = &p.change;
-                let round = if c.kind.is_route() {
-                    write_round(c).unwrap_or(u8::MAX)
+                let rank = if c.kind.is_route() {
+                    listing_rank(c)
                 } else {
                     0
                 };
-                (c.kind.is_route(), round, c.kind.order(), c.name.clone())
+                (c.kind.is_route(), rank, c.kind.order(), c.name.clone())
             };
             key(a).cmp(&key(b))
         });
@@ -631,8 +787,22 @@ impl Plan {
         }
     }
 
+    /// The write order of this plan's changes, one round per object in `objects` order.
+    pub fn write_order(&self) -> WriteOrder {
+        write_order(self.changes())
+    }
+
     /// The same plan, saying how it publishes the endpoints.
-    pub fn with_routes(mut self, routes: RoutesPlan) -> Plan {
+    /// The same plan, saying how it publishes the endpoints — and, when paths swap scope groups
+    /// in a cycle ([`WriteOrder::unguarded`]), that one of them can be unserved for a moment.
+    pub fn with_routes(mut self, mut routes: RoutesPlan) -> Plan {
+        let unguarded = self.write_order().unguarded;
+        if !unguarded.is_empty() {
+            routes.notes.push(format!(
+                "The paths {} move between scope groups in a cycle (each of these groups gives another one a path): their routes are written in one round, and one of these paths can be unserved between those writes (move one, then the other, to avoid it).",
+                unguarded.join(", ")
+            ));
+        }
         self.routes = Some(routes);
         self
     }
@@ -784,32 +954,281 @@ mod tests {
         assert_eq!((base.resource_version(), base.uid()), ("7", "u1"));
     }
 
+    fn route(name: &str, action: Action, before: &[&str], after: &[&str]) -> ObjectChange {
+        let mut c = ObjectChange::sample(name, action);
+        c.route = Some(RouteInfo {
+            style: RouteStyle::Gateway,
+            identifier: name.into(),
+            scopes: Vec::new(),
+            paths: after.iter().map(|p| (*p).to_owned()).collect(),
+            paths_before: before.iter().map(|p| (*p).to_owned()).collect(),
+        });
+        c
+    }
+
+    fn rounds(changes: &[ObjectChange]) -> Vec<Option<usize>> {
+        write_order(changes).rounds
+    }
+
     #[test]
-    fn routes_that_gain_paths_are_written_before_routes_that_only_lose_them() {
-        let route = |action: Action, paths: &[&str], before: &[&str]| {
-            let mut c = ObjectChange::sample("web-x", action);
-            c.route = Some(RouteInfo {
-                style: RouteStyle::Gateway,
-                identifier: "x".into(),
-                scopes: Vec::new(),
-                paths: paths.iter().map(|p| (*p).to_owned()).collect(),
-                paths_before: before.iter().map(|p| (*p).to_owned()).collect(),
-            });
-            write_round(&c)
-        };
-        assert_eq!(route(Action::Create, &["/a"], &[]), Some(0));
-        assert_eq!(route(Action::Update, &["/a", "/b"], &["/a"]), Some(1));
-        assert_eq!(route(Action::Update, &["/a"], &["/a"]), Some(1));
-        assert_eq!(route(Action::Update, &["/b"], &["/a"]), Some(1));
-        assert_eq!(route(Action::Update, &["/a"], &["/a", "/b"]), Some(2));
-        assert_eq!(route(Action::Update, &[], &["/a"]), Some(2));
-        assert_eq!(route(Action::Delete, &[], &["/a"]), Some(3));
-        assert_eq!(route(Action::Unchanged, &["/a"], &["/a"]), None);
-        let mut hpa = change(Action::Update, vec![min(2, 3)]);
-        assert_eq!(write_round(&hpa), Some(0));
-        hpa.write = None;
-        assert_eq!(write_round(&hpa), None);
-        assert_eq!(WRITE_ROUNDS, 4);
+    fn writes_without_dependencies_share_the_first_round() {
+        let hpa = change(Action::Update, vec![min(2, 3)]);
+        let mut unchanged_hpa = hpa.clone();
+        unchanged_hpa.write = None;
+        let changes = [
+            hpa,
+            unchanged_hpa,
+            route("new", Action::Create, &[], &["/a"]),
+            route("grows", Action::Update, &["/b"], &["/b", "/c"]),
+            route("restyled", Action::Update, &["/d"], &["/d"]),
+            // /e and /f are served by nobody afterwards: nothing to wait for.
+            route("renamed", Action::Update, &["/e"], &["/e2"]),
+            route("gone", Action::Delete, &["/f"], &[]),
+            route("same", Action::Unchanged, &["/g"], &["/g"]),
+        ];
+        assert_eq!(
+            rounds(&changes),
+            [
+                Some(0),
+                None,
+                Some(0),
+                Some(0),
+                Some(0),
+                Some(0),
+                Some(0),
+                None
+            ]
+        );
+        let order = write_order(&changes);
+        assert_eq!(order.round_count(), 1);
+        assert!(order.unguarded.is_empty());
+        assert_eq!(write_order(&[]).round_count(), 0);
+    }
+
+    #[test]
+    fn a_route_that_stops_serving_a_path_waits_for_its_new_server() {
+        // A path moving between groups, and a migration to another kind.
+        let changes = [
+            route("old", Action::Update, &["/a", "/b"], &["/a"]),
+            route("new", Action::Update, &["/c"], &["/b", "/c"]),
+            route("ingress", Action::Delete, &["/x"], &[]),
+            route("httproute", Action::Create, &[], &["/x"]),
+        ];
+        assert_eq!(rounds(&changes), [Some(1), Some(0), Some(1), Some(0)]);
+        // A route that keeps the path is waited for too (it may change its hosts).
+        let changes = [
+            route("dropping", Action::Delete, &["/a"], &[]),
+            route("keeping", Action::Update, &["/a"], &["/a", "/b"]),
+        ];
+        assert_eq!(rounds(&changes), [Some(1), Some(0)]);
+        // An unchanged route that keeps serving it is not a write: nothing to wait for.
+        let changes = [
+            route("duplicate", Action::Delete, &["/a"], &[]),
+            route("kept", Action::Unchanged, &["/a"], &["/a"]),
+        ];
+        assert_eq!(rounds(&changes), [Some(0), None]);
+    }
+
+    #[test]
+    fn chains_take_one_round_per_link() {
+        // A gives /p to B, B gives /q to C (a create), C's route is new.
+        let changes = [
+            route("a", Action::Update, &["/p", "/z"], &["/z"]),
+            route("b", Action::Update, &["/q"], &["/p"]),
+            route("c", Action::Create, &[], &["/q"]),
+            route("d", Action::Delete, &["/z2"], &[]),
+        ];
+        assert_eq!(rounds(&changes), [Some(2), Some(1), Some(0), Some(0)]);
+        let order = write_order(&changes);
+        assert_eq!(order.round_count(), 3);
+        assert!(order.unguarded.is_empty());
+    }
+
+    #[test]
+    fn a_cycle_shares_one_round_after_what_it_waits_for_and_names_its_paths() {
+        // /p and /q swap between a and b, and a gives /r to c, a new route.
+        let changes = [
+            route("a", Action::Update, &["/p", "/r"], &["/q"]),
+            route("b", Action::Update, &["/q"], &["/p"]),
+            route("c", Action::Create, &[], &["/r"]),
+            route("d", Action::Delete, &["/p", "/q"], &[]),
+        ];
+        // a waits for b and c, b for a: {a, b} after c; d waits for a and b.
+        assert_eq!(rounds(&changes), [Some(1), Some(1), Some(0), Some(2)]);
+        let order = write_order(&changes);
+        assert_eq!(order.unguarded, ["/p", "/q"]);
+        assert_eq!(order.round_count(), 3);
+    }
+
+    #[test]
+    fn long_chains_need_no_recursion() {
+        // r0 gives /0 to r1, r1 gives /1 to r2, … : one round per link.
+        let n = 2_000;
+        let names: Vec<String> = (0..=n).map(|i| format!("/{i}")).collect();
+        let changes: Vec<ObjectChange> = (0..=n)
+            .map(|i| {
+                let before: Vec<&str> = if i < n { vec![&names[i]] } else { vec![] };
+                let after: Vec<&str> = if i > 0 { vec![&names[i - 1]] } else { vec![] };
+                route(&format!("r{i}"), Action::Update, &before, &after)
+            })
+            .collect();
+        let order = write_order(&changes);
+        assert_eq!(order.rounds[n], Some(0));
+        assert_eq!(order.rounds[0], Some(n));
+        assert_eq!(order.round_count(), n + 1);
+    }
+
+    /// Paths that `c` serves before and after its write (none for what is not a route).
+    fn served_by(c: &ObjectChange) -> (BTreeSet<String>, BTreeSet<String>) {
+        match &c.route {
+            Some(r) => (
+                r.paths_before.iter().cloned().collect(),
+                r.paths.iter().cloned().collect(),
+            ),
+            None => Default::default(),
+        }
+    }
+
+    /// A random plan over the paths /0 … /5: up to 7 routes, each created, updated, deleted or
+    /// unchanged with any paths before and after (several routes may serve one path, before
+    /// and after), and a Deployment update.
+    fn any_plan() -> impl proptest::strategy::Strategy<Value = Vec<ObjectChange>> {
+        use proptest::prelude::*;
+        let paths = || proptest::collection::btree_set(0..6u8, 0..4);
+        let one = (0..4u8, paths(), paths()).prop_map(|(a, before, after)| {
+            let s = |set: &BTreeSet<u8>| -> Vec<String> {
+                set.iter().map(|p| format!("/{p}")).collect()
+            };
+            let (action, before, after) = match a {
+                0 => (Action::Create, Vec::new(), s(&after)),
+                1 => (Action::Update, s(&before), s(&after)),
+                2 => (Action::Delete, s(&before), Vec::new()),
+                _ => (Action::Unchanged, s(&before), s(&before)),
+            };
+            (action, before, after)
+        });
+        proptest::collection::vec(one, 0..8).prop_map(|routes| {
+            let mut changes = vec![change(Action::Update, vec![min(2, 3)])];
+            for (i, (action, before, after)) in routes.into_iter().enumerate() {
+                let mut c = ObjectChange::sample(&format!("r{i}"), action);
+                c.route = Some(RouteInfo {
+                    style: RouteStyle::Gateway,
+                    identifier: format!("r{i}"),
+                    scopes: Vec::new(),
+                    paths: after,
+                    paths_before: before,
+                });
+                changes.push(c);
+            }
+            changes
+        })
+    }
+
+    proptest::proptest! {
+        /// Written round by round, the writes of a round landing in any order, a path served
+        /// before and after the plan is served at every moment, unless it moves in a cycle
+        /// (and then a cycle is there); writes without dependencies are in round 0, every other
+        /// write comes after what it depends on and no later than needed.
+        #[test]
+        #[allow(clippy::needless_range_loop)] // i, j are the changes' indices in the plan
+        fn a_path_served_before_and_after_is_never_unserved(
+            changes in any_plan(),
+            shuffle in proptest::collection::vec(proptest::prelude::any::<proptest::sample::Index>(), 8),
+        ) {
+            let order = write_order(&changes);
+            let n = changes.len();
+            let sets: Vec<_> = changes.iter().map(served_by).collect();
+            let written: Vec<bool> = changes.iter().map(ObjectChange::is_change).collect();
+            // The dependencies, computed here from the definition.
+            let depends = |i: usize, j: usize| {
+                i != j
+                    && written[i]
+                    && written[j]
+                    && sets[i].0.difference(&sets[i].1).any(|p| sets[j].1.contains(p))
+            };
+            let reaches = |from: usize, to: usize| {
+                let mut seen = vec![false; n];
+                let mut todo = vec![from];
+                while let Some(v) = todo.pop() {
+                    for w in 0..n {
+                        if depends(v, w) && !seen[w] {
+                            seen[w] = true;
+                            todo.push(w);
+                        }
+                    }
+                }
+                seen[to]
+            };
+            let in_cycle = |i: usize, j: usize| reaches(i, j) && reaches(j, i);
+            for i in 0..n {
+                proptest::prop_assert_eq!(order.rounds[i].is_some(), written[i]);
+                let deps: Vec<usize> = (0..n).filter(|&j| depends(i, j)).collect();
+                if written[i] && deps.is_empty() {
+                    proptest::prop_assert_eq!(order.rounds[i], Some(0), "{}", i);
+                }
+                for &j in &deps {
+                    proptest::prop_assert!(
+                        order.rounds[j] < order.rounds[i]
+                            || (order.rounds[j] == order.rounds[i] && in_cycle(i, j)),
+                        "{} waits for {}: {:?}", i, j, order.rounds
+                    );
+                }
+            }
+            // No round is empty: none is later than needed.
+            for r in 0..order.round_count() {
+                proptest::prop_assert!(order.rounds.contains(&Some(r)), "round {} empty", r);
+            }
+            // Every unguarded path moves inside a cycle.
+            for p in &order.unguarded {
+                proptest::prop_assert!(
+                    (0..n).any(|i| (0..n).any(|j| {
+                        i != j
+                            && sets[i].0.contains(p)
+                            && !sets[i].1.contains(p)
+                            && sets[j].1.contains(p)
+                            && in_cycle(i, j)
+                    })),
+                    "{} is not in a cycle", p
+                );
+            }
+            let before: BTreeSet<&String> = sets.iter().flat_map(|s| &s.0).collect();
+            let after: BTreeSet<&String> = sets.iter().flat_map(|s| &s.1).collect();
+            let keep: Vec<&String> = before
+                .intersection(&after)
+                .copied()
+                .filter(|p| !order.unguarded.contains(p))
+                .collect();
+            // The worst moment of each round for each path: every write of the round that
+            // stops serving it has landed, none that starts to.
+            for r in 0..order.round_count() {
+                for &p in &keep {
+                    let served = (0..n).any(|i| match order.rounds[i] {
+                        Some(ri) if ri == r => sets[i].0.contains(p) && sets[i].1.contains(p),
+                        Some(ri) if ri < r => sets[i].1.contains(p),
+                        _ => sets[i].0.contains(p),
+                    });
+                    proptest::prop_assert!(served, "{} unserved in round {}: {:?}", p, r, order.rounds);
+                }
+            }
+            // And one concrete run: round by round, each round's writes in a random order.
+            let mut landed = vec![false; n];
+            let serves = |landed: &[bool], p: &String| {
+                (0..n).any(|i| if landed[i] { sets[i].1.contains(p) } else { sets[i].0.contains(p) })
+            };
+            for r in 0..order.round_count() {
+                let mut round: Vec<usize> = (0..n).filter(|&i| order.rounds[i] == Some(r)).collect();
+                for (k, ix) in shuffle.iter().enumerate().take(round.len()) {
+                    let j = k + ix.index(round.len() - k);
+                    round.swap(k, j);
+                }
+                for i in round {
+                    landed[i] = true;
+                    for &p in &keep {
+                        proptest::prop_assert!(serves(&landed, p), "{} unserved after {}", p, i);
+                    }
+                }
+            }
+        }
     }
 
     #[test]

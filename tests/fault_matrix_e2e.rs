@@ -4,9 +4,11 @@
 //! one-line message, and the cluster state: before the first write nothing changed; after it,
 //! the report lists exactly what was applied and the cluster agrees.
 //!
-//! One plan exercises every write round: an image change (round 1, with a create), an Ingress
-//! create (round 1), an Ingress update (round 2) and an Ingress delete (round 3). A fault aimed
-//! at a real write is wrapped in `Fault::Restrict { dry_run: false }` so the preflight passes.
+//! One plan exercises three write rounds, a chain of paths moving between scope groups: an image
+//! change and an Ingress create (round 1), the public Ingress's update that gives `/unprotected`
+//! to the created one and takes `/protected/user` (round 2: after the create), and the user
+//! Ingress's delete (round 3: after the update). A fault aimed at a real write is wrapped in
+//! `Fault::Restrict { dry_run: false }` so the preflight passes.
 //!
 //! The client retries 429/503/504 by itself below the conflict handling (kube's retry layer with
 //! our bounds, `transport::retry_layer`: 4 retries from 100 ms, doubling, capped
@@ -32,9 +34,8 @@ const NEW_IMAGE: &str = "registry.example.com/web:2.0";
 
 const ENDPOINTS: &str = "endpoints:
   - path: /health
+  - path: /protected/user
   - path: /unprotected
-  - path: /catalog
-  - path: /protected/admin
     scopes: [admin, user]
 ";
 
@@ -191,11 +192,7 @@ fn expected_state(step: Step, kind: Kind) -> State {
         s.image = NEW_IMAGE.into();
     }
     if round > 2 || (round == 2 && processed) {
-        s.public_paths = vec![
-            "/web/catalog".into(),
-            "/web/health".into(),
-            "/web/unprotected".into(),
-        ];
+        s.public_paths = vec!["/web/health".into(), "/web/protected/user".into()];
     }
     if round == 3 && processed {
         s.user_exists = false;

@@ -20,15 +20,15 @@ fn apply_endpoints(env: &Env, text: &str) -> std::process::Output {
     env.run(&["web", "--endpoints", file.to_str().unwrap(), "--yes"])
 }
 
-/// Adds /catalog to the public group (an update of PUBLIC) and a new [admin, user] group
-/// (a create, in the first write round, before the update round).
+/// Adds /catalog to the public group and moves /unprotected from it to a new [admin, user]
+/// group: the create is in the first write round, the update of PUBLIC (which stops serving
+/// /unprotected) waits for it.
 const ADD_CATALOG_AND_ADMIN: &str = "endpoints:
   - path: /health
-  - path: /unprotected
   - path: /catalog
   - path: /protected/user
     scopes: [user]
-  - path: /protected/admin
+  - path: /unprotected
     scopes: [admin, user]
 ";
 

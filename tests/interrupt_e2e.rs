@@ -20,6 +20,8 @@ use sandbox_apiserver::Fault;
 
 const USER_INGRESS: &str =
     "/apis/networking.k8s.io/v1/namespaces/shop/ingresses/web-04f8996da763b7a9";
+const PUBLIC_INGRESS: &str =
+    "/apis/networking.k8s.io/v1/namespaces/shop/ingresses/web-e3b0c44298fc1c14";
 
 // ---------------------------------------------------------------------------------------------
 // At the prompt, in a pty
@@ -113,9 +115,13 @@ fn signal_during_apply(signal: &str, expected: i32) {
     env.sb.release_held();
     let (code, out, err) = run.finish();
     assert_eq!(code, expected, "--- stdout\n{out}\n--- stderr\n{err}");
-    // The write in flight completed whole and is reported; the next round never started.
+    // The writes in flight completed whole and are reported; the next round never started.
     assert!(
         out.contains("deployment.apps/web updated (image registry.example.com/web:1.0 → registry.example.com/web:2.0)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("ingress.networking.k8s.io/web-e3b0c44298fc1c14 updated"),
         "{out}"
     );
     assert!(
@@ -136,12 +142,19 @@ fn signal_during_apply(signal: &str, expected: i32) {
         err.contains("warning: interrupted before the history was written"),
         "{err}"
     );
-    let writes: Vec<String> = env
+    let mut writes: Vec<String> = env
         .writes()
         .iter()
         .map(|w| format!("{} {}", w.method, w.path))
         .collect();
-    assert_eq!(writes, vec![format!("PATCH {DEPLOY_PATH}")]);
+    writes.sort();
+    assert_eq!(
+        writes,
+        vec![
+            format!("PATCH {DEPLOY_PATH}"),
+            format!("PATCH {PUBLIC_INGRESS}")
+        ]
+    );
 }
 
 #[test]
@@ -169,7 +182,7 @@ fn a_second_signal_during_apply_exits_at_once_and_says_the_write_may_have_landed
         ),
         "{err}"
     );
-    // Nothing was started after the first signal: the held write is the only real one.
+    // Nothing was started after the first signal: the delete waited for the next round.
     assert!(env.sb.get(USER_INGRESS).is_some());
     env.sb.release_held();
 }

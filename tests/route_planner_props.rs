@@ -4,7 +4,9 @@
 //! with the fields a server sets, merge patches follow RFC 7386, deletes remove by kind and
 //! name. The caller's part is played as the real command does it: list the managed routes
 //! (`app=web,identifier`), plan, then hand each updater the live object of its name, and write
-//! round by round in `plan::write_round` order.
+//! round by round in `plan::write_order`, checking every path that must stay served at the worst
+//! moment of every round (all of the round's writes that stop serving it landed, none that start
+//! to).
 // Helpers outside `#[test]` functions are not covered by `allow-unwrap-in-tests`; here a
 // failed unwrap is a failed test, which is what we want.
 #![allow(clippy::unwrap_used)]
@@ -13,7 +15,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use kubectl_appupdate::endpoints_file::{self, EndpointsFile};
 use kubectl_appupdate::plan::{
-    Action, Kind, ObjectChange, PatchType, RouteStyle, WRITE_ROUNDS, Write, write_round,
+    Action, Kind, ObjectChange, PatchType, RouteStyle, Write, write_order,
 };
 use kubectl_appupdate::routes::refs::{AuthUrl, ObjectRef, RouteFlags, ServiceRef};
 use kubectl_appupdate::routes::{
@@ -244,23 +246,60 @@ fn served(cluster: &[Value]) -> BTreeMap<String, Vec<String>> {
     out
 }
 
-/// Applies planned changes round by round, checking after each round that every path in
-/// `keep` is still served.
+/// The endpoint paths a managed route serves (none for anything else).
+fn paths_of(o: &Value) -> BTreeSet<String> {
+    let managed = o["metadata"]["labels"][APP_LABEL] == json!(APP)
+        && o["metadata"]["labels"].get(IDENTIFIER_LABEL).is_some();
+    if !managed {
+        return BTreeSet::new();
+    }
+    match kind_of(o) {
+        Kind::Ingress => ingress::served_paths(o, APP).into_iter().collect(),
+        _ => gateway::served_paths(o, APP).into_iter().collect(),
+    }
+}
+
+/// Applies planned changes round by round ([`write_order`]) and checks that every path in
+/// `keep` not listed as unguarded is served at the worst moment of every round: whatever order
+/// the round's writes land in, some route serves it — one the round does not write, or one
+/// that serves it both before and after its write. Returns the unguarded paths.
 fn apply(
     cluster: &mut Vec<Value>,
     changes: &[ObjectChange],
     rv: &mut u64,
     keep: &BTreeSet<String>,
-) {
-    for round in 0..WRITE_ROUNDS {
-        for c in changes.iter().filter(|c| write_round(c) == Some(round)) {
+) -> Vec<String> {
+    let order = write_order(changes);
+    for round in 0..order.round_count() {
+        let writes: Vec<&ObjectChange> = changes
+            .iter()
+            .zip(&order.rounds)
+            .filter(|(_, r)| **r == Some(round))
+            .map(|(c, _)| c)
+            .collect();
+        let before = cluster.clone();
+        for c in &writes {
             write(cluster, c, rv);
         }
-        let now = served(cluster);
-        for p in keep {
-            assert!(now.contains_key(p), "{p} unserved after round {round}");
+        for p in keep.iter().filter(|p| !order.unguarded.contains(p)) {
+            let served = before.iter().any(|o| {
+                let name = o["metadata"]["name"].as_str();
+                let written = writes
+                    .iter()
+                    .any(|c| c.kind == kind_of(o) && Some(c.name.as_str()) == name);
+                let after = position(cluster, kind_of(o), name.unwrap_or_default())
+                    .map(|i| paths_of(&cluster[i]))
+                    .unwrap_or_default();
+                paths_of(o).contains(p) && (!written || after.contains(p))
+            });
+            assert!(
+                served,
+                "{p} may be unserved in round {round}: {:?}",
+                order.rounds
+            );
         }
     }
+    order.unguarded
 }
 
 /// A cluster converged on `spec` in `style`, with decorations a real cluster would have: a
@@ -454,6 +493,68 @@ proptest! {
         for c in plan(&cluster, &after, &RouteFlags::default()) {
             prop_assert_eq!(c.action(), Action::Unchanged, "{:?}", c);
         }
+    }
+
+    /// A new endpoints file that keeps, re-scopes and drops the endpoints of the live one and
+    /// adds others, applied in the same or another style: every path served before and after
+    /// is served at every moment of the run, except paths that swap routes in a cycle; and
+    /// there are none of those unless two groups each give the other a path.
+    #[test]
+    fn paths_that_stay_are_served_throughout(
+        (before, after) in endpoints().prop_flat_map(|spec| {
+            let n = spec.len();
+            (
+                Just(spec),
+                prop::collection::vec((0..4u8, prop::collection::vec(scope(), 0..3)), n),
+                endpoints(),
+            )
+        }).prop_map(|(spec, edits, extra)| {
+            let mut after: Spec = Vec::new();
+            for ((path, scopes), (edit, other)) in spec.iter().zip(edits) {
+                match edit {
+                    0 => {}
+                    1 => after.push((path.clone(), other)),
+                    _ => after.push((path.clone(), scopes.clone())),
+                }
+            }
+            for (path, scopes) in extra {
+                if !after.iter().any(|(p, _)| *p == path) {
+                    after.push((path, scopes));
+                }
+            }
+            (spec, after)
+        }),
+        from in any_style(),
+        to in any_style(),
+    ) {
+        let (mut cluster, mut rv) = decorated_cluster(&before, from);
+        let keep: BTreeSet<String> = before
+            .iter()
+            .map(|(p, _)| p.clone())
+            .filter(|p| after.iter().any(|(q, _)| q == p))
+            .collect();
+        let changes = plan(&cluster, &after, &flags(to));
+        let unguarded = apply(&mut cluster, &changes, &mut rv, &keep);
+        // A path is unguarded only when it moves between two routes that are both updated in
+        // place (each gives the other a path, perhaps through others): its old group still has
+        // a route afterwards and its new group had one before, in the same kind.
+        let groups = |spec: &Spec| -> BTreeSet<Vec<String>> {
+            spec.iter().map(|(_, s)| normalize_scopes(s)).collect()
+        };
+        let group = |spec: &Spec, p: &str| {
+            spec.iter().find(|(q, _)| q == p).map(|(_, s)| normalize_scopes(s))
+        };
+        for p in &unguarded {
+            let (old, new) = (group(&before, p).unwrap(), group(&after, p).unwrap());
+            prop_assert!(old != new, "{}", p);
+            prop_assert!(groups(&after).contains(&old) && groups(&before).contains(&new), "{}", p);
+            prop_assert_eq!(routes::style(from).kind(), routes::style(to).kind());
+        }
+        let served = served(&cluster);
+        for (path, scopes) in &after {
+            prop_assert_eq!(served.get(path).cloned().unwrap_or_default(), vec![scope_identifier(scopes)]);
+        }
+        prop_assert_eq!(served.len(), after.len());
     }
 
     /// Arbitrary bytes never make the parser panic, and every error is one line.

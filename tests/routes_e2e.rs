@@ -1,7 +1,8 @@
 //! Route styles end to end against the sandbox: a first exposure in each style and a re-run
 //! that changes nothing, the default IngressClass chosen and reported (and the refusal without
 //! one), migrations (new routes before old ones go; in place between the nginx styles), a path
-//! moving between groups as HTTPRoutes, an unmanaged HTTPRoute left alone, ingress-nginx
+//! moving between groups as HTTPRoutes and as Ingresses (its old route written only after its
+//! new one answered, as the request log shows), an unmanaged HTTPRoute left alone, ingress-nginx
 //! refusing snippets, a cluster without the Gateway API, and `-o json`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -348,6 +349,106 @@ fn a_path_moving_between_httproutes_is_added_before_it_is_removed() {
     );
     assert_eq!(prefixes(&routes[1]), ["/web/health"]);
     assert_rerun_changes_nothing(&env, moved);
+}
+
+/// The request log as the order of the writes: a path leaves an Ingress only after the write
+/// that serves it elsewhere was answered, and what depends on nothing goes in the first write
+/// round. The serving write is held in flight by the sandbox, so the independent writes (the
+/// Deployment, a new group's Ingress) are seen answered while it is still open — they did not
+/// wait for it — and the dependent update cannot start before it is released.
+#[test]
+fn a_path_leaves_its_ingress_only_after_its_new_ingress_serves_it() {
+    let env = Env::new();
+    // /unprotected moves from the public group to [user]; [admin] is new.
+    let moved = "endpoints:
+  - path: /health
+  - path: /unprotected
+    scopes: [user]
+  - path: /protected/user
+    scopes: [user]
+  - path: /orders
+    scopes: [admin]
+";
+    let file = env.write_file("endpoints.yaml", moved);
+    env.sb.inject(Fault::Restrict {
+        dry_run: false,
+        fault: Box::new(Fault::Hold {
+            method: Some("PATCH".into()),
+            path_prefix: ingress_path(USER),
+            count: 1,
+        }),
+    });
+    let run = common::running::Running::start(
+        &env,
+        &[
+            "web",
+            "--image",
+            "registry.example.com/web:2.0",
+            "--endpoints",
+            file.to_str().unwrap(),
+            "--yes",
+        ],
+    );
+    let deployment = "/apis/apps/v1/namespaces/shop/deployments/web";
+    let collection = "/apis/networking.k8s.io/v1/namespaces/shop/ingresses";
+    let answered = |method: &str, path: &str| {
+        env.app_writes()
+            .iter()
+            .any(|w| w.method == method && w.path == path && w.status != 0)
+    };
+    common::running::wait_until("the first write round, but for the held write", || {
+        env.sb.held() == 1 && answered("PATCH", deployment) && answered("POST", collection)
+    });
+    assert!(
+        !env.app_writes()
+            .iter()
+            .any(|w| w.path == ingress_path(PUBLIC)),
+        "the public Ingress was written while its path's new Ingress was not: {:?}",
+        env.app_writes()
+    );
+    env.sb.release_held();
+    let (code, out, err) = run.finish();
+    assert_eq!(code, 0, "--- stdout\n{out}\n--- stderr\n{err}");
+    assert!(
+        out.contains(&format!("ingress.networking.k8s.io/{PUBLIC} updated")),
+        "{out}"
+    );
+
+    let log = env.writes();
+    let find = |method: &str, path: &str| {
+        log.iter()
+            .find(|w| w.method == method && w.path == path)
+            .unwrap_or_else(|| panic!("no {method} {path} in {log:?}"))
+    };
+    let serving = find("PATCH", &ingress_path(USER));
+    let leaving = find("PATCH", &ingress_path(PUBLIC));
+    let answered_at = serving.started_ms + serving.duration_ms;
+    assert!(
+        leaving.started_ms >= answered_at,
+        "the public Ingress's update arrived before the [user] Ingress's update was answered: {log:?}"
+    );
+    // The independent writes were answered before the held one was even processed.
+    for w in [find("PATCH", deployment), find("POST", collection)] {
+        assert!(w.started_ms + w.duration_ms <= answered_at, "{w:?}");
+        assert!(w.seq < leaving.seq, "{w:?}");
+    }
+    // The history record comes after the last write round.
+    let record = log
+        .iter()
+        .find(|w| w.path.contains("/configmaps"))
+        .unwrap_or_else(|| panic!("no history record in {log:?}"));
+    assert!(
+        record.started_ms >= leaving.started_ms + leaving.duration_ms,
+        "{log:?}"
+    );
+    assert_eq!(
+        paths_of(&env.sb.get(&ingress_path(PUBLIC)).unwrap()),
+        ["/web/health"]
+    );
+    assert_eq!(
+        paths_of(&env.sb.get(&ingress_path(USER)).unwrap()),
+        ["/web/protected/user", "/web/unprotected"]
+    );
 }
 
 #[test]

@@ -12,8 +12,11 @@ use super::{Env, scrub};
 
 /// The Deployment `web` in namespace `shop`.
 pub const DEPLOY_PATH: &str = "/apis/apps/v1/namespaces/shop/deployments/web";
-/// Keeps the public group and drops the user group: a delete in the last write round.
-pub const DROP_USER: &str = "endpoints:\n  - path: /health\n  - path: /unprotected\n";
+/// Moves `/protected/user` to the public group and so drops the user group: the public
+/// Ingress's update is in the first write round (with the Deployment), the user Ingress's
+/// delete waits for it (the second round).
+pub const DROP_USER: &str =
+    "endpoints:\n  - path: /health\n  - path: /unprotected\n  - path: /protected/user\n";
 
 /// Sends `signal` (`INT`, `TERM`…) to the process `pid`.
 pub fn kill(pid: u32, signal: &str) {
@@ -73,8 +76,9 @@ impl Running {
         }
     }
 
-    /// An image change (first write round) and an Ingress delete (last round), started once
-    /// the real Deployment write is held in flight by the sandbox (dry runs pass).
+    /// An image change and an Ingress update (first write round) and an Ingress delete (second
+    /// round, [`DROP_USER`]), started once the real Deployment write is held in flight by the
+    /// sandbox (dry runs pass).
     pub fn with_the_deployment_write_held(env: &Env) -> Running {
         let file = env.write_file("endpoints.yaml", DROP_USER);
         env.sb.inject(Fault::Restrict {

@@ -160,9 +160,11 @@ impl Cell {
 }
 
 /// The request floor of a plan: one concurrent read round, one dry run and one write per
-/// changed object, the write rounds the create → update → delete order forces, one connection;
-/// and the history of the change: its ConfigMap read and one SelfSubjectReview during the dry
-/// run (two requests, no round), then one conditional write of the record (one round).
+/// changed object, the write rounds the dependencies between the writes force
+/// (`plan::write_order`: a route that stops serving a path waits for the write that serves it
+/// elsewhere), one connection; and the history of the change: its ConfigMap read and one
+/// SelfSubjectReview during the dry run (two requests, no round), then one conditional write of
+/// the record (one round).
 #[derive(Clone, Debug, Default)]
 pub struct Floor {
     pub reads: usize,
@@ -172,17 +174,10 @@ pub struct Floor {
 
 impl Floor {
     pub fn of(plan: &Plan, reads: usize) -> Floor {
-        let mut phases: Vec<u8> = plan
-            .changes()
-            .filter(|c| c.is_change())
-            .filter_map(kubectl_appupdate::plan::write_round)
-            .collect();
-        phases.sort_unstable();
-        phases.dedup();
         Floor {
             reads,
             changes: plan.changes().filter(|c| c.is_change()).count(),
-            write_rounds: phases.len(),
+            write_rounds: plan.write_order().round_count(),
         }
     }
 

@@ -65,7 +65,8 @@ bounds and five Ingress changes uses exactly one HTTP/2 connection, and
   (public and `[user]` updated, `[admin, user]` and `[billing]` created), the live state a fifth
   (`[admin]`) that is deleted.
 * L's starting state: 100 managed Ingresses of an older version of the file, so that L exercises
-  every round (5 creates, 50 updates, 45 unchanged, 5 deletes) rather than 100 creates.
+  every kind of route change (5 creates, 50 updates, 45 unchanged, 5 deletes) rather than 100
+  creates.
 * M and L also change the image and both bounds, so they exercise every kind of object.
 * kubectl: the fewest processes that produce the same state (one `apply -f` for all Ingresses,
   one `delete` for all stale ones), the v1.28 client called directly rather than through the

@@ -86,12 +86,18 @@ const SCENARIOS: &str = "\
 const FLOOR: &str = "\
 The floor: one concurrent read round (S: the Deployment; M, L: Deployment, HPA, Service and
 the managed-Ingress LIST); one dry-run request per changed object, all in one round; one write
-per changed object, in as many rounds as the order Deployment/HPA/Ingress creates → Ingress
-updates → Ingress deletes forces; then the change's history record: the history ConfigMap's
-read and one SelfSubjectReview in the dry-run round (two requests, no round of their own) and
-one conditional write of the record after the last write round (one request, one round); no
-discovery; no read repeated without a conflict; one connection (one TLS handshake). The
-\"other\" column counts the SelfSubjectReview.
+per changed object, in as many rounds as the dependencies between the writes force
+(`plan::write_order`): a route that stops serving a path waits for the write that serves that
+path elsewhere (a create, or an update of another group's route), and everything else — the
+Deployment, the HPA, creates, routes that gain or keep their paths, routes whose dropped paths
+nobody serves any more — goes in the first write round, so a path served before and after the
+run is served at every moment of it (the one exception, paths that swap groups in a cycle, is in
+the README); then the change's history record: the history ConfigMap's read and one
+SelfSubjectReview in the dry-run round (two requests, no round of their own) and one
+conditional write of the record after the last write round (one request, one round: it records
+what the writes did). The dry run stays a round of its own: nothing is written until the server
+has accepted every change. No discovery; no read repeated without a conflict; one connection
+(one TLS handshake). The \"other\" column counts the SelfSubjectReview.
 
 Rounds are derived from the sandbox's request log: requests that overlap in time form one
 round — sorted by arrival, a request joins the current round if it reached the server less than
