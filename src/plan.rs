@@ -792,7 +792,6 @@ impl Plan {
         write_order(self.changes())
     }
 
-    /// The same plan, saying how it publishes the endpoints.
     /// The same plan, saying how it publishes the endpoints — and, when paths swap scope groups
     /// in a cycle ([`WriteOrder::unguarded`]), that one of them can be unserved for a moment.
     pub fn with_routes(mut self, mut routes: RoutesPlan) -> Plan {
@@ -800,7 +799,11 @@ impl Plan {
         if !unguarded.is_empty() {
             routes.notes.push(format!(
                 "The paths {} move between scope groups in a cycle (each of these groups gives another one a path): their routes are written in one round, and one of these paths can be unserved between those writes (move one, then the other, to avoid it).",
-                unguarded.join(", ")
+                unguarded
+                    .iter()
+                    .map(|p| Untrusted(p).to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ));
         }
         self.routes = Some(routes);

@@ -745,3 +745,42 @@ fn a_user_who_may_not_list_httproutes_still_plans_ingresses_and_is_told() {
     );
     assert!(stdout(&o).is_empty());
 }
+
+/// Two paths swapping scope groups: the public Ingress gives /unprotected to [user] and takes
+/// /protected/user from it. With one write per Ingress no order keeps both served, so the plan
+/// says so before anything is written, and the run still ends with every path served once.
+#[test]
+fn paths_swapping_scope_groups_are_named_in_the_plan_and_end_up_served() {
+    let env = Env::new();
+    let swapped = "endpoints:
+  - path: /health
+  - path: /unprotected
+    scopes: [user]
+  - path: /protected/user
+";
+    let o = run(&env, swapped, &["--dry-run"]);
+    assert_code(&o, 0);
+    let all = format!("{}{}", stdout(&o), stderr(&o));
+    assert!(
+        all.contains(
+            "The paths /protected/user, /unprotected move between scope groups in a cycle"
+        ),
+        "{all}"
+    );
+    assert!(env.writes().is_empty());
+
+    let o = run(&env, swapped, &["--yes"]);
+    assert_code(&o, 0);
+    let public = env.sb.get(&ingress_path(PUBLIC)).unwrap();
+    let user = env.sb.get(&ingress_path(USER)).unwrap();
+    let paths = |ing: &serde_json::Value| -> Vec<String> {
+        ing["spec"]["rules"][0]["http"]["paths"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["path"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(paths(&public), ["/web/health", "/web/protected/user"]);
+    assert_eq!(paths(&user), ["/web/unprotected"]);
+}
