@@ -111,6 +111,7 @@ pub fn markdown(
     rtts: &[u64],
     reps: usize,
     fleet: Option<&str>,
+    xl: Option<&str>,
 ) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "# Performance\n");
@@ -339,6 +340,9 @@ pub fn markdown(
         "Peak RSS is `getrusage(RUSAGE_CHILDREN).ru_maxrss` of a helper process that runs exactly one child. Release profile: fat LTO, 1 codegen unit, panic = abort, stripped. {}.\n",
         x.musl
     );
+    if let Some(section) = xl {
+        let _ = writeln!(s, "{section}");
+    }
     if let Some(section) = fleet {
         let _ = writeln!(s, "{section}");
     }
