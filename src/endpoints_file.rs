@@ -250,11 +250,11 @@ mod plain {
             let mut list = Vec::new();
             if let Some((_, next)) = lines.peek() {
                 let under = next.strip_prefix(' ').and_then(|n| n.strip_prefix(' '));
-                if let Some(rest) = under.and_then(|n| n.get(at..)) {
-                    if next.len() - next.trim_start_matches(' ').len() == at + 2 {
-                        list = scopes(rest.strip_prefix("scopes: ")?)?;
-                        lines.next();
-                    }
+                if let Some(rest) = under.and_then(|n| n.get(at..))
+                    && next.len() - next.trim_start_matches(' ').len() == at + 2
+                {
+                    list = scopes(rest.strip_prefix("scopes: ")?)?;
+                    lines.next();
                 }
             }
             endpoints.push(Endpoint {

@@ -15,7 +15,6 @@
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use appupdate_bench::scenario::{
     self, APP, NAMESPACE, Scenario, create_managed, ingress_collection, managed_ingresses,
