@@ -438,7 +438,7 @@ fn short(s: Scenario) -> &'static str {
 /// plotters' ab_glyph backend draws text with a font we hand it: DejaVu Sans or Liberation
 /// Sans, wherever the system keeps them.
 #[cfg(feature = "plot")]
-fn register_font() -> Result<(), Box<dyn std::error::Error>> {
+pub(crate) fn register_font() -> Result<(), Box<dyn std::error::Error>> {
     const CANDIDATES: [&str; 5] = [
         "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
         "/usr/share/fonts/dejavu/DejaVuSans.ttf",

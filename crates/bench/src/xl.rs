@@ -171,12 +171,12 @@ pub fn measure(
     let first = output(())?;
     let changes = serde_json::from_slice::<Value>(&first)
         .ok()
-        .and_then(|v| {
-            v["changes"].as_array().map(|c| {
-                c.iter()
-                    .filter(|x| x["action"].as_str() != Some("unchanged"))
-                    .count()
-            })
+        .map(|v| {
+            let s = &v["summary"];
+            ["create", "update", "delete"]
+                .iter()
+                .filter_map(|k| s[*k].as_u64())
+                .sum::<u64>() as usize
         })
         .unwrap_or(0);
     let (mut wall, mut cpu, mut rss) = (Vec::new(), Vec::new(), Vec::new());
@@ -365,6 +365,7 @@ pub fn serve(dir: &Path) -> Result<(), String> {
 #[cfg(feature = "plot")]
 pub fn plot(path: &Path, r: &Results) -> Result<(), Box<dyn std::error::Error>> {
     use plotters::prelude::*;
+    crate::report::register_font()?;
     let root = BitMapBackend::new(path, (900, 560)).into_drawing_area();
     root.fill(&WHITE)?;
     let pts = |step: &str| -> Vec<(f64, f64)> {
