@@ -1,7 +1,9 @@
-//! CPU cost of the pure pipeline for a large application: parse an endpoints file of 10 000
-//! endpoints in 1 000 scope groups, plan against 1 000 live managed Ingresses (500 of which
-//! change one path), and render the diff. `cargo bench --bench plan`; the performance report
-//! (`cargo run --release -p appupdate-bench`) runs it and quotes the medians.
+//! CPU cost of the pure pipeline for a large application: parse an endpoints file of N
+//! endpoints in N/10 scope groups, plan against N/10 live managed Ingresses (half of which
+//! change one path), and render the diff; for N = 1 000, 10 000 and 100 000 (criterion groups
+//! `plan_1k`, `plan_10k`, `plan_100k`), to show how the cost grows. `cargo bench --bench plan`
+//! (`-- plan_10k` for one size); the performance report (`cargo run --release -p
+//! appupdate-bench`) runs it and quotes the medians.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::fmt::Write as _;
@@ -19,17 +21,20 @@ use kubectl_appupdate::routes::{self, BackendPort, RouteContext};
 use kubectl_appupdate::updaters::{AutoscalerUpdate, ContainerUpdate};
 use serde_json::json;
 
+/// The plugin's allocator (src/main.rs), so that these numbers are the binary's.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const APP: &str = "web";
 const NS: &str = "demo";
-const GROUPS: usize = 1_000;
 const PER_GROUP: usize = 10;
 
-/// 1 000 groups `[team-NNNN]` of 10 paths; with `changed`, the first 500 groups rename a path.
-fn endpoints_text(changed: bool) -> String {
+/// `groups` groups `[team-NNNN]` of 10 paths; with `changed`, the first half rename a path.
+fn endpoints_text(groups: usize, changed: bool) -> String {
     let mut s = String::from("endpoints:\n");
-    for k in 0..GROUPS {
+    for k in 0..groups {
         for j in 0..PER_GROUP {
-            let suffix = if changed && k < GROUPS / 2 && j == PER_GROUP - 1 {
+            let suffix = if changed && k < groups / 2 && j == PER_GROUP - 1 {
                 "-v2"
             } else {
                 ""
@@ -43,8 +48,8 @@ fn endpoints_text(changed: bool) -> String {
     s
 }
 
-fn live_state() -> LiveState {
-    let old = endpoints_file::parse(&endpoints_text(false), "old.yaml").unwrap();
+fn live_state(groups: usize) -> LiveState {
+    let old = endpoints_file::parse(&endpoints_text(groups, false), "old.yaml").unwrap();
     let mut ctx = RouteContext::new(APP, BackendPort::Number(80));
     ctx.attachment.ingress_class = Some("nginx".into());
     let ingresses = routes::create_bodies(RouteStyle::NginxSnippet, &ctx, &old, NS)
@@ -89,16 +94,17 @@ fn render(plan: &Plan, out: &mut Vec<u8>) {
     diff_render::render_plan(out, plan, &RenderOptions::default()).unwrap();
 }
 
-fn bench(c: &mut Criterion) {
-    let text = endpoints_text(true);
-    let live = live_state();
+/// One size: `groups` scope groups of 10 endpoints.
+fn bench_size(c: &mut Criterion, name: &str, groups: usize, samples: usize) {
+    let text = endpoints_text(groups, true);
+    let live = live_state(groups);
     let file = endpoints_file::parse(&text, "endpoints.yaml").unwrap();
     let the_plan = plan(&file, &live);
-    assert_eq!(the_plan.summary().update, GROUPS / 2);
-    let mut out = Vec::with_capacity(8 << 20);
+    assert_eq!(the_plan.summary().update, groups / 2);
+    let mut out = Vec::with_capacity(groups << 12);
 
-    let mut g = c.benchmark_group("plan_10k");
-    g.sample_size(20);
+    let mut g = c.benchmark_group(name);
+    g.sample_size(samples);
     g.bench_function("parse", |b| {
         b.iter(|| endpoints_file::parse(black_box(&text), "endpoints.yaml").unwrap())
     });
@@ -114,6 +120,12 @@ fn bench(c: &mut Criterion) {
         })
     });
     g.finish();
+}
+
+fn bench(c: &mut Criterion) {
+    bench_size(c, "plan_1k", 100, 50);
+    bench_size(c, "plan_10k", 1_000, 20);
+    bench_size(c, "plan_100k", 10_000, 10);
 }
 
 criterion_group!(benches, bench);

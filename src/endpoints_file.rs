@@ -122,6 +122,14 @@ const EMPTY_HELP: &str = "write \"endpoints:\" followed by a list of \"- path: /
 
 /// Parses an endpoints file. `source` is the file name shown in errors (`-` → `<stdin>`).
 pub fn parse(text: &str, source: &str) -> Result<EndpointsFile, EndpointsError> {
+    match plain::parse(text) {
+        Some(parsed) => Ok(parsed),
+        None => parse_yaml(text, source),
+    }
+}
+
+/// [`parse`] through the YAML parser, for every file the fast path ([`plain`]) does not take.
+fn parse_yaml(text: &str, source: &str) -> Result<EndpointsFile, EndpointsError> {
     let file = if source == "-" { "<stdin>" } else { source };
     let parser = Parser { text, file };
     let options = serde_saphyr::options! {
@@ -133,6 +141,131 @@ pub fn parse(text: &str, source: &str) -> Result<EndpointsFile, EndpointsError> 
     let root: Spanned<Node> =
         serde_saphyr::from_str_with_options(text, options).map_err(|e| parser.syntax_error(&e))?;
     parser.file(&root)
+}
+
+/// The fast path for files in the layout this documentation shows and generators write: a
+/// line `endpoints:`, then one entry per `- path: /…` line with an optional `scopes: [a, b]`
+/// line under it, plain scalars only, every one of a character set that YAML can read in only
+/// one way (a string), and full-line comments or blank lines between them. For such a file
+/// the YAML parser's result is known without running it; anything else — other layouts,
+/// quotes, flow mappings, tabs, `\r`, a value YAML could read as something other than a
+/// string, and every file that has an error — returns `None`, and the YAML parser reads the
+/// file (and words the error) as before. `tests::the_fast_path_agrees_with_the_yaml_parser`
+/// checks that both give the same result.
+mod plain {
+    use super::{Endpoint, EndpointsFile};
+    use std::collections::HashSet;
+
+    /// Characters of a plain scalar that YAML reads as a string in both block and flow
+    /// context, and that `check_path` and `check_scope` accept: letters, digits and
+    /// `/ . _ -`, and `~` in paths.
+    fn scope_char(b: u8) -> bool {
+        b.is_ascii_alphanumeric() || matches!(b, b'/' | b'.' | b'_' | b'-')
+    }
+
+    fn path_char(b: u8) -> bool {
+        scope_char(b) || b == b'~'
+    }
+
+    /// A path: starts with `/`, no empty, `.` or `..` segment (what `check_path` would refuse).
+    fn path(s: &str) -> bool {
+        s.starts_with('/')
+            && s.bytes().all(path_char)
+            && !s.contains("//")
+            && !s.split('/').any(|seg| seg == "." || seg == "..")
+    }
+
+    /// A scope that YAML reads as a string in a flow sequence: starts with a letter (so not a
+    /// number, `.inf` or `~`), and is none of the words that a YAML 1.1 or 1.2 reader, or a
+    /// number parser, could read as a boolean, null or a float.
+    fn scope(s: &str) -> bool {
+        const WORDS: [&str; 12] = [
+            "true", "false", "null", "yes", "no", "on", "off", "y", "n", "inf", "infinity", "nan",
+        ];
+        s.as_bytes().first().is_some_and(u8::is_ascii_alphabetic)
+            && s.bytes().all(scope_char)
+            && !WORDS.iter().any(|w| s.eq_ignore_ascii_case(w))
+    }
+
+    fn scopes(s: &str) -> Option<Vec<String>> {
+        let inner = s.strip_prefix('[')?.strip_suffix(']')?;
+        if inner.is_empty() {
+            return Some(Vec::new());
+        }
+        inner
+            .split(", ")
+            .map(|x| scope(x).then(|| x.to_owned()))
+            .collect()
+    }
+
+    fn skippable(line: &str) -> bool {
+        let t = line.trim_start_matches(' ');
+        t.is_empty() || t.starts_with('#')
+    }
+
+    pub(super) fn parse(text: &str) -> Option<EndpointsFile> {
+        if text
+            .bytes()
+            .any(|b| b == b'\r' || b == b'\t' || !b.is_ascii())
+        {
+            return None;
+        }
+        let mut lines = text.split('\n').enumerate().peekable();
+        // The top-level key, at column 0, after blank lines and comments.
+        loop {
+            let (_, line) = lines.next()?;
+            if skippable(line) {
+                continue;
+            }
+            if line != "endpoints:" {
+                return None;
+            }
+            break;
+        }
+        let mut endpoints: Vec<Endpoint> = Vec::new();
+        let mut seen: HashSet<&str> = HashSet::new();
+        let mut indent: Option<usize> = None;
+        while let Some((i, line)) = lines.next() {
+            if skippable(line) {
+                continue;
+            }
+            let body = line.trim_start_matches(' ');
+            let at = line.len() - body.len();
+            if *indent.get_or_insert(at) != at {
+                return None;
+            }
+            let p = body.strip_prefix("- path: ")?;
+            if !path(p) {
+                return None;
+            }
+            // A trailing '/' makes the same Prefix path: a duplicate either way (the YAML
+            // parser's path words the error).
+            let key = match p.strip_suffix('/') {
+                Some(k) if !k.is_empty() => k,
+                _ => p,
+            };
+            if !seen.insert(key) {
+                return None;
+            }
+            let mut list = Vec::new();
+            if let Some((_, next)) = lines.peek() {
+                let under = next.strip_prefix(' ').and_then(|n| n.strip_prefix(' '));
+                if let Some(rest) = under.and_then(|n| n.get(at..))
+                    && next.len() - next.trim_start_matches(' ').len() == at + 2
+                {
+                    list = scopes(rest.strip_prefix("scopes: ")?)?;
+                    lines.next();
+                }
+            }
+            endpoints.push(Endpoint {
+                path: p.to_owned(),
+                scopes: list,
+                line: i + 1,
+            });
+        }
+        // `endpoints:` with nothing after it is an error the YAML parser's path words.
+        (!endpoints.is_empty()).then_some(EndpointsFile { endpoints })
+    }
 }
 
 /// A YAML node as the parser saw it; children keep their locations.
@@ -656,6 +789,81 @@ mod tests {
             path: path.into(),
             scopes: scopes.iter().map(|s| (*s).to_owned()).collect(),
             line,
+        }
+    }
+
+    /// Every file the fast path takes, the YAML parser reads the same way (and the fast path
+    /// leaves every file with an error to it).
+    fn agrees(text: &str) -> Result<(), String> {
+        let yaml = parse_yaml(text, "e.yaml");
+        match plain::parse(text) {
+            Some(fast) if yaml.as_ref() != Ok(&fast) => {
+                Err(format!("{text:?}: fast {fast:?}, YAML {yaml:?}"))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    #[test]
+    fn the_fast_path_takes_the_usual_layout() {
+        let text = "# generated\nendpoints:\n  - path: /a\n    scopes: [read, team-1]\n\n  # c\n  - path: /b/\n  - path: /c~d\n    scopes: []\n";
+        assert_eq!(
+            plain::parse(text),
+            Some(EndpointsFile {
+                endpoints: vec![
+                    ep("/a", &["read", "team-1"], 3),
+                    ep("/b/", &[], 7),
+                    ep("/c~d", &[], 8),
+                ]
+            })
+        );
+        agrees(text).unwrap();
+        for other in [
+            "endpoints:\n  - path: /a\n  - path: /a/\n",
+            "endpoints:\n  - path: /a\n    scopes: [yes]\n",
+            "endpoints:\n  - path: /a\n    scopes: [1]\n",
+            "endpoints:\n  - path: /a//b\n",
+            "endpoints:\n  - path: \"/a\"\n",
+            "endpoints:\n  - path: /a # c\n",
+            "endpoints:\n",
+            "endpoints:\n  - path: /a\n   scopes: [x]\n",
+            "endpoints:\n  - path: /a\n    scopes: [x]\n    scopes: [y]\n",
+            "endpoints:\n  - path: /a\n      scopes: [x]\n",
+            "endpoints:\r\n  - path: /a\r\n",
+        ] {
+            assert_eq!(plain::parse(other), None, "{other:?}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn the_fast_path_agrees_with_the_yaml_parser(
+            head in proptest::sample::select(vec!["", "# c\n", "\n", "---\n", "endpoints: []\n#\n"]),
+            indent in 0usize..4,
+            entries in proptest::collection::vec(
+                (
+                    "/[a-z0-9~._/-]{0,6}|[a-z]{1,3}|/[:@!,=&;% ]{1,2}",
+                    proptest::option::of(proptest::collection::vec(
+                        "[a-zA-Z][a-z0-9._/-]{0,4}|yes|No|TRUE|null|nan|Inf|1|0x1|~|.inf|a:b|a~b",
+                        0..3,
+                    )),
+                    0usize..5,
+                    proptest::sample::select(vec!["", "\n", "  # c\n", "x: 1\n", "    # d\n"]),
+                ),
+                0..6,
+            ),
+        ) {
+            let mut text = format!("{head}endpoints:\n");
+            for (path, scopes, scope_indent, after) in &entries {
+                text.push_str(&" ".repeat(indent));
+                text.push_str(&format!("- path: {path}\n"));
+                if let Some(scopes) = scopes {
+                    text.push_str(&" ".repeat(indent + *scope_indent));
+                    text.push_str(&format!("scopes: [{}]\n", scopes.join(", ")));
+                }
+                text.push_str(after);
+            }
+            proptest::prop_assert_eq!(agrees(&text), Ok(()));
         }
     }
 

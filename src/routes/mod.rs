@@ -48,7 +48,7 @@ pub mod nginx_auth;
 pub mod nginx_snippet;
 pub mod refs;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::sync::Arc;
 
@@ -861,7 +861,6 @@ fn route_updaters<'a>(
     groups: &[ScopeGroup],
     live: &LiveRoutes<'a>,
 ) -> Result<Vec<WithLive<'a>>, PlanError> {
-    let by_name = |objs: &'a [Value], name: &str| objs.iter().find(|o| name_of(o) == Some(name));
     let mut updaters: Vec<WithLive<'a>> = Vec::new();
     for kind in [Kind::Ingress, Kind::HttpRoute] {
         let objs: &'a [Value] = match kind {
@@ -869,8 +868,15 @@ fn route_updaters<'a>(
             _ => live.httproutes.items(),
         };
         if kind == chosen.kind() {
+            // The first live object of each name (a map: thousands of groups are common).
+            let mut by_name: HashMap<&str, &'a Value> = HashMap::with_capacity(objs.len());
+            for o in objs {
+                if let Some(name) = name_of(o) {
+                    by_name.entry(name).or_insert(o);
+                }
+            }
             for u in chosen.updaters(ctx, groups, objs)? {
-                let current = by_name(objs, u.name());
+                let current = by_name.get(u.name()).copied();
                 updaters.push((u, current));
             }
             continue;

@@ -29,6 +29,7 @@ use serde_json::Value;
 mod fleet;
 mod notes;
 mod report;
+mod xl;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -45,9 +46,10 @@ struct Args {
     /// Round-trip times to add, in milliseconds.
     #[arg(long, value_delimiter = ',', default_value = "0,5,20")]
     rtt: Vec<u64>,
-    /// Scenarios to run (S, M, L, and `fleet`: one update on several clusters). `fleet` alone
-    /// measures only that and replaces its section of an existing report.
-    #[arg(long, value_delimiter = ',', default_value = "S,M,L,fleet")]
+    /// Scenarios to run (S, M, L, `fleet`: one update on several clusters, and `XL`: a dry run
+    /// over 1 000 Ingresses, with the core's growth from 1 000 to 100 000 endpoints). `fleet` or
+    /// `XL` alone measures only that and replaces its section of an existing report.
+    #[arg(long, value_delimiter = ',', default_value = "S,M,L,fleet,XL")]
     scenarios: Vec<String>,
     /// Fleet scenario: the cluster counts.
     #[arg(long, value_delimiter = ',', default_value = "1,4,16")]
@@ -76,6 +78,10 @@ struct Args {
     /// Print the request log of every plugin run (timings relative to the process start).
     #[arg(long)]
     dump_log: bool,
+    /// Internal: seed the XL scenario's sandbox, write its kubeconfig and endpoints file into
+    /// DIR, print the plugin's command line, and serve until standard input closes.
+    #[arg(long, hide = true, value_name = "DIR")]
+    xl_serve: Option<PathBuf>,
     /// Internal: run a command and print its peak RSS (KiB) and exit code.
     #[arg(long, hide = true, num_args = 1.., allow_hyphen_values = true)]
     peak_rss: Option<Vec<String>>,
@@ -244,18 +250,26 @@ fn main() {
     if let Some(cmd) = &args.peak_rss {
         std::process::exit(peak_rss_child(cmd));
     }
+    if let Some(dir) = &args.xl_serve {
+        if let Err(e) = xl::serve(dir) {
+            eprintln!("appupdate-bench: {e}");
+            std::process::exit(1);
+        }
+        return;
+    }
     if let Err(e) = run(args) {
         eprintln!("appupdate-bench: {e}");
         std::process::exit(1);
     }
 }
 
-/// `--peak-rss CMD…`: runs CMD (output discarded), prints `<max RSS KiB> <exit code>`. A process
-/// of its own, so that RUSAGE_CHILDREN sees exactly one child.
+/// `--peak-rss CMD…`: runs CMD (output discarded), prints `<max RSS KiB> <exit code> <CPU ms>
+/// <wall ms>`. A process of its own, so that RUSAGE_CHILDREN sees exactly one child.
 fn peak_rss_child(cmd: &[String]) -> i32 {
     let Some((prog, rest)) = cmd.split_first() else {
         return 2;
     };
+    let started = Instant::now();
     let status = Command::new(prog)
         .args(rest)
         .stdin(Stdio::null())
@@ -266,13 +280,14 @@ fn peak_rss_child(cmd: &[String]) -> i32 {
         Ok(s) => s.code().unwrap_or(-1),
         Err(_) => return 2,
     };
+    let wall_ms = started.elapsed().as_secs_f64() * 1000.0;
     match nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN) {
         Ok(u) => {
             let ms = |t: nix::sys::time::TimeVal| {
                 t.tv_sec() as f64 * 1000.0 + t.tv_usec() as f64 / 1000.0
             };
             println!(
-                "{} {code} {:.1}",
+                "{} {code} {:.1} {wall_ms:.1}",
                 u.max_rss(),
                 ms(u.user_time()) + ms(u.system_time())
             );
@@ -306,12 +321,13 @@ fn run(args: Args) -> Result<(), String> {
         .scenarios
         .iter()
         .any(|s| s.eq_ignore_ascii_case("fleet"));
+    let with_xl = args.scenarios.iter().any(|s| s.eq_ignore_ascii_case("xl"));
     let scenarios: Vec<Scenario> = args
         .scenarios
         .iter()
-        .filter(|s| !s.eq_ignore_ascii_case("fleet"))
+        .filter(|s| !s.eq_ignore_ascii_case("fleet") && !s.eq_ignore_ascii_case("xl"))
         .map(|s| {
-            Scenario::parse(s).ok_or_else(|| format!("unknown scenario {s:?} (S, M, L, fleet)"))
+            Scenario::parse(s).ok_or_else(|| format!("unknown scenario {s:?} (S, M, L, fleet, XL)"))
         })
         .collect::<Result<_, _>>()?;
     let fleet_scenario = Scenario::parse(&args.fleet_scenario).ok_or_else(|| {
@@ -326,7 +342,8 @@ fn run(args: Args) -> Result<(), String> {
     if with_fleet && (args.fleet_sizes.is_empty() || args.fleet_sizes.contains(&0)) {
         return Err("--fleet-sizes must name cluster counts of at least 1".into());
     }
-    let fleet_only = with_fleet && scenarios.is_empty();
+    let fleet_only = with_fleet && !with_xl && scenarios.is_empty();
+    let xl_only = with_xl && !with_fleet && scenarios.is_empty();
     let mut machine = Machine {
         load_before: load_average(),
         started: now_utc(),
@@ -371,6 +388,27 @@ fn run(args: Args) -> Result<(), String> {
         }
     }
     read_criterion(&release, &mut extras);
+    let criterion_root = release
+        .parent()
+        .map(|t| t.join("criterion"))
+        .unwrap_or_default();
+    if xl_only {
+        let dir = std::env::temp_dir().join(format!("appupdate-bench-{}", std::process::id()));
+        let home = dir.join("home");
+        std::fs::create_dir_all(&home).map_err(|e| e.to_string())?;
+        let section = xl_section(&plugin, &home, &dir, args.reps, &criterion_root, &args.out)?;
+        let report = std::fs::read_to_string(&args.out).unwrap_or_default();
+        let text = if report.is_empty() {
+            section
+        } else {
+            xl::replace_section(&report, &section)
+        };
+        std::fs::write(&args.out, text)
+            .map_err(|e| format!("cannot write {}: {e}", args.out.display()))?;
+        eprintln!("wrote the XL section of {}", args.out.display());
+        let _ = std::fs::remove_dir_all(&dir);
+        return Ok(());
+    }
 
     let kubectl = match &args.kubectl {
         Some(k) => k.clone(),
@@ -450,7 +488,7 @@ fn run(args: Args) -> Result<(), String> {
         reps: args.reps,
         scenario: fleet_scenario,
     };
-    if fleet_only {
+    if fleet_only && !with_xl {
         let results = fleet::measure(fleet_plan, &rt, &ctx)?;
         let section = fleet::markdown(&results, machine.cores);
         let report = std::fs::read_to_string(&args.out).unwrap_or_default();
@@ -536,6 +574,19 @@ fn run(args: Args) -> Result<(), String> {
         None
     };
 
+    let xl_section = if with_xl {
+        Some(xl_section(
+            &ctx.plugin,
+            &ctx.home,
+            &ctx.dir,
+            args.reps,
+            &criterion_root,
+            &args.out,
+        )?)
+    } else {
+        None
+    };
+
     eprintln!("peak RSS, start-up, size…");
     ctx.proxy.set_rtt(Duration::ZERO);
     if scenarios.contains(&Scenario::L) {
@@ -577,6 +628,7 @@ fn run(args: Args) -> Result<(), String> {
         &args.rtt,
         args.reps,
         fleet_section.as_deref(),
+        xl_section.as_deref(),
     );
     if let Some(parent) = args.out.parent() {
         let _ = std::fs::create_dir_all(parent);
@@ -596,6 +648,39 @@ fn run(args: Args) -> Result<(), String> {
             mismatches.len()
         ))
     }
+}
+
+/// Measures the XL scenario and draws the core's growth next to `out` (`<stem>-scaling.png`).
+fn xl_section(
+    plugin: &Path,
+    home: &Path,
+    dir: &Path,
+    reps: usize,
+    criterion_root: &Path,
+    out: &Path,
+) -> Result<String, String> {
+    eprintln!("scenario XL (1 000 Ingresses, 10 000 endpoints, --dry-run -o json)…");
+    let r = xl::measure(plugin, home, dir, reps, criterion_root)?;
+    eprintln!(
+        "XL: CPU {:.0} ms, peak RSS {:.1} MiB, wall {:.0} ms (medians)",
+        r.cpu.median, r.rss.median, r.wall.median
+    );
+    let stem = out
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "performance".into());
+    let plot = out.with_file_name(format!("{stem}-scaling.png"));
+    if let Some(parent) = plot.parent() {
+        let _ = std::fs::create_dir_all(parent);
+    }
+    if !r.core.is_empty() {
+        xl::plot(&plot, &r).map_err(|e| format!("cannot draw {}: {e}", plot.display()))?;
+    }
+    Ok(xl::markdown(
+        &r,
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        &plot,
+    ))
 }
 
 fn scrubbed(program: &Path, home: &Path) -> Command {
@@ -705,9 +790,9 @@ fn run_kubectl(ctx: &Context, s: Scenario, cache: &Path) -> Result<Run, String> 
     })
 }
 
-/// Runs `prog args…` under `--peak-rss` in a child of its own; returns the peak RSS (KiB) and
-/// the CPU time (user + system, ms).
-fn peak_rss_of(prog: &Path, args: &[String], home: &Path) -> Result<(i64, f64), String> {
+/// Runs `prog args…` under `--peak-rss` in a child of its own; returns the peak RSS (KiB), the
+/// CPU time (user + system, ms) and the wall time (ms).
+fn peak_rss_of(prog: &Path, args: &[String], home: &Path) -> Result<(i64, f64, f64), String> {
     let me = std::env::current_exe().map_err(|e| e.to_string())?;
     let out = scrubbed(&me, home)
         .arg("--peak-rss")
@@ -726,8 +811,12 @@ fn peak_rss_of(prog: &Path, args: &[String], home: &Path) -> Result<(i64, f64), 
         .next()
         .and_then(|p| p.parse().ok())
         .unwrap_or(f64::NAN);
+    let wall_ms: f64 = parts
+        .next()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(f64::NAN);
     match code {
-        Some("0") => Ok((kib, cpu_ms)),
+        Some("0") => Ok((kib, cpu_ms, wall_ms)),
         other => Err(format!(
             "{} exited with {other:?} under --peak-rss",
             prog.display()
@@ -740,7 +829,7 @@ fn peak_rss_plugin(ctx: &Context, s: Scenario) -> Result<Option<(i64, f64)>, Str
     let p = ctx.dir.join("endpoints-rss.yaml");
     std::fs::write(&p, s.endpoints().unwrap_or_default()).map_err(|e| e.to_string())?;
     let args = s.plugin_args(&ctx.kubeconfig, s.endpoints().map(|_| p.as_path()));
-    peak_rss_of(&ctx.plugin, &args, &ctx.home).map(Some)
+    peak_rss_of(&ctx.plugin, &args, &ctx.home).map(|(kib, cpu, _)| Some((kib, cpu)))
 }
 
 /// The largest peak RSS of the sequence's processes, and their CPU time added up.
@@ -749,7 +838,7 @@ fn peak_rss_kubectl(ctx: &Context, s: Scenario) -> Result<Option<(i64, f64)>, St
     let cmds = kubectl_commands(ctx, s, &ctx.warm_cache)?;
     let (mut max, mut cpu) = (0, 0.0);
     for c in &cmds {
-        let (kib, ms) = peak_rss_of(&ctx.kubectl, c, &ctx.home)?;
+        let (kib, ms, _) = peak_rss_of(&ctx.kubectl, c, &ctx.home)?;
         max = max.max(kib);
         cpu += ms;
     }

@@ -34,6 +34,20 @@ Numbers: medians at RTT 20 ms unless said, same machine, before → after.
    the whole live object with managedFields and status (1.1 → 0.85 ms per plan of 100). Small:
    the CPU side is not where L's time goes.
 
+4. **A large application's CPU time** (scenario XL and the core's growth). perf over parse +
+   plan + render for 10 000 endpoints put about half of all samples in glibc's `malloc`,
+   `free` and `malloc_consolidate`: the plan is millions of small JSON values and strings.
+   The binary now uses mimalloc (`src/main.rs`; `benches/plan.rs` uses it too, so the
+   criterion numbers are the binary's). The endpoints file has a fast path for the usual
+   layout (`- path:` lines with optional `scopes: [..]` lines, plain scalars that YAML can
+   only read as strings): 10 000 endpoints no longer go through the YAML parser's span-carrying
+   node tree; any other layout, and every file with an error, still does (a property test
+   checks that both agree). Each Ingress updater's live object is found in a map by name
+   instead of a linear search (O(n²) in the scope groups). On the XL run (measured by hand on a
+   loaded machine, same output byte for byte): user + system CPU 0.55–0.64 s + 0.09–0.13 s →
+   0.35–0.39 s + 0.04–0.35 s. Still far from the 120 ms goal, and peak RSS (~190 MiB) far from
+   32 MiB: see "Noticed and left alone".
+
 All existing tests pass unchanged; `tests/transport_e2e.rs` checks that a run with image,
 bounds and five Ingress changes uses exactly one HTTP/2 connection, and
 `tests/transport_http1_e2e.rs` that a server offering only HTTP/1.1 still works.
@@ -82,9 +96,14 @@ bounds and five Ingress changes uses exactly one HTTP/2 connection, and
   worker threads, but serialises all store access behind one mutex; a LIST of 101 Ingresses
   takes ~8 ms and a burst of 62 dry runs is served one by one over ~20 ms. Not a bottleneck at
   RTT ≥ 5 ms; at RTT 0 it is part of L's time. Left as is.
-* `planner::build_plan` (not a file this work may change) finds each Ingress updater's live
-  object with a linear search: O(n²), about 22 ms of the 200 ms plan for 1 000 groups; a map by
-  name would remove it. `endpoints_file::parse` takes ~56 ms for 10 000 endpoints.
+* Scenario XL's peak RSS (~190 MiB for a 2 MB LIST and a 14 MB plan document) comes from
+  holding everything at once: the LIST body as bytes, as a String and as a `serde_json::Value`
+  tree; the plan's before/after views and field values (clones of the live rules); the output
+  document (`output::document` clones every view again) and the 14 MB JSON text in one `Vec`
+  before it is written. Not done yet: serialising the document from borrowed views straight
+  into a buffered stdout, decoding the LIST from bytes without the String copy, and building
+  the after-views without cloning the live rules. Those, not parsing, are also most of the
+  remaining CPU time of XL.
 * About 30–40 ms of the plugin's 60–70 ms CPU time in L (RTT 0) is not parse/plan/render; it is the
   128 requests' TLS, HTTP/2 and JSON work and was not profiled further.
 * A connection lost mid-run now fails every request in flight on it, not just one: with a single

@@ -117,6 +117,7 @@ pub fn markdown(
     rtts: &[u64],
     reps: usize,
     fleet: Option<&str>,
+    xl: Option<&str>,
 ) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "# Performance\n");
@@ -345,6 +346,9 @@ pub fn markdown(
         "Peak RSS is `getrusage(RUSAGE_CHILDREN).ru_maxrss` of a helper process that runs exactly one child. Release profile: fat LTO, 1 codegen unit, panic = abort, stripped. {}.\n",
         x.musl
     );
+    if let Some(section) = xl {
+        let _ = writeln!(s, "{section}");
+    }
     if let Some(section) = fleet {
         let _ = writeln!(s, "{section}");
     }
@@ -440,7 +444,7 @@ fn short(s: Scenario) -> &'static str {
 /// plotters' ab_glyph backend draws text with a font we hand it: DejaVu Sans or Liberation
 /// Sans, wherever the system keeps them.
 #[cfg(feature = "plot")]
-fn register_font() -> Result<(), Box<dyn std::error::Error>> {
+pub(crate) fn register_font() -> Result<(), Box<dyn std::error::Error>> {
     const CANDIDATES: [&str; 5] = [
         "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
         "/usr/share/fonts/dejavu/DejaVuSans.ttf",

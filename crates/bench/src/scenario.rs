@@ -277,15 +277,15 @@ impl Scenario {
     }
 }
 
-fn deployment_path() -> String {
+pub fn deployment_path() -> String {
     format!("/apis/apps/v1/namespaces/{NAMESPACE}/deployments/{APP}")
 }
 
-fn hpa_path() -> String {
+pub fn hpa_path() -> String {
     format!("/apis/autoscaling/v2/namespaces/{NAMESPACE}/horizontalpodautoscalers/{APP}")
 }
 
-fn ingress_collection() -> String {
+pub fn ingress_collection() -> String {
     format!("/apis/networking.k8s.io/v1/namespaces/{NAMESPACE}/ingresses")
 }
 
@@ -307,7 +307,7 @@ pub fn team_endpoints(
     s
 }
 
-fn managed_ingresses(sb: &Sandbox) -> Vec<Value> {
+pub fn managed_ingresses(sb: &Sandbox) -> Vec<Value> {
     sb.list(&ingress_collection())
         .into_iter()
         .filter(|i| {
@@ -330,7 +330,7 @@ pub fn live_state(sb: &Sandbox) -> LiveState {
 
 /// Creates the managed Ingresses this tool would create for `endpoints`, inheriting class,
 /// hosts and TLS from `inherit_from` (default: the live managed Ingresses).
-fn create_managed(sb: &Sandbox, endpoints: &str, inherit_from: &[Value]) -> Result<(), String> {
+pub fn create_managed(sb: &Sandbox, endpoints: &str, inherit_from: &[Value]) -> Result<(), String> {
     let file = endpoints_file::parse(endpoints, "seed.yaml").map_err(|e| e.to_string())?;
     let live = managed_ingresses(sb);
     let mut ctx = RouteContext::new(APP, BackendPort::Number(80));
