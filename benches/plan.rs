@@ -21,10 +21,6 @@ use kubectl_appupdate::routes::{self, BackendPort, RouteContext};
 use kubectl_appupdate::updaters::{AutoscalerUpdate, ContainerUpdate};
 use serde_json::json;
 
-/// The plugin's allocator (src/main.rs), so that these numbers are the binary's.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 const APP: &str = "web";
 const NS: &str = "demo";
 const PER_GROUP: usize = 10;

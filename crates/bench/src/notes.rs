@@ -37,15 +37,16 @@ Numbers: medians at RTT 20 ms unless said, same machine, before → after.
 4. **A large application's CPU time** (scenario XL and the core's growth). perf over parse +
    plan + render for 10 000 endpoints put about half of all samples in glibc's `malloc`,
    `free` and `malloc_consolidate`: the plan is millions of small JSON values and strings.
-   The binary now uses mimalloc (`src/main.rs`; `benches/plan.rs` uses it too, so the
-   criterion numbers are the binary's). The endpoints file has a fast path for the usual
+   mimalloc cut the render step of that case from 222 to 180 ms but doubled the start-up
+   time every run pays (2.0–2.3 → 4.0–4.4 ms of CPU for `--version`), so the system allocator
+   stays. The endpoints file has a fast path for the usual
    layout (`- path:` lines with optional `scopes: [..]` lines, plain scalars that YAML can
    only read as strings): 10 000 endpoints no longer go through the YAML parser's span-carrying
    node tree; any other layout, and every file with an error, still does (a property test
    checks that both agree). Each Ingress updater's live object is found in a map by name
    instead of a linear search (O(n²) in the scope groups). On the XL run (measured by hand on a
-   loaded machine, same output byte for byte): user + system CPU 0.55–0.64 s + 0.09–0.13 s →
-   0.35–0.39 s + 0.04–0.35 s. Still far from the 120 ms goal, and peak RSS (~190 MiB) far from
+   loaded machine, same output byte for byte, without mimalloc): user + system CPU 0.55–0.64 s
+   + 0.09–0.13 s before, 0.54–0.61 s + ~0.11 s after. Still far from the 120 ms goal, and peak RSS (~190 MiB) far from
    32 MiB: see "Noticed and left alone".
 
 All existing tests pass unchanged; `tests/transport_e2e.rs` checks that a run with image,
