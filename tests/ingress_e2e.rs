@@ -149,8 +149,10 @@ fn moving_a_path_between_scope_groups_updates_both() {
     assert!(writes.iter().all(|w| w.method == "PATCH"));
 }
 
+/// The new group serves a new path and the removed group's path is served by nobody afterwards:
+/// no write waits for another, so the create and the delete go out together (in either order).
 #[test]
-fn adding_and_removing_groups_creates_before_it_deletes() {
+fn adding_and_removing_unrelated_groups_writes_both_in_one_round() {
     let env = Env::new();
     let o = apply_endpoints(
         &env,
@@ -177,12 +179,9 @@ fn adding_and_removing_groups_creates_before_it_deletes() {
         ]
     );
     let writes = env.app_writes();
-    let order: Vec<&str> = writes.iter().map(|w| w.method.as_str()).collect();
-    assert_eq!(
-        order,
-        vec!["POST", "DELETE"],
-        "new routes exist before old ones go"
-    );
+    let mut methods: Vec<&str> = writes.iter().map(|w| w.method.as_str()).collect();
+    methods.sort_unstable();
+    assert_eq!(methods, vec!["DELETE", "POST"], "{writes:?}");
 }
 
 #[test]

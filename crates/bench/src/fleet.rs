@@ -434,9 +434,15 @@ pub fn markdown(r: &Results, cores: usize) -> String {
 /// `report` with its fleet section replaced by `section` (or, without one, `section` added at
 /// the end).
 pub fn replace_section(report: &str, section: &str) -> String {
-    match (report.find(BEGIN), report.find(END)) {
+    replace_marked(report, section, BEGIN, END)
+}
+
+/// `report` with the text from `begin` to `end` (a generated section's markers) replaced by
+/// `section`, or, without those markers, `section` added at the end.
+pub fn replace_marked(report: &str, section: &str, begin: &str, end: &str) -> String {
+    match (report.find(begin), report.find(end)) {
         (Some(b), Some(e)) if e > b => {
-            let after = &report[e + END.len()..];
+            let after = &report[e + end.len()..];
             format!("{}{}{}", &report[..b], section.trim_end(), after)
         }
         _ => format!("{}\n\n{}", report.trim_end_matches('\n'), section),

@@ -336,13 +336,7 @@ pub fn markdown(r: &Results, cores: usize, plot: &Path) -> String {
 
 /// Replaces the section between the markers, or appends it.
 pub fn replace_section(report: &str, section: &str) -> String {
-    match (report.find(BEGIN), report.find(END)) {
-        (Some(b), Some(e)) if e > b => {
-            let after = &report[e + END.len()..];
-            format!("{}{}{}", &report[..b], section.trim_end(), after)
-        }
-        _ => format!("{}\n\n{}", report.trim_end_matches('\n'), section),
-    }
+    crate::fleet::replace_marked(report, section, BEGIN, END)
 }
 
 /// `--xl-serve DIR`: the scenario's sandbox, until standard input closes (for profiling the
