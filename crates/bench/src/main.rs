@@ -397,15 +397,7 @@ fn run(args: Args) -> Result<(), String> {
         let home = dir.join("home");
         std::fs::create_dir_all(&home).map_err(|e| e.to_string())?;
         let section = xl_section(&plugin, &home, &dir, args.reps, &criterion_root, &args.out)?;
-        let report = std::fs::read_to_string(&args.out).unwrap_or_default();
-        let text = if report.is_empty() {
-            section
-        } else {
-            xl::replace_section(&report, &section)
-        };
-        std::fs::write(&args.out, text)
-            .map_err(|e| format!("cannot write {}: {e}", args.out.display()))?;
-        eprintln!("wrote the XL section of {}", args.out.display());
+        write_section(&args.out, &section, xl::replace_section, "XL")?;
         let _ = std::fs::remove_dir_all(&dir);
         return Ok(());
     }
@@ -491,15 +483,7 @@ fn run(args: Args) -> Result<(), String> {
     if fleet_only && !with_xl {
         let results = fleet::measure(fleet_plan, &rt, &ctx)?;
         let section = fleet::markdown(&results, machine.cores);
-        let report = std::fs::read_to_string(&args.out).unwrap_or_default();
-        let text = if report.is_empty() {
-            section
-        } else {
-            fleet::replace_section(&report, &section)
-        };
-        std::fs::write(&args.out, text)
-            .map_err(|e| format!("cannot write {}: {e}", args.out.display()))?;
-        eprintln!("wrote the fleet section of {}", args.out.display());
+        write_section(&args.out, &section, fleet::replace_section, "fleet")?;
         let _ = std::fs::remove_dir_all(&dir);
         return Ok(());
     }
@@ -860,6 +844,25 @@ fn time_command(prog: &Path, args: &[&str], n: usize) -> Result<Summary, String>
         }
     }
     Ok(summarize(&xs))
+}
+
+/// Writes one generated section into the report at `out`: replaced between its markers by
+/// `replace`, or the whole file when there is no report yet.
+fn write_section(
+    out: &Path,
+    section: &str,
+    replace: fn(&str, &str) -> String,
+    name: &str,
+) -> Result<(), String> {
+    let report = std::fs::read_to_string(out).unwrap_or_default();
+    let text = if report.is_empty() {
+        section.to_owned()
+    } else {
+        replace(&report, section)
+    };
+    std::fs::write(out, text).map_err(|e| format!("cannot write {}: {e}", out.display()))?;
+    eprintln!("wrote the {name} section of {}", out.display());
+    Ok(())
 }
 
 /// `kubectl` on PATH; when it is the version dispatcher with a `kubectl.1.28` beside it, that
