@@ -264,11 +264,24 @@ pub fn write_order<'a>(changes: impl IntoIterator<Item = &'a ObjectChange>) -> W
     let rounds = (0..n)
         .map(|i| written[i].then(|| component_round[component[i]]))
         .collect();
-    let unguarded: BTreeSet<String> = (0..n)
-        .flat_map(|i| deps[i].iter().map(move |&(j, p)| (i, j, p)))
-        .filter(|&(i, j, _)| component[i] == component[j])
-        .map(|(_, _, p)| p.to_owned())
-        .collect();
+    // Every path a write of a cycle stops serving and another write of the same cycle starts
+    // to (`deps` keeps one path per pair of writes; a pair may exchange several).
+    let mut unguarded: BTreeSet<String> = BTreeSet::new();
+    for (i, (before, after)) in sets.iter().enumerate() {
+        if !written[i] || !deps[i].iter().any(|&(j, _)| component[j] == component[i]) {
+            continue;
+        }
+        for p in before.difference(after) {
+            if servers
+                .get(p)
+                .into_iter()
+                .flatten()
+                .any(|&j| j != i && component[j] == component[i])
+            {
+                unguarded.insert((*p).to_owned());
+            }
+        }
+    }
     WriteOrder {
         rounds,
         unguarded: unguarded.into_iter().collect(),
