@@ -359,23 +359,23 @@ impl FleetEnd {
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct FleetDocument {
+struct FleetDocument<'a> {
     schema: &'static str,
     app: String,
     has_changes: bool,
     summary: SummaryDoc,
-    clusters: Vec<ClusterDoc>,
+    clusters: Vec<ClusterDoc<'a>>,
 }
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct ClusterDoc {
+struct ClusterDoc<'a> {
     context: String,
     namespace: Option<String>,
     canary: bool,
     /// Clusters with identical plans share a section.
     section: Option<usize>,
-    plan: Option<PlanDocument>,
+    plan: Option<PlanDocument<'a>>,
     outcome: OutcomeDoc,
 }
 

@@ -57,9 +57,9 @@ impl<'a> Section<'a> {
 }
 
 /// What a plan shows, without what differs between clusters that get the same change.
-fn shown(plan: &Plan) -> PlanDocument {
+fn shown(plan: &Plan) -> PlanDocument<'_> {
     let mut doc = output::document(plan);
-    doc.context = String::new();
+    doc.context = "";
     for object in &mut doc.objects {
         object.resource_version = None;
         object.uid = None;

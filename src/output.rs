@@ -15,7 +15,7 @@ use std::io::{self, Write};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::plan::{Action, Kind, ObjectChange, Plan, RouteStyle};
+use crate::plan::{Action, Base, Kind, ObjectChange, Plan, RouteStyle};
 use crate::text;
 
 /// Schema identifier; bump on any incompatible change.
@@ -24,36 +24,36 @@ pub const SCHEMA_VERSION: &str = "kubectl-appupdate.plan/v1";
 /// The whole plan document.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct PlanDocument {
+pub struct PlanDocument<'a> {
     /// Always [`SCHEMA_VERSION`].
     pub schema: &'static str,
-    pub app: String,
-    pub namespace: String,
+    pub app: &'a str,
+    pub namespace: &'a str,
     /// The kubeconfig context the plan was computed against.
-    pub context: String,
+    pub context: &'a str,
     /// Whether anything would be created, updated or deleted.
     pub has_changes: bool,
     pub summary: SummaryDoc,
     /// With `--endpoints`: how the endpoints are published.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub routes: Option<RoutesDoc>,
+    pub routes: Option<RoutesDoc<'a>>,
     /// Every object the run looked at, in write order, unchanged ones included.
-    pub objects: Vec<ObjectDoc>,
+    pub objects: Vec<ObjectDoc<'a>>,
 }
 
 /// How the plan publishes the endpoints.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct RoutesDoc {
+pub struct RoutesDoc<'a> {
     /// The route style after the run: `nginx-snippet`, `nginx-auth` or `gateway`.
     pub style: RouteStyle,
     /// The styles of the managed routes live now (empty on a first exposure).
-    pub live_styles: Vec<RouteStyle>,
+    pub live_styles: &'a [RouteStyle],
     /// Whether live routes change style (new routes first, then the old ones go).
     pub migration: bool,
     /// What the plan decided and why, one sentence each (e.g. the IngressClass new Ingresses
     /// get).
-    pub notes: Vec<String>,
+    pub notes: &'a [String],
 }
 
 /// Counts per action.
@@ -68,126 +68,124 @@ pub struct SummaryDoc {
 /// One object and what happens to it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ObjectDoc {
+pub struct ObjectDoc<'a> {
     pub api_version: &'static str,
-    pub kind: String,
-    pub namespace: String,
-    pub name: String,
+    pub kind: &'static str,
+    pub namespace: &'a str,
+    pub name: &'a str,
     /// `create`, `update`, `delete` or `unchanged`.
     pub action: Action,
     /// The `metadata.resourceVersion` the change was computed from (every write is
     /// conditional on it); `null` for a create.
-    pub resource_version: Option<String>,
+    pub resource_version: Option<&'a str>,
     /// The live object's uid; `null` for a create.
-    pub uid: Option<String>,
+    pub uid: Option<&'a str>,
     /// The values this run changes; empty when unchanged.
-    pub fields: Vec<FieldDoc>,
+    pub fields: Vec<FieldDoc<'a>>,
     /// For Ingresses: the endpoints they serve, in endpoints-file terms.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub ingress: Option<IngressDoc>,
+    pub ingress: Option<IngressDoc<'a>>,
     /// For routes (Ingresses and HTTPRoutes): their style and the endpoints they serve.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub route: Option<RouteDoc>,
+    pub route: Option<RouteDoc<'a>>,
     /// The focused view of the live object the diff shows (`null` for a create).
-    pub before: Option<Value>,
+    pub before: Option<&'a Value>,
     /// The focused view after the change (`null` for a delete).
-    pub after: Option<Value>,
+    pub after: Option<&'a Value>,
 }
 
 /// One changed value. `null` means absent.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct FieldDoc {
+pub struct FieldDoc<'a> {
     /// e.g. `spec.template.spec.containers[name=app].image`, `spec.maxReplicas`,
     /// `spec.rules[0].http.paths`; `.` for a whole object (an Ingress delete).
-    pub path: String,
-    pub before: Value,
-    pub after: Value,
+    pub path: &'a str,
+    /// `null` (`None`) when absent.
+    pub before: Option<&'a Value>,
+    pub after: Option<&'a Value>,
 }
 
 /// The endpoint view of an Ingress.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct IngressDoc {
+pub struct IngressDoc<'a> {
     /// The identifier label value of the scope group.
-    pub identifier: String,
+    pub identifier: &'a str,
     /// Sorted, de-duplicated OAuth scopes; empty for the public group.
-    pub scopes: Vec<String>,
+    pub scopes: &'a [String],
     /// Endpoint paths (as in the endpoints file, without the `/<app>` prefix) served after the
     /// change; empty for a delete.
-    pub paths: Vec<String>,
+    pub paths: &'a [String],
     /// Endpoint paths served before the change; empty for a create.
-    pub paths_before: Vec<String>,
+    pub paths_before: &'a [String],
 }
 
 /// The route view of a route.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct RouteDoc {
+pub struct RouteDoc<'a> {
     /// `nginx-snippet`, `nginx-auth` or `gateway` (for a delete, the style of the route that
     /// goes).
     pub style: RouteStyle,
     /// The identifier label value of the scope group.
-    pub identifier: String,
+    pub identifier: &'a str,
     /// Sorted, de-duplicated OAuth scopes; empty for the public group.
-    pub scopes: Vec<String>,
+    pub scopes: &'a [String],
     /// Endpoint paths served after the change; empty for a delete.
-    pub paths: Vec<String>,
+    pub paths: &'a [String],
     /// Endpoint paths served before the change; empty for a create.
-    pub paths_before: Vec<String>,
+    pub paths_before: &'a [String],
 }
 
-fn object_doc(change: &ObjectChange) -> ObjectDoc {
+fn object_doc(change: &ObjectChange) -> ObjectDoc<'_> {
     let route = change.route.as_ref().map(|info| RouteDoc {
         style: info.style,
-        identifier: info.identifier.clone(),
-        scopes: info.scopes.clone(),
-        paths: info.paths.clone(),
-        paths_before: info.paths_before.clone(),
+        identifier: &info.identifier,
+        scopes: &info.scopes,
+        paths: &info.paths,
+        paths_before: &info.paths_before,
     });
     let ingress = route
         .as_ref()
         .filter(|_| change.kind == Kind::Ingress)
         .map(|r| IngressDoc {
-            identifier: r.identifier.clone(),
-            scopes: r.scopes.clone(),
-            paths: r.paths.clone(),
-            paths_before: r.paths_before.clone(),
+            identifier: r.identifier,
+            scopes: r.scopes,
+            paths: r.paths,
+            paths_before: r.paths_before,
         });
     ObjectDoc {
         api_version: change.kind.api_version(),
-        kind: change.kind.to_string(),
-        namespace: change.namespace.clone(),
-        name: change.name.clone(),
+        kind: change.kind.name(),
+        namespace: &change.namespace,
+        name: &change.name,
         action: change.action(),
-        resource_version: change
-            .live
-            .as_ref()
-            .map(|b| b.resource_version().to_owned()),
-        uid: change.live.as_ref().map(|b| b.uid().to_owned()),
+        resource_version: change.live.as_ref().map(Base::resource_version),
+        uid: change.live.as_ref().map(Base::uid),
         fields: change
             .fields
             .iter()
             .map(|f| FieldDoc {
-                path: f.path.clone(),
-                before: f.before.clone().unwrap_or(Value::Null),
-                after: f.after.clone().unwrap_or(Value::Null),
+                path: &f.path,
+                before: f.before.as_ref(),
+                after: f.after.as_ref(),
             })
             .collect(),
         ingress,
         route,
-        before: change.before.clone(),
-        after: change.after.clone(),
+        before: change.before.as_ref(),
+        after: change.after.as_ref(),
     }
 }
 
-/// The document for `plan`.
-pub fn document(plan: &Plan) -> PlanDocument {
+/// The document for `plan`: it borrows from the plan, so writing it copies nothing.
+pub fn document(plan: &Plan) -> PlanDocument<'_> {
     let s = plan.summary();
     PlanDocument {
         schema: SCHEMA_VERSION,
-        app: plan.app.clone(),
-        namespace: plan.namespace.clone(),
-        context: plan.context.clone(),
+        app: &plan.app,
+        namespace: &plan.namespace,
+        context: &plan.context,
         has_changes: s.has_changes(),
         summary: SummaryDoc {
             create: s.create,
@@ -197,9 +195,9 @@ pub fn document(plan: &Plan) -> PlanDocument {
         },
         routes: plan.routes.as_ref().map(|r| RoutesDoc {
             style: r.style,
-            live_styles: r.live_styles.clone(),
+            live_styles: &r.live_styles,
             migration: r.is_migration(),
-            notes: r.notes.clone(),
+            notes: &r.notes,
         }),
         objects: plan.changes().map(object_doc).collect(),
     }
@@ -229,6 +227,10 @@ impl serde_json::ser::Formatter for EscapingFormatter {
         writer: &mut W,
         fragment: &str,
     ) -> io::Result<()> {
+        // serde_json has escaped the controls; printable ASCII needs nothing.
+        if fragment.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+            return writer.write_all(fragment.as_bytes());
+        }
         let mut rest = fragment;
         while let Some((i, c)) = rest.char_indices().find(|(_, c)| text::is_escaped(*c)) {
             writer.write_all(&rest.as_bytes()[..i])?;

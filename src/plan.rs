@@ -109,14 +109,21 @@ impl Kind {
     }
 }
 
-impl fmt::Display for Kind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
+impl Kind {
+    /// The `kind` of its objects (`HTTPRoute`).
+    pub fn name(self) -> &'static str {
+        match self {
             Kind::Deployment => "Deployment",
             Kind::HorizontalPodAutoscaler => "HorizontalPodAutoscaler",
             Kind::Ingress => "Ingress",
             Kind::HttpRoute => "HTTPRoute",
-        })
+        }
+    }
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
     }
 }
 

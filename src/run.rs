@@ -99,11 +99,16 @@ async fn plan(settings: &Settings, streams: &Streams) -> Result<Next, AppError> 
         )?),
         None => None,
     };
-    let sourced = source(settings, &cluster, saved).await?;
+    // Every way out of here but the writes ends the process: the plan is not freed on those
+    // (the system takes the memory back at once, where freeing thousands of objects value by
+    // value costs about as much CPU as building them did).
+    let sourced = std::mem::ManuallyDrop::new(source(settings, &cluster, saved).await?);
     let plan = &sourced.plan;
     streams.plan(plan)?;
-    if let Some(message) = sourced.refusal {
-        return Err(AppError::UndoRefused { message });
+    if let Some(message) = &sourced.refusal {
+        return Err(AppError::UndoRefused {
+            message: message.clone(),
+        });
     }
     if let Some(path) = &settings.plan_out {
         save_plan(path, &sourced, &cluster)?;
@@ -137,7 +142,7 @@ async fn plan(settings: &Settings, streams: &Streams) -> Result<Next, AppError> 
     if !settings.yes {
         confirmed(plan, settings).await?;
     }
-    let mut sourced = sourced;
+    let mut sourced = std::mem::ManuallyDrop::into_inner(sourced);
     if sourced.saved_plan {
         // Before the first write: every object as it is now, under the guard, all at once.
         match plan_sources::recheck_saved(&cluster, sourced.plan).await? {

@@ -160,20 +160,23 @@ impl Streams {
     }
 
     /// The plan, as a diff or as the one `-o json|yaml` document.
+    ///
+    /// Written as it is rendered, through a buffer of whole lines ([`Streams::writer`]): a
+    /// plan of thousands of objects is never held as text.
     pub fn plan(&self, plan: &Plan) -> io::Result<()> {
-        let mut text = Vec::new();
+        let mut out = io::BufWriter::with_capacity(1 << 16, self.writer(Kind::Plan));
         match self.output {
             OutputFormat::Diff => {
                 let opts = RenderOptions {
                     color: self.color(Kind::Plan),
                     ..RenderOptions::default()
                 };
-                diff_render::render_plan(&mut text, plan, &opts)?;
+                diff_render::render_plan(&mut out, plan, &opts)?;
             }
-            OutputFormat::Json => output::write_json(&mut text, plan)?,
-            OutputFormat::Yaml => output::write_yaml(&mut text, plan)?,
+            OutputFormat::Json => output::write_json(&mut out, plan)?,
+            OutputFormat::Yaml => output::write_yaml(&mut out, plan)?,
         }
-        self.write(Kind::Plan, &text)
+        out.flush()
     }
 
     /// The combined plan of a run over several clusters, as a diff; with `-o json|yaml`

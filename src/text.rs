@@ -153,8 +153,18 @@ fn escape_where(s: &str, keep_newlines: bool, keep_sgr: bool) -> Cow<'_, str> {
             Some(c.len_utf8())
         }
     };
+    // Printable ASCII (and line feeds, when kept) is never escaped: skipped a byte at a time
+    // without decoding, which is most of any text.
+    let plain = |b: &u8| (0x20..0x7f).contains(b) || (keep_newlines && *b == b'\n');
     let mut at = 0;
-    while let Some(c) = s[at..].chars().next() {
+    loop {
+        at += s.as_bytes()[at..]
+            .iter()
+            .position(|b| !plain(b))
+            .unwrap_or(s.len() - at);
+        let Some(c) = s[at..].chars().next() else {
+            break;
+        };
         match kept(&s[at..], c) {
             Some(n) => at += n,
             None => break,

@@ -191,7 +191,9 @@ impl DesiredIngress {
 
     /// The rules of a new Ingress: one per host with every path.
     fn rules(&self) -> Vec<Value> {
-        let http = json!({ "paths": self.http_paths });
+        let mut http = Map::new();
+        http.insert("paths".into(), Value::Array(self.http_paths.clone()));
+        let http = Value::Object(http);
         if self.hosts.is_empty() {
             vec![json!({ "http": http })]
         } else {
@@ -403,7 +405,7 @@ impl IngressUpdater {
             fields.push(FieldChange::new(
                 rule_field(rule, i),
                 None,
-                Some(json!(d.http_paths)),
+                Some(Value::Array(d.http_paths.clone())),
             ));
         }
         let keys = shown_annotations(&body, Some(flavor));
@@ -462,16 +464,22 @@ impl IngressUpdater {
     }
 
     /// The rules: with `--host`, one per host (a live rule of the same host keeps its other
-    /// fields); each rule's `http.paths` set to the group's.
+    /// fields); each rule's `http.paths` set to the group's. `None` when the live rules are
+    /// already so (found without copying them).
     fn plan_rules(&self, live: &Value, fields: &mut Vec<FieldChange>) -> Option<Vec<Value>> {
         let d = &self.desired;
-        let desired_http_paths = json!(d.http_paths);
         let live_rules = live["spec"]["rules"]
             .as_array()
             .map(Vec::as_slice)
             .unwrap_or_default();
-        let mut changed = false;
-        let mut base: Vec<Value> = live_rules.to_vec();
+        let paths_ok = |rule: &Value| {
+            !rule.is_object()
+                || rule["http"]
+                    .get("paths")
+                    .and_then(Value::as_array)
+                    .is_some_and(|p| same_entries(p, &d.http_paths))
+        };
+        let mut base: Option<Vec<Value>> = None;
         if d.forced.hosts {
             let live_hosts: Vec<Option<&str>> =
                 live_rules.iter().map(|r| r["host"].as_str()).collect();
@@ -481,7 +489,6 @@ impl IngressUpdater {
                 d.hosts.iter().map(|h| Some(h.as_str())).collect()
             };
             if live_hosts != wanted {
-                changed = true;
                 let hosts = |v: &[Option<&str>]| {
                     json!(v.iter().map(|h| h.unwrap_or("*")).collect::<Vec<_>>())
                 };
@@ -490,58 +497,61 @@ impl IngressUpdater {
                     Some(hosts(&live_hosts)),
                     Some(hosts(&wanted)),
                 ));
-                base = wanted
-                    .iter()
-                    .map(|h| {
-                        let kept = live_rules
-                            .iter()
-                            .find(|r| r["host"].as_str() == *h)
-                            .cloned();
-                        let mut rule = kept.unwrap_or_else(|| json!({}));
-                        match h {
-                            Some(h) => rule["host"] = json!(h),
-                            None => {
-                                if let Some(m) = rule.as_object_mut() {
-                                    m.remove("host");
+                base = Some(
+                    wanted
+                        .iter()
+                        .map(|h| {
+                            let kept = live_rules
+                                .iter()
+                                .find(|r| r["host"].as_str() == *h)
+                                .cloned();
+                            let mut rule = kept.unwrap_or_else(|| json!({}));
+                            match h {
+                                Some(h) => rule["host"] = json!(h),
+                                None => {
+                                    if let Some(m) = rule.as_object_mut() {
+                                        m.remove("host");
+                                    }
                                 }
                             }
-                        }
-                        rule
-                    })
-                    .collect();
+                            rule
+                        })
+                        .collect(),
+                );
             }
         }
-        if base.is_empty() {
-            changed = true;
-            base.push(json!({}));
+        if base.is_none() {
+            if live_rules.is_empty() {
+                base = Some(vec![json!({})]);
+            } else if !live_rules.iter().all(paths_ok) {
+                base = Some(live_rules.to_vec());
+            } else {
+                return None;
+            }
         }
+        let base = base.unwrap_or_default();
         let rules: Vec<Value> = base
             .into_iter()
             .enumerate()
             .map(|(i, rule)| {
-                let current = rule["http"].get("paths").cloned();
-                let same = current
-                    .as_ref()
-                    .and_then(Value::as_array)
-                    .is_some_and(|p| same_entries(p, &d.http_paths));
-                if same || !rule.is_object() {
+                if paths_ok(&rule) {
                     return rule;
                 }
-                changed = true;
+                let desired_http_paths = Value::Array(d.http_paths.clone());
                 fields.push(FieldChange::new(
                     rule_field(&rule, i),
-                    current,
+                    rule["http"].get("paths").cloned(),
                     Some(desired_http_paths.clone()),
                 ));
                 let mut rule = rule;
                 if !rule["http"].is_object() {
                     rule["http"] = json!({});
                 }
-                rule["http"]["paths"] = desired_http_paths.clone();
+                rule["http"]["paths"] = desired_http_paths;
                 rule
             })
             .collect();
-        changed.then_some(rules)
+        Some(rules)
     }
 
     fn update(
@@ -553,9 +563,13 @@ impl IngressUpdater {
         let d = &self.desired;
         check_managed(Kind::Ingress, live, &self.name, &d.app, &d.identifier)?;
         let mut fields = Vec::new();
-        let mut after = view_source(live);
-        let mut patch = Map::new();
         let keys = shown_annotations(live, Some(flavor));
+        let before = focused_view(live, namespace, &self.name, &keys);
+        // The after-view is the before-view with the changes applied and focused again: the
+        // view holds every field a change touches, and copying it is cheaper than copying the
+        // live object.
+        let mut after = before.clone();
+        let mut patch = Map::new();
 
         self.plan_annotations(flavor, live, &mut fields, &mut patch, &mut after);
 
@@ -575,8 +589,8 @@ impl IngressUpdater {
             }
         }
         if let Some(rules) = self.plan_rules(live, &mut fields) {
-            spec.insert("rules".into(), Value::Array(rules.clone()));
-            set_path(&mut after, &["spec", "rules"], Value::Array(rules));
+            set_path(&mut after, &["spec", "rules"], Value::Array(rules.clone()));
+            spec.insert("rules".into(), Value::Array(rules));
         }
         if d.forced.tls {
             let current = live["spec"].get("tls").cloned();
@@ -605,31 +619,17 @@ impl IngressUpdater {
             namespace: namespace.to_owned(),
             name: self.name.clone(),
             live: Base::of(live),
+            after: Some(if fields.is_empty() {
+                after
+            } else {
+                focused_view(&after, namespace, &self.name, &keys)
+            }),
             fields,
-            before: Some(focused_view(live, namespace, &self.name, &keys)),
-            after: Some(focused_view(&after, namespace, &self.name, &keys)),
+            before: Some(before),
             write,
             route: Some(self.info(served_paths(live, &d.app))),
         })
     }
-}
-
-/// The parts of an Ingress that [`focused_view`] reads (labels, annotations, spec), copied
-/// without the rest (managedFields, status…): what an update's after-view is computed from, so
-/// that planning a large application does not copy every live object whole.
-fn view_source(live: &Value) -> Value {
-    let mut meta = Map::new();
-    for key in ["labels", "annotations"] {
-        if let Some(v) = live["metadata"].get(key) {
-            meta.insert(key.into(), v.clone());
-        }
-    }
-    let mut obj = Map::new();
-    obj.insert("metadata".into(), Value::Object(meta));
-    if let Some(spec) = live.get("spec") {
-        obj.insert("spec".into(), spec.clone());
-    }
-    Value::Object(obj)
 }
 
 /// Sets `obj[path…] = value`, creating (or replacing non-object) intermediate objects.
