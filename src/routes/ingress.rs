@@ -191,16 +191,21 @@ impl DesiredIngress {
 
     /// The rules of a new Ingress: one per host with every path.
     fn rules(&self) -> Vec<Value> {
-        let mut http = Map::new();
+        let mut http = Map::with_capacity(1);
         http.insert("paths".into(), Value::Array(self.http_paths.clone()));
         let http = Value::Object(http);
+        let rule = |host: Option<&String>| {
+            let mut rule = Map::with_capacity(2);
+            if let Some(h) = host {
+                rule.insert("host".into(), Value::String(h.clone()));
+            }
+            rule.insert("http".into(), http.clone());
+            Value::Object(rule)
+        };
         if self.hosts.is_empty() {
-            vec![json!({ "http": http })]
+            vec![rule(None)]
         } else {
-            self.hosts
-                .iter()
-                .map(|h| json!({ "host": h, "http": http }))
-                .collect()
+            self.hosts.iter().map(|h| rule(Some(h))).collect()
         }
     }
 
@@ -226,6 +231,16 @@ impl DesiredIngress {
             "spec": Value::Object(spec),
         })
     }
+}
+
+/// One `http.paths` entry: `{path, pathType, backend}`, built as a map (the `json!` macro would
+/// run `backend` through serde, the most expensive step of planning a large application).
+pub(crate) fn http_path_entry(path: String, path_type: &str, backend: &Value) -> Value {
+    let mut m = Map::with_capacity(3);
+    m.insert("path".into(), Value::String(path));
+    m.insert("pathType".into(), Value::String(path_type.to_owned()));
+    m.insert("backend".into(), backend.clone());
+    Value::Object(m)
 }
 
 /// Readable path of a rule's paths: `spec.rules[host=<h>].http.paths`, or by index without host.
@@ -278,7 +293,7 @@ pub fn focused_view(obj: &Value, namespace: &str, name: &str, keys: &[&str]) -> 
     let mut m = Map::new();
     m.insert("name".into(), json!(name));
     m.insert("namespace".into(), json!(namespace));
-    let mut labels = Map::new();
+    let mut labels = Map::with_capacity(2);
     for key in [APP_LABEL, IDENTIFIER_LABEL] {
         if let Some(v) = meta["labels"].get(key) {
             labels.insert(key.into(), v.clone());
@@ -287,7 +302,7 @@ pub fn focused_view(obj: &Value, namespace: &str, name: &str, keys: &[&str]) -> 
     if !labels.is_empty() {
         m.insert("labels".into(), Value::Object(labels));
     }
-    let mut annotations = Map::new();
+    let mut annotations = Map::with_capacity(keys.len());
     for key in keys {
         if let Some(v) = meta["annotations"].get(*key) {
             annotations.insert((*key).into(), v.clone());
@@ -305,12 +320,14 @@ pub fn focused_view(obj: &Value, namespace: &str, name: &str, keys: &[&str]) -> 
         let rules = rules
             .iter()
             .map(|r| {
-                let mut rule = Map::new();
+                let mut rule = Map::with_capacity(2);
                 if let Some(h) = r.get("host").filter(|v| !v.is_null()) {
                     rule.insert("host".into(), h.clone());
                 }
                 if let Some(p) = r["http"].get("paths") {
-                    rule.insert("http".into(), json!({ "paths": p.clone() }));
+                    let mut http = Map::with_capacity(1);
+                    http.insert("paths".into(), p.clone());
+                    rule.insert("http".into(), Value::Object(http));
                 }
                 Value::Object(rule)
             })
@@ -459,7 +476,9 @@ impl IngressUpdater {
             }
         }
         if !changed.is_empty() {
-            patch.insert("metadata".into(), json!({ "annotations": changed }));
+            let mut meta = Map::with_capacity(1);
+            meta.insert("annotations".into(), Value::Object(changed));
+            patch.insert("metadata".into(), Value::Object(meta));
         }
     }
 

@@ -32,7 +32,7 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::ingress::Flavor;
 use super::refs::AuthUrl;
@@ -137,11 +137,7 @@ impl Flavor for NginxAuth {
     }
 
     fn http_path(&self, app: &str, path: &str, backend: &Value) -> Value {
-        json!({
-            "path": regex_path(app, path),
-            "pathType": "ImplementationSpecific",
-            "backend": backend,
-        })
+        super::ingress::http_path_entry(regex_path(app, path), "ImplementationSpecific", backend)
     }
 
     fn endpoint_of(&self, app: &str, path: &str) -> Option<String> {

@@ -26,7 +26,7 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::ingress::Flavor;
 use super::{RouteContext, ScopeGroup, normalize_scopes};
@@ -97,11 +97,7 @@ impl Flavor for NginxSnippet {
     }
 
     fn http_path(&self, app: &str, path: &str, backend: &Value) -> Value {
-        json!({
-            "path": format!("/{app}{path}"),
-            "pathType": "Prefix",
-            "backend": backend,
-        })
+        super::ingress::http_path_entry(format!("/{app}{path}"), "Prefix", backend)
     }
 
     fn endpoint_of(&self, app: &str, path: &str) -> Option<String> {
