@@ -407,6 +407,27 @@ impl History {
         }
     }
 
+    /// What adding a record needs of the ConfigMap (`None`: there is none): each stored
+    /// record's revision and size and the ConfigMap's identity, without decoding any record
+    /// (`entries` stays empty). Every run that writes reads it, and decoding every record kept
+    /// to add one would cost more than the record.
+    pub fn sizes_of(cm: Option<&Value>) -> History {
+        let Some(cm) = cm else {
+            return History::default();
+        };
+        let sizes = cm["binaryData"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter_map(|(k, v)| Some((revision_of(k)?, v.as_str().unwrap_or_default().len())))
+            .collect();
+        History {
+            entries: Vec::new(),
+            base: Base::of(cm),
+            sizes,
+        }
+    }
+
     /// The record of `revision`, else the newest; `Err` says why there is none.
     pub fn pick(&self, revision: Option<u64>) -> Result<&Record, String> {
         let entry = match revision {
@@ -752,6 +773,25 @@ mod tests {
             table.lines().nth(2).unwrap().contains("unreadable"),
             "{table}"
         );
+    }
+
+    #[test]
+    fn adding_needs_only_the_sizes_and_asks_for_the_same_write() {
+        let mut cm = stored(&(1..=5).map(numbered).collect::<Vec<_>>());
+        cm["binaryData"]["revision-7.json.gz"] = json!("bm90IGd6aXA=");
+        cm["binaryData"]["other-key"] = json!("x");
+        for max in [1, 3, 10] {
+            let full = add(
+                &History::from_config_map(Some(&cm)),
+                "web",
+                numbered(0),
+                max,
+            );
+            let light = History::sizes_of(Some(&cm));
+            assert!(light.entries.is_empty());
+            assert_eq!(add(&light, "web", numbered(0), max), full);
+        }
+        assert_eq!(History::sizes_of(None), History::default());
     }
 
     #[test]

@@ -81,7 +81,7 @@ pub async fn add(
     let name = history::config_map_name(app);
     let mut attempt = 1;
     loop {
-        let stored = History::from_config_map(config_map.as_ref());
+        let stored = History::sizes_of(config_map.as_ref());
         let (write, revision) = history::add(&stored, app, record.clone(), max);
         let verb = if stored.base.is_some() {
             "patch"
