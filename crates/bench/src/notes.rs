@@ -49,6 +49,26 @@ Numbers: medians at RTT 20 ms unless said, same machine, before → after.
    + 0.09–0.13 s before, 0.54–0.61 s + ~0.11 s after. Still far from the 120 ms goal, and peak RSS (~190 MiB) far from
    32 MiB: see "Noticed and left alone".
 
+5. **The whole XL process, profiled** (perf over the plugin process, not only the core). Of
+   its CPU, 30% went into writing the `-o json` document — `output::document` cloned every
+   view, the 14 MB text was built in one buffer, and both escape passes (the JSON formatter's
+   and the last pass over what reaches the terminal) decoded it a character at a time — 13% into
+   freeing the plan on the way out, and most of planning into the Ingress updater copying each
+   Ingress's rules five times. Now the document borrows from the plan and is serialised
+   straight into a 64 KiB buffer of whole lines on stdout; printable ASCII passes both escape
+   passes a byte at a time (a character is decoded only where a byte is not printable ASCII);
+   an unchanged Ingress's after-view is its before-view, a changed one's is the before-view
+   with the changes applied and focused again (the view holds every field a change touches);
+   the rules are compared in place and copied only when they change; JSON maps are built
+   directly (`json!` ran every backend and path list through serde to copy them); and the plan
+   of a run that ends after showing it (a dry run, no changes, `--plan-out`, a refusal) is not
+   freed value by value — the process exits and the system takes the memory back at once.
+   By hand, profiling build (thin LTO), 5 runs, output byte for byte the same: XL CPU
+   0.79 → 0.36 s, peak RSS 182 → 143 MiB; L at RTT 0 (3 runs): CPU 223 → 113 ms, peak RSS
+   54.7 → 35.6 MiB. Recording a run now reads only the sizes of the records the history
+   ConfigMap keeps instead of decoding every one of them (the scenarios start without a
+   history, so no figure here shows it).
+
 All existing tests pass unchanged; `tests/transport_e2e.rs` checks that a run with image,
 bounds and five Ingress changes uses exactly one HTTP/2 connection, and
 `tests/transport_http1_e2e.rs` that a server offering only HTTP/1.1 still works.
@@ -97,16 +117,24 @@ bounds and five Ingress changes uses exactly one HTTP/2 connection, and
   worker threads, but serialises all store access behind one mutex; a LIST of 101 Ingresses
   takes ~8 ms and a burst of 62 dry runs is served one by one over ~20 ms. Not a bottleneck at
   RTT ≥ 5 ms; at RTT 0 it is part of L's time. Left as is.
-* Scenario XL's peak RSS (~190 MiB for a 2 MB LIST and a 14 MB plan document) comes from
-  holding everything at once: the LIST body as bytes, as a String and as a `serde_json::Value`
-  tree; the plan's before/after views and field values (clones of the live rules); the output
-  document (`output::document` clones every view again) and the 14 MB JSON text in one `Vec`
-  before it is written. Not done yet: serialising the document from borrowed views straight
-  into a buffered stdout, decoding the LIST from bytes without the String copy, and building
-  the after-views without cloning the live rules. Those, not parsing, are also most of the
-  remaining CPU time of XL.
-* About 30–40 ms of the plugin's 60–70 ms CPU time in L (RTT 0) is not parse/plan/render; it is the
-  128 requests' TLS, HTTP/2 and JSON work and was not profiled further.
+* Scenario XL's peak RSS is still far from 32 MiB, and heaptrack says why: at the peak (the
+  end of planning) the heap holds the LIST as a `serde_json::Value` tree (~28 MiB for 2 MB of
+  JSON) and the plan (~71 MiB for 1 000 Ingresses). With `preserve_order`, every JSON object is
+  an `IndexMap` (a hash table and a vector of entries, each entry a key `String` and an 80-byte
+  `Value`), so one `http.paths` entry — four nested objects — costs ~1.4 KB of heap, and a plan
+  holds each Ingress's paths in its desired state, its before- and after-views, and for a
+  change in the field values and the patch. Fewer copies will not reach 32 MiB; what would is
+  a typed, compact model of the live routes and of the plan's views (read from the LIST's
+  bytes, keeping the raw objects only for what is written) and views computed when they are
+  shown rather than stored. The same structure is most of the CPU that is left: allocating
+  and touching that memory (page faults are ~16% of the XL process).
+* Building maps by hand keeps indexmap's spare capacity (a cloned one-entry map keeps room
+  for three) where serde's copy was exact: that change cost ~12 MiB of XL's peak RSS for
+  ~12% of its CPU.
+* Scenario L at RTT 0 is now mostly the sandbox: its request log shows the 62 dry runs and 62
+  writes served one at a time, ~1 ms each (~130 ms of the ~250 ms wall), while the plugin's own
+  CPU is ~113 ms in all. So L's ratio at RTT 20 is bounded by the sandbox sharing the plugin's
+  2 cores, not by the plugin's rounds.
 * A connection lost mid-run now fails every request in flight on it, not just one: with a single
   HTTP/2 connection that is inherent (a real API server behind HTTP/2 behaves the same); the
   error translation already maps HTTP/2 stream errors to "the connection was closed before the
