@@ -83,14 +83,15 @@ bounds and five Ingress changes uses exactly one HTTP/2 connection, and
   image` is a GET and a PATCH (2 rounds with a warm cache), the plugin adds the dry run the
   specification requires before any write (3 rounds). 1.2–1.6× at 20 ms is that one round.
 * **M**: kubectl pays a process, a connection and (cold) discovery per command, and `apply -f`
-  GETs each Ingress and then PATCHes or POSTs it one at a time: 21 sequential rounds against 5.
-  At 20 ms that is 5.0× (cold cache) and 4.7× (warm cache): the goal of 5× is just met against a
-  cold cache and missed by a little against a warm one. The plugin's remaining time is its
-  floor: 7 round trips including the two handshakes (~140 ms of the ~170 ms).
+  GETs each Ingress and then PATCHes or POSTs it one at a time: about 21 sequential rounds
+  against the plugin's handful (the request table). The plugin's time is its floor: its rounds
+  plus the two handshakes; the goal at 20 ms is 6× against a warm cache.
 * **L**: kubectl's per-object GET-then-PATCH makes 222–224 sequential round trips, so the ratio
-  grows with RTT (12× at 5 ms, 20× at 20 ms). At RTT 0 the plugin's ~125 ms are CPU: its own
-  (60–70 ms: parsing, planning and rendering 1 000 endpoints and 100 Ingresses, 128 requests) and
-  the sandbox's, which serialises writes behind one lock on the same 2 cores.
+  grows with RTT. At RTT 0 the plugin's wall time is CPU on the 2 shared cores: its own (about
+  100 ms: parsing, planning and rendering 1 000 endpoints and 100 Ingresses, the history record,
+  the requests' TLS and JSON) and the sandbox's, which serves the 62 dry runs and then the 62
+  writes one at a time behind one lock (~1 ms each). That is why the goal of 20× at 20 ms is
+  not met on this machine: the plugin is at its request floor, and the rest is CPU.
 * **Discovery** is not what makes kubectl slow against a v1.28 server: aggregated discovery is
   2 requests in one round, and a warm cache saves about one RTT per process (S: 185 → 137 ms).
 
