@@ -374,37 +374,34 @@ fn decode(text: &str) -> Result<Record, String> {
     serde_json::from_value(value).map_err(|e| format!("not a record of {SCHEMA} ({e})"))
 }
 
+/// The records a ConfigMap's `binaryData` holds: each key that names a revision, with its
+/// stored text (other keys are not records).
+fn stored_texts(cm: &Value) -> impl Iterator<Item = (u64, &str)> {
+    cm["binaryData"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter_map(|(k, v)| Some((revision_of(k)?, v.as_str().unwrap_or_default())))
+}
+
 impl History {
     /// Reads the ConfigMap (`None`: there is none). Keys that are not records are ignored;
     /// records that cannot be read are listed as such.
     pub fn from_config_map(cm: Option<&Value>) -> History {
-        let Some(cm) = cm else {
-            return History::default();
-        };
-        let mut entries = Vec::new();
-        let mut sizes = BTreeMap::new();
-        if let Some(data) = cm["binaryData"].as_object() {
-            for (k, v) in data {
-                let Some(revision) = revision_of(k) else {
-                    continue;
-                };
-                let text = v.as_str().unwrap_or_default();
-                sizes.insert(revision, text.len());
-                entries.push(match decode(text) {
+        let mut history = History::sizes_of(cm);
+        if let Some(cm) = cm {
+            history.entries = stored_texts(cm)
+                .map(|(revision, text)| match decode(text) {
                     Ok(mut r) => {
                         r.revision = revision;
                         Entry::Record(Box::new(r))
                     }
                     Err(why) => Entry::Unreadable { revision, why },
-                });
-            }
+                })
+                .collect();
+            history.entries.sort_by_key(Entry::revision);
         }
-        entries.sort_by_key(Entry::revision);
-        History {
-            entries,
-            base: Base::of(cm),
-            sizes,
-        }
+        history
     }
 
     /// What adding a record needs of the ConfigMap (`None`: there is none): each stored
@@ -415,16 +412,12 @@ impl History {
         let Some(cm) = cm else {
             return History::default();
         };
-        let sizes = cm["binaryData"]
-            .as_object()
-            .into_iter()
-            .flatten()
-            .filter_map(|(k, v)| Some((revision_of(k)?, v.as_str().unwrap_or_default().len())))
-            .collect();
         History {
             entries: Vec::new(),
             base: Base::of(cm),
-            sizes,
+            sizes: stored_texts(cm)
+                .map(|(revision, text)| (revision, text.len()))
+                .collect(),
         }
     }
 
