@@ -367,6 +367,20 @@ fn show(settings: &Settings, streams: &Streams, planned: &Planned) -> Result<(),
 
 /// One question for the whole fleet. With `-o json|yaml` (the document comes at the end) the
 /// plan is shown with the question, on stderr.
+/// What the fleet question says of the order: which clusters go first (already escaped), when
+/// only some of the `n` planned clusters are canaries.
+fn canary_order(canaries: &[String], n: usize) -> String {
+    match canaries {
+        [] => String::new(),
+        all if all.len() == n => String::new(),
+        [one] => format!("; {one} first, the rest after its rollout"),
+        several => format!(
+            "; {} first, the rest after their rollouts",
+            several.join(", ")
+        ),
+    }
+}
+
 async fn confirm(
     settings: &Settings,
     streams: &Streams,
@@ -389,14 +403,7 @@ async fn confirm(
         })
         .map(|p| Untrusted(&p.context).to_string())
         .collect();
-    let order = if canaries.is_empty() || canaries.len() == n {
-        String::new()
-    } else {
-        format!(
-            "; {} first, the rest after its rollout",
-            canaries.join(", ")
-        )
-    };
+    let order = canary_order(&canaries, n);
     let question = format!(
         "Apply these changes to {} on {} cluster{} ({}{})? {} to create, {} to update, {} to delete in total",
         Untrusted(fleet.app),
@@ -792,5 +799,25 @@ impl Writing<'_> {
                 None
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::canary_order;
+
+    #[test]
+    fn the_question_names_the_canaries_that_go_first() {
+        let names = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        assert_eq!(canary_order(&[], 3), "");
+        assert_eq!(canary_order(&names(&["eu-1", "eu-2"]), 2), "");
+        assert_eq!(
+            canary_order(&names(&["eu-1"]), 3),
+            "; eu-1 first, the rest after its rollout"
+        );
+        assert_eq!(
+            canary_order(&names(&["eu-1", "eu-2"]), 3),
+            "; eu-1, eu-2 first, the rest after their rollouts"
+        );
     }
 }
