@@ -302,6 +302,15 @@ fn apply(
     order.unguarded
 }
 
+/// The endpoint paths in both `before` and `after`: those that must stay served throughout.
+fn kept_paths(before: &Spec, after: &Spec) -> BTreeSet<String> {
+    before
+        .iter()
+        .map(|(p, _)| p.clone())
+        .filter(|p| after.iter().any(|(q, _)| q == p))
+        .collect()
+}
+
 /// A cluster converged on `spec` in `style`, with decorations a real cluster would have: a
 /// foreign label and annotation and an unknown field on every managed route, an unmanaged
 /// `app=web` Ingress and HTTPRoute and another app's Ingress.
@@ -452,11 +461,7 @@ proptest! {
     ) {
         let (mut cluster, mut rv) = decorated_cluster(&before, from);
         let unmanaged_before = unmanaged(&cluster);
-        let keep: BTreeSet<String> = before
-            .iter()
-            .map(|(p, _)| p.clone())
-            .filter(|p| after.iter().any(|(q, _)| q == p))
-            .collect();
+        let keep = kept_paths(&before, &after);
 
         let changes = plan(&cluster, &after, &flags(to));
         apply(&mut cluster, &changes, &mut rv, &keep);
@@ -528,11 +533,7 @@ proptest! {
         to in any_style(),
     ) {
         let (mut cluster, mut rv) = decorated_cluster(&before, from);
-        let keep: BTreeSet<String> = before
-            .iter()
-            .map(|(p, _)| p.clone())
-            .filter(|p| after.iter().any(|(q, _)| q == p))
-            .collect();
+        let keep = kept_paths(&before, &after);
         let changes = plan(&cluster, &after, &flags(to));
         let unguarded = apply(&mut cluster, &changes, &mut rv, &keep);
         // A path is unguarded only when it moves between two routes that are both updated in
