@@ -434,36 +434,5 @@ pub fn markdown(r: &Results, cores: usize) -> String {
 /// `report` with its fleet section replaced by `section` (or, without one, `section` added at
 /// the end).
 pub fn replace_section(report: &str, section: &str) -> String {
-    replace_marked(report, section, BEGIN, END)
-}
-
-/// `report` with the text from `begin` to `end` (a generated section's markers) replaced by
-/// `section`, or, without those markers, `section` added at the end.
-pub fn replace_marked(report: &str, section: &str, begin: &str, end: &str) -> String {
-    match (report.find(begin), report.find(end)) {
-        (Some(b), Some(e)) if e > b => {
-            let after = &report[e + end.len()..];
-            format!("{}{}{}", &report[..b], section.trim_end(), after)
-        }
-        _ => format!("{}\n\n{}", report.trim_end_matches('\n'), section),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_the_section_between_the_markers_is_replaced() {
-        let report = format!("# P\n\nbefore\n\n{BEGIN}\nold\n{END}\n\nafter\n");
-        let new = format!("{BEGIN}\nnew\n{END}\n");
-        assert_eq!(
-            replace_section(&report, &new),
-            format!("# P\n\nbefore\n\n{BEGIN}\nnew\n{END}\n\nafter\n")
-        );
-        assert_eq!(
-            replace_section("# P\n\ntext\n", &new),
-            format!("# P\n\ntext\n\n{BEGIN}\nnew\n{END}\n")
-        );
-    }
+    crate::report::replace_marked(report, section, BEGIN, END)
 }

@@ -461,3 +461,48 @@ pub(crate) fn register_font() -> Result<(), Box<dyn std::error::Error>> {
         .map_err(|_| "the font cannot be read")?;
     Ok(())
 }
+
+/// `report` with the text from `begin` to `end` (a generated section's markers) replaced by
+/// `section`, or, without those markers, `section` added at the end.
+pub fn replace_marked(report: &str, section: &str, begin: &str, end: &str) -> String {
+    match (report.find(begin), report.find(end)) {
+        (Some(b), Some(e)) if e > b => {
+            let after = &report[e + end.len()..];
+            format!("{}{}{}", &report[..b], section.trim_end(), after)
+        }
+        _ => format!("{}\n\n{}", report.trim_end_matches('\n'), section),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::replace_marked;
+
+    /// Each generated section (fleet, XL) through its own markers.
+    #[test]
+    fn only_the_section_between_the_markers_is_replaced() {
+        for (begin, end, replace) in [
+            (
+                crate::fleet::BEGIN,
+                crate::fleet::END,
+                crate::fleet::replace_section as fn(&str, &str) -> String,
+            ),
+            (crate::xl::BEGIN, crate::xl::END, crate::xl::replace_section),
+        ] {
+            let report = format!("# P\n\nbefore\n\n{begin}\nold\n{end}\n\nafter\n");
+            let new = format!("{begin}\nnew\n{end}\n");
+            assert_eq!(
+                replace(&report, &new),
+                format!("# P\n\nbefore\n\n{begin}\nnew\n{end}\n\nafter\n")
+            );
+            assert_eq!(
+                replace("# P\n\ntext\n", &new),
+                format!("# P\n\ntext\n\n{begin}\nnew\n{end}\n")
+            );
+            assert_eq!(
+                replace_marked(&report, &new, begin, end),
+                replace(&report, &new)
+            );
+        }
+    }
+}

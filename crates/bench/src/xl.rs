@@ -336,7 +336,7 @@ pub fn markdown(r: &Results, cores: usize, plot: &Path) -> String {
 
 /// Replaces the section between the markers, or appends it.
 pub fn replace_section(report: &str, section: &str) -> String {
-    crate::fleet::replace_marked(report, section, BEGIN, END)
+    crate::report::replace_marked(report, section, BEGIN, END)
 }
 
 /// `--xl-serve DIR`: the scenario's sandbox, until standard input closes (for profiling the
@@ -449,15 +449,5 @@ mod tests {
             .filter(|e| e.path.ends_with("-v2"))
             .count();
         assert_eq!(renamed, CHANGED);
-    }
-
-    #[test]
-    fn only_the_section_between_the_markers_is_replaced() {
-        let report = format!("# P\n\nbefore\n\n{BEGIN}\nold\n{END}\n\nafter\n");
-        let new = format!("{BEGIN}\nnew\n{END}\n");
-        assert_eq!(
-            replace_section(&report, &new),
-            format!("# P\n\nbefore\n\n{BEGIN}\nnew\n{END}\n\nafter\n")
-        );
     }
 }
