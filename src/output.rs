@@ -228,7 +228,7 @@ impl serde_json::ser::Formatter for EscapingFormatter {
         fragment: &str,
     ) -> io::Result<()> {
         // serde_json has escaped the controls; printable ASCII needs nothing.
-        if fragment.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+        if fragment.bytes().all(text::is_printable_ascii) {
             return writer.write_all(fragment.as_bytes());
         }
         let mut rest = fragment;

@@ -97,6 +97,13 @@ pub fn is_escaped(c: char) -> bool {
         .any(|&(from, to)| (from..=to).contains(&c))
 }
 
+/// A byte that is a whole character [`is_escaped`] leaves alone: printable ASCII. Scanning text
+/// a byte at a time for the first one that is not, and deciding only there, is what keeps the
+/// escape passes cheap on large output.
+pub fn is_printable_ascii(b: u8) -> bool {
+    (0x20..0x7f).contains(&b)
+}
+
 fn push_escaped(out: &mut String, c: char) {
     // Writing into a String cannot fail.
     let _ = match c {
@@ -155,7 +162,7 @@ fn escape_where(s: &str, keep_newlines: bool, keep_sgr: bool) -> Cow<'_, str> {
     };
     // Printable ASCII (and line feeds, when kept) is never escaped: skipped a byte at a time
     // without decoding, which is most of any text.
-    let plain = |b: &u8| (0x20..0x7f).contains(b) || (keep_newlines && *b == b'\n');
+    let plain = |b: &u8| is_printable_ascii(*b) || (keep_newlines && *b == b'\n');
     let mut at = 0;
     loop {
         at += s.as_bytes()[at..]
@@ -268,6 +275,14 @@ pub fn unescape(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn printable_ascii_is_exactly_the_ascii_nothing_is_escaped_in() {
+        for b in 0u8..0x80 {
+            assert_eq!(is_printable_ascii(b), !is_escaped(char::from(b)), "{b:#x}");
+        }
+        assert!(!is_printable_ascii(0x80) && !is_printable_ascii(0xff));
+    }
     use proptest::prelude::*;
 
     #[test]
