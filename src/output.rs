@@ -216,10 +216,51 @@ fn write_json_value(out: &mut impl Write, doc: &impl Serialize) -> io::Result<()
     writeln!(out)
 }
 
-/// serde_json's pretty formatter that also escapes what [`text::is_escaped`] names (serde_json
-/// escapes only the controls), as `\uXXXX` (a surrogate pair above U+FFFF).
+/// serde_json's pretty layout (two spaces, `": "`), which also escapes what
+/// [`text::is_escaped`] names (serde_json escapes only the controls), as `\uXXXX` (a surrogate
+/// pair above U+FFFF). The line break and indentation before a value are one write, not one per
+/// level as serde_json's `PrettyFormatter` does.
 #[derive(Default)]
-struct EscapingFormatter(serde_json::ser::PrettyFormatter<'static>);
+struct EscapingFormatter {
+    depth: usize,
+    has_value: bool,
+}
+
+/// A line feed and the indentation of the deepest level written at once.
+const NEWLINE_INDENT: &[u8; 129] = b"\n                                                                                                                                ";
+
+impl EscapingFormatter {
+    fn newline<W: ?Sized + Write>(&self, w: &mut W) -> io::Result<()> {
+        let mut spaces = 2 * self.depth;
+        w.write_all(&NEWLINE_INDENT[..1 + spaces.min(128)])?;
+        while spaces > 128 {
+            spaces -= 128;
+            w.write_all(&NEWLINE_INDENT[1..1 + spaces.min(128)])?;
+        }
+        Ok(())
+    }
+
+    fn begin<W: ?Sized + Write>(&mut self, w: &mut W, open: &[u8]) -> io::Result<()> {
+        self.depth += 1;
+        self.has_value = false;
+        w.write_all(open)
+    }
+
+    fn end<W: ?Sized + Write>(&mut self, w: &mut W, close: &[u8]) -> io::Result<()> {
+        self.depth -= 1;
+        if self.has_value {
+            self.newline(w)?;
+        }
+        w.write_all(close)
+    }
+
+    fn item<W: ?Sized + Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
+        if !first {
+            w.write_all(b",")?;
+        }
+        self.newline(w)
+    }
+}
 
 impl serde_json::ser::Formatter for EscapingFormatter {
     fn write_string_fragment<W: ?Sized + Write>(
@@ -244,31 +285,33 @@ impl serde_json::ser::Formatter for EscapingFormatter {
     }
 
     fn begin_array<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
-        self.0.begin_array(w)
+        self.begin(w, b"[")
     }
     fn end_array<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
-        self.0.end_array(w)
+        self.end(w, b"]")
     }
     fn begin_array_value<W: ?Sized + Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
-        self.0.begin_array_value(w, first)
+        self.item(w, first)
     }
-    fn end_array_value<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
-        self.0.end_array_value(w)
+    fn end_array_value<W: ?Sized + Write>(&mut self, _w: &mut W) -> io::Result<()> {
+        self.has_value = true;
+        Ok(())
     }
     fn begin_object<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
-        self.0.begin_object(w)
+        self.begin(w, b"{")
     }
     fn end_object<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
-        self.0.end_object(w)
+        self.end(w, b"}")
     }
     fn begin_object_key<W: ?Sized + Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
-        self.0.begin_object_key(w, first)
+        self.item(w, first)
     }
     fn begin_object_value<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
-        self.0.begin_object_value(w)
+        w.write_all(b": ")
     }
-    fn end_object_value<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
-        self.0.end_object_value(w)
+    fn end_object_value<W: ?Sized + Write>(&mut self, _w: &mut W) -> io::Result<()> {
+        self.has_value = true;
+        Ok(())
     }
 }
 
@@ -528,6 +571,19 @@ mod tests {
         );
         let back: Value = serde_saphyr::from_str(&text).unwrap();
         assert_eq!(back, doc);
+    }
+
+    #[test]
+    fn the_json_layout_is_serde_jsons_pretty_layout_at_any_depth() {
+        let mut deep = json!({"leaf": [1, {}, [], "x"]});
+        // Deeper than the indentation written at once (64 levels).
+        for depth in 0..80 {
+            deep = json!({"depth": depth, "empty": {}, "none": [], "list": [[], [{"a": []}]], "next": deep});
+        }
+        let mut out = Vec::new();
+        write_json_value(&mut out, &deep).unwrap();
+        let expected = serde_json::to_string_pretty(&deep).unwrap() + "\n";
+        assert_eq!(String::from_utf8(out).unwrap(), expected);
     }
 
     proptest::proptest! {

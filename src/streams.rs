@@ -421,11 +421,16 @@ struct LineWriter {
 }
 
 impl LineWriter {
-    fn emit(&mut self, upto: usize) -> io::Result<()> {
-        let bytes: Vec<u8> = self.pending.drain(..upto).collect();
-        let text = String::from_utf8_lossy(&bytes);
-        let text = guarded(&text, self.color);
-        match self.stream {
+    /// Writes `bytes` (whole lines, or the rest on flush) through [`guarded`]. Output of this
+    /// tool is UTF-8; only bytes that are not (a value's invalid bytes cannot get here, but a
+    /// writer could split a character at a flush) are replaced.
+    fn emit(stream: Stream, color: bool, bytes: &[u8]) -> io::Result<()> {
+        let text = match std::str::from_utf8(bytes) {
+            Ok(text) => Cow::Borrowed(text),
+            Err(_) => String::from_utf8_lossy(bytes),
+        };
+        let text = guarded(&text, color);
+        match stream {
             Stream::Stdout => write_all(&mut io::stdout().lock(), text.as_bytes()),
             Stream::Stderr => write_all(&mut io::stderr().lock(), text.as_bytes()),
         }
@@ -434,16 +439,29 @@ impl LineWriter {
 
 impl Write for LineWriter {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.pending.extend_from_slice(buf);
-        if let Some(last) = self.pending.iter().rposition(|b| *b == b'\n') {
-            self.emit(last + 1)?;
+        let Some(last) = buf.iter().rposition(|b| *b == b'\n') else {
+            self.pending.extend_from_slice(buf);
+            return Ok(buf.len());
+        };
+        let (lines, rest) = buf.split_at(last + 1);
+        if self.pending.is_empty() {
+            // Most writes (a buffered writer's blocks): straight through, not copied first.
+            Self::emit(self.stream, self.color, lines)?;
+        } else {
+            self.pending.extend_from_slice(lines);
+            let pending = std::mem::take(&mut self.pending);
+            Self::emit(self.stream, self.color, &pending)?;
+            self.pending = pending;
+            self.pending.clear();
         }
+        self.pending.extend_from_slice(rest);
         Ok(buf.len())
     }
 
     fn flush(&mut self) -> io::Result<()> {
         if !self.pending.is_empty() {
-            self.emit(self.pending.len())?;
+            let pending = std::mem::take(&mut self.pending);
+            Self::emit(self.stream, self.color, &pending)?;
         }
         Ok(())
     }

@@ -148,6 +148,24 @@ fn sgr_len(s: &str) -> Option<usize> {
     (params.as_bytes().get(n) == Some(&b'm')).then_some(2 + n + 1)
 }
 
+/// How many bytes at the start of `bytes` are printable ASCII (or line feeds, when kept): the
+/// bytes an escape pass skips without decoding, which is most of any text. Tested 32 bytes at a
+/// time without an early exit, which the compiler turns into vector instructions.
+fn plain_prefix(bytes: &[u8], keep_newlines: bool) -> usize {
+    let plain = |b: u8| is_printable_ascii(b) | (keep_newlines & (b == b'\n'));
+    let mut at = 0;
+    for chunk in bytes.chunks_exact(32) {
+        if !chunk.iter().fold(true, |all, &b| all & plain(b)) {
+            break;
+        }
+        at += 32;
+    }
+    at + bytes[at..]
+        .iter()
+        .position(|&b| !plain(b))
+        .unwrap_or(bytes.len() - at)
+}
+
 fn escape_where(s: &str, keep_newlines: bool, keep_sgr: bool) -> Cow<'_, str> {
     let kept = |rest: &str, c: char| -> Option<usize> {
         if keep_newlines && c == '\n' {
@@ -160,15 +178,9 @@ fn escape_where(s: &str, keep_newlines: bool, keep_sgr: bool) -> Cow<'_, str> {
             Some(c.len_utf8())
         }
     };
-    // Printable ASCII (and line feeds, when kept) is never escaped: skipped a byte at a time
-    // without decoding, which is most of any text.
-    let plain = |b: &u8| is_printable_ascii(*b) || (keep_newlines && *b == b'\n');
     let mut at = 0;
     loop {
-        at += s.as_bytes()[at..]
-            .iter()
-            .position(|b| !plain(b))
-            .unwrap_or(s.len() - at);
+        at += plain_prefix(&s.as_bytes()[at..], keep_newlines);
         let Some(c) = s[at..].chars().next() else {
             break;
         };
@@ -282,6 +294,33 @@ mod tests {
             assert_eq!(is_printable_ascii(b), !is_escaped(char::from(b)), "{b:#x}");
         }
         assert!(!is_printable_ascii(0x80) && !is_printable_ascii(0xff));
+    }
+
+    #[test]
+    fn the_plain_prefix_ends_at_the_first_byte_that_needs_a_look_wherever_it_is() {
+        let naive = |b: &[u8], keep_newlines: bool| {
+            b.iter()
+                .position(|&c| !(is_printable_ascii(c) || (keep_newlines && c == b'\n')))
+                .unwrap_or(b.len())
+        };
+        // Every position in and around the 32-byte blocks, for each kind of byte.
+        for len in [0, 1, 31, 32, 33, 64, 65, 100] {
+            for at in 0..=len {
+                for odd in [b'\n', 0x1b, 0x7f, 0xc3, b'\t'] {
+                    let mut bytes = vec![b'a'; len];
+                    if at < len {
+                        bytes[at] = odd;
+                    }
+                    for keep in [false, true] {
+                        assert_eq!(
+                            plain_prefix(&bytes, keep),
+                            naive(&bytes, keep),
+                            "len {len}, {odd:#x} at {at}, keep_newlines {keep}"
+                        );
+                    }
+                }
+            }
+        }
     }
     use proptest::prelude::*;
 
