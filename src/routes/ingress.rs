@@ -251,6 +251,43 @@ fn rule_field(rule: &Value, index: usize) -> String {
     }
 }
 
+/// `rule` (an object) with `http.paths` set to `paths`, its other fields copied in their order;
+/// the live paths it replaces are not copied.
+fn with_http_paths(rule: &Value, paths: Value) -> Value {
+    let http_with = |http: Option<&Map<String, Value>>, paths: Value| {
+        let mut out = Map::with_capacity(http.map_or(1, |h| h.len() + 1));
+        let mut paths = Some(paths);
+        for (k, v) in http.into_iter().flatten() {
+            let v = if k == "paths" {
+                paths.take().unwrap_or_default()
+            } else {
+                v.clone()
+            };
+            out.insert(k.clone(), v);
+        }
+        if let Some(p) = paths {
+            out.insert("paths".into(), p);
+        }
+        Value::Object(out)
+    };
+    let rule = rule.as_object();
+    let mut out = Map::with_capacity(rule.map_or(1, |r| r.len() + 1));
+    let mut paths = Some(paths);
+    for (k, v) in rule.into_iter().flatten() {
+        // Keys are unique: `paths` is still there when `http` comes.
+        let v = if k == "http" {
+            http_with(v.as_object(), paths.take().unwrap_or_default())
+        } else {
+            v.clone()
+        };
+        out.insert(k.clone(), v);
+    }
+    if let Some(p) = paths {
+        out.insert("http".into(), http_with(None, p));
+    }
+    Value::Object(out)
+}
+
 fn annotation_field(key: &str) -> String {
     format!("metadata.annotations[{key}]")
 }
@@ -289,6 +326,23 @@ fn shown_annotations(obj: &Value, also: Option<&dyn Flavor>) -> Vec<&'static str
 /// present, class, rules (host and paths only) and TLS. Server-managed fields and foreign
 /// labels are left out.
 pub fn focused_view(obj: &Value, namespace: &str, name: &str, keys: &[&str]) -> Value {
+    patched_view(obj, None, namespace, name, keys)
+}
+
+/// [`focused_view`] of `obj` with the JSON merge `patch` of an update applied (its `null`s
+/// remove), read through without applying it: only what the view shows is copied.
+fn patched_view(
+    obj: &Value,
+    patch: Option<&Map<String, Value>>,
+    namespace: &str,
+    name: &str,
+    keys: &[&str],
+) -> Value {
+    // `Some(v)`: the patch sets the field (`None` inside: removes it).
+    let patched = |section: &str, key: &str| -> Option<Option<&Value>> {
+        let v = patch?.get(section)?.get(key)?;
+        Some(Some(v).filter(|v| !v.is_null()))
+    };
     let meta = &obj["metadata"];
     let mut m = Map::new();
     m.insert("name".into(), json!(name));
@@ -302,9 +356,14 @@ pub fn focused_view(obj: &Value, namespace: &str, name: &str, keys: &[&str]) -> 
     if !labels.is_empty() {
         m.insert("labels".into(), Value::Object(labels));
     }
+    let patched_annotations = patch.and_then(|p| p.get("metadata"));
     let mut annotations = Map::with_capacity(keys.len());
     for key in keys {
-        if let Some(v) = meta["annotations"].get(*key) {
+        let value = match patched_annotations.and_then(|m| m["annotations"].get(*key)) {
+            Some(v) => Some(v).filter(|v| !v.is_null()),
+            None => meta["annotations"].get(*key),
+        };
+        if let Some(v) = value {
             annotations.insert((*key).into(), v.clone());
         }
     }
@@ -312,11 +371,14 @@ pub fn focused_view(obj: &Value, namespace: &str, name: &str, keys: &[&str]) -> 
         m.insert("annotations".into(), Value::Object(annotations));
     }
     let spec = &obj["spec"];
+    let field =
+        |key: &str| patched("spec", key).unwrap_or_else(|| spec.get(key).filter(|v| !v.is_null()));
     let mut s = Map::new();
-    if let Some(class) = spec.get("ingressClassName").filter(|v| !v.is_null()) {
+    if let Some(class) = field("ingressClassName") {
         s.insert("ingressClassName".into(), class.clone());
     }
-    if let Some(rules) = spec["rules"].as_array() {
+    let rules = patched("spec", "rules").map_or(spec.get("rules"), |r| r);
+    if let Some(rules) = rules.and_then(Value::as_array) {
         let rules = rules
             .iter()
             .map(|r| {
@@ -334,7 +396,7 @@ pub fn focused_view(obj: &Value, namespace: &str, name: &str, keys: &[&str]) -> 
             .collect();
         s.insert("rules".into(), Value::Array(rules));
     }
-    if let Some(tls) = spec.get("tls").filter(|v| !v.is_null()) {
+    if let Some(tls) = field("tls") {
         s.insert("tls".into(), tls.clone());
     }
     let mut view = Map::new();
@@ -447,7 +509,6 @@ impl IngressUpdater {
         live: &Value,
         fields: &mut Vec<FieldChange>,
         patch: &mut Map<String, Value>,
-        after: &mut Value,
     ) {
         let mut keys: BTreeSet<&str> = flavor.owned_annotations().iter().copied().collect();
         if let Some(from) = flavor_of(live) {
@@ -465,15 +526,7 @@ impl IngressUpdater {
                 current,
                 wanted.clone(),
             ));
-            changed.insert(key.to_owned(), wanted.clone().unwrap_or(Value::Null));
-            match wanted {
-                Some(v) => set_path(after, &["metadata", "annotations", key], v),
-                None => {
-                    if let Some(m) = after["metadata"]["annotations"].as_object_mut() {
-                        m.remove(key);
-                    }
-                }
-            }
+            changed.insert(key.to_owned(), wanted.unwrap_or(Value::Null));
         }
         if !changed.is_empty() {
             let mut meta = Map::with_capacity(1);
@@ -539,35 +592,30 @@ impl IngressUpdater {
                 );
             }
         }
-        if base.is_none() {
-            if live_rules.is_empty() {
-                base = Some(vec![json!({})]);
-            } else if !live_rules.iter().all(paths_ok) {
-                base = Some(live_rules.to_vec());
-            } else {
-                return None;
+        let no_rule;
+        let rules = match &base {
+            Some(base) => base.as_slice(),
+            None if live_rules.is_empty() => {
+                no_rule = [json!({})];
+                &no_rule[..]
             }
-        }
-        let base = base.unwrap_or_default();
-        let rules: Vec<Value> = base
-            .into_iter()
+            None if live_rules.iter().all(paths_ok) => return None,
+            None => live_rules,
+        };
+        let rules: Vec<Value> = rules
+            .iter()
             .enumerate()
             .map(|(i, rule)| {
-                if paths_ok(&rule) {
-                    return rule;
+                if paths_ok(rule) {
+                    return rule.clone();
                 }
                 let desired_http_paths = Value::Array(d.http_paths.clone());
                 fields.push(FieldChange::new(
-                    rule_field(&rule, i),
+                    rule_field(rule, i),
                     rule["http"].get("paths").cloned(),
                     Some(desired_http_paths.clone()),
                 ));
-                let mut rule = rule;
-                if !rule["http"].is_object() {
-                    rule["http"] = json!({});
-                }
-                rule["http"]["paths"] = desired_http_paths;
-                rule
+                with_http_paths(rule, desired_http_paths)
             })
             .collect();
         Some(rules)
@@ -584,13 +632,9 @@ impl IngressUpdater {
         let mut fields = Vec::new();
         let keys = shown_annotations(live, Some(flavor));
         let before = focused_view(live, namespace, &self.name, &keys);
-        // The after-view is the before-view with the changes applied and focused again: the
-        // view holds every field a change touches, and copying it is cheaper than copying the
-        // live object.
-        let mut after = before.clone();
         let mut patch = Map::new();
 
-        self.plan_annotations(flavor, live, &mut fields, &mut patch, &mut after);
+        self.plan_annotations(flavor, live, &mut fields, &mut patch);
 
         let mut spec = Map::new();
         if d.forced.ingress_class {
@@ -602,27 +646,29 @@ impl IngressUpdater {
                     current,
                     wanted.clone(),
                 ));
-                let v = wanted.unwrap_or(Value::Null);
-                spec.insert("ingressClassName".into(), v.clone());
-                set_path(&mut after, &["spec", "ingressClassName"], v);
+                spec.insert("ingressClassName".into(), wanted.unwrap_or(Value::Null));
             }
         }
         if let Some(rules) = self.plan_rules(live, &mut fields) {
-            set_path(&mut after, &["spec", "rules"], Value::Array(rules.clone()));
             spec.insert("rules".into(), Value::Array(rules));
         }
         if d.forced.tls {
             let current = live["spec"].get("tls").cloned();
             if current != d.tls {
                 fields.push(FieldChange::new("spec.tls", current, d.tls.clone()));
-                let v = d.tls.clone().unwrap_or(Value::Null);
-                spec.insert("tls".into(), v.clone());
-                set_path(&mut after, &["spec", "tls"], v);
+                spec.insert("tls".into(), d.tls.clone().unwrap_or(Value::Null));
             }
         }
         if !spec.is_empty() {
             patch.insert("spec".into(), Value::Object(spec));
         }
+        // The after-view: the before-view when nothing changes, else the live object as the
+        // patch leaves it, read through the patch (the view holds every field a change touches).
+        let after = if fields.is_empty() {
+            before.clone()
+        } else {
+            patched_view(live, Some(&patch), namespace, &self.name, &keys)
+        };
 
         let write = if fields.is_empty() {
             None
@@ -638,33 +684,12 @@ impl IngressUpdater {
             namespace: namespace.to_owned(),
             name: self.name.clone(),
             live: Base::of(live),
-            after: Some(if fields.is_empty() {
-                after
-            } else {
-                focused_view(&after, namespace, &self.name, &keys)
-            }),
+            after: Some(after),
             fields,
             before: Some(before),
             write,
             route: Some(self.info(served_paths(live, &d.app))),
         })
-    }
-}
-
-/// Sets `obj[path…] = value`, creating (or replacing non-object) intermediate objects.
-pub(crate) fn set_path(obj: &mut Value, path: &[&str], value: Value) {
-    let mut cur = obj;
-    for key in &path[..path.len().saturating_sub(1)] {
-        if !cur.get(*key).is_some_and(Value::is_object) {
-            cur[*key] = json!({});
-        }
-        cur = &mut cur[*key];
-    }
-    if let Some(last) = path.last() {
-        if !cur.is_object() {
-            *cur = json!({});
-        }
-        cur[*last] = value;
     }
 }
 

@@ -439,6 +439,56 @@ fn a_converged_ingress_is_unchanged_even_with_paths_in_another_order() {
 }
 
 #[test]
+fn a_changed_rule_keeps_its_fields_in_their_order_and_the_views_keep_theirs() {
+    let mut l = live("web-admin", "4f515e078b8f8861", FIXTURE_31_SNIPPET, &[]);
+    l["spec"] = json!({
+        "tls": [{"hosts": ["shop.example.com"], "secretName": "shop-tls"}],
+        "rules": [
+            {"futureRuleField": true, "http": {"paths": [http_path("/web/old")], "futureHttpField": 1},
+             "host": "shop.example.com"},
+            {"host": "www.example.com", "http": null},
+            {"host": "api.example.com"}
+        ],
+        "ingressClassName": "nginx"
+    });
+    let d = desired(
+        &[("/protected/admin", &["admin", "user"])],
+        &Inherited::default(),
+    );
+    let c = plan_ingresses("web", d, std::slice::from_ref(&l))[0]
+        .plan("shop", Some(&l))
+        .unwrap();
+    let paths = serde_json::to_string(&json!([http_path("/web/protected/admin")])).unwrap();
+    let Some(Write::Patch { body, .. }) = &c.write else {
+        panic!("not a patch: {:?}", c.write)
+    };
+    // Serialised, so that the order of the keys is compared too: `paths` is replaced where it
+    // was, a non-object `http` where it was, a missing one appended.
+    assert_eq!(
+        serde_json::to_string(body).unwrap(),
+        format!(
+            r#"{{"spec":{{"rules":[{{"futureRuleField":true,"http":{{"paths":{paths},"futureHttpField":1}},"host":"shop.example.com"}},{{"host":"www.example.com","http":{{"paths":{paths}}}}},{{"host":"api.example.com","http":{{"paths":{paths}}}}}]}}}}"#
+        )
+    );
+    // Both views are in the focused order whatever the live object's order.
+    for view in [c.before.as_ref().unwrap(), c.after.as_ref().unwrap()] {
+        let keys: Vec<&str> = view["spec"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(keys, ["ingressClassName", "rules", "tls"]);
+    }
+    assert_eq!(
+        serde_json::to_string(&c.after.as_ref().unwrap()["spec"]["rules"]).unwrap(),
+        format!(
+            r#"[{{"host":"shop.example.com","http":{{"paths":{paths}}}}},{{"host":"www.example.com","http":{{"paths":{paths}}}}},{{"host":"api.example.com","http":{{"paths":{paths}}}}}]"#
+        )
+    );
+}
+
+#[test]
 fn update_patches_only_owned_parts_and_keeps_everything_else() {
     let mut l = live(
         "web-admin",
