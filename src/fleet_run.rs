@@ -307,6 +307,8 @@ async fn plan_one(
         None => None,
     };
     let mut sourced = run::source(settings, &cluster, saved).await?;
+    // A fleet holds every member's plan at once; the live objects are not needed past planning.
+    sourced.live = None;
     // A saved plan is shown under the context it is applied through.
     sourced.plan.context = cluster.conn.context.clone();
     Ok((cluster, sourced))

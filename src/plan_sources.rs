@@ -24,6 +24,7 @@ use crate::error::AppError;
 use crate::history::Source;
 use crate::history::{self, History};
 use crate::kube_context::Connection;
+use crate::live_state::LiveState;
 use crate::plan::{Kind, Plan, Recheck, recheck};
 use crate::plan_file::{ClusterPlan, SavedPlanError};
 use crate::report::{Outcome, Report};
@@ -41,6 +42,9 @@ pub struct Sourced {
     pub config_map: Option<Option<Value>>,
     /// Why the plan must not be applied (an undo over fields changed since the record).
     pub refusal: Option<String>,
+    /// The live objects the plan was made from, when this run read them: held with the plan,
+    /// so that a run that ends once the plan is shown does not free them one by one either.
+    pub live: Option<LiveState>,
 }
 
 fn human(d: Duration) -> String {
@@ -306,5 +310,6 @@ pub async fn undo(
         },
         saved_plan: false,
         config_map: Some(cm),
+        live: None,
     })
 }

@@ -99,9 +99,9 @@ async fn plan(settings: &Settings, streams: &Streams) -> Result<Next, AppError> 
         )?),
         None => None,
     };
-    // Every way out of here but the writes ends the process: the plan is not freed on those
-    // (the system takes the memory back at once, where freeing thousands of objects value by
-    // value costs about as much CPU as building them did).
+    // Every way out of here but the writes ends the process: the plan and the live objects are
+    // not freed on those (the system takes the memory back at once, where freeing thousands of
+    // objects value by value costs about as much CPU as building them did).
     let sourced = std::mem::ManuallyDrop::new(source(settings, &cluster, saved).await?);
     let plan = &sourced.plan;
     streams.plan(plan)?;
@@ -143,6 +143,8 @@ async fn plan(settings: &Settings, streams: &Streams) -> Result<Next, AppError> 
         confirmed(plan, settings).await?;
     }
     let mut sourced = std::mem::ManuallyDrop::into_inner(sourced);
+    // The writes do not need the live objects as read: planning is over.
+    sourced.live = None;
     if sourced.saved_plan {
         // Before the first write: every object as it is now, under the guard, all at once.
         match plan_sources::recheck_saved(&cluster, sourced.plan).await? {
@@ -170,6 +172,7 @@ pub(crate) async fn source(
             saved_plan: true,
             config_map: None,
             refusal: None,
+            live: None,
         });
     }
     if let Some(undo) = &settings.undo {
@@ -195,6 +198,7 @@ pub(crate) async fn source(
         saved_plan: false,
         config_map: None,
         refusal: None,
+        live: Some(live),
     })
 }
 
