@@ -21,6 +21,11 @@ use kubectl_appupdate::routes::{self, BackendPort, RouteContext};
 use kubectl_appupdate::updaters::{AutoscalerUpdate, ContainerUpdate};
 use serde_json::json;
 
+// The plugin's allocator (src/main.rs), so that these figures are the plugin's.
+#[cfg(target_os = "linux")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const APP: &str = "web";
 const NS: &str = "demo";
 const PER_GROUP: usize = 10;

@@ -1,3 +1,9 @@
+// mimalloc on Linux: a large application's plan is millions of small JSON values, which glibc's
+// and musl's malloc are slow at (Cargo.toml, docs/performance.md). macOS and Windows keep theirs.
+#[cfg(target_os = "linux")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     std::process::exit(kubectl_appupdate::main_with_args(std::env::args_os()));
 }
