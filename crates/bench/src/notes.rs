@@ -39,7 +39,7 @@ Numbers: medians at RTT 20 ms unless said, same machine, before → after.
    `free` and `malloc_consolidate`: the plan is millions of small JSON values and strings.
    mimalloc cut the render step of that case from 222 to 180 ms but doubled the start-up
    time every run pays (2.0–2.3 → 4.0–4.4 ms of CPU for `--version`), so the system allocator
-   stays. The endpoints file has a fast path for the usual
+   stayed then (see 6 for why Linux builds now use it, without transparent huge pages). The endpoints file has a fast path for the usual
    layout (`- path:` lines with optional `scopes: [..]` lines, plain scalars that YAML can
    only read as strings): 10 000 endpoints no longer go through the YAML parser's span-carrying
    node tree; any other layout, and every file with an error, still does (a property test
@@ -68,6 +68,31 @@ Numbers: medians at RTT 20 ms unless said, same machine, before → after.
    54.7 → 35.6 MiB. Recording a run now reads only the sizes of the records the history
    ConfigMap keeps instead of decoding every one of them (the scenarios start without a
    history, so no figure here shows it).
+
+6. **Memory touched is CPU spent** (XL, round 3). perf over the XL process after round 2: page
+   faults ~16% of its CPU, glibc's `malloc`/`free` ~18%, and in writing the document the line
+   writer (a copy of every block, `from_utf8_lossy`, then the terminal guard a byte at a time)
+   and serde_json's pretty formatter (the indentation written two bytes per level, one write
+   each) ~15%. Now a block of whole lines goes to the terminal guard and out without a copy
+   (`from_utf8`), the guard skips printable ASCII 32 bytes at a time (a loop the compiler
+   vectorises), and the formatter writes a line break and its indentation in one write; tests
+   pin the layout to serde_json's and the skip to the byte-at-a-time definition. An Ingress
+   update's after-view is now the focused view of the live object read through the merge
+   patch (one copy of what it shows) instead of a copy of the before-view, changed and then
+   focused again (a second copy); a changed rule is rebuilt from its other fields with the new
+   paths where the old ones were, instead of a copy of the live rule whose paths were then
+   replaced. The live objects stay with the plan and are not freed on the way out either.
+   On Linux the allocator is mimalloc, without transparent huge pages (the README has the
+   measurements: the static musl binary krew installs went from 0.30–0.33 s and 209 MiB to
+   0.20–0.27 s and 126 MiB on the XL run; start-up 1.03 → 1.13 ms for that binary and
+   0.4–0.7 ms more for a glibc build, which is what the start-up row above measures: 1.8 ms
+   before, 3.1 ms in this run, on a busier machine). With transparent huge pages the XL run's
+   system time swung between 0.01 and 0.23 s with the kernel's compaction. By hand, release build, 7 runs each, output byte for byte the same: XL CPU
+   0.23–0.35 s with the code changes on glibc, 0.19–0.24 s with mimalloc; peak RSS 140 and
+   128 MiB. In this report: XL 342 → 216 ms and 137.4 → 124.7 MiB; the core for 10 000
+   endpoints 287 → 182 ms; L at RTT 0 101 → 96 ms and 32.9 → 32.1 MiB. The static musl row
+   above says the build failed: this benchmark builds it with plain cargo, which needs a musl C
+   compiler for ring's C code; the README's musl figures were built with cargo-zigbuild.
 
 All existing tests pass unchanged; `tests/transport_e2e.rs` checks that a run with image,
 bounds and five Ingress changes uses exactly one HTTP/2 connection, and
@@ -128,7 +153,12 @@ bounds and five Ingress changes uses exactly one HTTP/2 connection, and
   a typed, compact model of the live routes and of the plan's views (read from the LIST's
   bytes, keeping the raw objects only for what is written) and views computed when they are
   shown rather than stored. The same structure is most of the CPU that is left: allocating
-  and touching that memory (page faults are ~16% of the XL process).
+  and touching that memory (faulting in ~125 MiB is about a third of the XL process's CPU,
+  as system time).
+* An unchanged object's after-view is a copy of its before-view (~7 MiB of XL's peak for its
+  500 unchanged Ingresses). Sharing them means an `ObjectChange` whose after-view may be
+  absent when nothing changes, and plan files store `ObjectChange` as it is; left for the
+  compact model above.
 * Building maps by hand keeps indexmap's spare capacity (a cloned one-entry map keeps room
   for three) where serde's copy was exact: that change cost ~12 MiB of XL's peak RSS for
   ~12% of its CPU.
