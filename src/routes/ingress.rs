@@ -254,36 +254,24 @@ fn rule_field(rule: &Value, index: usize) -> String {
 /// `rule` (an object) with `http.paths` set to `paths`, its other fields copied in their order;
 /// the live paths it replaces are not copied.
 fn with_http_paths(rule: &Value, paths: Value) -> Value {
-    let http_with = |http: Option<&Map<String, Value>>, paths: Value| {
-        let mut out = Map::with_capacity(http.map_or(1, |h| h.len() + 1));
-        let mut paths = Some(paths);
-        for (k, v) in http.into_iter().flatten() {
-            let v = if k == "paths" {
-                paths.take().unwrap_or_default()
-            } else {
-                v.clone()
-            };
-            out.insert(k.clone(), v);
-        }
-        if let Some(p) = paths {
-            out.insert("paths".into(), p);
-        }
-        Value::Object(out)
-    };
-    let rule = rule.as_object();
-    let mut out = Map::with_capacity(rule.map_or(1, |r| r.len() + 1));
-    let mut paths = Some(paths);
-    for (k, v) in rule.into_iter().flatten() {
-        // Keys are unique: `paths` is still there when `http` comes.
-        let v = if k == "http" {
-            http_with(v.as_object(), paths.take().unwrap_or_default())
-        } else {
-            v.clone()
+    let http = with_entry(rule["http"].as_object(), "paths", paths);
+    with_entry(rule.as_object(), "http", http)
+}
+
+/// `map`'s entries, copied in their order, with `key` set to `value`: where it was, or last.
+/// The value it replaces is not copied.
+fn with_entry(map: Option<&Map<String, Value>>, key: &str, value: Value) -> Value {
+    let mut out = Map::with_capacity(map.map_or(1, |m| m.len() + 1));
+    let mut value = Some(value);
+    for (k, v) in map.into_iter().flatten() {
+        let v = match value.take_if(|_| k == key) {
+            Some(new) => new,
+            None => v.clone(),
         };
         out.insert(k.clone(), v);
     }
-    if let Some(p) = paths {
-        out.insert("http".into(), http_with(None, p));
+    if let Some(v) = value {
+        out.insert(key.into(), v);
     }
     Value::Object(out)
 }
@@ -338,9 +326,13 @@ fn patched_view(
     name: &str,
     keys: &[&str],
 ) -> Value {
-    // `Some(v)`: the patch sets the field (`None` inside: removes it).
-    let patched = |section: &str, key: &str| -> Option<Option<&Value>> {
-        let v = patch?.get(section)?.get(key)?;
+    // `Some(v)`: the patch sets the field at `path` (`None` inside: removes it).
+    let patched = |path: &[&str]| -> Option<Option<&Value>> {
+        let (first, rest) = path.split_first()?;
+        let mut v = patch?.get(*first)?;
+        for key in rest {
+            v = v.get(*key)?;
+        }
         Some(Some(v).filter(|v| !v.is_null()))
     };
     let meta = &obj["metadata"];
@@ -356,13 +348,10 @@ fn patched_view(
     if !labels.is_empty() {
         m.insert("labels".into(), Value::Object(labels));
     }
-    let patched_annotations = patch.and_then(|p| p.get("metadata"));
     let mut annotations = Map::with_capacity(keys.len());
     for key in keys {
-        let value = match patched_annotations.and_then(|m| m["annotations"].get(*key)) {
-            Some(v) => Some(v).filter(|v| !v.is_null()),
-            None => meta["annotations"].get(*key),
-        };
+        let value = patched(&["metadata", "annotations", key])
+            .unwrap_or_else(|| meta["annotations"].get(*key));
         if let Some(v) = value {
             annotations.insert((*key).into(), v.clone());
         }
@@ -371,13 +360,14 @@ fn patched_view(
         m.insert("annotations".into(), Value::Object(annotations));
     }
     let spec = &obj["spec"];
-    let field =
-        |key: &str| patched("spec", key).unwrap_or_else(|| spec.get(key).filter(|v| !v.is_null()));
+    let field = |key: &str| {
+        patched(&["spec", key]).unwrap_or_else(|| spec.get(key).filter(|v| !v.is_null()))
+    };
     let mut s = Map::new();
     if let Some(class) = field("ingressClassName") {
         s.insert("ingressClassName".into(), class.clone());
     }
-    let rules = patched("spec", "rules").map_or(spec.get("rules"), |r| r);
+    let rules = patched(&["spec", "rules"]).unwrap_or_else(|| spec.get("rules"));
     if let Some(rules) = rules.and_then(Value::as_array) {
         let rules = rules
             .iter()
