@@ -9,7 +9,9 @@ use super::nginx_snippet::{
 };
 use super::*;
 use crate::endpoints_file::Endpoint;
-use crate::plan::{Action, Base, FieldChange, PatchType, Recheck, RouteInfo, Write, recheck};
+use crate::plan::{
+    Action, Base, FieldChange, ObjectChange, PatchType, Recheck, RouteInfo, Write, recheck,
+};
 use pretty_assertions::assert_eq;
 
 type Inherited = Attachment;
@@ -81,6 +83,14 @@ fn desired(entries: &[(&str, &[&str])], inherited: &Inherited) -> Vec<DesiredIng
         .iter()
         .map(|g| desired_ingress(&NginxSnippet, &c, g).unwrap())
         .collect()
+}
+
+/// The change the single group of `entries` (no inherited settings) plans against `live`.
+fn planned_against(entries: &[(&str, &[&str])], live: &Value) -> ObjectChange {
+    let d = desired(entries, &Inherited::default());
+    plan_ingresses("web", d, std::slice::from_ref(live))[0]
+        .plan("shop", Some(live))
+        .unwrap()
 }
 
 fn http_path(p: &str) -> Value {
@@ -451,13 +461,7 @@ fn a_changed_rule_keeps_its_fields_in_their_order_and_the_views_keep_theirs() {
         ],
         "ingressClassName": "nginx"
     });
-    let d = desired(
-        &[("/protected/admin", &["admin", "user"])],
-        &Inherited::default(),
-    );
-    let c = plan_ingresses("web", d, std::slice::from_ref(&l))[0]
-        .plan("shop", Some(&l))
-        .unwrap();
+    let c = planned_against(&[("/protected/admin", &["admin", "user"])], &l);
     let paths = serde_json::to_string(&json!([http_path("/web/protected/admin")])).unwrap();
     let Some(Write::Patch { body, .. }) = &c.write else {
         panic!("not a patch: {:?}", c.write)
@@ -583,13 +587,7 @@ fn update_rewrites_a_changed_snippet_as_a_merge_key() {
         "rewrite ^/web/(.*)$ /$1 last;\n",
         &["/web/protected/admin"],
     );
-    let d = desired(
-        &[("/protected/admin", &["admin", "user"])],
-        &Inherited::default(),
-    );
-    let c = plan_ingresses("web", d, std::slice::from_ref(&l))[0]
-        .plan("shop", Some(&l))
-        .unwrap();
+    let c = planned_against(&[("/protected/admin", &["admin", "user"])], &l);
     assert_eq!(
         c.fields,
         vec![FieldChange::new(
@@ -612,10 +610,7 @@ fn update_rewrites_a_changed_snippet_as_a_merge_key() {
 fn an_ingress_without_rules_gets_one_without_host() {
     let mut l = live("web-public", "e3b0c44298fc1c14", FIXTURE_30_SNIPPET, &[]);
     l["spec"] = json!({"ingressClassName": "nginx"});
-    let d = desired(&[("/a", &[])], &Inherited::default());
-    let c = plan_ingresses("web", d, std::slice::from_ref(&l))[0]
-        .plan("shop", Some(&l))
-        .unwrap();
+    let c = planned_against(&[("/a", &[])], &l);
     assert_eq!(
         c.fields,
         vec![FieldChange::new(
