@@ -101,7 +101,7 @@ pub(crate) fn backoff(opts: &ApplyOptions, attempt: u32) -> Duration {
 /// What the request loop ended with for one object.
 enum Step {
     /// Sent successfully; the change as finally sent (it may have been re-planned).
-    Sent(Box<ObjectChange>),
+    Sent(Arc<ObjectChange>),
     Done(Outcome),
 }
 
@@ -169,7 +169,7 @@ impl Applier<'_> {
 
     /// Sends `current` (dry run or real), handling conflicts by re-reading and re-checking
     /// against `approved`, at most `opts.tries` times.
-    async fn drive(&self, planned: &Planned, current: ObjectChange, dry_run: bool) -> Step {
+    async fn drive(&self, planned: &Planned, current: Arc<ObjectChange>, dry_run: bool) -> Step {
         let approved = &planned.change;
         let verb = match approved.action() {
             Action::Create => "create",
@@ -183,7 +183,7 @@ impl Applier<'_> {
                 return Step::Done(Outcome::NotAttempted);
             }
             let err = match self.send(&change, dry_run).await {
-                Ok(_) => return Step::Sent(Box::new(change)),
+                Ok(_) => return Step::Sent(change),
                 Err(e) => e,
             };
             let retryable = match change.action() {
@@ -266,7 +266,7 @@ impl Applier<'_> {
                 recheck(approved, fresh)
             };
             match verdict {
-                Recheck::Proceed(f) => change = f,
+                Recheck::Proceed(f) => change = Arc::new(f),
                 Recheck::AlreadyDone => return Step::Done(Outcome::AlreadyDone),
                 Recheck::Tripped(f) => {
                     let reason = guard_reason(approved, &f);
@@ -340,7 +340,7 @@ fn display(v: &Option<Value>) -> String {
 #[derive(Debug)]
 pub struct Preflighted {
     outcomes: Vec<Option<Outcome>>,
-    to_send: Vec<Option<ObjectChange>>,
+    to_send: Vec<Option<Arc<ObjectChange>>>,
 }
 
 impl Preflighted {
@@ -381,10 +381,10 @@ pub async fn preflight(
     };
     let n = plan.objects.len();
     let mut outcomes: Vec<Option<Outcome>> = vec![None; n];
-    let mut to_send: Vec<Option<ObjectChange>> = vec![None; n];
+    let mut to_send: Vec<Option<Arc<ObjectChange>>> = vec![None; n];
     for (i, p) in plan.objects.iter().enumerate() {
         if p.change.is_change() {
-            to_send[i] = Some(p.change.clone());
+            to_send[i] = Some(Arc::clone(&p.change));
         } else {
             outcomes[i] = Some(Outcome::Unchanged);
         }
@@ -401,7 +401,7 @@ pub async fn preflight(
     let mut preflight_ok = true;
     for (i, step) in preflight {
         match step {
-            Step::Sent(c) => to_send[i] = Some(*c),
+            Step::Sent(c) => to_send[i] = Some(c),
             Step::Done(Outcome::AlreadyDone) => {
                 to_send[i] = None;
                 outcomes[i] = Some(Outcome::AlreadyDone);
@@ -495,7 +495,7 @@ fn finish(
         .objects
         .iter()
         .zip(outcomes)
-        .map(|(p, o)| (p.change.clone(), o.unwrap_or(Outcome::NotAttempted)))
+        .map(|(p, o)| (Arc::clone(&p.change), o.unwrap_or(Outcome::NotAttempted)))
         .collect();
     Report {
         entries,

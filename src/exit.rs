@@ -181,7 +181,10 @@ mod tests {
 
     fn report(outcomes: Vec<(Action, Outcome)>) -> Report {
         Report {
-            entries: outcomes.into_iter().map(|(a, o)| (change(a), o)).collect(),
+            entries: outcomes
+                .into_iter()
+                .map(|(a, o)| (change(a).into(), o))
+                .collect(),
             stopped_in_preflight: false,
             interrupted: None,
         }

@@ -184,7 +184,7 @@ mod tests {
             context.into(),
             vec![Planned {
                 updater: Arc::new(hpa),
-                change,
+                change: Arc::new(change),
             }],
         )
     }

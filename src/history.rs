@@ -619,11 +619,11 @@ mod tests {
         deleted.before = Some(ingress_view("web-c", &["/web/old"]));
         Report {
             entries: vec![
-                (image, Outcome::Applied),
-                (hpa, Outcome::Applied),
-                (created, Outcome::Applied),
-                (updated, Outcome::Applied),
-                (deleted, Outcome::Applied),
+                (image.into(), Outcome::Applied),
+                (hpa.into(), Outcome::Applied),
+                (created.into(), Outcome::Applied),
+                (updated.into(), Outcome::Applied),
+                (deleted.into(), Outcome::Applied),
             ],
             stopped_in_preflight: false,
             interrupted: None,

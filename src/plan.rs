@@ -716,7 +716,8 @@ impl SavedUpdater {
 #[derive(Clone, Debug)]
 pub struct Planned {
     pub updater: Arc<dyn Updater>,
-    pub change: ObjectChange,
+    /// Shared with the requests that send it and the report of what happened to it.
+    pub change: Arc<ObjectChange>,
 }
 
 /// How the endpoints are published by this plan, when it publishes them.
@@ -831,7 +832,7 @@ impl Plan {
     }
 
     pub fn changes(&self) -> impl Iterator<Item = &ObjectChange> {
-        self.objects.iter().map(|p| &p.change)
+        self.objects.iter().map(|p| &*p.change)
     }
 
     pub fn summary(&self) -> Summary {

@@ -207,7 +207,7 @@ pub fn render(plans: &[(&Plan, &Origin, &Source)]) -> Result<String, PlanFileErr
             })?;
             objects.push(ObjectDoc {
                 updater,
-                change: p.change.clone(),
+                change: ObjectChange::clone(&p.change),
             });
         }
         clusters.push(ClusterDoc {
@@ -314,7 +314,7 @@ pub fn parse(text: &str, file: &str) -> Result<PlanFile, PlanFileError> {
             }
             objects.push(Planned {
                 updater,
-                change: o.change,
+                change: Arc::new(o.change),
             });
         }
         clusters.push(ClusterPlan {
@@ -366,11 +366,11 @@ mod tests {
             vec![
                 Planned {
                     updater: Arc::new(deploy),
-                    change,
+                    change: change.into(),
                 },
                 Planned {
                     updater: Arc::new(hpa),
-                    change: hpa_change,
+                    change: hpa_change.into(),
                 },
             ],
         )

@@ -10,6 +10,8 @@
 //! ([`recheck_saved`]: the guard, for the whole plan at once). Changes elsewhere in the
 //! objects do not stop it.
 
+use std::sync::Arc;
+
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -199,8 +201,8 @@ pub async fn recheck_saved(
                 );
             }
             Ok(fresh) => match recheck(&p.change, fresh.clone()) {
-                Recheck::Proceed(f) => p.change = f,
-                Recheck::AlreadyDone => p.change = fresh,
+                Recheck::Proceed(f) => p.change = Arc::new(f),
+                Recheck::AlreadyDone => p.change = Arc::new(fresh),
                 Recheck::Tripped(f) => {
                     tripped = true;
                     outcomes.insert(

@@ -63,7 +63,10 @@ fn planned(
     live: Option<&Value>,
 ) -> Result<Planned, PlanError> {
     let change = updater.plan(namespace, live)?;
-    Ok(Planned { updater, change })
+    Ok(Planned {
+        updater,
+        change: Arc::new(change),
+    })
 }
 
 /// Builds the plan. Errors when a requested change does not fit the live state.

@@ -5,6 +5,8 @@
 //! control the terminal.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+use std::sync::Arc;
+
 use console::Style;
 use serde_json::Value;
 
@@ -46,7 +48,7 @@ pub enum Interruption {
 /// The result of applying a plan.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Report {
-    pub entries: Vec<(ObjectChange, Outcome)>,
+    pub entries: Vec<(Arc<ObjectChange>, Outcome)>,
     /// The server-side dry run failed or tripped: nothing was written.
     pub stopped_in_preflight: bool,
     pub interrupted: Option<Interruption>,
@@ -263,8 +265,8 @@ pub fn object_lines(report: &Report) -> Vec<Line> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    fn entry(name: &str, action: Action, outcome: Outcome) -> (ObjectChange, Outcome) {
-        (ObjectChange::sample(name, action), outcome)
+    fn entry(name: &str, action: Action, outcome: Outcome) -> (Arc<ObjectChange>, Outcome) {
+        (ObjectChange::sample(name, action).into(), outcome)
     }
 
     fn fates(report: &Report) -> Vec<(Fate, String)> {
@@ -329,7 +331,7 @@ mod tests {
         )];
         let report = Report {
             entries: vec![
-                (applied, Outcome::Applied),
+                (applied.into(), Outcome::Applied),
                 entry(
                     "b",
                     Action::Update,

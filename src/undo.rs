@@ -169,7 +169,7 @@ pub fn plan_undo(
         }
         objects.push(Planned {
             updater: Arc::new(u),
-            change,
+            change: Arc::new(change),
         });
     }
     if let Some(bounds) = &record.bounds {
@@ -199,7 +199,7 @@ pub fn plan_undo(
         }
         objects.push(Planned {
             updater: Arc::new(u),
-            change,
+            change: Arc::new(change),
         });
     }
     for r in &record.routes {
@@ -262,7 +262,10 @@ pub fn plan_undo(
                 });
             }
         }
-        objects.push(Planned { updater, change });
+        objects.push(Planned {
+            updater,
+            change: change.into(),
+        });
     }
     Ok(UndoPlan {
         plan: Plan::new(
@@ -818,7 +821,7 @@ mod tests {
                 // The image and the bounds go back through the ordinary updaters.
                 None => continue,
             };
-            assert_eq!(loaded.plan("shop", current.as_ref()).unwrap(), p.change);
+            assert_eq!(loaded.plan("shop", current.as_ref()).unwrap(), *p.change);
         }
     }
 
@@ -831,7 +834,7 @@ mod tests {
             entries: u
                 .plan
                 .changes()
-                .map(|c| (c.clone(), Outcome::Applied))
+                .map(|c| (c.clone().into(), Outcome::Applied))
                 .collect(),
             stopped_in_preflight: false,
             interrupted: None,
