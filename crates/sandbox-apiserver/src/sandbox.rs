@@ -280,7 +280,7 @@ impl Sandbox {
         };
         self.server
             .store
-            .lock()
+            .write()
             .create(k, &ns, &bytes, &ctx)
             .map(|o| o.body)
     }
@@ -288,7 +288,7 @@ impl Sandbox {
     /// The object at `object_path`, as a GET would return it.
     pub fn get(&self, object_path: &str) -> Option<Value> {
         let (k, ns, name) = resolve(&self.server.registry, object_path).ok()?;
-        self.server.store.lock().get(k, &ns, &name).ok()
+        self.server.store.write().get(k, &ns, &name).ok()
     }
 
     /// The objects of a collection (`…/namespaces/shop/ingresses`, or all namespaces without
@@ -297,7 +297,7 @@ impl Sandbox {
         let Ok((k, ns, _)) = resolve(&self.server.registry, collection_path) else {
             return Vec::new();
         };
-        let st = self.server.store.lock();
+        let st = self.server.store.write();
         let ns = (!ns.is_empty()).then_some(ns.as_str());
         st.select(k, ns, &Selectors::default())
             .into_iter()
@@ -316,7 +316,7 @@ impl Sandbox {
         let mut once = Some(mutate);
         self.server
             .store
-            .lock()
+            .write()
             .system_update(k, &ns, &name, COMPETITOR, "", &mut |obj| {
                 if let Some(m) = once.take() {
                     m(obj);
@@ -327,12 +327,12 @@ impl Sandbox {
     /// Delete the object now.
     pub fn delete(&self, object_path: &str) -> Result<(), StatusBody> {
         let (k, ns, name) = resolve(&self.server.registry, object_path)?;
-        self.server.store.lock().delete_now(k, &ns, &name)
+        self.server.store.write().delete_now(k, &ns, &name)
     }
 
     /// The current global resourceVersion.
     pub fn resource_version(&self) -> u64 {
-        self.server.store.lock().rv
+        self.server.store.write().rv
     }
 
     /// Seed the demo application `app` in `namespace` (created if needed): Deployment, Service,

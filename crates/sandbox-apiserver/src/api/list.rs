@@ -204,7 +204,7 @@ pub fn list(
         Output::Table(_) => Include::parse(query_get(query, "includeObject"))?,
         _ => Include::Metadata,
     };
-    let st = store.lock();
+    let st = store.read();
     // The key range the storage reads (ListPredicate): the path's namespace, else the one a
     // field selector requires; a required name as well makes it that one key (no paging). A
     // continued list is never narrowed by its selectors (its token may then point elsewhere).
@@ -458,7 +458,7 @@ pub fn delete_collection(
         query_get(query, "labelSelector"),
         query_get(query, "fieldSelector"),
     )?;
-    let mut st = store.lock();
+    let mut st = store.write();
     let ns = (!info.namespace.is_empty()).then_some(info.namespace.as_str());
     let names: Vec<(String, String)> = st
         .select(k, ns, &sel)

@@ -17,7 +17,7 @@ use super::{Ctx, Hooks, Reply, json_reply, status_reply};
 use crate::kinds::{self, Kind, Subresource};
 use crate::model::status::{self, FieldError, StatusBody};
 use crate::model::{gojson, time};
-use crate::store::{FieldValidation, Outcome, WriteCtx};
+use crate::store::{self, FieldValidation, Outcome, WriteCtx};
 
 /// Serve a request for `k` (its scope and subresource already checked by routing).
 #[allow(clippy::too_many_arguments)]
@@ -352,7 +352,7 @@ impl Request<'_> {
             Output::Table(_) => Include::parse(query_get(self.query, "includeObject"))?,
             _ => Include::Metadata,
         };
-        let st = self.ctx.store.lock();
+        let st = self.ctx.store.read();
         // A resourceVersion reads the watch cache: it must have reached it.
         let rv = query_get(self.query, "resourceVersion").unwrap_or("");
         if !rv.is_empty() {
@@ -396,7 +396,7 @@ impl Request<'_> {
     fn get_scale(&self) -> Result<Outcome, StatusBody> {
         self.ctx
             .store
-            .lock()
+            .write()
             .get_object(self.k, self.ns(), &self.info.name)
             .map(|o| Outcome {
                 code: 200,
@@ -420,7 +420,7 @@ impl Request<'_> {
                 unsupported_media_type()
             });
         }
-        self.ctx.store.lock().update_subresource(
+        self.ctx.store.write().update_subresource(
             self.k,
             self.ns(),
             &self.info.name,
@@ -441,7 +441,7 @@ impl Request<'_> {
         }
         self.ctx
             .store
-            .lock()
+            .write()
             .create(self.k, self.ns(), &body, self.write)
     }
 
@@ -487,7 +487,7 @@ impl Request<'_> {
         let body = self.object_body()?;
         self.ctx
             .store
-            .lock()
+            .write()
             .update(self.k, self.ns(), &self.info.name, &body, self.write)
     }
 
@@ -544,7 +544,8 @@ impl Request<'_> {
         if !self.consumes(self.k.patch_types()) {
             return Err(self.unsupported_patch());
         }
-        self.ctx.store.lock().patch(
+        store::patch_shared(
+            self.ctx.store,
             self.k,
             self.ns(),
             &self.info.name,
@@ -566,7 +567,7 @@ impl Request<'_> {
             .get("dryRun")
             .and_then(Value::as_array)
             .is_some_and(|a| !a.is_empty());
-        self.ctx.store.lock().delete(
+        self.ctx.store.write().delete(
             self.k,
             self.ns(),
             &self.info.name,

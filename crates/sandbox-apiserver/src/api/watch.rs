@@ -142,7 +142,7 @@ struct Start {
 
 /// Subscribe and take the first events under one lock, so none is missed or sent twice.
 fn start(store: &Store, k: &'static dyn Kind, opts: &WatchOptions) -> Result<Start, StatusBody> {
-    let st = store.lock();
+    let st = store.read();
     let rx = st.events.subscribe();
     let ns = opts.ns.as_deref();
     let mut expired = None;

@@ -35,7 +35,7 @@ fn create_if_missing(
 ) -> Result<(), StatusBody> {
     let k = kinds::lookup(group, version, resource)
         .ok_or_else(|| status::internal("the demo needs a kind the sandbox does not serve"))?;
-    let mut st = store.lock();
+    let mut st = store.write();
     if st.get_object(k, ns, name).is_some() {
         return Ok(());
     }
@@ -191,6 +191,6 @@ pub fn set_ingress_nginx_webhook(
     if mode.is_some() {
         ingress_class(store, INGRESS_NGINX_CLASS, false)?;
     }
-    store.lock().webhooks.ingress_nginx = mode;
+    store.write().webhooks.ingress_nginx = mode;
     Ok(())
 }

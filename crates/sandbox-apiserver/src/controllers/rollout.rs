@@ -216,7 +216,7 @@ impl Controller {
     /// Nothing left to do: every store change so far has been considered, the last mode change
     /// applied, and no status write is scheduled.
     pub fn settled(&self, store: &Store) -> bool {
-        let st = store.lock();
+        let st = store.write();
         let last = st.history.last().map_or(0, |e| e.rv);
         let p = self.progress.lock();
         p.in_flight == 0
@@ -229,7 +229,7 @@ impl Controller {
 /// Write `phase` for the Deployment if it is still at `generation`.
 fn write_status(store: &Store, ns: &str, name: &str, generation: i64, phase: Phase) {
     let k = &DEPLOYMENT;
-    let mut st = store.lock();
+    let mut st = store.write();
     let Some(obj) = st.get_object(k, ns, name).cloned() else {
         return;
     };
@@ -321,7 +321,7 @@ fn schedule(
             }
         }
         // Under the store's lock: no one sees the last write without this.
-        let _st = store.lock();
+        let _st = store.write();
         controller.progress.lock().in_flight -= 1;
     });
 }
@@ -336,7 +336,7 @@ pub async fn run(
     mut shutdown: watch::Receiver<bool>,
 ) {
     let mut rx = {
-        let st = store.lock();
+        let st = store.write();
         controller.progress.lock().seen_rv = st.history.last().map_or(0, |e| e.rv).max(1);
         st.events.subscribe()
     };
@@ -346,7 +346,7 @@ pub async fn run(
         let version = controller.progress.lock().mode_version;
         let mode = controller.mode();
         let objs: Vec<Value> = {
-            let st = store.lock();
+            let st = store.write();
             st.select(&DEPLOYMENT, None, &Selectors::default())
                 .into_iter()
                 .cloned()
@@ -382,7 +382,7 @@ pub async fn run(
                     p.seen_rv = p.seen_rv.max(ev.rv);
                 }
                 Err(broadcast::error::RecvError::Lagged(_)) => {
-                    let last = store.lock().history.last().map_or(0, |e| e.rv);
+                    let last = store.write().history.last().map_or(0, |e| e.rv);
                     kick_all(&mut scheduled);
                     let mut p = controller.progress.lock();
                     p.seen_rv = p.seen_rv.max(last);

@@ -461,7 +461,7 @@ impl Faults {
             Fault::CompetingDelete { .. } => (
                 "competing-delete",
                 store
-                    .lock()
+                    .write()
                     .delete(k, ns, name, &json!({}), false, false)
                     .map(|_| ())
                     .map_err(|e| e.message),
@@ -559,7 +559,7 @@ fn competing_write(
     mutate: Mutation,
 ) -> Result<(), String> {
     let mut once = Some(mutate);
-    let mut st = store.lock();
+    let mut st = store.write();
     let before = st.rv;
     st.system_update(k, ns, name, COMPETITOR, "", &mut |obj| {
         if let Some(m) = once.take() {
@@ -580,7 +580,7 @@ fn competing_recreate(
     name: &str,
     mutate: Option<Mutation>,
 ) -> Result<(), String> {
-    let mut st = store.lock();
+    let mut st = store.write();
     let old = st.get(k, ns, name).map_err(|e| e.message)?;
     let mut fresh = old.clone();
     if let Some(meta) = fresh.get_mut("metadata").and_then(Value::as_object_mut) {
@@ -628,7 +628,7 @@ fn competing_create(
     }
     let bytes = serde_json::to_vec(&body).map_err(|e| e.to_string())?;
     store
-        .lock()
+        .write()
         .create(k, ns, &bytes, &competitor_ctx())
         .map(|_| ())
         .map_err(|e| e.message)

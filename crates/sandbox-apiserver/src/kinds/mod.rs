@@ -240,6 +240,11 @@ pub trait Kind: Send + Sync + 'static {
         Ok(())
     }
 
+    /// Whether [`Kind::allocate`] draws from the cluster's allocators.
+    fn allocates(&self) -> bool {
+        false
+    }
+
     /// Give back what [`Kind::allocate`] took, once the object is deleted.
     fn release(&self, _obj: &Value, _alloc: &mut Allocators) {}
 
@@ -515,7 +520,7 @@ pub fn same(k: &dyn Kind, other: &dyn Kind) -> bool {
 
 /// The cluster's allocators the REST layer of some kinds draws from (Service cluster IPs and
 /// node ports); the store keeps one per sandbox.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Allocators {
     /// The service IP range: network address and prefix length.
     service_cidr: (u32, u8),

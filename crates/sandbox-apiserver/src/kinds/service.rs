@@ -63,6 +63,10 @@ impl Kind for Service {
         )
     }
 
+    fn allocates(&self) -> bool {
+        true
+    }
+
     fn allocate(
         &self,
         obj: &mut Value,

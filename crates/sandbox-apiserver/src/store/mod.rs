@@ -31,8 +31,9 @@ use patch::SmpError;
 pub use decode::{FieldValidation, decode_body, decode_patch, internal_package, summarize};
 pub use select::Selectors;
 
-/// The store of one sandbox: everything that reads or writes objects takes this lock.
-pub type Store = parking_lot::Mutex<State>;
+/// The store of one sandbox: everything that reads or writes objects takes this lock, shared to
+/// read and exclusive to write.
+pub type Store = parking_lot::RwLock<State>;
 
 /// One change, as watchers see it.
 #[derive(Debug, Clone)]
@@ -69,6 +70,78 @@ pub struct Outcome {
     pub code: u16,
     pub body: Value,
     pub warnings: Vec<String>,
+}
+
+/// A write computed against one revision of its object, waiting to be stored.
+enum Computed {
+    /// Nothing to store (a dry run, or no change): the answer as it is.
+    Answer(Outcome),
+    /// Store the object, replacing `old`.
+    Modify {
+        k: &'static dyn Kind,
+        key: Key,
+        obj: Value,
+        old: Value,
+        warnings: Vec<String>,
+    },
+    /// The update took the last finalizer of an object being deleted: it goes.
+    Remove {
+        k: &'static dyn Kind,
+        key: Key,
+        old: Value,
+        answer: Outcome,
+    },
+}
+
+impl Computed {
+    /// The stored object this write was computed from, if it writes.
+    fn base(&self) -> Option<(&Key, &Value)> {
+        match self {
+            Computed::Answer(_) => None,
+            Computed::Modify { key, old, .. } | Computed::Remove { key, old, .. } => {
+                Some((key, old))
+            }
+        }
+    }
+}
+
+/// PATCH with the store shared while the patch is computed, as the real server computes an
+/// update outside its storage transaction: concurrent patches (and dry runs, which store
+/// nothing) run side by side; only the commit is exclusive. A patch whose object changed
+/// while it was computed is computed again against the new revision, as the real registry's
+/// `GuaranteedUpdate` does. Kinds whose writes allocate (Service IPs and ports) patch under the
+/// exclusive lock, so two of them never draw the same value.
+pub fn patch_shared(
+    store: &Store,
+    k: &'static dyn Kind,
+    ns: &str,
+    name: &str,
+    content_type: &str,
+    body: &[u8],
+    ctx: &WriteCtx,
+) -> Result<Outcome, StatusBody> {
+    if k.allocates() && !ctx.dry_run {
+        return store.write().patch(k, ns, name, content_type, body, ctx);
+    }
+    loop {
+        let computed = {
+            // Not behind a waiting writer: the writes of a burst (creates, deletes, commits)
+            // wait for the patches being computed instead of holding up the ones after them.
+            let st = store.read_recursive();
+            // A dry run's allocations are never kept: it draws from a copy.
+            let mut alloc = st.alloc.clone();
+            st.compute_patch(k, ns, name, content_type, body, ctx, &mut alloc)?
+        };
+        let mut st = store.write();
+        let unchanged = computed.base().is_none_or(|(key, old)| {
+            st.objects.get(key).is_some_and(|now| {
+                meta_str(now, "resourceVersion") == meta_str(old, "resourceVersion")
+            })
+        });
+        if unchanged {
+            return Ok(st.commit(computed));
+        }
+    }
 }
 
 /// (resource, group, namespace, name): sorted like etcd keys within a kind.
@@ -420,11 +493,31 @@ impl State {
         &mut self,
         k: &'static dyn Kind,
         key: Key,
-        mut obj: Value,
+        obj: Value,
         old: Value,
         warnings: Vec<String>,
         ctx: &WriteCtx,
     ) -> Result<Outcome, StatusBody> {
+        let mut alloc = std::mem::take(&mut self.alloc);
+        let computed = self.compute_update(k, key, obj, old, warnings, ctx, &mut alloc);
+        self.alloc = alloc;
+        Ok(self.commit(computed?))
+    }
+
+    /// Everything an update does before it is stored: the object as it would be written
+    /// (defaulted, allocated, validated, admitted, with its managed fields), or the answer when
+    /// nothing is to be stored. Reads the store only.
+    #[allow(clippy::too_many_arguments)]
+    fn compute_update(
+        &self,
+        k: &'static dyn Kind,
+        key: Key,
+        mut obj: Value,
+        old: Value,
+        warnings: Vec<String>,
+        ctx: &WriteCtx,
+        alloc: &mut Allocators,
+    ) -> Result<Computed, StatusBody> {
         let name = key.3.clone();
         kinds::prepare_update(k, &mut obj, &old);
         meta_mut(&mut obj).insert(
@@ -434,7 +527,7 @@ impl State {
         // The field manager sees the object before the REST layer's allocations (a node port
         // allocated for a type change is nobody's field).
         let mut tracked = obj.clone();
-        k.allocate(&mut obj, Some(&old), &mut self.alloc, ctx.dry_run)
+        k.allocate(&mut obj, Some(&old), alloc, ctx.dry_run)
             .map_err(|errs| status::invalid(k.api(), &name, &errs))?;
         obj = schema::normalize(k.schema(), &obj);
         let errs = kinds::validate(k, &obj, Some(&old));
@@ -466,41 +559,72 @@ impl State {
             }
         }
         obj = schema::normalize(k.schema(), &obj);
+        let answer = |obj: &Value| Outcome {
+            code: 200,
+            body: kinds::to_wire(k, obj),
+            warnings: warnings.clone(),
+        };
         if should_delete_during_update(k, &obj, &old) {
             // The last finalizer of an object being deleted is gone: it goes now, and the
             // update answers with the object as sent (the stored revision).
-            if !ctx.dry_run {
-                self.remove(k, key, old);
-            }
-            return Ok(Outcome {
-                code: 200,
-                body: kinds::to_wire(k, &obj),
-                warnings,
+            let answer = answer(&obj);
+            return Ok(if ctx.dry_run {
+                Computed::Answer(answer)
+            } else {
+                Computed::Remove {
+                    k,
+                    key,
+                    old,
+                    answer,
+                }
             });
         }
         if obj == old {
-            return Ok(Outcome {
-                code: 200,
-                body: kinds::to_wire(k, &old),
-                warnings,
-            });
+            return Ok(Computed::Answer(answer(&old)));
         }
         if ctx.dry_run {
-            return Ok(Outcome {
-                code: 200,
-                body: kinds::to_wire(k, &obj),
-                warnings,
-            });
+            return Ok(Computed::Answer(answer(&obj)));
         }
-        self.rv += 1;
-        meta_mut(&mut obj).insert("resourceVersion".into(), json!(self.rv.to_string()));
-        self.objects.insert(key, obj.clone());
-        self.emit(k, "MODIFIED", &obj, Some(old));
-        Ok(Outcome {
-            code: 200,
-            body: kinds::to_wire(k, &obj),
+        Ok(Computed::Modify {
+            k,
+            key,
+            obj,
+            old,
             warnings,
         })
+    }
+
+    /// Stores what [`State::compute_update`] computed.
+    fn commit(&mut self, computed: Computed) -> Outcome {
+        match computed {
+            Computed::Answer(answer) => answer,
+            Computed::Remove {
+                k,
+                key,
+                old,
+                answer,
+            } => {
+                self.remove(k, key, old);
+                answer
+            }
+            Computed::Modify {
+                k,
+                key,
+                mut obj,
+                old,
+                warnings,
+            } => {
+                self.rv += 1;
+                meta_mut(&mut obj).insert("resourceVersion".into(), json!(self.rv.to_string()));
+                self.objects.insert(key, obj.clone());
+                self.emit(k, "MODIFIED", &obj, Some(old));
+                Outcome {
+                    code: 200,
+                    body: kinds::to_wire(k, &obj),
+                    warnings,
+                }
+            }
+        }
     }
 
     /// PATCH an object. `content_type` is the media type without parameters.
@@ -513,6 +637,24 @@ impl State {
         body: &[u8],
         ctx: &WriteCtx,
     ) -> Result<Outcome, StatusBody> {
+        let mut alloc = std::mem::take(&mut self.alloc);
+        let computed = self.compute_patch(k, ns, name, content_type, body, ctx, &mut alloc);
+        self.alloc = alloc;
+        Ok(self.commit(computed?))
+    }
+
+    /// A PATCH up to its commit ([`State::compute_update`]).
+    #[allow(clippy::too_many_arguments)]
+    fn compute_patch(
+        &self,
+        k: &'static dyn Kind,
+        ns: &str,
+        name: &str,
+        content_type: &str,
+        body: &[u8],
+        ctx: &WriteCtx,
+        alloc: &mut Allocators,
+    ) -> Result<Computed, StatusBody> {
         let key = key(k, ns, name);
         let Some(old) = self.objects.get(&key).cloned() else {
             return Err(status::not_found(k.api(), name));
@@ -527,7 +669,7 @@ impl State {
         kinds::default_and_normalize(k, &mut obj);
         self.check_update_preconditions(ctx.inject_conflict, false, k, ns, name, &obj, &old)
             .map_err(|e| with_warnings(e, &warnings))?;
-        self.finish_update(k, key, obj, old, warnings.clone(), ctx)
+        self.compute_update(k, key, obj, old, warnings.clone(), ctx, alloc)
             .map_err(|e| with_warnings(e, &warnings))
     }
 
@@ -1327,4 +1469,108 @@ fn scale_replicas(incoming: &Value, name: &str) -> Result<i64, StatusBody> {
         ));
     }
     Ok(replicas)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::FieldValidation;
+
+    fn ctx(dry_run: bool) -> WriteCtx {
+        WriteCtx {
+            manager: "test".into(),
+            dry_run,
+            field_validation: FieldValidation::Strict,
+            inject_conflict: false,
+            skip_webhooks: false,
+        }
+    }
+
+    fn store_with_config_map() -> (Store, &'static dyn Kind) {
+        let mut st = State::new(100);
+        let ns = kinds::lookup("", "v1", "namespaces").unwrap();
+        let cm = kinds::lookup("", "v1", "configmaps").unwrap();
+        let body = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "demo"}});
+        st.create(ns, "", body.to_string().as_bytes(), &ctx(false))
+            .unwrap();
+        let body = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}});
+        st.create(cm, "demo", body.to_string().as_bytes(), &ctx(false))
+            .unwrap();
+        (Store::new(st), cm)
+    }
+
+    #[test]
+    fn patches_computed_side_by_side_lose_no_update() {
+        let (store, cm) = store_with_config_map();
+        let rv_before = store.read().rv;
+        let n = 16;
+        std::thread::scope(|s| {
+            for i in 0..n {
+                let store = &store;
+                s.spawn(move || {
+                    let patch = json!({"metadata": {"labels": {format!("l{i}"): "x"}}});
+                    patch_shared(
+                        store,
+                        cm,
+                        "demo",
+                        "c",
+                        "application/merge-patch+json",
+                        patch.to_string().as_bytes(),
+                        &ctx(false),
+                    )
+                    .unwrap();
+                });
+            }
+        });
+        let st = store.read();
+        let obj = st.get_object(cm, "demo", "c").unwrap();
+        let labels = obj["metadata"]["labels"].as_object().unwrap();
+        assert_eq!(labels.len(), n, "{labels:?}");
+        assert_eq!(st.rv, rv_before + n as u64);
+        assert_eq!(meta_str(obj, "resourceVersion"), st.rv.to_string());
+    }
+
+    #[test]
+    fn a_dry_run_patch_answers_the_change_and_stores_nothing() {
+        let (store, cm) = store_with_config_map();
+        let before = store.read().get_object(cm, "demo", "c").unwrap().clone();
+        let rv = store.read().rv;
+        let answer = patch_shared(
+            &store,
+            cm,
+            "demo",
+            "c",
+            "application/merge-patch+json",
+            br#"{"data": {"k": "v"}}"#,
+            &ctx(true),
+        )
+        .unwrap();
+        assert_eq!(answer.body["data"]["k"], "v");
+        let st = store.read();
+        assert_eq!(st.rv, rv);
+        assert_eq!(st.get_object(cm, "demo", "c").unwrap(), &before);
+    }
+
+    #[test]
+    fn a_patch_with_a_stale_resource_version_is_refused_after_a_concurrent_change() {
+        let (store, cm) = store_with_config_map();
+        let rv = store.read().rv.to_string();
+        let first =
+            format!(r#"{{"metadata": {{"resourceVersion": "{rv}"}}, "data": {{"a": "1"}}}}"#);
+        let patch = |body: &str| {
+            patch_shared(
+                &store,
+                cm,
+                "demo",
+                "c",
+                "application/merge-patch+json",
+                body.as_bytes(),
+                &ctx(false),
+            )
+        };
+        patch(&first).unwrap();
+        let second = first.replace(r#""a": "1""#, r#""b": "2""#);
+        let refused = patch(&second).unwrap_err();
+        assert_eq!(refused.code, 409);
+    }
 }
