@@ -288,7 +288,7 @@ impl Sandbox {
     /// The object at `object_path`, as a GET would return it.
     pub fn get(&self, object_path: &str) -> Option<Value> {
         let (k, ns, name) = resolve(&self.server.registry, object_path).ok()?;
-        self.server.store.write().get(k, &ns, &name).ok()
+        self.server.store.read().get(k, &ns, &name).ok()
     }
 
     /// The objects of a collection (`…/namespaces/shop/ingresses`, or all namespaces without
@@ -297,7 +297,7 @@ impl Sandbox {
         let Ok((k, ns, _)) = resolve(&self.server.registry, collection_path) else {
             return Vec::new();
         };
-        let st = self.server.store.write();
+        let st = self.server.store.read();
         let ns = (!ns.is_empty()).then_some(ns.as_str());
         st.select(k, ns, &Selectors::default())
             .into_iter()
@@ -332,7 +332,7 @@ impl Sandbox {
 
     /// The current global resourceVersion.
     pub fn resource_version(&self) -> u64 {
-        self.server.store.write().rv
+        self.server.store.read().rv
     }
 
     /// Seed the demo application `app` in `namespace` (created if needed): Deployment, Service,

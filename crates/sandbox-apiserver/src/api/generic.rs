@@ -37,7 +37,7 @@ pub fn generic_resource(
     };
     match (method.as_str(), info.name.is_empty(), info.verb.as_str()) {
         ("GET", true, "list") => {
-            let rv = ctx.store.write().rv;
+            let rv = ctx.store.read().rv;
             match output {
                 Output::Table(version) => {
                     return json_reply(

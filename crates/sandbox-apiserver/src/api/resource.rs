@@ -396,7 +396,7 @@ impl Request<'_> {
     fn get_scale(&self) -> Result<Outcome, StatusBody> {
         self.ctx
             .store
-            .write()
+            .read()
             .get_object(self.k, self.ns(), &self.info.name)
             .map(|o| Outcome {
                 code: 200,

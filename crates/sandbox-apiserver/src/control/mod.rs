@@ -367,7 +367,7 @@ impl ControlSurface for Control {
                 }
             }
             ("GET", "/sandbox/admission") => {
-                let mode = server.store.write().webhooks.ingress_nginx;
+                let mode = server.store.read().webhooks.ingress_nginx;
                 control_reply(
                     200,
                     &json!({"ingressNginxWebhook": mode.map_or("off", IngressNginxWebhook::as_str)}),
