@@ -132,6 +132,10 @@ pub fn patch_shared(
             let mut alloc = st.alloc.clone();
             st.compute_patch(k, ns, name, content_type, body, ctx, &mut alloc)?
         };
+        // A dry run, or a patch that changes nothing, answers without the exclusive lock.
+        if let Computed::Answer(answer) = computed {
+            return Ok(answer);
+        }
         let mut st = store.write();
         let unchanged = computed.base().is_none_or(|(key, old)| {
             st.objects.get(key).is_some_and(|now| {
