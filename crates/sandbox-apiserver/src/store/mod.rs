@@ -502,8 +502,17 @@ impl State {
         warnings: Vec<String>,
         ctx: &WriteCtx,
     ) -> Result<Outcome, StatusBody> {
+        self.exclusively(|st, alloc| st.compute_update(k, key, obj, old, warnings, ctx, alloc))
+    }
+
+    /// Computes a write with the store's allocators at hand (the computation only reads the
+    /// rest of the store), then stores it.
+    fn exclusively(
+        &mut self,
+        compute: impl FnOnce(&State, &mut Allocators) -> Result<Computed, StatusBody>,
+    ) -> Result<Outcome, StatusBody> {
         let mut alloc = std::mem::take(&mut self.alloc);
-        let computed = self.compute_update(k, key, obj, old, warnings, ctx, &mut alloc);
+        let computed = compute(self, &mut alloc);
         self.alloc = alloc;
         Ok(self.commit(computed?))
     }
@@ -641,10 +650,7 @@ impl State {
         body: &[u8],
         ctx: &WriteCtx,
     ) -> Result<Outcome, StatusBody> {
-        let mut alloc = std::mem::take(&mut self.alloc);
-        let computed = self.compute_patch(k, ns, name, content_type, body, ctx, &mut alloc);
-        self.alloc = alloc;
-        Ok(self.commit(computed?))
+        self.exclusively(|st, alloc| st.compute_patch(k, ns, name, content_type, body, ctx, alloc))
     }
 
     /// A PATCH up to its commit ([`State::compute_update`]).
