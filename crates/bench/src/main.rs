@@ -13,6 +13,13 @@
 //! the report and its plot. Not part of the test suite. The plot needs the `plot` feature (its
 //! PNG encoder and font rasteriser are not built for the tests).
 
+// The sandbox API server runs in this process. Its answers are trees of small JSON values, which
+// glibc's malloc is slow to free (consolidating its bins took about a third of a large LIST);
+// the plugin uses mimalloc on Linux for the same reason. Both contenders talk to this server.
+#[cfg(target_os = "linux")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

@@ -42,7 +42,7 @@ pub fn generic_resource(
                 Output::Table(version) => {
                     return json_reply(
                         200,
-                        &json!({"kind": "Table", "apiVersion": format!("meta.k8s.io/{version}"), "metadata": {"resourceVersion": rv.to_string()},
+                        json!({"kind": "Table", "apiVersion": format!("meta.k8s.io/{version}"), "metadata": {"resourceVersion": rv.to_string()},
                             "columnDefinitions": [{"name": "Name", "type": "string", "format": "name", "description": "Name must be unique within a namespace.", "priority": 0}],
                             "rows": []}),
                         pretty,
@@ -65,7 +65,7 @@ pub fn generic_resource(
                 Output::PartialList(version) => {
                     return json_reply(
                         200,
-                        &json!({"kind": "PartialObjectMetadataList", "apiVersion": format!("meta.k8s.io/{version}"), "metadata": {"resourceVersion": rv.to_string()}, "items": []}),
+                        json!({"kind": "PartialObjectMetadataList", "apiVersion": format!("meta.k8s.io/{version}"), "metadata": {"resourceVersion": rv.to_string()}, "items": []}),
                         pretty,
                     );
                 }
@@ -73,7 +73,7 @@ pub fn generic_resource(
             }
             json_reply(
                 200,
-                &json!({"kind": list_kind, "apiVersion": api_version, "metadata": {"resourceVersion": rv.to_string()}, "items": []}),
+                json!({"kind": list_kind, "apiVersion": api_version, "metadata": {"resourceVersion": rv.to_string()}, "items": []}),
                 pretty,
             )
         }

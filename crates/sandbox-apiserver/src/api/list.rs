@@ -372,7 +372,7 @@ fn render_list(
             k,
             list_body(
                 k.api(),
-                items.iter().map(|o| kinds::list_item(k, o)).collect(),
+                items.into_iter().map(|o| kinds::list_item(k, o)).collect(),
                 rv,
                 cont,
             ),
@@ -480,7 +480,7 @@ pub fn delete_collection(
     for (ns, name) in names {
         if let Some(obj) = st.get_object(k, &ns, &name).cloned() {
             st.delete(k, &ns, &name, options, dry_run, false)?;
-            items.push(kinds::list_item(k, &obj));
+            items.push(kinds::list_item(k, obj));
         }
     }
     Ok(Outcome {

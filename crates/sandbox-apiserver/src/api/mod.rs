@@ -119,23 +119,23 @@ pub fn full(bytes: impl Into<Bytes>) -> Body {
 }
 
 /// JSON as the API server writes it (`Content-Type: application/json`).
-pub fn json_reply(code: u16, v: &Value, pretty: bool) -> Reply {
+pub fn json_reply(code: u16, v: Value, pretty: bool) -> Reply {
     Reply {
         status: code,
         headers: vec![
             ("Content-Type".into(), "application/json".into()),
             ("Cache-Control".into(), "no-cache, private".into()),
         ],
-        body: full(gojson::encode(v, pretty)),
+        body: full(gojson::encode(&v, pretty)),
         reason: None,
         cut: false,
-        json: Some(v.clone()),
+        json: Some(v),
     }
 }
 
 /// An error as a `metav1.Status` body, with its reason and extra headers.
 pub fn status_reply(s: &StatusBody, pretty: bool) -> Reply {
-    let mut r = json_reply(s.code, &s.to_json(), pretty);
+    let mut r = json_reply(s.code, s.to_json(), pretty);
     r.reason = (!s.reason.is_empty()).then(|| s.reason.clone());
     r.headers.extend(s.headers.iter().cloned());
     r

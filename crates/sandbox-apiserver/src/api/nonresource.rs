@@ -37,7 +37,7 @@ pub fn non_resource(
     let trimmed = path.trim_end_matches('/');
     let parts: Vec<&str> = trimmed.trim_start_matches('/').split('/').collect();
     match parts.as_slice() {
-        ["version"] => json_reply(200, &discovery::version(), pretty),
+        ["version"] => json_reply(200, discovery::version(), pretty),
         [check @ ("healthz" | "livez" | "readyz")] => health(check, query),
         [check @ ("healthz" | "livez" | "readyz"), rest @ ..] => {
             let name = rest.join("/");
@@ -101,18 +101,18 @@ pub fn non_resource(
                 json: None,
             }
         }
-        ["api"] => json_reply(200, &discovery::api(&ctx.addr.to_string()), pretty),
-        ["apis"] => json_reply(200, &discovery::apis(ctx.registry), pretty),
+        ["api"] => json_reply(200, discovery::api(&ctx.addr.to_string()), pretty),
+        ["apis"] => json_reply(200, discovery::apis(ctx.registry), pretty),
         ["api", v] => match discovery::resource_list(ctx.registry, "", v) {
-            Some(d) => json_reply(200, &d, pretty),
+            Some(d) => json_reply(200, d, pretty),
             None => status_reply(&status::generic(404, ""), pretty),
         },
         ["apis", g] => match discovery::api_group(ctx.registry, g) {
-            Some(d) => json_reply(200, &d, pretty),
+            Some(d) => json_reply(200, d, pretty),
             None => not_found_text(),
         },
         ["apis", g, v] => match discovery::resource_list(ctx.registry, g, v) {
-            Some(d) => json_reply(200, &d, pretty),
+            Some(d) => json_reply(200, d, pretty),
             None if discovery::group_served(ctx.registry, g) => {
                 status_reply(&status::generic(404, ""), pretty)
             }
@@ -137,7 +137,7 @@ pub fn non_resource(
             } else {
                 json_reply(
                     200,
-                    &json!({"swagger": "2.0", "info": {"title": "Kubernetes", "version": "v1.28.0"}, "paths": {}}),
+                    json!({"swagger": "2.0", "info": {"title": "Kubernetes", "version": "v1.28.0"}, "paths": {}}),
                     pretty,
                 )
             }
@@ -155,7 +155,7 @@ pub fn non_resource(
             json: None,
         },
         ["openapi", "v3", rest @ ..] => match openapi::v3_doc(ctx.registry, &rest.join("/")) {
-            Some(d) => json_reply(200, &d, pretty),
+            Some(d) => json_reply(200, d, pretty),
             None => not_found_text(),
         },
         _ => not_found_text(),

@@ -311,7 +311,7 @@ fn is_print(c: char) -> bool {
 
 /// A successful outcome as JSON, with its warnings.
 fn outcome_reply(out: Outcome, pretty: bool) -> Reply {
-    let mut r = json_reply(out.code, &out.body, pretty);
+    let mut r = json_reply(out.code, out.body, pretty);
     for w in out.warnings {
         r.headers
             .push(("Warning".into(), format!("299 - {}", status::go_quote(&w))));

@@ -391,10 +391,10 @@ pub fn to_wire(k: &dyn Kind, obj: &Value) -> Value {
 /// An object as a LIST response carries it: built-in kinds' items have no `kind` and
 /// `apiVersion` (a typed list's items), custom resources' items keep them (an unstructured
 /// list).
-pub fn list_item(k: &dyn Kind, obj: &Value) -> Value {
+pub fn list_item(k: &dyn Kind, obj: Value) -> Value {
     match k.encoding() {
-        Encoding::GoStruct => k.convert_out(obj).unwrap_or_else(|| obj.clone()),
-        Encoding::Unstructured => to_wire(k, obj),
+        Encoding::GoStruct => k.convert_out(&obj).unwrap_or(obj),
+        Encoding::Unstructured => to_wire(k, &obj),
     }
 }
 

@@ -77,5 +77,11 @@ pub fn list_body(
             meta.insert("remainingItemCount".into(), json!(n));
         }
     }
-    json!({"kind": r.list_kind, "apiVersion": r.api_version, "metadata": meta, "items": items})
+    // Built by hand: `json!` would copy every item through serde.
+    let mut list = Map::with_capacity(4);
+    list.insert("kind".into(), json!(r.list_kind));
+    list.insert("apiVersion".into(), json!(r.api_version));
+    list.insert("metadata".into(), Value::Object(meta));
+    list.insert("items".into(), Value::Array(items));
+    Value::Object(list)
 }
