@@ -14,6 +14,7 @@
 //! note.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+use std::borrow::Cow;
 use std::io::{self, Write};
 
 use console::Style;
@@ -163,7 +164,10 @@ pub fn render_change(
     write_heading(out, change, &styles)?;
     let yaml = |view: &Option<Value>| {
         view.as_ref()
-            .map(|v| yaml_of(&escaped(v)))
+            .map(|v| match escaped(v) {
+                Cow::Borrowed(v) => yaml_of(v),
+                Cow::Owned(v) => yaml_of(&v),
+            })
             .unwrap_or_default()
     };
     match change.action() {
@@ -209,14 +213,35 @@ pub fn yaml_of(view: &Value) -> String {
 }
 
 /// `view` with every string — keys too — through [`text::escape_lines`]: the values as the diff
-/// shows them. Line feeds stay, so a multi-line value is still a block of lines.
-fn escaped(view: &Value) -> Value {
+/// shows them. Line feeds stay, so a multi-line value is still a block of lines. Borrowed when
+/// no string changes, as for almost every view: copying it cost a tenth of rendering a large
+/// plan.
+fn escaped(view: &Value) -> Cow<'_, Value> {
+    if unescaped(view) {
+        Cow::Borrowed(view)
+    } else {
+        Cow::Owned(escaped_copy(view))
+    }
+}
+
+/// No string of `view`, key or value, is changed by [`text::escape_lines`].
+fn unescaped(view: &Value) -> bool {
+    let same = |s: &str| matches!(text::escape_lines(s), Cow::Borrowed(_));
+    match view {
+        Value::String(s) => same(s),
+        Value::Array(items) => items.iter().all(unescaped),
+        Value::Object(map) => map.iter().all(|(k, v)| same(k) && unescaped(v)),
+        _ => true,
+    }
+}
+
+fn escaped_copy(view: &Value) -> Value {
     match view {
         Value::String(s) => Value::String(text::escape_lines(s).into_owned()),
-        Value::Array(items) => Value::Array(items.iter().map(escaped).collect()),
+        Value::Array(items) => Value::Array(items.iter().map(escaped_copy).collect()),
         Value::Object(map) => Value::Object(
             map.iter()
-                .map(|(k, v)| (text::escape_lines(k).into_owned(), escaped(v)))
+                .map(|(k, v)| (text::escape_lines(k).into_owned(), escaped_copy(v)))
                 .collect(),
         ),
         other => other.clone(),
@@ -1155,6 +1180,22 @@ endpoints:
                 "{plain}"
             );
             assert!(matches!(text::for_terminal(&out, color), Cow::Borrowed(_)));
+        }
+    }
+
+    #[test]
+    fn a_view_is_copied_for_escaping_only_when_a_string_in_it_changes() {
+        let clean = json!({"metadata": {"name": "web", "annotations": {"a": "line 1\nline 2"}}, "spec": {"n": 3}});
+        assert!(matches!(escaped(&clean), Cow::Borrowed(v) if *v == clean));
+        for hostile in [
+            json!({"spec": {"rules": [{"http": {"paths": [{"path": "/web/\u{1b}[2J"}]}}]}}),
+            json!({"metadata": {"annotations": {"key\u{202e}": "v"}}}),
+        ] {
+            let Cow::Owned(copy) = escaped(&hostile) else {
+                panic!("{hostile} was not escaped")
+            };
+            assert_eq!(copy, escaped_copy(&hostile));
+            assert_ne!(copy, hostile);
         }
     }
 
