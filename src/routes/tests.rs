@@ -1392,3 +1392,31 @@ mod styles {
         ));
     }
 }
+
+#[test]
+fn paths_are_the_same_entries_in_any_order_and_as_many_times() {
+    use super::ingress::same_entries;
+    let (a, b, c) = (
+        json!({"path": "/a"}),
+        json!({"path": "/b"}),
+        json!({"path": "/c"}),
+    );
+    assert!(same_entries(
+        &[a.clone(), b.clone()],
+        &[a.clone(), b.clone()]
+    ));
+    assert!(same_entries(
+        &[b.clone(), a.clone()],
+        &[a.clone(), b.clone()]
+    ));
+    assert!(same_entries(&[], &[]));
+    assert!(!same_entries(
+        &[a.clone(), a.clone()],
+        &[a.clone(), b.clone()]
+    ));
+    assert!(!same_entries(
+        &[a.clone(), b.clone()],
+        &[a.clone(), c.clone()]
+    ));
+    assert!(!same_entries(&[a.clone()], &[a.clone(), a]));
+}
