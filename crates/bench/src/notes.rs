@@ -108,6 +108,22 @@ Numbers: medians at RTT 20 ms unless said, same machine, before → after.
    every patch being computed; it now answers straight away. By hand after that, L at RTT 20:
    331 ms median (311–411, 5 runs) against kubectl's 6 032 ms warm, 18.2×; the burst of 64
    dry runs takes ~51 ms instead of ~80.
+8. **The sandbox's LIST, and what the plugin reads of it** (round 5). The request log of
+   scenario L showed the Ingress LIST taking 15–22 ms inside the sandbox, at RTT 0 as at 20,
+   before the plugin could plan. perf over the sandbox answering a LIST of 1 000 Ingresses: a
+   third of its time copied the items (selected, cloned again for the answer, copied once more
+   by `json!` into the list body, then the whole reply cloned in case it was to be written as
+   YAML) and another third was glibc freeing those trees (`malloc_consolidate`,
+   `unlink_chunk`). The items are now moved into the answer, the reply keeps the value it
+   encodes, and this benchmark's process, which hosts the sandbox, uses mimalloc as the plugin
+   does; both contenders talk to the same server. First byte of that LIST (curl, 6 runs):
+   140–250 → 40–57 ms; L's LIST 15–22 → 5–7 ms. With the same plugin binary, L at RTT 20:
+   316 → 234 ms (7 runs), kubectl warm 6 024 → 5 721 ms in the same runs: 19.0× → 24.5×.
+   The plugin reads a LIST's items without `metadata.managedFields` (it never sends a live
+   object back, so nothing it skips can be lost): XL's peak RSS 128.0 → 124.7 MiB, output the
+   same byte for byte. The diff copies a view to escape its strings only when one of them
+   changes (render for 10 000 endpoints, profiling build, alternated: 33–35 → 25–28 ms), and
+   Ingress paths in the same order compare without the any-order search.
 
 All existing tests pass unchanged; `tests/transport_e2e.rs` checks that a run with image,
 bounds and five Ingress changes uses exactly one HTTP/2 connection, and
@@ -127,11 +143,11 @@ bounds and five Ingress changes uses exactly one HTTP/2 connection, and
   against the plugin's handful (the request table). The plugin's time is its floor: its rounds
   plus the two handshakes; the goal at 20 ms is 6× against a warm cache.
 * **L**: kubectl's per-object GET-then-PATCH makes 222–224 sequential round trips, so the ratio
-  grows with RTT. At RTT 0 the plugin's wall time is CPU on the 2 shared cores: its own (about
-  100 ms: parsing, planning and rendering 1 000 endpoints and 100 Ingresses, the history record,
-  the requests' TLS and JSON) and the sandbox's, which serves the 62 dry runs and then the 62
-  writes close to one at a time (~1.3 ms each). That is why the goal of 20× at 20 ms is
-  not met on this machine: the plugin is at its request floor, and the rest is CPU.
+  grows with RTT. At RTT 0 the plugin's wall time is CPU on the 2 shared cores: its own
+  (parsing, planning and rendering 1 000 endpoints and 100 Ingresses, the history record, the
+  requests' TLS and JSON) and the sandbox's, which serves the 62 dry runs and then the 62
+  writes on its 2 workers. At RTT 20 the plugin is at its request floor; what it takes above
+  (2 + rounds) × RTT is that CPU, so the ratio depends on how busy the machine is.
 * **Discovery** is not what makes kubectl slow against a v1.28 server: aggregated discovery is
   2 requests in one round, and a warm cache saves about one RTT per process (S: 185 → 137 ms).
 
@@ -156,21 +172,25 @@ bounds and five Ingress changes uses exactly one HTTP/2 connection, and
 
 * The sandbox speaks HTTP/2 and serves streams concurrently on 2 worker threads; since round 4
   PATCH, GET, LIST and WATCH share its store lock, while creates, deletes and PUTs still take
-  it exclusively for the whole request. A burst of 64 dry runs still takes ~80 ms on this
+  it exclusively for the whole request. A burst of 64 dry runs takes ~35–50 ms on this
   machine's 2 shared cores. Making the other writes compute outside the lock too, and the
   per-request work lighter (an update normalises the object four times), is what is left.
-* Scenario XL's peak RSS is still far from 32 MiB, and heaptrack says why: at the peak (the
-  end of planning) the heap holds the LIST as a `serde_json::Value` tree (~28 MiB for 2 MB of
-  JSON) and the plan (~71 MiB for 1 000 Ingresses). With `preserve_order`, every JSON object is
-  an `IndexMap` (a hash table and a vector of entries, each entry a key `String` and an 80-byte
-  `Value`), so one `http.paths` entry — four nested objects — costs ~1.4 KB of heap, and a plan
-  holds each Ingress's paths in its desired state, its before- and after-views, and for a
-  change in the field values and the patch. Fewer copies will not reach 32 MiB; what would is
-  a typed, compact model of the live routes and of the plan's views (read from the LIST's
-  bytes, keeping the raw objects only for what is written) and views computed when they are
-  shown rather than stored. The same structure is most of the CPU that is left: allocating
-  and touching that memory (faulting in ~125 MiB is about a third of the XL process's CPU,
-  as system time).
+* Scenario XL's peak RSS is still far from 32 MiB, and heaptrack says why (round 5, a
+  profiling build on glibc's malloc so that heaptrack sees every allocation: peak heap 103
+  MiB): at the peak (the end of planning) the heap holds the LIST as a `serde_json::Value`
+  tree (~21 MiB for 2.1 MB of JSON, managedFields left out), the desired Ingresses' paths
+  (~16.5 MiB), the before-views (~18.4 MiB), the changed Ingresses' after-views (~9.2 MiB),
+  the unchanged ones' copies of their before-views (~9 MiB), and the changed ones' field
+  values and patches (~23.4 MiB). With `preserve_order`, every JSON object is an `IndexMap`
+  (a hash table and a vector of entries, each entry a key `String` and an 80-byte `Value`),
+  so one `http.paths` entry — four nested objects — costs ~1.2–1.4 KB of heap, and the plan
+  holds each Ingress's paths two to five times. Fewer copies will not reach 32 MiB; what
+  would is a typed, compact model of the live routes and of the plan's views (read from the
+  LIST's bytes, keeping the raw objects only for what is written) and views computed when
+  they are shown rather than stored. The same structure is most of the CPU that is left:
+  allocating and touching that memory (faulting in ~125 MiB is about half of the XL
+  process's CPU, as system time), and copying paths (in the core benchmark, building the
+  views' and the patches' copies of the paths is most of planning).
 * An unchanged object's after-view is a copy of its before-view (~7 MiB of XL's peak for its
   500 unchanged Ingresses). Sharing them means an `ObjectChange` whose after-view may be
   absent when nothing changes, and plan files store `ObjectChange` as it is; left for the
@@ -178,10 +198,9 @@ bounds and five Ingress changes uses exactly one HTTP/2 connection, and
 * Building maps by hand keeps indexmap's spare capacity (a cloned one-entry map keeps room
   for three) where serde's copy was exact: that change cost ~12 MiB of XL's peak RSS for
   ~12% of its CPU.
-* Scenario L at RTT 0 is now mostly the sandbox: its request log shows the 62 dry runs and 62
-  writes served one at a time, ~1 ms each (~130 ms of the ~250 ms wall), while the plugin's own
-  CPU is ~113 ms in all. So L's ratio at RTT 20 is bounded by the sandbox sharing the plugin's
-  2 cores, not by the plugin's rounds.
+* Scenario L at RTT 0 is about half the sandbox: its request log shows the 62 dry runs and
+  the 62 writes served ~0.5–1 ms each on 2 workers that share the 2 cores with the plugin,
+  whose own CPU is ~60 ms in all.
 * A connection lost mid-run now fails every request in flight on it, not just one: with a single
   HTTP/2 connection that is inherent (a real API server behind HTTP/2 behaves the same); the
   error translation already maps HTTP/2 stream errors to "the connection was closed before the
