@@ -164,10 +164,7 @@ pub fn render_change(
     write_heading(out, change, &styles)?;
     let yaml = |view: &Option<Value>| {
         view.as_ref()
-            .map(|v| match escaped(v) {
-                Cow::Borrowed(v) => yaml_of(v),
-                Cow::Owned(v) => yaml_of(&v),
-            })
+            .map(|v| yaml_of(&escaped(v)))
             .unwrap_or_default()
     };
     match change.action() {
