@@ -402,27 +402,24 @@ impl<'de> Deserialize<'de> for ListItems {
     }
 }
 
-/// One listed object: an object whose `metadata` is read without `managedFields` ([`Fields`]).
+/// One listed object: an object whose `metadata` is read without `managedFields` ([`Level`]).
 struct LiveItem(Value);
 
 impl<'de> Deserialize<'de> for LiveItem {
     fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_map(Fields {
-            skip: None,
-            inner: Some("metadata"),
-        })
-        .map(LiveItem)
+        d.deserialize_map(Level::Item).map(LiveItem)
     }
 }
 
-/// A JSON object read into a [`Value`], leaving out the entry `skip`, and reading the entry
-/// `inner` the same way with `managedFields` left out (the same visitor, one level down).
-struct Fields {
-    skip: Option<&'static str>,
-    inner: Option<&'static str>,
+/// Which object of a listed item is being read into a [`Value`]: the item itself, whose
+/// `metadata` is read as [`Level::Metadata`], or that metadata, read without `managedFields`.
+#[derive(Clone, Copy)]
+enum Level {
+    Item,
+    Metadata,
 }
 
-impl<'de> Visitor<'de> for Fields {
+impl<'de> Visitor<'de> for Level {
     type Value = Value;
 
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
@@ -436,23 +433,25 @@ impl<'de> Visitor<'de> for Fields {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         let mut out = Map::with_capacity(map.size_hint().unwrap_or(0));
         while let Some(key) = map.next_key::<String>()? {
-            if self.skip == Some(key.as_str()) {
-                map.next_value::<IgnoredAny>()?;
-            } else if self.inner == Some(key.as_str()) {
-                let v = map.next_value_seed(Fields {
-                    skip: Some("managedFields"),
-                    inner: None,
-                })?;
-                out.insert(key, v);
-            } else {
-                out.insert(key, map.next_value()?);
+            match (self, key.as_str()) {
+                (Level::Item, "metadata") => {
+                    let v = map.next_value_seed(Level::Metadata)?;
+                    out.insert(key, v);
+                }
+                (Level::Metadata, "managedFields") => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+                _ => {
+                    let v = map.next_value()?;
+                    out.insert(key, v);
+                }
             }
         }
         Ok(Value::Object(out))
     }
 }
 
-impl<'de> DeserializeSeed<'de> for Fields {
+impl<'de> DeserializeSeed<'de> for Level {
     type Value = Value;
 
     fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
