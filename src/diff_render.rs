@@ -16,6 +16,7 @@
 
 use std::borrow::Cow;
 use std::io::{self, Write};
+use std::sync::Arc;
 
 use console::Style;
 use serde_json::Value;
@@ -162,7 +163,7 @@ pub fn render_change(
 ) -> io::Result<()> {
     let styles = Styles::new(opts.color);
     write_heading(out, change, &styles)?;
-    let yaml = |view: &Option<Value>| {
+    let yaml = |view: &Option<Arc<Value>>| {
         view.as_ref()
             .map(|v| yaml_of(&escaped(v)))
             .unwrap_or_default()
@@ -1074,8 +1075,8 @@ endpoints:
             name: "web".into(),
             live: None,
             fields: vec![],
-            before: Some(view.clone()),
-            after: Some(view),
+            before: Some(Arc::new(view.clone())),
+            after: Some(Arc::new(view)),
             write: crate::plan::Write::sample(Action::Update),
             route: None,
         };
@@ -1129,8 +1130,8 @@ endpoints:
                 name: "web-x".into(),
                 live: None,
                 fields: vec![],
-                before,
-                after,
+                before: before.map(Arc::new),
+                after: after.map(Arc::new),
                 write: crate::plan::Write::sample(action),
                 route: None,
             };

@@ -258,9 +258,9 @@ pub fn record(report: &Report, info: &RunInfo) -> Option<Record> {
 
 fn route_change(change: &ObjectChange) -> RouteChange {
     let (before, after) = match change.action() {
-        Action::Create => (None, change.after.clone()),
-        Action::Delete => (change.before.clone(), None),
-        _ => match (&change.before, &change.after) {
+        Action::Create => (None, change.after.as_deref().cloned()),
+        Action::Delete => (change.before.as_deref().cloned(), None),
+        _ => match (change.before.as_deref(), change.after.as_deref()) {
             (Some(b), Some(a)) => match owned_parts::diff(b, a) {
                 Some((b, a)) => (Some(b), Some(a)),
                 None => (None, None),
@@ -611,12 +611,15 @@ mod tests {
             Some(json!(9)),
         )];
         let mut created = change(Kind::Ingress, "web-a", Action::Create);
-        created.after = Some(ingress_view("web-a", &["/web/a"]));
+        created.after = Some(std::sync::Arc::new(ingress_view("web-a", &["/web/a"])));
         let mut updated = change(Kind::Ingress, "web-b", Action::Update);
-        updated.before = Some(ingress_view("web-b", &["/web/b"]));
-        updated.after = Some(ingress_view("web-b", &["/web/b", "/web/c"]));
+        updated.before = Some(std::sync::Arc::new(ingress_view("web-b", &["/web/b"])));
+        updated.after = Some(std::sync::Arc::new(ingress_view(
+            "web-b",
+            &["/web/b", "/web/c"],
+        )));
         let mut deleted = change(Kind::Ingress, "web-c", Action::Delete);
-        deleted.before = Some(ingress_view("web-c", &["/web/old"]));
+        deleted.before = Some(std::sync::Arc::new(ingress_view("web-c", &["/web/old"])));
         Report {
             entries: vec![
                 (image.into(), Outcome::Applied),

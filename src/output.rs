@@ -173,8 +173,8 @@ fn object_doc(change: &ObjectChange) -> ObjectDoc<'_> {
             .collect(),
         ingress,
         route,
-        before: change.before.as_ref(),
-        after: change.after.as_ref(),
+        before: change.before.as_deref(),
+        after: change.after.as_deref(),
     }
 }
 

@@ -596,10 +596,10 @@ pub struct ObjectChange {
     /// The guarded values: what the user is shown changing. Empty when unchanged.
     pub fields: Vec<FieldChange>,
     /// Focused view of the live object (only what the tool owns or shows for context);
-    /// `None` for a create.
-    pub before: Option<Value>,
+    /// `None` for a create. Shared: an unchanged object's after-view is its before-view.
+    pub before: Option<Arc<Value>>,
     /// Focused view after the change; `None` for a delete.
-    pub after: Option<Value>,
+    pub after: Option<Arc<Value>>,
     /// The request to send; `None` when unchanged.
     pub write: Option<Write>,
     /// Endpoint view of route changes (Ingresses, HTTPRoutes).

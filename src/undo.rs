@@ -257,7 +257,7 @@ pub fn plan_undo(
                     key: change.reference(),
                     reference: change.reference(),
                     path: ".".into(),
-                    now: change.before.clone(),
+                    now: change.before.as_deref().cloned(),
                     recorded: expected.clone().or_else(|| Some(json!(null))),
                 });
             }
@@ -419,7 +419,7 @@ impl Updater for RouteRemove {
             name: self.name.clone(),
             live: Base::of(live),
             fields: vec![FieldChange::new(".", Some(shown.clone()), None)],
-            before: Some(shown),
+            before: Some(Arc::new(shown)),
             after: None,
             write: Some(Write::Delete {
                 base: Base::required(live, &reference(self.kind, &self.name))?,
@@ -475,7 +475,7 @@ impl Updater for RouteRecreate {
                     live: None,
                     fields: vec![FieldChange::new(".", None, Some(body.clone()))],
                     before: None,
-                    after: Some(body.clone()),
+                    after: Some(Arc::new(body.clone())),
                     write: Some(Write::Create { body }),
                     route: None,
                 })
@@ -568,8 +568,8 @@ fn restore(
         name: name.to_owned(),
         live: Base::of(live),
         fields,
-        before: Some(view(kind, namespace, name, &before_view)),
-        after: Some(view(kind, namespace, name, &after_view)),
+        before: Some(Arc::new(view(kind, namespace, name, &before_view))),
+        after: Some(Arc::new(view(kind, namespace, name, &after_view))),
         write,
         route: None,
     })

@@ -6,6 +6,8 @@
 //! it). The route updaters live in `routes`.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -172,8 +174,8 @@ impl Updater for DeploymentUpdater {
             name: self.name.clone(),
             live: Base::of(live),
             fields,
-            before: Some(view(current.as_ref())),
-            after: Some(view(after_image.as_ref())),
+            before: Some(Arc::new(view(current.as_ref()))),
+            after: Some(Arc::new(view(after_image.as_ref()))),
             write,
             route: None,
         })
@@ -281,8 +283,8 @@ impl Updater for AutoscalerUpdater {
             name: self.name.clone(),
             live: Base::of(live),
             fields,
-            before: Some(before),
-            after: Some(after),
+            before: Some(Arc::new(before)),
+            after: Some(Arc::new(after)),
             write,
             route: None,
         })

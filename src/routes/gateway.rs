@@ -461,7 +461,7 @@ impl HttpRouteUpdater {
             live: None,
             fields,
             before: None,
-            after: Some(focused_view(&body, namespace, &self.name)),
+            after: Some(Arc::new(focused_view(&body, namespace, &self.name))),
             write: Some(Write::Create { body }),
             route: Some(self.info(Vec::new())),
         }
@@ -565,8 +565,8 @@ impl HttpRouteUpdater {
             name: self.name.clone(),
             live: Base::of(live),
             fields,
-            before: Some(focused_view(live, namespace, &self.name)),
-            after: Some(focused_view(&after, namespace, &self.name)),
+            before: Some(Arc::new(focused_view(live, namespace, &self.name))),
+            after: Some(Arc::new(focused_view(&after, namespace, &self.name))),
             write,
             route: Some(self.info(served_paths(live, &d.app))),
         })

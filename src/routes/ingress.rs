@@ -489,7 +489,7 @@ impl IngressUpdater {
             live: None,
             fields,
             before: None,
-            after: Some(focused_view(&body, namespace, &self.name, &keys)),
+            after: Some(Arc::new(focused_view(&body, namespace, &self.name, &keys))),
             write: Some(Write::Create { body }),
             route: Some(self.info(Vec::new())),
         }
@@ -625,7 +625,7 @@ impl IngressUpdater {
         check_managed(Kind::Ingress, live, &self.name, &d.app, &d.identifier)?;
         let mut fields = Vec::new();
         let keys = shown_annotations(live, Some(flavor));
-        let before = focused_view(live, namespace, &self.name, &keys);
+        let before = Arc::new(focused_view(live, namespace, &self.name, &keys));
         let mut patch = Map::new();
 
         self.plan_annotations(flavor, live, &mut fields, &mut patch);
@@ -656,12 +656,19 @@ impl IngressUpdater {
         if !spec.is_empty() {
             patch.insert("spec".into(), Value::Object(spec));
         }
-        // The after-view: the before-view when nothing changes, else the live object as the
-        // patch leaves it, read through the patch (the view holds every field a change touches).
+        // The after-view: the before-view itself when nothing changes (shared, not copied),
+        // else the live object as the patch leaves it, read through the patch (the view holds
+        // every field a change touches).
         let after = if fields.is_empty() {
-            before.clone()
+            Arc::clone(&before)
         } else {
-            patched_view(live, Some(&patch), namespace, &self.name, &keys)
+            Arc::new(patched_view(
+                live,
+                Some(&patch),
+                namespace,
+                &self.name,
+                &keys,
+            ))
         };
 
         let write = if fields.is_empty() {

@@ -327,8 +327,8 @@ fn create_sends_the_whole_object() {
     });
     assert_eq!(c.write, Some(Write::Create { body: body.clone() }));
     assert_eq!(
-        c.after,
-        Some(focused_view(&body, "shop", "web-4f515e078b8f8861"))
+        c.after.as_deref(),
+        Some(&focused_view(&body, "shop", "web-4f515e078b8f8861"))
     );
     assert_eq!(
         c.fields,
@@ -663,7 +663,7 @@ fn removed_groups_are_deleted_and_unmanaged_ingresses_ignored() {
     );
     assert_eq!(c.after, None);
     let view = focused_view(&admin, "shop", "web-admin");
-    assert_eq!(c.before, Some(view.clone()));
+    assert_eq!(c.before.as_deref(), Some(&view));
     assert_eq!(c.fields, vec![FieldChange::new(".", Some(view), None)]);
     assert_eq!(
         c.route,
