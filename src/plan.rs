@@ -787,18 +787,17 @@ impl Plan {
     /// deletes, each by kind and name; unchanged ones last. The order the writes are sent in is
     /// [`Plan::write_order`]'s: by round, concurrently within one.
     pub fn new(app: String, namespace: String, context: String, mut objects: Vec<Planned>) -> Plan {
-        objects.sort_by(|a, b| {
-            let key = |p: &Planned| {
-                let c = &p.change;
-                let rank = if c.kind.is_route() {
-                    listing_rank(c)
-                } else {
-                    0
-                };
-                (c.kind.is_route(), rank, c.kind.order(), c.name.clone())
+        // The key borrows the name: a clone per comparison was thousands of allocations.
+        fn key(p: &Planned) -> (bool, u8, u8, &str) {
+            let c = &p.change;
+            let rank = if c.kind.is_route() {
+                listing_rank(c)
+            } else {
+                0
             };
-            key(a).cmp(&key(b))
-        });
+            (c.kind.is_route(), rank, c.kind.order(), c.name.as_str())
+        }
+        objects.sort_by(|a, b| key(a).cmp(&key(b)));
         Plan {
             app,
             namespace,
