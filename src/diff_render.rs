@@ -736,7 +736,7 @@ endpoints:
             endpoints: endpoints.then_some(&file),
             routes: &RouteFlags::default(),
         };
-        build_plan(&req, live).unwrap()
+        build_plan(&req, &mut live.clone()).unwrap()
     }
 
     fn image_plan() -> Plan {
@@ -852,7 +852,7 @@ endpoints:
             endpoints: Some(&file),
             routes: flags,
         };
-        build_plan(&req, live).unwrap()
+        build_plan(&req, &mut live.clone()).unwrap()
     }
 
     /// A cluster with the Service and no routes yet; `nginx` is the default IngressClass.

@@ -687,6 +687,12 @@ pub trait Updater: Send + Sync + fmt::Debug {
     fn name(&self) -> &str;
     /// The change against `live` (`None`: the object does not exist).
     fn plan(&self, namespace: &str, live: Option<&Value>) -> Result<ObjectChange, PlanError>;
+    /// [`Updater::plan`] against a live object the caller has no further use for: the same
+    /// change, but an updater may move parts of `live` into the change's views instead of
+    /// copying them (a route's paths, most of a large plan's memory).
+    fn plan_owned(&self, namespace: &str, live: Option<Value>) -> Result<ObjectChange, PlanError> {
+        self.plan(namespace, live.as_ref())
+    }
     /// The updater as data, for a saved plan (`--plan-out`), which loads it back with
     /// `plan_file::load_updater`; `None`: this updater cannot be saved.
     fn save(&self) -> Option<SavedUpdater> {

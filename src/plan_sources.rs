@@ -44,8 +44,9 @@ pub struct Sourced {
     pub config_map: Option<Option<Value>>,
     /// Why the plan must not be applied (an undo over fields changed since the record).
     pub refusal: Option<String>,
-    /// The live objects the plan was made from, when this run read them: held with the plan,
-    /// so that a run that ends once the plan is shown does not free them one by one either.
+    /// The live objects the plan was made from, when this run read them (less the routes
+    /// planning moved into the plan): held with the plan, so that a run that ends once the plan
+    /// is shown does not free them one by one either.
     pub live: Option<LiveState>,
 }
 

@@ -2,6 +2,7 @@
 //! touch and asks each for its change against the live object.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -9,7 +10,7 @@ use serde_json::Value;
 use crate::endpoints_file::EndpointsFile;
 use crate::live_state::{LiveState, Needs};
 use crate::plan::{Kind, Plan, PlanError, Planned, Updater};
-use crate::routes::{self, LiveRoutes, refs::RouteFlags};
+use crate::routes::{self, LiveRef, LiveRoutes, WithLive, refs::RouteFlags};
 use crate::updaters::{AutoscalerUpdate, AutoscalerUpdater, ContainerUpdate, DeploymentUpdater};
 
 /// What the user asked for, independent of where it came from.
@@ -69,8 +70,52 @@ fn planned(
     })
 }
 
+/// [`planned`] against a live object given up for it ([`Updater::plan_owned`]).
+fn planned_owned(
+    updater: Arc<dyn Updater>,
+    namespace: &str,
+    live: Option<Value>,
+) -> Result<Planned, PlanError> {
+    let change = updater.plan_owned(namespace, live)?;
+    Ok(Planned {
+        updater,
+        change: Arc::new(change),
+    })
+}
+
+/// The live routes the updaters start from, each moved out of `live` (a `null` left in its
+/// place) when no later updater starts from it too, else copied.
+fn given_up(live: &mut LiveState, updaters: &[WithLive]) -> Vec<Option<Value>> {
+    let mut uses: HashMap<LiveRef, usize> = HashMap::with_capacity(updaters.len());
+    for at in updaters.iter().filter_map(|(_, at)| *at) {
+        *uses.entry(at).or_default() += 1;
+    }
+    updaters
+        .iter()
+        .map(|(_, at)| {
+            let at = (*at)?;
+            let slot = match at.kind {
+                Kind::Ingress => live.ingresses.get_mut(at.index),
+                _ => live.httproutes.items_mut().get_mut(at.index),
+            }?;
+            let left = uses.get_mut(&at).map(|n| {
+                *n -= 1;
+                *n
+            });
+            Some(match left {
+                Some(0) => std::mem::take(slot),
+                _ => slot.clone(),
+            })
+        })
+        .collect()
+}
+
 /// Builds the plan. Errors when a requested change does not fit the live state.
-pub fn build_plan(req: &UpdateRequest<'_>, live: &LiveState) -> Result<Plan, PlanError> {
+///
+/// The live routes it plans from are moved out of `live` into the plan (their paths become the
+/// before-views' instead of being copied): the rest of `live` stays, and a route left there is
+/// `null`. A caller that needs them as read keeps a copy.
+pub fn build_plan(req: &UpdateRequest<'_>, live: &mut LiveState) -> Result<Plan, PlanError> {
     let mut objects = Vec::new();
     if req.container_update.image.is_some() {
         let u = DeploymentUpdater {
@@ -108,8 +153,9 @@ pub fn build_plan(req: &UpdateRequest<'_>, live: &LiveState) -> Result<Plan, Pla
             ingress_classes: live.ingress_classes.as_deref(),
         };
         let planned_routes = routes::plan_routes(req.app, file, req.routes, &live_routes)?;
-        for (updater, current) in planned_routes.updaters {
-            objects.push(planned(updater, req.namespace, current)?);
+        let currents = given_up(live, &planned_routes.updaters);
+        for ((updater, _), current) in planned_routes.updaters.into_iter().zip(currents) {
+            objects.push(planned_owned(updater, req.namespace, current)?);
         }
         summary = Some(planned_routes.summary);
     }

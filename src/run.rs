@@ -193,7 +193,7 @@ pub(crate) async fn source(
         live.ingress_classes = Some(live_state::read_ingress_classes(cluster).await?);
     }
     Ok(Sourced {
-        plan: planner::build_plan(&request, &live)?,
+        plan: planner::build_plan(&request, &mut live)?,
         source: Source::Update,
         saved_plan: false,
         config_map: None,

@@ -124,7 +124,7 @@ fn plan(c: &Cluster, r: &Request, context: &str, rv: u64) -> Plan {
         endpoints: None,
         routes: &RouteFlags::default(),
     };
-    build_plan(&req, &live(c, rv)).unwrap()
+    build_plan(&req, &mut live(c, rv)).unwrap()
 }
 
 fn fleet(plans: &[Plan]) -> FleetPlan<'_> {

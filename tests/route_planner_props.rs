@@ -178,7 +178,9 @@ fn merge(target: &mut Value, patch: &Value) {
     }
 }
 
-/// Plans `spec` in `style` against the cluster: the changes, in plan order.
+/// Plans `spec` in `style` against the cluster: the changes, in plan order. Each updater plans
+/// twice, against the live object lent and given up (as the planner does, which moves parts of
+/// it into the change): the two changes must be the same.
 fn plan(cluster: &[Value], spec: &Spec, flags: &RouteFlags) -> Vec<ObjectChange> {
     let ingresses = managed(cluster, Kind::Ingress);
     let httproutes = Listing::Items(managed(cluster, Kind::HttpRoute));
@@ -194,7 +196,13 @@ fn plan(cluster: &[Value], spec: &Spec, flags: &RouteFlags) -> Vec<ObjectChange>
         .unwrap()
         .updaters
         .into_iter()
-        .map(|(u, obj)| u.plan(NS, obj).unwrap())
+        .map(|(u, at)| {
+            let obj = at.and_then(|at| live.get(at));
+            let lent = u.plan(NS, obj).unwrap();
+            let given = u.plan_owned(NS, obj.cloned()).unwrap();
+            assert_eq!(lent, given, "{}: lent and given up", u.name());
+            lent
+        })
         .collect()
 }
 

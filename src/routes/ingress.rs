@@ -26,6 +26,7 @@
 //! unmanaged Ingress of the same name) is refused, never updated.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::sync::Arc;
@@ -319,6 +320,40 @@ fn shown_annotations(obj: &Value, also: Option<&dyn Flavor>) -> Vec<&'static str
 /// labels are left out.
 pub fn focused_view(obj: &Value, namespace: &str, name: &str, keys: &[&str]) -> Value {
     patched_view(obj, None, namespace, name, keys)
+}
+
+/// [`focused_view`] of a live object given up for it: each rule's `http.paths` is moved into
+/// the view, not copied. The same view.
+fn focused_view_of_owned(mut obj: Value, namespace: &str, name: &str, keys: &[&str]) -> Value {
+    // Each rule's paths, taken out (a `null` left in their place, so that the view still has
+    // the key, where it is).
+    let taken: Vec<Option<Value>> = obj
+        .get_mut("spec")
+        .and_then(|s| s.get_mut("rules"))
+        .and_then(Value::as_array_mut)
+        .map(|rules| {
+            rules
+                .iter_mut()
+                .map(|r| {
+                    r.get_mut("http")
+                        .and_then(|h| h.get_mut("paths"))
+                        .map(std::mem::take)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut view = focused_view(&obj, namespace, name, keys);
+    let view_rules = view
+        .get_mut("spec")
+        .and_then(|s| s.get_mut("rules"))
+        .and_then(Value::as_array_mut);
+    for (rule, paths) in view_rules.into_iter().flatten().zip(taken) {
+        let slot = rule.get_mut("http").and_then(|h| h.get_mut("paths"));
+        if let (Some(slot), Some(paths)) = (slot, paths) {
+            *slot = paths;
+        }
+    }
+    view
 }
 
 /// [`focused_view`] of `obj` with the JSON merge `patch` of an update applied (its `null`s
@@ -615,17 +650,19 @@ impl IngressUpdater {
         Some(rules)
     }
 
+    /// The update of the live Ingress; when the caller gives `live` up (`Cow::Owned`), its
+    /// rules' paths move into the before-view instead of being copied.
     fn update(
         &self,
         namespace: &str,
-        live: &Value,
+        owned_live: Cow<'_, Value>,
         flavor: &'static dyn Flavor,
     ) -> Result<ObjectChange, PlanError> {
+        let live = owned_live.as_ref();
         let d = &self.desired;
         check_managed(Kind::Ingress, live, &self.name, &d.app, &d.identifier)?;
         let mut fields = Vec::new();
         let keys = shown_annotations(live, Some(flavor));
-        let before = Arc::new(focused_view(live, namespace, &self.name, &keys));
         let mut patch = Map::new();
 
         self.plan_annotations(flavor, live, &mut fields, &mut patch);
@@ -656,12 +693,10 @@ impl IngressUpdater {
         if !spec.is_empty() {
             patch.insert("spec".into(), Value::Object(spec));
         }
-        // The after-view: the before-view itself when nothing changes (shared, not copied),
-        // else the live object as the patch leaves it, read through the patch (the view holds
-        // every field a change touches).
-        let after = if fields.is_empty() {
-            Arc::clone(&before)
-        } else {
+        // The after-view: the live object as the patch leaves it, read through the patch (the
+        // view holds every field a change touches); when nothing changes, the before-view
+        // itself (shared, not copied).
+        let changed_view = (!fields.is_empty()).then(|| {
             Arc::new(patched_view(
                 live,
                 Some(&patch),
@@ -669,8 +704,7 @@ impl IngressUpdater {
                 &self.name,
                 &keys,
             ))
-        };
-
+        });
         let write = if fields.is_empty() {
             None
         } else {
@@ -680,16 +714,24 @@ impl IngressUpdater {
                 body: Value::Object(patch),
             })
         };
+        let base = Base::of(live);
+        let route = self.info(served_paths(live, &d.app));
+        // Last, as it may take the live object apart.
+        let before = Arc::new(match owned_live {
+            Cow::Borrowed(live) => focused_view(live, namespace, &self.name, &keys),
+            Cow::Owned(live) => focused_view_of_owned(live, namespace, &self.name, &keys),
+        });
+        let after = changed_view.unwrap_or_else(|| Arc::clone(&before));
         Ok(ObjectChange {
             kind: Kind::Ingress,
             namespace: namespace.to_owned(),
             name: self.name.clone(),
-            live: Base::of(live),
+            live: base,
             after: Some(after),
             fields,
             before: Some(before),
             write,
-            route: Some(self.info(served_paths(live, &d.app))),
+            route: Some(route),
         })
     }
 }
@@ -707,7 +749,15 @@ impl Updater for IngressUpdater {
         let flavor = self.flavor()?;
         match live {
             None => Ok(self.create(namespace, flavor)),
-            Some(live) => self.update(namespace, live, flavor),
+            Some(live) => self.update(namespace, Cow::Borrowed(live), flavor),
+        }
+    }
+
+    fn plan_owned(&self, namespace: &str, live: Option<Value>) -> Result<ObjectChange, PlanError> {
+        let flavor = self.flavor()?;
+        match live {
+            None => Ok(self.create(namespace, flavor)),
+            Some(live) => self.update(namespace, Cow::Owned(live), flavor),
         }
     }
 }

@@ -533,6 +533,13 @@ impl Listing {
             Listing::NotServed | Listing::Forbidden => &[],
         }
     }
+
+    pub fn items_mut(&mut self) -> &mut [Value] {
+        match self {
+            Listing::Items(v) => v,
+            Listing::NotServed | Listing::Forbidden => &mut [],
+        }
+    }
 }
 
 /// The live objects the routes are planned against.
@@ -547,14 +554,31 @@ pub struct LiveRoutes<'a> {
     pub ingress_classes: Option<&'a [Value]>,
 }
 
+/// Where a live route is among [`LiveRoutes`]: its kind's list and its index there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct LiveRef {
+    pub kind: Kind,
+    pub index: usize,
+}
+
+impl LiveRoutes<'_> {
+    /// The live route `at` names.
+    pub fn get(&self, at: LiveRef) -> Option<&Value> {
+        match at.kind {
+            Kind::Ingress => self.ingresses.get(at.index),
+            _ => self.httproutes.items().get(at.index),
+        }
+    }
+}
+
 /// An updater with the live object it starts from (`None`: it does not exist).
-pub type WithLive<'a> = (Arc<dyn Updater>, Option<&'a Value>);
+pub type WithLive = (Arc<dyn Updater>, Option<LiveRef>);
 
 /// The routes part of a plan: the updaters with the live object each starts from, and what
 /// was decided.
 #[derive(Debug)]
-pub struct PlannedRoutes<'a> {
-    pub updaters: Vec<WithLive<'a>>,
+pub struct PlannedRoutes {
+    pub updaters: Vec<WithLive>,
     pub summary: RoutesPlan,
 }
 
@@ -854,49 +878,50 @@ fn migration_notes(
 
 /// The updaters of the run's style for its kind's live routes, and the removal of every live
 /// route of the other kind, each with the live object it starts from.
-fn route_updaters<'a>(
+fn route_updaters(
     app: &str,
     chosen: &dyn Style,
     ctx: &RouteContext,
     groups: &[ScopeGroup],
-    live: &LiveRoutes<'a>,
-) -> Result<Vec<WithLive<'a>>, PlanError> {
-    let mut updaters: Vec<WithLive<'a>> = Vec::new();
+    live: &LiveRoutes<'_>,
+) -> Result<Vec<WithLive>, PlanError> {
+    let mut updaters: Vec<WithLive> = Vec::new();
     for kind in [Kind::Ingress, Kind::HttpRoute] {
-        let objs: &'a [Value] = match kind {
+        let objs: &[Value] = match kind {
             Kind::Ingress => live.ingresses,
             _ => live.httproutes.items(),
         };
+        let at = |index| Some(LiveRef { kind, index });
         if kind == chosen.kind() {
             // The first live object of each name (a map: thousands of groups are common).
-            let mut by_name: HashMap<&str, &'a Value> = HashMap::with_capacity(objs.len());
-            for o in objs {
+            let mut by_name: HashMap<&str, usize> = HashMap::with_capacity(objs.len());
+            for (i, o) in objs.iter().enumerate() {
                 if let Some(name) = name_of(o) {
-                    by_name.entry(name).or_insert(o);
+                    by_name.entry(name).or_insert(i);
                 }
             }
             for u in chosen.updaters(ctx, groups, objs)? {
-                let current = by_name.get(u.name()).copied();
+                let current = by_name.get(u.name()).copied().and_then(at);
                 updaters.push((u, current));
             }
             continue;
         }
-        for obj in objs {
+        for (i, obj) in objs.iter().enumerate() {
             let Some(name) = name_of(obj) else { continue };
             let removal = style(live_style(kind, obj)).removal(app, name);
-            updaters.push((removal, Some(obj)));
+            updaters.push((removal, at(i)));
         }
     }
     Ok(updaters)
 }
 
 /// Plans the routes of `file` (see the module docs).
-pub fn plan_routes<'a>(
+pub fn plan_routes(
     app: &str,
     file: &EndpointsFile,
     flags: &RouteFlags,
-    live: &LiveRoutes<'a>,
-) -> Result<PlannedRoutes<'a>, PlanError> {
+    live: &LiveRoutes<'_>,
+) -> Result<PlannedRoutes, PlanError> {
     let styles = live_styles(live.ingresses, live.httproutes.items());
     let (run_style, default_note) = choose_style(app, flags.style, &styles)?;
     let mut notes: Vec<String> = default_note.into_iter().collect();

@@ -876,7 +876,7 @@ mod styles {
         let changes = planned
             .updaters
             .iter()
-            .map(|(u, obj)| u.plan("shop", *obj).unwrap())
+            .map(|(u, obj)| u.plan("shop", obj.and_then(|at| routes.get(at))).unwrap())
             .collect();
         Ok((changes, planned.summary))
     }
@@ -1348,7 +1348,7 @@ mod styles {
             .iter()
             .find(|(u, _)| u.name() == "web-e3b0c44298fc1c14")
             .unwrap();
-        let public = (*obj).unwrap().clone();
+        let public = obj.and_then(|at| routes.get(at)).unwrap().clone();
         let approved = u.plan("shop", Some(&public)).unwrap();
         assert_eq!(approved.action(), Action::Update);
         assert_eq!(

@@ -199,8 +199,8 @@ impl Scenario {
             endpoints: file.as_ref(),
             routes: &RouteFlags::default(),
         };
-        let live = live_state(sb);
-        planner::build_plan(&req, &live).map_err(|e| e.to_string())
+        let mut live = live_state(sb);
+        planner::build_plan(&req, &mut live).map_err(|e| e.to_string())
     }
 
     /// kubectl commands (arguments after `kubectl`, without `--kubeconfig`/`--cache-dir`) that
