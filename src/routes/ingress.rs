@@ -281,13 +281,33 @@ fn annotation_field(key: &str) -> String {
     format!("metadata.annotations[{key}]")
 }
 
+/// `a == b`, decided without hashing a key when every object on the way lists its keys in the
+/// same order — an entry this tool wrote, read back (the server keeps the order of its own
+/// types' fields). serde_json's map equality looks each key up in the other map.
+pub(crate) fn same_value(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && (x
+                    .iter()
+                    .zip(y)
+                    .all(|((kx, vx), (ky, vy))| kx == ky && same_value(vx, vy))
+                    || x == y)
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| same_value(p, q))
+        }
+        _ => a == b,
+    }
+}
+
 /// Same entries, in any order.
 pub(crate) fn same_entries(live: &[Value], desired: &[Value]) -> bool {
     if live.len() != desired.len() {
         return false;
     }
     // The usual case: a route this tool wrote lists its paths in the order it wrote them.
-    if live == desired {
+    if live.iter().zip(desired).all(|(l, d)| same_value(l, d)) {
         return true;
     }
     let mut used = vec![false; live.len()];
@@ -295,7 +315,7 @@ pub(crate) fn same_entries(live: &[Value], desired: &[Value]) -> bool {
         match live
             .iter()
             .enumerate()
-            .position(|(i, l)| !used[i] && l == d)
+            .position(|(i, l)| !used[i] && same_value(l, d))
         {
             Some(i) => {
                 used[i] = true;

@@ -1423,3 +1423,101 @@ fn paths_are_the_same_entries_in_any_order_and_as_many_times() {
         &[a.clone(), a.clone()]
     ));
 }
+
+/// A JSON value of small objects (keys from a few, so that two values often share keys, in any
+/// order), arrays, strings and numbers.
+fn json_value() -> impl proptest::strategy::Strategy<Value = Value> {
+    use proptest::prelude::*;
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        (0..3i64).prop_map(Value::from),
+        prop::sample::select(vec!["a", "b", "/web/x"]).prop_map(Value::from),
+    ];
+    leaf.prop_recursive(3, 24, 4, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
+            prop::collection::vec(
+                (
+                    prop::sample::select(vec!["path", "pathType", "backend", "port"]),
+                    inner
+                ),
+                0..4
+            )
+            .prop_map(|entries| {
+                Value::Object(
+                    entries
+                        .into_iter()
+                        .map(|(k, v)| (k.to_owned(), v))
+                        .collect(),
+                )
+            }),
+        ]
+    })
+}
+
+/// `value` with the keys of every object in reverse order: equal, in another order.
+fn reordered(value: &Value) -> Value {
+    match value {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .rev()
+                .map(|(k, v)| (k.clone(), reordered(v)))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(reordered).collect()),
+        other => other.clone(),
+    }
+}
+
+/// `value` with the first key of every object renamed (`path` ↔ `port`, else to `path`) where
+/// the object has no key of the new name: a different value with the same shape.
+fn renamed(value: &Value) -> Value {
+    match value {
+        Value::Object(m) => {
+            let first = m.keys().next().cloned();
+            let to = |k: &str| if k == "path" { "port" } else { "path" };
+            Value::Object(
+                m.iter()
+                    .map(|(k, v)| {
+                        let key = match &first {
+                            Some(f) if f == k && !m.contains_key(to(k)) => to(k).to_owned(),
+                            _ => k.clone(),
+                        };
+                        (key, renamed(v))
+                    })
+                    .collect(),
+            )
+        }
+        Value::Array(items) => Value::Array(items.iter().map(renamed).collect()),
+        other => other.clone(),
+    }
+}
+
+proptest::proptest! {
+    /// The ordered comparison of paths decides exactly as serde_json's equality, whatever the
+    /// order of the keys.
+    #[test]
+    fn same_value_is_json_equality(a in json_value(), b in json_value()) {
+        use super::ingress::same_value;
+        proptest::prop_assert_eq!(same_value(&a, &b), a == b);
+        proptest::prop_assert!(same_value(&a, &reordered(&a)));
+        proptest::prop_assert_eq!(same_value(&reordered(&a), &b), a == b);
+        let other = renamed(&a);
+        proptest::prop_assert_eq!(same_value(&a, &other), a == other);
+    }
+}
+
+#[test]
+fn same_value_compares_keys_and_values_in_any_order() {
+    use super::ingress::same_value;
+    assert!(!same_value(&json!({"path": "a"}), &json!({"port": "a"})));
+    assert!(same_value(
+        &json!({"a": 1, "b": {"c": 2, "d": 3}}),
+        &json!({"b": {"d": 3, "c": 2}, "a": 1})
+    ));
+    assert!(!same_value(
+        &json!({"a": 1, "b": 2}),
+        &json!({"b": 2, "a": 3})
+    ));
+    assert!(!same_value(&json!([1, 2]), &json!([2, 1])));
+}
