@@ -199,19 +199,24 @@ impl ScopeGroup {
 
 /// The scope groups of an endpoints file, sorted by identifier.
 pub fn scope_groups(file: &EndpointsFile) -> Vec<ScopeGroup> {
-    let mut groups: BTreeMap<Vec<String>, BTreeSet<&str>> = BTreeMap::new();
+    // Keyed by borrowed scopes, normalised as `normalize_scopes` does: tens of thousands of
+    // endpoints are common, and most share their scopes with many others.
+    let mut groups: BTreeMap<Vec<&str>, BTreeSet<&str>> = BTreeMap::new();
     for e in &file.endpoints {
-        groups
-            .entry(normalize_scopes(&e.scopes))
-            .or_default()
-            .insert(&e.path);
+        let mut scopes: Vec<&str> = e.scopes.iter().map(String::as_str).collect();
+        scopes.sort_unstable();
+        scopes.dedup();
+        groups.entry(scopes).or_default().insert(&e.path);
     }
     let mut out: Vec<ScopeGroup> = groups
         .into_iter()
-        .map(|(scopes, paths)| ScopeGroup {
-            identifier: scope_identifier(&scopes),
-            scopes,
-            paths: paths.into_iter().map(str::to_owned).collect(),
+        .map(|(scopes, paths)| {
+            let scopes: Vec<String> = scopes.into_iter().map(str::to_owned).collect();
+            ScopeGroup {
+                identifier: scope_identifier(&scopes),
+                scopes,
+                paths: paths.into_iter().map(str::to_owned).collect(),
+            }
         })
         .collect();
     out.sort_by(|a, b| a.identifier.cmp(&b.identifier));
