@@ -212,6 +212,11 @@ impl DesiredIngress {
 
     /// The complete object to create.
     pub fn create_body(&self, namespace: &str) -> Value {
+        self.create_body_named(&self.name, namespace)
+    }
+
+    /// [`DesiredIngress::create_body`] under another name.
+    fn create_body_named(&self, name: &str, namespace: &str) -> Value {
         let mut spec = Map::new();
         if let Some(class) = &self.ingress_class {
             spec.insert("ingressClassName".into(), json!(class));
@@ -224,7 +229,7 @@ impl DesiredIngress {
             "apiVersion": Kind::Ingress.api_version(),
             "kind": Kind::Ingress.to_string(),
             "metadata": {
-                "name": self.name,
+                "name": name,
                 "namespace": namespace,
                 "labels": self.labels(),
                 "annotations": self.annotations,
@@ -513,9 +518,10 @@ impl IngressUpdater {
     }
 
     fn create(&self, namespace: &str, flavor: &'static dyn Flavor) -> ObjectChange {
-        let mut d = self.desired.clone();
-        d.name = self.name.clone();
-        let body = d.create_body(namespace);
+        // Under the updater's name (a saved plan's may differ from the desired one), without
+        // copying the desired Ingress to rename it.
+        let d = &self.desired;
+        let body = d.create_body_named(&self.name, namespace);
         let mut fields = label_fields(&d.app, &d.identifier);
         for (key, value) in &d.annotations {
             fields.push(FieldChange::new(
