@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::endpoints_file::EndpointsFile;
 use crate::live_state::{LiveState, Needs};
-use crate::plan::{Kind, Plan, PlanError, Planned, Updater};
+use crate::plan::{Kind, ObjectChange, Plan, PlanError, Planned, Updater};
 use crate::routes::{self, LiveRef, LiveRoutes, WithLive, refs::RouteFlags};
 use crate::updaters::{AutoscalerUpdate, AutoscalerUpdater, ContainerUpdate, DeploymentUpdater};
 
@@ -58,25 +58,12 @@ impl UpdateRequest<'_> {
     }
 }
 
+/// `updater` with the change `plan` asks it for.
 fn planned(
     updater: Arc<dyn Updater>,
-    namespace: &str,
-    live: Option<&Value>,
+    plan: impl FnOnce(&dyn Updater) -> Result<ObjectChange, PlanError>,
 ) -> Result<Planned, PlanError> {
-    let change = updater.plan(namespace, live)?;
-    Ok(Planned {
-        updater,
-        change: Arc::new(change),
-    })
-}
-
-/// [`planned`] against a live object given up for it ([`Updater::plan_owned`]).
-fn planned_owned(
-    updater: Arc<dyn Updater>,
-    namespace: &str,
-    live: Option<Value>,
-) -> Result<Planned, PlanError> {
-    let change = updater.plan_owned(namespace, live)?;
+    let change = plan(updater.as_ref())?;
     Ok(Planned {
         updater,
         change: Arc::new(change),
@@ -123,22 +110,18 @@ pub fn build_plan(req: &UpdateRequest<'_>, live: &mut LiveState) -> Result<Plan,
             container: req.container.map(str::to_owned),
             update: req.container_update.clone(),
         };
-        objects.push(planned(
-            Arc::new(u),
-            req.namespace,
-            live.deployment.as_ref(),
-        )?);
+        objects.push(planned(Arc::new(u), |u| {
+            u.plan(req.namespace, live.deployment.as_ref())
+        })?);
     }
     if req.needs().autoscaler {
         let u = AutoscalerUpdater {
             name: req.app.to_owned(),
             update: req.autoscaler_update.clone(),
         };
-        objects.push(planned(
-            Arc::new(u),
-            req.namespace,
-            live.autoscaler.as_ref(),
-        )?);
+        objects.push(planned(Arc::new(u), |u| {
+            u.plan(req.namespace, live.autoscaler.as_ref())
+        })?);
     }
     let mut summary = None;
     if let Some(file) = req.endpoints {
@@ -155,7 +138,7 @@ pub fn build_plan(req: &UpdateRequest<'_>, live: &mut LiveState) -> Result<Plan,
         let planned_routes = routes::plan_routes(req.app, file, req.routes, &live_routes)?;
         let currents = given_up(live, &planned_routes.updaters);
         for ((updater, _), current) in planned_routes.updaters.into_iter().zip(currents) {
-            objects.push(planned_owned(updater, req.namespace, current)?);
+            objects.push(planned(updater, |u| u.plan_owned(req.namespace, current))?);
         }
         summary = Some(planned_routes.summary);
     }
