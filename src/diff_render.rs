@@ -224,10 +224,7 @@ fn escaped(view: &Value) -> Cow<'_, Value> {
 
 /// No string of `view`, key or value, is changed by [`text::escape_lines`].
 fn unescaped(view: &Value) -> bool {
-    // Printable ASCII, most of any view, is decided without the escape pass.
-    let same = |s: &str| {
-        s.bytes().all(text::is_printable_ascii) || matches!(text::escape_lines(s), Cow::Borrowed(_))
-    };
+    let same = |s: &str| matches!(text::escape_lines(s), Cow::Borrowed(_));
     match view {
         Value::String(s) => same(s),
         Value::Array(items) => items.iter().all(unescaped),
