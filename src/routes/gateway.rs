@@ -314,6 +314,11 @@ impl DesiredRoute {
 
     /// The complete object to create.
     pub fn create_body(&self, namespace: &str) -> Value {
+        self.create_body_named(&self.name, namespace)
+    }
+
+    /// [`DesiredRoute::create_body`] under another name.
+    fn create_body_named(&self, name: &str, namespace: &str) -> Value {
         let mut spec = Map::new();
         spec.insert("parentRefs".into(), self.parent_refs.clone());
         if !self.hostnames.is_empty() {
@@ -324,7 +329,7 @@ impl DesiredRoute {
             "apiVersion": Kind::HttpRoute.api_version(),
             "kind": Kind::HttpRoute.to_string(),
             "metadata": {
-                "name": self.name,
+                "name": name,
                 "namespace": namespace,
                 "labels": { APP_LABEL: self.app, IDENTIFIER_LABEL: self.identifier },
             },
@@ -431,9 +436,10 @@ impl HttpRouteUpdater {
     }
 
     fn create(&self, namespace: &str) -> ObjectChange {
-        let mut d = self.desired.clone();
-        d.name = self.name.clone();
-        let body = d.create_body(namespace);
+        // Under the updater's name (a saved plan's may differ from the desired one), without
+        // copying the desired route to rename it, as the Ingress updater does.
+        let d = &self.desired;
+        let body = d.create_body_named(&self.name, namespace);
         let mut fields = label_fields(&d.app, &d.identifier);
         fields.push(FieldChange::new(
             "spec.parentRefs",
