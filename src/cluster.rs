@@ -8,8 +8,9 @@ use kube::core::Request;
 use kube::core::params::{GetParams, ListParams, Patch, PatchParams, PostParams};
 use serde::Deserialize;
 use serde::de::{self, DeserializeOwned, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
+use crate::compact_json::{Compact, Scratch};
 use crate::describe::{Target, classify, describe_kube_error};
 use crate::kube_context::Connection;
 use crate::plan::{Base, Kind, PatchType};
@@ -402,12 +403,15 @@ impl<'de> Deserialize<'de> for ListItems {
     }
 }
 
-/// One listed object: an object whose `metadata` is read without `managedFields` ([`Level`]).
+/// One listed object: an object whose `metadata` is read without `managedFields` ([`Level`]),
+/// every array and object in it at its exact size ([`compact_json`]).
 struct LiveItem(Value);
 
 impl<'de> Deserialize<'de> for LiveItem {
     fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_map(Level::Item).map(LiveItem)
+        let mut scratch = Scratch::default();
+        d.deserialize_map(Listed(Level::Item, &mut scratch))
+            .map(LiveItem)
     }
 }
 
@@ -419,7 +423,10 @@ enum Level {
     Metadata,
 }
 
-impl<'de> Visitor<'de> for Level {
+/// Reads the object at a [`Level`]; every other value compactly.
+struct Listed<'s>(Level, &'s mut Scratch);
+
+impl<'de> Visitor<'de> for Listed<'_> {
     type Value = Value;
 
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
@@ -431,27 +438,29 @@ impl<'de> Visitor<'de> for Level {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        let mut out = Map::with_capacity(map.size_hint().unwrap_or(0));
-        while let Some(key) = map.next_key::<String>()? {
-            match (self, key.as_str()) {
-                (Level::Item, "metadata") => {
-                    let v = map.next_value_seed(Level::Metadata)?;
-                    out.insert(key, v);
+        let Listed(level, scratch) = self;
+        scratch
+            .object(|scratch| {
+                while let Some(key) = map.next_key::<String>()? {
+                    let value = match (level, key.as_str()) {
+                        (Level::Item, "metadata") => {
+                            map.next_value_seed(Listed(Level::Metadata, &mut *scratch))?
+                        }
+                        (Level::Metadata, "managedFields") => {
+                            map.next_value::<IgnoredAny>()?;
+                            continue;
+                        }
+                        _ => map.next_value_seed(Compact(&mut *scratch))?,
+                    };
+                    scratch.push_entry(key, value);
                 }
-                (Level::Metadata, "managedFields") => {
-                    map.next_value::<IgnoredAny>()?;
-                }
-                _ => {
-                    let v = map.next_value()?;
-                    out.insert(key, v);
-                }
-            }
-        }
-        Ok(Value::Object(out))
+                Ok(())
+            })
+            .map(Value::Object)
     }
 }
 
-impl<'de> DeserializeSeed<'de> for Level {
+impl<'de> DeserializeSeed<'de> for Listed<'_> {
     type Value = Value;
 
     fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {

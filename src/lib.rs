@@ -18,6 +18,7 @@
 pub mod apply;
 pub mod cli;
 pub mod cluster;
+pub mod compact_json;
 pub mod completion;
 pub mod confirm;
 pub mod describe;
