@@ -40,6 +40,7 @@ use super::{
     APP_LABEL, Forced, IDENTIFIER_LABEL, RouteContext, ScopeGroup, Style, check_managed, deletion,
     label, label_fields, match_live, normalize_scopes, route_name,
 };
+use crate::compact_json::{copy, copy_all};
 use crate::plan::{
     Base, FieldChange, Kind, ObjectChange, PatchType, PlanError, RouteInfo, RouteStyle,
     SavedUpdater, Updater, Write,
@@ -193,14 +194,14 @@ impl DesiredIngress {
     /// The rules of a new Ingress: one per host with every path.
     fn rules(&self) -> Vec<Value> {
         let mut http = Map::with_capacity(1);
-        http.insert("paths".into(), Value::Array(self.http_paths.clone()));
+        http.insert("paths".into(), Value::Array(copy_all(&self.http_paths)));
         let http = Value::Object(http);
         let rule = |host: Option<&String>| {
             let mut rule = Map::with_capacity(2);
             if let Some(h) = host {
                 rule.insert("host".into(), Value::String(h.clone()));
             }
-            rule.insert("http".into(), http.clone());
+            rule.insert("http".into(), copy(&http));
             Value::Object(rule)
         };
         if self.hosts.is_empty() {
@@ -245,7 +246,7 @@ pub(crate) fn http_path_entry(path: String, path_type: &str, backend: &Value) ->
     let mut m = Map::with_capacity(3);
     m.insert("path".into(), Value::String(path));
     m.insert("pathType".into(), Value::String(path_type.to_owned()));
-    m.insert("backend".into(), backend.clone());
+    m.insert("backend".into(), copy(backend));
     Value::Object(m)
 }
 
@@ -442,7 +443,7 @@ fn patched_view(
                 }
                 if let Some(p) = r["http"].get("paths") {
                     let mut http = Map::with_capacity(1);
-                    http.insert("paths".into(), p.clone());
+                    http.insert("paths".into(), copy(p));
                     rule.insert("http".into(), Value::Object(http));
                 }
                 Value::Object(rule)
@@ -539,7 +540,7 @@ impl IngressUpdater {
             fields.push(FieldChange::new(
                 rule_field(rule, i),
                 None,
-                Some(Value::Array(d.http_paths.clone())),
+                Some(Value::Array(copy_all(&d.http_paths))),
             ));
         }
         let keys = shown_annotations(&body, Some(flavor));
@@ -664,11 +665,11 @@ impl IngressUpdater {
                 if paths_ok(rule) {
                     return rule.clone();
                 }
-                let desired_http_paths = Value::Array(d.http_paths.clone());
+                let desired_http_paths = Value::Array(copy_all(&d.http_paths));
                 fields.push(FieldChange::new(
                     rule_field(rule, i),
-                    rule["http"].get("paths").cloned(),
-                    Some(desired_http_paths.clone()),
+                    rule["http"].get("paths").map(copy),
+                    Some(copy(&desired_http_paths)),
                 ));
                 with_http_paths(rule, desired_http_paths)
             })
