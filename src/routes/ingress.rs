@@ -147,8 +147,10 @@ pub struct DesiredIngress {
     pub scopes: Vec<String>,
     /// Endpoint paths as written in the file (without `/<app>`), sorted.
     pub paths: Vec<String>,
-    /// The `http.paths` entries, in the order of `paths`.
-    pub http_paths: Vec<Value>,
+    /// Where every path goes: `{"service": {"name", "port"}}`. The `http.paths` entries are
+    /// built from `paths` when they are compared or written ([`DesiredIngress::http_paths`]),
+    /// not kept: for a large application they were a fifth of the memory a plan takes.
+    pub backend: Value,
     /// The flavour's annotations for this group.
     pub annotations: BTreeMap<String, String>,
     pub ingress_class: Option<String>,
@@ -166,18 +168,13 @@ pub fn desired_ingress(
     group: &ScopeGroup,
 ) -> Result<DesiredIngress, PlanError> {
     let app = ctx.app.as_str();
-    let backend = json!({ "service": { "name": app, "port": ctx.port.to_json() } });
     Ok(DesiredIngress {
         app: app.to_owned(),
         name: route_name(Kind::Ingress, app, &group.identifier)?,
         identifier: group.identifier.clone(),
         scopes: group.scopes.clone(),
         paths: group.paths.clone(),
-        http_paths: group
-            .paths
-            .iter()
-            .map(|p| flavor.http_path(app, p, &backend))
-            .collect(),
+        backend: json!({ "service": { "name": app, "port": ctx.port.to_json() } }),
         annotations: flavor.annotations(ctx, group),
         ingress_class: ctx.attachment.ingress_class.clone(),
         hosts: ctx.attachment.hosts.clone(),
@@ -187,14 +184,22 @@ pub fn desired_ingress(
 }
 
 impl DesiredIngress {
+    /// The `http.paths` entries `flavor` writes, in the order of `paths`.
+    pub fn http_paths(&self, flavor: &dyn Flavor) -> Vec<Value> {
+        self.paths
+            .iter()
+            .map(|p| flavor.http_path(&self.app, p, &self.backend))
+            .collect()
+    }
+
     fn labels(&self) -> Value {
         json!({ APP_LABEL: self.app, IDENTIFIER_LABEL: self.identifier })
     }
 
-    /// The rules of a new Ingress: one per host with every path.
-    fn rules(&self) -> Vec<Value> {
+    /// The rules of a new Ingress in `flavor`: one per host with every path.
+    fn rules(&self, flavor: &dyn Flavor) -> Vec<Value> {
         let mut http = Map::with_capacity(1);
-        http.insert("paths".into(), Value::Array(copy_all(&self.http_paths)));
+        http.insert("paths".into(), Value::Array(self.http_paths(flavor)));
         let http = Value::Object(http);
         let rule = |host: Option<&String>| {
             let mut rule = Map::with_capacity(2);
@@ -211,18 +216,14 @@ impl DesiredIngress {
         }
     }
 
-    /// The complete object to create.
-    pub fn create_body(&self, namespace: &str) -> Value {
-        self.create_body_named(&self.name, namespace)
-    }
-
-    /// [`DesiredIngress::create_body`] under another name.
-    fn create_body_named(&self, name: &str, namespace: &str) -> Value {
+    /// The complete object to create in `flavor`, under `name` (a saved plan's may differ from
+    /// the desired one).
+    fn create_body(&self, flavor: &dyn Flavor, name: &str, namespace: &str) -> Value {
         let mut spec = Map::new();
         if let Some(class) = &self.ingress_class {
             spec.insert("ingressClassName".into(), json!(class));
         }
-        spec.insert("rules".into(), Value::Array(self.rules()));
+        spec.insert("rules".into(), Value::Array(self.rules(flavor)));
         if let Some(tls) = &self.tls {
             spec.insert("tls".into(), tls.clone());
         }
@@ -522,7 +523,7 @@ impl IngressUpdater {
         // Under the updater's name (a saved plan's may differ from the desired one), without
         // copying the desired Ingress to rename it.
         let d = &self.desired;
-        let body = d.create_body_named(&self.name, namespace);
+        let body = d.create_body(flavor, &self.name, namespace);
         let mut fields = label_fields(&d.app, &d.identifier);
         for (key, value) in &d.annotations {
             fields.push(FieldChange::new(
@@ -540,7 +541,7 @@ impl IngressUpdater {
             fields.push(FieldChange::new(
                 rule_field(rule, i),
                 None,
-                Some(Value::Array(copy_all(&d.http_paths))),
+                Some(Value::Array(d.http_paths(flavor))),
             ));
         }
         let keys = shown_annotations(&body, Some(flavor));
@@ -592,9 +593,15 @@ impl IngressUpdater {
     }
 
     /// The rules: with `--host`, one per host (a live rule of the same host keeps its other
-    /// fields); each rule's `http.paths` set to the group's. `None` when the live rules are
-    /// already so (found without copying them).
-    fn plan_rules(&self, live: &Value, fields: &mut Vec<FieldChange>) -> Option<Vec<Value>> {
+    /// fields); each rule's `http.paths` set to the group's, `http_paths` (moved into the last
+    /// rule that needs them). `None` when the live rules are already so (found without copying
+    /// them).
+    fn plan_rules(
+        &self,
+        live: &Value,
+        http_paths: Vec<Value>,
+        fields: &mut Vec<FieldChange>,
+    ) -> Option<Vec<Value>> {
         let d = &self.desired;
         let live_rules = live["spec"]["rules"]
             .as_array()
@@ -605,7 +612,7 @@ impl IngressUpdater {
                 || rule["http"]
                     .get("paths")
                     .and_then(Value::as_array)
-                    .is_some_and(|p| same_entries(p, &d.http_paths))
+                    .is_some_and(|p| same_entries(p, &http_paths))
         };
         let mut base: Option<Vec<Value>> = None;
         if d.forced.hosts {
@@ -658,20 +665,27 @@ impl IngressUpdater {
             None if live_rules.iter().all(paths_ok) => return None,
             None => live_rules,
         };
+        let to_set: Vec<bool> = rules.iter().map(|r| !paths_ok(r)).collect();
+        let last = to_set.iter().rposition(|&set| set);
+        let mut http_paths = Some(http_paths);
         let rules: Vec<Value> = rules
             .iter()
             .enumerate()
             .map(|(i, rule)| {
-                if paths_ok(rule) {
+                if !to_set[i] {
                     return rule.clone();
                 }
-                let desired_http_paths = Value::Array(copy_all(&d.http_paths));
+                let paths = match http_paths.take_if(|_| Some(i) == last) {
+                    Some(paths) => paths,
+                    None => http_paths.as_deref().map(copy_all).unwrap_or_default(),
+                };
+                let paths = Value::Array(paths);
                 fields.push(FieldChange::new(
                     rule_field(rule, i),
                     rule["http"].get("paths").map(copy),
-                    Some(copy(&desired_http_paths)),
+                    Some(copy(&paths)),
                 ));
-                with_http_paths(rule, desired_http_paths)
+                with_http_paths(rule, paths)
             })
             .collect();
         Some(rules)
@@ -707,7 +721,7 @@ impl IngressUpdater {
                 spec.insert("ingressClassName".into(), wanted.unwrap_or(Value::Null));
             }
         }
-        if let Some(rules) = self.plan_rules(live, &mut fields) {
+        if let Some(rules) = self.plan_rules(live, d.http_paths(flavor), &mut fields) {
             spec.insert("rules".into(), Value::Array(rules));
         }
         if d.forced.tls {

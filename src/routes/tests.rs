@@ -291,7 +291,7 @@ fn endpoints_are_grouped_by_scope_set() {
         ]
     );
     assert_eq!(
-        d[2].http_paths,
+        d[2].http_paths(&NginxSnippet),
         vec![http_path("/web/health"), http_path("/web/unprotected")]
     );
     assert_eq!(d[1].annotations[SNIPPET_ANNOTATION], FIXTURE_31_SNIPPET);
