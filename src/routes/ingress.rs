@@ -401,8 +401,9 @@ fn patched_view(
         }
         Some(Some(v).filter(|v| !v.is_null()))
     };
+    // Every map at the size it ends up (a map that grows gets room for seven entries).
     let meta = &obj["metadata"];
-    let mut m = Map::new();
+    let mut m = Map::with_capacity(4);
     m.insert("name".into(), json!(name));
     m.insert("namespace".into(), json!(namespace));
     let mut labels = Map::with_capacity(2);
@@ -429,12 +430,17 @@ fn patched_view(
     let field = |key: &str| {
         patched(&["spec", key]).unwrap_or_else(|| spec.get(key).filter(|v| !v.is_null()))
     };
-    let mut s = Map::new();
-    if let Some(class) = field("ingressClassName") {
+    let class = field("ingressClassName");
+    let rules = patched(&["spec", "rules"]).unwrap_or_else(|| spec.get("rules"));
+    let rules = rules.and_then(Value::as_array);
+    let tls = field("tls");
+    let mut s = Map::with_capacity(
+        usize::from(class.is_some()) + usize::from(rules.is_some()) + usize::from(tls.is_some()),
+    );
+    if let Some(class) = class {
         s.insert("ingressClassName".into(), class.clone());
     }
-    let rules = patched(&["spec", "rules"]).unwrap_or_else(|| spec.get("rules"));
-    if let Some(rules) = rules.and_then(Value::as_array) {
+    if let Some(rules) = rules {
         let rules = rules
             .iter()
             .map(|r| {
@@ -452,10 +458,10 @@ fn patched_view(
             .collect();
         s.insert("rules".into(), Value::Array(rules));
     }
-    if let Some(tls) = field("tls") {
+    if let Some(tls) = tls {
         s.insert("tls".into(), tls.clone());
     }
-    let mut view = Map::new();
+    let mut view = Map::with_capacity(4);
     view.insert("apiVersion".into(), json!(Kind::Ingress.api_version()));
     view.insert("kind".into(), json!(Kind::Ingress.to_string()));
     view.insert("metadata".into(), Value::Object(m));
