@@ -175,8 +175,8 @@ pub struct RunInfo {
     pub saved_plan: bool,
 }
 
-fn as_string(v: &Option<Value>) -> Option<String> {
-    v.as_ref().and_then(Value::as_str).map(str::to_owned)
+fn as_string(v: Option<&Value>) -> Option<String> {
+    v.and_then(Value::as_str).map(str::to_owned)
 }
 
 /// The container named in the Deployment updater's field path
@@ -210,8 +210,8 @@ pub fn record(report: &Report, info: &RunInfo) -> Option<Record> {
                     if let Some(container) = container_of(&f.path) {
                         image = Some(ImageChange {
                             container: container.to_owned(),
-                            before: as_string(&f.before),
-                            after: as_string(&f.after),
+                            before: as_string(f.before()),
+                            after: as_string(f.after()),
                         });
                     }
                 }
@@ -219,8 +219,8 @@ pub fn record(report: &Report, info: &RunInfo) -> Option<Record> {
             Kind::HorizontalPodAutoscaler => {
                 for f in &change.fields {
                     let c = Change {
-                        before: f.before.as_ref().and_then(Value::as_i64),
-                        after: f.after.as_ref().and_then(Value::as_i64),
+                        before: f.before().and_then(Value::as_i64),
+                        after: f.after().and_then(Value::as_i64),
                     };
                     match f.path.as_str() {
                         "spec.minReplicas" => bounds.min = Some(c),

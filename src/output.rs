@@ -167,8 +167,8 @@ fn object_doc(change: &ObjectChange) -> ObjectDoc<'_> {
             .iter()
             .map(|f| FieldDoc {
                 path: &f.path,
-                before: f.before.as_ref(),
-                after: f.after.as_ref(),
+                before: f.before(),
+                after: f.after(),
             })
             .collect(),
         ingress,

@@ -386,17 +386,92 @@ impl fmt::Display for Action {
 pub struct FieldChange {
     /// A readable path, e.g. `spec.template.spec.containers[name=web].image`.
     pub path: String,
-    pub before: Option<Value>,
-    pub after: Option<Value>,
+    pub before: Option<FieldValue>,
+    pub after: Option<FieldValue>,
 }
 
 impl FieldChange {
     pub fn new(path: impl Into<String>, before: Option<Value>, after: Option<Value>) -> Self {
         FieldChange {
             path: path.into(),
-            before,
-            after,
+            before: before.map(FieldValue::from),
+            after: after.map(FieldValue::from),
         }
+    }
+
+    pub fn before(&self) -> Option<&Value> {
+        self.before.as_deref()
+    }
+
+    pub fn after(&self) -> Option<&Value> {
+        self.after.as_deref()
+    }
+}
+
+/// A changed field's value: its own, or the part of a view ([`ObjectChange::before`],
+/// [`ObjectChange::after`]) that holds it — the same value, held once. An Ingress's paths are
+/// both a field and part of its views; for a large application they were a fifth of the plan.
+/// Compared, shown and saved as the value it stands for.
+#[derive(Clone)]
+pub struct FieldValue(FieldRepr);
+
+#[derive(Clone)]
+enum FieldRepr {
+    Own(Value),
+    InView { view: Arc<Value>, pointer: Box<str> },
+}
+
+impl FieldValue {
+    /// The value at the JSON `pointer` (RFC 6901) of `view`; `None` when there is none.
+    pub fn in_view(view: &Arc<Value>, pointer: &str) -> Option<FieldValue> {
+        view.pointer(pointer)?;
+        Some(FieldValue(FieldRepr::InView {
+            view: Arc::clone(view),
+            pointer: pointer.into(),
+        }))
+    }
+}
+
+impl std::ops::Deref for FieldValue {
+    type Target = Value;
+
+    fn deref(&self) -> &Value {
+        match &self.0 {
+            FieldRepr::Own(v) => v,
+            // Views are never changed once made (they are shared), so the pointer that
+            // resolved when this was made still does.
+            FieldRepr::InView { view, pointer } => view.pointer(pointer).unwrap_or(&Value::Null),
+        }
+    }
+}
+
+impl From<Value> for FieldValue {
+    fn from(v: Value) -> FieldValue {
+        FieldValue(FieldRepr::Own(v))
+    }
+}
+
+impl PartialEq for FieldValue {
+    fn eq(&self, other: &FieldValue) -> bool {
+        **self == **other
+    }
+}
+
+impl fmt::Debug for FieldValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        (**self).fmt(f)
+    }
+}
+
+impl Serialize for FieldValue {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        (**self).serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for FieldValue {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<FieldValue, D::Error> {
+        Value::deserialize(d).map(FieldValue::from)
     }
 }
 
@@ -906,6 +981,39 @@ pub fn recheck(approved: &ObjectChange, fresh: ObjectChange) -> Recheck {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_field_value_in_a_view_is_the_views_part_compared_and_saved_as_that_value() {
+        let view = Arc::new(json!({"spec": {"rules": [{"http": {"paths": [{"path": "/a"}]}}]}}));
+        let paths = json!([{"path": "/a"}]);
+        let shared = FieldValue::in_view(&view, "/spec/rules/0/http/paths");
+        let Some(shared) = shared else {
+            panic!("the pointer resolves")
+        };
+        assert_eq!(*shared, paths);
+        assert_eq!(shared, FieldValue::from(paths.clone()));
+        assert_ne!(shared, FieldValue::from(json!([])));
+        assert!(FieldValue::in_view(&view, "/spec/rules/1/http/paths").is_none());
+
+        let field = FieldChange {
+            path: "spec.rules[0].http.paths".into(),
+            before: None,
+            after: Some(shared),
+        };
+        assert_eq!(
+            field,
+            FieldChange::new("spec.rules[0].http.paths", None, Some(paths.clone()))
+        );
+        assert_eq!(field.after(), Some(&paths));
+        let saved = serde_json::to_value(&field).unwrap_or_default();
+        assert_eq!(
+            saved,
+            json!({"path": "spec.rules[0].http.paths", "before": null, "after": paths})
+        );
+        let read: FieldChange = serde_json::from_value(saved).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(read, field);
+        assert_eq!(format!("{:?}", read.after), format!("{:?}", field.after));
+    }
 
     fn change(action: Action, fields: Vec<FieldChange>) -> ObjectChange {
         ObjectChange {

@@ -77,7 +77,7 @@ impl Report {
 }
 
 /// A value in a few characters, escaped: it comes from the cluster or the command line.
-fn short(v: &Option<Value>) -> String {
+fn short(v: Option<&Value>) -> String {
     match v {
         None => "(none)".into(),
         Some(Value::String(s)) => Untrusted(s).to_string(),
@@ -116,7 +116,7 @@ pub fn describe_fields(change: &ObjectChange) -> String {
                     .unwrap_or(f.path.as_str())
                     .to_owned(),
             };
-            if [&f.before, &f.after]
+            if [f.before(), f.after()]
                 .iter()
                 .any(|v| matches!(v, Some(Value::Object(_) | Value::Array(_))))
             {
@@ -125,8 +125,8 @@ pub fn describe_fields(change: &ObjectChange) -> String {
             format!(
                 "{} {} → {}",
                 Untrusted(leaf),
-                short(&f.before),
-                short(&f.after)
+                short(f.before()),
+                short(f.after())
             )
         })
         .collect::<Vec<_>>()

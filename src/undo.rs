@@ -157,12 +157,12 @@ pub fn plan_undo(
         let change = u.plan(namespace, live.deployment.as_ref())?;
         for f in &change.fields {
             let recorded = image.after.clone().map(Value::String);
-            if f.before != recorded {
+            if f.before() != recorded.as_ref() {
                 drift.push(Drift {
                     key: "image".into(),
                     reference: change.reference(),
                     path: f.path.clone(),
-                    now: f.before.clone(),
+                    now: f.before().cloned(),
                     recorded,
                 });
             }
@@ -187,12 +187,12 @@ pub fn plan_undo(
                 _ => ("max", bounds.max.as_ref().and_then(|c| c.after)),
             };
             let recorded = recorded.map(Value::from);
-            if f.before != recorded {
+            if f.before() != recorded.as_ref() {
                 drift.push(Drift {
                     key: key.into(),
                     reference: change.reference(),
                     path: f.path.clone(),
-                    now: f.before.clone(),
+                    now: f.before().cloned(),
                     recorded,
                 });
             }
@@ -249,7 +249,7 @@ pub fn plan_undo(
                     let recorded = path
                         .as_ref()
                         .and_then(|p| expected.as_ref().and_then(|e| owned_parts::get(e, p)));
-                    !owned_parts::contains(f.before.as_ref(), recorded)
+                    !owned_parts::contains(f.before(), recorded)
                 }),
             };
             if moved {
@@ -709,7 +709,7 @@ mod tests {
             .changes()
             .find(|c| c.kind == Kind::Deployment)
             .unwrap();
-        assert_eq!(deploy.fields[0].after, Some(json!("r/web:1")));
+        assert_eq!(deploy.fields[0].after(), Some(&json!("r/web:1")));
         let hpa = u
             .plan
             .changes()
@@ -877,7 +877,7 @@ mod tests {
             .changes()
             .find(|c| c.kind == Kind::Deployment)
             .unwrap();
-        assert_eq!(deploy.fields[0].after, Some(json!("r/web:2")));
+        assert_eq!(deploy.fields[0].after(), Some(&json!("r/web:2")));
         assert_eq!(action_of(&redo, "web-new", Kind::Ingress), Action::Create);
         assert_eq!(action_of(&redo, "web-old", Kind::Ingress), Action::Delete);
         let public = redo

@@ -42,7 +42,7 @@ use super::{
 };
 use crate::compact_json::{copy, copy_all};
 use crate::plan::{
-    Base, FieldChange, Kind, ObjectChange, PatchType, PlanError, RouteInfo, RouteStyle,
+    Base, FieldChange, FieldValue, Kind, ObjectChange, PatchType, PlanError, RouteInfo, RouteStyle,
     SavedUpdater, Updater, Write,
 };
 
@@ -490,6 +490,15 @@ pub fn served_paths(ingress: &Value, app: &str) -> Vec<String> {
     paths.into_iter().collect()
 }
 
+/// A paths field of an update whose values are the views' (no copy of them): the field at
+/// `field` changes the paths of rule `rule`, which the after-view holds at its place, and the
+/// before-view too when `before_in_view`.
+struct PathsField {
+    field: usize,
+    rule: usize,
+    before_in_view: bool,
+}
+
 /// Creates a group's Ingress, or updates the owned parts of the live one.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -538,19 +547,19 @@ impl IngressUpdater {
                 Some(json!(value)),
             ));
         }
+        let keys = shown_annotations(&body, Some(flavor));
+        let after = Arc::new(focused_view(&body, namespace, &self.name, &keys));
+        // Each rule's paths: the after-view's (held once).
         for (i, rule) in body["spec"]["rules"]
             .as_array()
             .into_iter()
             .flatten()
             .enumerate()
         {
-            fields.push(FieldChange::new(
-                rule_field(rule, i),
-                None,
-                Some(Value::Array(d.http_paths(flavor))),
-            ));
+            let mut field = FieldChange::new(rule_field(rule, i), None, None);
+            field.after = FieldValue::in_view(&after, &format!("/spec/rules/{i}/http/paths"));
+            fields.push(field);
         }
-        let keys = shown_annotations(&body, Some(flavor));
         ObjectChange {
             kind: Kind::Ingress,
             namespace: namespace.to_owned(),
@@ -558,7 +567,7 @@ impl IngressUpdater {
             live: None,
             fields,
             before: None,
-            after: Some(Arc::new(focused_view(&body, namespace, &self.name, &keys))),
+            after: Some(after),
             write: Some(Write::Create { body }),
             route: Some(self.info(Vec::new())),
         }
@@ -601,12 +610,13 @@ impl IngressUpdater {
     /// The rules: with `--host`, one per host (a live rule of the same host keeps its other
     /// fields); each rule's `http.paths` set to the group's, `http_paths` (moved into the last
     /// rule that needs them). `None` when the live rules are already so (found without copying
-    /// them).
+    /// them). The paths fields it adds are left for the views to hold (`in_views`).
     fn plan_rules(
         &self,
         live: &Value,
         http_paths: Vec<Value>,
         fields: &mut Vec<FieldChange>,
+        in_views: &mut Vec<PathsField>,
     ) -> Option<Vec<Value>> {
         let d = &self.desired;
         let live_rules = live["spec"]["rules"]
@@ -671,6 +681,9 @@ impl IngressUpdater {
             None if live_rules.iter().all(paths_ok) => return None,
             None => live_rules,
         };
+        // Without a change of hosts, rule `i` is the live rule `i`, which the before-view
+        // holds at the same place.
+        let before_in_view = base.is_none();
         let to_set: Vec<bool> = rules.iter().map(|r| !paths_ok(r)).collect();
         let last = to_set.iter().rposition(|&set| set);
         let mut http_paths = Some(http_paths);
@@ -685,13 +698,17 @@ impl IngressUpdater {
                     Some(paths) => paths,
                     None => http_paths.as_deref().map(copy_all).unwrap_or_default(),
                 };
-                let paths = Value::Array(paths);
-                fields.push(FieldChange::new(
-                    rule_field(rule, i),
-                    rule["http"].get("paths").map(copy),
-                    Some(copy(&paths)),
-                ));
-                with_http_paths(rule, paths)
+                let before = match before_in_view {
+                    true => None,
+                    false => rule["http"].get("paths").map(copy),
+                };
+                in_views.push(PathsField {
+                    field: fields.len(),
+                    rule: i,
+                    before_in_view,
+                });
+                fields.push(FieldChange::new(rule_field(rule, i), before, None));
+                with_http_paths(rule, Value::Array(paths))
             })
             .collect();
         Some(rules)
@@ -727,7 +744,9 @@ impl IngressUpdater {
                 spec.insert("ingressClassName".into(), wanted.unwrap_or(Value::Null));
             }
         }
-        if let Some(rules) = self.plan_rules(live, d.http_paths(flavor), &mut fields) {
+        let mut in_views = Vec::new();
+        if let Some(rules) = self.plan_rules(live, d.http_paths(flavor), &mut fields, &mut in_views)
+        {
             spec.insert("rules".into(), Value::Array(rules));
         }
         if d.forced.tls {
@@ -769,6 +788,14 @@ impl IngressUpdater {
             Cow::Owned(live) => focused_view_of_owned(live, namespace, &self.name, &keys),
         });
         let after = changed_view.unwrap_or_else(|| Arc::clone(&before));
+        for f in in_views {
+            let pointer = format!("/spec/rules/{}/http/paths", f.rule);
+            let field = &mut fields[f.field];
+            field.after = FieldValue::in_view(&after, &pointer);
+            if f.before_in_view {
+                field.before = FieldValue::in_view(&before, &pointer);
+            }
+        }
         Ok(ObjectChange {
             kind: Kind::Ingress,
             namespace: namespace.to_owned(),
