@@ -143,6 +143,31 @@ Numbers: medians at RTT 20 ms unless said, same machine, before → after.
    text); CPU 150–180 → 134–153 ms on a machine whose run-to-run spread was ±15 ms. In this
    report against the last: XL 176 → 160 ms of CPU and 121.5 → 89.2 MiB; parse + plan +
    render for 10 000 endpoints 116.6 → 90.6 ms (planning 89.6 → 57.1 ms).
+10. **JSON at its size, paths held once** (round 7). heaptrack over the XL process (a
+   profiling build on glibc's malloc, so that it sees every allocation) put its peak heap at
+   77 MB: the LIST 16.4, every group's desired paths 17.3, a changed Ingress's field values
+   and patch 24.5, its after-view 13. Much of it was room never used: serde_json grows an
+   object as it reads it, and an `IndexMap` clone sizes its entries to its hash index, so a
+   one-key object — an Ingress path is three deep — held three entries. Now (`compact_json`)
+   a LIST is read, and a kept copy made, with every array and object at its exact size (a
+   test counts the bytes with dhat's allocator); the desired paths are built from the
+   endpoint paths when an update compares or writes them, and a changed Ingress's patch takes
+   them instead of a copy; a paths field's values are the views' own (`plan::FieldValue`: the
+   view and a JSON pointer into it, compared, shown and saved as the value); the views' small
+   maps are made at their size. XL by hand, release builds alternated, 6 runs each, output
+   byte for byte the same (JSON, YAML and the coloured diff): peak RSS 91.2 → 47.0 MiB, page
+   faults 20 810 → 9 745, user-space instructions 572 → 565 M, CPU ~117 → ~83 ms. A saved
+   plan of 1 000 groups is 43.6 → 39.7 MB; one saved by an earlier build is refused with one
+   line naming the object (the Ingress updater's fields changed). The core benchmark now
+   plans from live objects as the LIST reads them and leaves dropping what an iteration made
+   outside the timing (criterion's `iter_batched_ref` and `iter_with_large_drop`): the plugin
+   never frees a plan or a parsed file value by value (`run.rs`, round 2). Measured the old
+   way in the same run, planning 10 000 endpoints took 64 → 41 ms; the new way, 26 ms. In
+   this report against the last: XL 160 → 101 ms of CPU and 89.2 → 46.2 MiB; parse + plan +
+   render for 10 000 endpoints 90.6 → 53.6 ms (planning 57.1 → 28.2 ms, now without the
+   drops). Start-up reads 2.6 ms here against 1.7 ms last time; by hand, the release builds
+   of round 6 and round 7 alternated (`perf stat -r 80`, 5 times each) both take 1.80 ms:
+   the machine, not the change.
 
 All existing tests pass unchanged; `tests/transport_e2e.rs` checks that a run with image,
 bounds and five Ingress changes uses exactly one HTTP/2 connection, and
@@ -194,33 +219,27 @@ bounds and five Ingress changes uses exactly one HTTP/2 connection, and
   it exclusively for the whole request. A burst of 64 dry runs takes ~35–50 ms on this
   machine's 2 shared cores. Making the other writes compute outside the lock too, and the
   per-request work lighter (an update normalises the object four times), is what is left.
-* Scenario XL's peak RSS is still far from 32 MiB, and heaptrack says why (round 5, a
-  profiling build on glibc's malloc so that heaptrack sees every allocation: peak heap 103
-  MiB): at the peak (the end of planning) the heap held the LIST as a `serde_json::Value`
-  tree (~21 MiB for 2.1 MB of JSON, managedFields left out), the desired Ingresses' paths
-  (~16.5 MiB), the before-views (~18.4 MiB), the changed Ingresses' after-views (~9.2 MiB),
-  the unchanged ones' copies of their before-views (~9 MiB), and the changed ones' field
-  values and patches (~23.4 MiB); round 6 removed the before-views' copies (their paths are
-  the LIST's, moved) and the unchanged after-views (shared). With `preserve_order`, every JSON object is an `IndexMap`
-  (a hash table and a vector of entries, each entry a key `String` and an 80-byte `Value`),
-  so one `http.paths` entry — four nested objects — costs ~1.2–1.4 KB of heap, and the plan
-  holds each Ingress's paths two to five times. Fewer copies will not reach 32 MiB; what
-  would is a typed, compact model of the live routes and of the plan's views (read from the
-  LIST's bytes, keeping the raw objects only for what is written) and views computed when
-  they are shown rather than stored. The same structure is most of the CPU that is left:
-  allocating and touching that memory (faulting in ~125 MiB is about half of the XL
-  process's CPU, as system time), and copying paths (in the core benchmark, building the
-  views' and the patches' copies of the paths is most of planning).
-* A changed Ingress still holds its new paths four times (the updater's desired paths, the
-  field's after value, the patch, the after-view) and its old paths twice (the field's before
-  value, the before-view): each is a separate `serde_json::Value` tree, and a tree cannot
-  share a subtree with another. That, the desired paths of every group (kept by the updaters
-  for a re-plan after a conflict, and written to saved plans as they are), and writing the 14
-  MB of `-o json` (a third of XL's user-space instructions, most of it serde_json's string
-  escaping) are what stands between XL and its goals; sharing needs the compact model above.
-* Building maps by hand keeps indexmap's spare capacity (a cloned one-entry map keeps room
-  for three) where serde's copy was exact: that change cost ~12 MiB of XL's peak RSS for
-  ~12% of its CPU.
+* Scenario XL's peak RSS is still above 32 MiB. heaptrack after round 7 (profiling build on
+  glibc's malloc; peak heap ~44 MB): the LIST as read (~10.8 MB: the before-views' paths,
+  moved, and what is left of each object), the changed Ingresses' patches (~5.4 MB) and
+  after-views (~5 MB), the endpoints file (~2 MB), the updaters (~2.3 MB), the rest small.
+  With `preserve_order` every JSON object is an `IndexMap` (a hash table and a vector of
+  entries, each a key `String` and an 80-byte `Value`): one `http.paths` entry, four nested
+  objects, is ~0.8–1 KB even at its exact size, for ~100 bytes of JSON. A changed Ingress
+  still holds its new paths twice (the patch and the after-view, two trees that cannot share
+  a subtree) and every view is stored rather than made when shown. What would reach 32 MiB is
+  a typed, compact model of the live routes and of the views (read from the LIST's bytes,
+  keeping the raw objects only for what is written) with the after-view made from the
+  before-view and the patch when it is shown or written; not started.
+* Rendering the diff is now half of the core benchmark (~25 of ~51 ms for 10 000
+  endpoints): serde-saphyr writing each view's YAML (its quoting checks) and walking the views
+  for strings to escape. Checking the strings while the YAML is written, in one walk, was tried
+  and measured: no gain beyond noise (the walk brings the views into cache for the writer), so
+  it was not kept.
+* HTTPRoutes are planned with serde_json's own copies (no `compact_json`, fields not shared
+  with views); no scenario has many of them.
+* Writing the 14 MB of `-o json` is a third of XL's user-space instructions, most of it
+  serde_json's own string escaping.
 * Scenario L at RTT 0 is about half the sandbox: its request log shows the 62 dry runs and
   the 62 writes served ~0.5–1 ms each on 2 workers that share the 2 cores with the plugin,
   whose own CPU is ~60 ms in all.
