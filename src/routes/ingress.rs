@@ -58,8 +58,9 @@ pub trait Flavor: Send + Sync + fmt::Debug {
     fn check(&self, ctx: &RouteContext, groups: &[ScopeGroup]) -> Result<(), PlanError>;
     /// The annotations of a group's Ingress.
     fn annotations(&self, ctx: &RouteContext, group: &ScopeGroup) -> BTreeMap<String, String>;
-    /// The `http.paths` entry of one endpoint path.
-    fn http_path(&self, app: &str, path: &str, backend: &Value) -> Value;
+    /// The `path` and `pathType` of one endpoint path's `http.paths` entry
+    /// ([`http_path_entry`]).
+    fn http_path(&self, app: &str, path: &str) -> (String, &'static str);
     /// The endpoint path an `http.paths[].path` of this flavour serves (the inverse of
     /// [`Flavor::http_path`]); `None` when it is not one.
     fn endpoint_of(&self, app: &str, path: &str) -> Option<String>;
@@ -186,9 +187,18 @@ pub fn desired_ingress(
 impl DesiredIngress {
     /// The `http.paths` entries `flavor` writes, in the order of `paths`.
     pub fn http_paths(&self, flavor: &dyn Flavor) -> Vec<Value> {
+        self.wanted_paths(flavor)
+            .into_iter()
+            .map(|(path, path_type)| http_path_entry(path, path_type, &self.backend))
+            .collect()
+    }
+
+    /// The `path` and `pathType` of each of [`DesiredIngress::http_paths`]: enough to compare
+    /// live entries with them without building them.
+    fn wanted_paths(&self, flavor: &dyn Flavor) -> Vec<(String, &'static str)> {
         self.paths
             .iter()
-            .map(|p| flavor.http_path(&self.app, p, &self.backend))
+            .map(|p| flavor.http_path(&self.app, p))
             .collect()
     }
 
@@ -308,13 +318,37 @@ pub(crate) fn same_value(a: &Value, b: &Value) -> bool {
     }
 }
 
-/// Same entries, in any order.
-pub(crate) fn same_entries(live: &[Value], desired: &[Value]) -> bool {
+/// `entry == http_path_entry(path, path_type, backend)`, decided without building the entry:
+/// an object of exactly those three keys (a map's keys are distinct), each with its value.
+pub(crate) fn is_http_path_entry(
+    entry: &Value,
+    path: &str,
+    path_type: &str,
+    backend: &Value,
+) -> bool {
+    entry.as_object().is_some_and(|m| {
+        m.len() == 3
+            && m.iter().all(|(k, v)| match k.as_str() {
+                "path" => v.as_str() == Some(path),
+                "pathType" => v.as_str() == Some(path_type),
+                "backend" => same_value(v, backend),
+                _ => false,
+            })
+    })
+}
+
+/// The same entries as `desired`, in any order and as many times, `same` deciding whether a
+/// live entry is a desired one.
+pub(crate) fn same_entries_by<D>(
+    live: &[Value],
+    desired: &[D],
+    same: impl Fn(&Value, &D) -> bool,
+) -> bool {
     if live.len() != desired.len() {
         return false;
     }
     // The usual case: a route this tool wrote lists its paths in the order it wrote them.
-    if live.iter().zip(desired).all(|(l, d)| same_value(l, d)) {
+    if live.iter().zip(desired).all(|(l, d)| same(l, d)) {
         return true;
     }
     let mut used = vec![false; live.len()];
@@ -322,7 +356,7 @@ pub(crate) fn same_entries(live: &[Value], desired: &[Value]) -> bool {
         match live
             .iter()
             .enumerate()
-            .position(|(i, l)| !used[i] && same_value(l, d))
+            .position(|(i, l)| !used[i] && same(l, d))
         {
             Some(i) => {
                 used[i] = true;
@@ -613,12 +647,13 @@ impl IngressUpdater {
     /// them). The paths fields it adds are left for the views to hold (`in_views`).
     fn plan_rules(
         &self,
+        flavor: &dyn Flavor,
         live: &Value,
-        http_paths: Vec<Value>,
         fields: &mut Vec<FieldChange>,
         in_views: &mut Vec<PathsField>,
     ) -> Option<Vec<Value>> {
         let d = &self.desired;
+        let wanted = d.wanted_paths(flavor);
         let live_rules = live["spec"]["rules"]
             .as_array()
             .map(Vec::as_slice)
@@ -628,7 +663,11 @@ impl IngressUpdater {
                 || rule["http"]
                     .get("paths")
                     .and_then(Value::as_array)
-                    .is_some_and(|p| same_entries(p, &http_paths))
+                    .is_some_and(|p| {
+                        same_entries_by(p, &wanted, |l, (path, path_type)| {
+                            is_http_path_entry(l, path, path_type, &d.backend)
+                        })
+                    })
         };
         let mut base: Option<Vec<Value>> = None;
         if d.forced.hosts {
@@ -686,7 +725,13 @@ impl IngressUpdater {
         let before_in_view = base.is_none();
         let to_set: Vec<bool> = rules.iter().map(|r| !paths_ok(r)).collect();
         let last = to_set.iter().rposition(|&set| set);
-        let mut http_paths = Some(http_paths);
+        // Built for the rules that need them (the desired entries, moved into the last).
+        let mut http_paths = Some(
+            wanted
+                .into_iter()
+                .map(|(path, path_type)| http_path_entry(path, path_type, &d.backend))
+                .collect::<Vec<_>>(),
+        );
         let rules: Vec<Value> = rules
             .iter()
             .enumerate()
@@ -745,8 +790,7 @@ impl IngressUpdater {
             }
         }
         let mut in_views = Vec::new();
-        if let Some(rules) = self.plan_rules(live, d.http_paths(flavor), &mut fields, &mut in_views)
-        {
+        if let Some(rules) = self.plan_rules(flavor, live, &mut fields, &mut in_views) {
             spec.insert("rules".into(), Value::Array(rules));
         }
         if d.forced.tls {

@@ -136,8 +136,8 @@ impl Flavor for NginxAuth {
         a
     }
 
-    fn http_path(&self, app: &str, path: &str, backend: &Value) -> Value {
-        super::ingress::http_path_entry(regex_path(app, path), "ImplementationSpecific", backend)
+    fn http_path(&self, app: &str, path: &str) -> (String, &'static str) {
+        (regex_path(app, path), "ImplementationSpecific")
     }
 
     fn endpoint_of(&self, app: &str, path: &str) -> Option<String> {

@@ -96,8 +96,8 @@ impl Flavor for NginxSnippet {
         )])
     }
 
-    fn http_path(&self, app: &str, path: &str, backend: &Value) -> Value {
-        super::ingress::http_path_entry(format!("/{app}{path}"), "Prefix", backend)
+    fn http_path(&self, app: &str, path: &str) -> (String, &'static str) {
+        (format!("/{app}{path}"), "Prefix")
     }
 
     fn endpoint_of(&self, app: &str, path: &str) -> Option<String> {

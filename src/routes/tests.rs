@@ -1395,7 +1395,8 @@ mod styles {
 
 #[test]
 fn paths_are_the_same_entries_in_any_order_and_as_many_times() {
-    use super::ingress::same_entries;
+    use super::ingress::{same_entries_by, same_value};
+    let same_entries = |l: &[Value], d: &[Value]| same_entries_by(l, d, same_value);
     let (a, b, c) = (
         json!({"path": "/a"}),
         json!({"path": "/b"}),
@@ -1502,6 +1503,31 @@ proptest::proptest! {
         proptest::prop_assert_eq!(same_value(&a, &b), a == b);
         proptest::prop_assert!(same_value(&a, &reordered(&a)));
         proptest::prop_assert_eq!(same_value(&reordered(&a), &b), a == b);
+        // An `http.paths` entry is recognised without being built.
+        use super::ingress::{http_path_entry, is_http_path_entry};
+        let entry = http_path_entry("/web/a".into(), "Prefix", &b);
+        proptest::prop_assert!(is_http_path_entry(&reordered(&entry), "/web/a", "Prefix", &b));
+        proptest::prop_assert_eq!(
+            is_http_path_entry(&a, "/web/a", "Prefix", &b),
+            a == entry
+        );
+        let mut other = entry.clone();
+        other["pathType"] = json!("Exact");
+        proptest::prop_assert!(!is_http_path_entry(&other, "/web/a", "Prefix", &b));
+        other["pathType"] = json!("Prefix");
+        other["path"] = json!("/web/b");
+        proptest::prop_assert!(!is_http_path_entry(&other, "/web/a", "Prefix", &b));
+        other["path"] = json!("/web/a");
+        other["extra"] = json!(1);
+        proptest::prop_assert!(!is_http_path_entry(&other, "/web/a", "Prefix", &b));
+        let mut fewer = entry.clone();
+        fewer.as_object_mut().map(|m| m.shift_remove("backend"));
+        proptest::prop_assert!(!is_http_path_entry(&fewer, "/web/a", "Prefix", &b));
+        let backend_differs = http_path_entry("/web/a".into(), "Prefix", &a);
+        proptest::prop_assert_eq!(
+            is_http_path_entry(&backend_differs, "/web/a", "Prefix", &b),
+            a == b
+        );
         let other = renamed(&a);
         proptest::prop_assert_eq!(same_value(&a, &other), a == other);
     }
