@@ -162,12 +162,16 @@ Numbers: medians at RTT 20 ms unless said, same machine, before → after.
    plans from live objects as the LIST reads them and leaves dropping what an iteration made
    outside the timing (criterion's `iter_batched_ref` and `iter_with_large_drop`): the plugin
    never frees a plan or a parsed file value by value (`run.rs`, round 2). Measured the old
-   way in the same run, planning 10 000 endpoints took 64 → 41 ms; the new way, 26 ms. In
-   this report against the last: XL 160 → 101 ms of CPU and 89.2 → 46.2 MiB; parse + plan +
-   render for 10 000 endpoints 90.6 → 53.6 ms (planning 57.1 → 28.2 ms, now without the
-   drops). Start-up reads 2.6 ms here against 1.7 ms last time; by hand, the release builds
-   of round 6 and round 7 alternated (`perf stat -r 80`, 5 times each) both take 1.80 ms:
-   the machine, not the change.
+   way in the same run, planning 10 000 endpoints took 64 → 41 ms; the new way, 26 ms. Then
+   live paths are compared with the desired ones without building them (the flavour gives
+   each entry's path and pathType; a live entry is recognised by its three keys, a proptest
+   against building it), so an unchanged group builds none: planning 28.1 → 25.2 ms. In this
+   report against the last: XL 160 → 114 ms of CPU and 89.2 → 46.2 MiB; M 5.8 → 6.0× warm.
+   This run's criterion figures and start-up (2.7 ms) are from a busy machine: the same
+   release bench binary by hand, quiet, gave parse + plan + render for 10 000 endpoints 49.7
+   and 49.6 ms (2.5 + 24.6 + 24.3), and 66.5 ms (3.1 + 29.8 + 32.9) when busy again minutes
+   later; `--version` of the builds of rounds 6 and 7, alternated (`perf stat -r 80`, 5
+   times each), 1.80 ms both.
 
 All existing tests pass unchanged; `tests/transport_e2e.rs` checks that a run with image,
 bounds and five Ingress changes uses exactly one HTTP/2 connection, and
