@@ -187,7 +187,12 @@ pub fn desired_ingress(
 impl DesiredIngress {
     /// The `http.paths` entries `flavor` writes, in the order of `paths`.
     pub fn http_paths(&self, flavor: &dyn Flavor) -> Vec<Value> {
-        self.wanted_paths(flavor)
+        self.entries(self.wanted_paths(flavor))
+    }
+
+    /// The `http.paths` entries of `wanted` ([`DesiredIngress::wanted_paths`]).
+    fn entries(&self, wanted: Vec<(String, &'static str)>) -> Vec<Value> {
+        wanted
             .into_iter()
             .map(|(path, path_type)| http_path_entry(path, path_type, &self.backend))
             .collect()
@@ -725,13 +730,8 @@ impl IngressUpdater {
         let before_in_view = base.is_none();
         let to_set: Vec<bool> = rules.iter().map(|r| !paths_ok(r)).collect();
         let last = to_set.iter().rposition(|&set| set);
-        // Built for the rules that need them (the desired entries, moved into the last).
-        let mut http_paths = Some(
-            wanted
-                .into_iter()
-                .map(|(path, path_type)| http_path_entry(path, path_type, &d.backend))
-                .collect::<Vec<_>>(),
-        );
+        // Built when a rule needs them (the desired entries, moved into the last).
+        let mut http_paths = last.map(|_| d.entries(wanted));
         let rules: Vec<Value> = rules
             .iter()
             .enumerate()
