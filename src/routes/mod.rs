@@ -77,12 +77,14 @@ pub fn managed_selector(app: &str) -> String {
 
 /// Scopes as a set: sorted by bytes, duplicates removed.
 pub fn normalize_scopes(scopes: &[String]) -> Vec<String> {
-    scopes
-        .iter()
-        .cloned()
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .collect()
+    as_set(scopes.to_vec())
+}
+
+/// `items` sorted and without duplicates: [`normalize_scopes`] of owned or borrowed scopes.
+fn as_set<T: Ord>(mut items: Vec<T>) -> Vec<T> {
+    items.sort_unstable();
+    items.dedup();
+    items
 }
 
 /// The identifier label value of a scope set: the first 16 lowercase hex digits of SHA-256 over
@@ -199,13 +201,11 @@ impl ScopeGroup {
 
 /// The scope groups of an endpoints file, sorted by identifier.
 pub fn scope_groups(file: &EndpointsFile) -> Vec<ScopeGroup> {
-    // Keyed by borrowed scopes, normalised as `normalize_scopes` does: tens of thousands of
-    // endpoints are common, and most share their scopes with many others.
+    // Keyed by borrowed scopes: tens of thousands of endpoints are common, and most share
+    // their scopes with many others.
     let mut groups: BTreeMap<Vec<&str>, BTreeSet<&str>> = BTreeMap::new();
     for e in &file.endpoints {
-        let mut scopes: Vec<&str> = e.scopes.iter().map(String::as_str).collect();
-        scopes.sort_unstable();
-        scopes.dedup();
+        let scopes = as_set(e.scopes.iter().map(String::as_str).collect());
         groups.entry(scopes).or_default().insert(&e.path);
     }
     let mut out: Vec<ScopeGroup> = groups
