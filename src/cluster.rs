@@ -336,7 +336,7 @@ impl Cluster {
                 Self::build(Request::new(self.config_maps_path()).create(&pp, data))?
             }
             Write::Patch { base, body, .. } => {
-                let mut body = body.clone();
+                let mut body = Value::clone(body);
                 body["metadata"] = serde_json::json!({"resourceVersion": base.resource_version()});
                 let params = PatchParams {
                     field_manager: Some(FIELD_MANAGER.into()),

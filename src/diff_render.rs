@@ -16,14 +16,13 @@
 
 use std::borrow::Cow;
 use std::io::{self, Write};
-use std::sync::Arc;
 
 use console::Style;
 use serde_json::Value;
 use similar::{ChangeTag, DiffOp, DiffTag, TextDiff};
 
 use crate::fleet_plan::{self, FleetPlan};
-use crate::plan::{Action, ObjectChange, Plan};
+use crate::plan::{Action, ObjectChange, Plan, View};
 use crate::text::{self, Untrusted};
 
 /// How a plan is rendered.
@@ -163,17 +162,19 @@ pub fn render_change(
 ) -> io::Result<()> {
     let styles = Styles::new(opts.color);
     write_heading(out, change, &styles)?;
-    let yaml = |view: &Option<Arc<Value>>| {
-        view.as_ref()
-            .map(|v| yaml_of(&escaped(v)))
-            .unwrap_or_default()
-    };
+    let yaml = |view: Option<&Value>| view.map(|v| yaml_of(&escaped(v))).unwrap_or_default();
+    let after = change.after.as_ref().map(View::get);
     match change.action() {
         Action::Unchanged => {}
-        Action::Create => write_whole(out, &yaml(&change.after), ChangeTag::Insert, &styles)?,
-        Action::Delete => write_whole(out, &yaml(&change.before), ChangeTag::Delete, &styles)?,
+        Action::Create => write_whole(out, &yaml(after.as_deref()), ChangeTag::Insert, &styles)?,
+        Action::Delete => write_whole(
+            out,
+            &yaml(change.before.as_deref()),
+            ChangeTag::Delete,
+            &styles,
+        )?,
         Action::Update => {
-            let (old, new) = (yaml(&change.before), yaml(&change.after));
+            let (old, new) = (yaml(change.before.as_deref()), yaml(after.as_deref()));
             let rows = diff_rows(&old, &new, opts.context_lines);
             if rows.is_empty() {
                 write_note(out, "# (no difference in the fields shown)", &styles)?;
@@ -560,6 +561,7 @@ mod tests {
     use pretty_assertions::assert_eq;
     use serde_json::json;
     use std::borrow::Cow;
+    use std::sync::Arc;
 
     // ---- live objects, as the API server returns them (server-managed noise included) ----
 
@@ -787,7 +789,7 @@ endpoints:
     /// The changed words of an update's diff, per side: `(removed, added)`.
     fn emphasised(change: &ObjectChange) -> (Vec<String>, Vec<String>) {
         let old = yaml_of(change.before.as_ref().unwrap());
-        let new = yaml_of(change.after.as_ref().unwrap());
+        let new = yaml_of(&change.after.as_ref().unwrap().get());
         let (mut removed, mut added) = (Vec::new(), Vec::new());
         for row in diff_rows(&old, &new, 3) {
             if let Row::Line { tag, segments } = row {
@@ -1076,7 +1078,7 @@ endpoints:
             live: None,
             fields: vec![],
             before: Some(Arc::new(view.clone())),
-            after: Some(Arc::new(view)),
+            after: Some(Arc::new(view).into()),
             write: crate::plan::Write::sample(Action::Update),
             route: None,
         };
@@ -1131,7 +1133,7 @@ endpoints:
                 live: None,
                 fields: vec![],
                 before: before.map(Arc::new),
-                after: after.map(Arc::new),
+                after: after.map(View::from),
                 write: crate::plan::Write::sample(action),
                 route: None,
             };

@@ -34,6 +34,7 @@
 //! route objects' parts (it lists them, and cannot restore them: `--undo` says so).
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::io::{Read, Write as _};
 
@@ -42,7 +43,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::owned_parts;
-use crate::plan::{Action, Base, Kind, ObjectChange, PatchType, Write};
+use crate::plan::{Action, Base, Kind, ObjectChange, PatchType, View, Write};
 use crate::report::{Outcome, Report};
 
 /// This program, as it names itself in plan files and history records.
@@ -257,10 +258,11 @@ pub fn record(report: &Report, info: &RunInfo) -> Option<Record> {
 }
 
 fn route_change(change: &ObjectChange) -> RouteChange {
+    let after = change.after.as_ref().map(View::get);
     let (before, after) = match change.action() {
-        Action::Create => (None, change.after.as_deref().cloned()),
+        Action::Create => (None, after.map(Cow::into_owned)),
         Action::Delete => (change.before.as_deref().cloned(), None),
-        _ => match (change.before.as_deref(), change.after.as_deref()) {
+        _ => match (change.before.as_deref(), after.as_deref()) {
             (Some(b), Some(a)) => match owned_parts::diff(b, a) {
                 Some((b, a)) => (Some(b), Some(a)),
                 None => (None, None),
@@ -491,7 +493,8 @@ pub fn add(history: &History, app: &str, mut record: Record, max: u32) -> (Write
                     "labels": {"app": app, "app.kubernetes.io/managed-by": "kubectl-appupdate"},
                 },
                 "binaryData": {key(revision): text},
-            }),
+            })
+            .into(),
         },
         Some(base) => {
             let mut data = serde_json::Map::new();
@@ -502,7 +505,7 @@ pub fn add(history: &History, app: &str, mut record: Record, max: u32) -> (Write
             Write::Patch {
                 base: base.clone(),
                 patch_type: PatchType::Merge,
-                body: json!({"binaryData": data}),
+                body: json!({"binaryData": data}).into(),
             }
         }
     };
@@ -611,13 +614,10 @@ mod tests {
             Some(json!(9)),
         )];
         let mut created = change(Kind::Ingress, "web-a", Action::Create);
-        created.after = Some(std::sync::Arc::new(ingress_view("web-a", &["/web/a"])));
+        created.after = Some(View::from(ingress_view("web-a", &["/web/a"])));
         let mut updated = change(Kind::Ingress, "web-b", Action::Update);
         updated.before = Some(std::sync::Arc::new(ingress_view("web-b", &["/web/b"])));
-        updated.after = Some(std::sync::Arc::new(ingress_view(
-            "web-b",
-            &["/web/b", "/web/c"],
-        )));
+        updated.after = Some(View::from(ingress_view("web-b", &["/web/b", "/web/c"])));
         let mut deleted = change(Kind::Ingress, "web-c", Action::Delete);
         deleted.before = Some(std::sync::Arc::new(ingress_view("web-c", &["/web/old"])));
         Report {

@@ -91,7 +91,7 @@ pub struct ObjectDoc<'a> {
     /// The focused view of the live object the diff shows (`null` for a create).
     pub before: Option<&'a Value>,
     /// The focused view after the change (`null` for a delete).
-    pub after: Option<&'a Value>,
+    pub after: Option<&'a crate::plan::View>,
 }
 
 /// One changed value. `null` means absent.
@@ -174,7 +174,7 @@ fn object_doc(change: &ObjectChange) -> ObjectDoc<'_> {
         ingress,
         route,
         before: change.before.as_deref(),
-        after: change.after.as_deref(),
+        after: change.after.as_ref(),
     }
 }
 

@@ -413,7 +413,7 @@ mod tests {
             Some(Write::Patch {
                 base: Base::new("7", "u-1").unwrap(),
                 patch_type: PatchType::Strategic,
-                body: json!({"spec": {"template": {"spec": {"containers": [{"name": "web", "image": "r/web:2"}]}}}}),
+                body: json!({"spec": {"template": {"spec": {"containers": [{"name": "web", "image": "r/web:2"}]}}}}).into(),
             })
         );
     }

@@ -475,8 +475,8 @@ impl Updater for RouteRecreate {
                     live: None,
                     fields: vec![FieldChange::new(".", None, Some(body.clone()))],
                     before: None,
-                    after: Some(Arc::new(body.clone())),
-                    write: Some(Write::Create { body }),
+                    after: Some(Arc::new(body.clone()).into()),
+                    write: Some(Write::Create { body: body.into() }),
                     route: None,
                 })
             }
@@ -559,7 +559,7 @@ fn restore(
         Some(Write::Patch {
             base: Base::required(live, &reference(kind, name))?,
             patch_type: PatchType::Merge,
-            body: patch,
+            body: patch.into(),
         })
     };
     Ok(ObjectChange {
@@ -569,7 +569,7 @@ fn restore(
         live: Base::of(live),
         fields,
         before: Some(Arc::new(view(kind, namespace, name, &before_view))),
-        after: Some(Arc::new(view(kind, namespace, name, &after_view))),
+        after: Some(Arc::new(view(kind, namespace, name, &after_view)).into()),
         write,
         route: None,
     })
@@ -730,7 +730,7 @@ mod tests {
             panic!("a patch")
         };
         assert_eq!(
-            body,
+            &**body,
             &json!({"spec": {"rules": [{"http": {"paths": [{"path": "/web/a"}]}}]},
                     "metadata": {"annotations": {"x": null}}})
         );
@@ -738,7 +738,7 @@ mod tests {
         let Some(Write::Create { body }) = &old.write else {
             panic!("a create")
         };
-        assert_eq!(body, &ingress("web-old", "/web/old"));
+        assert_eq!(&**body, &ingress("web-old", "/web/old"));
     }
 
     #[test]

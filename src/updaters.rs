@@ -165,7 +165,7 @@ impl Updater for DeploymentUpdater {
             Some(Write::Patch {
                 base: Base::required(live, &self.reference())?,
                 patch_type: PatchType::Strategic,
-                body,
+                body: body.into(),
             })
         };
         Ok(ObjectChange {
@@ -175,7 +175,7 @@ impl Updater for DeploymentUpdater {
             live: Base::of(live),
             fields,
             before: Some(Arc::new(view(current.as_ref()))),
-            after: Some(Arc::new(view(after_image.as_ref()))),
+            after: Some(Arc::new(view(after_image.as_ref())).into()),
             write,
             route: None,
         })
@@ -274,7 +274,7 @@ impl Updater for AutoscalerUpdater {
             Some(Write::Patch {
                 base: Base::required(live, &format!("{}/{}", kind.kubectl_name(), self.name))?,
                 patch_type: PatchType::Merge,
-                body: json!({ "spec": Value::Object(patch) }),
+                body: json!({ "spec": Value::Object(patch) }).into(),
             })
         };
         Ok(ObjectChange {
@@ -284,7 +284,7 @@ impl Updater for AutoscalerUpdater {
             live: Base::of(live),
             fields,
             before: Some(Arc::new(before)),
-            after: Some(Arc::new(after)),
+            after: Some(Arc::new(after).into()),
             write,
             route: None,
         })
@@ -536,7 +536,7 @@ mod tests {
             Some(Write::Patch {
                 base: Base::new("7", "u-1").unwrap(),
                 patch_type: PatchType::Strategic,
-                body: json!({"spec": {"template": {"spec": {"containers": [{"name": "web", "image": "r/web:2"}]}}}})
+                body: json!({"spec": {"template": {"spec": {"containers": [{"name": "web", "image": "r/web:2"}]}}}}).into()
             })
         );
         assert_eq!(c.live.unwrap().resource_version(), "7");
@@ -612,7 +612,7 @@ mod tests {
             Some(Write::Patch {
                 base: Base::new("8", "u-2").unwrap(),
                 patch_type: PatchType::Merge,
-                body: json!({"spec": {"maxReplicas": 8}})
+                body: json!({"spec": {"maxReplicas": 8}}).into()
             })
         );
     }

@@ -210,7 +210,7 @@ fn plan(cluster: &[Value], spec: &Spec, flags: &RouteFlags) -> Vec<ObjectChange>
 fn write(cluster: &mut Vec<Value>, c: &ObjectChange, rv: &mut u64) {
     let pos = position(cluster, c.kind, &c.name);
     match (c.write.as_ref().unwrap(), pos) {
-        (Write::Create { body }, None) => server_create(cluster, body.clone(), rv),
+        (Write::Create { body }, None) => server_create(cluster, Value::clone(body), rv),
         (
             Write::Patch {
                 patch_type: PatchType::Merge,
@@ -351,7 +351,7 @@ fn decorated_cluster(spec: &Spec, style: RouteStyle) -> (Vec<Value>, u64) {
         let Some(Write::Create { body }) = &c.write else {
             panic!("a first exposure only creates: {c:?}")
         };
-        let mut body = body.clone();
+        let mut body = Value::clone(body);
         body["metadata"]["labels"]["team"] = json!("payments");
         body["metadata"]["annotations"]["example.com/owner"] = json!("alice");
         body["spec"]["futureSpecField"] = json!({"x": 1});

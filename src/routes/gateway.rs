@@ -467,8 +467,8 @@ impl HttpRouteUpdater {
             live: None,
             fields,
             before: None,
-            after: Some(Arc::new(focused_view(&body, namespace, &self.name))),
-            write: Some(Write::Create { body }),
+            after: Some(Arc::new(focused_view(&body, namespace, &self.name)).into()),
+            write: Some(Write::Create { body: body.into() }),
             route: Some(self.info(Vec::new())),
         }
     }
@@ -562,7 +562,7 @@ impl HttpRouteUpdater {
             Some(Write::Patch {
                 base: Base::required(live, &self.reference())?,
                 patch_type: PatchType::Merge,
-                body: json!({ "spec": spec }),
+                body: json!({ "spec": spec }).into(),
             })
         };
         Ok(ObjectChange {
@@ -572,7 +572,7 @@ impl HttpRouteUpdater {
             live: Base::of(live),
             fields,
             before: Some(Arc::new(focused_view(live, namespace, &self.name))),
-            after: Some(Arc::new(focused_view(&after, namespace, &self.name))),
+            after: Some(Arc::new(focused_view(&after, namespace, &self.name)).into()),
             write,
             route: Some(self.info(served_paths(live, &d.app))),
         })

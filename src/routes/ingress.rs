@@ -42,8 +42,8 @@ use super::{
 };
 use crate::compact_json::{copy, copy_all};
 use crate::plan::{
-    Base, FieldChange, FieldValue, Kind, ObjectChange, PatchType, PlanError, RouteInfo, RouteStyle,
-    SavedUpdater, Updater, Write,
+    Base, FieldChange, FieldValue, Kind, MakeView, ObjectChange, PatchType, PlanError, RouteInfo,
+    RouteStyle, SavedUpdater, Updater, View, Write,
 };
 
 /// What makes an Ingress style: its annotations and its HTTP paths.
@@ -508,6 +508,23 @@ fn patched_view(
     Value::Object(view)
 }
 
+/// The focused view of an Ingress (a create's body, or a before-view) with a merge patch
+/// applied, made when read: the after-view of a create or an update.
+struct Viewed {
+    object: Arc<Value>,
+    patch: Option<Arc<Value>>,
+    namespace: String,
+    name: String,
+    keys: Vec<&'static str>,
+}
+
+impl MakeView for Viewed {
+    fn make(&self) -> Value {
+        let patch = self.patch.as_deref().and_then(Value::as_object);
+        patched_view(&self.object, patch, &self.namespace, &self.name, &self.keys)
+    }
+}
+
 /// The endpoint paths an Ingress (live object or focused view) serves, in the flavour it is
 /// in: every rule's HTTP paths read back to endpoint paths, de-duplicated and sorted. A path
 /// no flavour wrote is shown as it is.
@@ -587,8 +604,8 @@ impl IngressUpdater {
             ));
         }
         let keys = shown_annotations(&body, Some(flavor));
-        let after = Arc::new(focused_view(&body, namespace, &self.name, &keys));
-        // Each rule's paths: the after-view's (held once).
+        let body = Arc::new(body);
+        // Each rule's paths: the body's (held once).
         for (i, rule) in body["spec"]["rules"]
             .as_array()
             .into_iter()
@@ -596,9 +613,16 @@ impl IngressUpdater {
             .enumerate()
         {
             let mut field = FieldChange::new(rule_field(rule, i), None, None);
-            field.after = FieldValue::in_view(&after, &format!("/spec/rules/{i}/http/paths"));
+            field.after = FieldValue::in_view(&body, &format!("/spec/rules/{i}/http/paths"));
             fields.push(field);
         }
+        let after = View::made(Viewed {
+            object: Arc::clone(&body),
+            patch: None,
+            namespace: namespace.to_owned(),
+            name: self.name.clone(),
+            keys,
+        });
         ObjectChange {
             kind: Kind::Ingress,
             namespace: namespace.to_owned(),
@@ -803,25 +827,14 @@ impl IngressUpdater {
         if !spec.is_empty() {
             patch.insert("spec".into(), Value::Object(spec));
         }
-        // The after-view: the live object as the patch leaves it, read through the patch (the
-        // view holds every field a change touches); when nothing changes, the before-view
-        // itself (shared, not copied).
-        let changed_view = (!fields.is_empty()).then(|| {
-            Arc::new(patched_view(
-                live,
-                Some(&patch),
-                namespace,
-                &self.name,
-                &keys,
-            ))
-        });
+        let body = Arc::new(Value::Object(patch));
         let write = if fields.is_empty() {
             None
         } else {
             Some(Write::Patch {
                 base: Base::required(live, &self.reference())?,
                 patch_type: PatchType::Merge,
-                body: Value::Object(patch),
+                body: Arc::clone(&body),
             })
         };
         let base = Base::of(live);
@@ -831,11 +844,23 @@ impl IngressUpdater {
             Cow::Borrowed(live) => focused_view(live, namespace, &self.name, &keys),
             Cow::Owned(live) => focused_view_of_owned(live, namespace, &self.name, &keys),
         });
-        let after = changed_view.unwrap_or_else(|| Arc::clone(&before));
+        // The after-view: the before-view as the patch leaves it (the view holds every field a
+        // change touches), made when read; when nothing changes, the before-view itself.
+        let after = match &write {
+            None => View::from(Arc::clone(&before)),
+            Some(_) => View::made(Viewed {
+                object: Arc::clone(&before),
+                patch: Some(Arc::clone(&body)),
+                namespace: namespace.to_owned(),
+                name: self.name.clone(),
+                keys,
+            }),
+        };
         for f in in_views {
+            // Rule `i` of the patch is rule `i` of the after-view.
             let pointer = format!("/spec/rules/{}/http/paths", f.rule);
             let field = &mut fields[f.field];
-            field.after = FieldValue::in_view(&after, &pointer);
+            field.after = FieldValue::in_view(&body, &pointer);
             if f.before_in_view {
                 field.before = FieldValue::in_view(&before, &pointer);
             }

@@ -467,7 +467,7 @@ pub fn create_bodies(
     let mut out = Vec::new();
     for u in chosen.updaters(ctx, &groups, &[])? {
         if let Some(crate::plan::Write::Create { body }) = u.plan(namespace, None)?.write {
-            out.push(body);
+            out.push(Arc::unwrap_or_clone(body));
         }
     }
     Ok(out)
