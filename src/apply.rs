@@ -307,14 +307,14 @@ pub(crate) fn guard_reason(approved: &ObjectChange, fresh: &ObjectChange) -> Str
                 Some(shown) => format!(
                     "{} is now {} (the plan showed {})",
                     Untrusted(&f.path),
-                    display(f.before()),
-                    display(shown.before())
+                    display(f.before().as_deref()),
+                    display(shown.before().as_deref())
                 ),
                 // Someone changed a part this run owns but was going to leave as it was.
                 None => format!(
                     "{} is now {}, and the plan left it as it was",
                     Untrusted(&f.path),
-                    display(f.before())
+                    display(f.before().as_deref())
                 ),
             }
         })

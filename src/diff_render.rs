@@ -163,18 +163,14 @@ pub fn render_change(
     let styles = Styles::new(opts.color);
     write_heading(out, change, &styles)?;
     let yaml = |view: Option<&Value>| view.map(|v| yaml_of(&escaped(v))).unwrap_or_default();
+    let before = change.before.as_ref().map(View::get);
     let after = change.after.as_ref().map(View::get);
     match change.action() {
         Action::Unchanged => {}
         Action::Create => write_whole(out, &yaml(after.as_deref()), ChangeTag::Insert, &styles)?,
-        Action::Delete => write_whole(
-            out,
-            &yaml(change.before.as_deref()),
-            ChangeTag::Delete,
-            &styles,
-        )?,
+        Action::Delete => write_whole(out, &yaml(before.as_deref()), ChangeTag::Delete, &styles)?,
         Action::Update => {
-            let (old, new) = (yaml(change.before.as_deref()), yaml(after.as_deref()));
+            let (old, new) = (yaml(before.as_deref()), yaml(after.as_deref()));
             let rows = diff_rows(&old, &new, opts.context_lines);
             if rows.is_empty() {
                 write_note(out, "# (no difference in the fields shown)", &styles)?;
@@ -788,7 +784,7 @@ endpoints:
 
     /// The changed words of an update's diff, per side: `(removed, added)`.
     fn emphasised(change: &ObjectChange) -> (Vec<String>, Vec<String>) {
-        let old = yaml_of(change.before.as_ref().unwrap());
+        let old = yaml_of(&change.before.as_ref().unwrap().get());
         let new = yaml_of(&change.after.as_ref().unwrap().get());
         let (mut removed, mut added) = (Vec::new(), Vec::new());
         for row in diff_rows(&old, &new, 3) {
@@ -1062,7 +1058,9 @@ endpoints:
         render_change(&mut out, change, &opts).unwrap();
         let out = String::from_utf8(out).unwrap();
         assert!(!out.contains("hidden"), "{out}");
-        let old_lines = yaml_of(change.before.as_ref().unwrap()).lines().count();
+        let old_lines = yaml_of(&change.before.as_ref().unwrap().get())
+            .lines()
+            .count();
         let removed = out.lines().filter(|l| l.starts_with("  - ")).count();
         let kept = out.lines().filter(|l| l.starts_with("    ")).count();
         assert_eq!(removed + kept, old_lines);
@@ -1077,7 +1075,7 @@ endpoints:
             name: "web".into(),
             live: None,
             fields: vec![],
-            before: Some(Arc::new(view.clone())),
+            before: Some(Arc::new(view.clone()).into()),
             after: Some(Arc::new(view).into()),
             write: crate::plan::Write::sample(Action::Update),
             route: None,
@@ -1132,7 +1130,7 @@ endpoints:
                 name: "web-x".into(),
                 live: None,
                 fields: vec![],
-                before: before.map(Arc::new),
+                before: before.map(View::from),
                 after: after.map(View::from),
                 write: crate::plan::Write::sample(action),
                 route: None,

@@ -211,8 +211,8 @@ pub fn record(report: &Report, info: &RunInfo) -> Option<Record> {
                     if let Some(container) = container_of(&f.path) {
                         image = Some(ImageChange {
                             container: container.to_owned(),
-                            before: as_string(f.before()),
-                            after: as_string(f.after()),
+                            before: as_string(f.before().as_deref()),
+                            after: as_string(f.after().as_deref()),
                         });
                     }
                 }
@@ -220,8 +220,8 @@ pub fn record(report: &Report, info: &RunInfo) -> Option<Record> {
             Kind::HorizontalPodAutoscaler => {
                 for f in &change.fields {
                     let c = Change {
-                        before: f.before().and_then(Value::as_i64),
-                        after: f.after().and_then(Value::as_i64),
+                        before: f.before().and_then(|v| v.as_i64()),
+                        after: f.after().and_then(|v| v.as_i64()),
                     };
                     match f.path.as_str() {
                         "spec.minReplicas" => bounds.min = Some(c),
@@ -258,11 +258,12 @@ pub fn record(report: &Report, info: &RunInfo) -> Option<Record> {
 }
 
 fn route_change(change: &ObjectChange) -> RouteChange {
+    let before = change.before.as_ref().map(View::get);
     let after = change.after.as_ref().map(View::get);
     let (before, after) = match change.action() {
         Action::Create => (None, after.map(Cow::into_owned)),
-        Action::Delete => (change.before.as_deref().cloned(), None),
-        _ => match (change.before.as_deref(), after.as_deref()) {
+        Action::Delete => (before.map(Cow::into_owned), None),
+        _ => match (before.as_deref(), after.as_deref()) {
             (Some(b), Some(a)) => match owned_parts::diff(b, a) {
                 Some((b, a)) => (Some(b), Some(a)),
                 None => (None, None),
@@ -616,10 +617,10 @@ mod tests {
         let mut created = change(Kind::Ingress, "web-a", Action::Create);
         created.after = Some(View::from(ingress_view("web-a", &["/web/a"])));
         let mut updated = change(Kind::Ingress, "web-b", Action::Update);
-        updated.before = Some(std::sync::Arc::new(ingress_view("web-b", &["/web/b"])));
+        updated.before = Some(View::from(ingress_view("web-b", &["/web/b"])));
         updated.after = Some(View::from(ingress_view("web-b", &["/web/b", "/web/c"])));
         let mut deleted = change(Kind::Ingress, "web-c", Action::Delete);
-        deleted.before = Some(std::sync::Arc::new(ingress_view("web-c", &["/web/old"])));
+        deleted.before = Some(View::from(ingress_view("web-c", &["/web/old"])));
         Report {
             entries: vec![
                 (image.into(), Outcome::Applied),

@@ -89,7 +89,7 @@ pub struct ObjectDoc<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub route: Option<RouteDoc<'a>>,
     /// The focused view of the live object the diff shows (`null` for a create).
-    pub before: Option<&'a Value>,
+    pub before: Option<&'a crate::plan::View>,
     /// The focused view after the change (`null` for a delete).
     pub after: Option<&'a crate::plan::View>,
 }
@@ -101,8 +101,8 @@ pub struct FieldDoc<'a> {
     /// `spec.rules[0].http.paths`; `.` for a whole object (an Ingress delete).
     pub path: &'a str,
     /// `null` (`None`) when absent.
-    pub before: Option<&'a Value>,
-    pub after: Option<&'a Value>,
+    pub before: Option<&'a crate::plan::FieldValue>,
+    pub after: Option<&'a crate::plan::FieldValue>,
 }
 
 /// The endpoint view of an Ingress.
@@ -167,13 +167,13 @@ fn object_doc(change: &ObjectChange) -> ObjectDoc<'_> {
             .iter()
             .map(|f| FieldDoc {
                 path: &f.path,
-                before: f.before(),
-                after: f.after(),
+                before: f.before.as_ref(),
+                after: f.after.as_ref(),
             })
             .collect(),
         ingress,
         route,
-        before: change.before.as_deref(),
+        before: change.before.as_ref(),
         after: change.after.as_ref(),
     }
 }

@@ -8,6 +8,7 @@
 //! still the one the user approved (the approved-diff guard).
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::sync::Arc;
@@ -399,12 +400,12 @@ impl FieldChange {
         }
     }
 
-    pub fn before(&self) -> Option<&Value> {
-        self.before.as_deref()
+    pub fn before(&self) -> Option<Cow<'_, Value>> {
+        self.before.as_ref().map(FieldValue::value)
     }
 
-    pub fn after(&self) -> Option<&Value> {
-        self.after.as_deref()
+    pub fn after(&self) -> Option<Cow<'_, Value>> {
+        self.after.as_ref().map(FieldValue::value)
     }
 }
 
@@ -418,29 +419,29 @@ pub struct FieldValue(FieldRepr);
 #[derive(Clone)]
 enum FieldRepr {
     Own(Value),
-    InView { view: Arc<Value>, pointer: Box<str> },
+    InView { view: View, pointer: Box<str> },
 }
 
 impl FieldValue {
-    /// The value at the JSON `pointer` (RFC 6901) of `view`; `None` when there is none.
-    pub fn in_view(view: &Arc<Value>, pointer: &str) -> Option<FieldValue> {
-        view.pointer(pointer)?;
+    /// The value at the JSON `pointer` (RFC 6901) of `view`, which is `of` (held or not);
+    /// `None` when there is none.
+    pub fn in_view(view: &View, of: &Value, pointer: &str) -> Option<FieldValue> {
+        of.pointer(pointer)?;
         Some(FieldValue(FieldRepr::InView {
-            view: Arc::clone(view),
+            view: view.clone(),
             pointer: pointer.into(),
         }))
     }
-}
 
-impl std::ops::Deref for FieldValue {
-    type Target = Value;
-
-    fn deref(&self) -> &Value {
+    /// The value: borrowed when own or in a held view.
+    pub fn value(&self) -> Cow<'_, Value> {
         match &self.0 {
-            FieldRepr::Own(v) => v,
+            FieldRepr::Own(v) => Cow::Borrowed(v),
             // Views are never changed once made (they are shared), so the pointer that
             // resolved when this was made still does.
-            FieldRepr::InView { view, pointer } => view.pointer(pointer).unwrap_or(&Value::Null),
+            FieldRepr::InView { view, pointer } => {
+                view.pointer(pointer).unwrap_or(Cow::Owned(Value::Null))
+            }
         }
     }
 }
@@ -453,19 +454,19 @@ impl From<Value> for FieldValue {
 
 impl PartialEq for FieldValue {
     fn eq(&self, other: &FieldValue) -> bool {
-        **self == **other
+        self.value() == other.value()
     }
 }
 
 impl fmt::Debug for FieldValue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        (**self).fmt(f)
+        self.value().fmt(f)
     }
 }
 
 impl Serialize for FieldValue {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        (**self).serialize(s)
+        self.value().serialize(s)
     }
 }
 
@@ -475,16 +476,19 @@ impl<'de> Deserialize<'de> for FieldValue {
     }
 }
 
-/// A focused view ([`ObjectChange::after`]): held, or made from what the change holds anyway
-/// each time it is read — an updated Ingress's after-view is its before-view with its patch
-/// applied, and both are held already; for a large application its after-views were a quarter
-/// of the plan. Compared, shown and saved as the value it stands for.
+/// A focused view ([`ObjectChange::before`], [`ObjectChange::after`]): held as a value, held as
+/// its compact JSON text, or made from what the change holds anyway — each time it is read.
+/// An Ingress's before-view is kept as text (an `http.paths` entry is ~100 bytes of JSON and
+/// ~1 KB as a value), and an updated Ingress's after-view is its before-view with its patch
+/// applied; for a large application the two were over half of the plan. Compared, shown and
+/// saved as the value it stands for.
 #[derive(Clone)]
 pub struct View(ViewRepr);
 
 #[derive(Clone)]
 enum ViewRepr {
     Held(Arc<Value>),
+    Text(Arc<str>),
     Made(Arc<dyn MakeView>),
 }
 
@@ -500,19 +504,26 @@ impl View {
         View(ViewRepr::Made(Arc::new(parts)))
     }
 
-    /// The view: borrowed when held, made when not.
-    pub fn get(&self) -> std::borrow::Cow<'_, Value> {
+    /// `view` kept as its compact JSON text, read back each time.
+    pub fn text(view: &Value) -> View {
+        View(ViewRepr::Text(view.to_string().into()))
+    }
+
+    /// The view: borrowed when held, read or made when not.
+    pub fn get(&self) -> Cow<'_, Value> {
         match &self.0 {
-            ViewRepr::Held(v) => std::borrow::Cow::Borrowed(v),
-            ViewRepr::Made(parts) => std::borrow::Cow::Owned(parts.make()),
+            ViewRepr::Held(v) => Cow::Borrowed(v),
+            // The text is this type's own writing of a value: it reads back.
+            ViewRepr::Text(text) => Cow::Owned(serde_json::from_str(text).unwrap_or_default()),
+            ViewRepr::Made(parts) => Cow::Owned(parts.make()),
         }
     }
 
-    /// The held view (`None` when made when read).
-    pub fn held(&self) -> Option<&Arc<Value>> {
-        match &self.0 {
-            ViewRepr::Held(v) => Some(v),
-            ViewRepr::Made(_) => None,
+    /// The part at the JSON `pointer` (RFC 6901); `None` when there is none.
+    fn pointer(&self, pointer: &str) -> Option<Cow<'_, Value>> {
+        match self.get() {
+            Cow::Borrowed(v) => v.pointer(pointer).map(Cow::Borrowed),
+            Cow::Owned(mut v) => v.pointer_mut(pointer).map(|p| Cow::Owned(p.take())),
         }
     }
 }
@@ -533,6 +544,7 @@ impl PartialEq for View {
     fn eq(&self, other: &View) -> bool {
         match (&self.0, &other.0) {
             (ViewRepr::Held(a), ViewRepr::Held(b)) if Arc::ptr_eq(a, b) => true,
+            (ViewRepr::Text(a), ViewRepr::Text(b)) if Arc::ptr_eq(a, b) => true,
             _ => *self.get() == *other.get(),
         }
     }
@@ -546,7 +558,14 @@ impl fmt::Debug for View {
 
 impl Serialize for View {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.get().serialize(s)
+        match &self.0 {
+            // Written as it is read, without making the value.
+            ViewRepr::Text(text) => {
+                let mut read = serde_json::Deserializer::from_str(text);
+                serde_transcode::Transcoder::new(&mut read).serialize(s)
+            }
+            _ => self.get().serialize(s),
+        }
     }
 }
 
@@ -755,7 +774,7 @@ pub struct ObjectChange {
     pub fields: Vec<FieldChange>,
     /// Focused view of the live object (only what the tool owns or shows for context);
     /// `None` for a create. Shared: an unchanged object's after-view is its before-view.
-    pub before: Option<Arc<Value>>,
+    pub before: Option<View>,
     /// Focused view after the change; `None` for a delete.
     pub after: Option<View>,
     /// The request to send; `None` when unchanged.
@@ -1066,17 +1085,55 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    fn a_view_kept_as_text_is_written_and_read_as_the_value() {
+        let value = json!({
+            "metadata": {"name": "web-a", "annotations": {"x": "a \"q\"\n\u{1b}[31m é 🚀"}},
+            "spec": {"n": -3, "u": 18446744073709551615_u64, "f": 0.1, "b": true, "z": null,
+                     "rules": [{"http": {"paths": []}}, {}]}
+        });
+        let text = View::text(&value);
+        assert_eq!(*text.get(), value);
+        // Key order kept, written (without making the value) as the value is.
+        assert_eq!(
+            serde_json::to_string_pretty(&text).unwrap_or_default(),
+            serde_json::to_string_pretty(&value).unwrap_or_default()
+        );
+        assert_eq!(
+            serde_saphyr::to_string(&text).unwrap_or_default(),
+            serde_saphyr::to_string(&value).unwrap_or_default()
+        );
+        let read: View = serde_json::from_str(&text_json(&text)).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(read, text);
+        assert_ne!(View::text(&json!({"a": 1})), text);
+    }
+
+    fn text_json(v: &View) -> String {
+        serde_json::to_string(v).unwrap_or_default()
+    }
+
+    #[test]
     fn a_field_value_in_a_view_is_the_views_part_compared_and_saved_as_that_value() {
-        let view = Arc::new(json!({"spec": {"rules": [{"http": {"paths": [{"path": "/a"}]}}]}}));
+        let value = json!({"spec": {"rules": [{"http": {"paths": [{"path": "/a"}]}}]}});
         let paths = json!([{"path": "/a"}]);
-        let shared = FieldValue::in_view(&view, "/spec/rules/0/http/paths");
-        let Some(shared) = shared else {
+        let pointer = "/spec/rules/0/http/paths";
+        // In a view held as a value, and in one kept as text.
+        let held = View::from(value.clone());
+        let text = View::text(&value);
+        assert_eq!(held, text);
+        assert_eq!(*text.get(), value);
+        assert!(matches!(text.get(), Cow::Owned(_)) && matches!(held.get(), Cow::Borrowed(_)));
+        let in_text = FieldValue::in_view(&text, &value, pointer);
+        let Some(shared) = FieldValue::in_view(&held, &value, pointer) else {
             panic!("the pointer resolves")
         };
-        assert_eq!(*shared, paths);
+        assert_eq!(*shared.value(), paths);
+        assert_eq!(
+            in_text.as_ref().map(FieldValue::value),
+            Some(Cow::Borrowed(&paths))
+        );
         assert_eq!(shared, FieldValue::from(paths.clone()));
         assert_ne!(shared, FieldValue::from(json!([])));
-        assert!(FieldValue::in_view(&view, "/spec/rules/1/http/paths").is_none());
+        assert!(FieldValue::in_view(&held, &value, "/spec/rules/1/http/paths").is_none());
 
         let field = FieldChange {
             path: "spec.rules[0].http.paths".into(),
@@ -1087,7 +1144,7 @@ mod tests {
             field,
             FieldChange::new("spec.rules[0].http.paths", None, Some(paths.clone()))
         );
-        assert_eq!(field.after(), Some(&paths));
+        assert_eq!(field.after().as_deref(), Some(&paths));
         let saved = serde_json::to_value(&field).unwrap_or_default();
         assert_eq!(
             saved,

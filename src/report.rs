@@ -116,7 +116,8 @@ pub fn describe_fields(change: &ObjectChange) -> String {
                     .unwrap_or(f.path.as_str())
                     .to_owned(),
             };
-            if [f.before(), f.after()]
+            let (before, after) = (f.before(), f.after());
+            if [before.as_deref(), after.as_deref()]
                 .iter()
                 .any(|v| matches!(v, Some(Value::Object(_) | Value::Array(_))))
             {
@@ -125,8 +126,8 @@ pub fn describe_fields(change: &ObjectChange) -> String {
             format!(
                 "{} {} → {}",
                 Untrusted(leaf),
-                short(f.before()),
-                short(f.after())
+                short(before.as_deref()),
+                short(after.as_deref())
             )
         })
         .collect::<Vec<_>>()

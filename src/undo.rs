@@ -17,6 +17,7 @@
 //! other, and the undo is itself recorded, so undoing an undo redoes.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -157,12 +158,12 @@ pub fn plan_undo(
         let change = u.plan(namespace, live.deployment.as_ref())?;
         for f in &change.fields {
             let recorded = image.after.clone().map(Value::String);
-            if f.before() != recorded.as_ref() {
+            if f.before().as_deref() != recorded.as_ref() {
                 drift.push(Drift {
                     key: "image".into(),
                     reference: change.reference(),
                     path: f.path.clone(),
-                    now: f.before().cloned(),
+                    now: f.before().map(Cow::into_owned),
                     recorded,
                 });
             }
@@ -187,12 +188,12 @@ pub fn plan_undo(
                 _ => ("max", bounds.max.as_ref().and_then(|c| c.after)),
             };
             let recorded = recorded.map(Value::from);
-            if f.before() != recorded.as_ref() {
+            if f.before().as_deref() != recorded.as_ref() {
                 drift.push(Drift {
                     key: key.into(),
                     reference: change.reference(),
                     path: f.path.clone(),
-                    now: f.before().cloned(),
+                    now: f.before().map(Cow::into_owned),
                     recorded,
                 });
             }
@@ -249,7 +250,7 @@ pub fn plan_undo(
                     let recorded = path
                         .as_ref()
                         .and_then(|p| expected.as_ref().and_then(|e| owned_parts::get(e, p)));
-                    !owned_parts::contains(f.before(), recorded)
+                    !owned_parts::contains(f.before().as_deref(), recorded)
                 }),
             };
             if moved {
@@ -257,7 +258,7 @@ pub fn plan_undo(
                     key: change.reference(),
                     reference: change.reference(),
                     path: ".".into(),
-                    now: change.before.as_deref().cloned(),
+                    now: change.before.as_ref().map(|v| v.get().into_owned()),
                     recorded: expected.clone().or_else(|| Some(json!(null))),
                 });
             }
@@ -419,7 +420,7 @@ impl Updater for RouteRemove {
             name: self.name.clone(),
             live: Base::of(live),
             fields: vec![FieldChange::new(".", Some(shown.clone()), None)],
-            before: Some(Arc::new(shown)),
+            before: Some(Arc::new(shown).into()),
             after: None,
             write: Some(Write::Delete {
                 base: Base::required(live, &reference(self.kind, &self.name))?,
@@ -568,7 +569,7 @@ fn restore(
         name: name.to_owned(),
         live: Base::of(live),
         fields,
-        before: Some(Arc::new(view(kind, namespace, name, &before_view))),
+        before: Some(Arc::new(view(kind, namespace, name, &before_view)).into()),
         after: Some(Arc::new(view(kind, namespace, name, &after_view)).into()),
         write,
         route: None,
@@ -709,7 +710,7 @@ mod tests {
             .changes()
             .find(|c| c.kind == Kind::Deployment)
             .unwrap();
-        assert_eq!(deploy.fields[0].after(), Some(&json!("r/web:1")));
+        assert_eq!(deploy.fields[0].after().as_deref(), Some(&json!("r/web:1")));
         let hpa = u
             .plan
             .changes()
@@ -877,7 +878,7 @@ mod tests {
             .changes()
             .find(|c| c.kind == Kind::Deployment)
             .unwrap();
-        assert_eq!(deploy.fields[0].after(), Some(&json!("r/web:2")));
+        assert_eq!(deploy.fields[0].after().as_deref(), Some(&json!("r/web:2")));
         assert_eq!(action_of(&redo, "web-new", Kind::Ingress), Action::Create);
         assert_eq!(action_of(&redo, "web-old", Kind::Ingress), Action::Delete);
         let public = redo

@@ -571,7 +571,7 @@ impl HttpRouteUpdater {
             name: self.name.clone(),
             live: Base::of(live),
             fields,
-            before: Some(Arc::new(focused_view(live, namespace, &self.name))),
+            before: Some(Arc::new(focused_view(live, namespace, &self.name)).into()),
             after: Some(Arc::new(focused_view(&after, namespace, &self.name)).into()),
             write,
             route: Some(self.info(served_paths(live, &d.app))),

@@ -117,8 +117,9 @@ impl Style for IngressStyle {
     ) -> Result<Vec<Arc<dyn Updater>>, PlanError> {
         let matched = match_live(&ctx.app, Kind::Ingress, groups, live);
         let mut out: Vec<Arc<dyn Updater>> = Vec::new();
+        let backend = backend(ctx);
         for (group, live_name) in groups.iter().zip(matched.groups) {
-            let desired = desired_ingress(self.0, ctx, group)?;
+            let desired = desired_ingress_to(self.0, ctx, group, &backend)?;
             out.push(Arc::new(IngressUpdater {
                 style: self.0.style(),
                 name: live_name.unwrap_or_else(|| desired.name.clone()),
@@ -150,8 +151,9 @@ pub struct DesiredIngress {
     pub paths: Vec<String>,
     /// Where every path goes: `{"service": {"name", "port"}}`. The `http.paths` entries are
     /// built from `paths` when they are compared or written ([`DesiredIngress::http_paths`]),
-    /// not kept: for a large application they were a fifth of the memory a plan takes.
-    pub backend: Value,
+    /// not kept: for a large application they were a fifth of the memory a plan takes. One
+    /// value shared by every group.
+    pub backend: Arc<Value>,
     /// The flavour's annotations for this group.
     pub annotations: BTreeMap<String, String>,
     pub ingress_class: Option<String>,
@@ -168,6 +170,22 @@ pub fn desired_ingress(
     ctx: &RouteContext,
     group: &ScopeGroup,
 ) -> Result<DesiredIngress, PlanError> {
+    desired_ingress_to(flavor, ctx, group, &backend(ctx))
+}
+
+/// Where every path of the application goes: its Service's port.
+fn backend(ctx: &RouteContext) -> Arc<Value> {
+    let app = ctx.app.as_str();
+    Arc::new(json!({ "service": { "name": app, "port": ctx.port.to_json() } }))
+}
+
+/// [`desired_ingress`] with its paths going to `backend` ([`backend`], shared).
+fn desired_ingress_to(
+    flavor: &dyn Flavor,
+    ctx: &RouteContext,
+    group: &ScopeGroup,
+    backend: &Arc<Value>,
+) -> Result<DesiredIngress, PlanError> {
     let app = ctx.app.as_str();
     Ok(DesiredIngress {
         app: app.to_owned(),
@@ -175,7 +193,7 @@ pub fn desired_ingress(
         identifier: group.identifier.clone(),
         scopes: group.scopes.clone(),
         paths: group.paths.clone(),
-        backend: json!({ "service": { "name": app, "port": ctx.port.to_json() } }),
+        backend: Arc::clone(backend),
         annotations: flavor.annotations(ctx, group),
         ingress_class: ctx.attachment.ingress_class.clone(),
         hosts: ctx.attachment.hosts.clone(),
@@ -511,7 +529,7 @@ fn patched_view(
 /// The focused view of an Ingress (a create's body, or a before-view) with a merge patch
 /// applied, made when read: the after-view of a create or an update.
 struct Viewed {
-    object: Arc<Value>,
+    object: View,
     patch: Option<Arc<Value>>,
     namespace: String,
     name: String,
@@ -521,7 +539,13 @@ struct Viewed {
 impl MakeView for Viewed {
     fn make(&self) -> Value {
         let patch = self.patch.as_deref().and_then(Value::as_object);
-        patched_view(&self.object, patch, &self.namespace, &self.name, &self.keys)
+        patched_view(
+            &self.object.get(),
+            patch,
+            &self.namespace,
+            &self.name,
+            &self.keys,
+        )
     }
 }
 
@@ -605,6 +629,7 @@ impl IngressUpdater {
         }
         let keys = shown_annotations(&body, Some(flavor));
         let body = Arc::new(body);
+        let shared = View::from(Arc::clone(&body));
         // Each rule's paths: the body's (held once).
         for (i, rule) in body["spec"]["rules"]
             .as_array()
@@ -613,11 +638,12 @@ impl IngressUpdater {
             .enumerate()
         {
             let mut field = FieldChange::new(rule_field(rule, i), None, None);
-            field.after = FieldValue::in_view(&body, &format!("/spec/rules/{i}/http/paths"));
+            let pointer = format!("/spec/rules/{i}/http/paths");
+            field.after = FieldValue::in_view(&shared, &body, &pointer);
             fields.push(field);
         }
         let after = View::made(Viewed {
-            object: Arc::clone(&body),
+            object: shared,
             patch: None,
             namespace: namespace.to_owned(),
             name: self.name.clone(),
@@ -840,31 +866,34 @@ impl IngressUpdater {
         let base = Base::of(live);
         let route = self.info(served_paths(live, &d.app));
         // Last, as it may take the live object apart.
-        let before = Arc::new(match owned_live {
+        let before_view = match owned_live {
             Cow::Borrowed(live) => focused_view(live, namespace, &self.name, &keys),
             Cow::Owned(live) => focused_view_of_owned(live, namespace, &self.name, &keys),
-        });
+        };
+        // Kept as text: read back only when shown, written or saved.
+        let before = View::text(&before_view);
+        let patch = View::from(Arc::clone(&body));
+        for f in in_views {
+            // Rule `i` of the patch is rule `i` of the after-view.
+            let pointer = format!("/spec/rules/{}/http/paths", f.rule);
+            let field = &mut fields[f.field];
+            field.after = FieldValue::in_view(&patch, &body, &pointer);
+            if f.before_in_view {
+                field.before = FieldValue::in_view(&before, &before_view, &pointer);
+            }
+        }
         // The after-view: the before-view as the patch leaves it (the view holds every field a
         // change touches), made when read; when nothing changes, the before-view itself.
         let after = match &write {
-            None => View::from(Arc::clone(&before)),
+            None => before.clone(),
             Some(_) => View::made(Viewed {
-                object: Arc::clone(&before),
-                patch: Some(Arc::clone(&body)),
+                object: before.clone(),
+                patch: Some(body),
                 namespace: namespace.to_owned(),
                 name: self.name.clone(),
                 keys,
             }),
         };
-        for f in in_views {
-            // Rule `i` of the patch is rule `i` of the after-view.
-            let pointer = format!("/spec/rules/{}/http/paths", f.rule);
-            let field = &mut fields[f.field];
-            field.after = FieldValue::in_view(&body, &pointer);
-            if f.before_in_view {
-                field.before = FieldValue::in_view(&before, &pointer);
-            }
-        }
         Ok(ObjectChange {
             kind: Kind::Ingress,
             namespace: namespace.to_owned(),

@@ -309,7 +309,7 @@ pub(crate) fn deletion(
         name: name.to_owned(),
         live: Base::of(live),
         fields: vec![FieldChange::new(".", Some(view.clone()), None)],
-        before: Some(std::sync::Arc::new(view)),
+        before: Some(view.into()),
         after: None,
         write: Some(Write::Delete {
             base: Base::required(live, &reference)?,
