@@ -439,8 +439,13 @@ impl<'de> Visitor<'de> for Listed<'_> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         let Listed(level, scratch) = self;
+        // An item gets its `apiVersion` and `kind` when a LIST leaves them out (`Cluster::list`).
+        let room = match level {
+            Level::Item => 2,
+            Level::Metadata => 0,
+        };
         scratch
-            .object(|scratch| {
+            .object_with_room(room, |scratch| {
                 while let Some(key) = map.next_key::<String>()? {
                     let value = match (level, key.as_str()) {
                         (Level::Item, "metadata") => {

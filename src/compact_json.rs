@@ -33,6 +33,19 @@ impl Scratch {
         Ok(self.entries.drain(start..).collect())
     }
 
+    /// [`Scratch::object`] with room for `room` entries more (that the caller adds).
+    pub fn object_with_room<E>(
+        &mut self,
+        room: usize,
+        read: impl FnOnce(&mut Scratch) -> Result<(), E>,
+    ) -> Result<Map<String, Value>, E> {
+        let start = self.entries.len();
+        read(self)?;
+        let mut map = Map::with_capacity(self.entries.len() - start + room);
+        map.extend(self.entries.drain(start..));
+        Ok(map)
+    }
+
     pub fn push_entry(&mut self, key: String, value: Value) {
         self.entries.push((key, value));
     }
