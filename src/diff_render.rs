@@ -22,7 +22,7 @@ use serde_json::Value;
 use similar::{ChangeTag, DiffOp, DiffTag, TextDiff};
 
 use crate::fleet_plan::{self, FleetPlan};
-use crate::plan::{Action, ObjectChange, Plan, View};
+use crate::plan::{Action, ObjectChange, Plan};
 use crate::text::{self, Untrusted};
 
 /// How a plan is rendered.
@@ -163,8 +163,7 @@ pub fn render_change(
     let styles = Styles::new(opts.color);
     write_heading(out, change, &styles)?;
     let yaml = |view: Option<&Value>| view.map(|v| yaml_of(&escaped(v))).unwrap_or_default();
-    let before = change.before.as_ref().map(View::get);
-    let after = change.after.as_ref().map(View::get);
+    let (before, after) = change.views();
     match change.action() {
         Action::Unchanged => {}
         Action::Create => write_whole(out, &yaml(after.as_deref()), ChangeTag::Insert, &styles)?,
@@ -549,6 +548,7 @@ mod tests {
     use crate::live_state::LiveState;
     use crate::plan::Kind;
     use crate::plan::RouteStyle;
+    use crate::plan::View;
     use crate::planner::{UpdateRequest, build_plan};
     use crate::routes::nginx_snippet::configuration_snippet;
     use crate::routes::refs::{AuthUrl, ObjectRef, RouteFlags, ServiceRef};

@@ -43,7 +43,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::owned_parts;
-use crate::plan::{Action, Base, Kind, ObjectChange, PatchType, View, Write};
+use crate::plan::{Action, Base, Kind, ObjectChange, PatchType, Write};
 use crate::report::{Outcome, Report};
 
 /// This program, as it names itself in plan files and history records.
@@ -258,8 +258,7 @@ pub fn record(report: &Report, info: &RunInfo) -> Option<Record> {
 }
 
 fn route_change(change: &ObjectChange) -> RouteChange {
-    let before = change.before.as_ref().map(View::get);
-    let after = change.after.as_ref().map(View::get);
+    let (before, after) = change.views();
     let (before, after) = match change.action() {
         Action::Create => (None, after.map(Cow::into_owned)),
         Action::Delete => (before.map(Cow::into_owned), None),
@@ -579,6 +578,7 @@ pub fn render_table(history: &History, escape: &dyn Fn(&str) -> String) -> Strin
 mod tests {
     use super::*;
     use crate::plan::FieldChange;
+    use crate::plan::View;
 
     fn info() -> RunInfo {
         RunInfo {

@@ -466,6 +466,14 @@ impl fmt::Debug for FieldValue {
 
 impl Serialize for FieldValue {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if let FieldRepr::InView { view, pointer } = &self.0
+            && let ViewRepr::Text(text) = &view.0
+            && let Some(part) = raw_at(text, pointer)
+        {
+            // Written as it is read, without making the value.
+            let mut read = serde_json::Deserializer::from_str(part.get());
+            return serde_transcode::Transcoder::new(&mut read).serialize(s);
+        }
         self.value().serialize(s)
     }
 }
@@ -496,6 +504,18 @@ enum ViewRepr {
 /// never changed).
 pub trait MakeView: Send + Sync {
     fn make(&self) -> Value;
+
+    /// The view this one is made from, when it is made from one ([`MakeView::make_from`]).
+    fn base(&self) -> Option<&View> {
+        None
+    }
+
+    /// The view made from `base`, the value of [`MakeView::base`] (read once by a caller that
+    /// needs both).
+    fn make_from(&self, base: &Value) -> Value {
+        let _ = base;
+        self.make()
+    }
 }
 
 impl View {
@@ -506,7 +526,9 @@ impl View {
 
     /// `view` kept as its compact JSON text, read back each time.
     pub fn text(view: &Value) -> View {
-        View(ViewRepr::Text(view.to_string().into()))
+        // `serde_json::to_string` writes bytes; `Value::to_string` goes through `fmt`.
+        let text = serde_json::to_string(view).unwrap_or_default();
+        View(ViewRepr::Text(text.into()))
     }
 
     /// The view: borrowed when held, read or made when not.
@@ -519,12 +541,123 @@ impl View {
         }
     }
 
-    /// The part at the JSON `pointer` (RFC 6901); `None` when there is none.
+    /// The same view held the same way (one `Arc`), not only an equal one.
+    fn same(&self, other: &View) -> bool {
+        match (&self.0, &other.0) {
+            (ViewRepr::Held(a), ViewRepr::Held(b)) => Arc::ptr_eq(a, b),
+            (ViewRepr::Text(a), ViewRepr::Text(b)) => Arc::ptr_eq(a, b),
+            (ViewRepr::Made(a), ViewRepr::Made(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+
+    /// The part at the JSON `pointer` (RFC 6901); `None` when there is none. Of a view kept as
+    /// text, only that part is read.
     fn pointer(&self, pointer: &str) -> Option<Cow<'_, Value>> {
+        if let ViewRepr::Text(text) = &self.0 {
+            let part = raw_at(text, pointer)?;
+            return serde_json::from_str(part.get()).ok().map(Cow::Owned);
+        }
         match self.get() {
             Cow::Borrowed(v) => v.pointer(pointer).map(Cow::Borrowed),
             Cow::Owned(mut v) => v.pointer_mut(pointer).map(|p| Cow::Owned(p.take())),
         }
+    }
+}
+
+/// The text of the part of the JSON `text` at `pointer` (RFC 6901), found by reading past the
+/// rest without making values; `None` when there is none (or `text` is not JSON).
+fn raw_at<'t>(text: &'t str, pointer: &str) -> Option<&'t serde_json::value::RawValue> {
+    if !pointer.is_empty() && !pointer.starts_with('/') {
+        return None;
+    }
+    let rest = pointer.strip_prefix('/').map_or_else(Vec::new, |p| {
+        p.split('/')
+            .map(|s| s.replace("~1", "/").replace("~0", "~"))
+            .collect()
+    });
+    let mut read = serde_json::Deserializer::from_str(text);
+    serde::de::DeserializeSeed::deserialize(At(&rest), &mut read)
+        .ok()
+        .flatten()
+}
+
+/// Reads down the remaining pointer segments to the part they name.
+struct At<'p>(&'p [String]);
+
+impl<'de> serde::de::DeserializeSeed<'de> for At<'_> {
+    type Value = Option<&'de serde_json::value::RawValue>;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        if self.0.is_empty() {
+            return <&serde_json::value::RawValue>::deserialize(d).map(Some);
+        }
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for At<'_> {
+    type Value = Option<&'de serde_json::value::RawValue>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("JSON")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let Some((first, rest)) = self.0.split_first() else {
+            return Ok(None);
+        };
+        let mut found = None;
+        while let Some(key) = map.next_key::<String>()? {
+            if key == *first && found.is_none() {
+                found = map.next_value_seed(At(rest))?;
+            } else {
+                map.next_value::<serde::de::IgnoredAny>()?;
+            }
+        }
+        Ok(found)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let Some((first, rest)) = self.0.split_first() else {
+            return Ok(None);
+        };
+        // Digits without a leading zero, as `Value::pointer` reads an index.
+        let canonical =
+            first.bytes().all(|b| b.is_ascii_digit()) && !first.starts_with("0") || first == "0";
+        let index: Option<usize> = first.parse().ok().filter(|_| canonical);
+        let mut found = None;
+        let mut i = 0;
+        loop {
+            let got = if Some(i) == index {
+                seq.next_element_seed(At(rest))?.map(|f| found = f)
+            } else {
+                seq.next_element::<serde::de::IgnoredAny>()?.map(|_| ())
+            };
+            if got.is_none() {
+                return Ok(found);
+            }
+            i += 1;
+        }
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(None)
     }
 }
 
@@ -542,11 +675,7 @@ impl From<Arc<Value>> for View {
 
 impl PartialEq for View {
     fn eq(&self, other: &View) -> bool {
-        match (&self.0, &other.0) {
-            (ViewRepr::Held(a), ViewRepr::Held(b)) if Arc::ptr_eq(a, b) => true,
-            (ViewRepr::Text(a), ViewRepr::Text(b)) if Arc::ptr_eq(a, b) => true,
-            _ => *self.get() == *other.get(),
-        }
+        self.same(other) || *self.get() == *other.get()
     }
 }
 
@@ -784,6 +913,23 @@ pub struct ObjectChange {
 }
 
 impl ObjectChange {
+    /// Both views, the before-view read once when the after-view is made from it.
+    pub fn views(&self) -> (Option<Cow<'_, Value>>, Option<Cow<'_, Value>>) {
+        let before = self.before.as_ref().map(View::get);
+        let after = self
+            .after
+            .as_ref()
+            .map(|after| match (&after.0, &self.before, &before) {
+                (ViewRepr::Made(parts), Some(b), Some(value))
+                    if parts.base().is_some_and(|base| base.same(b)) =>
+                {
+                    Cow::Owned(parts.make_from(value))
+                }
+                _ => after.get(),
+            });
+        (before, after)
+    }
+
     /// `deployment.apps/web`, the way kubectl prints object references.
     pub fn reference(&self) -> String {
         format!("{}/{}", self.kind.kubectl_name(), self.name)
@@ -1105,6 +1251,44 @@ mod tests {
         let read: View = serde_json::from_str(&text_json(&text)).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(read, text);
         assert_ne!(View::text(&json!({"a": 1})), text);
+    }
+
+    #[test]
+    fn a_part_of_a_text_is_found_as_value_pointer_finds_it() {
+        let value = json!({
+            "a": {"b": [10, {"c/d": "x", "e~f": [true]}, []], "b2": null},
+            "spec": {"rules": [{"http": {"paths": [{"path": "/a"}]}}, {"host": "h"}]},
+            "": {"": 1}
+        });
+        let text = serde_json::to_string(&value).unwrap_or_default();
+        for pointer in [
+            "",
+            "/a",
+            "/a/b",
+            "/a/b/0",
+            "/a/b/1",
+            "/a/b/1/c~1d",
+            "/a/b/1/e~0f/0",
+            "/a/b/2",
+            "/a/b2",
+            "/spec/rules/0/http/paths",
+            "/spec/rules/1/http/paths",
+            "/spec/rules/2",
+            "/a/b/01",
+            "/a/b/+1",
+            "/a/b/-",
+            "/a/b/9",
+            "/x",
+            "/a/b/0/y",
+            "//",
+            "/",
+            "a",
+        ] {
+            let found = raw_at(&text, pointer)
+                .map(|raw| serde_json::from_str::<Value>(raw.get()).unwrap_or_default());
+            assert_eq!(found.as_ref(), value.pointer(pointer), "{pointer}");
+        }
+        assert!(raw_at("{not json", "/a").is_none());
     }
 
     fn text_json(v: &View) -> String {

@@ -538,14 +538,16 @@ struct Viewed {
 
 impl MakeView for Viewed {
     fn make(&self) -> Value {
+        self.make_from(&self.object.get())
+    }
+
+    fn base(&self) -> Option<&View> {
+        Some(&self.object)
+    }
+
+    fn make_from(&self, object: &Value) -> Value {
         let patch = self.patch.as_deref().and_then(Value::as_object);
-        patched_view(
-            &self.object.get(),
-            patch,
-            &self.namespace,
-            &self.name,
-            &self.keys,
-        )
+        patched_view(object, patch, &self.namespace, &self.name, &self.keys)
     }
 }
 

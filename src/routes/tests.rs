@@ -479,6 +479,11 @@ fn a_changed_rule_keeps_its_fields_in_their_order_and_the_views_keep_theirs() {
             r#"{{"spec":{{"rules":[{{"futureRuleField":true,"http":{{"paths":{paths},"futureHttpField":1}},"host":"shop.example.com"}},{{"host":"www.example.com","http":{{"paths":{paths}}}}},{{"host":"api.example.com","http":{{"paths":{paths}}}}}]}}}}"#
         )
     );
+    // Read together, the after-view is made from the before-view read once: the same views.
+    let (before, after) = c.views();
+    assert_eq!(before.as_deref(), Some(&*c.before.as_ref().unwrap().get()));
+    assert_eq!(after.as_deref(), Some(&*c.after.as_ref().unwrap().get()));
+    assert_ne!(before, after);
     // Both views are in the focused order whatever the live object's order.
     for view in [
         c.before.as_ref().unwrap().get(),
