@@ -172,6 +172,25 @@ Numbers: medians at RTT 20 ms unless said, same machine, before → after.
    and 49.6 ms (2.5 + 24.6 + 24.3), and 66.5 ms (3.1 + 29.8 + 32.9) when busy again minutes
    later; `--version` of the builds of rounds 6 and 7, alternated (`perf stat -r 80`, 5
    times each), 1.80 ms both.
+11. **Views kept as text or made when read** (round 8). heaptrack after round 7: peak heap
+   34 MB, of which the before-views' paths (moved from the LIST) 10.8, a changed Ingress's
+   after-view 9.3 and its patch's paths 4.9 — the same paths three times, each `http.paths`
+   entry ~1 KB as a `serde_json::Value` for ~100 bytes of JSON. Now a view is a `plan::View`:
+   held as a value, kept as its compact JSON text, or made when read. An Ingress's before-view
+   is kept as text (written to `-o json`/`-o yaml` and saved plans straight from the text with
+   `serde-transcode`, and a paths field pointing into it reads only its part of the text); an
+   updated Ingress's after-view is made from the before-view and the patch each time it is
+   shown or written (the diff and the history read the before-view once for both); write
+   bodies are shared (`Arc`), and a changed paths field points into the patch. One backend
+   value is shared by every group, and a LIST item is read with room for the `apiVersion` and
+   `kind` added to it. XL by hand, release builds of round 7 and this round alternated, output
+   byte for byte the same (JSON 14.1 MB, YAML and the coloured diff): peak RSS 46.4 → 31.4 MiB
+   (the after-views made when read: 38.9), page faults 9 714 → 5 925, user-space
+   instructions 534 → 689 M (the before-views are written to text and read back), CPU the
+   same within the machine's noise (76–122 against 96–118 ms, 10 runs × 3 each). The price is
+   in the core benchmark, where every changed Ingress's diff is rendered: rendering 10 000
+   endpoints 24 → 30 ms, planning 24.5 → 23 ms (same run, release bench binaries of both
+   rounds), parse + plan + render 51.5 → 57.5 ms.
 
 All existing tests pass unchanged; `tests/transport_e2e.rs` checks that a run with image,
 bounds and five Ingress changes uses exactly one HTTP/2 connection, and
@@ -223,23 +242,21 @@ bounds and five Ingress changes uses exactly one HTTP/2 connection, and
   it exclusively for the whole request. A burst of 64 dry runs takes ~35–50 ms on this
   machine's 2 shared cores. Making the other writes compute outside the lock too, and the
   per-request work lighter (an update normalises the object four times), is what is left.
-* Scenario XL's peak RSS is still above 32 MiB. heaptrack after round 7 (profiling build on
-  glibc's malloc; peak heap ~44 MB): the LIST as read (~10.8 MB: the before-views' paths,
-  moved, and what is left of each object), the changed Ingresses' patches (~5.4 MB) and
-  after-views (~5 MB), the endpoints file (~2 MB), the updaters (~2.3 MB), the rest small.
-  With `preserve_order` every JSON object is an `IndexMap` (a hash table and a vector of
-  entries, each a key `String` and an 80-byte `Value`): one `http.paths` entry, four nested
-  objects, is ~0.8–1 KB even at its exact size, for ~100 bytes of JSON. A changed Ingress
-  still holds its new paths twice (the patch and the after-view, two trees that cannot share
-  a subtree) and every view is stored rather than made when shown. What would reach 32 MiB is
-  a typed, compact model of the live routes and of the views (read from the LIST's bytes,
-  keeping the raw objects only for what is written) with the after-view made from the
-  before-view and the patch when it is shown or written; not started.
-* Rendering the diff is now half of the core benchmark (~25 of ~51 ms for 10 000
-  endpoints): serde-saphyr writing each view's YAML (its quoting checks) and walking the views
-  for strings to escape. Checking the strings while the YAML is written, in one walk, was tried
-  and measured: no gain beyond noise (the walk brings the views into cache for the writer), so
-  it was not kept.
+* Scenario XL's peak is now the moment planning starts: heaptrack (profiling build on
+  glibc's malloc; peak heap ~20 MB) has the LIST as read (14.5 MB: 1 000 Ingresses of 10
+  paths as `serde_json::Value`s, each `http.paths` entry ~1 KB — with `preserve_order` every
+  object is an `IndexMap`, a hash table and a vector of 112-byte entries), the updaters
+  (2.8 MB) and the endpoints file (2 MB). RSS is ~9 MiB more than the heap: the binary's code
+  and read-only data the run touches (6.1 + 1.4 MB; the kernel maps code in 64 KB runs around
+  each page touched) and the C library. Reading each LIST item into a typed, compact model
+  (or keeping it as text and reading it when planned) is what would lower it further.
+* Rendering the diff is more than half of the core benchmark (~30 of ~57 ms for 10 000
+  endpoints): serde-saphyr writing each view's YAML (its quoting checks), walking the views
+  for strings to escape, and since round 8 reading each changed Ingress's before-view back
+  from its text and making its after-view. Writing the before-view's YAML straight from the
+  text would not help: the after-view is made from the parsed before-view anyway. Checking
+  the strings while the YAML is written, in one walk, was tried in round 7 and measured: no
+  gain beyond noise, so it was not kept.
 * HTTPRoutes are planned with serde_json's own copies (no `compact_json`, fields not shared
   with views); no scenario has many of them.
 * Writing the 14 MB of `-o json` is a third of XL's user-space instructions, most of it
