@@ -28,9 +28,7 @@ impl Scratch {
         &mut self,
         read: impl FnOnce(&mut Scratch) -> Result<(), E>,
     ) -> Result<Map<String, Value>, E> {
-        let start = self.entries.len();
-        read(self)?;
-        Ok(self.entries.drain(start..).collect())
+        self.object_with_room(0, read)
     }
 
     /// [`Scratch::object`] with room for `room` entries more (that the caller adds).
