@@ -470,9 +470,7 @@ impl Serialize for FieldValue {
             && let ViewRepr::Text(text) = &view.0
             && let Some(part) = raw_at(text, pointer)
         {
-            // Written as it is read, without making the value.
-            let mut read = serde_json::Deserializer::from_str(part.get());
-            return serde_transcode::Transcoder::new(&mut read).serialize(s);
+            return write_text(part.get(), s);
         }
         self.value().serialize(s)
     }
@@ -563,6 +561,12 @@ impl View {
             Cow::Owned(mut v) => v.pointer_mut(pointer).map(|p| Cow::Owned(p.take())),
         }
     }
+}
+
+/// Writes the JSON `text` (a view's own) to `s` as it is read, without making the value.
+fn write_text<S: serde::Serializer>(text: &str, s: S) -> Result<S::Ok, S::Error> {
+    let mut read = serde_json::Deserializer::from_str(text);
+    serde_transcode::Transcoder::new(&mut read).serialize(s)
 }
 
 /// The text of the part of the JSON `text` at `pointer` (RFC 6901), found by reading past the
@@ -688,11 +692,7 @@ impl fmt::Debug for View {
 impl Serialize for View {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match &self.0 {
-            // Written as it is read, without making the value.
-            ViewRepr::Text(text) => {
-                let mut read = serde_json::Deserializer::from_str(text);
-                serde_transcode::Transcoder::new(&mut read).serialize(s)
-            }
+            ViewRepr::Text(text) => write_text(text, s),
             _ => self.get().serialize(s),
         }
     }
