@@ -400,6 +400,22 @@ impl FieldChange {
         }
     }
 
+    /// The whole object (path `.`) going from `before` to `after`: the views' own values, not
+    /// copies (a delete of a large route held its paths twice).
+    pub fn whole(before: Option<&View>, after: Option<&View>) -> Self {
+        let whole = |view: &View| {
+            FieldValue(FieldRepr::InView {
+                view: view.clone(),
+                pointer: "".into(),
+            })
+        };
+        FieldChange {
+            path: ".".into(),
+            before: before.map(whole),
+            after: after.map(whole),
+        }
+    }
+
     pub fn before(&self) -> Option<Cow<'_, Value>> {
         self.before.as_ref().map(FieldValue::value)
     }
@@ -1289,6 +1305,22 @@ mod tests {
             assert_eq!(found.as_ref(), value.pointer(pointer), "{pointer}");
         }
         assert!(raw_at("{not json", "/a").is_none());
+    }
+
+    #[test]
+    fn a_whole_object_field_is_its_views_value() {
+        let value = json!({"metadata": {"name": "web-a"}, "spec": {"rules": []}});
+        for view in [View::from(value.clone()), View::text(&value)] {
+            let deleted = FieldChange::whole(Some(&view), None);
+            let created = FieldChange::whole(None, Some(&view));
+            assert_eq!(deleted, FieldChange::new(".", Some(value.clone()), None));
+            assert_eq!(created, FieldChange::new(".", None, Some(value.clone())));
+            assert_eq!(deleted.before().as_deref(), Some(&value));
+            assert_eq!(
+                serde_json::to_value(&created).unwrap_or_default(),
+                json!({"path": ".", "before": null, "after": value})
+            );
+        }
     }
 
     fn text_json(v: &View) -> String {

@@ -28,7 +28,7 @@ use crate::history::{Record, RouteChange};
 use crate::owned_parts::{self, Path};
 use crate::plan::{
     Action, Base, FieldChange, Kind, ObjectChange, PatchType, Plan, PlanError, Planned,
-    SavedUpdater, Updater, Write,
+    SavedUpdater, Updater, View, Write,
 };
 use crate::updaters::{AutoscalerUpdate, AutoscalerUpdater, ContainerUpdate, DeploymentUpdater};
 
@@ -408,19 +408,19 @@ impl Updater for RouteRemove {
         let Some(live) = live else {
             return Ok(unchanged(self.kind, namespace, &self.name, None));
         };
-        let shown = view(
+        let shown = View::from(view(
             self.kind,
             namespace,
             &self.name,
             &owned_parts::project(live, &self.expected),
-        );
+        ));
         Ok(ObjectChange {
             kind: self.kind,
             namespace: namespace.to_owned(),
             name: self.name.clone(),
             live: Base::of(live),
-            fields: vec![FieldChange::new(".", Some(shown.clone()), None)],
-            before: Some(Arc::new(shown).into()),
+            fields: vec![FieldChange::whole(Some(&shown), None)],
+            before: Some(shown),
             after: None,
             write: Some(Write::Delete {
                 base: Base::required(live, &reference(self.kind, &self.name))?,
@@ -468,16 +468,17 @@ impl Updater for RouteRecreate {
         let part = settable(&self.body);
         match live {
             None => {
-                let body = view(self.kind, namespace, &self.name, &part);
+                let body = Arc::new(view(self.kind, namespace, &self.name, &part));
+                let after = View::from(Arc::clone(&body));
                 Ok(ObjectChange {
                     kind: self.kind,
                     namespace: namespace.to_owned(),
                     name: self.name.clone(),
                     live: None,
-                    fields: vec![FieldChange::new(".", None, Some(body.clone()))],
+                    fields: vec![FieldChange::whole(None, Some(&after))],
                     before: None,
-                    after: Some(Arc::new(body.clone()).into()),
-                    write: Some(Write::Create { body: body.into() }),
+                    after: Some(after),
+                    write: Some(Write::Create { body }),
                     route: None,
                 })
             }

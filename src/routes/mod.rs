@@ -287,7 +287,7 @@ pub(crate) fn deletion(
     live: Option<&Value>,
     view_and_info: impl FnOnce(&Value) -> (Value, crate::plan::RouteInfo),
 ) -> Result<crate::plan::ObjectChange, PlanError> {
-    use crate::plan::{Base, FieldChange, ObjectChange, Write};
+    use crate::plan::{Base, FieldChange, ObjectChange, View, Write};
     let Some(live) = live else {
         return Ok(ObjectChange {
             kind,
@@ -302,14 +302,15 @@ pub(crate) fn deletion(
         });
     };
     let (view, info) = view_and_info(live);
+    let view = View::from(view);
     let reference = format!("{}/{name}", kind.kubectl_name());
     Ok(ObjectChange {
         kind,
         namespace: namespace.to_owned(),
         name: name.to_owned(),
         live: Base::of(live),
-        fields: vec![FieldChange::new(".", Some(view.clone()), None)],
-        before: Some(view.into()),
+        fields: vec![FieldChange::whole(Some(&view), None)],
+        before: Some(view),
         after: None,
         write: Some(Write::Delete {
             base: Base::required(live, &reference)?,
