@@ -190,6 +190,9 @@ pub fn render_change(
 /// first ([`escaped`]), so the diff shows a control or format character in a value with the
 /// same escape as every other output (`\e`, `\x07`, `\u{202e}`), never raw.
 pub fn yaml_of(view: &Value) -> String {
+    if let Some(yaml) = crate::view_yaml::write(view) {
+        return yaml;
+    }
     let options = serde_saphyr::ser_options! {
         indent_step: 2,
         compact_list_indent: true,
