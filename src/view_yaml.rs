@@ -135,7 +135,13 @@ fn write_block(out: &mut String, s: &str, body: usize) -> Option<()> {
 }
 
 fn indent(out: &mut String, col: usize) {
-    out.extend(std::iter::repeat_n(' ', col));
+    const SPACES: &str = "                                                                ";
+    let mut col = col;
+    while col > 0 {
+        let n = col.min(SPACES.len());
+        out.push_str(&SPACES[..n]);
+        col -= n;
+    }
 }
 
 /// A string serde-saphyr writes plain as a value: printable ASCII that starts with a letter
@@ -150,10 +156,17 @@ fn plain_value(s: &str) -> bool {
         Some(b'0'..=b'9') => return digits_and_words(bytes),
         _ => return false,
     }
-    bytes.iter().all(|b| (b' '..=b'~').contains(b))
+    // Printable ASCII with no `:` or `#` (one pass without an early exit, which the compiler
+    // vectorises), or else no `: ` and no ` #` (a space after a colon, before a hash).
+    let (printable, marks) = bytes.iter().fold((true, false), |(p, m), &b| {
+        (
+            p & (b' '..=b'~').contains(&b),
+            m | (b == b':') | (b == b'#'),
+        )
+    });
+    printable
+        && !(marks && (s.contains(": ") || s.contains(" #")))
         && !s.ends_with([' ', ':'])
-        && !s.contains(": ")
-        && !s.contains(" #")
         && !reserved_word(s)
 }
 
@@ -226,6 +239,15 @@ mod tests {
         });
         let text = write(&view).expect("the usual shapes are written here");
         assert_eq!(text, saphyr(&view));
+    }
+
+    #[test]
+    fn a_deep_view_is_indented_past_one_run_of_spaces() {
+        let mut view = json!({"leaf": "x\ny\n", "list": [{"a": 1, "b": "c"}]});
+        for k in 0..45 {
+            view = json!({ format!("k{k}"): view });
+        }
+        assert_eq!(write(&view).as_deref(), Some(saphyr(&view).as_str()));
     }
 
     #[test]

@@ -48,7 +48,7 @@ pub mod nginx_auth;
 pub mod nginx_snippet;
 pub mod refs;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::sync::Arc;
 
@@ -202,11 +202,24 @@ impl ScopeGroup {
 /// The scope groups of an endpoints file, sorted by identifier.
 pub fn scope_groups(file: &EndpointsFile) -> Vec<ScopeGroup> {
     // Keyed by borrowed scopes: tens of thousands of endpoints are common, and most share
-    // their scopes with many others.
-    let mut groups: BTreeMap<Vec<&str>, BTreeSet<&str>> = BTreeMap::new();
+    // their scopes with many others — usually with the endpoint before them, whose group is
+    // then taken again without looking it up.
+    let mut index: HashMap<Vec<&str>, usize> = HashMap::new();
+    let mut groups: Vec<(Vec<&str>, Vec<&str>)> = Vec::new();
+    let mut last: Option<(&[String], usize)> = None;
     for e in &file.endpoints {
-        let scopes = as_set(e.scopes.iter().map(String::as_str).collect());
-        groups.entry(scopes).or_default().insert(&e.path);
+        let at = match last {
+            Some((scopes, at)) if scopes == e.scopes.as_slice() => at,
+            _ => {
+                let scopes = as_set(e.scopes.iter().map(String::as_str).collect());
+                *index.entry(scopes).or_insert_with_key(|scopes| {
+                    groups.push((scopes.clone(), Vec::new()));
+                    groups.len() - 1
+                })
+            }
+        };
+        last = Some((&e.scopes, at));
+        groups[at].1.push(&e.path);
     }
     let mut out: Vec<ScopeGroup> = groups
         .into_iter()
@@ -215,11 +228,11 @@ pub fn scope_groups(file: &EndpointsFile) -> Vec<ScopeGroup> {
             ScopeGroup {
                 identifier: scope_identifier(&scopes),
                 scopes,
-                paths: paths.into_iter().map(str::to_owned).collect(),
+                paths: as_set(paths).into_iter().map(str::to_owned).collect(),
             }
         })
         .collect();
-    out.sort_by(|a, b| a.identifier.cmp(&b.identifier));
+    out.sort_by(|a, b| (a.identifier.cmp(&b.identifier)).then_with(|| a.scopes.cmp(&b.scopes)));
     out
 }
 
