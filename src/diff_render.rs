@@ -24,6 +24,7 @@ use similar::{ChangeTag, DiffOp, DiffTag, TextDiff};
 use crate::fleet_plan::{self, FleetPlan};
 use crate::plan::{Action, ObjectChange, Plan};
 use crate::text::{self, Untrusted};
+use crate::view_yaml;
 
 /// How a plan is rendered.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -162,14 +163,20 @@ pub fn render_change(
 ) -> io::Result<()> {
     let styles = Styles::new(opts.color);
     write_heading(out, change, &styles)?;
-    let yaml = |view: Option<&Value>| view.map(|v| yaml_of(&escaped(v))).unwrap_or_default();
-    let (before, after) = change.views();
+    let yaml = |view: Option<&Value>| view.map(shown_yaml).unwrap_or_default();
     match change.action() {
         Action::Unchanged => {}
-        Action::Create => write_whole(out, &yaml(after.as_deref()), ChangeTag::Insert, &styles)?,
-        Action::Delete => write_whole(out, &yaml(before.as_deref()), ChangeTag::Delete, &styles)?,
+        Action::Create => {
+            let after = change.views().1;
+            write_whole(out, &yaml(after.as_deref()), ChangeTag::Insert, &styles)?;
+        }
+        Action::Delete => {
+            let before = change.views().0;
+            write_whole(out, &yaml(before.as_deref()), ChangeTag::Delete, &styles)?;
+        }
         Action::Update => {
-            let (old, new) = (yaml(before.as_deref()), yaml(after.as_deref()));
+            let (old, new) = change.shown_views(shown_yaml);
+            let (old, new) = (old.unwrap_or_default(), new.unwrap_or_default());
             let rows = diff_rows(&old, &new, opts.context_lines);
             if rows.is_empty() {
                 write_note(out, "# (no difference in the fields shown)", &styles)?;
@@ -190,9 +197,24 @@ pub fn render_change(
 /// first ([`escaped`]), so the diff shows a control or format character in a value with the
 /// same escape as every other output (`\e`, `\x07`, `\u{202e}`), never raw.
 pub fn yaml_of(view: &Value) -> String {
-    if let Some(yaml) = crate::view_yaml::write(view) {
+    view_yaml::write(view).unwrap_or_else(|| saphyr_yaml(view))
+}
+
+/// [`yaml_of`] the [`escaped`] view. A view [`view_yaml::write`] writes has only printable
+/// ASCII strings (and line feeds in blocks), which escaping leaves as they are: it is written
+/// without looking for strings to escape first.
+fn shown_yaml(view: &Value) -> String {
+    if let Some(yaml) = view_yaml::write(view) {
         return yaml;
     }
+    match escaped(view) {
+        Cow::Borrowed(view) => saphyr_yaml(view),
+        Cow::Owned(view) => yaml_of(&view),
+    }
+}
+
+/// [`yaml_of`] by serde-saphyr, for every view.
+fn saphyr_yaml(view: &Value) -> String {
     let options = serde_saphyr::ser_options! {
         indent_step: 2,
         compact_list_indent: true,

@@ -530,6 +530,13 @@ pub trait MakeView: Send + Sync {
         let _ = base;
         self.make()
     }
+
+    /// The YAML [`crate::view_yaml::write`] writes for [`MakeView::make_from`] `base`, written
+    /// from the parts without making the view, when this maker can and the writer does.
+    fn yaml_from(&self, base: &Value) -> Option<String> {
+        let _ = base;
+        None
+    }
 }
 
 impl View {
@@ -944,6 +951,27 @@ impl ObjectChange {
                 _ => after.get(),
             });
         (before, after)
+    }
+
+    /// Both views as `show` writes them (the before-view read once). An after-view made from
+    /// the before-view is written from its parts when its maker can ([`MakeView::yaml_from`]):
+    /// `show` must then write what [`crate::view_yaml::write`] writes wherever that writes.
+    pub fn shown_views(&self, show: impl Fn(&Value) -> String) -> (Option<String>, Option<String>) {
+        let before = self.before.as_ref().map(View::get);
+        let after = self
+            .after
+            .as_ref()
+            .map(|after| match (&after.0, &self.before, &before) {
+                (ViewRepr::Made(parts), Some(b), Some(value))
+                    if parts.base().is_some_and(|base| base.same(b)) =>
+                {
+                    parts
+                        .yaml_from(value)
+                        .unwrap_or_else(|| show(&parts.make_from(value)))
+                }
+                _ => show(&after.get()),
+            });
+        (before.as_deref().map(&show), after)
     }
 
     /// `deployment.apps/web`, the way kubectl prints object references.

@@ -17,27 +17,107 @@ use serde_json::{Map, Value};
 /// compact sequences, literal blocks for multi-line strings, no folding, YAML 1.1 quoting),
 /// or `None` when the view has something this writer leaves to serde-saphyr.
 pub fn write(view: &Value) -> Option<String> {
-    let Value::Object(map) = view else {
+    write_top(Node::Value(view))
+}
+
+/// A view assembled from parts of other values (a before-view and a patch), written or made
+/// into a value without copying the parts first: [`write_part`] writes what [`write`] writes
+/// for [`Part::to_value`].
+pub enum Part<'a> {
+    Map(Vec<(&'a str, Part<'a>)>),
+    Seq(Vec<Part<'a>>),
+    Str(&'a str),
+    Value(&'a Value),
+}
+
+impl Part<'_> {
+    /// The value the part stands for, every array and map at its size.
+    pub fn to_value(&self) -> Value {
+        match self {
+            Part::Map(entries) => {
+                let mut map = Map::with_capacity(entries.len());
+                for (key, part) in entries {
+                    map.insert((*key).to_owned(), part.to_value());
+                }
+                Value::Object(map)
+            }
+            Part::Seq(items) => Value::Array(items.iter().map(Part::to_value).collect()),
+            Part::Str(s) => Value::String((*s).to_owned()),
+            Part::Value(v) => crate::compact_json::copy(v),
+        }
+    }
+}
+
+/// [`write`] of [`Part::to_value`], without making the value.
+pub fn write_part(part: &Part<'_>) -> Option<String> {
+    write_top(Node::Part(part))
+}
+
+/// A node of a view: of a value, or of a part.
+#[derive(Clone, Copy)]
+enum Node<'a> {
+    Value(&'a Value),
+    Part(&'a Part<'a>),
+}
+
+/// What a node is, with a part that stands for a value seen as that value.
+enum Shape<'a> {
+    Map(Option<&'a Map<String, Value>>, &'a [(&'a str, Part<'a>)]),
+    Seq(Option<&'a [Value]>, &'a [Part<'a>]),
+    Str(&'a str),
+    Other(&'a Value),
+}
+
+impl<'a> Node<'a> {
+    fn shape(self) -> Shape<'a> {
+        match self {
+            Node::Value(Value::Object(m)) | Node::Part(Part::Value(Value::Object(m))) => {
+                Shape::Map(Some(m), &[])
+            }
+            Node::Value(Value::Array(a)) | Node::Part(Part::Value(Value::Array(a))) => {
+                Shape::Seq(Some(a), &[])
+            }
+            Node::Value(Value::String(s)) | Node::Part(Part::Value(Value::String(s))) => {
+                Shape::Str(s)
+            }
+            Node::Value(v) => Shape::Other(v),
+            Node::Part(Part::Value(v)) => Shape::Other(v),
+            Node::Part(Part::Map(entries)) => Shape::Map(None, entries),
+            Node::Part(Part::Seq(items)) => Shape::Seq(None, items),
+            Node::Part(Part::Str(s)) => Shape::Str(s),
+        }
+    }
+}
+
+fn map_len(map: Option<&Map<String, Value>>, entries: &[(&str, Part<'_>)]) -> usize {
+    map.map_or(entries.len(), Map::len)
+}
+
+fn write_top(view: Node<'_>) -> Option<String> {
+    let Shape::Map(map, entries) = view.shape() else {
         return None;
     };
-    if map.is_empty() {
+    if map_len(map, entries) == 0 {
         return None;
     }
     let mut out = String::with_capacity(1024);
-    write_map(&mut out, map, 0, None)?;
+    write_map(&mut out, map, entries, 0, false)?;
     Some(out)
 }
 
-/// The entries of a non-empty map whose keys sit at column `col`. With `first_inline`, the
-/// first key goes on the current line (after a sequence item's `- `), the others are indented.
+/// The entries of a non-empty map (of a value, or of a part) whose keys sit at column `col`.
+/// With `first_inline`, the first key goes on the current line (after a sequence item's `- `),
+/// the others are indented.
 fn write_map(
     out: &mut String,
-    map: &Map<String, Value>,
+    map: Option<&Map<String, Value>>,
+    entries: &[(&str, Part<'_>)],
     col: usize,
-    first_inline: Option<()>,
+    first_inline: bool,
 ) -> Option<()> {
-    for (i, (key, value)) in map.iter().enumerate() {
-        if !(i == 0 && first_inline.is_some()) {
+    let mut first = first_inline;
+    let mut entry = |key: &str, value: Node<'_>| -> Option<()> {
+        if !std::mem::take(&mut first) {
             indent(out, col);
         }
         if !plain_key(key) {
@@ -45,64 +125,111 @@ fn write_map(
         }
         out.push_str(key);
         out.push(':');
-        match value {
-            Value::Object(child) if child.is_empty() => out.push_str(" {}\n"),
-            Value::Array(items) if items.is_empty() => out.push_str(" []\n"),
-            Value::Object(child) => {
-                out.push('\n');
-                write_map(out, child, col + 2, None)?;
+        write_entry_value(out, value, col)
+    };
+    match map {
+        Some(map) => {
+            for (key, value) in map {
+                entry(key, Node::Value(value))?;
             }
-            Value::Array(items) => {
-                out.push('\n');
-                write_seq(out, items, col)?;
-            }
-            Value::String(s) if s.contains('\n') => {
-                out.push(' ');
-                write_block(out, s, col + 2)?;
-            }
-            scalar => {
-                out.push(' ');
-                write_scalar(out, scalar)?;
-                out.push('\n');
+        }
+        None => {
+            for (key, part) in entries {
+                entry(key, Node::Part(part))?;
             }
         }
     }
     Some(())
 }
 
-/// The items of a non-empty sequence, compact: each `- ` at column `col`.
-fn write_seq(out: &mut String, items: &[Value], col: usize) -> Option<()> {
-    for item in items {
+/// What follows `key:` of an entry at column `col`.
+fn write_entry_value(out: &mut String, value: Node<'_>, col: usize) -> Option<()> {
+    match value.shape() {
+        Shape::Map(map, entries) if map_len(map, entries) == 0 => out.push_str(" {}\n"),
+        Shape::Seq(items, parts) if items.map_or(parts.len(), <[Value]>::len) == 0 => {
+            out.push_str(" []\n");
+        }
+        Shape::Map(map, entries) => {
+            out.push('\n');
+            write_map(out, map, entries, col + 2, false)?;
+        }
+        Shape::Seq(items, parts) => {
+            out.push('\n');
+            write_seq(out, items, parts, col)?;
+        }
+        Shape::Str(s) if s.contains('\n') => {
+            out.push(' ');
+            write_block(out, s, col + 2)?;
+        }
+        Shape::Str(s) => {
+            out.push(' ');
+            write_str(out, s)?;
+            out.push('\n');
+        }
+        Shape::Other(scalar) => {
+            out.push(' ');
+            write_scalar(out, scalar)?;
+            out.push('\n');
+        }
+    }
+    Some(())
+}
+
+/// The items of a non-empty sequence (of a value, or of a part), compact: each `- ` at column
+/// `col`.
+fn write_seq(
+    out: &mut String,
+    items: Option<&[Value]>,
+    parts: &[Part<'_>],
+    col: usize,
+) -> Option<()> {
+    let mut item = |node: Node<'_>| -> Option<()> {
         indent(out, col);
         out.push_str("- ");
-        match item {
-            Value::Object(map) if !map.is_empty() => write_map(out, map, col + 2, Some(()))?,
-            Value::Object(_) | Value::Array(_) => return None,
-            Value::String(s) if s.contains('\n') => return None,
-            scalar => {
+        match node.shape() {
+            Shape::Map(map, entries) if map_len(map, entries) > 0 => {
+                write_map(out, map, entries, col + 2, true)?;
+            }
+            Shape::Map(..) | Shape::Seq(..) => return None,
+            Shape::Str(s) if s.contains('\n') => return None,
+            Shape::Str(s) => {
+                write_str(out, s)?;
+                out.push('\n');
+            }
+            Shape::Other(scalar) => {
                 write_scalar(out, scalar)?;
                 out.push('\n');
             }
         }
+        Some(())
+    };
+    match items {
+        Some(items) => items.iter().try_for_each(|v| item(Node::Value(v))),
+        None => parts.iter().try_for_each(|p| item(Node::Part(p))),
     }
-    Some(())
 }
 
-/// A single-line scalar in value position.
+/// A single-line scalar other than a string, in value position.
 fn write_scalar(out: &mut String, value: &Value) -> Option<()> {
     match value {
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
         Value::Number(n) if n.is_i64() || n.is_u64() => out.push_str(&n.to_string()),
-        Value::String(s) if plain_value(s) => out.push_str(s),
-        // What YAML 1.1 reads as a boolean, null or number, quoted (nothing to escape in it).
-        Value::String(s)
-            if reserved_word(s) || (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())) =>
-        {
-            out.push('"');
-            out.push_str(s);
-            out.push('"');
-        }
         _ => return None,
+    }
+    Some(())
+}
+
+/// A single-line string in value position.
+fn write_str(out: &mut String, s: &str) -> Option<()> {
+    if plain_value(s) {
+        out.push_str(s);
+    } else if reserved_word(s) || (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())) {
+        // What YAML 1.1 reads as a boolean, null or number, quoted (nothing to escape in it).
+        out.push('"');
+        out.push_str(s);
+        out.push('"');
+    } else {
+        return None;
     }
     Some(())
 }
@@ -326,8 +453,33 @@ mod tests {
         })
     }
 
+    /// A part over `v`: its maps and sequences rebuilt as parts down to `depth`, its strings as
+    /// borrowed strings, the rest as the values.
+    fn part_of(v: &Value, depth: usize) -> Part<'_> {
+        match v {
+            Value::Object(m) if depth > 0 => Part::Map(
+                m.iter()
+                    .map(|(k, v)| (k.as_str(), part_of(v, depth - 1)))
+                    .collect(),
+            ),
+            Value::Array(a) if depth > 0 => {
+                Part::Seq(a.iter().map(|v| part_of(v, depth - 1)).collect())
+            }
+            Value::String(s) if depth > 0 => Part::Str(s),
+            other => Part::Value(other),
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        /// A part is written as the value it stands for, and stands for the value it was made of.
+        #[test]
+        fn a_part_is_written_as_its_value(v in view(), depth in 0usize..5) {
+            let part = part_of(&v, depth);
+            prop_assert_eq!(&part.to_value(), &v);
+            prop_assert_eq!(write_part(&part), write(&v));
+        }
 
         /// Whatever this writer writes is serde-saphyr's text byte for byte.
         #[test]

@@ -45,6 +45,7 @@ use crate::plan::{
     Base, FieldChange, FieldValue, Kind, MakeView, ObjectChange, PatchType, PlanError, RouteInfo,
     RouteStyle, SavedUpdater, Updater, View, Write,
 };
+use crate::view_yaml::{self, Part};
 
 /// What makes an Ingress style: its annotations and its HTTP paths.
 pub trait Flavor: Send + Sync + fmt::Debug {
@@ -449,8 +450,19 @@ fn patched_view(
     name: &str,
     keys: &[&str],
 ) -> Value {
+    patched_parts(obj, patch, namespace, name, keys).to_value()
+}
+
+/// [`patched_view`] as the parts of `obj` and `patch` it is made of (nothing copied).
+fn patched_parts<'a>(
+    obj: &'a Value,
+    patch: Option<&'a Map<String, Value>>,
+    namespace: &'a str,
+    name: &'a str,
+    keys: &[&'a str],
+) -> Part<'a> {
     // `Some(v)`: the patch sets the field at `path` (`None` inside: removes it).
-    let patched = |path: &[&str]| -> Option<Option<&Value>> {
+    let patched = |path: &[&str]| -> Option<Option<&'a Value>> {
         let (first, rest) = path.split_first()?;
         let mut v = patch?.get(*first)?;
         for key in rest {
@@ -458,30 +470,27 @@ fn patched_view(
         }
         Some(Some(v).filter(|v| !v.is_null()))
     };
-    // Every map at the size it ends up (a map that grows gets room for seven entries).
     let meta = &obj["metadata"];
-    let mut m = Map::with_capacity(4);
-    m.insert("name".into(), json!(name));
-    m.insert("namespace".into(), json!(namespace));
-    let mut labels = Map::with_capacity(2);
-    for key in [APP_LABEL, IDENTIFIER_LABEL] {
-        if let Some(v) = meta["labels"].get(key) {
-            labels.insert(key.into(), v.clone());
-        }
-    }
+    let mut m = Vec::with_capacity(4);
+    m.push(("name", Part::Str(name)));
+    m.push(("namespace", Part::Str(namespace)));
+    let labels: Vec<_> = [APP_LABEL, IDENTIFIER_LABEL]
+        .into_iter()
+        .filter_map(|key| Some((key, Part::Value(meta["labels"].get(key)?))))
+        .collect();
     if !labels.is_empty() {
-        m.insert("labels".into(), Value::Object(labels));
+        m.push(("labels", Part::Map(labels)));
     }
-    let mut annotations = Map::with_capacity(keys.len());
-    for key in keys {
-        let value = patched(&["metadata", "annotations", key])
-            .unwrap_or_else(|| meta["annotations"].get(*key));
-        if let Some(v) = value {
-            annotations.insert((*key).into(), v.clone());
-        }
-    }
+    let annotations: Vec<_> = keys
+        .iter()
+        .filter_map(|key| {
+            let value = patched(&["metadata", "annotations", key])
+                .unwrap_or_else(|| meta["annotations"].get(*key));
+            Some((*key, Part::Value(value?)))
+        })
+        .collect();
     if !annotations.is_empty() {
-        m.insert("annotations".into(), Value::Object(annotations));
+        m.push(("annotations", Part::Map(annotations)));
     }
     let spec = &obj["spec"];
     let field = |key: &str| {
@@ -491,39 +500,35 @@ fn patched_view(
     let rules = patched(&["spec", "rules"]).unwrap_or_else(|| spec.get("rules"));
     let rules = rules.and_then(Value::as_array);
     let tls = field("tls");
-    let mut s = Map::with_capacity(
-        usize::from(class.is_some()) + usize::from(rules.is_some()) + usize::from(tls.is_some()),
-    );
+    let mut s = Vec::with_capacity(3);
     if let Some(class) = class {
-        s.insert("ingressClassName".into(), class.clone());
+        s.push(("ingressClassName", Part::Value(class)));
     }
     if let Some(rules) = rules {
         let rules = rules
             .iter()
             .map(|r| {
-                let mut rule = Map::with_capacity(2);
+                let mut rule = Vec::with_capacity(2);
                 if let Some(h) = r.get("host").filter(|v| !v.is_null()) {
-                    rule.insert("host".into(), h.clone());
+                    rule.push(("host", Part::Value(h)));
                 }
                 if let Some(p) = r["http"].get("paths") {
-                    let mut http = Map::with_capacity(1);
-                    http.insert("paths".into(), copy(p));
-                    rule.insert("http".into(), Value::Object(http));
+                    rule.push(("http", Part::Map(vec![("paths", Part::Value(p))])));
                 }
-                Value::Object(rule)
+                Part::Map(rule)
             })
             .collect();
-        s.insert("rules".into(), Value::Array(rules));
+        s.push(("rules", Part::Seq(rules)));
     }
     if let Some(tls) = tls {
-        s.insert("tls".into(), tls.clone());
+        s.push(("tls", Part::Value(tls)));
     }
-    let mut view = Map::with_capacity(4);
-    view.insert("apiVersion".into(), json!(Kind::Ingress.api_version()));
-    view.insert("kind".into(), json!(Kind::Ingress.to_string()));
-    view.insert("metadata".into(), Value::Object(m));
-    view.insert("spec".into(), Value::Object(s));
-    Value::Object(view)
+    Part::Map(vec![
+        ("apiVersion", Part::Str(Kind::Ingress.api_version())),
+        ("kind", Part::Str(Kind::Ingress.name())),
+        ("metadata", Part::Map(m)),
+        ("spec", Part::Map(s)),
+    ])
 }
 
 /// The focused view of an Ingress (a create's body, or a before-view) with a merge patch
@@ -548,6 +553,17 @@ impl MakeView for Viewed {
     fn make_from(&self, object: &Value) -> Value {
         let patch = self.patch.as_deref().and_then(Value::as_object);
         patched_view(object, patch, &self.namespace, &self.name, &self.keys)
+    }
+
+    fn yaml_from(&self, object: &Value) -> Option<String> {
+        let patch = self.patch.as_deref().and_then(Value::as_object);
+        view_yaml::write_part(&patched_parts(
+            object,
+            patch,
+            &self.namespace,
+            &self.name,
+            &self.keys,
+        ))
     }
 }
 
