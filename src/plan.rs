@@ -546,7 +546,7 @@ impl View {
     }
 
     /// `view` kept as its compact JSON text, read back each time.
-    pub fn text(view: &Value) -> View {
+    pub fn text(view: &impl Serialize) -> View {
         // `serde_json::to_string` writes bytes; `Value::to_string` goes through `fmt`.
         let text = serde_json::to_string(view).unwrap_or_default();
         View(ViewRepr::Text(text.into()))

@@ -11,6 +11,7 @@
 //! text byte for byte: a property test compares both over random views built to hit every
 //! branch, and the rules below are a strict subset of serde-saphyr's (`ser/quoting.rs`).
 
+use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value};
 
 /// The YAML serde-saphyr writes for `view` with the diff's options (two-space indentation,
@@ -44,6 +45,24 @@ impl Part<'_> {
             Part::Seq(items) => Value::Array(items.iter().map(Part::to_value).collect()),
             Part::Str(s) => Value::String((*s).to_owned()),
             Part::Value(v) => crate::compact_json::copy(v),
+        }
+    }
+}
+
+/// Serialised as the value it stands for ([`Part::to_value`]), without making it.
+impl Serialize for Part<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Part::Map(entries) => {
+                let mut map = s.serialize_map(Some(entries.len()))?;
+                for (key, part) in entries {
+                    map.serialize_entry(key, part)?;
+                }
+                map.end()
+            }
+            Part::Seq(items) => s.collect_seq(items),
+            Part::Str(text) => s.serialize_str(text),
+            Part::Value(v) => v.serialize(s),
         }
     }
 }
@@ -478,6 +497,7 @@ mod tests {
         fn a_part_is_written_as_its_value(v in view(), depth in 0usize..5) {
             let part = part_of(&v, depth);
             prop_assert_eq!(&part.to_value(), &v);
+            prop_assert_eq!(serde_json::to_string(&part).unwrap(), serde_json::to_string(&v).unwrap());
             prop_assert_eq!(write_part(&part), write(&v));
         }
 

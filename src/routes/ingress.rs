@@ -407,40 +407,6 @@ pub fn focused_view(obj: &Value, namespace: &str, name: &str, keys: &[&str]) -> 
     patched_view(obj, None, namespace, name, keys)
 }
 
-/// [`focused_view`] of a live object given up for it: each rule's `http.paths` is moved into
-/// the view, not copied. The same view.
-fn focused_view_of_owned(mut obj: Value, namespace: &str, name: &str, keys: &[&str]) -> Value {
-    // Each rule's paths, taken out (a `null` left in their place, so that the view still has
-    // the key, where it is).
-    let taken: Vec<Option<Value>> = obj
-        .get_mut("spec")
-        .and_then(|s| s.get_mut("rules"))
-        .and_then(Value::as_array_mut)
-        .map(|rules| {
-            rules
-                .iter_mut()
-                .map(|r| {
-                    r.get_mut("http")
-                        .and_then(|h| h.get_mut("paths"))
-                        .map(std::mem::take)
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    let mut view = focused_view(&obj, namespace, name, keys);
-    let view_rules = view
-        .get_mut("spec")
-        .and_then(|s| s.get_mut("rules"))
-        .and_then(Value::as_array_mut);
-    for (rule, paths) in view_rules.into_iter().flatten().zip(taken) {
-        let slot = rule.get_mut("http").and_then(|h| h.get_mut("paths"));
-        if let (Some(slot), Some(paths)) = (slot, paths) {
-            *slot = paths;
-        }
-    }
-    view
-}
-
 /// [`focused_view`] of `obj` with the JSON merge `patch` of an update applied (its `null`s
 /// remove), read through without applying it: only what the view shows is copied.
 fn patched_view(
@@ -883,13 +849,9 @@ impl IngressUpdater {
         };
         let base = Base::of(live);
         let route = self.info(served_paths(live, &d.app));
-        // Last, as it may take the live object apart.
-        let before_view = match owned_live {
-            Cow::Borrowed(live) => focused_view(live, namespace, &self.name, &keys),
-            Cow::Owned(live) => focused_view_of_owned(live, namespace, &self.name, &keys),
-        };
-        // Kept as text: read back only when shown, written or saved.
-        let before = View::text(&before_view);
+        // Kept as text, written from the live object's parts: read back only when shown,
+        // written or saved.
+        let before = View::text(&patched_parts(live, None, namespace, &self.name, &keys));
         let patch = View::from(Arc::clone(&body));
         for f in in_views {
             // Rule `i` of the patch is rule `i` of the after-view.
@@ -897,7 +859,8 @@ impl IngressUpdater {
             let field = &mut fields[f.field];
             field.after = FieldValue::in_view(&patch, &body, &pointer);
             if f.before_in_view {
-                field.before = FieldValue::in_view(&before, &before_view, &pointer);
+                // Rule `i` of the before-view is rule `i` of the live object, with its paths.
+                field.before = FieldValue::in_view(&before, live, &pointer);
             }
         }
         // The after-view: the before-view as the patch leaves it (the view holds every field a

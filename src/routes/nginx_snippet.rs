@@ -97,7 +97,7 @@ impl Flavor for NginxSnippet {
     }
 
     fn http_path(&self, app: &str, path: &str) -> (String, &'static str) {
-        (format!("/{app}{path}"), "Prefix")
+        (["/", app, path].concat(), "Prefix")
     }
 
     fn endpoint_of(&self, app: &str, path: &str) -> Option<String> {
