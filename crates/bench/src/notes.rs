@@ -192,6 +192,31 @@ Numbers: medians at RTT 20 ms unless said, same machine, before → after.
    endpoints 24 → 30 ms, planning 24.5 → 23 ms (same run, release bench binaries of both
    rounds), parse + plan + render 51.5 → 57.5 ms.
 
+12. **YAML written for the shapes views have, views written from their parts** (round 9).
+   Instruction counts (callgrind, one parse + plan + render of the 10 000-endpoint case, the
+   core benchmark's own code in an example binary) rather than times: this machine's criterion
+   medians moved by 20–40% between runs of the same binary. perf over render: serde-saphyr's
+   generic serializer and quoting checks, parsing the before-view text, making the after-view
+   and freeing both were most of it. Now `src/view_yaml.rs` writes the shapes views have
+   (maps, compact sequences of maps, plain or plainly quotable strings, integers, literal
+   blocks) itself and answers nothing for anything else, where serde-saphyr writes the whole
+   view; a property test over random views holds every answer to serde-saphyr's text byte for
+   byte, and a view it writes needs no escape pass (its strings are printable ASCII). An
+   updated Ingress's after-view is assembled from borrowed parts of the before-view and the
+   patch (`view_yaml::Part`) and written from them, never made; the same parts make the value
+   where one is needed, so the two cannot drift. The before-view's text is serialised from the
+   live object's parts (no intermediate value). Scope groups: an endpoint with the scopes of
+   the one before it joins that group without a lookup (a hash map for the others, each
+   group's paths sorted once), instead of a `BTreeMap` keyed by scope lists plus a
+   `BTreeSet` per group. Per pipeline: parse 37.5 M instructions (unchanged), plan 192 →
+   152 M, render 204 → 167 M (the first figures already with the YAML writer). Criterion,
+   the bench binaries of round 8 and of this round alternated twice on a busy machine: render
+   39–45 → 17–20 ms, parse + plan + render 71–88 → 54–64 ms. Start-up: linux/amd64 glibc builds are
+   linked position-dependent (`build.rs`, like Go's kubectl): no relocations for the loader to
+   apply — `--version` 1.28 → 1.05 ms of CPU and 268 → 209 page faults (`perf stat -r 50`),
+   the binary 320 KB smaller. The executable's own code then sits at a fixed address (shared
+   libraries, stack and heap are still randomised).
+
 All existing tests pass unchanged; `tests/transport_e2e.rs` checks that a run with image,
 bounds and five Ingress changes uses exactly one HTTP/2 connection, and
 `tests/transport_http1_e2e.rs` that a server offering only HTTP/1.1 still works.
@@ -250,13 +275,13 @@ bounds and five Ingress changes uses exactly one HTTP/2 connection, and
   and read-only data the run touches (6.1 + 1.4 MB; the kernel maps code in 64 KB runs around
   each page touched) and the C library. Reading each LIST item into a typed, compact model
   (or keeping it as text and reading it when planned) is what would lower it further.
-* Rendering the diff is more than half of the core benchmark (~30 of ~57 ms for 10 000
-  endpoints): serde-saphyr writing each view's YAML (its quoting checks), walking the views
-  for strings to escape, and since round 8 reading each changed Ingress's before-view back
-  from its text and making its after-view. Writing the before-view's YAML straight from the
-  text would not help: the after-view is made from the parsed before-view anyway. Checking
-  the strings while the YAML is written, in one walk, was tried in round 7 and measured: no
-  gain beyond noise, so it was not kept.
+* What is left of rendering (round 9): each changed Ingress's before-view is still read back
+  from its text into a value (serde_json's maps hash every key with SipHash) and freed, and the
+  line diff and its word-level emphasis are ~a quarter of render. Writing the before-view's
+  YAML straight from its text, and the after-view's from that text and the patch, would
+  remove the value; it was not done. In planning, building each changed Ingress's patch
+  entries (a copy of the backend in each of 10 `http.paths` entries) and its before-view's
+  text are the largest parts left.
 * HTTPRoutes are planned with serde_json's own copies (no `compact_json`, fields not shared
   with views); no scenario has many of them.
 * Writing the 14 MB of `-o json` is a third of XL's user-space instructions, most of it
