@@ -214,6 +214,8 @@ pub struct Extras {
     pub peak_rss_plugin_kib: Option<(i64, f64)>,
     pub peak_rss_kubectl_kib: Option<(i64, f64)>,
     pub start_plugin: Summary,
+    /// `appupdate-noop`, started the same way in the same loop as `start_plugin`.
+    pub start_floor: Option<Summary>,
     pub start_kubectl: Summary,
     pub binary_size: u64,
     pub musl: String,
@@ -584,7 +586,8 @@ fn run(args: Args) -> Result<(), String> {
         extras.peak_rss_plugin_kib = peak_rss_plugin(&ctx, Scenario::L)?;
         extras.peak_rss_kubectl_kib = peak_rss_kubectl(&ctx, Scenario::L)?;
     }
-    extras.start_plugin = time_command(&ctx.plugin, &["--version"], 31)?;
+    let floor = build_noop(&target_release_dir()?);
+    (extras.start_plugin, extras.start_floor) = time_start_up(&ctx.plugin, floor.as_deref(), 101)?;
     extras.start_kubectl = time_command(&ctx.kubectl, &["version", "--client"], 11)?;
     extras.binary_size = std::fs::metadata(&ctx.plugin).map(|m| m.len()).unwrap_or(0);
     extras.musl = musl_note();
@@ -837,20 +840,63 @@ fn peak_rss_kubectl(ctx: &Context, s: Scenario) -> Result<Option<(i64, f64)>, St
 }
 
 fn time_command(prog: &Path, args: &[&str], n: usize) -> Result<Summary, String> {
+    let xs = (0..n)
+        .map(|_| time_once(prog, args))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(summarize(&xs))
+}
+
+/// `--version` of the plugin `n` times, each run followed by one of `floor` (a Rust program
+/// that starts and exits, `src/noop.rs`) started the same way: what starting any Rust program
+/// costs on this machine at that moment, so that a busy machine shows in the floor and not
+/// only in the plugin's figure.
+fn time_start_up(
+    plugin: &Path,
+    floor: Option<&Path>,
+    n: usize,
+) -> Result<(Summary, Option<Summary>), String> {
     let mut xs = Vec::with_capacity(n);
+    let mut fs = Vec::with_capacity(n);
     for _ in 0..n {
-        let t = Instant::now();
-        let out = Command::new(prog)
-            .args(args)
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| e.to_string())?;
-        xs.push(t.elapsed().as_secs_f64() * 1000.0);
-        if !out.status.success() {
-            return Err(format!("{} {} failed", prog.display(), args.join(" ")));
+        xs.push(time_once(plugin, &["--version"])?);
+        if let Some(floor) = floor {
+            fs.push(time_once(floor, &[])?);
         }
     }
-    Ok(summarize(&xs))
+    Ok((summarize(&xs), floor.map(|_| summarize(&fs))))
+}
+
+/// Builds the start-up floor (`appupdate-noop`) with the release profile; `None` when that
+/// fails (the report then has no floor).
+fn build_noop(release: &Path) -> Option<PathBuf> {
+    let ok = Command::new(cargo())
+        .args([
+            "build",
+            "--release",
+            "-p",
+            "appupdate-bench",
+            "--bin",
+            "appupdate-noop",
+        ])
+        .current_dir(workspace_root())
+        .status()
+        .is_ok_and(|s| s.success());
+    ok.then(|| release.join("appupdate-noop"))
+}
+
+/// Wall time of one run in ms: spawned with stdin from /dev/null, its output read to the end.
+fn time_once(prog: &Path, args: &[&str]) -> Result<f64, String> {
+    let t = Instant::now();
+    let out = Command::new(prog)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("{}: {e}", prog.display()))?;
+    let ms = t.elapsed().as_secs_f64() * 1000.0;
+    if !out.status.success() {
+        return Err(format!("{} {} failed", prog.display(), args.join(" ")));
+    }
+    Ok(ms)
 }
 
 /// Writes one generated section into the report at `out`: replaced between its markers by

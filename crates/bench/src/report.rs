@@ -341,6 +341,15 @@ pub fn markdown(
         ms(x.start_kubectl.max),
         mib(x.binary_size),
     );
+    if let Some(f) = &x.start_floor {
+        let _ = writeln!(
+            s,
+            "Process start is the wall time from spawn to exit with the output read (`Command::output`, stdin from /dev/null). Each `--version` run was followed by one of a Rust program that starts and exits (`appupdate-noop`, `crates/bench/src/noop.rs`, same profile) started the same way: {} ms median ({}–{}), the floor on this machine at that moment; the plugin's own start-up is the difference.\n",
+            ms(f.median),
+            ms(f.min),
+            ms(f.max)
+        );
+    }
     let _ = writeln!(
         s,
         "Peak RSS is `getrusage(RUSAGE_CHILDREN).ru_maxrss` of a helper process that runs exactly one child. Release profile: fat LTO, 1 codegen unit, panic = abort, stripped. {}.\n",
