@@ -21,6 +21,11 @@ fn ms(x: f64) -> String {
     }
 }
 
+/// Milliseconds to two decimals: start-up, where a tenth is a twentieth of the figure.
+fn ms_fine(x: f64) -> String {
+    format!("{x:.2}")
+}
+
 fn cell_text(c: &Cell, k: Contender) -> String {
     let s = c.summary(k);
     format!("**{}** ({}–{})", ms(s.median), ms(s.min), ms(s.max))
@@ -333,9 +338,9 @@ pub fn markdown(
         cpu(x.peak_rss_kubectl_kib),
         x.start_plugin.n,
         x.start_kubectl.n,
-        ms(x.start_plugin.median),
-        ms(x.start_plugin.min),
-        ms(x.start_plugin.max),
+        ms_fine(x.start_plugin.median),
+        ms_fine(x.start_plugin.min),
+        ms_fine(x.start_plugin.max),
         ms(x.start_kubectl.median),
         ms(x.start_kubectl.min),
         ms(x.start_kubectl.max),
@@ -345,9 +350,9 @@ pub fn markdown(
         let _ = writeln!(
             s,
             "Process start is the wall time from spawn to exit with the output read (`Command::output`, stdin from /dev/null). Each `--version` run was followed by one of a Rust program that starts and exits (`appupdate-noop`, `crates/bench/src/noop.rs`, same profile) started the same way: {} ms median ({}–{}), the floor on this machine at that moment; the plugin's own start-up is the difference.\n",
-            ms(f.median),
-            ms(f.min),
-            ms(f.max)
+            ms_fine(f.median),
+            ms_fine(f.min),
+            ms_fine(f.max)
         );
     }
     let _ = writeln!(
