@@ -939,17 +939,12 @@ impl ObjectChange {
     /// Both views, the before-view read once when the after-view is made from it.
     pub fn views(&self) -> (Option<Cow<'_, Value>>, Option<Cow<'_, Value>>) {
         let before = self.before.as_ref().map(View::get);
-        let after = self
-            .after
-            .as_ref()
-            .map(|after| match (&after.0, &self.before, &before) {
-                (ViewRepr::Made(parts), Some(b), Some(value))
-                    if parts.base().is_some_and(|base| base.same(b)) =>
-                {
-                    Cow::Owned(parts.make_from(value))
-                }
-                _ => after.get(),
-            });
+        let after = self.after.as_ref().map(|after| {
+            match self.made_from_before(after, before.as_deref()) {
+                Some((parts, value)) => Cow::Owned(parts.make_from(value)),
+                None => after.get(),
+            }
+        });
         (before, after)
     }
 
@@ -958,20 +953,32 @@ impl ObjectChange {
     /// `show` must then write what [`crate::view_yaml::write`] writes wherever that writes.
     pub fn shown_views(&self, show: impl Fn(&Value) -> String) -> (Option<String>, Option<String>) {
         let before = self.before.as_ref().map(View::get);
-        let after = self
-            .after
-            .as_ref()
-            .map(|after| match (&after.0, &self.before, &before) {
-                (ViewRepr::Made(parts), Some(b), Some(value))
-                    if parts.base().is_some_and(|base| base.same(b)) =>
-                {
-                    parts
-                        .yaml_from(value)
-                        .unwrap_or_else(|| show(&parts.make_from(value)))
-                }
-                _ => show(&after.get()),
-            });
+        let after = self.after.as_ref().map(|after| {
+            match self.made_from_before(after, before.as_deref()) {
+                Some((parts, value)) => parts
+                    .yaml_from(value)
+                    .unwrap_or_else(|| show(&parts.make_from(value))),
+                None => show(&after.get()),
+            }
+        });
         (before.as_deref().map(&show), after)
+    }
+
+    /// The after-view's maker and the before-view's value (`before`, already read) when the
+    /// after-view is made from this change's before-view.
+    fn made_from_before<'a>(
+        &self,
+        after: &'a View,
+        before: Option<&'a Value>,
+    ) -> Option<(&'a dyn MakeView, &'a Value)> {
+        match (&after.0, &self.before, before) {
+            (ViewRepr::Made(parts), Some(b), Some(value))
+                if parts.base().is_some_and(|base| base.same(b)) =>
+            {
+                Some((parts.as_ref(), value))
+            }
+            _ => None,
+        }
     }
 
     /// `deployment.apps/web`, the way kubectl prints object references.
