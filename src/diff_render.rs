@@ -213,8 +213,9 @@ fn shown_yaml(view: &Value) -> String {
     }
 }
 
-/// [`yaml_of`] by serde-saphyr, for every view.
-fn saphyr_yaml(view: &Value) -> String {
+/// [`yaml_of`] by serde-saphyr, for every view (and the reference `view_yaml`'s tests hold
+/// its writer to).
+pub(crate) fn saphyr_yaml(view: &Value) -> String {
     let options = serde_saphyr::ser_options! {
         indent_step: 2,
         compact_list_indent: true,

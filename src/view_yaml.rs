@@ -348,15 +348,9 @@ mod tests {
     use proptest::prelude::*;
     use serde_json::json;
 
+    /// What the diff writes for a view without this module: serde-saphyr with its options.
     fn saphyr(view: &Value) -> String {
-        let options = serde_saphyr::ser_options! {
-            indent_step: 2,
-            compact_list_indent: true,
-            prefer_block_scalars: true,
-            folded_wrap_chars: usize::MAX,
-            yaml_12: false,
-        };
-        serde_saphyr::to_string_with_options(view, options).unwrap()
+        crate::diff_render::saphyr_yaml(view)
     }
 
     #[test]
