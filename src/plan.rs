@@ -1062,8 +1062,8 @@ pub trait Updater: Send + Sync + fmt::Debug {
     /// The change against `live` (`None`: the object does not exist).
     fn plan(&self, namespace: &str, live: Option<&Value>) -> Result<ObjectChange, PlanError>;
     /// [`Updater::plan`] against a live object the caller has no further use for: the same
-    /// change, but an updater may move parts of `live` into the change's views instead of
-    /// copying them (a route's paths, most of a large plan's memory).
+    /// change, and `live` is freed as soon as it is planned. An updater may instead move parts
+    /// of `live` into the change's views rather than copying them.
     fn plan_owned(&self, namespace: &str, live: Option<Value>) -> Result<ObjectChange, PlanError> {
         self.plan(namespace, live.as_ref())
     }

@@ -26,7 +26,6 @@
 //! unmanaged Ingress of the same name) is refused, never updated.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
-use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::sync::Arc;
@@ -793,15 +792,13 @@ impl IngressUpdater {
         Some(rules)
     }
 
-    /// The update of the live Ingress; when the caller gives `live` up (`Cow::Owned`), its
-    /// rules' paths move into the before-view instead of being copied.
+    /// The update of the live Ingress.
     fn update(
         &self,
         namespace: &str,
-        owned_live: Cow<'_, Value>,
+        live: &Value,
         flavor: &'static dyn Flavor,
     ) -> Result<ObjectChange, PlanError> {
-        let live = owned_live.as_ref();
         let d = &self.desired;
         check_managed(Kind::Ingress, live, &self.name, &d.app, &d.identifier)?;
         let mut fields = Vec::new();
@@ -902,15 +899,7 @@ impl Updater for IngressUpdater {
         let flavor = self.flavor()?;
         match live {
             None => Ok(self.create(namespace, flavor)),
-            Some(live) => self.update(namespace, Cow::Borrowed(live), flavor),
-        }
-    }
-
-    fn plan_owned(&self, namespace: &str, live: Option<Value>) -> Result<ObjectChange, PlanError> {
-        let flavor = self.flavor()?;
-        match live {
-            None => Ok(self.create(namespace, flavor)),
-            Some(live) => self.update(namespace, Cow::Owned(live), flavor),
+            Some(live) => self.update(namespace, live, flavor),
         }
     }
 }
