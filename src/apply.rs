@@ -429,6 +429,29 @@ pub async fn write(
     opts: ApplyOptions,
     interrupt: &InterruptFlag,
 ) -> Report {
+    let no_companion = |_: &Report| std::future::ready(());
+    write_with(cluster, plan, ready, opts, interrupt, no_companion)
+        .await
+        .0
+}
+
+/// [`write`], and `companion` sent together with the last write round: it is called with the
+/// report the run would end with if every write of that round lands (the writes before it have
+/// all landed by then), and its future runs concurrently with the round's writes. `None` when
+/// the last round never started (an earlier round failed, a signal came, or nothing was left to
+/// write). This is how a run's history record costs no round of its own.
+pub async fn write_with<F, Fut>(
+    cluster: &Cluster,
+    plan: &Plan,
+    ready: Preflighted,
+    opts: ApplyOptions,
+    interrupt: &InterruptFlag,
+    companion: F,
+) -> (Report, Option<Fut::Output>)
+where
+    F: FnOnce(&Report) -> Fut,
+    Fut: std::future::Future,
+{
     let applier = &Applier {
         cluster,
         app: &plan.app,
@@ -443,17 +466,21 @@ pub async fn write(
     let report_interrupt = interrupt.get();
     // 2. Writes, round by round.
     let order = plan.write_order();
-    for phase in 0..order.round_count() {
-        let round: Vec<usize> = (0..n)
-            .filter(|&i| to_send[i].is_some() && order.rounds[i] == Some(phase))
-            .collect();
-        if round.is_empty() {
-            continue;
-        }
+    let rounds: Vec<Vec<usize>> = (0..order.round_count())
+        .map(|phase| {
+            (0..n)
+                .filter(|&i| to_send[i].is_some() && order.rounds[i] == Some(phase))
+                .collect()
+        })
+        .filter(|round: &Vec<usize>| !round.is_empty())
+        .collect();
+    let mut companion = Some(companion);
+    let mut companion_output = None;
+    for (r, round) in rounds.iter().enumerate() {
         if interrupt.get().is_some() {
             break;
         }
-        let results = join_all(round.iter().map(|&i| {
+        let writes = join_all(round.iter().map(|&i| {
             let p = &plan.objects[i];
             let c = to_send[i].take();
             async move {
@@ -462,8 +489,20 @@ pub async fn write(
                     None => (i, Step::Done(Outcome::NotAttempted)),
                 }
             }
-        }))
-        .await;
+        }));
+        let results = match companion.take().filter(|_| r + 1 == rounds.len()) {
+            Some(companion) => {
+                let mut expected = outcomes.clone();
+                for &i in round {
+                    expected[i] = Some(Outcome::Applied);
+                }
+                let expected = finish(plan, expected, false, None);
+                let (results, out) = futures::join!(writes, companion(&expected));
+                companion_output = Some(out);
+                results
+            }
+            None => writes.await,
+        };
         let mut round_ok = true;
         for (i, step) in results {
             to_send[i] = None;
@@ -482,7 +521,10 @@ pub async fn write(
         }
     }
     let report_interrupt = report_interrupt.or(interrupt.get());
-    finish(plan, outcomes, false, report_interrupt)
+    (
+        finish(plan, outcomes, false, report_interrupt),
+        companion_output,
+    )
 }
 
 fn finish(

@@ -37,7 +37,7 @@ use crate::exit::Ending;
 use crate::fleet::{ClusterEnd, ClusterState, FleetEnd, NotStarted};
 use crate::fleet_plan::{FleetPlan, Member as PlanMember};
 use crate::fleet_progress::{FleetProgress, RolloutLine};
-use crate::history_store::{self, Prepared, Recorded};
+use crate::history_store::{self, Prepared};
 use crate::kube_context::Loaded;
 use crate::plan_sources::{self, Sourced};
 use crate::run;
@@ -721,24 +721,15 @@ impl Writing<'_> {
                         if writes == 1 { "" } else { "s" }
                     ),
                 );
-                let opts = ApplyOptions {
-                    tries: settings.retries,
-                    ..ApplyOptions::default()
-                };
-                let report = apply::write(
+                let (report, recorded) = run::write_and_record(
                     &m.cluster,
-                    &m.sourced.plan,
+                    &m.sourced,
                     preflighted,
-                    opts,
+                    prepared,
+                    settings,
                     self.interrupt,
                 )
                 .await;
-                let recorded = match prepared {
-                    Some(prepared) => {
-                        run::record(&m.cluster, &m.sourced, &report, prepared, settings).await
-                    }
-                    None => Recorded::Nothing,
-                };
                 progress.set(
                     m.index,
                     if report.went_as_planned() {

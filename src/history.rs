@@ -457,20 +457,74 @@ impl History {
     }
 }
 
+/// `record` as stored, without its routes' parts if they would take more than
+/// [`RECORD_BUDGET`].
+fn stored_text(mut record: Record) -> String {
+    let text = encode(&record);
+    if text.len() <= RECORD_BUDGET {
+        return text;
+    }
+    for r in &mut record.routes {
+        r.before = None;
+        r.after = None;
+    }
+    record.routes_truncated = true;
+    encode(&record)
+}
+
+/// The records `before` held that `after` does not: what adding a record to `before` pruned.
+pub fn pruned(before: Option<&Value>, after: &Value) -> Vec<(u64, String)> {
+    let kept: BTreeMap<u64, &str> = stored_texts(after).collect();
+    before
+        .map(|cm| {
+            stored_texts(cm)
+                .filter(|(revision, _)| !kept.contains_key(revision))
+                .map(|(revision, text)| (revision, text.to_owned()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The request that puts `record` in place of the stored revision `revision` of `history`
+/// (`None`: removes it, putting back the records its addition pruned, `restore`), or `None`
+/// when that revision is no longer stored. A run writes its record together with its last
+/// writes, saying what they will have done; this corrects it when they did less.
+pub fn replace(
+    history: &History,
+    revision: u64,
+    record: Option<Record>,
+    restore: &[(u64, String)],
+) -> Option<Write> {
+    let base = history.base.clone()?;
+    if !history.sizes.contains_key(&revision) {
+        return None;
+    }
+    let mut data = serde_json::Map::new();
+    match record {
+        Some(mut record) => {
+            record.revision = revision;
+            data.insert(key(revision), Value::String(stored_text(record)));
+        }
+        None => {
+            data.insert(key(revision), Value::Null);
+            for (r, text) in restore {
+                data.insert(key(*r), Value::String(text.clone()));
+            }
+        }
+    }
+    Some(Write::Patch {
+        base,
+        patch_type: PatchType::Merge,
+        body: json!({ "binaryData": data }).into(),
+    })
+}
+
 /// The request that adds `record` to `history` as its next revision, keeping at most `max`
 /// records within [`BUDGET`]; and the revision it gets.
 pub fn add(history: &History, app: &str, mut record: Record, max: u32) -> (Write, u64) {
     let revision = history.next_revision();
     record.revision = revision;
-    let mut text = encode(&record);
-    if text.len() > RECORD_BUDGET {
-        for r in &mut record.routes {
-            r.before = None;
-            r.after = None;
-        }
-        record.routes_truncated = true;
-        text = encode(&record);
-    }
+    let text = stored_text(record);
     // Newest first: keep while within the count and the budget.
     let mut total = text.len();
     let mut keep = 1u32;
@@ -752,6 +806,51 @@ mod tests {
         assert_eq!(data["revision-3.json.gz"], Value::Null);
         assert!(data.get("revision-4.json.gz").is_none());
         assert!(data["revision-6.json.gz"].is_string());
+    }
+
+    #[test]
+    fn taking_a_record_back_restores_what_its_addition_pruned() {
+        let before = stored(&(1..=3).map(numbered).collect::<Vec<_>>());
+        let (write, revision) = add(&History::sizes_of(Some(&before)), "web", numbered(0), 3);
+        assert_eq!(revision, 4);
+        // The ConfigMap as the merge patch left it.
+        let Write::Patch { body, .. } = write else {
+            panic!("a patch")
+        };
+        let mut after = before.clone();
+        for (k, v) in body["binaryData"].as_object().unwrap() {
+            match v {
+                Value::Null => after["binaryData"].as_object_mut().unwrap().remove(k),
+                v => after["binaryData"]
+                    .as_object_mut()
+                    .unwrap()
+                    .insert(k.clone(), v.clone()),
+            };
+        }
+        let pruned = pruned(Some(&before), &after);
+        assert_eq!(pruned.len(), 1);
+        assert_eq!(pruned[0].0, 1);
+        assert_eq!(pruned[0].1, before["binaryData"]["revision-1.json.gz"]);
+
+        let h = History::sizes_of(Some(&after));
+        let Some(Write::Patch { body, .. }) = replace(&h, 4, None, &pruned) else {
+            panic!("a patch")
+        };
+        assert_eq!(
+            body["binaryData"],
+            json!({"revision-4.json.gz": null, "revision-1.json.gz": before["binaryData"]["revision-1.json.gz"]})
+        );
+        // Corrected instead of taken back: the record in place, nothing restored.
+        let Some(Write::Patch { body, .. }) = replace(&h, 4, Some(numbered(0)), &pruned) else {
+            panic!("a patch")
+        };
+        let data = body["binaryData"].as_object().unwrap();
+        assert_eq!(data.len(), 1);
+        let text = data["revision-4.json.gz"].as_str().unwrap();
+        assert_eq!(decode(text).unwrap().revision, 4);
+        // A revision no longer stored, or no ConfigMap: nothing to write.
+        assert!(replace(&h, 9, None, &[]).is_none());
+        assert!(replace(&History::default(), 4, None, &[]).is_none());
     }
 
     #[test]

@@ -3,8 +3,10 @@
 //!
 //! Requests: an applying run reads the ConfigMap and asks who it is (one SelfSubjectReview)
 //! at the same time as its server-side dry run — two more requests, no more rounds — and,
-//! when it wrote something, adds its record with one conditional write after the last of its
-//! other writes. A conflict (another run recorded first) costs one read and one write more.
+//! when it writes something, adds its record with one conditional write sent together with its
+//! last round of writes (the record says what they will have done, so it needs no round of its
+//! own). A conflict (another run recorded first) costs one read and one write more; so does a
+//! record that said more than the writes did ([`correct`]).
 
 use serde_json::Value;
 
@@ -54,22 +56,46 @@ pub async fn prepare(cluster: &Cluster, app: &str) -> Prepared {
 
 /// Why a record was not added, as a warning: the changes stand, the history misses them.
 pub fn warning(cluster: &Cluster, app: &str, err: &RequestError, verb: &str) -> String {
-    let target = Target {
+    format!(
+        "warning: the changes were made but not recorded in the history, so --undo does not know them: {}",
+        err.describe(verb, &target(cluster, app))
+    )
+}
+
+fn target(cluster: &Cluster, app: &str) -> Target {
+    Target {
         reference: format!("configmap/{}", history::config_map_name(app)),
         namespace: cluster.namespace().to_owned(),
         context: cluster.conn.context.clone(),
         as_user: cluster.conn.as_user.clone(),
-    };
+    }
+}
+
+/// The ConfigMap a record was added to (`None`: there was none) and as the write left it.
+#[derive(Debug)]
+pub struct Added {
+    pub over: Option<Value>,
+    pub written: Value,
+}
+
+/// Why a record that lists more than the run did could not be corrected, as a warning.
+pub fn correction_warning(
+    cluster: &Cluster,
+    app: &str,
+    revision: u64,
+    err: &RequestError,
+    verb: &str,
+) -> String {
     format!(
-        "warning: the changes were made but not recorded in the history, so --undo does not know them: {}",
-        err.describe(verb, &target)
+        "warning: revision {revision} of the history lists changes that were not all made, and correcting it failed; check `kubectl appupdate history {app}` before undoing it: {}",
+        err.describe(verb, &target(cluster, app))
     )
 }
 
 /// Adds `record` as the next revision, keeping `max` records. `config_map` is the ConfigMap as
 /// read earlier in the run (`None`: there was none); a conflict (another run recorded first)
 /// re-reads it and tries again, at most `tries` times in all, backing off as the writes do.
-/// Returns the revision.
+/// Returns the revision, and the ConfigMap before and after the write.
 pub async fn add(
     cluster: &Cluster,
     app: &str,
@@ -77,7 +103,7 @@ pub async fn add(
     record: &Record,
     max: u32,
     tries: u32,
-) -> Result<u64, (RequestError, &'static str)> {
+) -> Result<(u64, Added), (RequestError, &'static str)> {
     let name = history::config_map_name(app);
     let mut attempt = 1;
     loop {
@@ -89,7 +115,15 @@ pub async fn add(
             "create"
         };
         match cluster.write_config_map(&name, &write).await {
-            Ok(_) => return Ok(revision),
+            Ok(written) => {
+                return Ok((
+                    revision,
+                    Added {
+                        over: config_map,
+                        written,
+                    },
+                ));
+            }
             Err(e)
                 if attempt < tries
                     && (e.is_conflict() || e.is_already_exists() || e.is_not_found()) =>
@@ -102,6 +136,45 @@ pub async fn add(
                     .map_err(|e| (e, "get"))?;
             }
             Err(e) => return Err((e, verb)),
+        }
+    }
+}
+
+/// Puts `record` in place of the stored revision `revision` (`None`: removes it), with one
+/// conditional write. `added` is the ConfigMap before and after the record's own write: a record removed before any other run recorded gives back the records
+/// its addition pruned, and the next run takes its revision number, so the history reads as if
+/// it had never been written. A conflict (another run recorded since) re-reads the ConfigMap
+/// and tries again, at most `tries` times in all, and then only removes it: the other run
+/// counted it when it pruned. A revision no longer stored (later runs pruned it) needs nothing.
+pub async fn correct(
+    cluster: &Cluster,
+    app: &str,
+    revision: u64,
+    record: Option<Record>,
+    added: Added,
+    tries: u32,
+) -> Result<(), (RequestError, &'static str)> {
+    let name = history::config_map_name(app);
+    let mut restore = history::pruned(added.over.as_ref(), &added.written);
+    let mut config_map = Some(added.written);
+    let mut attempt = 1;
+    loop {
+        let stored = History::sizes_of(config_map.as_ref());
+        let Some(write) = history::replace(&stored, revision, record.clone(), &restore) else {
+            return Ok(());
+        };
+        match cluster.write_config_map(&name, &write).await {
+            Ok(_) => return Ok(()),
+            Err(e) if attempt < tries && (e.is_conflict() || e.is_not_found()) => {
+                tokio::time::sleep(crate::apply::backoff(&ApplyOptions::default(), attempt)).await;
+                attempt += 1;
+                restore.clear();
+                config_map = cluster
+                    .get_config_map(&name)
+                    .await
+                    .map_err(|e| (e, "get"))?;
+            }
+            Err(e) => return Err((e, "patch")),
         }
     }
 }

@@ -321,13 +321,15 @@ async fn write(
                 None => history_store::prepare(cluster, &plan.app).await,
             })
         };
-        let (report, prepared) =
-            tokio::join!(apply::apply(cluster, plan, opts, &interrupt), prepare);
-        let recorded = match prepared {
-            Some(prepared) => record(cluster, &sourced, &report, prepared, settings).await,
-            None => history_store::Recorded::Nothing,
-        };
-        (report, recorded)
+        let (preflight, prepared) =
+            tokio::join!(apply::preflight(cluster, plan, opts, &interrupt), prepare);
+        match preflight {
+            Ok(ready) => {
+                write_and_record(cluster, &sourced, ready, prepared, settings, &interrupt).await
+            }
+            // Nothing was written: nothing to record.
+            Err(refused) => (refused, history_store::Recorded::Nothing),
+        }
     };
     tokio::pin!(applying);
     loop {
@@ -346,15 +348,32 @@ async fn write(
     }
 }
 
-/// Adds the run's record to the history, if it wrote something.
-pub(crate) async fn record(
+/// Writes what the dry run passed ([`apply::write`]) and adds the run's record to the history
+/// (`prepared`: what the dry-run round read for it; `None`: no history). The record goes out
+/// with the last round of writes, saying what they will have done — the writes before that
+/// round have all landed by then — so it costs no round of its own; in the rare run where
+/// that round does less (a write fails, or finds its change already made), one more write
+/// corrects it. When the last round never starts (an earlier round failed), the record of
+/// what was done is added afterwards.
+pub(crate) async fn write_and_record(
     cluster: &Cluster,
     sourced: &Sourced,
-    report: &Report,
-    prepared: history_store::Prepared,
+    ready: apply::Preflighted,
+    prepared: Option<history_store::Prepared>,
     settings: &Settings,
-) -> history_store::Recorded {
-    let app = &sourced.plan.app;
+    interrupt: &InterruptFlag,
+) -> (Report, history_store::Recorded) {
+    use history_store::Recorded;
+    let opts = ApplyOptions {
+        tries: settings.retries,
+        ..ApplyOptions::default()
+    };
+    let plan = &sourced.plan;
+    let app = plan.app.as_str();
+    let Some(prepared) = prepared else {
+        let report = apply::write(cluster, plan, ready, opts, interrupt).await;
+        return (report, Recorded::Nothing);
+    };
     let info = history::RunInfo {
         time: k8s_openapi::jiff::Timestamp::now()
             .round(k8s_openapi::jiff::Unit::Second)
@@ -364,22 +383,113 @@ pub(crate) async fn record(
         source: sourced.source.clone(),
         saved_plan: sourced.saved_plan,
     };
-    let Some(record) = history::record(report, &info) else {
-        return history_store::Recorded::Nothing;
+    let config_map_read = &prepared.config_map;
+    let with_last_round = |expected: &Report| {
+        let record = history::record(expected, &info);
+        async move {
+            let added = add_record(
+                cluster,
+                app,
+                config_map_read,
+                record.clone(),
+                false,
+                settings,
+            )
+            .await;
+            (record, added)
+        }
     };
-    if report.interrupted.is_some() {
+    let (report, sent) =
+        apply::write_with(cluster, plan, ready, opts, interrupt, with_last_round).await;
+    let recorded = match sent {
+        None => {
+            let record = history::record(&report, &info);
+            let interrupted = report.interrupted.is_some();
+            add_record(cluster, app, config_map_read, record, interrupted, settings)
+                .await
+                .0
+        }
+        Some((sent, (recorded, written))) => {
+            // What the writes did, whether or not a signal came while they landed.
+            let done = Report {
+                interrupted: None,
+                ..report.clone()
+            };
+            let done = history::record(&done, &info);
+            match (recorded, written) {
+                (
+                    Recorded::Revision {
+                        revision,
+                        config_map,
+                    },
+                    Some(written),
+                ) if done != sent => {
+                    if report.interrupted.is_some() {
+                        // The interrupt promised no new request.
+                        Recorded::Warning(format!(
+                            "warning: interrupted before the history was corrected: revision {revision} in configmap/{config_map} lists changes that were not all made; check `kubectl appupdate history {app}` before undoing it"
+                        ))
+                    } else {
+                        let made = done.is_some();
+                        match history_store::correct(
+                            cluster,
+                            app,
+                            revision,
+                            done,
+                            written,
+                            settings.retries,
+                        )
+                        .await
+                        {
+                            Ok(()) if made => Recorded::Revision {
+                                revision,
+                                config_map,
+                            },
+                            Ok(()) => Recorded::Nothing,
+                            Err((e, verb)) => Recorded::Warning(history_store::correction_warning(
+                                cluster, app, revision, &e, verb,
+                            )),
+                        }
+                    }
+                }
+                (recorded, _) => recorded,
+            }
+        }
+    };
+    (report, recorded)
+}
+
+/// Adds `record` (`None`: the run wrote nothing to record) to the history as read earlier in
+/// the run; with the ConfigMap as the write left it.
+async fn add_record(
+    cluster: &Cluster,
+    app: &str,
+    config_map: &Result<Option<serde_json::Value>, crate::cluster::RequestError>,
+    record: Option<history::Record>,
+    interrupted: bool,
+    settings: &Settings,
+) -> (history_store::Recorded, Option<history_store::Added>) {
+    use history_store::Recorded;
+    let Some(record) = record else {
+        return (Recorded::Nothing, None);
+    };
+    if interrupted {
         // The interrupt promised no new request.
-        return history_store::Recorded::Warning(format!(
-            "warning: interrupted before the history was written: the changes made are not recorded in configmap/{}, so --undo does not know them",
-            history::config_map_name(app)
-        ));
+        return (
+            Recorded::Warning(format!(
+                "warning: interrupted before the history was written: the changes made are not recorded in configmap/{}, so --undo does not know them",
+                history::config_map_name(app)
+            )),
+            None,
+        );
     }
-    let config_map = match prepared.config_map {
-        Ok(cm) => cm,
+    let config_map = match config_map {
+        Ok(cm) => cm.clone(),
         Err(e) => {
-            return history_store::Recorded::Warning(history_store::warning(
-                cluster, app, &e, "get",
-            ));
+            return (
+                Recorded::Warning(history_store::warning(cluster, app, e, "get")),
+                None,
+            );
         }
     };
     match history_store::add(
@@ -392,13 +502,17 @@ pub(crate) async fn record(
     )
     .await
     {
-        Ok(revision) => history_store::Recorded::Revision {
-            revision,
-            config_map: history::config_map_name(app),
-        },
-        Err((e, verb)) => {
-            history_store::Recorded::Warning(history_store::warning(cluster, app, &e, verb))
-        }
+        Ok((revision, written)) => (
+            Recorded::Revision {
+                revision,
+                config_map: history::config_map_name(app),
+            },
+            Some(written),
+        ),
+        Err((e, verb)) => (
+            Recorded::Warning(history_store::warning(cluster, app, &e, verb)),
+            None,
+        ),
     }
 }
 

@@ -615,3 +615,115 @@ fn two_runs_recording_at_once_both_keep_their_record() {
     assert_code(&env.run(&["web", "--max", "7", "--yes"]), 0);
     assert_eq!(revisions(&env), [1, 2]);
 }
+
+#[test]
+fn the_record_goes_out_with_the_last_writes_not_after_them() {
+    let env = Env::new();
+    env.sb.inject(Fault::Restrict {
+        dry_run: false,
+        fault: Box::new(Fault::Hold {
+            method: Some("PATCH".into()),
+            path_prefix: DEPLOY_PATH.into(),
+            count: 1,
+        }),
+    });
+    let run = common::running::Running::start(
+        &env,
+        &["web", "--image", NEW_IMAGE, "--max", "7", "--yes"],
+    );
+    common::running::wait_until("the record, while the Deployment's write is held", || {
+        env.sb.held() == 1 && env.sb.get(HISTORY_PATH).is_some()
+    });
+    env.sb.release_held();
+    let (code, out, err) = run.finish();
+    assert_eq!(code, 0, "--- stdout\n{out}\n--- stderr\n{err}");
+    assert_eq!(err, "");
+    let doc = history_json(&env);
+    let records = doc["records"].as_array().unwrap();
+    assert_eq!(records.len(), 1, "{doc}");
+    assert_eq!(records[0]["status"], "applied");
+    assert_eq!(records[0]["image"]["after"], NEW_IMAGE);
+    assert_eq!(records[0]["bounds"]["max"]["after"], 7);
+    // One write of the history: nothing to correct.
+    let history_writes = env
+        .writes()
+        .iter()
+        .filter(|w| w.path.starts_with(CONFIG_MAPS))
+        .count();
+    assert_eq!(history_writes, 1, "{:?}", env.writes());
+}
+
+#[test]
+fn a_write_that_fails_beside_the_record_leaves_it_saying_only_what_was_done() {
+    let env = Env::new();
+    assert_code(&env.run(&["web", "--max", "6", "--yes"]), 0);
+    env.sb.inject(Fault::Restrict {
+        dry_run: false,
+        fault: Box::new(Fault::Status {
+            method: Some("PATCH".into()),
+            path_prefix: HPA_PATH.into(),
+            status: 422,
+            count: 1,
+        }),
+    });
+    let o = env.run(&["web", "--image", NEW_IMAGE, "--max", "7", "--yes"]);
+    assert_ne!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("deployment.apps/web updated"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(!stderr(&o).contains("warning"), "{}", stderr(&o));
+    assert_eq!((env.image(), env.bounds().1), (NEW_IMAGE.to_owned(), 6));
+    let doc = history_json(&env);
+    let records = doc["records"].as_array().unwrap();
+    assert_eq!(revisions(&env), [1, 2], "{doc}");
+    let r = &records[1];
+    assert_eq!(r["status"], "partial", "{r}");
+    assert_eq!(r["image"]["after"], NEW_IMAGE, "{r}");
+    assert!(
+        r.get("bounds").is_none(),
+        "the failed bounds change is recorded: {r}"
+    );
+}
+
+#[test]
+fn a_run_whose_writes_all_fail_takes_its_record_back_and_the_history_reads_as_before() {
+    let env = Env::new();
+    for max in ["6", "7"] {
+        assert_code(
+            &env.run(&["web", "--max", max, "--yes", "--history-max", "2"]),
+            0,
+        );
+    }
+    let before = env.sb.get(HISTORY_PATH).unwrap()["binaryData"].clone();
+    env.sb.inject(Fault::Restrict {
+        dry_run: false,
+        fault: Box::new(Fault::Status {
+            method: Some("PATCH".into()),
+            path_prefix: HPA_PATH.into(),
+            status: 422,
+            count: 1,
+        }),
+    });
+    let o = env.run(&["web", "--max", "8", "--yes", "--history-max", "2"]);
+    assert_ne!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("warning"), "{}", stderr(&o));
+    assert_eq!(env.bounds().1, 7);
+    // Written with the HPA's write (pruning revision 1), then taken back with revision 1
+    // restored: the history is as it was, byte for byte.
+    let history_writes = env
+        .writes()
+        .iter()
+        .filter(|w| w.path.starts_with(CONFIG_MAPS))
+        .count();
+    assert_eq!(history_writes, 4, "{:?}", env.writes());
+    assert_eq!(env.sb.get(HISTORY_PATH).unwrap()["binaryData"], before);
+    assert_eq!(revisions(&env), [1, 2]);
+    // The next run takes the number back.
+    assert_code(
+        &env.run(&["web", "--max", "9", "--yes", "--history-max", "2"]),
+        0,
+    );
+    assert_eq!(revisions(&env), [2, 3]);
+}

@@ -333,6 +333,11 @@ fn round(totals: &mut Totals) {
     // Every run either applied and says so, or did not and says so.
     let mut web_records = 0u64;
     let mut chains: BTreeMap<String, Vec<(Value, Value)>> = BTreeMap::new();
+    let mut successes: Vec<(String, Value, Value)> = Vec::new();
+    let web_failures = done
+        .iter()
+        .filter(|d| d.code != 0 && !matches!(d.job, Job::Endpoints { .. }))
+        .count() as u64;
     for d in &done {
         let ctx = format!("{:?} exit {}\n{}", d.job, d.code, d.stderr);
         totals.runs += 1;
@@ -348,6 +353,7 @@ fn round(totals: &mut Totals) {
                     Job::Field { .. } | Job::Saved { .. } => {
                         web_records += 1;
                         let (path, before, after) = field_change(d).expect("the plan");
+                        successes.push((path.clone(), before.clone(), after.clone()));
                         chains.entry(path).or_default().push((before, after));
                     }
                     Job::Endpoints { app, .. } => {
@@ -401,23 +407,54 @@ fn round(totals: &mut Totals) {
         }
     }
 
-    // The history: one record per successful run on web, numbered 1, 2, 3… without a gap,
-    // of which the newest ten are kept.
+    // The history: one record per successful run on web, and none of a run that failed; the
+    // newest ten are kept. A run records with its last writes and takes its record back when
+    // they do not land; when no other run recorded in between, the history reads as if it
+    // had never been written (numbered 1, 2, 3… without a gap), otherwise its number stays
+    // unused and the other run's pruning counted it.
     let o = env.run(&["history", "web", "-o", "json"]);
     assert_code(&o, 0);
     let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
-    let revisions: Vec<u64> = doc["records"]
-        .as_array()
-        .unwrap()
+    let records = doc["records"].as_array().unwrap();
+    let revisions: Vec<u64> = records
         .iter()
         .map(|r| r["revision"].as_u64().unwrap())
         .collect();
     let kept = web_records.min(10);
-    assert_eq!(
-        revisions,
-        ((web_records - kept + 1)..=web_records).collect::<Vec<_>>(),
-        "one record per successful run"
+    if web_failures == 0 {
+        assert_eq!(
+            revisions,
+            ((web_records - kept + 1)..=web_records).collect::<Vec<_>>(),
+            "one record per successful run"
+        );
+    }
+    assert!(revisions.windows(2).all(|w| w[0] < w[1]), "{revisions:?}");
+    let n = revisions.len() as u64;
+    assert!(
+        n <= kept && n + web_failures >= kept,
+        "{n} records kept of {web_records} successful runs ({web_failures} failed): {revisions:?}"
     );
+    for r in records {
+        let (path, change) = if r["image"]["container"] == "app" {
+            (APP_IMAGE, &r["image"])
+        } else if r["image"].is_object() {
+            (PROXY_IMAGE, &r["image"])
+        } else if r["bounds"]["min"].is_object() {
+            (MIN, &r["bounds"]["min"])
+        } else {
+            (MAX, &r["bounds"]["max"])
+        };
+        let change = (
+            path.to_owned(),
+            change["before"].clone(),
+            change["after"].clone(),
+        );
+        assert!(
+            successes.contains(&change),
+            "a record that no successful run made: {r}\nsuccesses: {successes:?}"
+        );
+        assert_eq!(r["status"], "applied", "{r}");
+    }
     for d in &done {
         assert!(!d.stderr.contains("not recorded"), "{}", d.stderr);
     }

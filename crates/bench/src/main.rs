@@ -177,7 +177,7 @@ impl Cell {
 /// (`plan::write_order`: a route that stops serving a path waits for the write that serves it
 /// elsewhere), one connection; and the history of the change: its ConfigMap read and one
 /// SelfSubjectReview during the dry run (two requests, no round), then one conditional write of
-/// the record (one round).
+/// the record, sent with the last write round (no round).
 #[derive(Clone, Debug, Default)]
 pub struct Floor {
     pub reads: usize,
@@ -199,7 +199,7 @@ impl Floor {
     }
 
     pub fn rounds(&self) -> usize {
-        2 + self.write_rounds + 1
+        2 + self.write_rounds
     }
 }
 

@@ -242,6 +242,21 @@ Numbers: medians at RTT 20 ms unless said, same machine, before → after.
    30.9–31.3 MiB (`/usr/bin/time`, 7 runs); the sandbox in the same minutes 89.3 ms and
    141 ms. The 14.1 MB plan is the sandbox's, resource versions and uids aside. The same file
    applied (`--yes`): 500 updates in 1.39 s; a second dry run reports no changes.
+15. **The history record rides with the last write round** (round 10): the request floor
+   drops by one round. The record used to be written after the last write round because it
+   says what the writes did; but every earlier round has landed by the time the last one
+   starts, so the record of "that round lands too" is sent with it. When one of that round's
+   writes does not land (a failure, a tripped guard, a change someone else already made), one
+   more conditional write corrects the record to what was done, or, if nothing was, takes it
+   back and puts back the records its addition pruned, so the history reads as before and the
+   next run takes the number (only a run that recorded in between leaves a gap). Tests:
+   `tests/history_e2e.rs` (the record is stored while the Deployment's write is held; a
+   failed HPA write leaves a `partial` record without it; a run whose one write fails leaves
+   the ConfigMap byte for byte as it was), and the racing-writers test now checks every kept
+   record against the successful runs. Same run, the release builds before and after
+   alternated twice (`appupdate-bench --scenarios S,M,L --rtt 20 --reps 5 --no-criterion
+   --plugin …`): rounds 4 → 3 in S, M and L; S 144/139 → 117/118 ms, M 148/141 → 120/118 ms
+   (warm-cache ratio 6.5/5.8× → 6.9/6.7×), L 247/223 → 204/187 ms.
 
 All existing tests pass unchanged; `tests/transport_e2e.rs` checks that a run with image,
 bounds and five Ingress changes uses exactly one HTTP/2 connection, and

@@ -99,9 +99,11 @@ nobody serves any more — goes in the first write round, so a path served befor
 run is served at every moment of it (the one exception, paths that swap groups in a cycle, is in
 the README); then the change's history record: the history ConfigMap's read and one
 SelfSubjectReview in the dry-run round (two requests, no round of their own) and one
-conditional write of the record after the last write round (one request, one round: it records
-what the writes did). The dry run stays a round of its own: nothing is written until the server
-has accepted every change. No discovery; no read repeated without a conflict; one connection
+conditional write of the record sent with the last write round (one request, no round: by then
+every earlier write has landed, so the record says what the writes will have done; when one of
+that round's writes does not land, one more write corrects the record, or takes it back with
+the records it pruned, so the history never lists a change that was not made). The dry run
+stays a round of its own: nothing is written until the server has accepted every change. No discovery; no read repeated without a conflict; one connection
 (one TLS handshake). The \"other\" column counts the SelfSubjectReview.
 
 Rounds are derived from the sandbox's request log: requests that overlap in time form one
