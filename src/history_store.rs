@@ -8,12 +8,15 @@
 //! own). A conflict (another run recorded first) costs one read and one write more; so does a
 //! record that said more than the writes did ([`correct`]).
 
+use std::convert::Infallible;
+
 use serde_json::Value;
 
 use crate::apply::ApplyOptions;
 use crate::cluster::{Cluster, RequestError};
 use crate::describe::Target;
 use crate::history::{self, History, Record};
+use crate::plan::Write;
 
 /// What became of a run's history record.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -99,30 +102,80 @@ pub fn correction_warning(
 pub async fn add(
     cluster: &Cluster,
     app: &str,
-    mut config_map: Option<Value>,
+    config_map: Option<Value>,
     record: &Record,
     max: u32,
     tries: u32,
 ) -> Result<(u64, Added), (RequestError, &'static str)> {
+    let add = |stored: &History, _attempt: u32| {
+        let (write, revision) = history::add(stored, app, record.clone(), max);
+        Ok::<_, Infallible>((write, revision))
+    };
+    match write_fresh(cluster, app, config_map, tries, add).await? {
+        Ok(added) => Ok(added),
+        Err(never) => match never {},
+    }
+}
+
+/// Puts `record` in place of the stored revision `revision` (`None`: removes it), with one
+/// conditional write. `added` is the ConfigMap before and after the record's own write: a
+/// record removed before any other run recorded gives back the records its addition pruned,
+/// and the next run takes its revision number, so the history reads as if it had never been
+/// written. A conflict (another run recorded since) re-reads the ConfigMap and tries again, at
+/// most `tries` times in all, and then only removes it: the other run counted it when it
+/// pruned. A revision no longer stored (later runs pruned it) needs nothing.
+pub async fn correct(
+    cluster: &Cluster,
+    app: &str,
+    revision: u64,
+    record: Option<Record>,
+    added: Added,
+    tries: u32,
+) -> Result<(), (RequestError, &'static str)> {
+    let restore = history::pruned(added.over.as_ref(), &added.written);
+    let replace = |stored: &History, attempt: u32| {
+        let restore = if attempt == 1 { &restore[..] } else { &[] };
+        history::replace(stored, revision, record.clone(), restore)
+            .map(|write| (write, ()))
+            .ok_or(())
+    };
+    // `Err(())`: the revision is no longer stored.
+    let _ = write_fresh(cluster, app, Some(added.written), tries, replace).await?;
+    Ok(())
+}
+
+/// Writes the history ConfigMap with the request `make` asks for against it as it stands
+/// (`config_map`: as last read or written; `None`: there is none), given the attempt's number
+/// from 1; `make` answering `Err` stops with nothing written. A conflict (another run wrote it
+/// since), or a ConfigMap created or deleted since, re-reads it and tries again, at most
+/// `tries` times in all, backing off as the writes do. Returns `make`'s answer, with the
+/// ConfigMap before and after the write.
+async fn write_fresh<T, Stop>(
+    cluster: &Cluster,
+    app: &str,
+    mut config_map: Option<Value>,
+    tries: u32,
+    mut make: impl FnMut(&History, u32) -> Result<(Write, T), Stop>,
+) -> Result<Result<(T, Added), Stop>, (RequestError, &'static str)> {
     let name = history::config_map_name(app);
     let mut attempt = 1;
     loop {
         let stored = History::sizes_of(config_map.as_ref());
-        let (write, revision) = history::add(&stored, app, record.clone(), max);
-        let verb = if stored.base.is_some() {
-            "patch"
-        } else {
-            "create"
+        let (write, answer) = match make(&stored, attempt) {
+            Ok(made) => made,
+            Err(stop) => return Ok(Err(stop)),
+        };
+        let verb = match write {
+            Write::Create { .. } => "create",
+            _ => "patch",
         };
         match cluster.write_config_map(&name, &write).await {
             Ok(written) => {
-                return Ok((
-                    revision,
-                    Added {
-                        over: config_map,
-                        written,
-                    },
-                ));
+                let added = Added {
+                    over: config_map,
+                    written,
+                };
+                return Ok(Ok((answer, added)));
             }
             Err(e)
                 if attempt < tries
@@ -136,45 +189,6 @@ pub async fn add(
                     .map_err(|e| (e, "get"))?;
             }
             Err(e) => return Err((e, verb)),
-        }
-    }
-}
-
-/// Puts `record` in place of the stored revision `revision` (`None`: removes it), with one
-/// conditional write. `added` is the ConfigMap before and after the record's own write: a record removed before any other run recorded gives back the records
-/// its addition pruned, and the next run takes its revision number, so the history reads as if
-/// it had never been written. A conflict (another run recorded since) re-reads the ConfigMap
-/// and tries again, at most `tries` times in all, and then only removes it: the other run
-/// counted it when it pruned. A revision no longer stored (later runs pruned it) needs nothing.
-pub async fn correct(
-    cluster: &Cluster,
-    app: &str,
-    revision: u64,
-    record: Option<Record>,
-    added: Added,
-    tries: u32,
-) -> Result<(), (RequestError, &'static str)> {
-    let name = history::config_map_name(app);
-    let mut restore = history::pruned(added.over.as_ref(), &added.written);
-    let mut config_map = Some(added.written);
-    let mut attempt = 1;
-    loop {
-        let stored = History::sizes_of(config_map.as_ref());
-        let Some(write) = history::replace(&stored, revision, record.clone(), &restore) else {
-            return Ok(());
-        };
-        match cluster.write_config_map(&name, &write).await {
-            Ok(_) => return Ok(()),
-            Err(e) if attempt < tries && (e.is_conflict() || e.is_not_found()) => {
-                tokio::time::sleep(crate::apply::backoff(&ApplyOptions::default(), attempt)).await;
-                attempt += 1;
-                restore.clear();
-                config_map = cluster
-                    .get_config_map(&name)
-                    .await
-                    .map_err(|e| (e, "get"))?;
-            }
-            Err(e) => return Err((e, "patch")),
         }
     }
 }

@@ -387,28 +387,25 @@ pub(crate) async fn write_and_record(
     let with_last_round = |expected: &Report| {
         let record = history::record(expected, &info);
         async move {
-            let added = add_record(
-                cluster,
-                app,
-                config_map_read,
-                record.clone(),
-                false,
-                settings,
-            )
-            .await;
+            let added = add_record(cluster, app, config_map_read, record.clone(), settings).await;
             (record, added)
         }
     };
     let (report, sent) =
         apply::write_with(cluster, plan, ready, opts, interrupt, with_last_round).await;
     let recorded = match sent {
-        None => {
-            let record = history::record(&report, &info);
-            let interrupted = report.interrupted.is_some();
-            add_record(cluster, app, config_map_read, record, interrupted, settings)
-                .await
-                .0
-        }
+        None => match history::record(&report, &info) {
+            // The interrupt promised no new request.
+            Some(_) if report.interrupted.is_some() => Recorded::Warning(format!(
+                "warning: interrupted before the history was written: the changes made are not recorded in configmap/{}, so --undo does not know them",
+                history::config_map_name(app)
+            )),
+            record => {
+                add_record(cluster, app, config_map_read, record, settings)
+                    .await
+                    .0
+            }
+        },
         Some((sent, (recorded, written))) => {
             // What the writes did, whether or not a signal came while they landed.
             let done = Report {
@@ -466,23 +463,12 @@ async fn add_record(
     app: &str,
     config_map: &Result<Option<serde_json::Value>, crate::cluster::RequestError>,
     record: Option<history::Record>,
-    interrupted: bool,
     settings: &Settings,
 ) -> (history_store::Recorded, Option<history_store::Added>) {
     use history_store::Recorded;
     let Some(record) = record else {
         return (Recorded::Nothing, None);
     };
-    if interrupted {
-        // The interrupt promised no new request.
-        return (
-            Recorded::Warning(format!(
-                "warning: interrupted before the history was written: the changes made are not recorded in configmap/{}, so --undo does not know them",
-                history::config_map_name(app)
-            )),
-            None,
-        );
-    }
     let config_map = match config_map {
         Ok(cm) => cm.clone(),
         Err(e) => {
