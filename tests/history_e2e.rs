@@ -74,6 +74,27 @@ fn apply(env: &Env, file: &std::path::Path, extra: &[&str]) -> std::process::Out
     env.run(&args)
 }
 
+/// The next real (not dry-run) write of the HPA fails with 422, after its dry run passed.
+fn fail_the_hpa_write_once(env: &Env) {
+    env.sb.inject(Fault::Restrict {
+        dry_run: false,
+        fault: Box::new(Fault::Status {
+            method: Some("PATCH".into()),
+            path_prefix: HPA_PATH.into(),
+            status: 422,
+            count: 1,
+        }),
+    });
+}
+
+/// Writes of ConfigMaps (the history) the sandbox received.
+fn history_writes(env: &Env) -> usize {
+    env.writes()
+        .iter()
+        .filter(|w| w.path.starts_with(CONFIG_MAPS))
+        .count()
+}
+
 #[test]
 fn a_saved_plan_round_trips_plan_out_then_apply() {
     let env = Env::new();
@@ -619,14 +640,7 @@ fn two_runs_recording_at_once_both_keep_their_record() {
 #[test]
 fn the_record_goes_out_with_the_last_writes_not_after_them() {
     let env = Env::new();
-    env.sb.inject(Fault::Restrict {
-        dry_run: false,
-        fault: Box::new(Fault::Hold {
-            method: Some("PATCH".into()),
-            path_prefix: DEPLOY_PATH.into(),
-            count: 1,
-        }),
-    });
+    common::running::hold_the_deployment_write(&env);
     let run = common::running::Running::start(
         &env,
         &["web", "--image", NEW_IMAGE, "--max", "7", "--yes"],
@@ -645,27 +659,14 @@ fn the_record_goes_out_with_the_last_writes_not_after_them() {
     assert_eq!(records[0]["image"]["after"], NEW_IMAGE);
     assert_eq!(records[0]["bounds"]["max"]["after"], 7);
     // One write of the history: nothing to correct.
-    let history_writes = env
-        .writes()
-        .iter()
-        .filter(|w| w.path.starts_with(CONFIG_MAPS))
-        .count();
-    assert_eq!(history_writes, 1, "{:?}", env.writes());
+    assert_eq!(history_writes(&env), 1, "{:?}", env.writes());
 }
 
 #[test]
 fn a_write_that_fails_beside_the_record_leaves_it_saying_only_what_was_done() {
     let env = Env::new();
     assert_code(&env.run(&["web", "--max", "6", "--yes"]), 0);
-    env.sb.inject(Fault::Restrict {
-        dry_run: false,
-        fault: Box::new(Fault::Status {
-            method: Some("PATCH".into()),
-            path_prefix: HPA_PATH.into(),
-            status: 422,
-            count: 1,
-        }),
-    });
+    fail_the_hpa_write_once(&env);
     let o = env.run(&["web", "--image", NEW_IMAGE, "--max", "7", "--yes"]);
     assert_ne!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(
@@ -697,27 +698,14 @@ fn a_run_whose_writes_all_fail_takes_its_record_back_and_the_history_reads_as_be
         );
     }
     let before = env.sb.get(HISTORY_PATH).unwrap()["binaryData"].clone();
-    env.sb.inject(Fault::Restrict {
-        dry_run: false,
-        fault: Box::new(Fault::Status {
-            method: Some("PATCH".into()),
-            path_prefix: HPA_PATH.into(),
-            status: 422,
-            count: 1,
-        }),
-    });
+    fail_the_hpa_write_once(&env);
     let o = env.run(&["web", "--max", "8", "--yes", "--history-max", "2"]);
     assert_ne!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(!stderr(&o).contains("warning"), "{}", stderr(&o));
     assert_eq!(env.bounds().1, 7);
     // Written with the HPA's write (pruning revision 1), then taken back with revision 1
     // restored: the history is as it was, byte for byte.
-    let history_writes = env
-        .writes()
-        .iter()
-        .filter(|w| w.path.starts_with(CONFIG_MAPS))
-        .count();
-    assert_eq!(history_writes, 4, "{:?}", env.writes());
+    assert_eq!(history_writes(&env), 4, "{:?}", env.writes());
     assert_eq!(env.sb.get(HISTORY_PATH).unwrap()["binaryData"], before);
     assert_eq!(revisions(&env), [1, 2]);
     // The next run takes the number back.

@@ -28,6 +28,19 @@ pub fn kill(pid: u32, signal: &str) {
 }
 
 /// Polls `done` until it holds (a minute at most).
+/// Makes the sandbox hold the next real (not dry-run) write of the Deployment in flight until
+/// `env.sb.release_held()`.
+pub fn hold_the_deployment_write(env: &Env) {
+    env.sb.inject(Fault::Restrict {
+        dry_run: false,
+        fault: Box::new(Fault::Hold {
+            method: Some("PATCH".into()),
+            path_prefix: DEPLOY_PATH.into(),
+            count: 1,
+        }),
+    });
+}
+
 pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(60);
     while !done() {
@@ -81,14 +94,7 @@ impl Running {
     /// sandbox (dry runs pass).
     pub fn with_the_deployment_write_held(env: &Env) -> Running {
         let file = env.write_file("endpoints.yaml", DROP_USER);
-        env.sb.inject(Fault::Restrict {
-            dry_run: false,
-            fault: Box::new(Fault::Hold {
-                method: Some("PATCH".into()),
-                path_prefix: DEPLOY_PATH.into(),
-                count: 1,
-            }),
-        });
+        hold_the_deployment_write(env);
         let file = file.to_str().expect("a UTF-8 path").to_owned();
         let run = Running::start(
             env,
