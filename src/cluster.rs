@@ -105,9 +105,28 @@ fn collection_path(kind: Kind, namespace: &str) -> String {
         "/apis/{}/{}/namespaces/{}/{}",
         kind.group(),
         kind.version(),
-        namespace,
+        segment(namespace),
         kind.plural()
     )
+}
+
+/// `value` as one URL path segment: every byte outside RFC 3986's unreserved characters
+/// percent-encoded, so that no name — valid ones never need it — can reach another path
+/// (`web/status`, `..`, `%2F`).
+pub fn segment(value: &str) -> std::borrow::Cow<'_, str> {
+    let unreserved = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~');
+    if value.bytes().all(unreserved) && value != "." && value != ".." {
+        return std::borrow::Cow::Borrowed(value);
+    }
+    let mut out = String::with_capacity(value.len() * 3);
+    for b in value.bytes() {
+        if unreserved(b) && b != b'.' {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 impl Cluster {
@@ -161,7 +180,7 @@ impl Cluster {
     /// GET one object; `Ok(None)` when it does not exist.
     pub async fn get(&self, kind: Kind, name: &str) -> Result<Option<Value>, RequestError> {
         let req = Self::build(
-            Request::new(collection_path(kind, self.namespace())).get(name, &GetParams::default()),
+            Request::new(collection_path(kind, self.namespace())).get(&segment(name), &GetParams::default()),
         )?;
         match self.send("read", req).await {
             Ok(v) => Ok(Some(v)),
@@ -172,8 +191,8 @@ impl Cluster {
 
     /// GET the Service `name` (core group).
     pub async fn get_service(&self, name: &str) -> Result<Option<Value>, RequestError> {
-        let path = format!("/api/v1/namespaces/{}/services", self.namespace());
-        let req = Self::build(Request::new(path).get(name, &GetParams::default()))?;
+        let path = format!("/api/v1/namespaces/{}/services", segment(self.namespace()));
+        let req = Self::build(Request::new(path).get(&segment(name), &GetParams::default()))?;
         match self.send("read", req).await {
             Ok(v) => Ok(Some(v)),
             Err(e) if e.is_not_found() => Ok(None),
@@ -245,7 +264,7 @@ impl Cluster {
             PatchType::Strategic => Patch::Strategic(body),
         };
         let req = Self::build(
-            Request::new(collection_path(kind, self.namespace())).patch(name, &pp, &patch),
+            Request::new(collection_path(kind, self.namespace())).patch(&segment(name), &pp, &patch),
         )?;
         self.send(if dry_run { "dry-run patch" } else { "patch" }, req)
             .await
@@ -285,7 +304,11 @@ impl Cluster {
             "apiVersion": "v1",
             "preconditions": { "uid": base.uid(), "resourceVersion": base.resource_version() },
         });
-        let mut url = format!("{}/{}", collection_path(kind, self.namespace()), name);
+        let mut url = format!(
+            "{}/{}",
+            collection_path(kind, self.namespace()),
+            segment(name)
+        );
         if dry_run {
             options["dryRun"] = serde_json::json!(["All"]);
             url.push_str("?dryRun=All");
@@ -304,13 +327,13 @@ impl Cluster {
 /// The history ConfigMap and who the server says we are: requests outside the plan's kinds.
 impl Cluster {
     fn config_maps_path(&self) -> String {
-        format!("/api/v1/namespaces/{}/configmaps", self.namespace())
+        format!("/api/v1/namespaces/{}/configmaps", segment(self.namespace()))
     }
 
     /// GET the ConfigMap `name`; `Ok(None)` when it does not exist.
     pub async fn get_config_map(&self, name: &str) -> Result<Option<Value>, RequestError> {
         let req =
-            Self::build(Request::new(self.config_maps_path()).get(name, &GetParams::default()))?;
+            Self::build(Request::new(self.config_maps_path()).get(&segment(name), &GetParams::default()))?;
         match self.send("read", req).await {
             Ok(v) => Ok(Some(v)),
             Err(e) if e.is_not_found() => Ok(None),
@@ -343,7 +366,7 @@ impl Cluster {
                     ..Default::default()
                 };
                 Self::build(Request::new(self.config_maps_path()).patch(
-                    name,
+                    &segment(name),
                     &params,
                     &Patch::Merge(body),
                 ))?

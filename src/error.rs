@@ -110,7 +110,8 @@ pub enum AppError {
     /// There is no record to undo.
     #[error("{message}")]
     Undo { message: String },
-    /// An undo would overwrite fields changed since the record.
+    /// An undo would overwrite fields changed since the record, or its record cannot be
+    /// trusted; or a saved plan was applied already.
     #[error("{message}")]
     UndoRefused { message: String },
 }

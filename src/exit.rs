@@ -151,6 +151,10 @@ fn applied(report: &Report) -> ExitCode {
 fn failed(err: &AppError) -> ExitCode {
     match err {
         AppError::Cli(e) if e.is_informational() => ExitCode::Ok,
+        AppError::PlanFile(
+            crate::plan_file::PlanFileError::Edited { .. }
+            | crate::plan_file::PlanFileError::Checksum { .. },
+        ) => ExitCode::Usage,
         AppError::Cli(_)
         | AppError::Settings(_)
         | AppError::Kubeconfig(_)

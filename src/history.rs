@@ -10,12 +10,22 @@
 //!
 //! When, who, the tool's version, how the run came about (flags, a saved plan, an undo of
 //! revision N), whether everything it planned was applied or only part, and what changed:
-//! the image (container, before, after), the autoscaler bounds (before, after) and every route
-//! object created, updated or deleted, as generic objects (`apiVersion`, `kind`, `name`) with
-//! the owned parts needed to restore it ([`crate::owned_parts`]): for a delete the whole object
-//! as the diff showed it (enough to create it again), for a create the object as created (to
-//! recognise it unchanged before deleting it), for an update only the parts that changed,
-//! before and after.
+//! the image (container, before, after), the autoscaler bounds (before, after), the routes
+//! before and after in the plugin's own terms ([`crate::intent`]: style, attachment, each scope
+//! group's scopes and paths), the list of route objects created, updated or deleted (kind,
+//! name, action: for `history` to show), and — for a run that applied a saved plan — the plan
+//! file's checksum. Never an object body: an undo plans the earlier intent through the same
+//! planner as an ordinary run ([`crate::undo`]).
+//!
+//! # Trust
+//!
+//! Anyone who may write ConfigMaps in the namespace may write a record, so a record is input,
+//! not authority. [`History::from_config_map`] validates every record as it reads it
+//! ([`validate`]: schema, kinds, names, the image, bounds, every path and scope through the
+//! endpoints file's guard, sizes) with decompression bounded ([`MAX_EXPANDED`] per record,
+//! [`MAX_READ`] in all); one that fails is listed as unverifiable, with why, and is never
+//! undone. Records written by earlier versions held route object bodies: those are neither
+//! shown nor replayed, and such a record's routes cannot be undone.
 //!
 //! # The ConfigMap
 //!
@@ -34,7 +44,6 @@
 //! route objects' parts (it lists them, and cannot restore them: `--undo` says so).
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::io::{Read, Write as _};
 
@@ -42,7 +51,8 @@ use base64::Engine;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::owned_parts;
+use crate::intent::{self, RouteSet, RoutesChange, RoutesHeader};
+use crate::names;
 use crate::plan::{Action, Base, Kind, ObjectChange, PatchType, Write};
 use crate::report::{Outcome, Report};
 
@@ -71,7 +81,10 @@ pub const BUDGET: usize = 256 * 1024;
 /// The most bytes one record may take with its route objects' parts.
 pub const RECORD_BUDGET: usize = 128 * 1024;
 /// The most bytes a stored record may expand to when read.
-const MAX_EXPANDED: u64 = 16 * 1024 * 1024;
+pub const MAX_EXPANDED: u64 = 4 * 1024 * 1024;
+/// The most bytes all the records read may expand to: the newest are read first, and older
+/// ones past this are listed as not read.
+pub const MAX_READ: u64 = 32 * 1024 * 1024;
 const KEY_PREFIX: &str = "revision-";
 const KEY_SUFFIX: &str = ".json.gz";
 
@@ -127,7 +140,9 @@ pub struct BoundsChange {
     pub max: Option<Change<i64>>,
 }
 
-/// One route object created, updated or deleted, with its owned parts (see the module docs).
+/// One route object created, updated or deleted. Records of earlier versions also held the
+/// object's parts (`before`, `after`); they are read, to tell such a record apart, and never
+/// used.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RouteChange {
@@ -135,9 +150,9 @@ pub struct RouteChange {
     pub kind: String,
     pub name: String,
     pub action: Action,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing)]
     pub before: Option<Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing)]
     pub after: Option<Value>,
 }
 
@@ -162,9 +177,15 @@ pub struct Record {
     pub bounds: Option<BoundsChange>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub routes: Vec<RouteChange>,
-    /// The route objects' parts were left out to keep the record small: it cannot be undone.
+    /// The routes before and after the run, in the plugin's terms: what an undo plans from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoints: Option<RoutesChange>,
+    /// The routes were left out to keep the record small: its routes cannot be undone.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub routes_truncated: bool,
+    /// The checksum of the saved plan the run applied (`apply FILE`): a file is applied once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan_checksum: Option<String>,
 }
 
 /// What a run knows about itself besides its report.
@@ -174,6 +195,10 @@ pub struct RunInfo {
     pub user: String,
     pub source: Source,
     pub saved_plan: bool,
+    /// The plan's routes header, when it publishes endpoints.
+    pub routes: Option<RoutesHeader>,
+    /// The checksum of the saved plan being applied.
+    pub plan_checksum: Option<String>,
 }
 
 fn as_string(v: Option<&Value>) -> Option<String> {
@@ -193,7 +218,18 @@ pub fn record(report: &Report, info: &RunInfo) -> Option<Record> {
     let mut bounds = BoundsChange::default();
     let mut routes = Vec::new();
     let mut not_done = false;
+    let mut before_groups = intent::Groups::new();
+    let mut after_groups = intent::Groups::new();
     for (change, outcome) in &report.entries {
+        let done = matches!(
+            outcome,
+            Outcome::Applied | Outcome::Unknown { .. } | Outcome::AlreadyDone
+        );
+        if let Some(info) = &change.route {
+            intent::add_paths(&mut before_groups, &info.scopes, &info.paths_before);
+            let served = if done { &info.paths } else { &info.paths_before };
+            intent::add_paths(&mut after_groups, &info.scopes, served);
+        }
         match outcome {
             Outcome::Applied | Outcome::Unknown { .. } => {}
             Outcome::Unchanged | Outcome::AlreadyDone => continue,
@@ -237,6 +273,13 @@ pub fn record(report: &Report, info: &RunInfo) -> Option<Record> {
     if image.is_none() && bounds.is_none() && routes.is_empty() {
         return None;
     }
+    let endpoints = match (&info.routes, routes.is_empty()) {
+        (Some(h), false) => Some(RoutesChange {
+            before: RouteSet::new(h.style_before, h.attachment_before.clone(), before_groups),
+            after: RouteSet::new(h.style, h.attachment.clone(), after_groups),
+        }),
+        _ => None,
+    };
     let partial = not_done || report.interrupted.is_some();
     Some(Record {
         revision: 0,
@@ -253,30 +296,20 @@ pub fn record(report: &Report, info: &RunInfo) -> Option<Record> {
         image,
         bounds,
         routes,
+        endpoints,
         routes_truncated: false,
+        plan_checksum: info.plan_checksum.clone(),
     })
 }
 
 fn route_change(change: &ObjectChange) -> RouteChange {
-    let (before, after) = change.views();
-    let (before, after) = match change.action() {
-        Action::Create => (None, after.map(Cow::into_owned)),
-        Action::Delete => (before.map(Cow::into_owned), None),
-        _ => match (before.as_deref(), after.as_deref()) {
-            (Some(b), Some(a)) => match owned_parts::diff(b, a) {
-                Some((b, a)) => (Some(b), Some(a)),
-                None => (None, None),
-            },
-            _ => (None, None),
-        },
-    };
     RouteChange {
         api_version: change.kind.api_version().to_owned(),
         kind: change.kind.to_string(),
         name: change.name.clone(),
         action: change.action(),
-        before,
-        after,
+        before: None,
+        after: None,
     }
 }
 
@@ -324,20 +357,29 @@ impl Record {
     }
 }
 
-/// One stored record as read: the record, or why it cannot be read.
+/// One stored record as read: the record, or why it cannot be trusted ([`validate`]).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Entry {
     Record(Box<Record>),
-    Unreadable { revision: u64, why: String },
+    Unverifiable { revision: u64, why: String },
 }
 
 impl Entry {
     pub fn revision(&self) -> u64 {
         match self {
             Entry::Record(r) => r.revision,
-            Entry::Unreadable { revision, .. } => *revision,
+            Entry::Unverifiable { revision, .. } => *revision,
         }
     }
+}
+
+/// Why a record picked for an undo cannot be used.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PickError {
+    /// There is no such record.
+    Missing(String),
+    /// It is stored but fails validation: never undone.
+    Unverifiable(String),
 }
 
 /// The records stored for an application, oldest first, and the ConfigMap's identity.
@@ -360,20 +402,126 @@ pub fn encode(record: &Record) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
-fn decode(text: &str) -> Result<Record, String> {
+/// A stored text as a record, expanding at most `budget` bytes (counted down by what it
+/// expanded to), not yet validated.
+fn decode_within(text: &str, budget: &mut u64) -> Result<Record, String> {
+    if text.len() > 2 * RECORD_BUDGET {
+        return Err(format!(
+            "it is stored in {} bytes, more than a record takes",
+            text.len()
+        ));
+    }
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(text.trim())
         .map_err(|_| "not base64".to_owned())?;
+    let limit = MAX_EXPANDED.min(*budget);
     let mut json = Vec::new();
     flate2::read::GzDecoder::new(bytes.as_slice())
-        .take(MAX_EXPANDED)
+        .take(limit + 1)
         .read_to_end(&mut json)
         .map_err(|_| "not gzip".to_owned())?;
-    if json.len() as u64 >= MAX_EXPANDED {
-        return Err("larger than 16 MiB".into());
+    *budget = budget.saturating_sub(json.len() as u64);
+    if json.len() as u64 > limit {
+        return Err(if limit < MAX_EXPANDED {
+            format!(
+                "not read: the records read before it expand to more than {} MiB in all",
+                MAX_READ >> 20
+            )
+        } else {
+            format!("it expands to more than {} MiB", MAX_EXPANDED >> 20)
+        });
     }
     let value: Value = serde_json::from_slice(&json).map_err(|_| "not JSON".to_owned())?;
     serde_json::from_value(value).map_err(|e| format!("not a record of {SCHEMA} ({e})"))
+}
+
+#[cfg(test)]
+fn decode(text: &str) -> Result<Record, String> {
+    decode_within(text, &mut MAX_READ.clone())
+}
+
+/// Why `record` (stored as revision `revision` in the history of `app`) cannot be trusted, if
+/// it cannot: every value must be one this tool could have written (see the module docs).
+pub fn validate(record: &Record, app: &str) -> Result<(), String> {
+    let printable = |what: &str, v: &str, max: usize| {
+        if v.chars().count() > max || v.chars().any(char::is_control) {
+            Err(format!("its {what} is longer than {max} characters or has control characters"))
+        } else {
+            Ok(())
+        }
+    };
+    printable("time", &record.time, 64)?;
+    if record.time.parse::<k8s_openapi::jiff::Timestamp>().is_err() {
+        return Err(format!("its time {:?} is not an RFC 3339 time", record.time));
+    }
+    printable("user", &record.user, 512)?;
+    printable("tool", &record.tool, 128)?;
+    if let Source::Undo { revision } = record.source
+        && (revision == 0 || revision >= record.revision)
+    {
+        return Err(format!(
+            "it says it undid revision {revision}, which is not an earlier revision"
+        ));
+    }
+    if let Some(i) = &record.image {
+        if !names::is_dns1123_label(&i.container) {
+            return Err(format!(
+                "its container name {:?} is not a valid container name",
+                i.container
+            ));
+        }
+        for image in [&i.before, &i.after].into_iter().flatten() {
+            crate::updaters::validate_image_reference(image)
+                .map_err(|why| format!("its image {image:?} is not a valid image reference: {why}"))?;
+        }
+    }
+    if let Some(b) = &record.bounds {
+        for c in [&b.min, &b.max].into_iter().flatten() {
+            for v in [c.before, c.after].into_iter().flatten() {
+                if !(1..=i64::from(i32::MAX)).contains(&v) {
+                    return Err(format!("its autoscaler bound {v} is out of range"));
+                }
+            }
+        }
+    }
+    if record.routes.len() > intent::MAX_PATHS {
+        return Err(format!("it lists {} route objects", record.routes.len()));
+    }
+    for r in &record.routes {
+        let kind = crate::undo::route_kind(r)
+            .ok_or_else(|| format!("it lists a {} {}, which is not a route kind", r.api_version, r.kind))?;
+        if !names::is_dns1123_subdomain(&r.name) {
+            return Err(format!(
+                "it lists a {kind} named {:?}, which is not a valid object name",
+                r.name
+            ));
+        }
+        if r.action == Action::Unchanged {
+            return Err(format!("it lists {kind} {} as unchanged", r.name));
+        }
+    }
+    if let Some(e) = &record.endpoints {
+        let source = |when: &str| format!("revision {} (routes {when})", record.revision);
+        e.before
+            .check(&source("before"))
+            .map_err(|why| format!("its routes before the change are not valid: {why}"))?;
+        e.after
+            .check(&source("after"))
+            .map_err(|why| format!("its routes after the change are not valid: {why}"))?;
+    }
+    if let Some(c) = &record.plan_checksum
+        && !is_checksum(c)
+    {
+        return Err("its plan checksum is not a sha256:<64 hex digits> checksum".into());
+    }
+    let _ = app;
+    Ok(())
+}
+
+/// `sha256:` and 64 lowercase hex digits.
+pub fn is_checksum(c: &str) -> bool {
+    c.strip_prefix("sha256:")
+        .is_some_and(|h| h.len() == 64 && h.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
 }
 
 /// The records a ConfigMap's `binaryData` holds: each key that names a revision, with its
@@ -387,18 +535,27 @@ fn stored_texts(cm: &Value) -> impl Iterator<Item = (u64, &str)> {
 }
 
 impl History {
-    /// Reads the ConfigMap (`None`: there is none). Keys that are not records are ignored;
-    /// records that cannot be read are listed as such.
-    pub fn from_config_map(cm: Option<&Value>) -> History {
+    /// Reads the ConfigMap of `app`'s history (`None`: there is none), newest record first
+    /// within [`MAX_READ`]. Keys that are not records are ignored; records that cannot be read
+    /// or fail [`validate`] are listed as unverifiable.
+    pub fn from_config_map(cm: Option<&Value>, app: &str) -> History {
         let mut history = History::sizes_of(cm);
         if let Some(cm) = cm {
-            history.entries = stored_texts(cm)
-                .map(|(revision, text)| match decode(text) {
-                    Ok(mut r) => {
+            let mut texts: Vec<(u64, &str)> = stored_texts(cm).collect();
+            texts.sort_by_key(|(revision, _)| std::cmp::Reverse(*revision));
+            let mut budget = MAX_READ;
+            history.entries = texts
+                .into_iter()
+                .map(|(revision, text)| {
+                    let read = decode_within(text, &mut budget).and_then(|mut r| {
                         r.revision = revision;
-                        Entry::Record(Box::new(r))
+                        validate(&r, app)?;
+                        Ok(r)
+                    });
+                    match read {
+                        Ok(r) => Entry::Record(Box::new(r)),
+                        Err(why) => Entry::Unverifiable { revision, why },
                     }
-                    Err(why) => Entry::Unreadable { revision, why },
                 })
                 .collect();
             history.entries.sort_by_key(Entry::revision);
@@ -424,17 +581,17 @@ impl History {
     }
 
     /// The record of `revision`, else the newest; `Err` says why there is none.
-    pub fn pick(&self, revision: Option<u64>) -> Result<&Record, String> {
+    pub fn pick(&self, revision: Option<u64>) -> Result<&Record, PickError> {
         let entry = match revision {
             Some(n) => self.entries.iter().find(|e| e.revision() == n),
             None => self.entries.last(),
         };
         match entry {
             Some(Entry::Record(r)) => Ok(r),
-            Some(Entry::Unreadable { revision, why }) => {
-                Err(format!("revision {revision} cannot be read ({why})"))
-            }
-            None => Err(match revision {
+            Some(Entry::Unverifiable { revision, why }) => Err(PickError::Unverifiable(format!(
+                "revision {revision} is not verifiable ({why}), so it is not undone"
+            ))),
+            None => Err(PickError::Missing(match revision {
                 Some(n) => {
                     let kept: Vec<String> = self
                         .entries
@@ -448,7 +605,7 @@ impl History {
                     }
                 }
                 None => "no changes are recorded".to_owned(),
-            }),
+            })),
         }
     }
 
@@ -457,18 +614,20 @@ impl History {
     }
 }
 
-/// `record` as stored, without its routes' parts if they would take more than
-/// [`RECORD_BUDGET`].
+/// `record` as stored, without its routes (the intent and the list of objects) if they would
+/// take more than [`RECORD_BUDGET`].
 fn stored_text(mut record: Record) -> String {
     let text = encode(&record);
     if text.len() <= RECORD_BUDGET {
         return text;
     }
-    for r in &mut record.routes {
-        r.before = None;
-        r.after = None;
-    }
+    record.endpoints = None;
     record.routes_truncated = true;
+    let text = encode(&record);
+    if text.len() <= RECORD_BUDGET {
+        return text;
+    }
+    record.routes.clear();
     encode(&record)
 }
 
@@ -573,7 +732,9 @@ pub fn document(app: &str, namespace: &str, history: &History) -> Value {
         .iter()
         .map(|e| match e {
             Entry::Record(r) => serde_json::to_value(r).unwrap_or(Value::Null),
-            Entry::Unreadable { revision, why } => json!({"revision": revision, "unreadable": why}),
+            Entry::Unverifiable { revision, why } => {
+                json!({"revision": revision, "unverifiable": why})
+            }
         })
         .collect();
     json!({"schema": SCHEMA, "app": app, "namespace": namespace, "records": records})
@@ -602,11 +763,11 @@ pub fn render_table(history: &History, escape: &dyn Fn(&str) -> String) -> Strin
                 .to_owned(),
                 escape(&r.description()),
             ],
-            Entry::Unreadable { revision, why } => [
+            Entry::Unverifiable { revision, why } => [
                 revision.to_string(),
                 String::new(),
                 String::new(),
-                "unreadable".to_owned(),
+                "unverifiable".to_owned(),
                 escape(why),
             ],
         });
@@ -633,6 +794,7 @@ mod tests {
     use super::*;
     use crate::plan::FieldChange;
     use crate::plan::View;
+    use crate::plan::{RouteInfo, RouteStyle};
 
     fn info() -> RunInfo {
         RunInfo {
@@ -640,6 +802,12 @@ mod tests {
             user: "admin".into(),
             source: Source::Update,
             saved_plan: false,
+            routes: Some(crate::intent::RoutesHeader {
+                style_before: Some(RouteStyle::NginxAuth),
+                style: Some(RouteStyle::NginxAuth),
+                ..Default::default()
+            }),
+            plan_checksum: None,
         }
     }
 
@@ -668,13 +836,23 @@ mod tests {
             Some(json!(5)),
             Some(json!(9)),
         )];
+        let info = |scopes: &[&str], before: &[&str], after: &[&str]| RouteInfo {
+            style: RouteStyle::NginxAuth,
+            identifier: "x".into(),
+            scopes: scopes.iter().map(|s| s.to_string()).collect(),
+            paths: after.iter().map(|s| s.to_string()).collect(),
+            paths_before: before.iter().map(|s| s.to_string()).collect(),
+        };
         let mut created = change(Kind::Ingress, "web-a", Action::Create);
         created.after = Some(View::from(ingress_view("web-a", &["/web/a"])));
+        created.route = Some(info(&["admin"], &[], &["/a"]));
         let mut updated = change(Kind::Ingress, "web-b", Action::Update);
         updated.before = Some(View::from(ingress_view("web-b", &["/web/b"])));
         updated.after = Some(View::from(ingress_view("web-b", &["/web/b", "/web/c"])));
+        updated.route = Some(info(&[], &["/b"], &["/b", "/c"]));
         let mut deleted = change(Kind::Ingress, "web-c", Action::Delete);
         deleted.before = Some(View::from(ingress_view("web-c", &["/web/old"])));
+        deleted.route = Some(info(&["user"], &["/old"], &[]));
         Report {
             entries: vec![
                 (image.into(), Outcome::Applied),
@@ -689,7 +867,7 @@ mod tests {
     }
 
     #[test]
-    fn a_record_keeps_image_bounds_and_each_route_with_its_owned_parts() {
+    fn a_record_keeps_image_bounds_and_the_routes_as_what_they_served() {
         let r = record(&sample_report(), &info()).unwrap();
         assert_eq!(
             r.image,
@@ -710,19 +888,27 @@ mod tests {
         assert_eq!(r.status, Status::Applied);
         let by_name = |n: &str| r.routes.iter().find(|x| x.name == n).unwrap();
         assert_eq!(by_name("web-a").action, Action::Create);
+        assert_eq!(by_name("web-c").action, Action::Delete);
+        // No object body is kept: the routes are kept as what they served.
+        assert!(r.routes.iter().all(|x| x.before.is_none() && x.after.is_none()));
+        let text = serde_json::to_string(&r).unwrap();
+        assert!(!text.contains("\"before\":{\"apiVersion"), "{text}");
+        let e = r.endpoints.as_ref().unwrap();
+        let groups = |set: &RouteSet| {
+            set.groups
+                .iter()
+                .map(|g| (g.scopes.join(" "), g.paths.join(" ")))
+                .collect::<Vec<_>>()
+        };
         assert_eq!(
-            by_name("web-a").after,
-            Some(ingress_view("web-a", &["/web/a"]))
+            groups(&e.before),
+            [("".into(), "/b".into()), ("user".into(), "/old".into())]
         );
         assert_eq!(
-            by_name("web-c").before,
-            Some(ingress_view("web-c", &["/web/old"]))
+            groups(&e.after),
+            [("".into(), "/b /c".into()), ("admin".into(), "/a".into())]
         );
-        // An update keeps only what changed.
-        assert_eq!(
-            by_name("web-b").before,
-            Some(json!({"spec": {"rules": [{"http": {"paths": [{"path": "/web/b"}]}}]}}))
-        );
+        assert_eq!(e.before.style, Some(RouteStyle::NginxAuth));
         assert_eq!(
             r.description(),
             "image r/web:1 → r/web:2, max 5 → 9; routes: 1 created, 1 updated, 1 deleted"
@@ -763,14 +949,14 @@ mod tests {
     #[test]
     fn records_read_back_oldest_first_and_the_next_revision_counts_up() {
         let cm = stored(&[numbered(3), numbered(1), numbered(2)]);
-        let h = History::from_config_map(Some(&cm));
+        let h = History::from_config_map(Some(&cm), "web");
         let revs: Vec<u64> = h.entries.iter().map(Entry::revision).collect();
         assert_eq!(revs, [1, 2, 3]);
         assert_eq!(h.pick(None).unwrap().revision, 3);
         assert_eq!(h.pick(Some(2)).unwrap().revision, 2);
         assert_eq!(
             h.pick(Some(9)).unwrap_err(),
-            "there is no revision 9 (kept: 1, 2, 3)"
+            PickError::Missing("there is no revision 9 (kept: 1, 2, 3)".into())
         );
         let (write, revision) = add(&h, "web", numbered(0), 10);
         assert_eq!(revision, 4);
@@ -795,7 +981,7 @@ mod tests {
     #[test]
     fn the_oldest_records_beyond_the_limit_are_removed() {
         let cm = stored(&(1..=5).map(numbered).collect::<Vec<_>>());
-        let h = History::from_config_map(Some(&cm));
+        let h = History::from_config_map(Some(&cm), "web");
         let (write, _) = add(&h, "web", numbered(0), 3);
         let Write::Patch { body, .. } = write else {
             panic!("a patch")
@@ -854,19 +1040,21 @@ mod tests {
     }
 
     #[test]
-    fn an_unreadable_record_is_listed_as_such() {
+    fn an_unreadable_record_is_listed_as_unverifiable() {
         let mut cm = stored(&[numbered(1)]);
         cm["binaryData"]["revision-2.json.gz"] = json!("bm90IGd6aXA=");
         cm["binaryData"]["other-key"] = json!("x");
-        let h = History::from_config_map(Some(&cm));
+        let h = History::from_config_map(Some(&cm), "web");
         assert_eq!(h.entries.len(), 2);
         assert_eq!(
             h.pick(None).unwrap_err(),
-            "revision 2 cannot be read (not gzip)"
+            PickError::Unverifiable(
+                "revision 2 is not verifiable (not gzip), so it is not undone".into()
+            )
         );
         let table = render_table(&h, &|s| s.to_owned());
         assert!(
-            table.lines().nth(2).unwrap().contains("unreadable"),
+            table.lines().nth(2).unwrap().contains("unverifiable"),
             "{table}"
         );
     }
@@ -878,7 +1066,7 @@ mod tests {
         cm["binaryData"]["other-key"] = json!("x");
         for max in [1, 3, 10] {
             let full = add(
-                &History::from_config_map(Some(&cm)),
+                &History::from_config_map(Some(&cm), "web"),
                 "web",
                 numbered(0),
                 max,
@@ -893,7 +1081,7 @@ mod tests {
     #[test]
     fn the_listing_reads_like_helm_history() {
         let cm = stored(&[numbered(1)]);
-        let table = render_table(&History::from_config_map(Some(&cm)), &|s| s.to_owned());
+        let table = render_table(&History::from_config_map(Some(&cm), "web"), &|s| s.to_owned());
         let mut lines = table.lines();
         assert_eq!(
             lines.next().unwrap().split_whitespace().collect::<Vec<_>>(),

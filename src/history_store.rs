@@ -50,6 +50,19 @@ pub async fn who(cluster: &Cluster) -> String {
     }
 }
 
+/// Reads the history ConfigMap (`None`: there is none).
+pub async fn read(cluster: &Cluster, app: &str) -> Result<Option<Value>, crate::error::AppError> {
+    let name = history::config_map_name(app);
+    cluster
+        .get_config_map(&name)
+        .await
+        .map_err(|e| crate::error::AppError::Request {
+            verb: "get",
+            target: target(cluster, app),
+            source: Box::new(e),
+        })
+}
+
 /// Reads the history ConfigMap and asks who we are, concurrently.
 pub async fn prepare(cluster: &Cluster, app: &str) -> Prepared {
     let name = history::config_map_name(app);

@@ -1111,6 +1111,9 @@ pub struct RoutesPlan {
     /// What the plan decided on the user's behalf, and why (which IngressClass new Ingresses
     /// get, where the style came from), one sentence each.
     pub notes: Vec<String>,
+    /// The style and attachment before and after, in the plugin's terms: what the history
+    /// record of the run keeps of them.
+    pub header: crate::intent::RoutesHeader,
 }
 
 impl RoutesPlan {

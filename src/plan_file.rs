@@ -36,7 +36,20 @@
 //! `checksum` is SHA-256 over `content` in a canonical form (object keys sorted, no
 //! whitespace), so re-indenting the file keeps it valid while any change of a value, a
 //! truncation or an edit by hand is refused. It guards against accidents, not against someone
-//! who means harm: keep plan files where only the pipeline can change them.
+//! who means harm: anyone can compute it again.
+//!
+//! # What a file may ask for
+//!
+//! A plan file is input from whoever could write it, so [`parse`] reads its updaters through
+//! one typed registry ([`SavedKind`]: the updaters an ordinary run saves, nothing else) and
+//! fences every object to the file's application before any request ([`fenced`]): the
+//! Deployment and the HorizontalPodAutoscaler are the ones named after the application; a
+//! route is exactly what its route style generates for a scope group of the application (its
+//! paths and scopes pass the endpoints file's guard), or the removal of a route by a valid
+//! name — which the live object must show is one of the application's managed routes
+//! ([`crate::routes`]' fence) before anything is written; every name is a DNS-1123 name; every
+//! updater is paired with the kind of object it makes. A file that asks for anything else is
+//! refused as edited, with nothing sent.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 use std::sync::Arc;
@@ -46,10 +59,10 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::history::{Source, tool};
+use crate::names;
 use crate::output;
-use crate::plan::{ObjectChange, Plan, Planned, SavedUpdater, Updater};
+use crate::plan::{Kind, ObjectChange, Plan, Planned, SavedUpdater, Updater};
 use crate::routes;
-use crate::undo;
 use crate::updaters::{AutoscalerUpdater, DeploymentUpdater, SAVED_AUTOSCALER, SAVED_DEPLOYMENT};
 
 /// The file's schema; any other is refused.
@@ -80,6 +93,9 @@ pub struct PlanFile {
     pub created_at: String,
     pub tool: String,
     pub clusters: Vec<ClusterPlan>,
+    /// `sha256:…` over the content: what the history record of the run that applies it keeps,
+    /// so that the same file is not applied twice.
+    pub checksum: String,
 }
 
 /// Why a plan cannot be saved or a file cannot be applied. Nothing was sent.
@@ -105,6 +121,10 @@ pub enum PlanFileError {
     #[error("{file} cannot be applied: {why}; make it again with --plan-out")]
     Invalid { file: String, why: String },
     #[error(
+        "{file} was edited: {why}; a saved plan is applied only as kubectl-appupdate wrote it, so nothing was sent; make it again with --plan-out"
+    )]
+    Edited { file: String, why: String },
+    #[error(
         "cannot save the plan: {reference} was planned by an updater that cannot be saved; apply it directly instead"
     )]
     NotSavable { reference: String },
@@ -126,6 +146,15 @@ pub enum SavedPlanError {
     },
     #[error("{file} has no valid creation time ({created:?}), so --max-plan-age cannot be checked")]
     NoTime { file: String, created: String },
+    #[error(
+        "the saved plan was edited: {reference} {path} would be written as {wanted}, but the plan shows {shown}; a saved plan is applied only as kubectl-appupdate wrote it, so nothing was sent; make it again with --plan-out"
+    )]
+    Edited {
+        reference: String,
+        path: String,
+        wanted: String,
+        shown: String,
+    },
 }
 
 // ---- the file as serialised ----
@@ -156,6 +185,10 @@ struct ClusterDoc {
     source: Source,
     /// The `-o json` document (for people and pipelines; applying uses `objects`).
     plan: Value,
+    /// The routes' style and attachment before and after, when the plan publishes endpoints:
+    /// for the history record of the run that applies it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    routes: Option<crate::intent::RoutesHeader>,
     objects: Vec<ObjectDoc>,
 }
 
@@ -217,6 +250,7 @@ pub fn render(plans: &[(&Plan, &Origin, &Source)]) -> Result<String, PlanFileErr
             app: plan.app.clone(),
             source: (*source).clone(),
             plan: serde_json::to_value(output::document(plan)).unwrap_or(Value::Null),
+            routes: plan.routes.as_ref().map(|r| r.header.clone()),
             objects,
         });
     }
@@ -239,20 +273,106 @@ pub fn render(plans: &[(&Plan, &Origin, &Source)]) -> Result<String, PlanFileErr
     Ok(text)
 }
 
-/// The updater a saved plan names, ready to re-plan its object.
-pub fn load_updater(saved: &SavedUpdater) -> Result<Arc<dyn Updater>, String> {
-    fn de<T: serde::de::DeserializeOwned>(spec: &Value) -> Result<T, String> {
-        serde_json::from_value(spec.clone()).map_err(|e| e.to_string())
+/// The updaters a saved plan may name: the ones an ordinary run saves (an undo is saved as
+/// the ordinary updaters it plans with). Read in one place, [`SavedKind::read`].
+#[derive(Debug)]
+pub enum SavedKind {
+    Deployment(DeploymentUpdater),
+    Autoscaler(AutoscalerUpdater),
+    Ingress(routes::ingress::IngressUpdater),
+    IngressRemoval(routes::ingress::IngressRemoval),
+    HttpRoute(routes::gateway::HttpRouteUpdater),
+    HttpRouteRemoval(routes::gateway::HttpRouteRemoval),
+}
+
+impl SavedKind {
+    /// The updater a saved plan names; `Err` for a type this version does not save.
+    pub fn read(saved: &SavedUpdater) -> Result<SavedKind, String> {
+        fn de<T: serde::de::DeserializeOwned>(spec: &Value) -> Result<T, String> {
+            serde_json::from_value(spec.clone()).map_err(|e| e.to_string())
+        }
+        let s = &saved.spec;
+        Ok(match saved.kind.as_str() {
+            SAVED_DEPLOYMENT => SavedKind::Deployment(de(s)?),
+            SAVED_AUTOSCALER => SavedKind::Autoscaler(de(s)?),
+            routes::ingress::SAVED_INGRESS => SavedKind::Ingress(de(s)?),
+            routes::ingress::SAVED_INGRESS_REMOVAL => SavedKind::IngressRemoval(de(s)?),
+            routes::gateway::SAVED_HTTPROUTE => SavedKind::HttpRoute(de(s)?),
+            routes::gateway::SAVED_HTTPROUTE_REMOVAL => SavedKind::HttpRouteRemoval(de(s)?),
+            other => return Err(format!("it names the updater type {other:?}, which kubectl-appupdate does not save")),
+        })
     }
-    let s = &saved.spec;
-    Ok(match saved.kind.as_str() {
-        SAVED_DEPLOYMENT => Arc::new(de::<DeploymentUpdater>(s)?),
-        SAVED_AUTOSCALER => Arc::new(de::<AutoscalerUpdater>(s)?),
-        other => match routes::load_updater(other, s).or_else(|| undo::load_updater(other, s)) {
-            Some(u) => u?,
-            None => return Err(format!("unknown updater type {other:?}")),
-        },
-    })
+
+    /// The kind of object the updater plans.
+    pub fn kind(&self) -> Kind {
+        match self {
+            SavedKind::Deployment(_) => Kind::Deployment,
+            SavedKind::Autoscaler(_) => Kind::HorizontalPodAutoscaler,
+            SavedKind::Ingress(_) | SavedKind::IngressRemoval(_) => Kind::Ingress,
+            SavedKind::HttpRoute(_) | SavedKind::HttpRouteRemoval(_) => Kind::HttpRoute,
+        }
+    }
+
+    /// Refuses an updater that is not one of `app`'s own (see the module docs).
+    pub fn fenced(self, app: &str) -> Result<Arc<dyn Updater>, String> {
+        let own_name = |name: &str| {
+            if name == app {
+                Ok(())
+            } else {
+                Err(format!(
+                    "it changes the object {name:?}, not the application's own {app:?}"
+                ))
+            }
+        };
+        Ok(match self {
+            SavedKind::Deployment(u) => {
+                own_name(&u.name)?;
+                if let Some(c) = &u.container
+                    && !names::is_dns1123_label(c)
+                {
+                    return Err(format!("{c:?} is not a valid container name"));
+                }
+                if let Some(image) = &u.update.image {
+                    crate::updaters::validate_image_reference(image)
+                        .map_err(|why| format!("its image {image:?} is not valid: {why}"))?;
+                }
+                Arc::new(u)
+            }
+            SavedKind::Autoscaler(u) => {
+                own_name(&u.name)?;
+                for b in [u.update.min_replicas, u.update.max_replicas]
+                    .into_iter()
+                    .flatten()
+                {
+                    if b < 1 {
+                        return Err(format!("its bound {b} is below 1"));
+                    }
+                }
+                Arc::new(u)
+            }
+            SavedKind::Ingress(u) => {
+                u.check_saved(app)?;
+                Arc::new(u)
+            }
+            SavedKind::IngressRemoval(u) => {
+                u.check_saved(app)?;
+                Arc::new(u)
+            }
+            SavedKind::HttpRoute(u) => {
+                u.check_saved(app)?;
+                Arc::new(u)
+            }
+            SavedKind::HttpRouteRemoval(u) => {
+                u.check_saved(app)?;
+                Arc::new(u)
+            }
+        })
+    }
+}
+
+/// The updater a saved plan names for `app`, fenced to it, ready to re-plan its object.
+pub fn load_updater(saved: &SavedUpdater, app: &str) -> Result<Arc<dyn Updater>, String> {
+    SavedKind::read(saved)?.fenced(app)
 }
 
 /// Reads a plan file's text. `file` names it in messages.
@@ -293,41 +413,92 @@ pub fn parse(text: &str, file: &str) -> Result<PlanFile, PlanFileError> {
     if content.clusters.is_empty() {
         return Err(invalid("it holds no plan".into()));
     }
+    let edited = |why: String| PlanFileError::Edited {
+        file: file.to_owned(),
+        why,
+    };
     let mut clusters = Vec::with_capacity(content.clusters.len());
     for c in content.clusters {
+        if !names::is_dns1123_subdomain(&c.app) || c.app.len() > 63 {
+            return Err(edited(format!(
+                "its application name {:?} is not a valid name",
+                c.app
+            )));
+        }
+        if !names::is_dns1123_label(&c.namespace) {
+            return Err(edited(format!(
+                "its namespace {:?} is not a valid namespace name",
+                c.namespace
+            )));
+        }
+        if let Some(h) = &c.routes {
+            h.check().map_err(|why| edited(format!("its routes: {why}")))?;
+        }
+        if let Source::Undo { revision: 0 } = c.source {
+            return Err(edited("it undoes revision 0".into()));
+        }
         let mut objects = Vec::with_capacity(c.objects.len());
+        let mut seen = std::collections::BTreeSet::new();
         for o in c.objects {
             let reference = o.change.reference();
+            if !names::is_dns1123_subdomain(&o.change.name) {
+                return Err(edited(format!(
+                    "it names an object {:?}, which is not a valid object name",
+                    o.change.name
+                )));
+            }
             if o.change.namespace != c.namespace {
-                return Err(invalid(format!(
+                return Err(edited(format!(
                     "{reference} is in namespace {:?}, not the plan's {:?}",
                     o.change.namespace, c.namespace
                 )));
             }
-            let updater =
-                load_updater(&o.updater).map_err(|why| invalid(format!("{reference}: {why}")))?;
+            let saved =
+                SavedKind::read(&o.updater).map_err(|why| edited(format!("{reference}: {why}")))?;
+            if saved.kind() != o.change.kind {
+                return Err(edited(format!(
+                    "{reference} is planned by an updater of {} objects",
+                    saved.kind().kubectl_name()
+                )));
+            }
+            let updater = saved
+                .fenced(&c.app)
+                .map_err(|why| edited(format!("{reference}: {why}")))?;
             if updater.name() != o.change.name {
-                return Err(invalid(format!(
+                return Err(edited(format!(
                     "{reference} was planned for an object named {:?}",
                     updater.name()
                 )));
+            }
+            if !seen.insert((o.change.kind, o.change.name.clone())) {
+                return Err(edited(format!("{reference} is planned twice")));
             }
             objects.push(Planned {
                 updater,
                 change: Arc::new(o.change),
             });
         }
+        let mut plan = Plan::new(c.app, c.namespace, c.context.clone(), objects);
+        if let Some(header) = c.routes {
+            plan.routes = Some(crate::plan::RoutesPlan {
+                style: header.style.unwrap_or(crate::plan::RouteStyle::NginxSnippet),
+                live_styles: Vec::new(),
+                notes: Vec::new(),
+                header,
+            });
+        }
         clusters.push(ClusterPlan {
-            context: c.context.clone(),
+            context: c.context,
             server: c.server,
             source: c.source,
-            plan: Plan::new(c.app, c.namespace, c.context, objects),
+            plan,
         });
     }
     Ok(PlanFile {
         created_at: content.created_at,
         tool: content.tool,
         clusters,
+        checksum: doc.checksum,
     })
 }
 

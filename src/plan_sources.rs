@@ -24,14 +24,15 @@ use crate::cluster::{Cluster, RequestError};
 use crate::describe::Target;
 use crate::error::AppError;
 use crate::history::Source;
-use crate::history::{self, History};
+use crate::history::{self, History, PickError};
 use crate::kube_context::Connection;
-use crate::live_state::LiveState;
-use crate::plan::{Kind, Plan, Recheck, recheck};
+use crate::live_state::{self, LiveState};
+use crate::plan::{ObjectChange, Plan, Recheck, recheck};
 use crate::plan_file::{ClusterPlan, SavedPlanError};
 use crate::report::{Outcome, Report};
 use crate::settings::{SavedInput, UndoRequest};
-use crate::undo::{self, UndoLive};
+use crate::planner::{self, UpdateRequest};
+use crate::undo;
 
 /// A plan ready to show, and what the run needs to record it.
 #[derive(Debug)]
@@ -48,6 +49,8 @@ pub struct Sourced {
     /// planning moved into the plan): held with the plan, so that a run that ends once the plan
     /// is shown does not free them one by one either.
     pub live: Option<LiveState>,
+    /// The checksum of the saved plan this is (`apply FILE`), for the history record.
+    pub plan_checksum: Option<String>,
 }
 
 fn human(d: Duration) -> String {
@@ -205,6 +208,9 @@ pub async fn recheck_saved(
                 Recheck::Proceed(f) => p.change = Arc::new(f),
                 Recheck::AlreadyDone => p.change = Arc::new(fresh),
                 Recheck::Tripped(f) => {
+                    if let Some(e) = edited(&p.change, &f) {
+                        return Err(AppError::SavedPlan(e));
+                    }
                     tripped = true;
                     outcomes.insert(
                         i,
@@ -240,8 +246,37 @@ pub async fn recheck_saved(
     }))
 }
 
-/// The undo of the newest record (or `request.revision`): reads the history, then the
-/// objects the record touches, and plans the inverse.
+/// Whether the saved change `shown` disagrees with what its own updater writes (`fresh`,
+/// planned from the same starting value): the file's views or its updater were edited.
+fn edited(shown: &ObjectChange, fresh: &ObjectChange) -> Option<SavedPlanError> {
+    let short = |v: Option<std::borrow::Cow<'_, Value>>| match v {
+        None => "absent".to_owned(),
+        Some(v) => crate::text::Untrusted(&v.to_string()).to_string(),
+    };
+    fresh.fields.iter().find_map(|f| {
+        let s = shown.fields.iter().find(|s| s.path == f.path)?;
+        (s.before() == f.before() && s.after() != f.after()).then(|| SavedPlanError::Edited {
+            reference: shown.reference(),
+            path: crate::text::Untrusted(&f.path).to_string(),
+            wanted: short(f.after()),
+            shown: short(s.after()),
+        })
+    })
+}
+
+/// The revision of `history` that applied the saved plan of `checksum`, if one did.
+pub fn applied_by(history: &History, checksum: &str) -> Option<u64> {
+    history.entries.iter().find_map(|e| match e {
+        history::Entry::Record(r) if r.plan_checksum.as_deref() == Some(checksum) => {
+            Some(r.revision)
+        }
+        _ => None,
+    })
+}
+
+/// The undo of the newest record (or `request.revision`): reads the history, then plans the
+/// record's earlier intent against the live objects as an ordinary run would
+/// ([`undo::request`]).
 pub async fn undo(
     cluster: &Cluster,
     app: &str,
@@ -252,67 +287,55 @@ pub async fn undo(
         .get_config_map(&name)
         .await
         .map_err(|e| read_failure(cluster, e, "get", format!("configmap/{name}")))?;
-    let stored = History::from_config_map(cm.as_ref());
-    let record = stored.pick(request.revision).map_err(|why| AppError::Undo {
+    let stored = History::from_config_map(cm.as_ref(), app);
+    let whose = format!(
+        "{app} in namespace {:?} (context {:?})",
+        cluster.namespace(),
+        cluster.conn.context
+    );
+    let record = stored.pick(request.revision).map_err(|e| match e {
+        PickError::Missing(why) => AppError::Undo {
+            message: format!(
+                "cannot undo {whose}: {why}; see kubectl appupdate history {app}"
+            ),
+        },
+        PickError::Unverifiable(why) => AppError::UndoRefused {
+            message: format!(
+                "not undone: {why}; nothing was written. Someone who may write configmap/{name} changed it: see kubectl appupdate history {app}, and undo with --to-revision an earlier verifiable revision or run with the values you want"
+            ),
+        },
+    })?;
+    let intent = undo::request(record).map_err(|why| AppError::UndoRefused {
         message: format!(
-            "cannot undo {app} in namespace {:?} (context {:?}): {why}; see kubectl appupdate history {app}",
-            cluster.namespace(),
-            cluster.conn.context
+            "not undone: revision {} of {whose} cannot be undone: {why}; nothing was written",
+            record.revision
         ),
     })?;
-    let undo::UndoNeeds {
-        deployment,
-        autoscaler,
-        routes,
-    } = undo::needs(record)?;
-    let get = |kind: Kind, name: String| async move {
-        let live = cluster.get(kind, &name).await;
-        (kind, name, live)
-    };
-    let (d, h, r) = tokio::join!(
-        async {
-            if deployment {
-                Some(get(Kind::Deployment, app.to_owned()).await)
-            } else {
-                None
-            }
-        },
-        async {
-            if autoscaler {
-                Some(get(Kind::HorizontalPodAutoscaler, app.to_owned()).await)
-            } else {
-                None
-            }
-        },
-        join_all(routes.into_iter().map(|(k, n)| get(k, n)))
-    );
-    let mut live = UndoLive::default();
-    let reference = |k: Kind, n: &str| format!("{}/{n}", k.kubectl_name());
-    if let Some((k, n, v)) = d {
-        live.deployment = v.map_err(|e| read_failure(cluster, e, "get", reference(k, &n)))?;
-    }
-    if let Some((k, n, v)) = h {
-        live.autoscaler = v.map_err(|e| read_failure(cluster, e, "get", reference(k, &n)))?;
-    }
-    for (k, n, v) in r {
-        let v = v.map_err(|e| read_failure(cluster, e, "get", reference(k, &n)))?;
-        live.routes.insert((k, n), v);
-    }
-    let planned = undo::plan_undo(
-        record,
+    let req = UpdateRequest {
         app,
-        cluster.namespace(),
-        &cluster.conn.context,
-        &live,
-    )?;
+        namespace: cluster.namespace(),
+        context: &cluster.conn.context,
+        container: intent.container.as_deref(),
+        container_update: &intent.container_update,
+        autoscaler_update: &intent.autoscaler_update,
+        endpoints: intent.endpoints.as_ref(),
+        routes: &intent.routes,
+    };
+    let mut live = live_state::read(cluster, app, req.needs()).await?;
+    if req.needs_ingress_classes(&live) {
+        live.ingress_classes = Some(live_state::read_ingress_classes(cluster).await?);
+    }
+    let plan = planner::build_plan(&req, &mut live)?;
+    let drift = undo::drift(record, &plan);
     Ok(Sourced {
-        refusal: undo::refusal(record.revision, &planned.drift, &request.force),
-        plan: planned.plan,
+        refusal: undo::refusal(record.revision, &drift, &request.force),
+        plan,
         source: Source::Undo {
             revision: record.revision,
         },
         saved_plan: false,
         config_map: Some(cm),
-        live: None,
+        live: Some(live),
+        plan_checksum: None,
     })
 }

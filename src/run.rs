@@ -102,7 +102,19 @@ async fn plan(settings: &Settings, streams: &Streams) -> Result<Next, AppError> 
     // Every way out of here but the writes ends the process: the plan and the live objects are
     // not freed on those (the system takes the memory back at once, where freeing thousands of
     // objects value by value costs about as much CPU as building them did).
-    let sourced = std::mem::ManuallyDrop::new(source(settings, &cluster, saved).await?);
+    let mut sourced = source(settings, &cluster, saved).await?;
+    if sourced.saved_plan {
+        // What is shown is what is written: every object re-read and re-planned by its updater
+        // under the guard, before the plan is shown.
+        match plan_sources::recheck_saved(&cluster, sourced.plan).await? {
+            Ok(rebased) => sourced.plan = rebased,
+            Err(refused) => {
+                let _ = streams.report(&refused);
+                return Ok(Next::Stop(Ending::Applied(refused)));
+            }
+        }
+    }
+    let sourced = std::mem::ManuallyDrop::new(sourced);
     let plan = &sourced.plan;
     streams.plan(plan)?;
     if let Some(message) = &sourced.refusal {
@@ -145,16 +157,6 @@ async fn plan(settings: &Settings, streams: &Streams) -> Result<Next, AppError> 
     let mut sourced = std::mem::ManuallyDrop::into_inner(sourced);
     // The writes do not need the live objects as read: planning is over.
     sourced.live = None;
-    if sourced.saved_plan {
-        // Before the first write: every object as it is now, under the guard, all at once.
-        match plan_sources::recheck_saved(&cluster, sourced.plan).await? {
-            Ok(rebased) => sourced.plan = rebased,
-            Err(refused) => {
-                let _ = streams.report(&refused);
-                return Ok(Next::Stop(Ending::Applied(refused)));
-            }
-        }
-    }
     Ok(Next::Apply(cluster, Box::new(sourced)))
 }
 
@@ -166,13 +168,34 @@ pub(crate) async fn source(
     saved: Option<ClusterPlan>,
 ) -> Result<Sourced, AppError> {
     if let Some(target) = saved {
+        let checksum = settings
+            .saved
+            .as_ref()
+            .map(|s| s.file.checksum.clone())
+            .unwrap_or_default();
+        let app = target.plan.app.clone();
+        let cm = history_store::read(cluster, &app).await?;
+        let stored = history::History::from_config_map(cm.as_ref(), &app);
+        if let Some(revision) = plan_sources::applied_by(&stored, &checksum) {
+            let name = settings.saved.as_ref().map(|s| s.name.as_str()).unwrap_or("the plan");
+            return Err(AppError::UndoRefused {
+                message: format!(
+                    "{} was applied already: revision {revision} of {} in namespace {} (context {}) applied it; a saved plan is applied once, so nothing was sent; make a new plan with --plan-out",
+                    Untrusted(name),
+                    Untrusted(&app),
+                    Untrusted(cluster.namespace()),
+                    Untrusted(&cluster.conn.context)
+                ),
+            });
+        }
         return Ok(Sourced {
             plan: target.plan,
             source: target.source,
             saved_plan: true,
-            config_map: None,
+            config_map: Some(cm),
             refusal: None,
             live: None,
+            plan_checksum: Some(checksum),
         });
     }
     if let Some(undo) = &settings.undo {
@@ -199,6 +222,7 @@ pub(crate) async fn source(
         config_map: None,
         refusal: None,
         live: Some(live),
+        plan_checksum: None,
     })
 }
 
@@ -382,6 +406,8 @@ pub(crate) async fn write_and_record(
         user: prepared.user,
         source: sourced.source.clone(),
         saved_plan: sourced.saved_plan,
+        routes: plan.routes.as_ref().map(|r| r.header.clone()),
+        plan_checksum: sourced.plan_checksum.clone(),
     };
     let config_map_read = &prepared.config_map;
     let with_last_round = |expected: &Report| {
@@ -574,7 +600,7 @@ async fn list_history(settings: &HistorySettings, streams: &Streams) -> Result<(
             },
             source: Box::new(source),
         })?;
-    let stored = history::History::from_config_map(cm.as_ref());
+    let stored = history::History::from_config_map(cm.as_ref(), &settings.app);
     if stored.entries.is_empty() && settings.output == crate::cli::HistoryFormat::Table {
         streams::notice(&format!(
             "No recorded changes for {} in namespace {} (context {}).",

@@ -608,6 +608,95 @@ pub struct HttpRouteRemoval {
     pub name: String,
 }
 
+impl HttpRouteRemoval {
+    /// Refuses a saved removal of an object that cannot be one of `app`'s routes.
+    pub fn check_saved(&self, app: &str) -> Result<(), String> {
+        super::saved_removal(&self.app, app, &self.name)
+    }
+}
+
+impl HttpRouteUpdater {
+    /// Refuses a saved updater (a plan file's) that is not exactly what the gateway style
+    /// generates for a scope group of `app`: every value checked as its flag or file is, then
+    /// the desired route made again from them and compared.
+    pub fn check_saved(&self, app: &str) -> Result<(), String> {
+        let d = &self.desired;
+        if d.app != app {
+            return Err(format!(
+                "it is planned for the application {:?}, not {app:?}",
+                d.app
+            ));
+        }
+        if !crate::names::is_dns1123_subdomain(&self.name) {
+            return Err(format!("{:?} is not a valid object name", self.name));
+        }
+        let group = super::saved_group(&d.scopes, &d.identifier, &d.paths)?;
+        let port = d.rules[0]["backendRefs"][0]["port"]
+            .as_i64()
+            .and_then(|n| i32::try_from(n).ok())
+            .filter(|n| (1..=65535).contains(n))
+            .ok_or("its backend has no valid port")?;
+        for h in &d.hostnames {
+            super::refs::parse_host(h)?;
+        }
+        check_saved_parent_refs(&d.parent_refs)?;
+        let auth_service = auth_service_of(&json!({"spec": {"rules": d.rules}}));
+        if let Some(svc) = &auth_service {
+            super::refs::ServiceRef::parse(&svc.to_string())?;
+        }
+        let ctx = RouteContext {
+            app: app.to_owned(),
+            port: super::BackendPort::Number(port),
+            attachment: super::Attachment {
+                ingress_class: None,
+                hosts: d.hostnames.clone(),
+                tls: None,
+                parent_refs: Some(d.parent_refs.clone()),
+                auth_url: None,
+                auth_service,
+            },
+            forced: d.forced,
+        };
+        GATEWAY
+            .check(&ctx, std::slice::from_ref(&group))
+            .map_err(|e| e.to_string())?;
+        let expected = DesiredRoute::new(&ctx, &group).map_err(|e| e.to_string())?;
+        if expected != *d {
+            return Err("it is not the HTTPRoute the gateway style makes for its scope group".into());
+        }
+        Ok(())
+    }
+}
+
+/// Saved `parentRefs`: Gateways by valid names, nothing else.
+fn check_saved_parent_refs(refs: &Value) -> Result<(), String> {
+    let refs = refs.as_array().ok_or("its parentRefs is not a list")?;
+    if refs.is_empty() || refs.len() > 32 {
+        return Err("its parentRefs must name 1 to 32 Gateways".into());
+    }
+    for r in refs {
+        let r = r.as_object().ok_or("its parentRefs has an entry that is not an object")?;
+        for (k, v) in r {
+            let text = v.as_str();
+            let ok = match k.as_str() {
+                "group" => text == Some("gateway.networking.k8s.io"),
+                "kind" => text == Some("Gateway"),
+                "namespace" => text.is_some_and(crate::names::is_dns1123_label),
+                "name" | "sectionName" => text.is_some_and(crate::names::is_dns1123_subdomain),
+                "port" => v.as_u64().is_some_and(|p| (1..=65535).contains(&p)),
+                _ => false,
+            };
+            if !ok {
+                return Err(format!("its parentRefs has an invalid {k:?}"));
+            }
+        }
+        if !r.contains_key("name") {
+            return Err("its parentRefs has an entry without a name".into());
+        }
+    }
+    Ok(())
+}
+
 impl Updater for HttpRouteRemoval {
     fn name(&self) -> &str {
         &self.name
@@ -618,7 +707,7 @@ impl Updater for HttpRouteRemoval {
     }
 
     fn plan(&self, namespace: &str, live: Option<&Value>) -> Result<ObjectChange, PlanError> {
-        deletion(Kind::HttpRoute, namespace, &self.name, live, |live| {
+        deletion(Kind::HttpRoute, namespace, &self.app, &self.name, live, |live| {
             let info = RouteInfo {
                 style: RouteStyle::Gateway,
                 identifier: label(live, IDENTIFIER_LABEL).unwrap_or_default().to_owned(),

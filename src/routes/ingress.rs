@@ -886,6 +886,96 @@ impl IngressUpdater {
     }
 }
 
+impl IngressUpdater {
+    /// Refuses a saved updater (a plan file's) that is not exactly what the style generates for
+    /// a scope group of `app`: every value checked as its flag or file is, then the desired
+    /// Ingress made again from them and compared.
+    pub fn check_saved(&self, app: &str) -> Result<(), String> {
+        let d = &self.desired;
+        if d.app != app {
+            return Err(format!(
+                "it is planned for the application {:?}, not {app:?}",
+                d.app
+            ));
+        }
+        if !crate::names::is_dns1123_subdomain(&self.name) {
+            return Err(format!("{:?} is not a valid object name", self.name));
+        }
+        let flavor = flavor(self.style)
+            .ok_or_else(|| format!("the route style {} does not make Ingresses", self.style))?;
+        let group = super::saved_group(&d.scopes, &d.identifier, &d.paths)?;
+        let port = d.backend["service"]["port"]["number"]
+            .as_i64()
+            .and_then(|n| i32::try_from(n).ok())
+            .filter(|n| (1..=65535).contains(n))
+            .ok_or("its backend has no valid port")?;
+        let auth_url = match d.annotations.get(super::nginx_auth::AUTH_URL) {
+            Some(v) => Some(
+                super::refs::AuthUrl::of_annotation(v).ok_or("its auth-url is not a valid one")?,
+            ),
+            None => None,
+        };
+        let attachment = crate::intent::AttachmentRecord {
+            ingress_class: d.ingress_class.clone(),
+            hosts: d.hosts.clone(),
+            ..Default::default()
+        };
+        attachment.check()?;
+        if let Some(tls) = &d.tls {
+            check_saved_tls(tls)?;
+        }
+        let ctx = RouteContext {
+            app: app.to_owned(),
+            port: super::BackendPort::Number(port),
+            attachment: super::Attachment {
+                ingress_class: d.ingress_class.clone(),
+                hosts: d.hosts.clone(),
+                tls: d.tls.clone(),
+                parent_refs: None,
+                auth_url,
+                auth_service: None,
+            },
+            forced: d.forced,
+        };
+        flavor
+            .check(&ctx, std::slice::from_ref(&group))
+            .map_err(|e| e.to_string())?;
+        let expected = desired_ingress(flavor, &ctx, &group).map_err(|e| e.to_string())?;
+        if expected != *d {
+            return Err(format!(
+                "it is not the Ingress the {} style makes for its scope group",
+                self.style
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A saved `spec.tls`: entries of hosts and a Secret name, nothing else.
+fn check_saved_tls(tls: &Value) -> Result<(), String> {
+    let entries = tls.as_array().ok_or("its TLS is not a list")?;
+    if entries.len() > 100 {
+        return Err("its TLS has more than 100 entries".into());
+    }
+    for e in entries {
+        let e = e.as_object().ok_or("its TLS has an entry that is not an object")?;
+        for (k, v) in e {
+            match (k.as_str(), v) {
+                ("secretName", Value::String(s)) => {
+                    super::refs::parse_object_name(s)?;
+                }
+                ("hosts", Value::Array(hosts)) => {
+                    for h in hosts {
+                        super::refs::parse_host(h.as_str().ok_or("its TLS hosts are not names")?)?;
+                    }
+                }
+                _ => return Err(format!("its TLS has the field {k:?}")),
+            }
+        }
+    }
+    Ok(())
+}
+
 impl Updater for IngressUpdater {
     fn name(&self) -> &str {
         &self.name
@@ -922,6 +1012,13 @@ impl IngressRemoval {
     }
 }
 
+impl IngressRemoval {
+    /// Refuses a saved removal of an object that cannot be one of `app`'s routes.
+    pub fn check_saved(&self, app: &str) -> Result<(), String> {
+        super::saved_removal(&self.app, app, &self.name)
+    }
+}
+
 impl Updater for IngressRemoval {
     fn name(&self) -> &str {
         &self.name
@@ -932,7 +1029,7 @@ impl Updater for IngressRemoval {
     }
 
     fn plan(&self, namespace: &str, live: Option<&Value>) -> Result<ObjectChange, PlanError> {
-        deletion(Kind::Ingress, namespace, &self.name, live, |live| {
+        deletion(Kind::Ingress, namespace, &self.app, &self.name, live, |live| {
             let flavor = flavor_of(live);
             let keys = shown_annotations(live, None);
             let info = RouteInfo {

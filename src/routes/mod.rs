@@ -291,11 +291,28 @@ pub(crate) fn label_fields(app: &str, identifier: &str) -> Vec<crate::plan::Fiel
     ]
 }
 
-/// The change that deletes a live route, or nothing when it is gone already. `view` is what
-/// the diff shows of it, `info` what it serves.
+/// Refuses a live object that is not one of `app`'s managed routes (it lacks the label `app`
+/// with the application's name or the `identifier` label): a saved plan or an undo never
+/// deletes or changes it.
+pub(crate) fn fence(kind: Kind, live: &Value, name: &str, app: &str) -> Result<(), PlanError> {
+    if label(live, APP_LABEL) == Some(app) && label(live, IDENTIFIER_LABEL).is_some() {
+        return Ok(());
+    }
+    Err(PlanError::Unexpected {
+        reference: format!("{}/{name}", kind.kubectl_name()),
+        message: format!(
+            "is not a managed route of {app} (it lacks the labels {APP_LABEL}={app} and {IDENTIFIER_LABEL}), so it is left alone; nothing was written"
+        ),
+    })
+}
+
+/// The change that deletes a live route of `app`, or nothing when it is gone already. `view`
+/// is what the diff shows of it, `info` what it serves. A live object that is not one of the
+/// application's managed routes is refused ([`fence`]).
 pub(crate) fn deletion(
     kind: Kind,
     namespace: &str,
+    app: &str,
     name: &str,
     live: Option<&Value>,
     view_and_info: impl FnOnce(&Value) -> (Value, crate::plan::RouteInfo),
@@ -314,6 +331,7 @@ pub(crate) fn deletion(
             route: None,
         });
     };
+    fence(kind, live, name, app)?;
     let (view, info) = view_and_info(live);
     let view = View::from(view);
     let reference = format!("{}/{name}", kind.kubectl_name());
@@ -416,22 +434,53 @@ impl Attachment {
     }
 }
 
-/// The route updaters a saved plan names (`None`: not one of them).
-pub fn load_updater(kind: &str, spec: &Value) -> Option<Result<Arc<dyn Updater>, String>> {
-    fn de<T: serde::de::DeserializeOwned + Updater + 'static>(
-        spec: &Value,
-    ) -> Result<Arc<dyn Updater>, String> {
-        serde_json::from_value::<T>(spec.clone())
-            .map(|u| Arc::new(u) as Arc<dyn Updater>)
-            .map_err(|e| e.to_string())
+/// A saved route's scope group, checked as an endpoints file is: its paths and scopes through
+/// the endpoints file's guard, its scopes a set, its identifier theirs.
+pub(crate) fn saved_group(
+    scopes: &[String],
+    identifier: &str,
+    paths: &[String],
+) -> Result<ScopeGroup, String> {
+    let set = crate::intent::RouteSet {
+        groups: vec![crate::intent::GroupRecord {
+            scopes: scopes.to_vec(),
+            paths: paths.to_vec(),
+        }],
+        ..Default::default()
+    };
+    set.endpoints_file("the saved route")?;
+    if normalize_scopes(scopes) != scopes {
+        return Err("its scopes are not a sorted set".into());
     }
-    Some(match kind {
-        ingress::SAVED_INGRESS => de::<ingress::IngressUpdater>(spec),
-        ingress::SAVED_INGRESS_REMOVAL => de::<ingress::IngressRemoval>(spec),
-        gateway::SAVED_HTTPROUTE => de::<gateway::HttpRouteUpdater>(spec),
-        gateway::SAVED_HTTPROUTE_REMOVAL => de::<gateway::HttpRouteRemoval>(spec),
-        _ => return None,
+    if identifier != scope_identifier(scopes) {
+        return Err(format!(
+            "its identifier {identifier:?} is not the one of its scopes"
+        ));
+    }
+    let mut sorted = paths.to_vec();
+    sorted.sort();
+    sorted.dedup();
+    if sorted != paths || paths.is_empty() {
+        return Err("its paths are not a sorted, non-empty set".into());
+    }
+    Ok(ScopeGroup {
+        scopes: scopes.to_vec(),
+        identifier: identifier.to_owned(),
+        paths: paths.to_vec(),
     })
+}
+
+/// The name of a route a saved plan removes: a valid object name of the application.
+pub(crate) fn saved_removal(owner: &str, app: &str, name: &str) -> Result<(), String> {
+    if owner != app {
+        return Err(format!(
+            "it is planned for the application {owner:?}, not {app:?}"
+        ));
+    }
+    if !names::is_dns1123_subdomain(name) {
+        return Err(format!("{name:?} is not a valid object name"));
+    }
+    Ok(())
 }
 
 /// Which parts of the [`Attachment`] came from flags. A part given as a flag is what every
@@ -990,14 +1039,42 @@ pub fn plan_routes(
     let live_styles: Vec<RouteStyle> = styles.keys().copied().collect();
     notes.extend(migration_notes(app, run_style, &live_styles, live));
     let updaters = route_updaters(app, chosen, &ctx, &groups, live)?;
+    let header = header(app, run_style, &live_styles, live, &ctx.attachment);
     Ok(PlannedRoutes {
         updaters,
         summary: RoutesPlan {
             style: run_style,
             live_styles,
             notes,
+            header,
         },
     })
+}
+
+/// The style and attachment of the live routes (a single style; what new routes would take
+/// from them without flags) and the run's: what a history record keeps of them.
+fn header(
+    app: &str,
+    run_style: RouteStyle,
+    live_styles: &[RouteStyle],
+    live: &LiveRoutes<'_>,
+    run: &Attachment,
+) -> crate::intent::RoutesHeader {
+    use crate::intent::{AttachmentRecord, RoutesHeader};
+    let style_before = match live_styles {
+        [one] => Some(*one),
+        _ => None,
+    };
+    let attachment_before = style_before
+        .and_then(|s| attachment(app, s, &RouteFlags::default(), live, &[], &mut Vec::new()).ok())
+        .map(|(a, _)| AttachmentRecord::of(&a))
+        .unwrap_or_default();
+    RoutesHeader {
+        style_before,
+        style: Some(run_style),
+        attachment_before,
+        attachment: AttachmentRecord::of(run),
+    }
 }
 
 /// What to add to the message of a write the cluster refused, when the refusal is ingress-nginx
