@@ -180,7 +180,8 @@ impl Cluster {
     /// GET one object; `Ok(None)` when it does not exist.
     pub async fn get(&self, kind: Kind, name: &str) -> Result<Option<Value>, RequestError> {
         let req = Self::build(
-            Request::new(collection_path(kind, self.namespace())).get(&segment(name), &GetParams::default()),
+            Request::new(collection_path(kind, self.namespace()))
+                .get(&segment(name), &GetParams::default()),
         )?;
         match self.send("read", req).await {
             Ok(v) => Ok(Some(v)),
@@ -263,9 +264,11 @@ impl Cluster {
             PatchType::Merge => Patch::Merge(body),
             PatchType::Strategic => Patch::Strategic(body),
         };
-        let req = Self::build(
-            Request::new(collection_path(kind, self.namespace())).patch(&segment(name), &pp, &patch),
-        )?;
+        let req = Self::build(Request::new(collection_path(kind, self.namespace())).patch(
+            &segment(name),
+            &pp,
+            &patch,
+        ))?;
         self.send(if dry_run { "dry-run patch" } else { "patch" }, req)
             .await
     }
@@ -327,13 +330,17 @@ impl Cluster {
 /// The history ConfigMap and who the server says we are: requests outside the plan's kinds.
 impl Cluster {
     fn config_maps_path(&self) -> String {
-        format!("/api/v1/namespaces/{}/configmaps", segment(self.namespace()))
+        format!(
+            "/api/v1/namespaces/{}/configmaps",
+            segment(self.namespace())
+        )
     }
 
     /// GET the ConfigMap `name`; `Ok(None)` when it does not exist.
     pub async fn get_config_map(&self, name: &str) -> Result<Option<Value>, RequestError> {
-        let req =
-            Self::build(Request::new(self.config_maps_path()).get(&segment(name), &GetParams::default()))?;
+        let req = Self::build(
+            Request::new(self.config_maps_path()).get(&segment(name), &GetParams::default()),
+        )?;
         match self.send("read", req).await {
             Ok(v) => Ok(Some(v)),
             Err(e) if e.is_not_found() => Ok(None),

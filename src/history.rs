@@ -227,7 +227,11 @@ pub fn record(report: &Report, info: &RunInfo) -> Option<Record> {
         );
         if let Some(info) = &change.route {
             intent::add_paths(&mut before_groups, &info.scopes, &info.paths_before);
-            let served = if done { &info.paths } else { &info.paths_before };
+            let served = if done {
+                &info.paths
+            } else {
+                &info.paths_before
+            };
             intent::add_paths(&mut after_groups, &info.scopes, served);
         }
         match outcome {
@@ -445,14 +449,19 @@ fn decode(text: &str) -> Result<Record, String> {
 pub fn validate(record: &Record, app: &str) -> Result<(), String> {
     let printable = |what: &str, v: &str, max: usize| {
         if v.chars().count() > max || v.chars().any(char::is_control) {
-            Err(format!("its {what} is longer than {max} characters or has control characters"))
+            Err(format!(
+                "its {what} is longer than {max} characters or has control characters"
+            ))
         } else {
             Ok(())
         }
     };
     printable("time", &record.time, 64)?;
     if record.time.parse::<k8s_openapi::jiff::Timestamp>().is_err() {
-        return Err(format!("its time {:?} is not an RFC 3339 time", record.time));
+        return Err(format!(
+            "its time {:?} is not an RFC 3339 time",
+            record.time
+        ));
     }
     printable("user", &record.user, 512)?;
     printable("tool", &record.tool, 128)?;
@@ -471,8 +480,9 @@ pub fn validate(record: &Record, app: &str) -> Result<(), String> {
             ));
         }
         for image in [&i.before, &i.after].into_iter().flatten() {
-            crate::updaters::validate_image_reference(image)
-                .map_err(|why| format!("its image {image:?} is not a valid image reference: {why}"))?;
+            crate::updaters::validate_image_reference(image).map_err(|why| {
+                format!("its image {image:?} is not a valid image reference: {why}")
+            })?;
         }
     }
     if let Some(b) = &record.bounds {
@@ -489,7 +499,13 @@ pub fn validate(record: &Record, app: &str) -> Result<(), String> {
     }
     for r in &record.routes {
         let kind = crate::undo::route_kind(r)
-            .ok_or_else(|| format!("it lists a {} {}, which is not a route kind", r.api_version, r.kind))?;
+            .filter(|k| matches!(k, Kind::Ingress | Kind::HttpRoute))
+            .ok_or_else(|| {
+                format!(
+                    "it lists a {} {}, which is not a route kind",
+                    r.api_version, r.kind
+                )
+            })?;
         if !names::is_dns1123_subdomain(&r.name) {
             return Err(format!(
                 "it lists a {kind} named {:?}, which is not a valid object name",
@@ -890,7 +906,11 @@ mod tests {
         assert_eq!(by_name("web-a").action, Action::Create);
         assert_eq!(by_name("web-c").action, Action::Delete);
         // No object body is kept: the routes are kept as what they served.
-        assert!(r.routes.iter().all(|x| x.before.is_none() && x.after.is_none()));
+        assert!(
+            r.routes
+                .iter()
+                .all(|x| x.before.is_none() && x.after.is_none())
+        );
         let text = serde_json::to_string(&r).unwrap();
         assert!(!text.contains("\"before\":{\"apiVersion"), "{text}");
         let e = r.endpoints.as_ref().unwrap();
@@ -1081,7 +1101,9 @@ mod tests {
     #[test]
     fn the_listing_reads_like_helm_history() {
         let cm = stored(&[numbered(1)]);
-        let table = render_table(&History::from_config_map(Some(&cm), "web"), &|s| s.to_owned());
+        let table = render_table(&History::from_config_map(Some(&cm), "web"), &|s| {
+            s.to_owned()
+        });
         let mut lines = table.lines();
         assert_eq!(
             lines.next().unwrap().split_whitespace().collect::<Vec<_>>(),

@@ -63,7 +63,10 @@ impl AttachmentRecord {
                 None => a.hosts.is_empty(),
                 Some(h) => *h == json!(a.hosts),
             };
-            let only = entry.as_object()?.keys().all(|k| k == "hosts" || k == "secretName");
+            let only = entry
+                .as_object()?
+                .keys()
+                .all(|k| k == "hosts" || k == "secretName");
             (hosts_ok && only).then(|| secret.to_owned())
         });
         let gateway = a.parent_refs.as_ref().and_then(|p| {

@@ -299,7 +299,11 @@ impl SavedKind {
             routes::ingress::SAVED_INGRESS_REMOVAL => SavedKind::IngressRemoval(de(s)?),
             routes::gateway::SAVED_HTTPROUTE => SavedKind::HttpRoute(de(s)?),
             routes::gateway::SAVED_HTTPROUTE_REMOVAL => SavedKind::HttpRouteRemoval(de(s)?),
-            other => return Err(format!("it names the updater type {other:?}, which kubectl-appupdate does not save")),
+            other => {
+                return Err(format!(
+                    "it names the updater type {other:?}, which kubectl-appupdate does not save"
+                ));
+            }
         })
     }
 
@@ -432,7 +436,8 @@ pub fn parse(text: &str, file: &str) -> Result<PlanFile, PlanFileError> {
             )));
         }
         if let Some(h) = &c.routes {
-            h.check().map_err(|why| edited(format!("its routes: {why}")))?;
+            h.check()
+                .map_err(|why| edited(format!("its routes: {why}")))?;
         }
         if let Source::Undo { revision: 0 } = c.source {
             return Err(edited("it undoes revision 0".into()));
@@ -481,7 +486,9 @@ pub fn parse(text: &str, file: &str) -> Result<PlanFile, PlanFileError> {
         let mut plan = Plan::new(c.app, c.namespace, c.context.clone(), objects);
         if let Some(header) = c.routes {
             plan.routes = Some(crate::plan::RoutesPlan {
-                style: header.style.unwrap_or(crate::plan::RouteStyle::NginxSnippet),
+                style: header
+                    .style
+                    .unwrap_or(crate::plan::RouteStyle::NginxSnippet),
                 live_styles: Vec::new(),
                 notes: Vec::new(),
                 header,

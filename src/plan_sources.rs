@@ -29,9 +29,9 @@ use crate::kube_context::Connection;
 use crate::live_state::{self, LiveState};
 use crate::plan::{ObjectChange, Plan, Recheck, recheck};
 use crate::plan_file::{ClusterPlan, SavedPlanError};
+use crate::planner::{self, UpdateRequest};
 use crate::report::{Outcome, Report};
 use crate::settings::{SavedInput, UndoRequest};
-use crate::planner::{self, UpdateRequest};
 use crate::undo;
 
 /// A plan ready to show, and what the run needs to record it.

@@ -177,7 +177,11 @@ pub(crate) async fn source(
         let cm = history_store::read(cluster, &app).await?;
         let stored = history::History::from_config_map(cm.as_ref(), &app);
         if let Some(revision) = plan_sources::applied_by(&stored, &checksum) {
-            let name = settings.saved.as_ref().map(|s| s.name.as_str()).unwrap_or("the plan");
+            let name = settings
+                .saved
+                .as_ref()
+                .map(|s| s.name.as_str())
+                .unwrap_or("the plan");
             return Err(AppError::UndoRefused {
                 message: format!(
                     "{} was applied already: revision {revision} of {} in namespace {} (context {}) applied it; a saved plan is applied once, so nothing was sent; make a new plan with --plan-out",

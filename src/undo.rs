@@ -232,4 +232,3 @@ fn short(v: &Option<Value>) -> String {
         Some(other) => other.to_string(),
     }
 }
-

@@ -662,7 +662,9 @@ impl HttpRouteUpdater {
             .map_err(|e| e.to_string())?;
         let expected = DesiredRoute::new(&ctx, &group).map_err(|e| e.to_string())?;
         if expected != *d {
-            return Err("it is not the HTTPRoute the gateway style makes for its scope group".into());
+            return Err(
+                "it is not the HTTPRoute the gateway style makes for its scope group".into(),
+            );
         }
         Ok(())
     }
@@ -675,7 +677,9 @@ fn check_saved_parent_refs(refs: &Value) -> Result<(), String> {
         return Err("its parentRefs must name 1 to 32 Gateways".into());
     }
     for r in refs {
-        let r = r.as_object().ok_or("its parentRefs has an entry that is not an object")?;
+        let r = r
+            .as_object()
+            .ok_or("its parentRefs has an entry that is not an object")?;
         for (k, v) in r {
             let text = v.as_str();
             let ok = match k.as_str() {
@@ -707,15 +711,22 @@ impl Updater for HttpRouteRemoval {
     }
 
     fn plan(&self, namespace: &str, live: Option<&Value>) -> Result<ObjectChange, PlanError> {
-        deletion(Kind::HttpRoute, namespace, &self.app, &self.name, live, |live| {
-            let info = RouteInfo {
-                style: RouteStyle::Gateway,
-                identifier: label(live, IDENTIFIER_LABEL).unwrap_or_default().to_owned(),
-                scopes: normalize_scopes(&live_scopes(live)),
-                paths: Vec::new(),
-                paths_before: served_paths(live, &self.app),
-            };
-            (focused_view(live, namespace, &self.name), info)
-        })
+        deletion(
+            Kind::HttpRoute,
+            namespace,
+            &self.app,
+            &self.name,
+            live,
+            |live| {
+                let info = RouteInfo {
+                    style: RouteStyle::Gateway,
+                    identifier: label(live, IDENTIFIER_LABEL).unwrap_or_default().to_owned(),
+                    scopes: normalize_scopes(&live_scopes(live)),
+                    paths: Vec::new(),
+                    paths_before: served_paths(live, &self.app),
+                };
+                (focused_view(live, namespace, &self.name), info)
+            },
+        )
     }
 }

@@ -958,7 +958,9 @@ fn check_saved_tls(tls: &Value) -> Result<(), String> {
         return Err("its TLS has more than 100 entries".into());
     }
     for e in entries {
-        let e = e.as_object().ok_or("its TLS has an entry that is not an object")?;
+        let e = e
+            .as_object()
+            .ok_or("its TLS has an entry that is not an object")?;
         for (k, v) in e {
             match (k.as_str(), v) {
                 ("secretName", Value::String(s)) => {
@@ -1029,17 +1031,26 @@ impl Updater for IngressRemoval {
     }
 
     fn plan(&self, namespace: &str, live: Option<&Value>) -> Result<ObjectChange, PlanError> {
-        deletion(Kind::Ingress, namespace, &self.app, &self.name, live, |live| {
-            let flavor = flavor_of(live);
-            let keys = shown_annotations(live, None);
-            let info = RouteInfo {
-                style: flavor.map_or(RouteStyle::NginxSnippet, |f| f.style()),
-                identifier: label(live, IDENTIFIER_LABEL).unwrap_or_default().to_owned(),
-                scopes: normalize_scopes(&flavor.map(|f| f.live_scopes(live)).unwrap_or_default()),
-                paths: Vec::new(),
-                paths_before: served_paths(live, &self.app),
-            };
-            (focused_view(live, namespace, &self.name, &keys), info)
-        })
+        deletion(
+            Kind::Ingress,
+            namespace,
+            &self.app,
+            &self.name,
+            live,
+            |live| {
+                let flavor = flavor_of(live);
+                let keys = shown_annotations(live, None);
+                let info = RouteInfo {
+                    style: flavor.map_or(RouteStyle::NginxSnippet, |f| f.style()),
+                    identifier: label(live, IDENTIFIER_LABEL).unwrap_or_default().to_owned(),
+                    scopes: normalize_scopes(
+                        &flavor.map(|f| f.live_scopes(live)).unwrap_or_default(),
+                    ),
+                    paths: Vec::new(),
+                    paths_before: served_paths(live, &self.app),
+                };
+                (focused_view(live, namespace, &self.name, &keys), info)
+            },
+        )
     }
 }
