@@ -232,3 +232,248 @@ fn short(v: &Option<Value>) -> String {
         Some(other) => other.to_string(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::{self, BoundsChange, Change, ImageChange, Source, Status};
+    use crate::intent::{AttachmentRecord, GroupRecord, RouteSet, RoutesChange};
+    use crate::live_state::LiveState;
+    use crate::plan::{Action, RouteStyle, Write};
+    use crate::planner::{UpdateRequest, build_plan};
+    use crate::routes::Listing;
+    use proptest::prelude::*;
+
+    fn record(endpoints: Option<RoutesChange>) -> Record {
+        Record {
+            revision: 4,
+            time: "2026-12-01T07:00:00Z".into(),
+            user: "admin".into(),
+            tool: "kubectl-appupdate 0.1.0".into(),
+            status: Status::Applied,
+            source: Source::Update,
+            saved_plan: false,
+            image: Some(ImageChange {
+                container: "app".into(),
+                before: Some("r/web:1".into()),
+                after: Some("r/web:2".into()),
+            }),
+            bounds: Some(BoundsChange {
+                min: None,
+                max: Some(Change {
+                    before: Some(5),
+                    after: Some(9),
+                }),
+            }),
+            routes: endpoints
+                .as_ref()
+                .map(|_| {
+                    vec![RouteChange {
+                        api_version: "networking.k8s.io/v1".into(),
+                        kind: "Ingress".into(),
+                        name: "web-e3b0c44298fc1c14".into(),
+                        action: Action::Update,
+                        before: None,
+                        after: None,
+                    }]
+                })
+                .unwrap_or_default(),
+            endpoints,
+            routes_truncated: false,
+            plan_checksum: None,
+        }
+    }
+
+    fn live() -> LiveState {
+        LiveState {
+            deployment: Some(
+                json!({"metadata": {"name": "web", "resourceVersion": "9", "uid": "u9"},
+                "spec": {"template": {"spec": {"containers": [
+                    {"name": "app", "image": "r/web:2"}, {"name": "proxy", "image": "envoy"}]}}}}),
+            ),
+            autoscaler: Some(
+                json!({"metadata": {"name": "web", "resourceVersion": "10", "uid": "u10"},
+                "spec": {"minReplicas": 2, "maxReplicas": 9}}),
+            ),
+            service: Some(json!({"metadata": {"name": "web"}, "spec": {"ports": [{"port": 80}]}})),
+            ingresses: Vec::new(),
+            httproutes: Listing::Items(Vec::new()),
+            ingress_classes: Some(vec![json!({"metadata": {"name": "nginx",
+                "annotations": {"ingressclass.kubernetes.io/is-default-class": "true"}}})]),
+        }
+    }
+
+    fn undo_plan(r: &Record, live: &mut LiveState) -> Result<Plan, String> {
+        let intent = request(r)?;
+        let req = UpdateRequest {
+            app: "web",
+            namespace: "shop",
+            context: "ctx",
+            container: intent.container.as_deref(),
+            container_update: &intent.container_update,
+            autoscaler_update: &intent.autoscaler_update,
+            endpoints: intent.endpoints.as_ref(),
+            routes: &intent.routes,
+        };
+        build_plan(&req, live).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn the_undo_asks_the_planner_for_the_values_before() {
+        let r = record(None);
+        let plan = undo_plan(&r, &mut live()).unwrap();
+        assert!(drift(&r, &plan).is_empty());
+        let deploy = plan.changes().find(|c| c.kind == Kind::Deployment).unwrap();
+        assert_eq!(deploy.fields[0].after().as_deref(), Some(&json!("r/web:1")));
+        let hpa = plan
+            .changes()
+            .find(|c| c.kind == Kind::HorizontalPodAutoscaler)
+            .unwrap();
+        assert_eq!(hpa.fields[0].after().as_deref(), Some(&json!(5)));
+    }
+
+    #[test]
+    fn a_value_changed_since_the_record_is_drift_by_its_key() {
+        let r = record(None);
+        let mut l = live();
+        l.autoscaler.as_mut().unwrap()["spec"]["maxReplicas"] = json!(12);
+        let plan = undo_plan(&r, &mut l).unwrap();
+        let d = drift(&r, &plan);
+        assert_eq!(d.len(), 1);
+        assert_eq!(d[0].key, "max");
+        assert_eq!(
+            refusal(4, &d, &BTreeSet::new()).unwrap(),
+            "not undone: horizontalpodautoscaler.autoscaling/web spec.maxReplicas is now 12 (revision 4 left it at 9); to overwrite exactly these, add --force-undo max"
+        );
+        assert_eq!(refusal(4, &d, &["max".to_owned()].into()), None);
+    }
+
+    #[test]
+    fn routes_changed_since_the_record_are_drift() {
+        let set = |paths: &[&str]| RouteSet {
+            style: Some(RouteStyle::NginxSnippet),
+            attachment: AttachmentRecord::default(),
+            groups: vec![GroupRecord {
+                scopes: vec![],
+                paths: paths.iter().map(|p| p.to_string()).collect(),
+            }],
+        };
+        let r = record(Some(RoutesChange {
+            before: set(&["/a"]),
+            after: set(&["/a", "/b"]),
+        }));
+        // Nothing live: the record left /a and /b.
+        let plan = undo_plan(&r, &mut live()).unwrap();
+        let d = drift(&r, &plan);
+        assert_eq!(d.len(), 1);
+        assert_eq!(d[0].key, "routes");
+    }
+
+    #[test]
+    fn a_record_of_bodies_or_without_its_routes_is_not_undone() {
+        let mut r = record(None);
+        r.routes.push(RouteChange {
+            api_version: "networking.k8s.io/v1".into(),
+            kind: "Ingress".into(),
+            name: "web-x".into(),
+            action: Action::Create,
+            before: None,
+            after: Some(json!({})),
+        });
+        assert!(request(&r).unwrap_err().contains("earlier version"));
+        r.routes_truncated = true;
+        assert!(request(&r).unwrap_err().contains("too large"));
+    }
+
+    /// Mostly valid values, now and then one the validator must refuse.
+    fn token(valid: &'static str) -> impl Strategy<Value = String> {
+        prop_oneof![
+            12 => valid,
+            1 => any::<String>(),
+            1 => Just("a;b".to_owned()),
+            1 => Just("../x".to_owned()),
+            1 => Just("web/status".to_owned()),
+        ]
+    }
+
+    fn route_set() -> impl Strategy<Value = RouteSet> {
+        (
+            prop::option::of(prop_oneof![
+                Just(RouteStyle::NginxSnippet),
+                Just(RouteStyle::NginxAuth),
+                Just(RouteStyle::Gateway)
+            ]),
+            prop::option::of(token("[a-z]{1,6}")),
+            prop::option::of(token("[a-z]{1,6}")),
+            prop::collection::vec(
+                (
+                    prop::collection::vec(token("[a-z]{1,6}"), 0..3),
+                    prop::collection::btree_set(token("[a-z]{1,6}"), 1..4),
+                ),
+                0..4,
+            ),
+        )
+            .prop_map(|(style, auth_url, gateway, groups)| RouteSet {
+                style,
+                attachment: AttachmentRecord {
+                    auth_url: auth_url.map(|u| format!("http://auth/{u}")),
+                    gateway,
+                    auth_service: Some("auth:8080".into()),
+                    ..AttachmentRecord::default()
+                },
+                groups: groups
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, (scopes, paths))| GroupRecord {
+                        scopes,
+                        paths: paths.into_iter().map(|p| format!("/g{i}/{p}")).collect(),
+                    })
+                    .collect(),
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 128, max_global_rejects: 20_000, ..ProptestConfig::default() })]
+
+        /// For any record the validator accepts, the undo plan touches only the app's objects:
+        /// its Deployment and HPA, and managed routes named and labelled by a route style.
+        #[test]
+        fn an_accepted_record_undoes_only_the_apps_own_objects(
+            before in route_set(),
+            after in route_set(),
+            kind in prop_oneof![Just("Ingress"), Just("Deployment"), Just("HTTPRoute")],
+            name in token("web-[a-z]{1,6}"),
+        ) {
+            let mut r = record(Some(RoutesChange { before, after }));
+            r.routes[0].kind = kind.to_owned();
+            r.routes[0].api_version = match kind {
+                "Deployment" => "apps/v1",
+                "HTTPRoute" => "gateway.networking.k8s.io/v1",
+                _ => "networking.k8s.io/v1",
+            }.to_owned();
+            r.routes[0].name = name;
+            prop_assume!(history::validate(&r, "web").is_ok());
+            let mut l = live();
+            l.ingresses.push(json!({"metadata": {"name": "web-e3b0c44298fc1c14",
+                "resourceVersion": "3", "uid": "u3",
+                "labels": {"app": "web", "identifier": "e3b0c44298fc1c14"}},
+                "spec": {"rules": [{"http": {"paths": []}}]}}));
+            let Ok(plan) = undo_plan(&r, &mut l) else { return Ok(()) };
+            for c in plan.changes() {
+                match c.kind {
+                    Kind::Deployment | Kind::HorizontalPodAutoscaler => {
+                        prop_assert_eq!(&c.name, "web");
+                    }
+                    Kind::Ingress | Kind::HttpRoute => {
+                        prop_assert!(c.name.starts_with("web-"), "{}", c.name);
+                        if let Some(Write::Create { body }) = &c.write {
+                            prop_assert_eq!(&body["metadata"]["labels"]["app"], "web");
+                            let id = body["metadata"]["labels"]["identifier"].as_str().unwrap_or_default();
+                            prop_assert_eq!(&c.name, &format!("web-{id}"));
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
