@@ -211,7 +211,10 @@ fn the_release_script_packs_linux_amd64_and_renders_a_manifest_krew_accepts() {
     );
     // The binary was checked before it was packed.
     assert!(
-        stdout(&o).contains("x86_64-unknown-linux-musl: statically linked"),
+        stdout(&o).contains(&format!(
+            "{} (x86_64-unknown-linux-musl): statically linked",
+            bin.display()
+        )),
         "{}",
         stdout(&o)
     );
@@ -307,7 +310,10 @@ fn a_dynamically_linked_linux_binary_is_refused_before_anything_is_packed() {
     assert_code(&o, 1);
     let err = stderr(&o);
     assert!(
-        err.contains("x86_64-unknown-linux-musl: dynamically linked"),
+        err.contains(&format!(
+            "{} (x86_64-unknown-linux-musl): dynamically linked",
+            bin.display()
+        )),
         "{err}"
     );
     assert!(
@@ -330,7 +336,10 @@ fn a_binary_for_another_platform_is_refused() {
     assert_code(&o, 1);
     let err = stderr(&o);
     assert!(
-        err.contains("x86_64-pc-windows-gnu: not a binary for WindowsAmd64: the file is Elf64"),
+        err.contains(&format!(
+            "{} (x86_64-pc-windows-gnu): not a binary for WindowsAmd64: the file is Elf64",
+            bin.display()
+        )),
         "{err}"
     );
 }
