@@ -218,6 +218,20 @@ fn the_release_script_packs_linux_amd64_and_renders_a_manifest_krew_accepts() {
         "{}",
         stdout(&o)
     );
+    // rustc links a static x86-64 executable as a static-pie with full RELRO by default.
+    for fact in [
+        "position-independent executable (ET_DYN, DF_1_PIE)",
+        "full RELRO (PT_GNU_RELRO, BIND_NOW)",
+    ] {
+        assert!(
+            stdout(&o).contains(&format!(
+                "{} (x86_64-unknown-linux-musl): {fact}",
+                bin.display()
+            )),
+            "{}",
+            stdout(&o)
+        );
+    }
     // A partial release leaves the repository's manifest alone.
     assert!(
         stderr(&o).contains("plugin.yaml left as it is"),
@@ -314,6 +328,11 @@ fn a_dynamically_linked_linux_binary_is_refused_before_anything_is_packed() {
             "{} (x86_64-unknown-linux-musl): dynamically linked",
             bin.display()
         )),
+        "{err}"
+    );
+    // Its linking is the only problem: rustc links it as a PIE with full RELRO.
+    assert!(
+        !err.contains("position-independent") && !err.contains("RELRO"),
         "{err}"
     );
     assert!(

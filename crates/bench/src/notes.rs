@@ -272,6 +272,7 @@ Numbers: medians at RTT 20 ms unless said, same machine, before → after.
    page faults, PIE 1.11–1.25 ms and 261–271; the loader applies 13 384 relative relocations;
    the file is 10 091 984 → 10 415 568 bytes. The start-up and size rows above were measured
    on the position-dependent build and will show that cost when the report is regenerated.
+   `release-check binary` refuses a Linux release binary that is not PIE or lacks full RELRO.
 
 All existing tests pass unchanged; `tests/transport_e2e.rs` checks that a run with image,
 bounds and five Ingress changes uses exactly one HTTP/2 connection, and
