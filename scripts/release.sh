@@ -23,11 +23,11 @@
 # plugins/appupdate.yaml, because krew-index requires the file name to be metadata.name.
 #
 # Before it finishes it checks (crates/release-check): each binary's format and architecture,
-# static linking on Linux, the minimum macOS version and a valid code signature on macOS arm64,
-# only system DLLs on Windows; the manifest against krew's rules and the package version; each
-# archive's sha256. It runs the host's binary (--version) and, when qemu-aarch64 (Debian
-# qemu-user) is installed, the Linux arm64 binary: --version and a dry run against the sandbox
-# API server over TLS.
+# on Linux static linking, position independence (PIE) and full RELRO, the minimum macOS
+# version and a valid code signature on macOS arm64, only system DLLs on Windows; the manifest
+# against krew's rules and the package version; each archive's sha256. It runs the host's
+# binary (--version) and, when qemu-aarch64 (Debian qemu-user) is installed, the Linux arm64
+# binary: --version and a dry run against the sandbox API server over TLS.
 #
 # A target whose Rust standard library or cross toolchain is missing is skipped with the
 # reason; the script fails only if nothing could be built or a check fails.

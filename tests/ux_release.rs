@@ -211,10 +211,27 @@ fn the_release_script_packs_linux_amd64_and_renders_a_manifest_krew_accepts() {
     );
     // The binary was checked before it was packed.
     assert!(
-        stdout(&o).contains("x86_64-unknown-linux-musl: statically linked"),
+        stdout(&o).contains(&format!(
+            "{} (x86_64-unknown-linux-musl): statically linked",
+            bin.display()
+        )),
         "{}",
         stdout(&o)
     );
+    // rustc links a static x86-64 executable as a static-pie with full RELRO by default.
+    for fact in [
+        "position-independent executable (ET_DYN, DF_1_PIE)",
+        "full RELRO (PT_GNU_RELRO, BIND_NOW)",
+    ] {
+        assert!(
+            stdout(&o).contains(&format!(
+                "{} (x86_64-unknown-linux-musl): {fact}",
+                bin.display()
+            )),
+            "{}",
+            stdout(&o)
+        );
+    }
     // A partial release leaves the repository's manifest alone.
     assert!(
         stderr(&o).contains("plugin.yaml left as it is"),
@@ -307,7 +324,15 @@ fn a_dynamically_linked_linux_binary_is_refused_before_anything_is_packed() {
     assert_code(&o, 1);
     let err = stderr(&o);
     assert!(
-        err.contains("x86_64-unknown-linux-musl: dynamically linked"),
+        err.contains(&format!(
+            "{} (x86_64-unknown-linux-musl): dynamically linked",
+            bin.display()
+        )),
+        "{err}"
+    );
+    // Its linking is the only problem: rustc links it as a PIE with full RELRO.
+    assert!(
+        !err.contains("position-independent") && !err.contains("RELRO"),
         "{err}"
     );
     assert!(
@@ -330,7 +355,10 @@ fn a_binary_for_another_platform_is_refused() {
     assert_code(&o, 1);
     let err = stderr(&o);
     assert!(
-        err.contains("x86_64-pc-windows-gnu: not a binary for WindowsAmd64: the file is Elf64"),
+        err.contains(&format!(
+            "{} (x86_64-pc-windows-gnu): not a binary for WindowsAmd64: the file is Elf64",
+            bin.display()
+        )),
         "{err}"
     );
 }

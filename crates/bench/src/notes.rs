@@ -211,11 +211,11 @@ Numbers: medians at RTT 20 ms unless said, same machine, before → after.
    `BTreeSet` per group. Per pipeline: parse 37.5 M instructions (unchanged), plan 192 →
    152 M, render 204 → 167 M (the first figures already with the YAML writer). Criterion,
    the bench binaries of round 8 and of this round alternated twice on a busy machine: render
-   39–45 → 17–20 ms, parse + plan + render 71–88 → 54–64 ms. Start-up: linux/amd64 glibc builds are
-   linked position-dependent (`build.rs`, like Go's kubectl): no relocations for the loader to
+   39–45 → 17–20 ms, parse + plan + render 71–88 → 54–64 ms. Start-up: linux/amd64 glibc builds were
+   linked position-dependent (`-no-pie`, like Go's kubectl): no relocations for the loader to
    apply — `--version` 1.28 → 1.05 ms of CPU and 268 → 209 page faults (`perf stat -r 50`),
-   the binary 320 KB smaller. The executable's own code then sits at a fixed address (shared
-   libraries, stack and heap are still randomised).
+   the binary 320 KB smaller. The executable's own code then sat at a fixed address (shared
+   libraries, stack and heap were still randomised). Undone since: see item 16.
 13. **Where start-up goes** (round 10; no change to the plugin). `--version` of a release
    build under callgrind is 756 k instructions: the dynamic loader 290 k (symbol lookups in
    libgcc_s, libm — linked only for indicatif's `powf` — and libc), std's runtime set-up 124 k
@@ -257,6 +257,22 @@ Numbers: medians at RTT 20 ms unless said, same machine, before → after.
    alternated twice (`appupdate-bench --scenarios S,M,L --rtt 20 --reps 5 --no-criterion
    --plugin …`): rounds 4 → 3 in S, M and L; S 144/139 → 117/118 ms, M 148/141 → 120/118 ms
    (warm-cache ratio 6.5/5.8× → 6.9/6.7×), L 247/223 → 204/187 ms.
+16. **Position-independent executables again** (item 12's start-up change undone). Every Linux
+   build for x86-64 is linked as rustc links it by default: a position-independent executable
+   (static-pie for the musl release build) with full RELRO (`-z relro -z now`). Address-space
+   layout randomisation then places the plugin's own code and data at a random address on every run,
+   and the GOT and other relocated data are read-only once the loader is done, every symbol
+   bound at start-up; an exploit of a memory bug finds no fixed address to jump to and no
+   writable function pointer to overwrite. That is worth more than the start-up it costs,
+   which is back: ~0.2 ms of CPU for a glibc build's `--version` (1.05 → 1.28 ms, 209 → 268
+   page faults, as measured for item 12). Measured again on the same commit's release build
+   linked both ways (the second with `cargo rustc --release --bin kubectl-appupdate -- -C
+   link-arg=-no-pie`), `perf stat -r 100 -e task-clock,page-faults BINARY --version`, 5 times
+   each, alternated, on a busy machine: position-dependent 1.04–1.11 ms of CPU and 199–203
+   page faults, PIE 1.11–1.25 ms and 261–271; the loader applies 13 384 relative relocations;
+   the file is 10 091 984 → 10 415 568 bytes. The start-up and size rows above were measured
+   on the position-dependent build and will show that cost when the report is regenerated.
+   `release-check binary` refuses a Linux release binary that is not PIE or lacks full RELRO.
 
 All existing tests pass unchanged; `tests/transport_e2e.rs` checks that a run with image,
 bounds and five Ingress changes uses exactly one HTTP/2 connection, and

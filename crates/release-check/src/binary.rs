@@ -1,7 +1,10 @@
 //! A release binary against what its target needs to run on a user's machine.
 //!
 //! - Linux (musl): an ELF of the right machine, linked statically (no program interpreter, no
-//!   shared library needed), so it runs on any distribution.
+//!   shared library needed), so it runs on any distribution; a position-independent executable
+//!   (`ET_DYN` with `DF_1_PIE` or a program interpreter), so that address-space layout
+//!   randomisation moves its code and data too; with full RELRO (a `PT_GNU_RELRO` segment and
+//!   binding at start-up), so that the GOT and other relocated data are read-only once loaded.
 //! - macOS: a Mach-O of the right CPU whose `LC_BUILD_VERSION` says macOS with a minimum version
 //!   no later than [`MACOS_MINIMUM`] (a later one and macOS refuses to start it). On arm64 a
 //!   valid ad-hoc code signature is required (Apple silicon kills unsigned code): the code
@@ -94,21 +97,24 @@ fn check_elf(target: Target, data: &[u8], r: &mut Report) {
         ));
     }
     let mut interpreter = false;
-    let mut needed = 0;
+    let mut relro = false;
+    let mut dynamic = Dynamic::default();
     for ph in file.elf_program_headers() {
         match ph.p_type(endian) {
             elf::PT_INTERP => interpreter = true,
+            elf::PT_GNU_RELRO => relro = true,
             elf::PT_DYNAMIC => {
-                if let Ok(Some(dynamic)) = ph.dynamic(endian, data) {
-                    needed += dynamic
-                        .iter()
-                        .filter(|d| d.d_tag(endian) == elf::DT_NEEDED)
-                        .count();
+                dynamic.present = true;
+                match ph.dynamic(endian, data) {
+                    Ok(Some(entries)) => dynamic.read(entries, endian),
+                    Ok(None) => {}
+                    Err(e) => r.problems.push(format!("unreadable dynamic segment: {e}")),
                 }
             }
             _ => {}
         }
     }
+    let needed = dynamic.needed;
     if interpreter || needed > 0 {
         r.problems.push(format!(
             "dynamically linked (program interpreter: {interpreter}, shared libraries needed: {needed}); a Linux release must be static"
@@ -116,6 +122,92 @@ fn check_elf(target: Target, data: &[u8], r: &mut Report) {
     } else {
         r.facts
             .push("statically linked (no interpreter, no shared library)".into());
+    }
+    check_pie(file.elf_header().e_type(endian), interpreter, &dynamic, r);
+    check_relro(relro, &dynamic, r);
+}
+
+/// What the checks need from an ELF file's dynamic segment.
+#[derive(Debug, Default)]
+struct Dynamic {
+    /// Whether there is a `PT_DYNAMIC` segment at all.
+    present: bool,
+    /// `DT_NEEDED` entries: shared libraries the loader must find.
+    needed: usize,
+    /// A `DT_BIND_NOW` entry (the older spelling of `DF_BIND_NOW`).
+    bind_now: bool,
+    /// `DT_FLAGS` and `DT_FLAGS_1`, or 0 when absent.
+    flags: u64,
+    flags_1: u64,
+}
+
+impl Dynamic {
+    fn read<D: Dyn>(&mut self, entries: &[D], endian: D::Endian) {
+        for d in entries {
+            let val: u64 = d.d_val(endian).into();
+            match d.d_tag(endian).into() {
+                elf::DT_NULL => break,
+                elf::DT_NEEDED => self.needed += 1,
+                elf::DT_BIND_NOW => self.bind_now = true,
+                elf::DT_FLAGS => self.flags |= val,
+                elf::DT_FLAGS_1 => self.flags_1 |= val,
+                _ => {}
+            }
+        }
+    }
+
+    fn binds_now(&self) -> bool {
+        self.bind_now
+            || self.flags & u64::from(elf::DF_BIND_NOW) != 0
+            || self.flags_1 & u64::from(elf::DF_1_NOW) != 0
+    }
+}
+
+/// A position-independent executable is of type `ET_DYN` (loaded at an address the kernel
+/// picks at random) and marked as a program rather than a shared library: a program
+/// interpreter, or `DF_1_PIE` (the only mark a static-pie executable has).
+fn check_pie(e_type: u16, interpreter: bool, dynamic: &Dynamic, r: &mut Report) {
+    let pie_flag = dynamic.flags_1 & u64::from(elf::DF_1_PIE) != 0;
+    match e_type {
+        elf::ET_DYN if pie_flag || interpreter => r.facts.push(format!(
+            "position-independent executable (ET_DYN, {})",
+            if pie_flag {
+                "DF_1_PIE"
+            } else {
+                "with a program interpreter"
+            }
+        )),
+        elf::ET_DYN => r.problems.push(
+            "not a position-independent executable: ELF type ET_DYN but neither a program interpreter nor DF_1_PIE in DT_FLAGS_1 (a shared library?)".into(),
+        ),
+        elf::ET_EXEC => r.problems.push(
+            "not position-independent: ELF type ET_EXEC, loaded at a fixed address with no address-space randomisation (link with -pie, or -static-pie for a static build)".into(),
+        ),
+        other => r
+            .problems
+            .push(format!("not an executable: ELF type {other}")),
+    }
+}
+
+/// Full RELRO: a `PT_GNU_RELRO` segment (the loader makes the relocated data in it, the GOT
+/// included, read-only once it has applied the relocations) and binding at start-up
+/// (`DF_BIND_NOW`, `DT_BIND_NOW` or `DF_1_NOW`), without which the lazily bound part of the
+/// GOT stays writable.
+fn check_relro(relro: bool, dynamic: &Dynamic, r: &mut Report) {
+    match (relro, dynamic.binds_now()) {
+        (true, true) => r
+            .facts
+            .push("full RELRO (PT_GNU_RELRO, BIND_NOW)".into()),
+        (false, now) => r.problems.push(format!(
+            "no RELRO: no PT_GNU_RELRO segment{}, so relocated data stays writable (link with -z relro -z now)",
+            if now { "" } else { " and no BIND_NOW" }
+        )),
+        (true, false) if !dynamic.present => r.problems.push(
+            "partial RELRO: a PT_GNU_RELRO segment but no dynamic segment, so no BIND_NOW (a static position-dependent link; link with -static-pie -z relro -z now)".into(),
+        ),
+        (true, false) => r.problems.push(
+            "partial RELRO: a PT_GNU_RELRO segment but no BIND_NOW (no DT_BIND_NOW, no DF_BIND_NOW in DT_FLAGS, no DF_1_NOW in DT_FLAGS_1), so lazily bound GOT entries stay writable (link with -z now)".into(),
+        ),
     }
 }
 
@@ -538,6 +630,232 @@ mod tests {
         let r = check(Target::WindowsAmd64, b"#!/bin/sh\necho hi\n");
         assert_eq!(r.problems.len(), 1, "{r:?}");
         assert!(r.problems[0].starts_with("not a binary for WindowsAmd64"));
+    }
+
+    /// A directory of its own under the system's temporary directory, removed when dropped.
+    struct Scratch(std::path::PathBuf);
+
+    impl Scratch {
+        fn new(name: &str) -> Scratch {
+            let dir =
+                std::env::temp_dir().join(format!("release-check-{name}-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).unwrap();
+            Scratch(dir)
+        }
+    }
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    /// Compiles a C program that does nothing with gcc and `flags`; `None` (after a note) when
+    /// gcc is not installed.
+    fn gcc(dir: &Scratch, name: &str, flags: &[&str]) -> Option<Vec<u8>> {
+        let src = dir.0.join("main.c");
+        std::fs::write(&src, "int main(void) { return 0; }\n").unwrap();
+        let out = dir.0.join(name);
+        let o = match std::process::Command::new("gcc")
+            .args(flags)
+            .arg("-o")
+            .arg(&out)
+            .arg(&src)
+            .output()
+        {
+            Ok(o) => o,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                eprintln!("note: gcc is not installed; the ELF checks are not tested");
+                return None;
+            }
+            Err(e) => panic!("gcc: {e}"),
+        };
+        assert!(
+            o.status.success(),
+            "gcc {flags:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        Some(std::fs::read(out).unwrap())
+    }
+
+    fn has(lines: &[String], start: &str) -> bool {
+        lines.iter().any(|l| l.starts_with(start))
+    }
+
+    /// The ELF tests build for the machine they run on; the checks are the same for both
+    /// Linux targets, only the expected machine differs.
+    fn host_linux() -> Option<Target> {
+        match (std::env::consts::OS, std::env::consts::ARCH) {
+            ("linux", "x86_64") => Some(Target::LinuxAmd64),
+            ("linux", "aarch64") => Some(Target::LinuxArm64),
+            _ => {
+                eprintln!(
+                    "note: not a Linux x86-64 or arm64 machine; the ELF checks are not tested"
+                );
+                None
+            }
+        }
+    }
+
+    #[test]
+    fn a_static_pie_with_full_relro_passes_every_linux_check() {
+        let Some(target) = host_linux() else { return };
+        let dir = Scratch::new("static-pie");
+        let Some(elf) = gcc(&dir, "static-pie", &["-static-pie", "-Wl,-z,relro,-z,now"]) else {
+            return;
+        };
+        let r = check(target, &elf);
+        assert_eq!(r.problems, Vec::<String>::new(), "{r:?}");
+        assert!(
+            r.facts
+                .contains(&"position-independent executable (ET_DYN, DF_1_PIE)".to_owned()),
+            "{r:?}"
+        );
+        assert!(
+            r.facts
+                .contains(&"full RELRO (PT_GNU_RELRO, BIND_NOW)".to_owned()),
+            "{r:?}"
+        );
+    }
+
+    #[test]
+    fn a_dynamic_pie_with_full_relro_is_refused_only_for_its_linking() {
+        let Some(target) = host_linux() else { return };
+        let dir = Scratch::new("pie");
+        let Some(elf) = gcc(&dir, "pie", &["-fPIE", "-pie", "-Wl,-z,relro,-z,now"]) else {
+            return;
+        };
+        let r = check(target, &elf);
+        assert_eq!(r.problems.len(), 1, "{r:?}");
+        assert!(has(&r.problems, "dynamically linked"), "{r:?}");
+        assert!(
+            has(&r.facts, "position-independent executable (ET_DYN"),
+            "{r:?}"
+        );
+        assert!(has(&r.facts, "full RELRO"), "{r:?}");
+    }
+
+    #[test]
+    fn a_position_dependent_executable_is_refused() {
+        let Some(target) = host_linux() else { return };
+        let dir = Scratch::new("no-pie");
+        let Some(dynamic) = gcc(&dir, "no-pie", &["-no-pie", "-Wl,-z,relro,-z,now"]) else {
+            return;
+        };
+        let r = check(target, &dynamic);
+        assert!(
+            has(&r.problems, "not position-independent: ELF type ET_EXEC"),
+            "{r:?}"
+        );
+        assert!(has(&r.facts, "full RELRO"), "{r:?}");
+
+        // Static and position-dependent, as rustc links aarch64-unknown-linux-musl: no
+        // dynamic segment at all, so no BIND_NOW either.
+        let Some(fixed) = gcc(&dir, "static", &["-static", "-no-pie"]) else {
+            return;
+        };
+        let r = check(target, &fixed);
+        assert!(has(&r.facts, "statically linked"), "{r:?}");
+        assert!(
+            has(&r.problems, "not position-independent: ELF type ET_EXEC"),
+            "{r:?}"
+        );
+        assert!(
+            has(
+                &r.problems,
+                "partial RELRO: a PT_GNU_RELRO segment but no dynamic segment"
+            ),
+            "{r:?}"
+        );
+        assert_eq!(r.problems.len(), 2, "{r:?}");
+    }
+
+    #[test]
+    fn relro_must_be_full() {
+        let Some(target) = host_linux() else { return };
+        let dir = Scratch::new("relro");
+        let Some(none) = gcc(&dir, "norelro", &["-static-pie", "-Wl,-z,norelro,-z,now"]) else {
+            return;
+        };
+        let r = check(target, &none);
+        assert_eq!(
+            r.problems,
+            vec![
+                "no RELRO: no PT_GNU_RELRO segment, so relocated data stays writable (link with -z relro -z now)"
+                    .to_owned()
+            ],
+            "{r:?}"
+        );
+
+        let Some(partial) = gcc(&dir, "lazy", &["-static-pie", "-Wl,-z,relro,-z,lazy"]) else {
+            return;
+        };
+        let r = check(target, &partial);
+        assert_eq!(r.problems.len(), 1, "{r:?}");
+        assert!(
+            r.problems[0].starts_with("partial RELRO: a PT_GNU_RELRO segment but no BIND_NOW"),
+            "{r:?}"
+        );
+    }
+
+    #[test]
+    fn a_shared_library_is_not_taken_for_a_position_independent_executable() {
+        let Some(target) = host_linux() else { return };
+        let dir = Scratch::new("shared");
+        let Some(lib) = gcc(
+            &dir,
+            "lib.so",
+            &["-shared", "-fPIC", "-nostdlib", "-Wl,-z,relro,-z,now"],
+        ) else {
+            return;
+        };
+        let r = check(target, &lib);
+        assert!(
+            has(
+                &r.problems,
+                "not a position-independent executable: ELF type ET_DYN"
+            ),
+            "{r:?}"
+        );
+    }
+
+    /// Cut short or with its dynamic segment pointing outside the file, an ELF gives problem
+    /// lines, never a panic.
+    #[test]
+    fn a_damaged_elf_gives_problems_not_a_panic() {
+        let Some(target) = host_linux() else { return };
+        let dir = Scratch::new("damaged");
+        let Some(elf) = gcc(&dir, "static-pie", &["-static-pie", "-Wl,-z,relro,-z,now"]) else {
+            return;
+        };
+        for len in (0..elf.len()).step_by(97).chain(0..256) {
+            let r = check(target, &elf[..len]);
+            assert!(!r.problems.is_empty(), "{len} bytes: {r:?}");
+        }
+
+        // Move the dynamic segment's offset past the end of the file.
+        let file = ElfFile64::<Endianness>::parse(&*elf).unwrap();
+        let endian = file.endian();
+        let header = file.elf_header();
+        let (phoff, phentsize) = (
+            header.e_phoff(endian) as usize,
+            header.e_phentsize(endian) as usize,
+        );
+        let index = file
+            .elf_program_headers()
+            .iter()
+            .position(|ph| ph.p_type(endian) == elf::PT_DYNAMIC)
+            .unwrap();
+        let mut bad = elf.clone();
+        let p_offset = phoff + index * phentsize + 8;
+        bad[p_offset..p_offset + 8].copy_from_slice(&u64::MAX.to_le_bytes());
+        let r = check(target, &bad);
+        assert!(has(&r.problems, "unreadable dynamic segment"), "{r:?}");
+        assert!(
+            has(&r.problems, "not a position-independent executable"),
+            "{r:?}"
+        );
     }
 
     #[test]

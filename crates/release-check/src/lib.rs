@@ -2,8 +2,8 @@
 //! by CI on the repository's `plugin.yaml`, and by the tests.
 //!
 //! - [`krew`]: a plugin manifest against krew's rules and the package version;
-//! - [`binary`]: each release binary's format, architecture, linking, minimum macOS version
-//!   and code signature;
+//! - [`binary`]: each release binary's format, architecture, linking (on Linux: static,
+//!   position-independent, full RELRO), minimum macOS version and code signature;
 //! - [`archives`]: each platform's archive is where the manifest says, with its sha256.
 
 pub mod binary;

@@ -1,6 +1,7 @@
 //! `release-check manifest FILE --name NAME [--version V] [--index-copy] [--archives DIR]`
 //! checks a krew manifest; `release-check binary TRIPLE FILE` checks a release binary. Each
-//! prints what it found on stdout and every problem on stderr, and exits 1 if there is one.
+//! prints what it found on stdout and every problem on stderr, one line each that starts with
+//! the file (and, for a binary, the target triple), and exits 1 if there is a problem.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -80,7 +81,7 @@ fn binary(args: &[String]) -> ExitCode {
         Err(e) => return fail(&format!("{file}: {e}")),
     };
     let r = binary::check(target, &data);
-    report(triple, &r.facts, &r.problems)
+    report(&format!("{file} ({triple})"), &r.facts, &r.problems)
 }
 
 fn main() -> ExitCode {
