@@ -502,8 +502,8 @@ pub fn validate(record: &Record, app: &str) -> Result<(), String> {
             .filter(|k| matches!(k, Kind::Ingress | Kind::HttpRoute))
             .ok_or_else(|| {
                 format!(
-                    "it lists a {} {}, which is not a route kind",
-                    r.api_version, r.kind
+                    "it lists an object of kind {} ({}), which is not a route kind (Ingress, HTTPRoute)",
+                    r.kind, r.api_version
                 )
             })?;
         if !names::is_dns1123_subdomain(&r.name) {

@@ -264,12 +264,17 @@ impl RouteSet {
     }
 }
 
-/// The route flags that plan `target` again: its style, and each part of its attachment that
-/// differs from `now`'s (the parts the run being undone changed); parts that did not change are
-/// left to the planner, which takes them from the live routes as any run does.
+/// The route flags that plan `target` again from the state `now`: its style; the auth URL or
+/// auth Service (every route of a style takes them); and each other part of its attachment that
+/// differs from `now`'s (the parts the run being undone changed) — all of them when `now` has
+/// no routes left to take them from. Parts that did not change are left to the planner, which
+/// takes them from the live routes as any run does.
 pub fn flags_to_restore(target: &RouteSet, now: &RouteSet) -> Result<RouteFlags, String> {
     let (t, n) = (&target.attachment, &now.attachment);
-    let changed = |a: &Option<String>, b: &Option<String>| if a != b { a.clone() } else { None };
+    let fresh = now.groups.is_empty();
+    let changed = |a: &Option<String>, b: &Option<String>| {
+        if a != b || fresh { a.clone() } else { None }
+    };
     let style = target.style.or(now.style);
     let mut flags = RouteFlags {
         style,
@@ -283,21 +288,21 @@ pub fn flags_to_restore(target: &RouteSet, now: &RouteSet) -> Result<RouteFlags,
         flags.ingress_class = changed(&t.ingress_class, &n.ingress_class);
         flags.tls_secret = changed(&t.tls_secret, &n.tls_secret);
     }
-    if t.hosts != n.hosts {
+    if t.hosts != n.hosts || fresh {
         flags.hosts = t.hosts.clone();
     }
     if style == Some(RouteStyle::Gateway) {
         if let Some(g) = changed(&t.gateway, &n.gateway) {
             flags.gateway = Some(ObjectRef::parse(&g)?);
         }
-        if let Some(s) = changed(&t.auth_service, &n.auth_service) {
-            flags.auth_service = Some(ServiceRef::parse(&s)?);
+        if let Some(s) = &t.auth_service {
+            flags.auth_service = Some(ServiceRef::parse(s)?);
         }
     }
     if style == Some(RouteStyle::NginxAuth)
-        && let Some(u) = changed(&t.auth_url, &n.auth_url)
+        && let Some(u) = &t.auth_url
     {
-        flags.auth_url = Some(AuthUrl::parse(&u)?);
+        flags.auth_url = Some(AuthUrl::parse(u)?);
     }
     Ok(flags)
 }
@@ -381,6 +386,13 @@ mod tests {
         );
         assert_eq!(flags.ingress_class, None);
         assert!(flags.hosts.is_empty());
+        // Nothing left to take the attachment from: all of it is given.
+        let gone = RouteSet {
+            groups: Vec::new(),
+            ..after.clone()
+        };
+        let flags = flags_to_restore(&before, &gone).unwrap();
+        assert_eq!(flags.ingress_class.as_deref(), Some("nginx"));
     }
 
     #[test]

@@ -742,3 +742,40 @@ fn a_run_whose_writes_all_fail_takes_its_record_back_and_the_history_reads_as_be
     );
     assert_eq!(revisions(&env), [2, 3]);
 }
+
+#[test]
+fn undoing_an_undo_that_removed_every_route_brings_them_back_with_their_attachment() {
+    let env = Env::new();
+    // An application with no managed route yet: its first exposure is what gets undone.
+    for i in env.ingresses() {
+        if i["metadata"]["labels"]["identifier"].is_string() {
+            let name = i["metadata"]["name"].as_str().unwrap();
+            env.sb.delete(&ingress_path(name)).unwrap();
+        }
+    }
+    let endpoints = env.write_file(
+        "endpoints.yaml",
+        "endpoints:\n  - path: /a\n  - path: /b\n    scopes: [user]\n",
+    );
+    let publish = [
+        "web",
+        "--endpoints",
+        endpoints.to_str().unwrap(),
+        "--routes",
+        "nginx-auth",
+        "--auth-url",
+        "http://auth.auth.svc/check",
+        "--ingress-class",
+        "nginx",
+        "--yes",
+    ];
+    assert_code(&env.run(&publish), 0);
+    let published = routes(&env);
+    // Back to no route, then forward again: the nginx-auth routes come back with their class
+    // and auth URL although no route is left to take them from.
+    assert_code(&env.run(&["web", "--undo", "--yes"]), 0);
+    assert_ne!(routes(&env), published);
+    let o = env.run(&["web", "--undo", "--yes"]);
+    assert_code(&o, 0);
+    assert_eq!(routes(&env), published);
+}
