@@ -245,7 +245,7 @@ pub(crate) fn save_plans(
         .zip(&origins)
         .map(|((sourced, _), origin)| (&sourced.plan, origin, &sourced.source))
         .collect();
-    let text = plan_file::render(&entries)?;
+    let text = plan_file::render(&entries, None)?;
     std::fs::write(path, text).map_err(|source| AppError::PlanOut {
         file: path.display().to_string(),
         source,

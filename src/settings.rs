@@ -635,7 +635,7 @@ impl Settings {
                 name: name.clone(),
                 source,
             })?;
-        let file = plan_file::parse(&text, &name)?;
+        let file = plan_file::parse(&text, &name, None)?;
         let app = file
             .clusters
             .first()
