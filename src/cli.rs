@@ -107,6 +107,11 @@ pub struct ApplyArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, help_heading = "Behaviour")]
     pub max_plan_age: Option<Duration>,
 
+    /// Refuse the plan unless it is signed with the key in KEYFILE (default:
+    /// $APPUPDATE_PLAN_KEY_FILE; without either, a signature is not checked).
+    #[arg(long, value_name = "KEYFILE", help_heading = "Behaviour")]
+    pub verify_key: Option<PathBuf>,
+
     #[command(flatten)]
     pub fleet: FleetArgs,
 
@@ -148,11 +153,16 @@ point at the same API server and namespace, or --context must name the context t
 made with. A plan of several clusters is applied to each through the context of its name
 (--context/--contexts choose some of them), with the fleet flags. Before the first write every object is read again; if a field the plan changes is
 no longer at the value the plan showed, nothing is written (exit 5). An edited or truncated
-file is refused (exit 3).
+file is refused (exit 3). With --verify-key KEYFILE (or $APPUPDATE_PLAN_KEY_FILE), so is a file
+that is not signed with that key.
 
 Examples:
   kubectl appupdate web --image \"$IMAGE\" --plan-out plan.json   # review plan.json
-  kubectl appupdate apply plan.json --yes --max-plan-age 1h";
+  kubectl appupdate apply plan.json --yes --max-plan-age 1h
+
+  # Signed: only a plan signed with the key is applied
+  kubectl appupdate web --image \"$IMAGE\" --plan-out plan.json --sign-key plan.key
+  kubectl appupdate apply plan.json --yes --verify-key plan.key";
 
 /// `kubectl appupdate history NAME`.
 #[derive(Debug, Args)]
@@ -342,6 +352,16 @@ pub struct UpdateArgs {
     /// Save the plan to FILE instead of applying it (apply it later with `apply FILE`).
     #[arg(long, value_name = "FILE", conflicts_with_all = ["yes", "wait"], help_heading = "Behaviour")]
     pub plan_out: Option<PathBuf>,
+
+    /// Sign the saved plan with the key in KEYFILE (HMAC-SHA-256; default:
+    /// $APPUPDATE_PLAN_KEY_FILE when set).
+    #[arg(
+        long,
+        value_name = "KEYFILE",
+        requires = "plan_out",
+        help_heading = "Behaviour"
+    )]
+    pub sign_key: Option<PathBuf>,
 
     /// Records kept in the application's history (0: record nothing).
     #[arg(long, value_name = "N", default_value_t = crate::history::DEFAULT_MAX,
@@ -603,6 +623,24 @@ const NEEDS: &[(&str, &str, &str)] = &[
         "undo",
         "--force-undo only applies with --undo or --to-revision",
     ),
+    (
+        "sign_key",
+        "plan_out",
+        "--sign-key only applies with --plan-out FILE (it signs the saved plan)",
+    ),
+];
+
+/// A flag of one command given to another, where clap only knows it as unexpected, and what to
+/// tell the user instead.
+const ELSEWHERE: &[(&str, &str)] = &[
+    (
+        "--verify-key",
+        "--verify-key only applies to apply FILE: kubectl appupdate apply FILE --verify-key KEYFILE",
+    ),
+    (
+        "--sign-key",
+        "--sign-key only applies with --plan-out FILE; apply FILE checks a signature with --verify-key KEYFILE",
+    ),
 ];
 
 /// The `changes` group's message.
@@ -618,6 +656,16 @@ pub fn parse(args: Vec<OsString>) -> Result<Cli, CliError> {
     };
     if let Some(ContextValue::String(message)) = err.get(ContextKind::Custom) {
         return Err(CliError::Value(message.clone()));
+    }
+    if err.kind() == ErrorKind::UnknownArgument
+        && let Some(ContextValue::String(given)) = err.get(ContextKind::InvalidArg)
+        && let Some((_, message)) = ELSEWHERE.iter().find(|(flag, _)| {
+            given
+                .strip_prefix(flag)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('='))
+        })
+    {
+        return Err(CliError::Rule(message));
     }
     if err.kind() != ErrorKind::MissingRequiredArgument {
         return Err(CliError::Clap(err));
@@ -882,7 +930,7 @@ mod tests {
                 .unwrap();
             let value: &[&str] = match arg.as_str() {
                 "container" | "force-undo" | "auth-url" | "gateway" | "auth-service"
-                | "ingress-class" | "host" | "tls-secret" | "as-group" => &["x"],
+                | "ingress-class" | "host" | "tls-secret" | "as-group" | "sign-key" => &["x"],
                 "routes" => &["gateway"],
                 _ => &[],
             };
@@ -897,6 +945,59 @@ mod tests {
                 "{flag} needs {needs}"
             );
         }
+    }
+
+    #[test]
+    fn plan_keys_belong_to_saving_and_to_apply() {
+        assert_eq!(
+            refusal(&["web", "--max", "3", "--sign-key", "k"]),
+            "--sign-key only applies with --plan-out FILE (it signs the saved plan)"
+        );
+        for args in [
+            &["web", "--max", "3", "--verify-key", "k"][..],
+            &["web", "--max", "3", "--plan-out", "p", "--verify-key=k"][..],
+        ] {
+            assert_eq!(
+                refusal(args),
+                "--verify-key only applies to apply FILE: kubectl appupdate apply FILE --verify-key KEYFILE",
+                "{args:?}"
+            );
+        }
+        assert_eq!(
+            refusal(&["apply", "p.json", "--sign-key", "k"]),
+            "--sign-key only applies with --plan-out FILE; apply FILE checks a signature with --verify-key KEYFILE"
+        );
+        let cli = Cli::try_parse_args([
+            "kubectl-appupdate",
+            "web",
+            "--max",
+            "3",
+            "--plan-out",
+            "p.json",
+            "--sign-key",
+            "k",
+        ])
+        .unwrap();
+        assert_eq!(cli.update.sign_key, Some(PathBuf::from("k")));
+        let cli =
+            Cli::try_parse_args(["kubectl-appupdate", "apply", "p.json", "--verify-key", "k"])
+                .unwrap();
+        let Some(Command::Apply(apply)) = cli.command else {
+            panic!("apply")
+        };
+        assert_eq!(apply.verify_key, Some(PathBuf::from("k")));
+        // Other unexpected flags keep clap's message.
+        assert!(matches!(
+            Cli::try_parse_args([
+                "kubectl-appupdate",
+                "web",
+                "--max",
+                "3",
+                "--verify-keys",
+                "k"
+            ]),
+            Err(CliError::Clap(_))
+        ));
     }
 
     #[test]

@@ -104,14 +104,15 @@ pub async fn run(settings: &Settings, fleet: &FleetSettings, streams: &Streams) 
             .iter()
             .map(|m| (&m.sourced, &m.cluster))
             .collect();
-        if let Err(e) = run::save_plans(path, &plans) {
+        if let Err(e) = run::save_plans(path, &plans, settings.sign_key.as_ref()) {
             return Ending::Failed(e);
         }
         let shown = Untrusted(path.display().to_string());
         streams::notice(&format!(
-            "Saved the plan of {} cluster{} to {shown}; apply it with: kubectl appupdate apply {shown}",
+            "Saved the plan of {} cluster{} to {shown}{}; apply it with: kubectl appupdate apply {shown}",
             plans.len(),
-            if plans.len() == 1 { "" } else { "s" }
+            if plans.len() == 1 { "" } else { "s" },
+            run::signed_with(settings.sign_key.as_ref())
         ));
         let end = end_of(
             &mut planned,

@@ -42,7 +42,7 @@
 //!
 //! A plan file is input from whoever could write it, so [`parse`] reads its updaters through
 //! one typed registry ([`SavedKind`]: the updaters an ordinary run saves, nothing else) and
-//! fences every object to the file's application before any request ([`fenced`]): the
+//! fences every object to the file's application before any request ([`SavedKind::fenced`]): the
 //! Deployment and the HorizontalPodAutoscaler are the ones named after the application; a
 //! route is exactly what its route style generates for a scope group of the application (its
 //! paths and scopes pass the endpoints file's guard), or the removal of a route by a valid
@@ -50,10 +50,24 @@
 //! ([`crate::routes`]' fence) before anything is written; every name is a DNS-1123 name; every
 //! updater is paired with the kind of object it makes. A file that asks for anything else is
 //! refused as edited, with nothing sent.
+//!
+//! # Signed files
+//!
+//! `--plan-out FILE --sign-key KEYFILE` adds `"signature": "hmac-sha256:…"` next to the
+//! checksum: HMAC-SHA-256 over the same canonical content, keyed with the bytes of the key file
+//! (one trailing line break dropped, at least [`MIN_KEY_BYTES`] bytes: `openssl rand -hex 32 >
+//! KEYFILE` makes one). `apply FILE --verify-key KEYFILE` refuses a file that has no signature
+//! or whose signature does not verify with that key, compared in constant time, before the
+//! content is read any further. So a file changed by someone without the key is refused even
+//! when they recomputed the checksum. The signature is only checked when a key is given:
+//! without one, a signed file applies like an unsigned one. Keys are never printed; messages
+//! name the key by its file ([`PlanKey::named`]).
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+use std::fmt;
 use std::sync::Arc;
 
+use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -63,10 +77,96 @@ use crate::names;
 use crate::output;
 use crate::plan::{Kind, ObjectChange, Plan, Planned, SavedUpdater, Updater};
 use crate::routes;
+use crate::text::Untrusted;
 use crate::updaters::{AutoscalerUpdater, DeploymentUpdater, SAVED_AUTOSCALER, SAVED_DEPLOYMENT};
 
 /// The file's schema; any other is refused.
 pub const SCHEMA: &str = "kubectl-appupdate.plan-file/v1";
+
+/// The fewest bytes a signing key may have (after its trailing line break is dropped).
+pub const MIN_KEY_BYTES: usize = 16;
+
+/// How a signature starts: the algorithm, then the MAC in lowercase hex.
+const SIGNATURE_PREFIX: &str = "hmac-sha256:";
+
+/// A key that signs (`--sign-key`) or verifies (`--verify-key`) plan files. Its bytes are never
+/// shown: `Debug` leaves them out and messages name the key by where it came from.
+#[derive(Clone)]
+pub struct PlanKey {
+    bytes: Vec<u8>,
+    named: String,
+}
+
+/// Why a key file's content is not a key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum KeyError {
+    #[error(
+        "the key file is empty; a key needs at least {MIN_KEY_BYTES} bytes, e.g. from openssl rand -hex 32"
+    )]
+    Empty,
+    #[error(
+        "the key is shorter than {MIN_KEY_BYTES} bytes; a key needs at least {MIN_KEY_BYTES}, e.g. from openssl rand -hex 32"
+    )]
+    TooShort,
+}
+
+impl PlanKey {
+    /// The key in a key file's `content`: its bytes as they are, but for one trailing line
+    /// break (`\n` or `\r\n`, as `echo` or an editor leave it). `named` says where it came
+    /// from in messages (`--verify-key key.txt`), its values already escaped.
+    pub fn new(mut content: Vec<u8>, named: String) -> Result<PlanKey, KeyError> {
+        if content.last() == Some(&b'\n') {
+            content.pop();
+            if content.last() == Some(&b'\r') {
+                content.pop();
+            }
+        }
+        match content.len() {
+            0 => Err(KeyError::Empty),
+            n if n < MIN_KEY_BYTES => Err(KeyError::TooShort),
+            _ => Ok(PlanKey {
+                bytes: content,
+                named,
+            }),
+        }
+    }
+
+    /// Where the key came from, for messages: `--sign-key key.txt`.
+    pub fn named(&self) -> &str {
+        &self.named
+    }
+
+    /// The MAC of `canonical` content, ready to take more input or to verify.
+    fn mac(&self, canonical: &[u8]) -> Option<Hmac<Sha256>> {
+        // HMAC takes a key of any length: this cannot fail.
+        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&self.bytes).ok()?;
+        mac.update(canonical);
+        Some(mac)
+    }
+
+    /// `hmac-sha256:<hex>` of `canonical` content.
+    fn sign(&self, canonical: &[u8]) -> Option<String> {
+        let tag = self.mac(canonical)?.finalize().into_bytes();
+        Some(format!("{SIGNATURE_PREFIX}{}", hex(&tag)))
+    }
+
+    /// Whether `signature` is this key's over `canonical` content, compared in constant time.
+    fn verifies(&self, canonical: &[u8], signature: &str) -> bool {
+        let Some(tag) = signature.strip_prefix(SIGNATURE_PREFIX).and_then(from_hex) else {
+            return false;
+        };
+        self.mac(canonical)
+            .is_some_and(|mac| mac.verify_slice(&tag).is_ok())
+    }
+}
+
+impl fmt::Debug for PlanKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PlanKey")
+            .field("named", &self.named)
+            .finish_non_exhaustive()
+    }
+}
 
 /// Where a plan was computed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -118,6 +218,24 @@ pub enum PlanFileError {
         "{file} was changed after it was written (its checksum does not match its content): a saved plan is applied exactly as written or not at all; make it again with --plan-out"
     )]
     Checksum { file: String },
+    #[error(
+        "{} is not signed; {key} accepts only plans signed with that key: make it again with --plan-out FILE --sign-key KEYFILE",
+        Untrusted(.file)
+    )]
+    NotSigned {
+        file: String,
+        /// [`PlanKey::named`].
+        key: String,
+    },
+    #[error(
+        "{}'s signature does not match {key}: it was changed after signing, or signed with another key",
+        Untrusted(.file)
+    )]
+    Signature {
+        file: String,
+        /// [`PlanKey::named`].
+        key: String,
+    },
     #[error("{file} cannot be applied: {why}; make it again with --plan-out")]
     Invalid { file: String, why: String },
     #[error(
@@ -164,6 +282,9 @@ pub enum SavedPlanError {
 struct FileDoc {
     schema: String,
     checksum: String,
+    /// `hmac-sha256:<hex>` when the plan was saved with a key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    signature: Option<String>,
     content: Value,
 }
 
@@ -199,7 +320,8 @@ struct ObjectDoc {
     change: ObjectChange,
 }
 
-/// `value` with every object's keys sorted, as compact JSON: what the checksum is over.
+/// `value` with every object's keys sorted, as compact JSON: what the checksum and the
+/// signature are over.
 fn canonical(value: &Value) -> Vec<u8> {
     fn sorted(v: &Value) -> Value {
         match v {
@@ -219,14 +341,38 @@ fn canonical(value: &Value) -> Vec<u8> {
     serde_json::to_vec(&sorted(value)).unwrap_or_default()
 }
 
-fn checksum(content: &Value) -> String {
-    let digest = Sha256::digest(canonical(content));
-    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-    format!("sha256:{hex}")
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// The text of a plan file holding `plans` (one per cluster), each with where it was computed.
-pub fn render(plans: &[(&Plan, &Origin, &Source)]) -> Result<String, PlanFileError> {
+fn from_hex(text: &str) -> Option<Vec<u8>> {
+    let digit = |b: u8| char::from(b).to_digit(16);
+    let bytes = text.as_bytes();
+    if !bytes.len().is_multiple_of(2) {
+        return None;
+    }
+    bytes
+        .chunks_exact(2)
+        .map(|pair| u8::try_from(digit(pair[0])? * 16 + digit(pair[1])?).ok())
+        .collect()
+}
+
+/// `sha256:<hex>` of `canonical` content.
+fn checksum_of(canonical: &[u8]) -> String {
+    format!("sha256:{}", hex(&Sha256::digest(canonical)))
+}
+
+#[cfg(test)]
+fn checksum(content: &Value) -> String {
+    checksum_of(&canonical(content))
+}
+
+/// The text of a plan file holding `plans` (one per cluster), each with where it was computed;
+/// signed when `key` is given.
+pub fn render(
+    plans: &[(&Plan, &Origin, &Source)],
+    key: Option<&PlanKey>,
+) -> Result<String, PlanFileError> {
     let created_at = plans
         .first()
         .map(|(_, o, _)| o.created_at.clone())
@@ -263,9 +409,18 @@ pub fn render(plans: &[(&Plan, &Origin, &Source)]) -> Result<String, PlanFileErr
         file: "the plan".into(),
         why: e.to_string(),
     })?;
+    let canonical = canonical(&content);
+    let signature = match key {
+        Some(key) => Some(key.sign(&canonical).ok_or_else(|| PlanFileError::Invalid {
+            file: "the plan".into(),
+            why: format!("it cannot be signed with {}", key.named()),
+        })?),
+        None => None,
+    };
     let doc = FileDoc {
         schema: SCHEMA.to_owned(),
-        checksum: checksum(&content),
+        checksum: checksum_of(&canonical),
+        signature,
         content,
     };
     let mut text = serde_json::to_string_pretty(&doc).unwrap_or_default();
@@ -379,8 +534,9 @@ pub fn load_updater(saved: &SavedUpdater, app: &str) -> Result<Arc<dyn Updater>,
     SavedKind::read(saved)?.fenced(app)
 }
 
-/// Reads a plan file's text. `file` names it in messages.
-pub fn parse(text: &str, file: &str) -> Result<PlanFile, PlanFileError> {
+/// Reads a plan file's text. `file` names it in messages. With `key`, the file must carry a
+/// signature made with it, checked before the content is read.
+pub fn parse(text: &str, file: &str, key: Option<&PlanKey>) -> Result<PlanFile, PlanFileError> {
     let doc: Value = serde_json::from_str(text).map_err(|e| PlanFileError::NotJson {
         file: file.to_owned(),
         what: match e.classify() {
@@ -407,11 +563,28 @@ pub fn parse(text: &str, file: &str) -> Result<PlanFile, PlanFileError> {
         why,
     };
     let doc: FileDoc = serde_json::from_value(doc).map_err(|e| invalid(e.to_string()))?;
-    if doc.checksum != checksum(&doc.content) {
+    let canonical = canonical(&doc.content);
+    if doc.checksum != checksum_of(&canonical) {
         return Err(PlanFileError::Checksum {
             file: file.to_owned(),
         });
     }
+    if let Some(key) = key {
+        let Some(signature) = &doc.signature else {
+            return Err(PlanFileError::NotSigned {
+                file: file.to_owned(),
+                key: key.named().to_owned(),
+            });
+        };
+        if !key.verifies(&canonical, signature) {
+            return Err(PlanFileError::Signature {
+                file: file.to_owned(),
+                key: key.named().to_owned(),
+            });
+        }
+    }
+    // As large as the file: freed before the plans are built from the content.
+    drop(canonical);
     let content: ContentDoc =
         serde_json::from_value(doc.content).map_err(|e| invalid(e.to_string()))?;
     if content.clusters.is_empty() {
@@ -563,12 +736,12 @@ mod tests {
     }
 
     fn saved() -> String {
-        render(&[(&plan(), &origin(), &Source::Update)]).unwrap()
+        render(&[(&plan(), &origin(), &Source::Update)], None).unwrap()
     }
 
     #[test]
     fn a_saved_plan_reads_back_as_the_same_plan() {
-        let file = parse(&saved(), "plan.json").unwrap();
+        let file = parse(&saved(), "plan.json", None).unwrap();
         assert_eq!(file.created_at, "2026-12-01T07:00:00Z");
         assert_eq!(file.clusters.len(), 1);
         let c = &file.clusters[0];
@@ -608,14 +781,14 @@ mod tests {
     fn reindenting_keeps_a_file_valid() {
         let doc: Value = serde_json::from_str(&saved()).unwrap();
         let compact = serde_json::to_string(&doc).unwrap();
-        assert!(parse(&compact, "plan.json").is_ok());
+        assert!(parse(&compact, "plan.json", None).is_ok());
     }
 
     #[test]
     fn an_edited_value_is_refused_by_the_checksum() {
         let text = saved().replace("r/web:2", "r/web:3");
         assert_eq!(
-            parse(&text, "plan.json").unwrap_err().to_string(),
+            parse(&text, "plan.json", None).unwrap_err().to_string(),
             "plan.json was changed after it was written (its checksum does not match its content): a saved plan is applied exactly as written or not at all; make it again with --plan-out"
         );
     }
@@ -624,13 +797,13 @@ mod tests {
     fn a_truncated_file_is_refused_in_one_line() {
         let text = saved();
         let cut = &text[..text.len() / 2];
-        let err = parse(cut, "plan.json").unwrap_err().to_string();
+        let err = parse(cut, "plan.json", None).unwrap_err().to_string();
         assert!(
             err.starts_with("plan.json is not a complete plan file (it ends early at line"),
             "{err}"
         );
         assert!(!err.contains('\n'));
-        let err = parse("", "plan.json").unwrap_err().to_string();
+        let err = parse("", "plan.json", None).unwrap_err().to_string();
         assert!(err.contains("it ends early"), "{err}");
     }
 
@@ -638,11 +811,11 @@ mod tests {
     fn another_schema_is_refused() {
         let text = saved().replace(SCHEMA, "kubectl-appupdate.plan-file/v2");
         assert_eq!(
-            parse(&text, "p.json").unwrap_err().to_string(),
+            parse(&text, "p.json", None).unwrap_err().to_string(),
             "p.json is a plan file of schema \"kubectl-appupdate.plan-file/v2\"; this kubectl-appupdate applies \"kubectl-appupdate.plan-file/v1\" files only: make the plan again with this version"
         );
         // The -o json document is not a plan file.
-        let err = parse(r#"{"schema": "kubectl-appupdate.plan/v1"}"#, "p.json").unwrap_err();
+        let err = parse(r#"{"schema": "kubectl-appupdate.plan/v1"}"#, "p.json", None).unwrap_err();
         assert!(matches!(err, PlanFileError::Schema { .. }));
     }
 
@@ -654,13 +827,154 @@ mod tests {
         content["clusters"][0]["objects"][0]["change"]["write"]["base"]["resourceVersion"] =
             json!("");
         let forged = json!({"schema": SCHEMA, "checksum": checksum(&content), "content": content});
-        let err = parse(&forged.to_string(), "p.json")
+        let err = parse(&forged.to_string(), "p.json", None)
             .unwrap_err()
             .to_string();
         assert!(
             err.contains("resourceVersion and uid must not be empty"),
             "{err}"
         );
+    }
+
+    fn key(bytes: &str, named: &str) -> PlanKey {
+        PlanKey::new(bytes.as_bytes().to_vec(), named.into()).unwrap()
+    }
+
+    fn signed(key: &PlanKey) -> String {
+        render(&[(&plan(), &origin(), &Source::Update)], Some(key)).unwrap()
+    }
+
+    /// `text` with `edit` applied to its content and the checksum made again, as someone
+    /// without the key could.
+    fn edited(text: &str, edit: impl FnOnce(&mut Value)) -> String {
+        let mut doc: Value = serde_json::from_str(text).unwrap();
+        edit(&mut doc["content"]);
+        doc["checksum"] = json!(checksum(&doc["content"]));
+        serde_json::to_string_pretty(&doc).unwrap()
+    }
+
+    const KEY: &str = "0123456789abcdef0123456789abcdef";
+
+    #[test]
+    fn a_signed_plan_verifies_with_its_key_and_reads_back() {
+        let k = key(KEY, "--verify-key key");
+        let text = signed(&k);
+        let doc: Value = serde_json::from_str(&text).unwrap();
+        let signature = doc["signature"].as_str().unwrap();
+        assert!(signature.starts_with("hmac-sha256:"), "{signature}");
+        assert_eq!(signature.len(), "hmac-sha256:".len() + 64);
+        // Next to the checksum, before the content.
+        let keys: Vec<&String> = doc.as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["schema", "checksum", "signature", "content"]);
+        let file = parse(&text, "plan.json", Some(&k)).unwrap();
+        assert_eq!(file.clusters[0].plan.objects.len(), 2);
+        // Without a key the signature is not looked at: the file applies as an unsigned one.
+        assert!(parse(&text, "plan.json", None).is_ok());
+        // Nothing of the key is in the file.
+        assert!(!text.contains(KEY));
+    }
+
+    #[test]
+    fn a_signed_file_stays_valid_when_reindented() {
+        let k = key(KEY, "--verify-key key");
+        let doc: Value = serde_json::from_str(&signed(&k)).unwrap();
+        let compact = serde_json::to_string(&doc).unwrap();
+        assert!(parse(&compact, "plan.json", Some(&k)).is_ok());
+    }
+
+    #[test]
+    fn a_content_change_with_a_new_checksum_fails_the_signature() {
+        let k = key(KEY, "--verify-key key.txt");
+        let text = edited(&signed(&k), |content| {
+            let s = content.to_string().replacen("r/web:2", "r/web:3", 1);
+            *content = serde_json::from_str(&s).unwrap();
+        });
+        // The checksum alone is satisfied.
+        assert!(parse(&text, "plan.json", None).is_ok());
+        assert_eq!(
+            parse(&text, "plan.json", Some(&k)).unwrap_err().to_string(),
+            "plan.json's signature does not match --verify-key key.txt: it was changed after signing, or signed with another key"
+        );
+        // One byte is enough: the creation time, a second later.
+        let text = edited(&signed(&k), |content| {
+            content["createdAt"] = json!("2026-12-01T07:00:01Z");
+        });
+        assert!(matches!(
+            parse(&text, "plan.json", Some(&k)),
+            Err(PlanFileError::Signature { .. })
+        ));
+    }
+
+    #[test]
+    fn another_key_or_a_malformed_signature_fails() {
+        let text = signed(&key(KEY, "--sign-key a"));
+        let other = key("fedcba9876543210fedcba9876543210", "--verify-key b");
+        assert!(matches!(
+            parse(&text, "plan.json", Some(&other)),
+            Err(PlanFileError::Signature { .. })
+        ));
+        let k = key(KEY, "--verify-key a");
+        let mut doc: Value = serde_json::from_str(&text).unwrap();
+        let good = doc["signature"].as_str().unwrap().to_owned();
+        for bad in [
+            good.replacen("hmac-sha256:", "hmac-sha512:", 1),
+            good[..good.len() - 2].to_owned(),
+            format!("{good}00"),
+            good.replacen("hmac-sha256:", "hmac-sha256:zz", 1)[..good.len()].to_owned(),
+            String::new(),
+        ] {
+            doc["signature"] = json!(bad);
+            let err = parse(&doc.to_string(), "plan.json", Some(&k));
+            assert!(matches!(err, Err(PlanFileError::Signature { .. })), "{bad}");
+        }
+    }
+
+    #[test]
+    fn an_unsigned_file_is_refused_when_a_key_is_given() {
+        let k = key(KEY, "APPUPDATE_PLAN_KEY_FILE=key.txt");
+        assert_eq!(
+            parse(&saved(), "plan.json", Some(&k))
+                .unwrap_err()
+                .to_string(),
+            "plan.json is not signed; APPUPDATE_PLAN_KEY_FILE=key.txt accepts only plans signed with that key: make it again with --plan-out FILE --sign-key KEYFILE"
+        );
+    }
+
+    #[test]
+    fn a_key_file_loses_one_line_break_and_must_hold_16_bytes() {
+        let sign = |content: &str| {
+            let k = PlanKey::new(content.as_bytes().to_vec(), "k".into()).unwrap();
+            signed(&k)
+        };
+        // `openssl rand -hex 32 > key` and the same key typed without a line break sign alike.
+        assert_eq!(sign(KEY), sign(&format!("{KEY}\n")));
+        assert_eq!(sign(KEY), sign(&format!("{KEY}\r\n")));
+        // Only one: a second line break is part of the key.
+        assert_ne!(sign(KEY), sign(&format!("{KEY}\n\n")));
+        let new = |content: &[u8]| PlanKey::new(content.to_vec(), "k".into()).map(|_| ());
+        assert_eq!(new(b""), Err(KeyError::Empty));
+        assert_eq!(new(b"\n"), Err(KeyError::Empty));
+        assert_eq!(new(b"\r\n"), Err(KeyError::Empty));
+        assert_eq!(new(b"0123456789abcde\n"), Err(KeyError::TooShort));
+        assert_eq!(new(b"0123456789abcdef\n"), Ok(()));
+        // Raw bytes, not text.
+        assert_eq!(new(&[0xff; 16]), Ok(()));
+        assert_eq!(
+            KeyError::TooShort.to_string(),
+            "the key is shorter than 16 bytes; a key needs at least 16, e.g. from openssl rand -hex 32"
+        );
+        assert_eq!(
+            KeyError::Empty.to_string(),
+            "the key file is empty; a key needs at least 16 bytes, e.g. from openssl rand -hex 32"
+        );
+    }
+
+    #[test]
+    fn a_key_is_never_shown() {
+        let k = key(KEY, "--sign-key key.txt");
+        let debug = format!("{k:?}");
+        assert!(!debug.contains(KEY), "{debug}");
+        assert!(debug.contains("--sign-key key.txt"), "{debug}");
     }
 
     #[test]

@@ -20,7 +20,7 @@ use crate::kube_context;
 use crate::kube_context::Connection;
 use crate::live_state;
 use crate::plan::Plan;
-use crate::plan_file::{self, ClusterPlan, Origin};
+use crate::plan_file::{self, ClusterPlan, Origin, PlanKey};
 use crate::plan_sources::{self, Sourced};
 use crate::planner::{self, UpdateRequest};
 use crate::report::{Interruption, Report};
@@ -123,10 +123,11 @@ async fn plan(settings: &Settings, streams: &Streams) -> Result<Next, AppError> 
         });
     }
     if let Some(path) = &settings.plan_out {
-        save_plan(path, &sourced, &cluster)?;
+        save_plans(path, &[(&sourced, &cluster)], settings.sign_key.as_ref())?;
         let shown = crate::text::Untrusted(path.display().to_string());
         streams::notice(&format!(
-            "Saved the plan to {shown}; apply it with: kubectl appupdate apply {shown}"
+            "Saved the plan to {shown}{}; apply it with: kubectl appupdate apply {shown}",
+            signed_with(settings.sign_key.as_ref())
         ));
         return Ok(Next::Stop(
             if settings.detailed_exitcode && plan.has_changes() {
@@ -245,16 +246,12 @@ pub(crate) fn connected(conn: Connection, verbose: u8, prefix: Option<String>) -
     Cluster::new(conn, log)
 }
 
-/// `--plan-out`: the plan and where it was computed, as a file.
-fn save_plan(path: &std::path::Path, sourced: &Sourced, cluster: &Cluster) -> Result<(), AppError> {
-    save_plans(path, &[(sourced, cluster)])
-}
-
 /// `--plan-out` of a run over one cluster or several: each cluster's plan and where it was
-/// computed, as one file.
+/// computed, as one file, signed with `key` when given.
 pub(crate) fn save_plans(
     path: &std::path::Path,
     plans: &[(&Sourced, &Cluster)],
+    key: Option<&PlanKey>,
 ) -> Result<(), AppError> {
     let created_at = k8s_openapi::jiff::Timestamp::now()
         .round(k8s_openapi::jiff::Unit::Second)
@@ -273,11 +270,18 @@ pub(crate) fn save_plans(
         .zip(&origins)
         .map(|((sourced, _), origin)| (&sourced.plan, origin, &sourced.source))
         .collect();
-    let text = plan_file::render(&entries)?;
+    let text = plan_file::render(&entries, key)?;
     std::fs::write(path, text).map_err(|source| AppError::PlanOut {
         file: path.display().to_string(),
         source,
     })
+}
+
+/// What the notice of a saved plan says about its signature: `, signed with --sign-key KEYFILE`
+/// (the key's file, never the key), or nothing.
+pub(crate) fn signed_with(key: Option<&PlanKey>) -> String {
+    key.map(|k| format!(", signed with {}", k.named()))
+        .unwrap_or_default()
 }
 
 /// Asks on the terminal; `Ok` only for a yes.

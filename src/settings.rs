@@ -15,7 +15,7 @@ use crate::cli::{
 use crate::endpoints_file::{self, EndpointsError, EndpointsFile};
 use crate::names;
 use crate::plan::RouteStyle;
-use crate::plan_file::{self, PlanFile, PlanFileError};
+use crate::plan_file::{self, KeyError, PlanFile, PlanFileError, PlanKey};
 use crate::proxy::ProxyEnv;
 use crate::routes::refs::{self, AuthUrl, ObjectRef, RouteFlags, ServiceRef};
 use crate::text::Untrusted;
@@ -53,7 +53,26 @@ pub enum SettingsError {
     /// The plan file cannot be applied.
     #[error(transparent)]
     PlanFile(#[from] PlanFileError),
+    /// A key file (`--sign-key`, `--verify-key`, `APPUPDATE_PLAN_KEY_FILE`) cannot be read.
+    #[error("{key}: cannot read the key file: {source}")]
+    KeyUnreadable {
+        /// [`PlanKey::named`].
+        key: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A key file does not hold a usable key.
+    #[error("{key}: {why}")]
+    Key {
+        /// [`PlanKey::named`].
+        key: String,
+        why: KeyError,
+    },
 }
+
+/// The environment variable naming the key file that signs saved plans (when `--plan-out` has
+/// no `--sign-key`) and verifies them (when `apply FILE` has no `--verify-key`).
+pub const PLAN_KEY_VAR: &str = "APPUPDATE_PLAN_KEY_FILE";
 
 /// What the process was started with, captured once.
 #[derive(Clone, Debug, Default)]
@@ -76,6 +95,8 @@ pub struct Environment {
     /// `HTTPS_PROXY`, `HTTP_PROXY`, `NO_PROXY` (or their lower-case forms) and whether
     /// `REQUEST_METHOD` is set.
     pub proxy: ProxyEnv,
+    /// `APPUPDATE_PLAN_KEY_FILE` ([`PLAN_KEY_VAR`]), when set and not empty.
+    pub plan_key_file: Option<PathBuf>,
 }
 
 impl Environment {
@@ -103,6 +124,9 @@ impl Environment {
             stderr_is_terminal: stderr_tty,
             can_prompt: stderr_tty && (stdin_tty || dev_tty()),
             proxy: ProxyEnv::from_lookup(|k| var(k).map(|v| v.to_string_lossy().into_owned())),
+            plan_key_file: var(PLAN_KEY_VAR)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from),
         }
     }
 }
@@ -362,6 +386,9 @@ pub struct Settings {
     pub stderr_is_terminal: bool,
     /// `--plan-out FILE`: save the plan instead of applying it.
     pub plan_out: Option<PathBuf>,
+    /// The key that signs the saved plan: `--sign-key`, else `APPUPDATE_PLAN_KEY_FILE`; only
+    /// with `--plan-out`.
+    pub sign_key: Option<PlanKey>,
     /// `--undo`, `--to-revision`.
     pub undo: Option<UndoRequest>,
     /// `--history-max`: records kept (0: none written).
@@ -508,6 +535,11 @@ fn route_flags(args: &UpdateArgs) -> Result<RouteFlags, SettingsError> {
 /// Reads a file named on the command line (`-` is stdin).
 pub trait FileReader {
     fn read(&self, path: &std::path::Path) -> std::io::Result<String>;
+
+    /// A file's bytes as they are (a key file); `-` is a file of that name, not stdin.
+    fn read_bytes(&self, path: &std::path::Path) -> std::io::Result<Vec<u8>> {
+        self.read(path).map(String::into_bytes)
+    }
 }
 
 /// The real file system and stdin.
@@ -523,6 +555,40 @@ impl FileReader for RealFiles {
             std::fs::read_to_string(path)
         }
     }
+
+    fn read_bytes(&self, path: &std::path::Path) -> std::io::Result<Vec<u8>> {
+        std::fs::read(path)
+    }
+}
+
+/// The key of `flag` (`--sign-key`, `--verify-key`), else the one [`PLAN_KEY_VAR`] names, else
+/// none: the flag wins, and the variable's file is then not read.
+fn plan_key(
+    flag: &'static str,
+    path: Option<PathBuf>,
+    env: &Environment,
+    files: &dyn FileReader,
+) -> Result<Option<PlanKey>, SettingsError> {
+    let (path, named) = match (path, &env.plan_key_file) {
+        (Some(path), _) => {
+            let named = format!("{flag} {}", Untrusted(path.display().to_string()));
+            (path, named)
+        }
+        (None, Some(path)) => {
+            let named = format!("{PLAN_KEY_VAR}={}", Untrusted(path.display().to_string()));
+            (path.clone(), named)
+        }
+        (None, None) => return Ok(None),
+    };
+    let content = files
+        .read_bytes(&path)
+        .map_err(|source| SettingsError::KeyUnreadable {
+            key: named.clone(),
+            source,
+        })?;
+    PlanKey::new(content, named.clone())
+        .map(Some)
+        .map_err(|why| SettingsError::Key { key: named, why })
 }
 
 impl Settings {
@@ -576,6 +642,13 @@ impl Settings {
             }
         };
 
+        // The variable serves the job that saves plans and the one that applies them: a run
+        // that saves nothing does not read it.
+        let sign_key = match &args.plan_out {
+            Some(_) => plan_key("--sign-key", args.sign_key, env, files)?,
+            None => None,
+        };
+
         let undo = (args.undo || args.to_revision.is_some()).then(|| UndoRequest {
             revision: args.to_revision,
             force: args
@@ -609,6 +682,7 @@ impl Settings {
             can_prompt: env.can_prompt,
             stderr_is_terminal: env.stderr_is_terminal,
             plan_out: args.plan_out,
+            sign_key,
             undo,
             history_max: args.history_max,
             saved: None,
@@ -616,8 +690,8 @@ impl Settings {
         })
     }
 
-    /// `apply FILE`: reads and checks the plan file (checksum, schema, shape) before anything
-    /// is sent; the application is the plan's.
+    /// `apply FILE`: reads and checks the plan file (checksum, signature with a key, schema,
+    /// shape) before anything is sent; the application is the plan's.
     pub fn resolve_apply(
         args: ApplyArgs,
         cluster: ClusterArgs,
@@ -629,13 +703,14 @@ impl Settings {
         } else {
             args.file.display().to_string()
         };
+        let key = plan_key("--verify-key", args.verify_key, env, files)?;
         let text = files
             .read(&args.file)
             .map_err(|source| SettingsError::PlanFileUnreadable {
                 name: name.clone(),
                 source,
             })?;
-        let file = plan_file::parse(&text, &name)?;
+        let file = plan_file::parse(&text, &name, key.as_ref())?;
         let app = file
             .clusters
             .first()
@@ -680,6 +755,7 @@ impl Settings {
             can_prompt: env.can_prompt,
             stderr_is_terminal: env.stderr_is_terminal,
             plan_out: None,
+            sign_key: None,
             undo: None,
             history_max: args.history_max,
             saved: Some(SavedInput {
@@ -718,6 +794,101 @@ mod tests {
         resolve(args, &Environment::default())
             .unwrap_err()
             .to_string()
+    }
+
+    /// Files by name; any other is missing.
+    struct Files(Vec<(&'static str, &'static str)>);
+    impl FileReader for Files {
+        fn read(&self, path: &std::path::Path) -> std::io::Result<String> {
+            self.0
+                .iter()
+                .find(|(name, _)| std::path::Path::new(name) == path)
+                .map(|(_, text)| (*text).to_owned())
+                .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotFound))
+        }
+    }
+
+    const KEYS: &[(&str, &str)] = &[
+        ("flag.key", "0123456789abcdef0123456789abcdef\n"),
+        ("env.key", "fedcba9876543210fedcba9876543210\r\n"),
+        ("short.key", "0123456789abcde\n"),
+        ("empty.key", "\n"),
+    ];
+
+    fn with_keys(args: &[&str], env_key: Option<&str>) -> Result<Settings, SettingsError> {
+        let env = Environment {
+            plan_key_file: env_key.map(PathBuf::from),
+            ..Default::default()
+        };
+        let mut argv = vec!["kubectl-appupdate"];
+        argv.extend_from_slice(args);
+        let cli = Cli::try_parse_args(argv).unwrap();
+        Settings::resolve(cli.update, &env, &Files(KEYS.to_vec()))
+    }
+
+    fn signed_by(args: &[&str], env_key: Option<&str>) -> Option<String> {
+        with_keys(args, env_key)
+            .unwrap()
+            .sign_key
+            .map(|k| k.named().to_owned())
+    }
+
+    #[test]
+    fn the_sign_key_flag_wins_over_the_variable_which_only_applies_to_plan_out() {
+        let save = ["web", "--max", "3", "--plan-out", "p.json"];
+        let flag = [&save[..], &["--sign-key", "flag.key"]].concat();
+        assert_eq!(
+            signed_by(&flag, Some("env.key")).as_deref(),
+            Some("--sign-key flag.key")
+        );
+        assert_eq!(
+            signed_by(&flag, None).as_deref(),
+            Some("--sign-key flag.key")
+        );
+        assert_eq!(
+            signed_by(&save, Some("env.key")).as_deref(),
+            Some("APPUPDATE_PLAN_KEY_FILE=env.key")
+        );
+        assert_eq!(signed_by(&save, None), None);
+        // A run that saves nothing does not read the variable's file, even a broken one.
+        assert_eq!(signed_by(&["web", "--max", "3"], Some("missing.key")), None);
+        // The flag wins: the variable's file is not read.
+        assert!(with_keys(&flag, Some("missing.key")).is_ok());
+    }
+
+    #[test]
+    fn a_key_file_that_cannot_be_a_key_is_refused_in_one_line() {
+        let err = |args: &[&str], env_key| with_keys(args, env_key).unwrap_err().to_string();
+        let save = |key: &'static str| {
+            vec![
+                "web",
+                "--max",
+                "3",
+                "--plan-out",
+                "p.json",
+                "--sign-key",
+                key,
+            ]
+        };
+        assert_eq!(
+            err(&save("short.key"), None),
+            "--sign-key short.key: the key is shorter than 16 bytes; a key needs at least 16, e.g. from openssl rand -hex 32"
+        );
+        assert_eq!(
+            err(&save("empty.key"), None),
+            "--sign-key empty.key: the key file is empty; a key needs at least 16 bytes, e.g. from openssl rand -hex 32"
+        );
+        assert!(
+            err(&save("missing.key"), None)
+                .starts_with("--sign-key missing.key: cannot read the key file: "),
+        );
+        assert_eq!(
+            err(
+                &["web", "--max", "3", "--plan-out", "p.json"],
+                Some("empty.key")
+            ),
+            "APPUPDATE_PLAN_KEY_FILE=empty.key: the key file is empty; a key needs at least 16 bytes, e.g. from openssl rand -hex 32"
+        );
     }
 
     #[test]

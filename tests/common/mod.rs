@@ -140,6 +140,7 @@ pub const BEHAVIOUR_VARS: &[&str] = &[
     "NO_PROXY",
     "no_proxy",
     "REQUEST_METHOD",
+    "APPUPDATE_PLAN_KEY_FILE",
 ];
 
 /// Removes [`BEHAVIOUR_VARS`] from a command's environment.
