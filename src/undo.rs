@@ -159,6 +159,19 @@ pub fn drift(record: &Record, plan: &Plan) -> Vec<Drift> {
                 .map(|info| (info, false)),
         );
         let left = change.after.groups();
+        // `/a/` and `/a` are one path (the endpoints file refuses both at once): compared as
+        // the part a route matches.
+        let core = |g: &intent::Groups| -> intent::Groups {
+            let mut out = intent::Groups::new();
+            for (scopes, paths) in g {
+                let cores: Vec<String> = paths
+                    .iter()
+                    .map(|p| crate::routes::path_core(p).to_owned())
+                    .collect();
+                intent::add_paths(&mut out, scopes, &cores);
+            }
+            out
+        };
         let live_styles = plan
             .routes
             .as_ref()
@@ -167,7 +180,7 @@ pub fn drift(record: &Record, plan: &Plan) -> Vec<Drift> {
         let style_moved = !left.is_empty()
             && change.after.style.is_some()
             && live_styles != change.after.style.into_iter().collect::<Vec<_>>();
-        if live != left || style_moved {
+        if core(&live) != core(&left) || style_moved {
             out.push(Drift {
                 key: "routes".into(),
                 reference: format!("the routes of {}", plan.app),
@@ -178,6 +191,57 @@ pub fn drift(record: &Record, plan: &Plan) -> Vec<Drift> {
         }
     }
     out
+}
+
+/// What differs between two route sets as [`groups_json`] writes them: `: [user] serves /a,
+/// /b now, revision N left /a; …` (empty when it cannot tell).
+fn routes_difference(now: Option<&Value>, left: Option<&Value>) -> String {
+    let read = |v: Option<&Value>| -> intent::Groups {
+        v.and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|g| {
+                let strings = |k: &str| -> Vec<String> {
+                    g[k].as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(Value::as_str)
+                        .map(str::to_owned)
+                        .collect()
+                };
+                Some((strings("scopes"), strings("paths")))
+            })
+            .collect()
+    };
+    let (now, left) = (read(now), read(left));
+    let mut keys: Vec<&Vec<String>> = now.keys().chain(left.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    let show = |paths: Option<&Vec<String>>| match paths {
+        Some(p) if !p.is_empty() => p.join(", "),
+        _ => "nothing".to_owned(),
+    };
+    let parts: Vec<String> = keys
+        .into_iter()
+        .filter(|k| now.get(*k) != left.get(*k))
+        .map(|k| {
+            let group = if k.is_empty() {
+                "public".to_owned()
+            } else {
+                format!("[{}]", k.join(", "))
+            };
+            format!(
+                "{group} serves {} now, the record left {}",
+                show(now.get(k)),
+                show(left.get(k))
+            )
+        })
+        .collect();
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", parts.join("; "))
+    }
 }
 
 fn groups_json(groups: &intent::Groups) -> Value {
@@ -205,7 +269,8 @@ pub fn refusal(revision: u64, drift: &[Drift], forced: &BTreeSet<String>) -> Opt
         .iter()
         .map(|d| {
             if d.path == "." {
-                format!("{} changed since revision {revision}", d.reference)
+                let what = routes_difference(d.now.as_ref(), d.recorded.as_ref());
+                format!("{} changed since revision {revision}{what}", d.reference)
             } else {
                 format!(
                     "{} {} is now {} (revision {revision} left it at {})",

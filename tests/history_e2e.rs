@@ -779,3 +779,49 @@ fn undoing_an_undo_that_removed_every_route_brings_them_back_with_their_attachme
     assert_code(&o, 0);
     assert_eq!(routes(&env), published);
 }
+
+#[test]
+fn an_undo_sees_no_drift_in_paths_written_with_a_trailing_slash_in_every_style() {
+    for (style, extra) in [
+        ("nginx-snippet", &[][..]),
+        (
+            "nginx-auth",
+            &["--auth-url", "http://auth.auth.svc/check"][..],
+        ),
+        (
+            "gateway",
+            &[
+                "--gateway",
+                "gateways/public",
+                "--auth-service",
+                "auth/oauth:8080",
+            ][..],
+        ),
+    ] {
+        let env = Env::new();
+        let first = env.write_file(
+            "first.yaml",
+            "endpoints:\n  - path: /a/\n  - path: /\n  - path: /b\n    scopes: [user]\n",
+        );
+        let second = env.write_file("second.yaml", "endpoints:\n  - path: /a/\n");
+        for file in [&first, &second] {
+            let mut args = vec![
+                "web",
+                "--endpoints",
+                file.to_str().unwrap(),
+                "--routes",
+                style,
+            ];
+            args.extend_from_slice(extra);
+            args.push("--yes");
+            assert_code(&env.run(&args), 0);
+        }
+        let o = env.run(&["web", "--undo", "--yes"]);
+        assert_code(&o, 0);
+        assert!(
+            !stderr(&o).contains("changed since"),
+            "{style}: {}",
+            stderr(&o)
+        );
+    }
+}
