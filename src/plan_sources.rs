@@ -39,8 +39,8 @@ pub struct Sourced {
     pub plan: Plan,
     pub source: Source,
     pub saved_plan: bool,
-    /// The history ConfigMap as read while planning (an undo), so that recording does not
-    /// read it again; `None`: not read yet.
+    /// The history ConfigMap as read while planning (an undo, an image change), so that
+    /// recording does not read it again; `None`: not read yet.
     pub config_map: Option<Option<Value>>,
     /// Why the plan must not be applied (an undo over fields changed since the record).
     pub refusal: Option<String>,

@@ -40,6 +40,8 @@ impl UpdateRequest<'_> {
                     .routes
                     .style
                     .is_some_and(|s| routes::style(s).kind() == Kind::HttpRoute),
+            // The run's to ask for: it knows whether it records history.
+            history: false,
         }
     }
 

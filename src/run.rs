@@ -188,15 +188,20 @@ pub(crate) async fn source(
         endpoints: settings.endpoints.as_ref().map(|e| &e.file),
         routes: &settings.routes,
     };
-    let mut live = live_state::read(cluster, &settings.app, request.needs()).await?;
+    let mut needs = request.needs();
+    // Read with the Deployment: the history is then read in the first round, not the dry run's.
+    needs.history = needs.deployment && settings.history_max > 0;
+    let mut live = live_state::read(cluster, &settings.app, needs).await?;
     if request.needs_ingress_classes(&live) {
         live.ingress_classes = Some(live_state::read_ingress_classes(cluster).await?);
     }
+    let plan = planner::build_plan(&request, &mut live)?;
     Ok(Sourced {
-        plan: planner::build_plan(&request, &mut live)?,
+        plan,
         source: Source::Update,
         saved_plan: false,
-        config_map: None,
+        // Recording adds to the history as read here (and reads it only if it was not).
+        config_map: live.history.take(),
         refusal: None,
         live: Some(live),
     })
@@ -293,8 +298,8 @@ pub(crate) async fn ask(question: String, settings: &Settings) -> Result<(), App
 }
 
 /// Applies the plan — the server-side dry run, then the writes in rounds — and records what
-/// was written in the history. The history is read, and the server asked who we are, during
-/// the dry run.
+/// was written in the history. The server is asked who we are during the dry run, and the
+/// history is read then too unless planning read it.
 async fn write(
     cluster: &Cluster,
     sourced: Sourced,
