@@ -241,11 +241,13 @@ pub async fn recheck_saved(
 }
 
 /// The undo of the newest record (or `request.revision`): reads the history, then the
-/// objects the record touches, and plans the inverse.
+/// objects the record touches, and plans the inverse. `recording`: the run records its own
+/// change (its planned revision goes into the change-cause annotation).
 pub async fn undo(
     cluster: &Cluster,
     app: &str,
     request: &UndoRequest,
+    recording: bool,
 ) -> Result<Sourced, AppError> {
     let name = history::config_map_name(app);
     let cm = cluster
@@ -304,6 +306,7 @@ pub async fn undo(
         cluster.namespace(),
         &cluster.conn.context,
         &live,
+        recording.then(|| stored.next_revision()),
     )?;
     Ok(Sourced {
         refusal: undo::refusal(record.revision, &planned.drift, &request.force),

@@ -176,7 +176,7 @@ pub(crate) async fn source(
         });
     }
     if let Some(undo) = &settings.undo {
-        return plan_sources::undo(cluster, &settings.app, undo).await;
+        return plan_sources::undo(cluster, &settings.app, undo, settings.history_max > 0).await;
     }
     let request = UpdateRequest {
         app: &settings.app,
@@ -189,7 +189,7 @@ pub(crate) async fn source(
         routes: &settings.routes,
     };
     let mut needs = request.needs();
-    // Read with the Deployment: the history is then read in the first round, not the dry run's.
+    // An image change names the revision its record is planned to get.
     needs.history = needs.deployment && settings.history_max > 0;
     let mut live = live_state::read(cluster, &settings.app, needs).await?;
     if request.needs_ingress_classes(&live) {

@@ -30,7 +30,9 @@ use crate::plan::{
     Action, Base, FieldChange, Kind, ObjectChange, PatchType, Plan, PlanError, Planned,
     SavedUpdater, Updater, View, Write,
 };
-use crate::updaters::{AutoscalerUpdate, AutoscalerUpdater, ContainerUpdate, DeploymentUpdater};
+use crate::updaters::{
+    AutoscalerUpdate, AutoscalerUpdater, ChangeCause, ContainerUpdate, DeploymentUpdater,
+};
 
 const SAVED_REMOVE: &str = "route-remove";
 const SAVED_RECREATE: &str = "route-recreate";
@@ -131,13 +133,16 @@ pub fn needs(record: &Record) -> Result<UndoNeeds, PlanError> {
     })
 }
 
-/// Plans the inverse of `record` against `live`.
+/// Plans the inverse of `record` against `live`. `revision` is the history revision the
+/// undo's own record is planned to get (`None`: it records none), named with the image in the
+/// Deployment's change-cause annotation.
 pub fn plan_undo(
     record: &Record,
     app: &str,
     namespace: &str,
     context: &str,
     live: &UndoLive,
+    revision: Option<u64>,
 ) -> Result<UndoPlan, PlanError> {
     let mut objects = Vec::new();
     let mut drift = Vec::new();
@@ -154,6 +159,10 @@ pub fn plan_undo(
             update: ContainerUpdate {
                 image: Some(before),
             },
+            cause: Some(ChangeCause {
+                revision,
+                undo_of: Some(record.revision),
+            }),
         };
         let change = u.plan(namespace, live.deployment.as_ref())?;
         for f in &change.fields {
@@ -703,8 +712,31 @@ mod tests {
     }
 
     #[test]
+    fn the_undo_names_itself_in_the_change_cause() {
+        let change_cause = |revision: Option<u64>| {
+            let u = plan_undo(&record(), "web", "shop", "ctx", &live_after(), revision).unwrap();
+            let deploy = u
+                .plan
+                .changes()
+                .find(|c| c.kind == Kind::Deployment)
+                .cloned()
+                .unwrap();
+            deploy.after.unwrap().get()["metadata"]["annotations"]["kubernetes.io/change-cause"]
+                .clone()
+        };
+        assert_eq!(
+            change_cause(Some(5)),
+            json!("kubectl-appupdate: undo of revision 4: image r/web:2 → r/web:1 (revision 5)")
+        );
+        assert_eq!(
+            change_cause(None),
+            json!("kubectl-appupdate: undo of revision 4: image r/web:2 → r/web:1")
+        );
+    }
+
+    #[test]
     fn the_inverse_restores_image_bounds_and_the_route_set() {
-        let u = plan_undo(&record(), "web", "shop", "ctx", &live_after()).unwrap();
+        let u = plan_undo(&record(), "web", "shop", "ctx", &live_after(), None).unwrap();
         assert!(u.drift.is_empty(), "{:?}", u.drift);
         let deploy = u
             .plan
@@ -747,7 +779,7 @@ mod tests {
     fn a_field_changed_since_is_drift_and_needs_exactly_its_force() {
         let mut live = live_after();
         live.autoscaler.as_mut().unwrap()["spec"]["maxReplicas"] = json!(12);
-        let u = plan_undo(&record(), "web", "shop", "ctx", &live).unwrap();
+        let u = plan_undo(&record(), "web", "shop", "ctx", &live, None).unwrap();
         assert_eq!(u.drift.len(), 1);
         assert_eq!(u.drift[0].key, "max");
         let none = BTreeSet::new();
@@ -772,7 +804,7 @@ mod tests {
             (Kind::Ingress, "web-old".to_owned()),
             Some(live_object(ingress("web-old", "/web/other"), "20")),
         );
-        let u = plan_undo(&record(), "web", "shop", "ctx", &live).unwrap();
+        let u = plan_undo(&record(), "web", "shop", "ctx", &live, None).unwrap();
         let keys: BTreeSet<String> = u.drift.iter().map(|d| d.key.clone()).collect();
         assert_eq!(
             keys,
@@ -791,7 +823,7 @@ mod tests {
             json!("r/web:1");
         live.routes
             .insert((Kind::Ingress, "web-new".to_owned()), None);
-        let u = plan_undo(&record(), "web", "shop", "ctx", &live).unwrap();
+        let u = plan_undo(&record(), "web", "shop", "ctx", &live, None).unwrap();
         assert!(u.drift.is_empty());
         let deploy = u
             .plan
@@ -804,7 +836,7 @@ mod tests {
 
     #[test]
     fn the_undo_updaters_replan_under_the_guard_and_save() {
-        let u = plan_undo(&record(), "web", "shop", "ctx", &live_after()).unwrap();
+        let u = plan_undo(&record(), "web", "shop", "ctx", &live_after(), None).unwrap();
         let live = live_after();
         for p in &u.plan.objects {
             let current = match p.change.kind {
@@ -831,7 +863,7 @@ mod tests {
     fn undoing_the_undo_redoes() {
         use crate::history::RunInfo;
         use crate::report::{Outcome, Report};
-        let u = plan_undo(&record(), "web", "shop", "ctx", &live_after()).unwrap();
+        let u = plan_undo(&record(), "web", "shop", "ctx", &live_after(), None).unwrap();
         let report = Report {
             entries: u
                 .plan
@@ -872,7 +904,7 @@ mod tests {
             .unwrap();
         public["spec"]["rules"][0]["http"]["paths"][0]["path"] = json!("/web/a");
         public["metadata"]["annotations"] = json!({"other": "kept"});
-        let redo = plan_undo(&undo_record, "web", "shop", "ctx", &live).unwrap();
+        let redo = plan_undo(&undo_record, "web", "shop", "ctx", &live, None).unwrap();
         assert!(redo.drift.is_empty(), "{:?}", redo.drift);
         let deploy = redo
             .plan
