@@ -89,6 +89,7 @@ fn plan(file: &EndpointsFile, live: &mut LiveState) -> Plan {
         autoscaler_update: &autoscaler_update,
         endpoints: Some(file),
         routes: &RouteFlags::default(),
+        undo_of: None,
     };
     planner::build_plan(&req, live).unwrap()
 }

@@ -708,6 +708,11 @@ mod tests {
                 ),
                 live_ingress(&["reports"], &["reports"], &["/reports"]),
             ],
+            // Three records: the change-cause annotation names revision 4.
+            history: Some(Some(json!({
+                "metadata": {"name": "web-appupdate-history", "resourceVersion": "3", "uid": "u-h"},
+                "binaryData": {"revision-1.json.gz": "a", "revision-2.json.gz": "b", "revision-3.json.gz": "c"}
+            }))),
             ..LiveState::default()
         }
     }
@@ -756,6 +761,7 @@ endpoints:
             autoscaler_update: &autoscaler_update,
             endpoints: endpoints.then_some(&file),
             routes: &RouteFlags::default(),
+            undo_of: None,
         };
         build_plan(&req, &mut live.clone()).unwrap()
     }
@@ -872,6 +878,7 @@ endpoints:
             autoscaler_update: &AutoscalerUpdate::default(),
             endpoints: Some(&file),
             routes: flags,
+            undo_of: None,
         };
         build_plan(&req, &mut live.clone()).unwrap()
     }
@@ -1024,7 +1031,10 @@ endpoints:
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "~ deployment.apps/web will be updated in place\n\
-             \x20   # (10 unchanged lines hidden)\n\
+             \x20   # (5 unchanged lines hidden)\n\
+             \x20 +   annotations:\n\
+             \x20 +     kubernetes.io/change-cause: \"kubectl-appupdate: image registry.example.com/shop/web:2.0 → registry.example.com/shop/web:2.1 (revision 4)\"\n\
+             \x20   # (5 unchanged lines hidden)\n\
              \x20 -         image: registry.example.com/shop/web:2.0\n\
              \x20 +         image: registry.example.com/shop/web:2.1\n\n"
         );

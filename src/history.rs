@@ -625,7 +625,8 @@ impl History {
         }
     }
 
-    fn next_revision(&self) -> u64 {
+    /// The revision the next record added gets.
+    pub fn next_revision(&self) -> u64 {
         self.sizes.keys().next_back().map_or(1, |r| r + 1)
     }
 }

@@ -2,7 +2,8 @@
 //! and asking the server who we are. The content is [`crate::history`]'s.
 //!
 //! Requests: an applying run reads the ConfigMap and asks who it is (one SelfSubjectReview)
-//! at the same time as its server-side dry run — two more requests, no more rounds — and,
+//! at the same time as its server-side dry run — two more requests, no more rounds; a run
+//! that changes the image or undoes has read the ConfigMap while planning instead — and,
 //! when it writes something, adds its record with one conditional write sent together with its
 //! last round of writes (the record says what they will have done, so it needs no round of its
 //! own). A conflict (another run recorded first) costs one read and one write more; so does a

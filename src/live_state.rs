@@ -3,8 +3,10 @@
 //! managed Ingresses and the managed HTTPRoutes (both `app=<name>,identifier`; a cluster
 //! without the Gateway API answers 404 for HTTPRoutes, which reads as "none"). Only a first
 //! exposure in an Ingress style without `--ingress-class` reads one thing more, in a second
-//! round: the IngressClasses ([`read_ingress_classes`]). Returns plain data for the pure
-//! planners.
+//! round: the IngressClasses ([`read_ingress_classes`]). A run that changes the image and
+//! records history also reads the history ConfigMap in that round: the change-cause annotation
+//! names the revision the run's record is planned to get, and the run records against this
+//! read instead of reading the ConfigMap again. Returns plain data for the pure planners.
 
 use serde_json::Value;
 
@@ -23,6 +25,8 @@ pub struct Needs {
     /// The run publishes HTTPRoutes (`--routes gateway`): a forbidden HTTPRoute list is then
     /// the run's failure, not "none visible".
     pub httproutes: bool,
+    /// The history ConfigMap (an image change in a run that records history).
+    pub history: bool,
 }
 
 /// The live objects, as the server returned them.
@@ -37,6 +41,10 @@ pub struct LiveState {
     pub httproutes: Listing,
     /// The cluster's IngressClasses, when they were read.
     pub ingress_classes: Option<Vec<Value>>,
+    /// The history ConfigMap (`Some(None)`: there is none), when it was needed and read. A
+    /// failed read leaves `None` and does not fail the run: recording reads it again and says
+    /// why it cannot, as it does when the ConfigMap was not read here.
+    pub history: Option<Option<Value>>,
 }
 
 /// Label selector of the routes this tool manages for `app`.
@@ -122,7 +130,19 @@ pub async fn read(cluster: &Cluster, app: &str, needs: Needs) -> Result<LiveStat
             Err(e) => Err(e),
         }
     };
-    let (d, h, s, i, r) = tokio::join!(deployment, autoscaler, service, ingresses, httproutes);
+    let history = async {
+        if needs.history {
+            cluster
+                .get_config_map(&crate::history::config_map_name(app))
+                .await
+                .ok()
+        } else {
+            None
+        }
+    };
+    let (d, h, s, i, r, history) = tokio::join!(
+        deployment, autoscaler, service, ingresses, httproutes, history
+    );
 
     let deployment_ref = format!("{}/{app}", Kind::Deployment.kubectl_name());
     let autoscaler_ref = format!("{}/{app}", Kind::HorizontalPodAutoscaler.kubectl_name());
@@ -149,6 +169,7 @@ pub async fn read(cluster: &Cluster, app: &str, needs: Needs) -> Result<LiveStat
         ingresses: i,
         httproutes: r,
         ingress_classes: None,
+        history,
     })
 }
 

@@ -686,7 +686,7 @@ pub fn parse(text: &str, file: &str, key: Option<&PlanKey>) -> Result<PlanFile, 
 mod tests {
     use super::*;
     use crate::plan::{Action, Base, FieldChange, Kind, PatchType, Write};
-    use crate::updaters::{AutoscalerUpdate, ContainerUpdate};
+    use crate::updaters::{AutoscalerUpdate, ChangeCause, ContainerUpdate};
     use serde_json::json;
 
     fn plan() -> Plan {
@@ -696,6 +696,10 @@ mod tests {
             update: ContainerUpdate {
                 image: Some("r/web:2".into()),
             },
+            cause: Some(ChangeCause {
+                revision: Some(3),
+                undo_of: None,
+            }),
         };
         let live = json!({"metadata": {"name": "web", "resourceVersion": "7", "uid": "u-1"},
             "spec": {"template": {"spec": {"containers": [{"name": "web", "image": "r/web:1"}]}}}});
@@ -754,7 +758,8 @@ mod tests {
         let read: Vec<&ObjectChange> = c.plan.changes().collect();
         let want: Vec<&ObjectChange> = original.changes().collect();
         assert_eq!(read, want);
-        // The updaters come back too: they re-plan to the same change.
+        // The updaters come back too: they re-plan to the same change, with the change-cause
+        // as it was planned when the plan was saved (its revision included).
         let live = json!({"metadata": {"name": "web", "resourceVersion": "7", "uid": "u-1"},
             "spec": {"template": {"spec": {"containers": [{"name": "web", "image": "r/web:1"}]}}}});
         let again = c.plan.objects[0].updater.plan("shop", Some(&live)).unwrap();
@@ -764,7 +769,12 @@ mod tests {
             Some(Write::Patch {
                 base: Base::new("7", "u-1").unwrap(),
                 patch_type: PatchType::Strategic,
-                body: json!({"spec": {"template": {"spec": {"containers": [{"name": "web", "image": "r/web:2"}]}}}}).into(),
+                body: json!({
+                    "metadata": {"annotations": {
+                        "kubernetes.io/change-cause": "kubectl-appupdate: image r/web:1 → r/web:2 (revision 3)"
+                    }},
+                    "spec": {"template": {"spec": {"containers": [{"name": "web", "image": "r/web:2"}]}}}
+                }).into(),
             })
         );
     }

@@ -40,8 +40,8 @@ pub struct Sourced {
     pub plan: Plan,
     pub source: Source,
     pub saved_plan: bool,
-    /// The history ConfigMap as read while planning (an undo), so that recording does not
-    /// read it again; `None`: not read yet.
+    /// The history ConfigMap as read while planning (an undo, an image change), so that
+    /// recording does not read it again; `None`: not read yet.
     pub config_map: Option<Option<Value>>,
     /// Why the plan must not be applied (an undo over fields changed since the record).
     pub refusal: Option<String>,
@@ -276,11 +276,13 @@ pub fn applied_by(history: &History, checksum: &str) -> Option<u64> {
 
 /// The undo of the newest record (or `request.revision`): reads the history, then plans the
 /// record's earlier intent against the live objects as an ordinary run would
-/// ([`undo::request`]).
+/// ([`undo::request`]). `recording`: the run records its own change (its planned revision
+/// goes into the change-cause annotation).
 pub async fn undo(
     cluster: &Cluster,
     app: &str,
     request: &UndoRequest,
+    recording: bool,
 ) -> Result<Sourced, AppError> {
     let name = history::config_map_name(app);
     let cm = cluster
@@ -320,11 +322,14 @@ pub async fn undo(
         autoscaler_update: &intent.autoscaler_update,
         endpoints: intent.endpoints.as_ref(),
         routes: &intent.routes,
+        undo_of: Some(record.revision),
     };
     let mut live = live_state::read(cluster, app, req.needs()).await?;
     if req.needs_ingress_classes(&live) {
         live.ingress_classes = Some(live_state::read_ingress_classes(cluster).await?);
     }
+    // The history as read: the undo's own record is planned to be its next revision.
+    live.history = recording.then(|| cm.clone());
     let plan = planner::build_plan(&req, &mut live)?;
     let drift = undo::drift(record, &plan);
     Ok(Sourced {

@@ -8,10 +8,13 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::endpoints_file::EndpointsFile;
+use crate::history::History;
 use crate::live_state::{LiveState, Needs};
 use crate::plan::{Kind, ObjectChange, Plan, PlanError, Planned, Updater};
 use crate::routes::{self, LiveRef, LiveRoutes, WithLive, refs::RouteFlags};
-use crate::updaters::{AutoscalerUpdate, AutoscalerUpdater, ContainerUpdate, DeploymentUpdater};
+use crate::updaters::{
+    AutoscalerUpdate, AutoscalerUpdater, ChangeCause, ContainerUpdate, DeploymentUpdater,
+};
 
 /// What the user asked for, independent of where it came from.
 #[derive(Clone, Debug)]
@@ -25,6 +28,8 @@ pub struct UpdateRequest<'a> {
     pub endpoints: Option<&'a EndpointsFile>,
     /// `--routes` and the flags that say where routes attach and how they authenticate.
     pub routes: &'a RouteFlags,
+    /// The history revision this request undoes (`--undo`), named in the change-cause.
+    pub undo_of: Option<u64>,
 }
 
 impl UpdateRequest<'_> {
@@ -40,6 +45,8 @@ impl UpdateRequest<'_> {
                     .routes
                     .style
                     .is_some_and(|s| routes::style(s).kind() == Kind::HttpRoute),
+            // The run's to ask for: it knows whether it records history.
+            history: false,
         }
     }
 
@@ -105,10 +112,19 @@ fn given_up(live: &mut LiveState, updaters: &[WithLive]) -> Vec<Option<Value>> {
 pub fn build_plan(req: &UpdateRequest<'_>, live: &mut LiveState) -> Result<Plan, PlanError> {
     let mut objects = Vec::new();
     if req.container_update.image.is_some() {
+        // The revision the run's record gets if no other run records first.
+        let revision = live
+            .history
+            .as_ref()
+            .map(|cm| History::sizes_of(cm.as_ref()).next_revision());
         let u = DeploymentUpdater {
             name: req.app.to_owned(),
             container: req.container.map(str::to_owned),
             update: req.container_update.clone(),
+            cause: Some(ChangeCause {
+                revision,
+                undo_of: req.undo_of,
+            }),
         };
         objects.push(planned(Arc::new(u), |u| {
             u.plan(req.namespace, live.deployment.as_ref())

@@ -204,7 +204,7 @@ pub(crate) async fn source(
         });
     }
     if let Some(undo) = &settings.undo {
-        return plan_sources::undo(cluster, &settings.app, undo).await;
+        return plan_sources::undo(cluster, &settings.app, undo, settings.history_max > 0).await;
     }
     let request = UpdateRequest {
         app: &settings.app,
@@ -215,16 +215,22 @@ pub(crate) async fn source(
         autoscaler_update: &settings.autoscaler_update,
         endpoints: settings.endpoints.as_ref().map(|e| &e.file),
         routes: &settings.routes,
+        undo_of: None,
     };
-    let mut live = live_state::read(cluster, &settings.app, request.needs()).await?;
+    let mut needs = request.needs();
+    // An image change names the revision its record is planned to get.
+    needs.history = needs.deployment && settings.history_max > 0;
+    let mut live = live_state::read(cluster, &settings.app, needs).await?;
     if request.needs_ingress_classes(&live) {
         live.ingress_classes = Some(live_state::read_ingress_classes(cluster).await?);
     }
+    let plan = planner::build_plan(&request, &mut live)?;
     Ok(Sourced {
-        plan: planner::build_plan(&request, &mut live)?,
+        plan,
         source: Source::Update,
         saved_plan: false,
-        config_map: None,
+        // Recording adds to the history as read here (and reads it only if it was not).
+        config_map: live.history.take(),
         refusal: None,
         live: Some(live),
         plan_checksum: None,
@@ -325,8 +331,8 @@ pub(crate) async fn ask(question: String, settings: &Settings) -> Result<(), App
 }
 
 /// Applies the plan — the server-side dry run, then the writes in rounds — and records what
-/// was written in the history. The history is read, and the server asked who we are, during
-/// the dry run.
+/// was written in the history. The server is asked who we are during the dry run, and the
+/// history is read then too unless planning read it.
 async fn write(
     cluster: &Cluster,
     sourced: Sourced,

@@ -363,6 +363,7 @@ mod tests {
             service: Some(json!({"metadata": {"name": "web"}, "spec": {"ports": [{"port": 80}]}})),
             ingresses: Vec::new(),
             httproutes: Listing::Items(Vec::new()),
+            history: None,
             ingress_classes: Some(vec![json!({"metadata": {"name": "nginx",
                 "annotations": {"ingressclass.kubernetes.io/is-default-class": "true"}}})]),
         }
@@ -379,6 +380,7 @@ mod tests {
             autoscaler_update: &intent.autoscaler_update,
             endpoints: intent.endpoints.as_ref(),
             routes: &intent.routes,
+            undo_of: Some(r.revision),
         };
         build_plan(&req, live).map_err(|e| e.to_string())
     }
@@ -395,6 +397,22 @@ mod tests {
             .find(|c| c.kind == Kind::HorizontalPodAutoscaler)
             .unwrap();
         assert_eq!(hpa.fields[0].after().as_deref(), Some(&json!(5)));
+    }
+
+    #[test]
+    fn the_undo_names_itself_in_the_change_cause() {
+        let r = record(None);
+        let mut l = live();
+        let cm = json!({"metadata": {"name": "web-appupdate-history", "resourceVersion": "3", "uid": "h"},
+                        "binaryData": {"revision-4.json.gz": "x"}});
+        l.history = Some(Some(cm));
+        let plan = undo_plan(&r, &mut l).unwrap();
+        let deploy = plan.changes().find(|c| c.kind == Kind::Deployment).unwrap();
+        let after = deploy.after.as_ref().unwrap().get();
+        assert_eq!(
+            after["metadata"]["annotations"]["kubernetes.io/change-cause"],
+            json!("kubectl-appupdate: undo of revision 4: image r/web:2 → r/web:1 (revision 5)")
+        );
     }
 
     #[test]

@@ -4,6 +4,12 @@
 //! — and computes, from the live object, the guarded fields, the focused views and a patch that
 //! carries only the changed leaves (the Deployment's `spec.replicas` is never sent: the HPA owns
 //! it). The route updaters live in `routes`.
+//!
+//! An image change also sets the Deployment's annotation `kubernetes.io/change-cause`
+//! ([`ChangeCause`]), in the same patch: the deployment controller copies it to the new
+//! ReplicaSet, so `kubectl rollout history` says what each revision changed. It is in the views
+//! (the diff shows it) but not among the guarded fields: someone else annotating the Deployment
+//! between the read and the write is not a reason to stop.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 use std::sync::Arc;
@@ -14,7 +20,7 @@ use serde_json::{Value, json};
 use crate::plan::{
     Base, FieldChange, Kind, ObjectChange, PatchType, PlanError, SavedUpdater, Updater, Write,
 };
-use crate::text::Untrusted;
+use crate::text::{self, Untrusted};
 
 /// The type names of the updaters here in a saved plan.
 pub const SAVED_DEPLOYMENT: &str = "deployment-image";
@@ -35,7 +41,8 @@ pub struct AutoscalerUpdate {
     pub max_replicas: Option<i32>,
 }
 
-/// Sets the image of one container of the Deployment `name`.
+/// Sets the image of one container of the Deployment `name`, and with it the annotation
+/// [`CHANGE_CAUSE`].
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DeploymentUpdater {
@@ -43,6 +50,95 @@ pub struct DeploymentUpdater {
     /// `--container`; required when the pod template has several containers.
     pub container: Option<String>,
     pub update: ContainerUpdate,
+    /// What the change-cause annotation written with an image change says about the run;
+    /// `None`: no annotation (a plan saved by an earlier version showed none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cause: Option<ChangeCause>,
+}
+
+/// The Deployment annotation `kubectl rollout history` shows for each revision.
+pub const CHANGE_CAUSE: &str = "kubernetes.io/change-cause";
+/// The most characters the annotation's value has; longer values lose the middle of their
+/// images.
+pub const CHANGE_CAUSE_MAX: usize = 1024;
+
+/// What a run is, as the change-cause annotation names it:
+/// `kubectl-appupdate: image r/web:1 → r/web:2 (revision 4)`, or for an undo
+/// `kubectl-appupdate: undo of revision 4: image r/web:2 → r/web:1 (revision 5)`.
+///
+/// The revision is the one the run's history record is planned to get when the plan is made
+/// (the next one after the records read with the Deployment). It is planned, not promised: a
+/// run that records between this run's read and its write takes it, and this run's record
+/// lands later, while the annotation keeps the planned number (the plan that was shown is what
+/// is written; re-planning for a number would write what nobody approved). A saved plan keeps
+/// the revision it was made with. `kubectl appupdate history` has the record's number.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ChangeCause {
+    /// The planned history revision; `None`: the run records no history (`--history-max 0`)
+    /// or the history could not be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision: Option<u64>,
+    /// The revision an undo reverts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub undo_of: Option<u64>,
+}
+
+impl ChangeCause {
+    /// The annotation's value for the image change `before` (`None`: no image) → `after`: at
+    /// most [`CHANGE_CAUSE_MAX`] characters, each image shortened in its middle (`…`) when
+    /// both do not fit, and anything [`text::escape`] escapes written as its escape (images are
+    /// validated when given, but the live one is whatever the server holds).
+    pub fn text(&self, before: Option<&str>, after: &str) -> String {
+        let mut head = String::from("kubectl-appupdate: ");
+        if let Some(undone) = self.undo_of {
+            head.push_str(&format!("undo of revision {undone}: "));
+        }
+        head.push_str("image ");
+        let tail = self
+            .revision
+            .map(|r| format!(" (revision {r})"))
+            .unwrap_or_default();
+        const ARROW: &str = " → ";
+        let before = text::escape(before.unwrap_or("(none)"));
+        let after = text::escape(after);
+        let fixed = head.chars().count() + ARROW.chars().count() + tail.chars().count();
+        let room = CHANGE_CAUSE_MAX.saturating_sub(fixed);
+        let (b, a) = (before.chars().count(), after.chars().count());
+        // The shorter image keeps all it can; the other gets the rest.
+        let (b_max, a_max) = if b + a <= room {
+            (b, a)
+        } else if b <= room / 2 {
+            (b, room - b)
+        } else if a <= room - room / 2 {
+            (room - a, a)
+        } else {
+            (room / 2, room - room / 2)
+        };
+        let whole = format!(
+            "{head}{}{ARROW}{}{tail}",
+            shortened(&before, b_max),
+            shortened(&after, a_max)
+        );
+        shortened(&whole, CHANGE_CAUSE_MAX)
+    }
+}
+
+/// `s` in at most `max` characters: its middle replaced by `…` when it is longer.
+fn shortened(s: &str, max: usize) -> String {
+    let count = s.chars().count();
+    if count <= max {
+        return s.to_owned();
+    }
+    let Some(kept) = max.checked_sub(1) else {
+        return String::new();
+    };
+    let front = kept / 2;
+    let back = kept - front;
+    let mut out: String = s.chars().take(front).collect();
+    out.push('…');
+    out.extend(s.chars().skip(count - back));
+    out
 }
 
 /// Sets `spec.minReplicas` / `spec.maxReplicas` of the HPA `name`.
@@ -126,22 +222,10 @@ impl Updater for DeploymentUpdater {
         let cname = container["name"].as_str().unwrap_or_default().to_owned();
         let current = container.get("image").cloned();
 
-        let view = |image: Option<&Value>| {
-            let mut c = serde_json::Map::new();
-            c.insert("name".into(), json!(cname));
-            if let Some(image) = image {
-                c.insert("image".into(), image.clone());
-            }
-            let mut m = meta_view(Kind::Deployment, namespace, &self.name);
-            m.insert(
-                "spec".into(),
-                json!({ "template": { "spec": { "containers": [Value::Object(c)] } } }),
-            );
-            Value::Object(m)
-        };
-
         let mut fields = Vec::new();
         let mut after_image = current.clone();
+        // The annotation written with the image: `None` when the image stays.
+        let mut cause = None;
         if let Some(image) = &self.update.image {
             let wanted = json!(image);
             if current.as_ref() != Some(&wanted) {
@@ -151,21 +235,56 @@ impl Updater for DeploymentUpdater {
                     Some(wanted.clone()),
                 ));
                 after_image = Some(wanted);
+                cause = self
+                    .cause
+                    .map(|c| c.text(current.as_ref().and_then(Value::as_str), image));
             }
         }
+        // Shown only when it is written: the live annotation before, the new one after.
+        let live_cause = live["metadata"]["annotations"]
+            .get(CHANGE_CAUSE)
+            .filter(|_| cause.is_some())
+            .cloned();
+
+        let view = |image: Option<&Value>, annotation: Option<Value>| {
+            let mut c = serde_json::Map::new();
+            c.insert("name".into(), json!(cname));
+            if let Some(image) = image {
+                c.insert("image".into(), image.clone());
+            }
+            let mut m = meta_view(Kind::Deployment, namespace, &self.name);
+            if let (Some(annotation), Some(Value::Object(meta))) =
+                (annotation, m.get_mut("metadata"))
+            {
+                meta.insert("annotations".into(), json!({ CHANGE_CAUSE: annotation }));
+            }
+            m.insert(
+                "spec".into(),
+                json!({ "template": { "spec": { "containers": [Value::Object(c)] } } }),
+            );
+            Value::Object(m)
+        };
 
         let write = if fields.is_empty() {
             None
         } else {
-            let body = json!({
-                "spec": { "template": { "spec": { "containers": [
+            let mut body = serde_json::Map::new();
+            if let Some(cause) = &cause {
+                body.insert(
+                    "metadata".into(),
+                    json!({ "annotations": { CHANGE_CAUSE: cause } }),
+                );
+            }
+            body.insert(
+                "spec".into(),
+                json!({ "template": { "spec": { "containers": [
                     { "name": cname, "image": after_image }
-                ] } } }
-            });
+                ] } } }),
+            );
             Some(Write::Patch {
                 base: Base::required(live, &self.reference())?,
                 patch_type: PatchType::Strategic,
-                body: body.into(),
+                body: Value::Object(body).into(),
             })
         };
         Ok(ObjectChange {
@@ -174,8 +293,8 @@ impl Updater for DeploymentUpdater {
             name: self.name.clone(),
             live: Base::of(live),
             fields,
-            before: Some(Arc::new(view(current.as_ref())).into()),
-            after: Some(Arc::new(view(after_image.as_ref())).into()),
+            before: Some(Arc::new(view(current.as_ref(), live_cause)).into()),
+            after: Some(Arc::new(view(after_image.as_ref(), cause.map(Value::String))).into()),
             write,
             route: None,
         })
@@ -511,7 +630,15 @@ mod tests {
             update: ContainerUpdate {
                 image: Some(image.into()),
             },
+            cause: Some(ChangeCause {
+                revision: Some(4),
+                undo_of: None,
+            }),
         }
+    }
+
+    fn annotation(view: Option<&crate::plan::View>) -> Option<Value> {
+        view.and_then(|v| v.get()["metadata"].get("annotations").cloned())
     }
 
     #[test]
@@ -536,10 +663,150 @@ mod tests {
             Some(Write::Patch {
                 base: Base::new("7", "u-1").unwrap(),
                 patch_type: PatchType::Strategic,
-                body: json!({"spec": {"template": {"spec": {"containers": [{"name": "web", "image": "r/web:2"}]}}}}).into()
+                body: json!({
+                    "metadata": {"annotations": {
+                        "kubernetes.io/change-cause": "kubectl-appupdate: image r/web:1 → r/web:2 (revision 4)"
+                    }},
+                    "spec": {"template": {"spec": {"containers": [{"name": "web", "image": "r/web:2"}]}}}
+                }).into()
             })
         );
         assert_eq!(c.live.unwrap().resource_version(), "7");
+    }
+
+    #[test]
+    fn an_image_change_sets_the_change_cause_shown_in_the_diff_and_not_guarded() {
+        let mut live = deployment(json!([{"name": "web", "image": "r/web:1"}]));
+        let c = image_updater("r/web:2", None)
+            .plan("shop", Some(&live))
+            .unwrap();
+        // The guard looks at the image only.
+        assert_eq!(c.fields.len(), 1);
+        assert_eq!(annotation(c.before.as_ref()), None);
+        assert_eq!(
+            annotation(c.after.as_ref()),
+            Some(json!({
+                "kubernetes.io/change-cause": "kubectl-appupdate: image r/web:1 → r/web:2 (revision 4)"
+            }))
+        );
+        // The live annotation is what the before-view shows; others are not the tool's.
+        live["metadata"]["annotations"] = json!({
+            "kubernetes.io/change-cause": "kubectl set image deployment/web web=r/web:1",
+            "team": "shop"
+        });
+        let c = image_updater("r/web:2", None)
+            .plan("shop", Some(&live))
+            .unwrap();
+        assert_eq!(
+            annotation(c.before.as_ref()),
+            Some(json!({
+                "kubernetes.io/change-cause": "kubectl set image deployment/web web=r/web:1"
+            }))
+        );
+        let Some(Write::Patch { body, .. }) = &c.write else {
+            panic!("{:?}", c.write)
+        };
+        assert_eq!(
+            body["metadata"],
+            json!({"annotations": {
+                "kubernetes.io/change-cause": "kubectl-appupdate: image r/web:1 → r/web:2 (revision 4)"
+            }})
+        );
+        // Re-planned against the object with someone's annotation changed in between: the
+        // same fields, so the guard lets it through, and the same annotation is written.
+        let mut moved = live.clone();
+        moved["metadata"]["annotations"]["kubernetes.io/change-cause"] = json!("by hand");
+        moved["metadata"]["resourceVersion"] = json!("8");
+        let fresh = image_updater("r/web:2", None)
+            .plan("shop", Some(&moved))
+            .unwrap();
+        assert!(matches!(
+            crate::plan::recheck(&c, fresh.clone()),
+            crate::plan::Recheck::Proceed(_)
+        ));
+        assert_eq!(
+            annotation(fresh.after.as_ref()),
+            annotation(c.after.as_ref())
+        );
+    }
+
+    #[test]
+    fn no_change_cause_without_an_image_change_or_without_a_cause() {
+        let mut live = deployment(json!([{"name": "web", "image": "r/web:1"}]));
+        live["metadata"]["annotations"] = json!({"kubernetes.io/change-cause": "earlier"});
+        let c = image_updater("r/web:1", None)
+            .plan("shop", Some(&live))
+            .unwrap();
+        assert!(c.write.is_none());
+        assert_eq!(annotation(c.before.as_ref()), None);
+        assert_eq!(annotation(c.after.as_ref()), None);
+        // A plan saved by an earlier version: no annotation, as its diff showed.
+        let mut u = image_updater("r/web:2", None);
+        u.cause = None;
+        let c = u.plan("shop", Some(&live)).unwrap();
+        let Some(Write::Patch { body, .. }) = &c.write else {
+            panic!("{:?}", c.write)
+        };
+        assert_eq!(body.get("metadata"), None);
+        assert_eq!(annotation(c.after.as_ref()), None);
+        // Saved and loaded, the cause comes back; an earlier version's spec loads without.
+        let saved = serde_json::to_value(image_updater("r/web:2", None)).unwrap();
+        assert_eq!(saved["cause"], json!({"revision": 4}));
+        let mut old = saved.clone();
+        old.as_object_mut().unwrap().remove("cause");
+        let loaded: DeploymentUpdater = serde_json::from_value(old).unwrap();
+        assert_eq!(loaded.cause, None);
+    }
+
+    #[test]
+    fn the_change_cause_names_an_undo_and_leaves_out_a_revision_not_recorded() {
+        let undo = ChangeCause {
+            revision: Some(5),
+            undo_of: Some(4),
+        };
+        assert_eq!(
+            undo.text(Some("r/web:2"), "r/web:1"),
+            "kubectl-appupdate: undo of revision 4: image r/web:2 → r/web:1 (revision 5)"
+        );
+        let unrecorded = ChangeCause::default();
+        assert_eq!(
+            unrecorded.text(Some("r/web:1"), "r/web:2"),
+            "kubectl-appupdate: image r/web:1 → r/web:2"
+        );
+        assert_eq!(
+            unrecorded.text(None, "r/web:2"),
+            "kubectl-appupdate: image (none) → r/web:2"
+        );
+    }
+
+    #[test]
+    fn a_long_change_cause_loses_the_middle_of_its_images_and_controls_are_escaped() {
+        let cause = ChangeCause {
+            revision: Some(12),
+            undo_of: None,
+        };
+        let long_before = format!("r/{}:1", "a".repeat(4000));
+        let long_after = format!("r/{}:2", "b".repeat(4000));
+        let text = cause.text(Some(&long_before), &long_after);
+        assert_eq!(text.chars().count(), CHANGE_CAUSE_MAX);
+        assert!(text.starts_with("kubectl-appupdate: image r/aaa"), "{text}");
+        assert!(text.ends_with("bbb:2 (revision 12)"), "{text}");
+        assert!(text.contains("a:1 → r/b"), "{text}");
+        assert_eq!(text.matches('…').count(), 2, "{text}");
+        // A short image stays whole; the long one takes the rest.
+        let text = cause.text(Some("r/web:1"), &long_after);
+        assert_eq!(text.chars().count(), CHANGE_CAUSE_MAX);
+        assert!(text.contains("image r/web:1 → r/bbb"), "{text}");
+        assert_eq!(text.matches('…').count(), 1, "{text}");
+        // Short enough: as it is.
+        assert!(cause.text(Some("r/web:1"), "r/web:2").len() < 100);
+        // The live image is whatever the server holds.
+        let text = cause.text(Some("r/web:1\u{1b}]0;x\u{7}\n\u{202e}"), "r/web:2");
+        assert_eq!(
+            text,
+            "kubectl-appupdate: image r/web:1\\e]0;x\\x07\\n\\u{202e} → r/web:2 (revision 12)"
+        );
+        assert!(!text.chars().any(crate::text::is_escaped));
     }
 
     #[test]

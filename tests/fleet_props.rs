@@ -123,6 +123,7 @@ fn plan(c: &Cluster, r: &Request, context: &str, rv: u64) -> Plan {
         autoscaler_update: &autoscaler_update,
         endpoints: None,
         routes: &RouteFlags::default(),
+        undo_of: None,
     };
     build_plan(&req, &mut live(c, rv)).unwrap()
 }

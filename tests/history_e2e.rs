@@ -543,6 +543,50 @@ fn undo_restores_the_image_the_bounds_and_the_exact_route_set() {
     assert_eq!(state(&env), before);
 }
 
+fn change_cause(env: &Env) -> Value {
+    env.deployment()["metadata"]["annotations"]["kubernetes.io/change-cause"].clone()
+}
+
+#[test]
+fn the_change_cause_names_an_undo_and_a_saved_plan_keeps_the_revision_it_planned() {
+    let env = Env::new();
+    assert_code(&env.run(&["web", "--image", NEW_IMAGE, "--yes"]), 0);
+    assert_code(&env.run(&["web", "--max", "9", "--yes"]), 0);
+    // Undoing revision 1 (the image) is revision 3.
+    let o = env.run(&["web", "--to-revision", "1", "--yes"]);
+    assert_code(&o, 0);
+    let undo = "kubectl-appupdate: undo of revision 1: image registry.example.com/web:2.0 → registry.example.com/web:1.0 (revision 3)";
+    assert!(stdout(&o).contains(undo), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("recorded as revision 3"),
+        "{}",
+        stdout(&o)
+    );
+    assert_eq!(change_cause(&env), undo);
+
+    // A saved plan shows the revision its record would get when it was made, revision 4…
+    let file = plan_out(&env, &["--image", NEW_IMAGE]);
+    let planned = "kubectl-appupdate: image registry.example.com/web:1.0 → registry.example.com/web:2.0 (revision 4)";
+    // …and keeps it when another run records first: the annotation is not guarded, nor
+    // planned again; the record lands where the history has room, at 5.
+    assert_code(&env.run(&["web", "--max", "8", "--yes"]), 0);
+    env.sb
+        .update(DEPLOY_PATH, |d| {
+            d["metadata"]["annotations"]["kubernetes.io/change-cause"] = json!("by hand")
+        })
+        .unwrap();
+    let o = apply(&env, &file, &["--yes"]);
+    assert_code(&o, 0);
+    assert!(stdout(&o).contains(planned), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("recorded as revision 5"),
+        "{}",
+        stdout(&o)
+    );
+    assert_eq!(change_cause(&env), planned);
+    assert_eq!(env.image(), NEW_IMAGE);
+}
+
 #[test]
 fn undo_refuses_a_field_changed_since_unless_forced_for_exactly_it() {
     let env = Env::new();

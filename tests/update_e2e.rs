@@ -38,6 +38,78 @@ fn image_only_update_lands_and_says_so() {
     assert_eq!(writes[0].method, "PATCH");
 }
 
+/// The Deployment's `kubernetes.io/change-cause`, as kubectl reads it.
+fn change_cause(env: &Env) -> String {
+    let direct = env.dir.path().join("direct-kubeconfig");
+    env.sb.write_kubeconfig(&direct, NS).unwrap();
+    let o = std::process::Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(&direct)
+        .args(["-n", NS, "get", "deployment", APP, "-o"])
+        .arg(r"jsonpath={.metadata.annotations.kubernetes\.io/change-cause}")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    stdout(&o)
+}
+
+#[test]
+fn an_image_change_says_what_changed_where_kubectl_rollout_history_looks() {
+    let env = Env::new();
+    let o = env.run(&["web", "--image", "registry.example.com/web:2.0", "--yes"]);
+    assert_code(&o, 0);
+    let cause = "kubectl-appupdate: image registry.example.com/web:1.0 → registry.example.com/web:2.0 (revision 1)";
+    // Shown in the diff before it is written…
+    let out = stdout(&o);
+    assert!(
+        out.contains(&format!(
+            "  +   annotations:\n  +     kubernetes.io/change-cause: \"{cause}\"\n"
+        )),
+        "{out}"
+    );
+    assert!(out.contains("recorded as revision 1"), "{out}");
+    // …written with the image, in the one conditional patch…
+    assert_eq!(
+        env.deployment()["metadata"]["annotations"]["kubernetes.io/change-cause"],
+        cause
+    );
+    let writes = env.app_writes();
+    assert_eq!(writes.len(), 1, "{writes:?}");
+    // …and read by kubectl. The deployment controller copies it to the new ReplicaSet, where
+    // `kubectl rollout history deployment/web` lists it; the sandbox runs no ReplicaSets, so
+    // the Deployment's own annotation is what this checks.
+    assert_eq!(change_cause(&env), cause);
+
+    // A run that leaves the image alone leaves the annotation alone.
+    assert_code(&env.run(&["web", "--max", "9", "--yes"]), 0);
+    assert_eq!(change_cause(&env), cause);
+    // The next image change names the next revision (the bounds took 2).
+    assert_code(
+        &env.run(&["web", "--image", "registry.example.com/web:2.1", "--yes"]),
+        0,
+    );
+    assert_eq!(
+        change_cause(&env),
+        "kubectl-appupdate: image registry.example.com/web:2.0 → registry.example.com/web:2.1 (revision 3)"
+    );
+    // A run that records no history names no revision.
+    assert_code(
+        &env.run(&[
+            "web",
+            "--image",
+            "registry.example.com/web:2.2",
+            "--history-max",
+            "0",
+            "--yes",
+        ]),
+        0,
+    );
+    assert_eq!(
+        change_cause(&env),
+        "kubectl-appupdate: image registry.example.com/web:2.1 → registry.example.com/web:2.2"
+    );
+}
+
 #[test]
 fn min_only_update_lands() {
     let env = Env::new();

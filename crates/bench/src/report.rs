@@ -97,8 +97,10 @@ path elsewhere (a create, or an update of another group's route), and everything
 Deployment, the HPA, creates, routes that gain or keep their paths, routes whose dropped paths
 nobody serves any more — goes in the first write round, so a path served before and after the
 run is served at every moment of it (the one exception, paths that swap groups in a cycle, is in
-the README); then the change's history record: the history ConfigMap's read and one
-SelfSubjectReview in the dry-run round (two requests, no round of their own) and one
+the README); then the change's history record: the history ConfigMap's read (in the read
+round, with the Deployment: an image change names the revision its record will get in the
+Deployment's change-cause annotation) and one SelfSubjectReview in the dry-run round (two
+requests, no round of their own) and one
 conditional write of the record sent with the last write round (one request, no round: by then
 every earlier write has landed, so the record says what the writes will have done; when one of
 that round's writes does not land, one more write corrects the record, or takes it back with

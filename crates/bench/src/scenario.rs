@@ -198,6 +198,7 @@ impl Scenario {
             autoscaler_update: &autoscaler_update,
             endpoints: file.as_ref(),
             routes: &RouteFlags::default(),
+            undo_of: None,
         };
         let mut live = live_state(sb);
         planner::build_plan(&req, &mut live).map_err(|e| e.to_string())
