@@ -200,7 +200,7 @@ fn routes_difference(now: Option<&Value>, left: Option<&Value>) -> String {
         v.and_then(Value::as_array)
             .into_iter()
             .flatten()
-            .filter_map(|g| {
+            .map(|g| {
                 let strings = |k: &str| -> Vec<String> {
                     g[k].as_array()
                         .into_iter()
@@ -209,7 +209,7 @@ fn routes_difference(now: Option<&Value>, left: Option<&Value>) -> String {
                         .map(str::to_owned)
                         .collect()
                 };
-                Some((strings("scopes"), strings("paths")))
+                (strings("scopes"), strings("paths"))
             })
             .collect()
     };
