@@ -13,8 +13,7 @@ use std::process::Output;
 
 use common::fleet::Fleet;
 use common::*;
-use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
+use serde_json::Value;
 
 const KEY_VAR: &str = "APPUPDATE_PLAN_KEY_FILE";
 /// As `openssl rand -hex 32 > key` writes it.
@@ -50,31 +49,12 @@ fn apply(env: &Env, file: &Path, args: &[&str], key_var: Option<&Path>) -> Outpu
     c.output().unwrap()
 }
 
-/// Content with every object's keys sorted, as compact JSON: what the checksum is over.
-fn canonical(v: &Value) -> Value {
-    match v {
-        Value::Object(m) => {
-            let mut keys: Vec<&String> = m.keys().collect();
-            keys.sort();
-            Value::Object(
-                keys.into_iter()
-                    .map(|k| (k.clone(), canonical(&m[k])))
-                    .collect(),
-            )
-        }
-        Value::Array(a) => Value::Array(a.iter().map(canonical).collect()),
-        other => other.clone(),
-    }
-}
-
 /// The plan file at `file` with `edit` applied to its content and its checksum made again, as
 /// someone without the key could: the checksum holds, only the signature can tell.
 fn edit_keeping_the_checksum(env: &Env, file: &Path, edit: impl FnOnce(&mut Value)) -> PathBuf {
     let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
     edit(&mut doc["content"]);
-    let digest = Sha256::digest(serde_json::to_vec(&canonical(&doc["content"])).unwrap());
-    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-    doc["checksum"] = json!(format!("sha256:{hex}"));
+    reseal_plan(&mut doc);
     env.write_file("edited.json", &serde_json::to_string_pretty(&doc).unwrap())
 }
 

@@ -11,7 +11,6 @@ use std::io::Write as _;
 use base64::Engine as _;
 use common::*;
 use serde_json::{Value, json};
-use sha2::Digest as _;
 
 const NEW_IMAGE: &str = "registry.example.com/web:2.0";
 const CONFIG_MAPS: &str = "/api/v1/namespaces/shop/configmaps";
@@ -323,26 +322,9 @@ fn plan_out(env: &Env, args: &[&str]) -> String {
     std::fs::read_to_string(file).unwrap()
 }
 
-/// The file's checksum made again, as anyone can: the checksum guards against accidents only.
+/// The file with its checksum made again, as anyone can.
 fn reseal(mut doc: Value) -> String {
-    fn sorted(v: &Value) -> Value {
-        match v {
-            Value::Object(m) => {
-                let mut keys: Vec<&String> = m.keys().collect();
-                keys.sort();
-                Value::Object(
-                    keys.into_iter()
-                        .map(|k| (k.clone(), sorted(&m[k])))
-                        .collect(),
-                )
-            }
-            Value::Array(a) => Value::Array(a.iter().map(sorted).collect()),
-            other => other.clone(),
-        }
-    }
-    let digest = sha2::Sha256::digest(serde_json::to_vec(&sorted(&doc["content"])).unwrap());
-    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-    doc["checksum"] = json!(format!("sha256:{hex}"));
+    reseal_plan(&mut doc);
     serde_json::to_string_pretty(&doc).unwrap()
 }
 

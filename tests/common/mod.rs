@@ -205,3 +205,30 @@ pub fn paths_of(ingress: &Value) -> Vec<String> {
 pub fn ingress_path(name: &str) -> String {
     format!("/apis/networking.k8s.io/v1/namespaces/{NS}/ingresses/{name}")
 }
+
+/// A plan file's checksum made again over its (edited) content, as anyone can: sha256 over the
+/// content with every object's keys sorted, compact. The checksum guards against accidents only.
+pub fn reseal_plan(doc: &mut Value) {
+    use sha2::Digest as _;
+    fn sorted(v: &Value) -> Value {
+        match v {
+            Value::Object(m) => {
+                let mut keys: Vec<&String> = m.keys().collect();
+                keys.sort();
+                Value::Object(
+                    keys.into_iter()
+                        .map(|k| (k.clone(), sorted(&m[k])))
+                        .collect(),
+                )
+            }
+            Value::Array(a) => Value::Array(a.iter().map(sorted).collect()),
+            other => other.clone(),
+        }
+    }
+    let canonical = serde_json::to_vec(&sorted(&doc["content"])).unwrap_or_default();
+    let hex: String = sha2::Sha256::digest(canonical)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    doc["checksum"] = Value::String(format!("sha256:{hex}"));
+}
