@@ -30,6 +30,25 @@ pub enum Answer {
     Interrupted,
 }
 
+/// The question, as short as the terminal needs: the longest of these that fits `columns`
+/// with the theme's marks around it (`? … (y/n) › `), so that it never wraps.
+pub fn question_for(columns: u16) -> &'static str {
+    const QUESTIONS: [&str; 3] = ["Apply these changes?", "Apply?", "Apply"];
+    const MARKS: usize = 12;
+    QUESTIONS
+        .iter()
+        .copied()
+        .find(|q| q.chars().count() + MARKS < usize::from(columns))
+        .unwrap_or("Apply")
+}
+
+/// Asks whether to apply the changes just described, in a question that fits the terminal.
+/// Blocking: run it on a blocking thread.
+pub fn ask_to_apply(color: bool) -> io::Result<Answer> {
+    let (_, columns) = console::Term::stderr().size();
+    ask(question_for(columns), color)
+}
+
 /// Asks `question` on the terminal; the user types y or n and Enter (Enter alone is No).
 /// Blocking: run it on a blocking thread.
 pub fn ask(question: &str, color: bool) -> io::Result<Answer> {
@@ -52,5 +71,20 @@ pub fn ask(question: &str, color: bool) -> io::Result<Answer> {
             Ok(Answer::Interrupted)
         }
         Err(dialoguer::Error::IO(e)) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_question_never_takes_more_than_the_terminals_width() {
+        assert_eq!(question_for(80), "Apply these changes?");
+        assert_eq!(question_for(60), "Apply these changes?");
+        assert_eq!(question_for(30), "Apply?");
+        for columns in 19..200 {
+            assert!(question_for(columns).chars().count() + 12 < usize::from(columns));
+        }
     }
 }

@@ -408,7 +408,7 @@ async fn confirm(
         .collect();
     let order = canary_order(&canaries, n);
     let question = format!(
-        "Apply these changes to {} on {} cluster{} ({}{})? {} to create, {} to update, {} to delete in total",
+        "Apply these changes to {} on {} cluster{} ({}{}): {} to create, {} to update, {} to delete in total.",
         Untrusted(fleet.app),
         n,
         if n == 1 { "" } else { "s" },

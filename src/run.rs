@@ -296,9 +296,9 @@ async fn confirmed(plan: &Plan, settings: &Settings) -> Result<(), AppError> {
         return Err(NotConfirmed::NoTerminal.into());
     }
     let summary = plan.summary();
-    // dialoguer draws the question as it is: the names in it are escaped here.
-    let question = format!(
-        "Apply these changes to {} in namespace {} (context {})? {} to create, {} to update, {} to delete",
+    // The names in it are escaped here.
+    let what = format!(
+        "Apply these changes to {} in namespace {} (context {}): {} to create, {} to update, {} to delete.",
         Untrusted(&plan.app),
         Untrusted(&plan.namespace),
         Untrusted(&plan.context),
@@ -306,16 +306,19 @@ async fn confirmed(plan: &Plan, settings: &Settings) -> Result<(), AppError> {
         summary.update,
         summary.delete
     );
-    ask(question, settings).await
+    ask(what, settings).await
 }
 
-/// Asks `question` (escaped) on the terminal; `Ok` only for a yes.
-pub(crate) async fn ask(question: String, settings: &Settings) -> Result<(), AppError> {
+/// Says `what` (escaped) on a line of its own, then asks on the terminal whether to apply it,
+/// in a question that fits the terminal's width (dialoguer draws a question that wraps once
+/// per line it takes); `Ok` only for a yes.
+pub(crate) async fn ask(what: String, settings: &Settings) -> Result<(), AppError> {
     if !settings.can_prompt {
         return Err(NotConfirmed::NoTerminal.into());
     }
+    streams::notice(&what);
     let color = settings.color_stderr;
-    let answer = tokio::task::spawn_blocking(move || confirm::ask(&question, color))
+    let answer = tokio::task::spawn_blocking(move || confirm::ask_to_apply(color))
         .await
         .map_err(NotConfirmed::PromptTask)?
         .map_err(NotConfirmed::Prompt)?;

@@ -81,7 +81,7 @@ fn signal_at_the_prompt_checked(signal: &str, expected: i32) {
         spawn_in_shell(&env, &["web", "--max", "9", "--color", "never"]);
     pty::wait_for_prompt(
         &mut p,
-        "Apply these changes to web in namespace shop (context sandbox)?",
+        "Apply these changes to web in namespace shop (context sandbox):",
     );
     let plugin = child_of(shell);
     kill(plugin, signal);

@@ -861,7 +861,7 @@ fn the_prompt_names_the_hostile_context_escaped() {
         .args(["web", "--max", "9"]);
     let mut p = rexpect::session::spawn_command(cmd, Some(30_000)).unwrap();
     let question = format!(
-        "Apply these changes to web in namespace shop (context {})?",
+        "Apply these changes to web in namespace shop (context {}):",
         shown("ctx")
     );
     let before = p.exp_string(&question).unwrap();

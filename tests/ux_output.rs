@@ -261,7 +261,7 @@ fn json_to_a_file_while_the_prompt_stays_on_the_terminal() {
     let mut p = rexpect::session::spawn_command(cmd, Some(30_000)).expect("spawned in a pty");
     pty::wait_for_prompt(
         &mut p,
-        "Apply these changes to web in namespace shop (context sandbox)?",
+        "Apply these changes to web in namespace shop (context sandbox):",
     );
     pty::answer(&mut p, &["y", "\r"]);
     // The report is on the terminal (stderr) too.
