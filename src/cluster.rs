@@ -5,7 +5,9 @@
 use std::time::{Duration, Instant};
 
 use kube::core::Request;
-use kube::core::params::{GetParams, ListParams, Patch, PatchParams, PostParams};
+use kube::core::params::{
+    DeleteParams, GetParams, ListParams, Patch, PatchParams, PostParams, Preconditions,
+};
 use serde::Deserialize;
 use serde::de::{self, DeserializeOwned, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde_json::Value;
@@ -292,7 +294,8 @@ impl Cluster {
             .await
     }
 
-    /// DELETE with `base`'s uid and resourceVersion as preconditions.
+    /// DELETE with `base`'s uid and resourceVersion as preconditions (kube's `DeleteParams`:
+    /// `DeleteOptions` in the body, `dryRun: [All]` there and in the query).
     pub async fn delete(
         &self,
         kind: Kind,
@@ -300,28 +303,25 @@ impl Cluster {
         base: &Base,
         dry_run: bool,
     ) -> Result<Value, RequestError> {
-        // DeleteOptions in the body (preconditions) and dryRun both as the query parameter and
-        // in the body, as kubectl sends them; servers accept either.
-        let mut options = serde_json::json!({
-            "kind": "DeleteOptions",
-            "apiVersion": "v1",
-            "preconditions": { "uid": base.uid(), "resourceVersion": base.resource_version() },
-        });
-        let mut url = format!(
-            "{}/{}",
-            collection_path(kind, self.namespace()),
-            segment(name)
-        );
+        let dp = DeleteParams {
+            dry_run,
+            preconditions: Some(Preconditions {
+                uid: Some(base.uid().to_owned()),
+                resource_version: Some(base.resource_version().to_owned()),
+            }),
+            ..DeleteParams::default()
+        };
+        let mut req = Self::build(
+            Request::new(collection_path(kind, self.namespace())).delete(&segment(name), &dp),
+        )?;
         if dry_run {
-            options["dryRun"] = serde_json::json!(["All"]);
-            url.push_str("?dryRun=All");
+            // The query parameter too, as kubectl sends it: a proxy or webhook in front of the
+            // server that reads only the query still sees a dry run.
+            let uri = format!("{}dryRun=All", req.uri());
+            *req.uri_mut() = uri
+                .parse()
+                .map_err(|e| RequestError::Kube(kube::Error::HttpError(http::Error::from(e))))?;
         }
-        let body = serde_json::to_vec(&options)
-            .map_err(|e| RequestError::Kube(kube::Error::SerdeError(e)))?;
-        let req = http::Request::delete(url)
-            .header(http::header::CONTENT_TYPE, "application/json")
-            .body(body)
-            .map_err(|e| RequestError::Kube(kube::Error::HttpError(e)))?;
         self.send(if dry_run { "dry-run delete" } else { "delete" }, req)
             .await
     }
