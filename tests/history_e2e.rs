@@ -10,6 +10,7 @@ mod common;
 use std::collections::BTreeMap;
 
 use common::*;
+use k8s_openapi::jiff;
 use sandbox_apiserver::Fault;
 use serde_json::{Value, json};
 
@@ -321,16 +322,27 @@ fn a_plan_for_another_cluster_or_namespace_is_refused_unless_its_context_is_name
 fn a_plan_older_than_max_plan_age_is_refused() {
     let env = Env::new();
     let file = plan_out(&env, &["--max", "9"]);
-    std::thread::sleep(std::time::Duration::from_millis(2100));
-    let o = apply(&env, &file, &["--yes", "--max-plan-age", "1s"]);
+    // Made two hours ago: its creation time moved back, its checksum made again (no waiting).
+    let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let created: jiff::Timestamp = doc["content"]["createdAt"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let earlier = created - jiff::SignedDuration::from_hours(2);
+    doc["content"]["createdAt"] = json!(earlier.to_string());
+    reseal_plan(&mut doc);
+    std::fs::write(&file, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
+    let o = apply(&env, &file, &["--yes", "--max-plan-age", "1h"]);
     assert_code(&o, 3);
+    let err = stderr(&o);
     assert!(
-        stderr(&o).contains("longer ago than --max-plan-age"),
-        "{}",
-        stderr(&o)
+        err.contains(&format!("ago ({earlier})"))
+            && err.contains("longer ago than --max-plan-age 60m"),
+        "{err}"
     );
     assert!(env.writes().is_empty());
-    let o = apply(&env, &file, &["--yes", "--max-plan-age", "1h"]);
+    let o = apply(&env, &file, &["--yes", "--max-plan-age", "3h"]);
     assert_code(&o, 0);
 }
 
