@@ -483,6 +483,16 @@ pub struct FleetArgs {
     #[arg(long, value_name = "CONTEXT", action = clap::ArgAction::Append, help_heading = "Fleet")]
     pub canary: Vec<String>,
 
+    /// The clusters in waves, in order (repeatable): comma-separated contexts, or re:REGEX over
+    /// whole context names. A wave starts once every cluster of the one before applied (and,
+    /// with --wait, rolled out).
+    #[arg(long, value_name = "CONTEXTS", action = clap::ArgAction::Append, help_heading = "Fleet")]
+    pub wave: Vec<String>,
+
+    /// Failed clusters a wave may have and the next wave still start (default: 0).
+    #[arg(long, value_name = "N", requires = "wave", help_heading = "Fleet")]
+    pub max_failed: Option<u32>,
+
     /// Start no new cluster once one failed (default: true; --stop-on-failure=false goes on).
     #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true,
           default_missing_value = "true", value_parser = clap::value_parser!(bool),

@@ -1,6 +1,8 @@
 //! How a run over several clusters (a fleet) ended, as data: each cluster's end, the lines
-//! of the report, and the `-o json|yaml` document (`kubectl-appupdate.fleet/v1`: each
-//! cluster's plan and outcome). Pure: the run ([`crate::fleet_run`]) fills a [`FleetEnd`];
+//! of the report, and the `-o json|yaml` document (`kubectl-appupdate.fleet/v2`: each
+//! cluster's plan, wave and outcome, and each wave's outcome). The order of the writes — a
+//! canary, or waves with a failure budget — is [`FleetOrder`]; whether the next wave starts is
+//! [`next_wave_starts`]. Pure: the run ([`crate::fleet_run`]) fills a [`FleetEnd`];
 //! [`crate::streams`] writes its lines, [`crate::exit`] turns it into the exit code.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
@@ -17,7 +19,62 @@ use crate::text::Untrusted;
 use crate::wait::{RolloutState, WaitError};
 
 /// The schema of the fleet document.
-pub const SCHEMA_VERSION: &str = "kubectl-appupdate.fleet/v1";
+pub const SCHEMA_VERSION: &str = "kubectl-appupdate.fleet/v2";
+
+/// The order of a fleet's writes: the canaries first (`--canary`), or the clusters in waves
+/// (`--wave`), each starting once the one before ended within `max_failed` failed clusters.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FleetOrder {
+    pub canary: Vec<String>,
+    /// The contexts of each wave, in order; empty without waves.
+    pub waves: Vec<Vec<String>>,
+    pub max_failed: usize,
+}
+
+impl FleetOrder {
+    /// The wave of `context`, 1-based.
+    pub fn wave_of(&self, context: &str) -> Option<usize> {
+        self.waves
+            .iter()
+            .position(|w| w.iter().any(|c| c == context))
+            .map(|i| i + 1)
+    }
+}
+
+/// Whether the wave after one whose clusters ended as `ends` starts: no more than
+/// `max_failed` of them did not end as planned.
+pub fn next_wave_starts(ends: &[&ClusterState], max_failed: usize) -> bool {
+    let failed = ends.iter().filter(|s| !s.as_planned()).count();
+    failed <= max_failed
+}
+
+/// Runs `waves` waves in order: `run(w)` runs wave `w` to its end and gives how each of its
+/// clusters ended. A wave starts only once the one before it ended with no more than
+/// `max_failed` clusters not `as_planned`, and while `go_on()` (no signal); the waves that did
+/// not start are `None`.
+pub async fn in_waves<T, Fut>(
+    waves: usize,
+    max_failed: usize,
+    mut run: impl FnMut(usize) -> Fut,
+    as_planned: impl Fn(&T) -> bool,
+    go_on: impl Fn() -> bool,
+) -> Vec<Option<Vec<T>>>
+where
+    Fut: std::future::Future<Output = Vec<T>>,
+{
+    let mut out: Vec<Option<Vec<T>>> = Vec::with_capacity(waves);
+    let mut next = true;
+    for w in 0..waves {
+        if !next {
+            out.push(None);
+            continue;
+        }
+        let ends = run(w).await;
+        next = ends.iter().filter(|e| !as_planned(e)).count() <= max_failed && go_on();
+        out.push(Some(ends));
+    }
+    out
+}
 
 /// Why a cluster was not started.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -29,6 +86,8 @@ pub enum NotStarted {
     AfterFailure,
     /// A canary did not apply or did not roll out.
     Canary,
+    /// An earlier wave had more failed clusters than `--max-failed` allows.
+    EarlierWave,
     /// A signal asked to start nothing new.
     Interrupted,
 }
@@ -41,6 +100,9 @@ impl NotStarted {
             }
             NotStarted::AfterFailure => "another cluster failed (--stop-on-failure)",
             NotStarted::Canary => "the canary did not apply and roll out",
+            NotStarted::EarlierWave => {
+                "an earlier wave had more failed clusters than --max-failed allows"
+            }
             NotStarted::Interrupted => "interrupted before it started",
         }
     }
@@ -50,6 +112,7 @@ impl NotStarted {
             NotStarted::RefusedElsewhere => "refused-elsewhere",
             NotStarted::AfterFailure => "after-failure",
             NotStarted::Canary => "canary",
+            NotStarted::EarlierWave => "earlier-wave",
             NotStarted::Interrupted => "interrupted",
         }
     }
@@ -364,7 +427,21 @@ struct FleetDocument<'a> {
     app: String,
     has_changes: bool,
     summary: SummaryDoc,
+    /// `--wave`: each wave's contexts and, once the run got that far, its outcome.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    waves: Vec<WaveDoc>,
     clusters: Vec<ClusterDoc<'a>>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct WaveDoc {
+    wave: usize,
+    contexts: Vec<String>,
+    /// `planned`; `applied` (every cluster as planned), `within-budget` (failed clusters, no
+    /// more than `--max-failed`), `failed` (more: no later wave started), `not-started`.
+    status: &'static str,
+    failed: usize,
 }
 
 #[derive(Serialize)]
@@ -373,6 +450,9 @@ struct ClusterDoc<'a> {
     context: String,
     namespace: Option<String>,
     canary: bool,
+    /// Its wave, 1-based (`--wave`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    wave: Option<usize>,
     /// Clusters with identical plans share a section.
     section: Option<usize>,
     plan: Option<PlanDocument<'a>>,
@@ -511,15 +591,54 @@ fn outcome_doc(end: Option<&ClusterEnd>, planned: bool) -> OutcomeDoc {
     }
 }
 
+/// Each wave and how it ended.
+fn wave_docs(order: &FleetOrder, end: Option<&FleetEnd>) -> Vec<WaveDoc> {
+    order
+        .waves
+        .iter()
+        .enumerate()
+        .map(|(i, contexts)| {
+            let states: Vec<&ClusterState> = end
+                .into_iter()
+                .flat_map(|e| e.clusters.iter())
+                .filter(|c| contexts.contains(&c.context))
+                .map(|c| &c.state)
+                .collect();
+            let failed = states.iter().filter(|s| !s.as_planned()).count();
+            let status = if end.is_none() || states.is_empty() {
+                "planned"
+            } else if states
+                .iter()
+                .all(|s| matches!(s, ClusterState::NotStarted(_) | ClusterState::Planned))
+            {
+                "not-started"
+            } else if failed == 0 {
+                "applied"
+            } else if next_wave_starts(&states, order.max_failed) {
+                "within-budget"
+            } else {
+                "failed"
+            };
+            WaveDoc {
+                wave: i + 1,
+                contexts: contexts.clone(),
+                status,
+                failed,
+            }
+        })
+        .collect()
+}
+
 /// The fleet document: the combined plan and, when the run got that far, each cluster's
 /// outcome (`end`; `None`: planned only). As JSON or YAML, with the plan document's escapes.
 pub fn write_document(
     out: &mut impl std::io::Write,
     fleet: &FleetPlan,
-    canaries: &[String],
+    order: &FleetOrder,
     end: Option<&FleetEnd>,
     yaml: bool,
 ) -> std::io::Result<()> {
+    let canaries = &order.canary;
     let sections = fleet.section_of();
     let t = fleet.total();
     let contexts: Vec<String> = match end {
@@ -540,6 +659,7 @@ pub fn write_document(
             delete: t.delete,
             unchanged: t.unchanged,
         },
+        waves: wave_docs(order, end),
         clusters: contexts
             .into_iter()
             .map(|context| {
@@ -555,6 +675,7 @@ pub fn write_document(
                         .find(|(c, _)| *c == context)
                         .map(|(_, s)| *s),
                     canary: cluster_end.is_some_and(|c| c.canary) || canaries.contains(&context),
+                    wave: order.wave_of(&context),
                     plan: plan.map(output::document),
                     outcome: outcome_doc(cluster_end, plan.is_some()),
                     context,
@@ -566,5 +687,60 @@ pub fn write_document(
         output::write_yaml_of(out, &doc)
     } else {
         output::write_json_of(out, &doc)
+    }
+}
+
+#[cfg(test)]
+mod wave_props {
+    use super::in_waves;
+    use proptest::prelude::*;
+    use std::cell::RefCell;
+
+    proptest! {
+        /// For any outcomes, no cluster of wave N+1 starts before wave N ended within its
+        /// budget: every wave that starts follows waves that all ran to their end, the last
+        /// of them with at most `max_failed` failures; once a wave is over budget no later one
+        /// starts.
+        #[test]
+        fn a_wave_starts_only_after_the_one_before_ended_within_its_budget(
+            outcomes in prop::collection::vec(prop::collection::vec(any::<bool>(), 1..5), 1..6),
+            max_failed in 0usize..3,
+        ) {
+            let log: RefCell<Vec<(char, usize)>> = RefCell::new(Vec::new());
+            let ran = futures::executor::block_on(in_waves(
+                outcomes.len(),
+                max_failed,
+                |w| {
+                    log.borrow_mut().push(('s', w));
+                    let ends = outcomes[w].clone();
+                    let log = &log;
+                    async move {
+                        log.borrow_mut().push(('e', w));
+                        ends
+                    }
+                },
+                |ok: &bool| *ok,
+                || true,
+            ));
+            let log = log.into_inner();
+            let mut allowed = true;
+            for (w, r) in ran.iter().enumerate() {
+                prop_assert_eq!(r.is_some(), allowed, "wave {}", w);
+                match r {
+                    Some(ends) => {
+                        let start = log.iter().position(|e| *e == ('s', w)).unwrap_or(usize::MAX);
+                        for earlier in 0..w {
+                            let end = log
+                                .iter()
+                                .position(|e| *e == ('e', earlier))
+                                .unwrap_or(usize::MAX);
+                            prop_assert!(end < start, "wave {} started before wave {} ended", w, earlier);
+                        }
+                        allowed = ends.iter().filter(|ok| !**ok).count() <= max_failed;
+                    }
+                    None => allowed = false,
+                }
+            }
+        }
     }
 }

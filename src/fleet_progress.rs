@@ -35,7 +35,7 @@ impl FleetProgress {
     /// Bars on a terminal (`terminal`), else plain lines written to `out`.
     pub fn new(
         contexts: &[String],
-        canaries: &[String],
+        order: &crate::fleet::FleetOrder,
         terminal: bool,
         color: bool,
         out: Box<dyn Write + Send>,
@@ -43,8 +43,10 @@ impl FleetProgress {
         let names: Vec<String> = contexts
             .iter()
             .map(|c| {
-                if canaries.contains(c) {
+                if order.canary.contains(c) {
                     format!("context {} (the canary)", Untrusted(c))
+                } else if let Some(w) = order.wave_of(c) {
+                    format!("context {} (wave {w})", Untrusted(c))
                 } else {
                     format!("context {}", Untrusted(c))
                 }

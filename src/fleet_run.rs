@@ -34,14 +34,14 @@ use crate::apply::{self, ApplyOptions, InterruptFlag, Preflighted};
 use crate::cluster::Cluster;
 use crate::error::{AppError, Stage};
 use crate::exit::Ending;
-use crate::fleet::{ClusterEnd, ClusterState, FleetEnd, NotStarted};
+use crate::fleet::{self, ClusterEnd, ClusterState, FleetEnd, FleetOrder, NotStarted};
 use crate::fleet_plan::{FleetPlan, Member as PlanMember};
 use crate::fleet_progress::{FleetProgress, RolloutLine};
 use crate::history_store::{self, Prepared};
 use crate::kube_context::Loaded;
 use crate::plan_sources::{self, Sourced};
 use crate::run;
-use crate::settings::{FleetSettings, Settings, SettingsError};
+use crate::settings::{FleetSettings, Settings, SettingsError, WaveSpec};
 use crate::signals::Signals;
 use crate::streams::{self, Streams};
 use crate::text::Untrusted;
@@ -58,8 +58,8 @@ struct Member {
 /// Every context of the run, as far as planning got.
 struct Planned {
     app: String,
-    /// `--canary`.
-    canary: Vec<String>,
+    /// `--canary` or `--wave`.
+    order: FleetOrder,
     contexts: Vec<String>,
     members: Vec<Member>,
     /// Left out (`--skip-unreachable`), by index: the reason, and the error.
@@ -150,7 +150,7 @@ pub async fn run(settings: &Settings, fleet: &FleetSettings, streams: &Streams) 
         };
         if let Err(e) = asked {
             if matches!(e, AppError::NotConfirmed(_)) {
-                let _ = streams.fleet_document(&fleet_plan(&planned), &fleet.canary, None);
+                let _ = streams.fleet_document(&fleet_plan(&planned), &planned.order, None);
             }
             return Ending::Failed(e);
         }
@@ -159,14 +159,21 @@ pub async fn run(settings: &Settings, fleet: &FleetSettings, streams: &Streams) 
     let interrupt = InterruptFlag::default();
     let progress = FleetProgress::new(
         &planned.contexts,
-        &fleet.canary,
+        &planned.order,
         settings.stderr_is_terminal && settings.verbose == 0,
         streams.color(streams::Kind::Notice),
         streams.writer(streams::Kind::Notice),
     );
     let ticker = progress.ticking();
     let states = {
-        let applying = apply_all(settings, fleet, &mut planned.members, &interrupt, &progress);
+        let applying = apply_all(
+            settings,
+            fleet,
+            &planned.order,
+            &mut planned.members,
+            &interrupt,
+            &progress,
+        );
         tokio::pin!(applying);
         loop {
             tokio::select! {
@@ -219,7 +226,15 @@ async fn plan_all(settings: &Settings, fleet: &FleetSettings) -> Result<Planned,
     } else {
         sel.contexts.clone()
     };
-    let contexts = loaded.fleet_contexts(&named, sel.context_selector.as_ref())?;
+    let (contexts, waves) = if fleet.waves.is_empty() {
+        (
+            loaded.fleet_contexts(&named, sel.context_selector.as_ref())?,
+            Vec::new(),
+        )
+    } else {
+        let waves = resolve_waves(&loaded, &fleet.waves)?;
+        (waves.concat(), waves)
+    };
     if let Some(canary) = fleet.canary.iter().find(|c| !contexts.contains(c)) {
         return Err(SettingsError::Invalid(format!(
             "--canary {:?} is not one of the contexts of this run ({}); name it with --context or --contexts too",
@@ -244,7 +259,11 @@ async fn plan_all(settings: &Settings, fleet: &FleetSettings) -> Result<Planned,
     .await;
     let mut planned = Planned {
         app: settings.app.clone(),
-        canary: fleet.canary.clone(),
+        order: FleetOrder {
+            canary: fleet.canary.clone(),
+            waves,
+            max_failed: fleet.max_failed,
+        },
         contexts: contexts.clone(),
         members: Vec::new(),
         skipped: Vec::new(),
@@ -265,6 +284,31 @@ async fn plan_all(settings: &Settings, fleet: &FleetSettings) -> Result<Planned,
     }
     one_context_per_cluster(&planned)?;
     Ok(planned)
+}
+
+/// The contexts of each `--wave`, in order: names checked against the kubeconfig, `re:`
+/// selectors matched; a context in two waves is refused.
+fn resolve_waves(loaded: &Loaded, specs: &[WaveSpec]) -> Result<Vec<Vec<String>>, AppError> {
+    let mut waves: Vec<Vec<String>> = Vec::with_capacity(specs.len());
+    for spec in specs {
+        let wave = match spec {
+            WaveSpec::Named(names) => loaded.fleet_contexts(names, None)?,
+            WaveSpec::Matching(selector) => loaded.fleet_contexts(&[], Some(selector))?,
+        };
+        for c in &wave {
+            if let Some(earlier) = waves.iter().position(|w| w.contains(c)) {
+                return Err(SettingsError::Invalid(format!(
+                    "context {:?} is in wave {} and in wave {}: each cluster is written once; keep it in one --wave",
+                    Untrusted(c),
+                    earlier + 1,
+                    waves.len() + 1
+                ))
+                .into());
+            }
+        }
+        waves.push(wave);
+    }
+    Ok(waves)
 }
 
 /// Unreachable, forbidden, or the application not found: what `--skip-unreachable` leaves
@@ -384,6 +428,21 @@ fn canary_order(canaries: &[String], n: usize) -> String {
     }
 }
 
+/// What the fleet question says of waves: `; in 3 waves: dev-1, then eu-1, eu-2, then us-1`
+/// (escaped).
+fn wave_order(waves: &[Vec<String>]) -> String {
+    let each: Vec<String> = waves
+        .iter()
+        .map(|w| {
+            w.iter()
+                .map(|c| Untrusted(c).to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .collect();
+    format!("; in {} waves: {}", waves.len(), each.join(", then "))
+}
+
 async fn confirm(
     settings: &Settings,
     streams: &Streams,
@@ -406,7 +465,11 @@ async fn confirm(
         })
         .map(|p| Untrusted(&p.context).to_string())
         .collect();
-    let order = canary_order(&canaries, n);
+    let order = if planned.order.waves.is_empty() {
+        canary_order(&canaries, n)
+    } else {
+        wave_order(&planned.order.waves)
+    };
     let question = format!(
         "Apply these changes to {} on {} cluster{} ({}{}): {} to create, {} to update, {} to delete in total.",
         Untrusted(fleet.app),
@@ -438,7 +501,7 @@ fn end_of(
         ends.push((
             m.index,
             ClusterEnd {
-                canary: planned.canary.contains(&planned.contexts[m.index]),
+                canary: planned.order.canary.contains(&planned.contexts[m.index]),
                 context: planned.contexts[m.index].clone(),
                 namespace: Some(m.cluster.namespace().to_owned()),
                 state: state(m),
@@ -449,7 +512,7 @@ fn end_of(
         ends.push((
             i,
             ClusterEnd {
-                canary: planned.canary.contains(&planned.contexts[i]),
+                canary: planned.order.canary.contains(&planned.contexts[i]),
                 context: planned.contexts[i].clone(),
                 namespace: None,
                 state: ClusterState::Skipped(e),
@@ -460,7 +523,7 @@ fn end_of(
         ends.push((
             i,
             ClusterEnd {
-                canary: planned.canary.contains(&planned.contexts[i]),
+                canary: planned.order.canary.contains(&planned.contexts[i]),
                 context: planned.contexts[i].clone(),
                 namespace: None,
                 state: ClusterState::Failed(e),
@@ -489,7 +552,7 @@ fn finish(
     if report {
         let _ = streams.fleet_report(&end);
     }
-    let _ = streams.fleet_document(&fleet_plan(planned), &planned.canary, Some(&end));
+    let _ = streams.fleet_document(&fleet_plan(planned), &planned.order, Some(&end));
     Ending::Fleet(end)
 }
 
@@ -505,6 +568,7 @@ struct Ready {
 async fn apply_all(
     settings: &Settings,
     fleet: &FleetSettings,
+    order: &FleetOrder,
     members: &mut [Member],
     interrupt: &InterruptFlag,
     progress: &Arc<FleetProgress>,
@@ -636,6 +700,69 @@ async fn apply_all(
         interrupt,
         progress,
     };
+    let mut take = |m: &Member| ready.get_mut(m.index).and_then(Option::take);
+    if !order.waves.is_empty() {
+        // 3a. In waves: each starts once the one before ended within the failure budget.
+        let waves: Vec<Vec<&Member>> = order
+            .waves
+            .iter()
+            .map(|wave| {
+                members
+                    .iter()
+                    .filter(|m| wave.contains(&m.cluster.conn.context))
+                    .collect()
+            })
+            .collect();
+        for (w, wave) in waves.iter().enumerate().skip(1) {
+            for m in wave {
+                progress.set(m.index, &format!("waiting for wave {w}"));
+            }
+        }
+        let mut jobs: Vec<Option<Vec<Job>>> = waves
+            .iter()
+            .map(|wave| Some(wave.iter().map(|m| (*m, take(m))).collect()))
+            .collect();
+        let writing = &writing;
+        let ran = fleet::in_waves(
+            waves.len(),
+            order.max_failed,
+            |w| {
+                let wave = jobs[w].take().unwrap_or_default();
+                async move { writing.group(wave, settings.wait).await }
+            },
+            |(_, state): &(usize, ClusterState)| state.as_planned(),
+            || interrupt.get().is_none(),
+        )
+        .await;
+        let mut over_budget = None;
+        for (w, (wave, ran)) in waves.iter().zip(ran).enumerate() {
+            match ran {
+                Some(ends) => {
+                    for (i, state) in ends {
+                        states[i] = Some(state);
+                    }
+                }
+                None => {
+                    let after = *over_budget.get_or_insert(w);
+                    for m in wave {
+                        progress.set(
+                            m.index,
+                            &format!(
+                                "NOT started: wave {after} had more failed clusters than --max-failed allows"
+                            ),
+                        );
+                        states[m.index] =
+                            Some(ClusterState::NotStarted(if interrupt.get().is_some() {
+                                NotStarted::Interrupted
+                            } else {
+                                NotStarted::EarlierWave
+                            }));
+                    }
+                }
+            }
+        }
+        return done(states);
+    }
     let (canaries, rest): (Vec<&Member>, Vec<&Member>) = members
         .iter()
         .partition(|m| fleet.canary.contains(&m.cluster.conn.context));
@@ -644,7 +771,6 @@ async fn apply_all(
             progress.set(m.index, "waiting for the canary");
         }
     }
-    let mut take = |m: &Member| ready.get_mut(m.index).and_then(Option::take);
     let canary_jobs: Vec<(&Member, Option<Ready>)> =
         canaries.iter().map(|m| (*m, take(m))).collect();
     let rest_jobs: Vec<(&Member, Option<Ready>)> = rest.iter().map(|m| (*m, take(m))).collect();
@@ -668,6 +794,9 @@ async fn apply_all(
     }
     done(states)
 }
+
+/// One cluster to write, with what its dry run prepared.
+type Job<'a> = (&'a Member, Option<Ready>);
 
 /// The writing stage of a fleet: what every cluster's writes share.
 struct Writing<'a> {
@@ -798,7 +927,16 @@ impl Writing<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::canary_order;
+    use super::{canary_order, wave_order};
+
+    #[test]
+    fn the_question_names_the_waves_in_order() {
+        let w = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            wave_order(&[w(&["dev"]), w(&["eu-1", "eu-2"]), w(&["us-1"])]),
+            "; in 3 waves: dev, then eu-1, eu-2, then us-1"
+        );
+    }
 
     #[test]
     fn the_question_names_the_canaries_that_go_first() {

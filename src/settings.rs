@@ -283,8 +283,48 @@ pub struct FleetSettings {
     pub parallel: usize,
     /// Contexts applied first, whose rollout must complete before the others start.
     pub canary: Vec<String>,
+    /// `--wave`: the clusters in order; empty without waves.
+    pub waves: Vec<WaveSpec>,
+    /// `--max-failed`: failed clusters a wave may have and the next one still start.
+    pub max_failed: usize,
     pub stop_on_failure: bool,
     pub skip_unreachable: bool,
+}
+
+/// One `--wave`: contexts by name, or every context whose whole name matches.
+#[derive(Clone, Debug)]
+pub enum WaveSpec {
+    Named(Vec<String>),
+    Matching(ContextSelector),
+}
+
+impl PartialEq for WaveSpec {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (WaveSpec::Named(a), WaveSpec::Named(b)) => a == b,
+            (WaveSpec::Matching(a), WaveSpec::Matching(b)) => a.text == b.text,
+            _ => false,
+        }
+    }
+}
+
+impl Eq for WaveSpec {}
+
+impl WaveSpec {
+    /// `--wave`'s value: `re:REGEX`, else comma-separated context names.
+    pub fn parse(value: &str) -> Result<WaveSpec, SettingsError> {
+        if let Some(re) = value.strip_prefix("re:") {
+            return Ok(WaveSpec::Matching(ContextSelector::new(re)?));
+        }
+        let names: Vec<String> = value.split(',').map(str::to_owned).collect();
+        if names.iter().any(String::is_empty) {
+            return Err(SettingsError::Invalid(format!(
+                "--wave {:?} has an empty context name; name each context, comma-separated, or give re:REGEX",
+                Untrusted(value)
+            )));
+        }
+        Ok(WaveSpec::Named(names))
+    }
 }
 
 /// Clusters written at the same time when `--parallel` is not given.
@@ -299,7 +339,25 @@ impl FleetSettings {
         cluster: &ClusterSelection,
         saved_clusters: usize,
     ) -> Result<Option<FleetSettings>, SettingsError> {
-        let fleet = cluster.several || !args.canary.is_empty() || saved_clusters > 1;
+        let waves = args
+            .wave
+            .iter()
+            .map(|w| WaveSpec::parse(w))
+            .collect::<Result<Vec<_>, _>>()?;
+        if !waves.is_empty() {
+            if !cluster.contexts.is_empty() || cluster.context_selector.is_some() {
+                return Err(SettingsError::Invalid(
+                    "--wave names the clusters of the run, in order: drop --context, --contexts and --context-selector, and put every context in a wave".into(),
+                ));
+            }
+            if !args.canary.is_empty() {
+                return Err(SettingsError::Invalid(
+                    "--canary is a first wave of one: with --wave, make it the first wave (--wave CONTEXT) instead".into(),
+                ));
+            }
+        }
+        let fleet =
+            cluster.several || !args.canary.is_empty() || saved_clusters > 1 || !waves.is_empty();
         if !fleet {
             let given = [
                 (args.parallel.is_some(), "--parallel"),
@@ -324,10 +382,15 @@ impl FleetSettings {
                 canary.push(c);
             }
         }
+        // In waves, the failure budget decides what stops the run: a failure within it lets
+        // the wave's other clusters go on.
+        let stop_default = waves.is_empty() || args.max_failed.unwrap_or(0) == 0;
         Ok(Some(FleetSettings {
             parallel: args.parallel.map_or(DEFAULT_PARALLEL, |n| n as usize),
             canary,
-            stop_on_failure: args.stop_on_failure.unwrap_or(true),
+            waves,
+            max_failed: args.max_failed.map_or(0, |n| n as usize),
+            stop_on_failure: args.stop_on_failure.unwrap_or(stop_default),
             skip_unreachable: args.skip_unreachable,
         }))
     }

@@ -211,7 +211,7 @@ impl Streams {
     pub fn fleet_document(
         &self,
         fleet: &FleetPlan,
-        canaries: &[String],
+        order: &crate::fleet::FleetOrder,
         end: Option<&FleetEnd>,
     ) -> io::Result<()> {
         let yaml = match self.output {
@@ -220,7 +220,7 @@ impl Streams {
             OutputFormat::Yaml => true,
         };
         let mut text = Vec::new();
-        fleet::write_document(&mut text, fleet, canaries, end, yaml)?;
+        fleet::write_document(&mut text, fleet, order, end, yaml)?;
         self.write(Kind::Plan, &text)
     }
 

@@ -13,7 +13,7 @@ use common::fleet::*;
 use common::running::{Running, wait_until};
 use common::*;
 use sandbox_apiserver::{Fault, Rollout, SandboxOptions, Trigger};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 const THREE: &str = "eu-1,eu-2,us-1";
 
@@ -611,7 +611,7 @@ fn with_o_json_stdout_holds_one_document_with_every_clusters_plan_and_outcome() 
     assert_code(&o, 8);
     let doc: Value = serde_json::from_slice(&o.stdout).expect("stdout is one JSON document");
     assert_valid_fleet_document(&doc);
-    assert_eq!(doc["schema"], "kubectl-appupdate.fleet/v1");
+    assert_eq!(doc["schema"], "kubectl-appupdate.fleet/v2");
     assert_eq!(doc["summary"]["update"], 2);
     let clusters = doc["clusters"].as_array().unwrap();
     let by = |c: &str| clusters.iter().find(|x| x["context"] == c).unwrap();
@@ -709,4 +709,194 @@ fn a_context_name_from_the_kubeconfig_reaches_the_terminal_escaped() {
         doc["clusters"][0]["context"], hostile,
         "JSON carries the exact name"
     );
+}
+
+// ---- waves ----
+
+const SIX: [&str; 6] = ["dev-1", "dev-2", "eu-1", "eu-2", "us-1", "us-2"];
+
+/// The three waves of the six clusters: by names, by names, by a regular expression.
+fn in_waves(fleet: &Fleet, extra: &[&str]) -> std::process::Output {
+    let mut args = vec![
+        "web",
+        "--wave",
+        "dev-1,dev-2",
+        "--wave",
+        "eu-1,eu-2",
+        "--wave",
+        "re:us-[0-9]",
+        "--image",
+        NEW_IMAGE,
+        "--yes",
+        "-o",
+        "json",
+    ];
+    args.extend_from_slice(extra);
+    fleet.run(&args)
+}
+
+/// The next real write of the Deployment in `name` fails with 422, after its dry run passed.
+fn fail_the_write(fleet: &Fleet, name: &str) {
+    fleet.sb(name).inject(Fault::Restrict {
+        dry_run: false,
+        fault: Box::new(Fault::Status {
+            method: Some("PATCH".into()),
+            path_prefix: DEPLOY.into(),
+            status: 422,
+            count: 1,
+        }),
+    });
+}
+
+fn wave_statuses(doc: &Value) -> Vec<String> {
+    doc["waves"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["status"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn three_waves_all_good_update_every_cluster_and_say_so() {
+    let fleet = Fleet::new(&SIX);
+    let o = in_waves(&fleet, &[]);
+    assert_code(&o, 0);
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(doc["schema"], "kubectl-appupdate.fleet/v2");
+    assert_eq!(wave_statuses(&doc), ["applied", "applied", "applied"]);
+    assert_eq!(doc["waves"][2]["contexts"], json!(["us-1", "us-2"]));
+    let waves: Vec<u64> = doc["clusters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["wave"].as_u64().unwrap())
+        .collect();
+    assert_eq!(waves, [1, 1, 2, 2, 3, 3]);
+    for name in SIX {
+        assert_eq!(fleet.image(name), NEW_IMAGE, "{name}");
+    }
+}
+
+#[test]
+fn a_failure_in_the_first_wave_leaves_the_later_waves_untouched() {
+    let fleet = Fleet::new(&SIX);
+    fail_the_write(&fleet, "dev-2");
+    let o = in_waves(&fleet, &[]);
+    // Mixed: written in dev-1, not in dev-2, nothing after.
+    assert_code(&o, 6);
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        wave_statuses(&doc),
+        ["failed", "not-started", "not-started"]
+    );
+    let err = stderr(&o);
+    assert!(
+        err.contains(
+            "context eu-1 (namespace shop): NOT started: an earlier wave had more failed clusters than --max-failed allows"
+        ),
+        "{err}"
+    );
+    for name in ["eu-1", "eu-2", "us-1", "us-2"] {
+        assert!(fleet.app_writes(name).is_empty(), "{name}");
+        assert_eq!(fleet.image(name), OLD_IMAGE, "{name}");
+    }
+    assert_eq!(fleet.image("dev-1"), NEW_IMAGE);
+}
+
+#[test]
+fn the_failure_budget_lets_one_failure_through_and_stops_at_two() {
+    let fleet = Fleet::new(&SIX);
+    fail_the_write(&fleet, "dev-2");
+    let o = in_waves(&fleet, &["--max-failed", "1"]);
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(wave_statuses(&doc), ["within-budget", "applied", "applied"]);
+    assert_eq!(doc["waves"][0]["failed"], 1);
+    for name in ["dev-1", "eu-1", "eu-2", "us-1", "us-2"] {
+        assert_eq!(fleet.image(name), NEW_IMAGE, "{name}");
+    }
+    assert_ne!(code(&o), 0, "a failed cluster is never a success");
+
+    let fleet = Fleet::new(&SIX);
+    fail_the_write(&fleet, "eu-1");
+    fail_the_write(&fleet, "eu-2");
+    let o = in_waves(&fleet, &["--max-failed", "1"]);
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(wave_statuses(&doc), ["applied", "failed", "not-started"]);
+    for name in ["us-1", "us-2"] {
+        assert!(fleet.app_writes(name).is_empty(), "{name}");
+    }
+}
+
+#[test]
+fn waves_that_overlap_or_mix_with_other_context_flags_are_refused() {
+    let fleet = Fleet::new(&["eu-1", "eu-2", "us-1"]);
+    for (args, needle) in [
+        (
+            &[
+                "web",
+                "--wave",
+                "eu-1,eu-2",
+                "--wave",
+                "re:eu-.*",
+                "--max",
+                "9",
+                "--yes",
+            ][..],
+            "context \"eu-1\" is in wave 1 and in wave 2",
+        ),
+        (
+            &[
+                "web",
+                "--wave",
+                "eu-1",
+                "--contexts",
+                "us-1",
+                "--max",
+                "9",
+                "--yes",
+            ][..],
+            "--wave names the clusters of the run, in order",
+        ),
+        (
+            &[
+                "web", "--wave", "eu-1", "--canary", "eu-1", "--max", "9", "--yes",
+            ][..],
+            "--canary is a first wave of one",
+        ),
+        (
+            &["web", "--wave", "eu-1,", "--max", "9", "--yes"][..],
+            "has an empty context name",
+        ),
+    ] {
+        let o = fleet.run(args);
+        assert_code(&o, 3);
+        assert!(stderr(&o).contains(needle), "{args:?}: {}", stderr(&o));
+    }
+    assert_eq!(fleet.all_writes(), 0);
+}
+
+#[test]
+fn a_stuck_rollout_in_the_first_wave_leaves_the_later_waves_untouched_and_exits_7() {
+    let fleet = Fleet::with(&SIX, |name| SandboxOptions {
+        rollout: if name == "dev-1" {
+            Rollout::Stuck
+        } else {
+            Rollout::Auto {
+                delay: Duration::from_millis(100),
+            }
+        },
+        ..SandboxOptions::default()
+    });
+    let o = in_waves(&fleet, &["--wait", "--timeout", "2s"]);
+    assert_code(&o, 7);
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        wave_statuses(&doc),
+        ["failed", "not-started", "not-started"]
+    );
+    assert_eq!(fleet.image("dev-2"), NEW_IMAGE);
+    for name in ["eu-1", "eu-2", "us-1", "us-2"] {
+        assert!(fleet.app_writes(name).is_empty(), "{name}");
+    }
 }
