@@ -489,6 +489,12 @@ pub struct FleetArgs {
     #[arg(long, value_name = "CONTEXTS", action = clap::ArgAction::Append, help_heading = "Fleet")]
     pub wave: Vec<String>,
 
+    /// After each wave but the last, wait this long (e.g. 10m), then read its clusters again:
+    /// a Deployment no longer available at the new image stops the run like a failure.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, requires_all = ["wave", "wait"],
+          help_heading = "Fleet")]
+    pub bake: Option<Duration>,
+
     /// Failed clusters a wave may have and the next wave still start (default: 0).
     #[arg(long, value_name = "N", requires = "wave", help_heading = "Fleet")]
     pub max_failed: Option<u32>,

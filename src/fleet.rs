@@ -48,6 +48,56 @@ pub fn next_wave_starts(ends: &[&ClusterState], max_failed: usize) -> bool {
     failed <= max_failed
 }
 
+/// What regressed in a cluster during a bake, read from its Deployment as it is at the end of
+/// it (`None`: it was deleted): `image` (container, image) when the run set one, no longer
+/// there; replicas unavailable (the rollout ended with none); the `Available` condition false.
+/// `None` when nothing regressed.
+pub fn bake_regression(
+    deployment: Option<&serde_json::Value>,
+    image: Option<(&str, &str)>,
+) -> Option<String> {
+    let Some(d) = deployment else {
+        return Some("the Deployment was deleted".into());
+    };
+    if let Some((container, image)) = image {
+        let now = d["spec"]["template"]["spec"]["containers"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|c| c["name"] == container)
+            .and_then(|c| c["image"].as_str());
+        if now != Some(image) {
+            return Some(format!(
+                "container {} runs {} instead of {}",
+                Untrusted(container),
+                Untrusted(now.unwrap_or("nothing")),
+                Untrusted(image)
+            ));
+        }
+    }
+    let unavailable = d["status"]["unavailableReplicas"].as_i64().unwrap_or(0);
+    if unavailable > 0 {
+        return Some(format!(
+            "{unavailable} replica{} unavailable",
+            if unavailable == 1 { " is" } else { "s are" }
+        ));
+    }
+    let available = d["status"]["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|c| c["type"] == "Available");
+    if let Some(c) = available
+        && c["status"] == "False"
+    {
+        return Some(format!(
+            "it is not available ({})",
+            Untrusted(c["reason"].as_str().unwrap_or("no reason given"))
+        ));
+    }
+    None
+}
+
 /// Runs `waves` waves in order: `run(w)` runs wave `w` to its end and gives how each of its
 /// clusters ended. A wave starts only once the one before it ended with no more than
 /// `max_failed` clusters not `as_planned`, and while `go_on()` (no signal); the waves that did
@@ -687,6 +737,44 @@ pub fn write_document(
         output::write_yaml_of(out, &doc)
     } else {
         output::write_json_of(out, &doc)
+    }
+}
+
+#[cfg(test)]
+mod bake_tests {
+    use super::bake_regression;
+    use serde_json::json;
+
+    fn deployment(image: &str, unavailable: i64) -> serde_json::Value {
+        json!({"spec": {"template": {"spec": {"containers": [{"name": "web", "image": image}]}}},
+               "status": {"unavailableReplicas": unavailable,
+                          "conditions": [{"type": "Available", "status": "True"}]}})
+    }
+
+    #[test]
+    fn a_bake_sees_a_changed_image_unavailable_replicas_or_a_deleted_deployment() {
+        let new = Some(("web", "r/web:2"));
+        assert_eq!(bake_regression(Some(&deployment("r/web:2", 0)), new), None);
+        assert_eq!(
+            bake_regression(Some(&deployment("r/web:1", 0)), new).unwrap(),
+            "container web runs r/web:1 instead of r/web:2"
+        );
+        assert_eq!(
+            bake_regression(Some(&deployment("r/web:2", 2)), new).unwrap(),
+            "2 replicas are unavailable"
+        );
+        assert_eq!(bake_regression(Some(&deployment("r/web:1", 0)), None), None);
+        assert_eq!(
+            bake_regression(None, new).unwrap(),
+            "the Deployment was deleted"
+        );
+        let mut d = deployment("r/web:2", 0);
+        d["status"]["conditions"][0] =
+            json!({"type": "Available", "status": "False", "reason": "MinimumReplicasUnavailable"});
+        assert_eq!(
+            bake_regression(Some(&d), new).unwrap(),
+            "it is not available (MinimumReplicasUnavailable)"
+        );
     }
 }
 

@@ -727,8 +727,18 @@ async fn apply_all(
             waves.len(),
             order.max_failed,
             |w| {
-                let wave = jobs[w].take().unwrap_or_default();
-                async move { writing.group(wave, settings.wait).await }
+                let jobs = jobs[w].take().unwrap_or_default();
+                let members = &waves[w];
+                let last = w + 1 == waves.len();
+                async move {
+                    let mut ends = writing.group(jobs, settings.wait).await;
+                    let within =
+                        ends.iter().filter(|(_, s)| !s.as_planned()).count() <= order.max_failed;
+                    if let (Some(bake), false, true) = (fleet.bake, last, within) {
+                        bake_wave(members, &mut ends, bake, interrupt, progress).await;
+                    }
+                    ends
+                }
             },
             |(_, state): &(usize, ClusterState)| state.as_planned(),
             || interrupt.get().is_none(),
@@ -793,6 +803,81 @@ async fn apply_all(
         }
     }
     done(states)
+}
+
+/// `--bake`: waits `bake` (a signal ends it early), then reads each cluster of the wave that
+/// ended as planned again; a regression ([`fleet::bake_regression`]) makes its rollout failed,
+/// which stops the run as a failed cluster does.
+async fn bake_wave(
+    members: &[&Member],
+    ends: &mut [(usize, ClusterState)],
+    bake: std::time::Duration,
+    interrupt: &InterruptFlag,
+    progress: &Arc<FleetProgress>,
+) {
+    let started = tokio::time::Instant::now();
+    while started.elapsed() < bake && interrupt.get().is_none() {
+        let left = bake.saturating_sub(started.elapsed());
+        for m in members {
+            progress.set(
+                m.index,
+                &format!("baking: {} left", crate::wait::format_duration(left)),
+            );
+        }
+        tokio::time::sleep(left.min(std::time::Duration::from_secs(1))).await;
+    }
+    if interrupt.get().is_some() {
+        return;
+    }
+    for (i, state) in ends.iter_mut() {
+        let Some(m) = members.iter().find(|m| m.index == *i) else {
+            continue;
+        };
+        if !state.as_planned() {
+            continue;
+        }
+        let app = &m.sourced.plan.app;
+        let image = planned_image(&m.sourced.plan);
+        let read = m.cluster.get(crate::plan::Kind::Deployment, app).await;
+        let regression = match &read {
+            Ok(d) => fleet::bake_regression(
+                d.as_ref(),
+                image.as_ref().map(|(c, i)| (c.as_str(), i.as_str())),
+            ),
+            Err(e) => Some(format!("it could not be read again: {e}")),
+        };
+        let Some(what) = regression else {
+            progress.set(m.index, "baked: still as rolled out");
+            continue;
+        };
+        progress.set(m.index, &format!("regressed during the bake: {what}"));
+        let failed = Err(crate::wait::WaitError::Failed {
+            target: format!("deployment.apps/{app}"),
+            kubectl_ref: format!("deployment/{app}"),
+            namespace: m.cluster.namespace().to_owned(),
+            state: format!("it regressed during the bake: {what}"),
+        });
+        match state {
+            ClusterState::Applied { rollout, .. } | ClusterState::Unchanged { rollout } => {
+                *rollout = Some(failed);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The container and image the plan sets, if it sets one.
+fn planned_image(plan: &crate::plan::Plan) -> Option<(String, String)> {
+    plan.changes()
+        .filter(|c| c.kind == crate::plan::Kind::Deployment)
+        .flat_map(|c| c.fields.iter())
+        .find_map(|f| {
+            let container = f
+                .path
+                .strip_prefix("spec.template.spec.containers[name=")?
+                .strip_suffix("].image")?;
+            Some((container.to_owned(), f.after()?.as_str()?.to_owned()))
+        })
 }
 
 /// One cluster to write, with what its dry run prepared.

@@ -287,6 +287,8 @@ pub struct FleetSettings {
     pub waves: Vec<WaveSpec>,
     /// `--max-failed`: failed clusters a wave may have and the next one still start.
     pub max_failed: usize,
+    /// `--bake`: how long each wave but the last is watched before the next starts.
+    pub bake: Option<Duration>,
     pub stop_on_failure: bool,
     pub skip_unreachable: bool,
 }
@@ -390,6 +392,7 @@ impl FleetSettings {
             canary,
             waves,
             max_failed: args.max_failed.map_or(0, |n| n as usize),
+            bake: args.bake.filter(|d| !d.is_zero()),
             stop_on_failure: args.stop_on_failure.unwrap_or(stop_default),
             skip_unreachable: args.skip_unreachable,
         }))

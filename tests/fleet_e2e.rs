@@ -900,3 +900,70 @@ fn a_stuck_rollout_in_the_first_wave_leaves_the_later_waves_untouched_and_exits_
         assert!(fleet.app_writes(name).is_empty(), "{name}");
     }
 }
+
+#[test]
+fn a_regression_during_the_bake_stops_the_run_before_the_next_wave() {
+    let fleet = Fleet::with(&SIX, |_| SandboxOptions {
+        rollout: Rollout::Auto {
+            delay: Duration::from_millis(100),
+        },
+        ..SandboxOptions::default()
+    });
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("kubectl-appupdate"));
+    scrub(&mut cmd);
+    cmd.arg("--kubeconfig").arg(&fleet.kubeconfig).args([
+        "web",
+        "--wave",
+        "dev-1,dev-2",
+        "--wave",
+        "eu-1,eu-2",
+        "--wave",
+        "re:us-[0-9]",
+        "--image",
+        NEW_IMAGE,
+        "--yes",
+        "-o",
+        "json",
+        "--wait",
+        "--timeout",
+        "30s",
+        "--bake",
+        "3s",
+    ]);
+    let child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Once dev-1 rolled out, during the bake, one of its replicas becomes unavailable.
+    wait_until("dev-1 rolled out", || {
+        fleet.image("dev-1") == NEW_IMAGE
+            && fleet.sb("dev-1").get(DEPLOY).is_some_and(|d| {
+                d["status"]["updatedReplicas"] == d["spec"]["replicas"]
+                    && d["status"]["availableReplicas"] == d["spec"]["replicas"]
+            })
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    fleet
+        .sb("dev-1")
+        .update_status(DEPLOY, |d| {
+            d["status"]["unavailableReplicas"] = json!(1);
+            d["status"]["availableReplicas"] = json!(1);
+        })
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_code(&o, 7);
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        wave_statuses(&doc),
+        ["failed", "not-started", "not-started"]
+    );
+    let err = stderr(&o);
+    assert!(
+        err.contains("it regressed during the bake: 1 replica is unavailable"),
+        "{err}"
+    );
+    for name in ["eu-1", "eu-2", "us-1", "us-2"] {
+        assert!(fleet.app_writes(name).is_empty(), "{name}");
+    }
+}

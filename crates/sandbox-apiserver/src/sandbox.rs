@@ -324,6 +324,25 @@ impl Sandbox {
             })
     }
 
+    /// A controller writing the object's status now (its status subresource: everything else
+    /// is kept), e.g. a Deployment's replicas becoming unavailable.
+    pub fn update_status(
+        &self,
+        object_path: &str,
+        mutate: impl FnOnce(&mut Value),
+    ) -> Result<Value, StatusBody> {
+        let (k, ns, name) = resolve(&self.server.registry, object_path)?;
+        let mut once = Some(mutate);
+        self.server
+            .store
+            .write()
+            .system_update(k, &ns, &name, COMPETITOR, "status", &mut |obj| {
+                if let Some(m) = once.take() {
+                    m(obj);
+                }
+            })
+    }
+
     /// Delete the object now.
     pub fn delete(&self, object_path: &str) -> Result<(), StatusBody> {
         let (k, ns, name) = resolve(&self.server.registry, object_path)?;
