@@ -491,7 +491,7 @@ pub struct FleetArgs {
 
     /// After each wave but the last, wait this long (e.g. 10m), then read its clusters again:
     /// a Deployment no longer available at the new image stops the run like a failure.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, requires_all = ["wave", "wait"],
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, requires = "wave",
           help_heading = "Fleet")]
     pub bake: Option<Duration>,
 

@@ -685,6 +685,11 @@ impl Settings {
         }
         let cluster = ClusterSelection::resolve(args.cluster, env)?;
         let fleet = FleetSettings::resolve(args.fleet, &cluster, 0)?;
+        if fleet.as_ref().is_some_and(|f| f.bake.is_some()) && !args.wait {
+            return Err(SettingsError::Invalid(
+                "--bake watches each wave after its rollout: add --wait".into(),
+            ));
+        }
 
         let endpoints = match &args.endpoints {
             None => None,
@@ -800,6 +805,11 @@ impl Settings {
         }
         let cluster = ClusterSelection::resolve(cluster, env)?;
         let fleet = FleetSettings::resolve(args.fleet, &cluster, file.clusters.len())?;
+        if fleet.as_ref().is_some_and(|f| f.bake.is_some()) {
+            return Err(SettingsError::Invalid(
+                "--bake watches each wave after its rollout, which apply FILE does not follow: apply without --bake".into(),
+            ));
+        }
         Ok(Settings {
             app,
             container: None,

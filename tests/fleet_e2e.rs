@@ -868,6 +868,10 @@ fn waves_that_overlap_or_mix_with_other_context_flags_are_refused() {
             &["web", "--wave", "eu-1,", "--max", "9", "--yes"][..],
             "has an empty context name",
         ),
+        (
+            &["web", "--wave", "eu-1", "--bake", "1m", "--max", "9", "--yes"][..],
+            "--bake watches each wave after its rollout: add --wait",
+        ),
     ] {
         let o = fleet.run(args);
         assert_code(&o, 3);
