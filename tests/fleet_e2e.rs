@@ -869,7 +869,9 @@ fn waves_that_overlap_or_mix_with_other_context_flags_are_refused() {
             "has an empty context name",
         ),
         (
-            &["web", "--wave", "eu-1", "--bake", "1m", "--max", "9", "--yes"][..],
+            &[
+                "web", "--wave", "eu-1", "--bake", "1m", "--max", "9", "--yes",
+            ][..],
             "--bake watches each wave after its rollout: add --wait",
         ),
     ] {
@@ -967,6 +969,44 @@ fn a_regression_during_the_bake_stops_the_run_before_the_next_wave() {
         err.contains("it regressed during the bake: 1 replica is unavailable"),
         "{err}"
     );
+    for name in ["eu-1", "eu-2", "us-1", "us-2"] {
+        assert!(fleet.app_writes(name).is_empty(), "{name}");
+    }
+}
+
+#[test]
+fn ctrl_c_during_a_bake_starts_nothing_further() {
+    let fleet = Fleet::with(&SIX, |_| SandboxOptions {
+        rollout: Rollout::Auto {
+            delay: Duration::from_millis(100),
+        },
+        ..SandboxOptions::default()
+    });
+    let mut run = Running::with_kubeconfig(
+        &fleet.kubeconfig,
+        &[
+            "web",
+            "--wave",
+            "dev-1,dev-2",
+            "--wave",
+            "eu-1,eu-2",
+            "--wave",
+            "re:us-[0-9]",
+            "--image",
+            NEW_IMAGE,
+            "--yes",
+            "--wait",
+            "--bake",
+            "1m",
+        ],
+    );
+    run.wait_for_stderr("baking:");
+    run.signal("INT");
+    let (code, _, err) = run.finish();
+    assert_eq!(code, 130, "{err}");
+    for name in ["dev-1", "dev-2"] {
+        assert_eq!(fleet.image(name), NEW_IMAGE, "{name}");
+    }
     for name in ["eu-1", "eu-2", "us-1", "us-2"] {
         assert!(fleet.app_writes(name).is_empty(), "{name}");
     }
