@@ -115,6 +115,12 @@ pub struct ApplyArgs {
     #[command(flatten)]
     pub fleet: FleetArgs,
 
+    /// Apply the waves up to this one (from 1) and stop; applying the same file again carries
+    /// on with the clusters it has not applied yet.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..),
+          help_heading = "Fleet")]
+    pub stop_after_wave: Option<u32>,
+
     /// How long --canary follows a rollout, e.g. 5m (0: no bound).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "5m",
           help_heading = "Fleet")]

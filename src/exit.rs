@@ -103,7 +103,9 @@ fn fleet(end: &FleetEnd) -> ExitCode {
         .map(|c| match &c.state {
             ClusterState::Failed(err) => failed(err),
             ClusterState::Skipped(_) => ExitCode::Skipped,
-            ClusterState::Planned | ClusterState::NotStarted(_) => ExitCode::Ok,
+            ClusterState::Planned
+            | ClusterState::NotStarted(_)
+            | ClusterState::AlreadyApplied { .. } => ExitCode::Ok,
             ClusterState::Refused(report) => applied(report),
             ClusterState::Unchanged { rollout: r } => rollout(r),
             ClusterState::Applied {

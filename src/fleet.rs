@@ -29,6 +29,8 @@ pub struct FleetOrder {
     /// The contexts of each wave, in order; empty without waves.
     pub waves: Vec<Vec<String>>,
     pub max_failed: usize,
+    /// `--stop-after-wave`: the waves after this many are not started.
+    pub stop_after: Option<usize>,
 }
 
 impl FleetOrder {
@@ -138,6 +140,8 @@ pub enum NotStarted {
     Canary,
     /// An earlier wave had more failed clusters than `--max-failed` allows.
     EarlierWave,
+    /// Its wave comes after `--stop-after-wave`: applying the same file again carries on.
+    StoppedAfterWave,
     /// A signal asked to start nothing new.
     Interrupted,
 }
@@ -153,6 +157,9 @@ impl NotStarted {
             NotStarted::EarlierWave => {
                 "an earlier wave had more failed clusters than --max-failed allows"
             }
+            NotStarted::StoppedAfterWave => {
+                "its wave comes after --stop-after-wave; apply the same file again to carry on"
+            }
             NotStarted::Interrupted => "interrupted before it started",
         }
     }
@@ -163,6 +170,7 @@ impl NotStarted {
             NotStarted::AfterFailure => "after-failure",
             NotStarted::Canary => "canary",
             NotStarted::EarlierWave => "earlier-wave",
+            NotStarted::StoppedAfterWave => "stopped-after-wave",
             NotStarted::Interrupted => "interrupted",
         }
     }
@@ -193,6 +201,11 @@ pub enum ClusterState {
         rollout: Option<Result<RolloutState, WaitError>>,
     },
     NotStarted(NotStarted),
+    /// A saved plan this cluster's history says was applied already (`revision`): resuming a
+    /// run that stopped after a wave, nothing is written here again.
+    AlreadyApplied {
+        revision: u64,
+    },
 }
 
 /// Every object of `report` was written or already as planned (a signal that came after the
@@ -217,6 +230,7 @@ impl ClusterState {
             ClusterState::Planned => "planned only",
             ClusterState::Refused(_) => "refused",
             ClusterState::NotStarted(_) => "not started",
+            ClusterState::AlreadyApplied { .. } => "already applied",
             ClusterState::Unchanged { rollout } if rollout_failed(rollout) => {
                 "already as planned whose rollout did not complete"
             }
@@ -254,6 +268,7 @@ impl ClusterState {
                 report, rollout, ..
             } => objects_done(report) && rolled_out(rollout),
             ClusterState::Unchanged { rollout } => rolled_out(rollout),
+            ClusterState::AlreadyApplied { .. } => true,
             _ => false,
         }
     }
@@ -316,6 +331,13 @@ impl ClusterEnd {
                 Fate::Done,
                 Style::new(),
                 format!("{at}: already as planned, nothing to change"),
+            ),
+            ClusterState::AlreadyApplied { revision } => Line::new(
+                Fate::Done,
+                Style::new(),
+                format!(
+                    "{at}: already applied by this plan (revision {revision}), not written again"
+                ),
             ),
             ClusterState::NotStarted(why) => not_done(
                 Style::new().yellow(),
@@ -600,6 +622,10 @@ fn outcome_doc(end: Option<&ClusterEnd>, planned: bool) -> OutcomeDoc {
         ClusterState::Refused(report) => OutcomeDoc {
             objects: object_outcomes(report),
             ..empty("refused", None)
+        },
+        ClusterState::AlreadyApplied { revision } => OutcomeDoc {
+            revision: Some(*revision),
+            ..empty("already-applied", None)
         },
         ClusterState::Unchanged { rollout } => OutcomeDoc {
             rollout: rollout_doc(rollout),

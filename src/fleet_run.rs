@@ -104,7 +104,12 @@ pub async fn run(settings: &Settings, fleet: &FleetSettings, streams: &Streams) 
             .iter()
             .map(|m| (&m.sourced, &m.cluster))
             .collect();
-        if let Err(e) = run::save_plans(path, &plans, settings.sign_key.as_ref()) {
+        if let Err(e) = run::save_plans(
+            path,
+            &plans,
+            &planned.order.waves,
+            settings.sign_key.as_ref(),
+        ) {
             return Ending::Failed(e);
         }
         let shown = Untrusted(path.display().to_string());
@@ -263,6 +268,7 @@ async fn plan_all(settings: &Settings, fleet: &FleetSettings) -> Result<Planned,
             canary: fleet.canary.clone(),
             waves,
             max_failed: fleet.max_failed,
+            stop_after: fleet.stop_after_wave,
         },
         contexts: contexts.clone(),
         members: Vec::new(),
@@ -723,8 +729,9 @@ async fn apply_all(
             .map(|wave| Some(wave.iter().map(|m| (*m, take(m))).collect()))
             .collect();
         let writing = &writing;
+        let running = order.stop_after.map_or(waves.len(), |n| n.min(waves.len()));
         let ran = fleet::in_waves(
-            waves.len(),
+            running,
             order.max_failed,
             |w| {
                 let jobs = jobs[w].take().unwrap_or_default();
@@ -744,6 +751,15 @@ async fn apply_all(
             || interrupt.get().is_none(),
         )
         .await;
+        for wave in &waves[running..] {
+            for m in wave {
+                progress.set(
+                    m.index,
+                    "NOT started: stopped after the wave before, as asked",
+                );
+                states[m.index] = Some(ClusterState::NotStarted(NotStarted::StoppedAfterWave));
+            }
+        }
         let mut over_budget = None;
         for (w, (wave, ran)) in waves.iter().zip(ran).enumerate() {
             match ran {
@@ -911,6 +927,13 @@ impl Writing<'_> {
     /// started after a signal, or after a failure elsewhere with `--stop-on-failure`.
     async fn one(&self, m: &Member, ready: Option<Ready>, follow: bool) -> ClusterState {
         let (settings, progress) = (self.settings, self.progress);
+        if let Some(revision) = m.sourced.already_applied {
+            progress.set(
+                m.index,
+                &format!("already applied by this plan (revision {revision})"),
+            );
+            return ClusterState::AlreadyApplied { revision };
+        }
         if self.interrupt.get().is_some() {
             progress.set(m.index, "NOT started: interrupted");
             return ClusterState::NotStarted(NotStarted::Interrupted);

@@ -193,6 +193,8 @@ pub struct PlanFile {
     pub created_at: String,
     pub tool: String,
     pub clusters: Vec<ClusterPlan>,
+    /// The contexts in waves, in order, when the plan was made in waves (`--wave`).
+    pub waves: Vec<Vec<String>>,
     /// `sha256:…` over the content: what the history record of the run that applies it keeps,
     /// so that the same file is not applied twice.
     pub checksum: String,
@@ -293,6 +295,10 @@ struct FileDoc {
 struct ContentDoc {
     created_at: String,
     tool: String,
+    /// The contexts in waves (`--wave`), in order, when the plan was made so: `apply FILE`
+    /// applies in the same waves.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    waves: Vec<Vec<String>>,
     clusters: Vec<ClusterDoc>,
 }
 
@@ -373,6 +379,15 @@ pub fn render(
     plans: &[(&Plan, &Origin, &Source)],
     key: Option<&PlanKey>,
 ) -> Result<String, PlanFileError> {
+    render_in_waves(plans, &[], key)
+}
+
+/// [`render`] of a plan made in waves (`--wave`): the contexts of each wave, in order.
+pub fn render_in_waves(
+    plans: &[(&Plan, &Origin, &Source)],
+    waves: &[Vec<String>],
+    key: Option<&PlanKey>,
+) -> Result<String, PlanFileError> {
     let created_at = plans
         .first()
         .map(|(_, o, _)| o.created_at.clone())
@@ -403,6 +418,7 @@ pub fn render(
     let content = serde_json::to_value(ContentDoc {
         created_at,
         tool: tool(),
+        waves: waves.to_vec(),
         clusters,
     })
     .map_err(|e| PlanFileError::Invalid {
@@ -594,6 +610,18 @@ pub fn parse(text: &str, file: &str, key: Option<&PlanKey>) -> Result<PlanFile, 
         file: file.to_owned(),
         why,
     };
+    let mut in_waves = std::collections::BTreeSet::new();
+    for wave in &content.waves {
+        if wave.is_empty()
+            || wave
+                .iter()
+                .any(|c| c.is_empty() || !in_waves.insert(c.clone()))
+        {
+            return Err(edited(
+                "its waves are not lists of distinct, non-empty context names".into(),
+            ));
+        }
+    }
     let mut clusters = Vec::with_capacity(content.clusters.len());
     for c in content.clusters {
         if !names::is_dns1123_subdomain(&c.app) || c.app.len() > 63 {
@@ -678,6 +706,7 @@ pub fn parse(text: &str, file: &str, key: Option<&PlanKey>) -> Result<PlanFile, 
         created_at: content.created_at,
         tool: content.tool,
         clusters,
+        waves: content.waves,
         checksum: doc.checksum,
     })
 }

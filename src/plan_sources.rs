@@ -51,6 +51,9 @@ pub struct Sourced {
     pub live: Option<LiveState>,
     /// The checksum of the saved plan this is (`apply FILE`), for the history record.
     pub plan_checksum: Option<String>,
+    /// A saved plan of a fleet whose record this cluster's history holds already (the
+    /// revision): a resumed run writes nothing here again.
+    pub already_applied: Option<u64>,
 }
 
 fn human(d: Duration) -> String {
@@ -342,5 +345,6 @@ pub async fn undo(
         config_map: Some(cm),
         live: Some(live),
         plan_checksum: None,
+        already_applied: None,
     })
 }

@@ -123,7 +123,12 @@ async fn plan(settings: &Settings, streams: &Streams) -> Result<Next, AppError> 
         });
     }
     if let Some(path) = &settings.plan_out {
-        save_plans(path, &[(&sourced, &cluster)], settings.sign_key.as_ref())?;
+        save_plans(
+            path,
+            &[(&sourced, &cluster)],
+            &[],
+            settings.sign_key.as_ref(),
+        )?;
         let shown = crate::text::Untrusted(path.display().to_string());
         streams::notice(&format!(
             "Saved the plan to {shown}{}; apply it with: kubectl appupdate apply {shown}",
@@ -177,7 +182,24 @@ pub(crate) async fn source(
         let app = target.plan.app.clone();
         let cm = history_store::read(cluster, &app).await?;
         let stored = history::History::from_config_map(cm.as_ref(), &app);
-        if let Some(revision) = plan_sources::applied_by(&stored, &checksum) {
+        let applied = plan_sources::applied_by(&stored, &checksum);
+        if let (Some(revision), Some(_)) = (applied, &settings.fleet) {
+            // A run over several clusters that stopped after a wave, or failed in one: this
+            // cluster is done, the run carries on with the others.
+            let mut plan = target.plan;
+            plan.objects.clear();
+            return Ok(Sourced {
+                plan,
+                source: target.source,
+                saved_plan: true,
+                config_map: Some(cm),
+                refusal: None,
+                live: None,
+                plan_checksum: Some(checksum),
+                already_applied: Some(revision),
+            });
+        }
+        if let Some(revision) = applied {
             let name = settings
                 .saved
                 .as_ref()
@@ -201,6 +223,7 @@ pub(crate) async fn source(
             refusal: None,
             live: None,
             plan_checksum: Some(checksum),
+            already_applied: None,
         });
     }
     if let Some(undo) = &settings.undo {
@@ -234,6 +257,7 @@ pub(crate) async fn source(
         refusal: None,
         live: Some(live),
         plan_checksum: None,
+        already_applied: None,
     })
 }
 
@@ -257,6 +281,7 @@ pub(crate) fn connected(conn: Connection, verbose: u8, prefix: Option<String>) -
 pub(crate) fn save_plans(
     path: &std::path::Path,
     plans: &[(&Sourced, &Cluster)],
+    waves: &[Vec<String>],
     key: Option<&PlanKey>,
 ) -> Result<(), AppError> {
     let created_at = k8s_openapi::jiff::Timestamp::now()
@@ -276,7 +301,7 @@ pub(crate) fn save_plans(
         .zip(&origins)
         .map(|((sourced, _), origin)| (&sourced.plan, origin, &sourced.source))
         .collect();
-    let text = plan_file::render(&entries, key)?;
+    let text = plan_file::render_in_waves(&entries, waves, key)?;
     std::fs::write(path, text).map_err(|source| AppError::PlanOut {
         file: path.display().to_string(),
         source,

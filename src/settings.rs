@@ -289,6 +289,8 @@ pub struct FleetSettings {
     pub max_failed: usize,
     /// `--bake`: how long each wave but the last is watched before the next starts.
     pub bake: Option<Duration>,
+    /// `apply FILE --stop-after-wave N`: the last wave to apply in this run.
+    pub stop_after_wave: Option<usize>,
     pub stop_on_failure: bool,
     pub skip_unreachable: bool,
 }
@@ -393,6 +395,7 @@ impl FleetSettings {
             waves,
             max_failed: args.max_failed.map_or(0, |n| n as usize),
             bake: args.bake.filter(|d| !d.is_zero()),
+            stop_after_wave: None,
             stop_on_failure: args.stop_on_failure.unwrap_or(stop_default),
             skip_unreachable: args.skip_unreachable,
         }))
@@ -804,11 +807,31 @@ impl Settings {
             }));
         }
         let cluster = ClusterSelection::resolve(cluster, env)?;
-        let fleet = FleetSettings::resolve(args.fleet, &cluster, file.clusters.len())?;
+        let waves_given = !args.fleet.wave.is_empty();
+        let mut fleet = FleetSettings::resolve(args.fleet, &cluster, file.clusters.len())?;
         if fleet.as_ref().is_some_and(|f| f.bake.is_some()) {
             return Err(SettingsError::Invalid(
                 "--bake watches each wave after its rollout, which apply FILE does not follow: apply without --bake".into(),
             ));
+        }
+        // The plan's waves, unless --wave gives others.
+        if let Some(f) = fleet.as_mut()
+            && !waves_given
+            && f.canary.is_empty()
+            && cluster.contexts.is_empty()
+            && cluster.context_selector.is_none()
+        {
+            f.waves = file.waves.iter().cloned().map(WaveSpec::Named).collect();
+        }
+        if let Some(n) = args.stop_after_wave {
+            match fleet.as_mut().filter(|f| !f.waves.is_empty()) {
+                Some(f) => f.stop_after_wave = Some(n as usize),
+                None => {
+                    return Err(SettingsError::Invalid(
+                        "--stop-after-wave applies to a plan of several clusters in waves: make it with --wave, or give --wave here".into(),
+                    ));
+                }
+            }
         }
         Ok(Settings {
             app,

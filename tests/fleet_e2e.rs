@@ -1011,3 +1011,73 @@ fn ctrl_c_during_a_bake_starts_nothing_further() {
         assert!(fleet.app_writes(name).is_empty(), "{name}");
     }
 }
+
+/// The records in `name`'s history, as `history -o json` lists them.
+fn records(fleet: &Fleet, name: &str) -> Vec<Value> {
+    let o = fleet.run(&["history", "web", "--context", name, "-o", "json"]);
+    assert_code(&o, 0);
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    doc["records"].as_array().cloned().unwrap_or_default()
+}
+
+#[test]
+fn a_saved_plan_in_waves_stops_after_a_wave_and_resumes_with_the_rest() {
+    let fleet = Fleet::new(&SIX);
+    let file = fleet.dir.path().join("plan.json");
+    let o = fleet.run(&[
+        "web",
+        "--wave",
+        "dev-1,dev-2",
+        "--wave",
+        "eu-1,eu-2",
+        "--wave",
+        "re:us-[0-9]",
+        "--image",
+        NEW_IMAGE,
+        "--plan-out",
+        file.to_str().unwrap(),
+    ]);
+    assert_code(&o, 0);
+    let plan: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(plan["content"]["waves"][2], json!(["us-1", "us-2"]));
+
+    // Tonight: the first wave only.
+    let o = fleet.run(&[
+        "apply",
+        file.to_str().unwrap(),
+        "--stop-after-wave",
+        "1",
+        "--yes",
+        "-o",
+        "json",
+    ]);
+    assert_code(&o, 0);
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        wave_statuses(&doc),
+        ["applied", "not-started", "not-started"]
+    );
+    assert!(
+        stderr(&o).contains(
+            "its wave comes after --stop-after-wave; apply the same file again to carry on"
+        ),
+        "{}",
+        stderr(&o)
+    );
+    for name in ["eu-1", "eu-2", "us-1", "us-2"] {
+        assert!(fleet.app_writes(name).is_empty(), "{name}");
+    }
+
+    // Tomorrow: the same file again carries on; the first wave is not applied twice.
+    let o = fleet.run(&["apply", file.to_str().unwrap(), "--yes", "-o", "json"]);
+    assert_code(&o, 0);
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(doc["clusters"][0]["outcome"]["status"], "already-applied");
+    assert_eq!(wave_statuses(&doc), ["applied", "applied", "applied"]);
+    for name in SIX {
+        assert_eq!(fleet.image(name), NEW_IMAGE, "{name}");
+        let records = records(&fleet, name);
+        assert_eq!(records.len(), 1, "{name}: exactly one record of the run");
+        assert_eq!(records[0]["planChecksum"], plan["checksum"], "{name}");
+    }
+}
