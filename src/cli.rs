@@ -330,6 +330,17 @@ pub struct UpdateArgs {
           help_heading = "Undo")]
     pub to_revision: Option<u64>,
 
+    /// Over several clusters: undo this fleet run's record in each cluster (default: the newest
+    /// fleet run recorded in any of them), the waves in reverse order.
+    #[arg(
+        long,
+        value_name = "ID",
+        requires = "undo",
+        conflicts_with = "to_revision",
+        help_heading = "Undo"
+    )]
+    pub fleet_run: Option<String>,
+
     /// Undo even though these fields changed since the record (image, min, max, or a route
     /// object's reference); must name exactly the fields the refusal lists.
     #[arg(

@@ -142,6 +142,8 @@ pub enum NotStarted {
     EarlierWave,
     /// Its wave comes after `--stop-after-wave`: applying the same file again carries on.
     StoppedAfterWave,
+    /// A fleet undo: the fleet run being undone never applied here.
+    NeverApplied,
     /// A signal asked to start nothing new.
     Interrupted,
 }
@@ -160,6 +162,7 @@ impl NotStarted {
             NotStarted::StoppedAfterWave => {
                 "its wave comes after --stop-after-wave; apply the same file again to carry on"
             }
+            NotStarted::NeverApplied => "left alone: the fleet run being undone never applied here",
             NotStarted::Interrupted => "interrupted before it started",
         }
     }
@@ -171,6 +174,7 @@ impl NotStarted {
             NotStarted::Canary => "canary",
             NotStarted::EarlierWave => "earlier-wave",
             NotStarted::StoppedAfterWave => "stopped-after-wave",
+            NotStarted::NeverApplied => "never-applied",
             NotStarted::Interrupted => "interrupted",
         }
     }
@@ -268,7 +272,9 @@ impl ClusterState {
                 report, rollout, ..
             } => objects_done(report) && rolled_out(rollout),
             ClusterState::Unchanged { rollout } => rolled_out(rollout),
-            ClusterState::AlreadyApplied { .. } => true,
+            // Nothing of the run was there to change.
+            ClusterState::AlreadyApplied { .. }
+            | ClusterState::NotStarted(NotStarted::NeverApplied) => true,
             _ => false,
         }
     }

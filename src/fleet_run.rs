@@ -237,7 +237,11 @@ async fn plan_all(settings: &Settings, fleet: &FleetSettings) -> Result<Planned,
             Vec::new(),
         )
     } else {
-        let waves = resolve_waves(&loaded, &fleet.waves)?;
+        let mut waves = resolve_waves(&loaded, &fleet.waves)?;
+        if settings.undo.is_some() {
+            // An undo goes back in the reverse order: the last wave first.
+            waves.reverse();
+        }
         (waves.concat(), waves)
     };
     if let Some(canary) = fleet.canary.iter().find(|c| !contexts.contains(c)) {
@@ -256,12 +260,39 @@ async fn plan_all(settings: &Settings, fleet: &FleetSettings) -> Result<Planned,
     if let Some(saved) = &settings.saved {
         plan_sources::check_age(saved, now)?;
     }
+    // A fleet undo undoes one fleet run everywhere: the one named, else the newest recorded.
+    let mut resolved;
+    let settings = match &settings.undo {
+        Some(undo) if undo.fleet_run.is_none() && undo.revision.is_none() => {
+            match newest_fleet_run(&loaded, settings, &contexts).await {
+                Some(id) => {
+                    resolved = settings.clone();
+                    if let Some(u) = resolved.undo.as_mut() {
+                        u.fleet_run = Some(id);
+                    }
+                    &resolved
+                }
+                None => settings,
+            }
+        }
+        _ => settings,
+    };
+    let run_id = fleet_run_id(settings);
     let results = join_all(
         contexts
             .iter()
             .map(|context| plan_one(&loaded, settings, context)),
     )
     .await;
+    let results: Vec<Result<(Cluster, Sourced), AppError>> = results
+        .into_iter()
+        .map(|r| {
+            r.map(|(cluster, mut sourced)| {
+                sourced.fleet_run = Some(run_id.clone());
+                (cluster, sourced)
+            })
+        })
+        .collect();
     let mut planned = Planned {
         app: settings.app.clone(),
         order: FleetOrder {
@@ -290,6 +321,52 @@ async fn plan_all(settings: &Settings, fleet: &FleetSettings) -> Result<Planned,
     }
     one_context_per_cluster(&planned)?;
     Ok(planned)
+}
+
+/// The identifier of this run over several clusters, kept in each cluster's record: a saved
+/// plan's is made from its checksum (a resumed run is the same run), another run's from the
+/// time and the process.
+fn fleet_run_id(settings: &Settings) -> String {
+    use sha2::Digest as _;
+    if let Some(saved) = &settings.saved {
+        let hex = saved.file.checksum.trim_start_matches("sha256:");
+        return format!("plan-{}", &hex[..hex.len().min(12)]);
+    }
+    let seed = format!(
+        "{:?} {} {}",
+        std::time::SystemTime::now(),
+        std::process::id(),
+        settings.app
+    );
+    let hex: String = sha2::Sha256::digest(seed.as_bytes())
+        .iter()
+        .take(6)
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("run-{hex}")
+}
+
+/// The newest fleet run recorded in any of `contexts`' histories (by its newest record's
+/// time); `None` when none of them records one. One read per cluster, before planning.
+async fn newest_fleet_run(
+    loaded: &Loaded,
+    settings: &Settings,
+    contexts: &[String],
+) -> Option<String> {
+    let reads = join_all(contexts.iter().map(|context| async move {
+        let conn = loaded
+            .connect(&settings.cluster, Some(context), streams::warning)
+            .await
+            .ok()?;
+        let cluster = run::connected(conn, 0, None);
+        let cm = history_store::read(&cluster, &settings.app).await.ok()?;
+        let history = crate::history::History::from_config_map(cm.as_ref(), &settings.app);
+        history
+            .newest_fleet_run()
+            .map(|(id, time)| (time.to_owned(), id.to_owned()))
+    }))
+    .await;
+    reads.into_iter().flatten().max().map(|(_, id)| id)
 }
 
 /// The contexts of each `--wave`, in order: names checked against the kubeconfig, `re:`
@@ -927,6 +1004,13 @@ impl Writing<'_> {
     /// started after a signal, or after a failure elsewhere with `--stop-on-failure`.
     async fn one(&self, m: &Member, ready: Option<Ready>, follow: bool) -> ClusterState {
         let (settings, progress) = (self.settings, self.progress);
+        if m.sourced.left_alone {
+            progress.set(
+                m.index,
+                "left alone: the fleet run being undone never applied here",
+            );
+            return ClusterState::NotStarted(NotStarted::NeverApplied);
+        }
         if let Some(revision) = m.sourced.already_applied {
             progress.set(
                 m.index,

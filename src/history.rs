@@ -186,6 +186,10 @@ pub struct Record {
     /// The checksum of the saved plan the run applied (`apply FILE`): a file is applied once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan_checksum: Option<String>,
+    /// The run over several clusters this record is one cluster's part of: what a fleet undo
+    /// picks the records by.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fleet_run: Option<String>,
 }
 
 /// What a run knows about itself besides its report.
@@ -199,6 +203,8 @@ pub struct RunInfo {
     pub routes: Option<RoutesHeader>,
     /// The checksum of the saved plan being applied.
     pub plan_checksum: Option<String>,
+    /// The run over several clusters this run is part of.
+    pub fleet_run: Option<String>,
 }
 
 fn as_string(v: Option<&Value>) -> Option<String> {
@@ -303,6 +309,7 @@ pub fn record(report: &Report, info: &RunInfo) -> Option<Record> {
         endpoints,
         routes_truncated: false,
         plan_checksum: info.plan_checksum.clone(),
+        fleet_run: info.fleet_run.clone(),
     })
 }
 
@@ -530,8 +537,21 @@ pub fn validate(record: &Record, app: &str) -> Result<(), String> {
     {
         return Err("its plan checksum is not a sha256:<64 hex digits> checksum".into());
     }
+    if let Some(id) = &record.fleet_run
+        && !is_fleet_run(id)
+    {
+        return Err("its fleet run is not an identifier (a-z, 0-9, -; at most 64)".into());
+    }
     let _ = app;
     Ok(())
+}
+
+/// A fleet run's identifier: 1 to 64 of `a-z`, `0-9`, `-`.
+pub fn is_fleet_run(id: &str) -> bool {
+    (1..=64).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
 }
 
 /// `sha256:` and 64 lowercase hex digits.
@@ -594,6 +614,22 @@ impl History {
                 .map(|(revision, text)| (revision, text.len()))
                 .collect(),
         }
+    }
+
+    /// The newest record of the fleet run `id`; `None` when that run left none here.
+    pub fn of_fleet_run(&self, id: &str) -> Option<&Record> {
+        self.entries.iter().rev().find_map(|e| match e {
+            Entry::Record(r) if r.fleet_run.as_deref() == Some(id) => Some(&**r),
+            _ => None,
+        })
+    }
+
+    /// The newest fleet run recorded here, and when its newest record was made.
+    pub fn newest_fleet_run(&self) -> Option<(&str, &str)> {
+        self.entries.iter().rev().find_map(|e| match e {
+            Entry::Record(r) => r.fleet_run.as_deref().map(|id| (id, r.time.as_str())),
+            _ => None,
+        })
     }
 
     /// The record of `revision`, else the newest; `Err` says why there is none.
@@ -825,6 +861,7 @@ mod tests {
                 ..Default::default()
             }),
             plan_checksum: None,
+            fleet_run: None,
         }
     }
 

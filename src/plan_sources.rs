@@ -54,6 +54,10 @@ pub struct Sourced {
     /// A saved plan of a fleet whose record this cluster's history holds already (the
     /// revision): a resumed run writes nothing here again.
     pub already_applied: Option<u64>,
+    /// The run over several clusters this cluster's change is part of (for its record).
+    pub fleet_run: Option<String>,
+    /// A fleet undo of a run that never applied here: nothing to undo, left alone.
+    pub left_alone: bool,
 }
 
 fn human(d: Duration) -> String {
@@ -298,6 +302,36 @@ pub async fn undo(
         cluster.namespace(),
         cluster.conn.context
     );
+    if let Some(id) = &request.fleet_run
+        && request.revision.is_none()
+    {
+        let Some(record) = stored.of_fleet_run(id) else {
+            return Ok(Sourced {
+                plan: Plan::new(
+                    app.to_owned(),
+                    cluster.namespace().to_owned(),
+                    cluster.conn.context.clone(),
+                    Vec::new(),
+                ),
+                source: Source::Update,
+                saved_plan: false,
+                config_map: Some(cm),
+                refusal: None,
+                live: None,
+                plan_checksum: None,
+                already_applied: None,
+                fleet_run: None,
+                left_alone: true,
+            });
+        };
+        let revision = record.revision;
+        let one = UndoRequest {
+            revision: Some(revision),
+            fleet_run: None,
+            force: request.force.clone(),
+        };
+        return Box::pin(undo(cluster, app, &one, recording)).await;
+    }
     let record = stored.pick(request.revision).map_err(|e| match e {
         PickError::Missing(why) => AppError::Undo {
             message: format!(
@@ -346,5 +380,7 @@ pub async fn undo(
         live: Some(live),
         plan_checksum: None,
         already_applied: None,
+        fleet_run: None,
+        left_alone: false,
     })
 }

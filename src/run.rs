@@ -197,6 +197,8 @@ pub(crate) async fn source(
                 live: None,
                 plan_checksum: Some(checksum),
                 already_applied: Some(revision),
+                fleet_run: None,
+                left_alone: false,
             });
         }
         if let Some(revision) = applied {
@@ -224,6 +226,8 @@ pub(crate) async fn source(
             live: None,
             plan_checksum: Some(checksum),
             already_applied: None,
+            fleet_run: None,
+            left_alone: false,
         });
     }
     if let Some(undo) = &settings.undo {
@@ -258,6 +262,8 @@ pub(crate) async fn source(
         live: Some(live),
         plan_checksum: None,
         already_applied: None,
+        fleet_run: None,
+        left_alone: false,
     })
 }
 
@@ -450,6 +456,7 @@ pub(crate) async fn write_and_record(
         saved_plan: sourced.saved_plan,
         routes: plan.routes.as_ref().map(|r| r.header.clone()),
         plan_checksum: sourced.plan_checksum.clone(),
+        fleet_run: sourced.fleet_run.clone(),
     };
     let config_map_read = &prepared.config_map;
     let with_last_round = |expected: &Report| {

@@ -407,6 +407,9 @@ impl FleetSettings {
 pub struct UndoRequest {
     /// `None`: the newest record.
     pub revision: Option<u64>,
+    /// A fleet undo: the newest record of this fleet run in each cluster (`--fleet-run`, else
+    /// the newest fleet run recorded in any of them).
+    pub fleet_run: Option<String>,
     /// `--force-undo`: the fields the user accepts to overwrite.
     pub force: BTreeSet<String>,
 }
@@ -723,8 +726,17 @@ impl Settings {
             None => None,
         };
 
+        if let Some(id) = &args.fleet_run
+            && !crate::history::is_fleet_run(id)
+        {
+            return Err(SettingsError::Invalid(format!(
+                "--fleet-run {:?}: a fleet run is named by letters a-z, digits and '-' (see the fleetRun of `history -o json`)",
+                Untrusted(id)
+            )));
+        }
         let undo = (args.undo || args.to_revision.is_some()).then(|| UndoRequest {
             revision: args.to_revision,
+            fleet_run: args.fleet_run.clone(),
             force: args
                 .force_undo
                 .iter()

@@ -346,6 +346,7 @@ mod tests {
             endpoints,
             routes_truncated: false,
             plan_checksum: None,
+            fleet_run: None,
         }
     }
 

@@ -1081,3 +1081,97 @@ fn a_saved_plan_in_waves_stops_after_a_wave_and_resumes_with_the_rest() {
         assert_eq!(records[0]["planChecksum"], plan["checksum"], "{name}");
     }
 }
+
+#[test]
+fn a_fleet_undo_takes_every_cluster_back_in_reverse_wave_order() {
+    let fleet = Fleet::new(&SIX);
+    assert_code(&in_waves(&fleet, &[]), 0);
+    let run_ids: Vec<Value> = SIX
+        .iter()
+        .map(|n| records(&fleet, n)[0]["fleetRun"].clone())
+        .collect();
+    assert!(
+        run_ids[0].as_str().unwrap().starts_with("run-"),
+        "{run_ids:?}"
+    );
+    assert!(run_ids.iter().all(|id| *id == run_ids[0]), "{run_ids:?}");
+
+    let o = fleet.run(&[
+        "web",
+        "--wave",
+        "dev-1,dev-2",
+        "--wave",
+        "eu-1,eu-2",
+        "--wave",
+        "re:us-[0-9]",
+        "--undo",
+        "--yes",
+        "-o",
+        "json",
+    ]);
+    assert_code(&o, 0);
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    // The last wave first.
+    assert_eq!(doc["waves"][0]["contexts"], json!(["us-1", "us-2"]));
+    assert_eq!(doc["waves"][2]["contexts"], json!(["dev-1", "dev-2"]));
+    assert_eq!(wave_statuses(&doc), ["applied", "applied", "applied"]);
+    for name in SIX {
+        assert_eq!(fleet.image(name), OLD_IMAGE, "{name}");
+        let records = records(&fleet, name);
+        assert_eq!(
+            records[1]["source"],
+            json!({"type": "undo", "revision": 1}),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn a_fleet_undo_leaves_alone_the_clusters_the_run_never_reached() {
+    let fleet = Fleet::new(&SIX);
+    let file = fleet.dir.path().join("plan.json");
+    let waves = [
+        "--wave",
+        "dev-1,dev-2",
+        "--wave",
+        "eu-1,eu-2",
+        "--wave",
+        "re:us-[0-9]",
+    ];
+    let mut args = vec![
+        "web",
+        "--image",
+        NEW_IMAGE,
+        "--plan-out",
+        file.to_str().unwrap(),
+    ];
+    args.extend(waves);
+    assert_code(&fleet.run(&args), 0);
+    let o = fleet.run(&[
+        "apply",
+        file.to_str().unwrap(),
+        "--stop-after-wave",
+        "1",
+        "--yes",
+    ]);
+    assert_code(&o, 0);
+    let mut args = vec!["web", "--undo", "--yes", "-o", "json"];
+    args.extend(waves);
+    let o = fleet.run(&args);
+    assert_code(&o, 0);
+    let err = stderr(&o);
+    for name in ["eu-1", "us-2"] {
+        assert!(
+            err.contains(&format!(
+                "context {name} (namespace shop): NOT started: left alone: the fleet run being undone never applied here"
+            )),
+            "{err}"
+        );
+    }
+    for name in SIX {
+        assert_eq!(fleet.image(name), OLD_IMAGE, "{name}");
+    }
+    for name in ["eu-1", "eu-2", "us-1", "us-2"] {
+        assert!(fleet.app_writes(name).is_empty(), "{name}");
+    }
+}
