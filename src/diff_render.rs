@@ -99,6 +99,15 @@ pub fn render_fleet(
     );
     paint(out, &styles.header, &header)?;
     writeln!(out)?;
+    for (i, wave) in fleet.waves.iter().enumerate() {
+        let contexts: Vec<String> = wave.iter().map(|c| Untrusted(c).to_string()).collect();
+        paint(
+            out,
+            &styles.header,
+            &format!("  wave {}: {}", i + 1, contexts.join(", ")),
+        )?;
+        writeln!(out)?;
+    }
     writeln!(out)?;
     for section in fleet.sections() {
         let plan = section.plan();

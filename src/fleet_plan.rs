@@ -37,6 +37,8 @@ impl Member<'_> {
 pub struct FleetPlan<'a> {
     pub app: &'a str,
     pub members: Vec<Member<'a>>,
+    /// The contexts in waves, in the order they are written (`--wave`); empty without.
+    pub waves: &'a [Vec<String>],
 }
 
 /// Clusters whose plans are identical, shown once: the first one's plan stands for all.
@@ -203,6 +205,7 @@ mod tests {
                 Member::Planned(&b),
                 Member::Planned(&c),
             ],
+            waves: &[],
         };
         let sections = fleet.sections();
         assert_eq!(sections.len(), 2);
@@ -224,6 +227,7 @@ mod tests {
         let fleet = FleetPlan {
             app: "web",
             members: vec![Member::Planned(&a)],
+            waves: &[],
         };
         assert!(!fleet.has_changes());
         assert_eq!(total_line(&fleet), "Total: no changes on any of 1 cluster.");

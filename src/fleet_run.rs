@@ -482,6 +482,7 @@ fn fleet_plan(planned: &Planned) -> FleetPlan<'_> {
     FleetPlan {
         app: &planned.app,
         members: members.into_iter().map(|(_, m)| m).collect(),
+        waves: &planned.order.waves,
     }
 }
 

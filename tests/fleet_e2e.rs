@@ -1175,3 +1175,29 @@ fn a_fleet_undo_leaves_alone_the_clusters_the_run_never_reached() {
         assert!(fleet.app_writes(name).is_empty(), "{name}");
     }
 }
+
+#[test]
+fn the_combined_plan_shows_the_waves_in_order() {
+    let fleet = Fleet::new(&SIX);
+    let o = fleet.run(&[
+        "web",
+        "--wave",
+        "dev-1,dev-2",
+        "--wave",
+        "eu-1,eu-2",
+        "--wave",
+        "re:us-[0-9]",
+        "--image",
+        NEW_IMAGE,
+        "--dry-run",
+        "--color",
+        "never",
+    ]);
+    assert_code(&o, 0);
+    let out = stdout(&o);
+    assert!(
+        out.contains("  wave 1: dev-1, dev-2\n  wave 2: eu-1, eu-2\n  wave 3: us-1, us-2\n"),
+        "{out}"
+    );
+    assert_eq!(fleet.all_writes(), 0);
+}

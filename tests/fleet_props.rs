@@ -132,6 +132,7 @@ fn fleet(plans: &[Plan]) -> FleetPlan<'_> {
     FleetPlan {
         app: APP,
         members: plans.iter().map(Member::Planned).collect(),
+        waves: &[],
     }
 }
 
