@@ -44,6 +44,7 @@ pub mod planner;
 pub mod proxy;
 pub mod proxy_connector;
 pub mod report;
+pub mod route_status;
 pub mod routes;
 pub mod run;
 pub mod settings;
