@@ -276,16 +276,16 @@ pub fn holders_state(obj: &Value, holders: &Holders, expected: &Expected) -> Rou
                 None => format!("{key} has not set {kind} yet"),
                 Some(c) if !c.current => match c.observed {
                     Some(observed) => format!(
-                        "{key} has not yet seen generation {generation} (its {kind} is for generation {observed})"
+                        "{key} has not yet seen generation {generation}: its {kind} is for generation {observed}"
                     ),
                     None => format!(
-                        "{key} has not yet seen generation {generation} (its {kind} names no generation)"
+                        "{key} has not yet seen generation {generation}: its {kind} names no generation"
                     ),
                 },
                 Some(c) if c.status != "True" => {
                     let mut s = format!("{key} has {kind}={}", c.status);
                     if !c.reason.is_empty() {
-                        s.push_str(&format!(" ({})", c.reason));
+                        s.push_str(&format!(", reason {}", c.reason));
                     }
                     s
                 }
@@ -416,7 +416,7 @@ mod tests {
         assert_eq!(
             http_route_state(&unknown),
             RouteState::Pending(
-                "Gateway gateways/public has ResolvedRefs=Unknown (Pending)".into()
+                "Gateway gateways/public has ResolvedRefs=Unknown, reason Pending".into()
             )
         );
     }
@@ -463,7 +463,7 @@ mod tests {
         assert_eq!(
             http_route_state(&stale),
             RouteState::Pending(
-                "Gateway gateways/public has not yet seen generation 2 (its Accepted is for generation 1)"
+                "Gateway gateways/public has not yet seen generation 2: its Accepted is for generation 1"
                     .into()
             )
         );
@@ -485,7 +485,7 @@ mod tests {
         assert_eq!(
             http_route_state(&unnamed),
             RouteState::Pending(
-                "Gateway gateways/public has not yet seen generation 2 (its Accepted names no generation)"
+                "Gateway gateways/public has not yet seen generation 2: its Accepted names no generation"
                     .into()
             )
         );
