@@ -51,7 +51,8 @@ Exit codes:
   5    stopped by the approved-diff guard: the live object changed since the plan was shown
   6    failed after some writes: the output lists what was and was not applied
   7    --wait: the changes were applied but the rollout did not complete in --timeout
-       or exceeded its progress deadline (--canary: the other clusters were not started)
+       or exceeded its progress deadline, or a route was refused by its Gateway or not
+       taken up in --timeout (--canary: the other clusters were not started)
   8    several clusters with --skip-unreachable: clusters were left out (listed)
   130  interrupted (SIGINT, Ctrl-C); 143 terminated (SIGTERM; Ctrl-Break on Windows)
   Several clusters: the worst cluster's code (6 when one failed after another
@@ -121,7 +122,7 @@ pub struct ApplyArgs {
           help_heading = "Fleet")]
     pub stop_after_wave: Option<u32>,
 
-    /// How long --canary follows a rollout, e.g. 5m (0: no bound).
+    /// How long --canary follows a rollout and routes, e.g. 5m (0: no bound).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "5m",
           help_heading = "Fleet")]
     pub timeout: Duration,
@@ -402,11 +403,13 @@ pub struct UpdateArgs {
           value_parser = clap::value_parser!(u32).range(1..=100), help_heading = "Behaviour")]
     pub retries: u32,
 
-    /// After an image change, wait for the Deployment rollout to finish.
-    #[arg(long, requires = "image", help_heading = "Behaviour")]
+    /// After the writes, wait for the Deployment rollout (with --image) and for each route
+    /// written to be taken up: an HTTPRoute accepted with its references resolved by every
+    /// parent Gateway, an Ingress given an address.
+    #[arg(long, help_heading = "Behaviour")]
     pub wait: bool,
 
-    /// How long --wait (and --canary) follows a rollout, e.g. 5m (0: no bound).
+    /// How long --wait (and --canary) follows a rollout and routes, e.g. 5m (0: no bound).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "5m",
           help_heading = "Behaviour")]
     pub timeout: Duration,
@@ -640,11 +643,6 @@ const NEEDS: &[(&str, &str, &str)] = &[
         "detailed_exitcode",
         "dry_run",
         "--detailed-exitcode only applies with --dry-run",
-    ),
-    (
-        "wait",
-        "image",
-        "--wait follows the rollout of an image change; add --image",
     ),
     (
         "as_group",
@@ -927,10 +925,6 @@ mod tests {
             (
                 &["web", "--max", "3", "--container", "app"][..],
                 "--container only selects the container for --image; add --image",
-            ),
-            (
-                &["web", "--max", "3", "--wait"][..],
-                "--wait follows the rollout of an image change; add --image",
             ),
             (
                 &["web", "--max", "3", "--allow-empty-endpoints"][..],

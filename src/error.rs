@@ -26,8 +26,13 @@ pub enum Stage {
     /// Writing, after a first signal asked to finish the requests in flight: a second one
     /// ends the run at once.
     Writing,
-    /// Following the rollout of the Deployment `name` in `namespace`: the writes are done.
-    Waiting { name: String, namespace: String },
+    /// Following (`--wait`) the routes written and, when `rollout`, the rollout of the
+    /// Deployment `name` in `namespace`: the writes are done.
+    Waiting {
+        name: String,
+        namespace: String,
+        rollout: bool,
+    },
 }
 
 impl Stage {
@@ -35,7 +40,21 @@ impl Stage {
         match self {
             Stage::Planning => "interrupted: nothing was changed".into(),
             Stage::Writing => "interrupted again: exiting now; requests already sent may or may not have been applied — run again to see the state".into(),
-            Stage::Waiting { name, namespace } => format!(
+            Stage::Waiting {
+                name,
+                namespace,
+                rollout: false,
+            } => format!(
+                "stopped waiting: the changes were applied; the routes of {} are taken up by their controllers in their own time (kubectl get httproutes,ingresses -n {} -l app={} shows their status)",
+                Untrusted(name),
+                Untrusted(namespace),
+                Untrusted(name)
+            ),
+            Stage::Waiting {
+                name,
+                namespace,
+                rollout: true,
+            } => format!(
                 "stopped waiting: the changes were applied and the rollout goes on (kubectl rollout status deployment/{} -n {})",
                 Untrusted(name),
                 Untrusted(namespace)
@@ -85,7 +104,8 @@ pub enum AppError {
     /// A signal ended the run.
     #[error("{}", .stage.what_happened())]
     Interrupted { signal: Interruption, stage: Stage },
-    /// `--wait`: the changes were applied but the rollout did not complete.
+    /// `--wait`: the changes were applied but the rollout did not complete, or a route was not
+    /// taken up.
     #[error(transparent)]
     Rollout(#[from] WaitError),
     /// Writing the output failed (e.g. a closed pipe).

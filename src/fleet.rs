@@ -16,7 +16,7 @@ use crate::output::{self, PlanDocument, SummaryDoc};
 use crate::plan::Action;
 use crate::report::{self, Fate, Interruption, Line, Outcome, Report};
 use crate::text::Untrusted;
-use crate::wait::{RolloutState, WaitError};
+use crate::wait::{WaitError, Waited};
 
 /// The schema of the fleet document.
 pub const SCHEMA_VERSION: &str = "kubectl-appupdate.fleet/v2";
@@ -195,14 +195,14 @@ pub enum ClusterState {
     Refused(Report),
     /// Nothing to change here; `rollout` when it was followed.
     Unchanged {
-        rollout: Option<Result<RolloutState, WaitError>>,
+        rollout: Option<Result<Waited, WaitError>>,
     },
     /// Written, or writing stopped: the report says what happened to each object; `rollout`
     /// when it was followed.
     Applied {
         report: Report,
         recorded: Recorded,
-        rollout: Option<Result<RolloutState, WaitError>>,
+        rollout: Option<Result<Waited, WaitError>>,
     },
     NotStarted(NotStarted),
     /// A saved plan this cluster's history says was applied already (`revision`): resuming a
@@ -226,8 +226,7 @@ fn objects_done(report: &Report) -> bool {
 impl ClusterState {
     /// How it ended, in a few words, for the closing line.
     fn in_short(&self) -> &'static str {
-        let rollout_failed =
-            |r: &Option<Result<RolloutState, WaitError>>| matches!(r, Some(Err(_)));
+        let rollout_failed = |r: &Option<Result<Waited, WaitError>>| matches!(r, Some(Err(_)));
         match self {
             ClusterState::Failed(_) => "failed",
             ClusterState::Skipped(_) => "skipped",
@@ -266,7 +265,7 @@ impl ClusterState {
     /// Updated (and rolled out when followed), or nothing to change (and rolled out when
     /// followed).
     pub fn as_planned(&self) -> bool {
-        let rolled_out = |r: &Option<Result<RolloutState, WaitError>>| !matches!(r, Some(Err(_)));
+        let rolled_out = |r: &Option<Result<Waited, WaitError>>| !matches!(r, Some(Err(_)));
         match self {
             ClusterState::Applied {
                 report, rollout, ..
@@ -406,25 +405,27 @@ impl ClusterEnd {
         }
     }
 
-    /// How the rollout of `app`'s Deployment ended, when it was followed.
-    pub fn rollout(&self, app: &str) -> Option<Line> {
+    /// How the rollout of `app`'s Deployment and its routes ended, when they were followed:
+    /// a line per object, or the failure.
+    pub fn rollout(&self, app: &str) -> Vec<Line> {
         let rollout = match &self.state {
             ClusterState::Applied { rollout, .. } | ClusterState::Unchanged { rollout } => {
                 rollout.as_ref()
             }
             _ => None,
         };
-        match rollout? {
-            Ok(state) => Some(Line::new(
-                Fate::Done,
-                Style::new().green(),
-                format!("deployment.apps/{} {state}", Untrusted(app)),
-            )),
-            Err(e) => Some(Line::new(
+        match rollout {
+            None => Vec::new(),
+            Some(Ok(waited)) => waited
+                .lines(app)
+                .into_iter()
+                .map(|line| Line::new(Fate::Done, Style::new().green(), line))
+                .collect(),
+            Some(Err(e)) => vec![Line::new(
                 Fate::NotDone,
                 Style::new().red(),
                 Untrusted(e.to_string()).to_string(),
-            )),
+            )],
         }
     }
 }
@@ -592,11 +593,11 @@ fn object_outcomes(report: &Report) -> Vec<ObjectOutcomeDoc> {
         .collect()
 }
 
-fn rollout_doc(rollout: &Option<Result<RolloutState, WaitError>>) -> Option<RolloutDoc> {
+fn rollout_doc(rollout: &Option<Result<Waited, WaitError>>) -> Option<RolloutDoc> {
     rollout.as_ref().map(|r| match r {
-        Ok(state) => RolloutDoc {
+        Ok(waited) => RolloutDoc {
             complete: true,
-            message: state.to_string(),
+            message: waited.summary(),
         },
         Err(e) => RolloutDoc {
             complete: false,

@@ -11,7 +11,7 @@ use std::time::Duration;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::text::Untrusted;
-use crate::wait::{self, RolloutState};
+use crate::wait::{self, RolloutState, RouteRef, RouteState};
 
 enum Draw {
     Bars {
@@ -163,7 +163,7 @@ impl FleetProgress {
     }
 }
 
-/// The rollout of one cluster's Deployment, shown on its line.
+/// The rollout of one cluster's Deployment and its routes, shown on its line.
 pub struct RolloutLine {
     pub progress: Arc<FleetProgress>,
     pub index: usize,
@@ -174,6 +174,13 @@ impl wait::Progress for RolloutLine {
         self.progress.set(
             self.index,
             &format!("following the rollout: {}", Untrusted(state.to_string())),
+        );
+    }
+
+    fn route(&mut self, route: &RouteRef, state: &RouteState) {
+        self.progress.set(
+            self.index,
+            &format!("following {}: {state}", route.reference()),
         );
     }
 

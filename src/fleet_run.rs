@@ -45,7 +45,7 @@ use crate::settings::{FleetSettings, Settings, SettingsError, WaveSpec};
 use crate::signals::Signals;
 use crate::streams::{self, Streams};
 use crate::text::Untrusted;
-use crate::wait::{self, RolloutState, WaitError, WaitTarget};
+use crate::wait::{self, Followed, WaitError, WaitTarget, Waited};
 
 /// A cluster that was planned.
 struct Member {
@@ -1029,7 +1029,12 @@ impl Writing<'_> {
         }
         let state = match ready {
             None => {
-                let rollout = if follow { self.rollout(m).await } else { None };
+                let rollout = if follow {
+                    let followed = Followed::without_writes(&m.sourced.plan, self.image());
+                    self.rollout(m, &followed).await
+                } else {
+                    None
+                };
                 ClusterState::Unchanged { rollout }
             }
             Some(Ready {
@@ -1064,7 +1069,8 @@ impl Writing<'_> {
                     },
                 );
                 let rollout = if follow && report.went_as_planned() {
-                    self.rollout(m).await
+                    let followed = Followed::after_writes(&report, self.image());
+                    self.rollout(m, &followed).await
                 } else {
                     None
                 };
@@ -1081,9 +1087,17 @@ impl Writing<'_> {
         state
     }
 
-    /// Follows the cluster's rollout as `--wait` does, on its progress line; `None` when a
-    /// signal stopped the waiting.
-    async fn rollout(&self, m: &Member) -> Option<Result<RolloutState, WaitError>> {
+    /// The run was given an image: its rollout is followed even where nothing was written.
+    fn image(&self) -> bool {
+        self.settings.container_update.image.is_some()
+    }
+
+    /// Follows the cluster's rollout and routes (`followed`) as `--wait` does, on its progress
+    /// line; `None` when there is nothing to follow or a signal stopped the waiting.
+    async fn rollout(&self, m: &Member, followed: &Followed) -> Option<Result<Waited, WaitError>> {
+        if followed.is_empty() {
+            return None;
+        }
         let progress = self.progress;
         let target = WaitTarget {
             namespace: m.cluster.namespace().to_owned(),
@@ -1096,17 +1110,36 @@ impl Writing<'_> {
             progress: progress.clone(),
             index: m.index,
         };
-        progress.busy(m.index, "following the rollout");
+        progress.busy(
+            m.index,
+            if followed.rollout {
+                "following the rollout"
+            } else {
+                "following the routes"
+            },
+        );
         tokio::select! {
             result = wait::follow(
                 m.cluster.conn.client.clone(),
                 &target,
+                followed,
                 timeout,
                 m.cluster.conn.request_timeout,
                 &mut line,
             ) => {
-                if let Err(e) = &result {
-                    progress.set(m.index, &format!("rollout NOT complete: {}", Untrusted(e.to_string())));
+                match &result {
+                    Err(e) if e.is_rollout() => progress.set(
+                        m.index,
+                        &format!("rollout NOT complete: {}", Untrusted(e.to_string())),
+                    ),
+                    Err(e) => progress.set(
+                        m.index,
+                        &format!("routes NOT taken up: {}", Untrusted(e.to_string())),
+                    ),
+                    Ok(waited) if !waited.routes.is_empty() => {
+                        progress.set(m.index, &waited.summary());
+                    }
+                    Ok(_) => {}
                 }
                 Some(result)
             }

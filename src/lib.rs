@@ -8,7 +8,8 @@
 //! ([`diff_render`], [`output`]) and confirmed ([`confirm`]); then [`apply`] validates every change
 //! with a server-side dry run and writes each one conditionally, retrying conflicts under the
 //! approved-diff guard, and [`report`] says what happened to each object; with `--wait`,
-//! [`wait`] then follows the Deployment's rollout. [`run`] strings these together and decides
+//! [`wait`] then follows the Deployment's rollout and the routes written ([`route_status`]).
+//! [`run`] strings these together and decides
 //! what a signal ([`signals`]) does at each stage; [`fleet_run`] does the same over several
 //! clusters at once (a fleet: [`fleet_plan`] the combined plan, [`fleet`] how each cluster
 //! ended). One place decides each of the run's
@@ -44,6 +45,7 @@ pub mod planner;
 pub mod proxy;
 pub mod proxy_connector;
 pub mod report;
+pub mod route_status;
 pub mod routes;
 pub mod run;
 pub mod settings;

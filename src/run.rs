@@ -3,8 +3,8 @@
 //!
 //! Until the first write, a signal ends the run at once: nothing was changed. While writing,
 //! the first signal stops new requests from starting (the ones in flight finish and are
-//! reported) and a second one ends the run at once. While following a rollout, a signal only
-//! stops the waiting: the writes are done.
+//! reported) and a second one ends the run at once. While following the rollout and the routes
+//! (`--wait`), a signal only stops the waiting: the writes are done.
 
 use crate::apply::{self, ApplyOptions, InterruptFlag};
 use std::sync::Arc;
@@ -28,14 +28,15 @@ use crate::settings::{HistorySettings, Settings};
 use crate::signals::Signals;
 use crate::streams::{self, Streams};
 use crate::text::Untrusted;
-use crate::wait::{self, WaitTarget};
+use crate::wait::{self, Followed, WaitTarget};
 
 /// What follows the plan being shown.
 enum Next {
     /// Nothing: nothing to change, or a dry run.
     Stop(Ending),
-    /// Nothing to write, but `--wait` follows the rollout (a re-run after a timeout).
-    Wait(Cluster),
+    /// Nothing to write, but `--wait` follows the rollout and the routes (a re-run after a
+    /// timeout).
+    Wait(Cluster, Followed),
     /// Write the confirmed plan.
     Apply(Cluster, Box<Sourced>),
 }
@@ -58,8 +59,8 @@ pub async fn run(settings: &Settings, streams: &Streams) -> Ending {
     match next {
         Err(e) => Ending::Failed(e),
         Ok(Next::Stop(ending)) => ending,
-        Ok(Next::Wait(cluster)) => {
-            match follow_rollout(&cluster, settings, &mut signals, streams).await {
+        Ok(Next::Wait(cluster, followed)) => {
+            match follow_written(&cluster, &followed, settings, &mut signals, streams).await {
                 Ok(()) => Ending::Done,
                 Err(e) => Ending::Failed(e),
             }
@@ -73,11 +74,14 @@ pub async fn run(settings: &Settings, streams: &Streams) -> Ending {
             // change what the exit code must say about them.
             let _ = streams.report(&report);
             let _ = streams.recorded(&recorded);
-            if settings.wait
-                && report.went_as_planned()
-                && let Err(e) = follow_rollout(&cluster, settings, &mut signals, streams).await
-            {
-                return Ending::Failed(e);
+            if settings.wait && report.went_as_planned() {
+                let image = settings.container_update.image.is_some();
+                let followed = Followed::after_writes(&report, image);
+                if let Err(e) =
+                    follow_written(&cluster, &followed, settings, &mut signals, streams).await
+                {
+                    return Ending::Failed(e);
+                }
             }
             Ending::Applied(report)
         }
@@ -145,7 +149,9 @@ async fn plan(settings: &Settings, streams: &Streams) -> Result<Next, AppError> 
 
     if !plan.has_changes() {
         return Ok(if settings.wait && !settings.dry_run {
-            Next::Wait(cluster)
+            let image = settings.container_update.image.is_some();
+            let followed = Followed::without_writes(plan, image);
+            Next::Wait(cluster, followed)
         } else {
             Next::Stop(Ending::Done)
         });
@@ -577,12 +583,13 @@ async fn add_record(
     }
 }
 
-/// `--wait`: follows the Deployment's rollout on stderr (a bar on a terminal, plain lines
-/// otherwise) until it completes, fails or `--timeout` (0: no bound) runs out. The writes have
-/// landed by now, so every failure here is [`AppError::Rollout`] (its own exit code), and a
-/// signal only stops the waiting.
-async fn follow_rollout(
+/// `--wait`: follows the Deployment's rollout and the routes in `followed` on stderr (bars on a
+/// terminal, plain lines otherwise) until all are done, one fails or `--timeout` (0: no bound)
+/// runs out. The writes have landed by now, so every failure here is [`AppError::Rollout`] (its
+/// own exit code), and a signal only stops the waiting. Nothing to follow: done at once.
+async fn follow_written(
     cluster: &Cluster,
+    followed: &Followed,
     settings: &Settings,
     signals: &mut Signals,
     streams: &Streams,
@@ -595,9 +602,13 @@ async fn follow_rollout(
     };
     let timeout = Some(settings.wait_timeout).filter(|t| !t.is_zero());
     let color = streams.color(streams::Kind::Notice);
+    if followed.is_empty() {
+        return Ok(());
+    }
     let mut progress: Box<dyn wait::Progress> = if settings.stderr_is_terminal {
         Box::new(wait::Bar::new(
             &target.reference(),
+            followed,
             color,
             streams.writer(streams::Kind::Notice),
         ))
@@ -608,18 +619,23 @@ async fn follow_rollout(
             color,
         ))
     };
-    let followed = wait::follow(
+    let following = wait::follow(
         cluster.conn.client.clone(),
         &target,
+        followed,
         timeout,
         cluster.conn.request_timeout,
         progress.as_mut(),
     );
     tokio::select! {
-        result = followed => result.map(|_| ()).map_err(AppError::Rollout),
+        result = following => result.map(|_| ()).map_err(AppError::Rollout),
         signal = signals.recv() => Err(AppError::Interrupted {
             signal,
-            stage: Stage::Waiting { name: target.name.clone(), namespace: target.namespace.clone() },
+            stage: Stage::Waiting {
+                name: target.name.clone(),
+                namespace: target.namespace.clone(),
+                rollout: followed.rollout,
+            },
         }),
     }
 }

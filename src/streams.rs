@@ -248,7 +248,7 @@ impl Streams {
             if let ClusterState::Applied { recorded, .. } = &cluster.state {
                 self.recorded_indented(recorded, "  ")?;
             }
-            if let Some(line) = cluster.rollout(&end.app) {
+            for line in cluster.rollout(&end.app) {
                 let kind = Kind::from(line.fate);
                 self.write(kind, indented(&line, self.color(kind)).as_bytes())?;
             }

@@ -1,19 +1,24 @@
-//! `--wait`: after the writes, follow the Deployment's rollout until it completes, fails or
-//! `--timeout` runs out.
+//! `--wait`: after the writes, follow the Deployment's rollout and the routes the run wrote
+//! until each is done, one fails, or `--timeout` runs out.
 //!
-//! The last step of a run that changed (or re-asserted) an image. The decision is
-//! `kubectl rollout status`'s, as a pure function of the live object ([`rollout_state`]): the
-//! controller has observed the current generation, no Progressing condition says
-//! `ProgressDeadlineExceeded`, every desired replica is updated, no old replica is left, and every
-//! updated replica is available. [`follow`] watches the one Deployment (a list+watch with
-//! `fieldSelector=metadata.name=<app>`, resumed after dropped connections) and reports each new
-//! state to a [`Progress`]: an indicatif bar on a terminal, or one plain line per change
-//! otherwise — always on stderr, stdout stays for the plan and the report.
+//! The last step of a run. What it follows ([`Followed`]): the rollout when the run was given
+//! an image (or wrote the Deployment), and every route (HTTPRoute, Ingress) the run created or
+//! updated — not the ones it deleted. The decisions are pure functions of the live objects: the
+//! rollout is `kubectl rollout status`'s ([`rollout_state`]): the controller has observed the
+//! current generation, no Progressing condition says `ProgressDeadlineExceeded`, every desired
+//! replica is updated, no old replica is left, and every updated replica is available; a route
+//! is taken up when its controllers say so in its status ([`route_state`], in
+//! [`crate::route_status`]). [`follow`] watches each object on its own (a list+watch with
+//! `fieldSelector=metadata.name=<name>`, resumed after dropped connections), all at once, and
+//! reports each new state to a [`Progress`]: indicatif bars on a terminal, or one plain line per
+//! change otherwise — always on stderr, stdout stays for the plan and the report. A refusal (a
+//! route's `False` condition) or a rollout past its deadline ends the wait at once.
 
 use std::fmt;
 use std::io::Write;
 use std::time::Duration;
 
+use futures::stream::BoxStream;
 use futures::{Stream, StreamExt};
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
 use kube::runtime::WatchStreamExt;
@@ -21,6 +26,9 @@ use kube::runtime::watcher::{self, Event};
 use serde_json::Value;
 
 use crate::describe::{Target, describe_kube_error};
+use crate::plan::{Action, Kind, Plan};
+use crate::report::{Outcome, Report};
+pub use crate::route_status::{Refusal, RouteRef, RouteState, route_state};
 use crate::text::Untrusted;
 
 /// Where a rollout stands, as `kubectl rollout status` sees it.
@@ -160,9 +168,10 @@ pub fn rollout_state(deployment: &Value) -> RolloutState {
     RolloutState::Complete { replicas: updated }
 }
 
-/// Why the wait ended without a completed rollout. The writes have landed in every case.
+/// Why the wait ended without everything done. The writes have landed in every case.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum WaitError {
+    /// Only the rollout was still pending.
     #[error(
         "timed out after {after} waiting for the rollout of {target}: {last}; the changes were applied, the rollout may still finish (kubectl rollout status {kubectl} -n {ns})",
         after = format_duration(*.after),
@@ -203,6 +212,102 @@ pub enum WaitError {
         Untrusted(.message)
     )]
     Watch { target: String, message: String },
+    /// A route's controller set one of the conditions it needs to `False`.
+    #[error(
+        "{target} was refused: {refusal}; the changes were applied but it does not serve them: fix what it says, or undo them with {undo}",
+        target = Untrusted(.target),
+        undo = Untrusted(.undo)
+    )]
+    Refused {
+        /// The route, its namespace and context.
+        target: String,
+        refusal: Box<Refusal>,
+        /// The command that undoes the run.
+        undo: String,
+    },
+    /// Routes (and maybe the rollout) were still pending.
+    #[error(
+        "timed out after {after} waiting for {pending} in namespace {ns:?} (context {ctx:?}); the changes were applied and may still be taken up (kubectl get -n {ns_arg} -o yaml {refs} shows their status), or undo them with {undo}",
+        after = format_duration(*.after),
+        pending = pending_list(.pending),
+        refs = pending_refs(.pending),
+        ns = Untrusted(.namespace),
+        ns_arg = Untrusted(.namespace),
+        ctx = Untrusted(.context),
+        undo = Untrusted(.undo)
+    )]
+    Pending {
+        after: Duration,
+        /// Each object still pending.
+        pending: Vec<PendingObject>,
+        namespace: String,
+        context: String,
+        undo: String,
+    },
+    #[error(
+        "{} was deleted while waiting for it to be taken up; the changes had been applied",
+        Untrusted(.target)
+    )]
+    RouteDeleted { target: String },
+    #[error(
+        "cannot follow {}: {}; the changes were applied",
+        Untrusted(.target),
+        Untrusted(.message)
+    )]
+    RouteWatch { target: String, message: String },
+}
+
+impl WaitError {
+    /// Whether the rollout alone is concerned (else a route is, or a route among others).
+    pub fn is_rollout(&self) -> bool {
+        matches!(
+            self,
+            WaitError::Timeout { .. }
+                | WaitError::Failed { .. }
+                | WaitError::Deleted { .. }
+                | WaitError::Watch { .. }
+        )
+    }
+}
+
+/// An object the wait was still waiting for when the time ran out.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PendingObject {
+    /// `httproute.gateway.networking.k8s.io/web-x`, escaped.
+    pub reference: String,
+    /// The Deployment's rollout, not a route.
+    pub rollout: bool,
+    /// What it waited for.
+    pub waiting_for: String,
+}
+
+/// The references of the pending routes, for `kubectl get`:
+/// `httproute.gateway.networking.k8s.io/web-x ingress.networking.k8s.io/web-y`.
+fn pending_refs(pending: &[PendingObject]) -> String {
+    pending
+        .iter()
+        .filter(|p| !p.rollout)
+        .map(|p| Untrusted(&p.reference).to_string())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `httproute.gateway.networking.k8s.io/web-x (Gateway gateways/public has not reported on it
+/// yet), the rollout of deployment.apps/web (1 of 2 new replicas updated)`, escaped.
+fn pending_list(pending: &[PendingObject]) -> String {
+    pending
+        .iter()
+        .map(|p| {
+            let what = Untrusted(&p.waiting_for);
+            let reference = Untrusted(&p.reference);
+            if p.rollout {
+                format!("the rollout of {reference} ({what})")
+            } else {
+                format!("{reference} ({what})")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// `5m0s`, `1m30s`, `45s`, `1.5s` — Go's duration style, as kubectl prints timeouts.
@@ -238,11 +343,156 @@ pub enum Observation {
     },
 }
 
-/// Receives each new rollout state.
+/// One object `--wait` follows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Subject {
+    /// The Deployment's rollout ([`rollout_state`]).
+    Rollout,
+    /// A route the run wrote ([`route_state`]).
+    Route(RouteRef),
+}
+
+/// What `--wait` follows in one cluster.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Followed {
+    /// The Deployment's rollout.
+    pub rollout: bool,
+    /// The routes, in the order of the plan.
+    pub routes: Vec<RouteRef>,
+}
+
+impl Followed {
+    /// After the writes of `report`: the rollout when the run was given an image (`image`) or
+    /// wrote the Deployment, and every route it created or updated (or found already as
+    /// planned). Deleted routes are not followed.
+    pub fn after_writes(report: &Report, image: bool) -> Followed {
+        let written = |o: &Outcome| matches!(o, Outcome::Applied | Outcome::AlreadyDone);
+        let rollout = image
+            || report.entries.iter().any(|(c, o)| {
+                c.kind == Kind::Deployment && c.action() != Action::Unchanged && written(o)
+            });
+        let routes = report
+            .entries
+            .iter()
+            .filter(|(c, o)| {
+                matches!(c.action(), Action::Create | Action::Update)
+                    && written(o)
+                    && crate::route_status::state_function(c.kind).is_some()
+            })
+            .map(|(c, _)| RouteRef {
+                kind: c.kind,
+                name: c.name.clone(),
+            })
+            .collect();
+        Followed { rollout, routes }
+    }
+
+    /// A run with nothing to write (a re-run after a timeout): the rollout when the run was
+    /// given an image, and the application's routes the plan keeps as they are.
+    pub fn without_writes(plan: &Plan, image: bool) -> Followed {
+        let routes = plan
+            .changes()
+            .filter(|c| {
+                c.action() == Action::Unchanged
+                    && c.route.is_some()
+                    && crate::route_status::state_function(c.kind).is_some()
+            })
+            .map(|c| RouteRef {
+                kind: c.kind,
+                name: c.name.clone(),
+            })
+            .collect();
+        Followed {
+            rollout: image,
+            routes,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        !self.rollout && self.routes.is_empty()
+    }
+
+    /// The rollout first, then the routes.
+    pub fn subjects(&self) -> Vec<Subject> {
+        self.rollout
+            .then_some(Subject::Rollout)
+            .into_iter()
+            .chain(self.routes.iter().cloned().map(Subject::Route))
+            .collect()
+    }
+}
+
+/// How the wait ended when everything it followed was done.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Waited {
+    /// The completed rollout, when it was followed.
+    pub rollout: Option<RolloutState>,
+    /// Each route and what took it up.
+    pub routes: Vec<(RouteRef, RouteState)>,
+}
+
+impl Waited {
+    /// One line per object, escaped: `deployment.apps/web successfully rolled out (…)`,
+    /// `httproute.gateway.networking.k8s.io/web-x accepted by Gateway gateways/public`.
+    pub fn lines(&self, app: &str) -> Vec<String> {
+        self.rollout
+            .iter()
+            .map(|state| {
+                format!(
+                    "deployment.apps/{} {}",
+                    Untrusted(app),
+                    Untrusted(state.to_string())
+                )
+            })
+            .chain(
+                self.routes
+                    .iter()
+                    .map(|(route, state)| format!("{} {state}", route.reference())),
+            )
+            .collect()
+    }
+}
+
+impl Waited {
+    /// In a few words, unescaped: `successfully rolled out (2 replicas updated and
+    /// available); 2 routes taken up`.
+    pub fn summary(&self) -> String {
+        let routes = match self.routes.len() {
+            0 => None,
+            1 => Some("1 route taken up".to_owned()),
+            n => Some(format!("{n} routes taken up")),
+        };
+        self.rollout
+            .as_ref()
+            .map(RolloutState::to_string)
+            .into_iter()
+            .chain(routes)
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+}
+
+/// Receives each new state of what is followed.
 pub trait Progress {
     fn update(&mut self, state: &RolloutState);
-    /// The wait ended; `state` is the last state seen (complete or not).
+    /// A route's new state; never a refusal (the error says that, once).
+    fn route(&mut self, route: &RouteRef, state: &RouteState);
+    /// The wait ended; `state` is the last rollout state seen (complete or not).
     fn finish(&mut self, state: Option<&RolloutState>);
+}
+
+/// A route's line: `<reference> accepted by …` once taken up, else `Waiting for <reference>: …`.
+fn route_line(route: &RouteRef, state: &RouteState, color: bool) -> String {
+    if state.is_ready() {
+        let line = format!("{} {state}", route.reference());
+        if color {
+            console::style(line).green().force_styling(true).to_string()
+        } else {
+            line
+        }
+    } else {
+        format!("Waiting for {}: {state}", route.reference())
+    }
 }
 
 /// One plain line per change of state, for logs and pipelines.
@@ -251,6 +501,8 @@ pub struct Lines<W: Write> {
     reference: String,
     color: bool,
     last: Option<String>,
+    /// The last line of each route.
+    last_route: Vec<(RouteRef, String)>,
 }
 
 impl<W: Write> Lines<W> {
@@ -260,11 +512,18 @@ impl<W: Write> Lines<W> {
             reference: reference.to_owned(),
             color,
             last: None,
+            last_route: Vec::new(),
         }
     }
 
     pub fn into_inner(self) -> W {
         self.out
+    }
+
+    fn write_line(&mut self, line: &str) {
+        // Progress is best effort: a closed stderr must not fail a run whose writes landed.
+        let _ = writeln!(self.out, "{line}");
+        let _ = self.out.flush();
     }
 }
 
@@ -285,27 +544,46 @@ impl<W: Write> Progress for Lines<W> {
         } else {
             format!("Waiting for the rollout of {reference}: {text}")
         };
-        // Progress is best effort: a closed stderr must not fail a run whose writes landed.
-        let _ = writeln!(self.out, "{line}");
-        let _ = self.out.flush();
+        self.write_line(&line);
         self.last = Some(text);
+    }
+
+    fn route(&mut self, route: &RouteRef, state: &RouteState) {
+        let line = route_line(route, state, self.color);
+        match self.last_route.iter_mut().find(|(r, _)| r == route) {
+            Some((_, last)) if *last == line => return,
+            Some((_, last)) => *last = line.clone(),
+            None => self.last_route.push((route.clone(), line.clone())),
+        }
+        self.write_line(&line);
     }
 
     fn finish(&mut self, _state: Option<&RolloutState>) {}
 }
 
-/// An indicatif bar on the terminal (stderr): updated replicas of the desired count; the last
-/// line goes to `out` once the bar is cleared. Its texts (the reference, the rollout state)
-/// are escaped: indicatif draws them as they are.
+/// indicatif on the terminal (stderr): a bar for the rollout (updated replicas of the desired
+/// count) and a spinner per route; the last lines go to `out` once they are cleared. Their
+/// texts (the references, the states) are escaped: indicatif draws them as they are.
 pub struct Bar {
-    bar: indicatif::ProgressBar,
+    multi: indicatif::MultiProgress,
+    rollout: Option<indicatif::ProgressBar>,
+    /// Each route's spinner and, once taken up, its last line.
+    routes: Vec<(RouteRef, indicatif::ProgressBar, Option<String>)>,
     reference: String,
     color: bool,
     out: Box<dyn Write + Send>,
 }
 
 impl Bar {
-    pub fn new(reference: &str, color: bool, out: Box<dyn Write + Send>) -> Self {
+    /// Bars for what `followed` holds; `reference` names the Deployment.
+    pub fn new(
+        reference: &str,
+        followed: &Followed,
+        color: bool,
+        out: Box<dyn Write + Send>,
+    ) -> Self {
+        let multi =
+            indicatif::MultiProgress::with_draw_target(indicatif::ProgressDrawTarget::stderr());
         let template = if color {
             "{spinner:.cyan} {prefix} [{bar:24.cyan/blue}] {pos}/{len} {msg}"
         } else {
@@ -314,15 +592,40 @@ impl Bar {
         let style = indicatif::ProgressStyle::with_template(template)
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
             .progress_chars("=> ");
-        let bar = indicatif::ProgressBar::with_draw_target(
-            Some(0),
-            indicatif::ProgressDrawTarget::stderr(),
-        )
-        .with_style(style)
-        .with_prefix(format!("rollout of {}", Untrusted(reference)));
-        bar.enable_steady_tick(Duration::from_millis(120));
+        let rollout = followed.rollout.then(|| {
+            let bar = multi.add(
+                indicatif::ProgressBar::new(0)
+                    .with_style(style)
+                    .with_prefix(format!("rollout of {}", Untrusted(reference))),
+            );
+            bar.enable_steady_tick(Duration::from_millis(120));
+            bar
+        });
+        let spinner_template = if color {
+            "{spinner:.cyan} {prefix} {msg}"
+        } else {
+            "{spinner} {prefix} {msg}"
+        };
+        let spinner = indicatif::ProgressStyle::with_template(spinner_template)
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner());
+        let routes = followed
+            .routes
+            .iter()
+            .map(|route| {
+                let bar = multi.add(
+                    indicatif::ProgressBar::new_spinner()
+                        .with_style(spinner.clone())
+                        .with_prefix(route.reference())
+                        .with_message("waiting for its status"),
+                );
+                bar.enable_steady_tick(Duration::from_millis(120));
+                (route.clone(), bar, None)
+            })
+            .collect();
         Bar {
-            bar,
+            multi,
+            rollout,
+            routes,
             reference: reference.to_owned(),
             color,
             out,
@@ -332,33 +635,57 @@ impl Bar {
 
 impl Progress for Bar {
     fn update(&mut self, state: &RolloutState) {
+        let Some(bar) = &self.rollout else { return };
         if let Some((done, total)) = state.progress() {
-            self.bar.set_length(total);
-            self.bar.set_position(done);
+            bar.set_length(total);
+            bar.set_position(done);
         }
-        self.bar
-            .set_message(Untrusted(state.to_string()).to_string());
+        bar.set_message(Untrusted(state.to_string()).to_string());
+    }
+
+    fn route(&mut self, route: &RouteRef, state: &RouteState) {
+        let color = self.color;
+        if let Some((_, bar, ready)) = self.routes.iter_mut().find(|(r, ..)| r == route) {
+            bar.set_message(state.to_string());
+            if state.is_ready() {
+                bar.finish();
+                *ready = Some(route_line(route, state, color));
+            } else {
+                *ready = None;
+            }
+        }
     }
 
     fn finish(&mut self, state: Option<&RolloutState>) {
-        self.bar.finish_and_clear();
+        if let Some(bar) = &self.rollout {
+            bar.finish_and_clear();
+        }
+        for (_, bar, _) in &self.routes {
+            bar.finish_and_clear();
+        }
+        let _ = self.multi.clear();
+        let mut lines = Vec::new();
         if let Some(state @ RolloutState::Complete { .. }) = state {
             let line = format!("{} {state}", Untrusted(&self.reference));
-            let line = if self.color {
+            lines.push(if self.color {
                 console::style(line).green().force_styling(true).to_string()
             } else {
                 line
-            };
-            let _ = writeln!(self.out, "{line}");
-            let _ = self.out.flush();
+            });
         }
+        lines.extend(self.routes.iter().filter_map(|(_, _, ready)| ready.clone()));
+        for line in lines {
+            let _ = writeln!(self.out, "{line}");
+        }
+        let _ = self.out.flush();
     }
 }
 
-/// The followed object, for messages.
+/// Where the followed objects are, for messages: the application's namespace and context.
 #[derive(Clone, Debug)]
 pub struct WaitTarget {
     pub namespace: String,
+    /// The application: the Deployment's name.
     pub name: String,
     pub context: String,
     /// The user impersonated with `--as`.
@@ -372,99 +699,236 @@ impl WaitTarget {
     }
 
     fn described(&self) -> String {
+        self.describe(&self.reference())
+    }
+
+    /// `<reference> in namespace "shop" (context "sandbox")`.
+    fn describe(&self, reference: &str) -> String {
         format!(
             "{} in namespace {:?} (context {:?})",
-            self.reference(),
+            reference,
             Untrusted(&self.namespace),
             Untrusted(&self.context)
         )
     }
+
+    /// The command that undoes the run: `kubectl appupdate web -n shop --context sandbox --undo`.
+    fn undo(&self) -> String {
+        format!(
+            "kubectl appupdate {} -n {} --context {} --undo",
+            self.name, self.namespace, self.context
+        )
+    }
+
+    /// What a failed request is about, for [`describe_kube_error`].
+    fn request_target(&self, reference: String) -> Target {
+        Target {
+            reference,
+            namespace: self.namespace.clone(),
+            context: self.context.clone(),
+            as_user: self.as_user.clone(),
+        }
+    }
 }
 
-/// Consumes observations until the rollout completes, fails, or `timeout` (None: no bound)
-/// runs out. Pure apart from time: tests feed it a stream of observations.
+/// Where one subject of the wait stands.
+#[derive(Default)]
+struct Seen {
+    /// Done (rollout complete, route taken up).
+    done: bool,
+    /// What it waits for, from the last object seen.
+    last: Option<String>,
+    /// The last problem since an object was seen.
+    problem: Option<String>,
+}
+
+/// Consumes observations of the `subjects` (each tagged with its index) until every one is
+/// done, one fails, or `timeout` (None: no bound) runs out. Pure apart from time: tests feed it
+/// a stream of observations.
 pub async fn follow_observations<S>(
     observations: S,
+    subjects: &[Subject],
     target: &WaitTarget,
     timeout: Option<Duration>,
     progress: &mut dyn Progress,
-) -> Result<RolloutState, WaitError>
+) -> Result<Waited, WaitError>
 where
-    S: Stream<Item = Observation>,
+    S: Stream<Item = (usize, Observation)>,
 {
     let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
     let mut observations = std::pin::pin!(observations);
-    let mut last: Option<RolloutState> = None;
-    let mut last_problem: Option<String> = None;
+    let mut seen: Vec<Seen> = subjects.iter().map(|_| Seen::default()).collect();
+    let mut rollout: Option<RolloutState> = None;
+    let mut routes: Vec<Option<RouteState>> = subjects.iter().map(|_| None).collect();
+    let described = |s: &Subject| match s {
+        Subject::Rollout => target.described(),
+        Subject::Route(r) => target.describe(&r.reference()),
+    };
     let result = loop {
+        if seen.iter().all(|s| s.done) {
+            break Ok(());
+        }
         let next = match deadline {
             Some(at) => match tokio::time::timeout_at(at, observations.next()).await {
                 Ok(next) => next,
-                Err(_) => {
-                    let waiting_for = match (&last, &last_problem) {
-                        (Some(state), _) => state.to_string(),
-                        (None, Some(problem)) => format!("no status seen yet ({problem})"),
-                        (None, None) => "no status seen yet".to_owned(),
-                    };
-                    break Err(WaitError::Timeout {
-                        target: target.described(),
-                        kubectl_ref: format!("deployment/{}", target.name),
-                        namespace: target.namespace.clone(),
-                        after: timeout.unwrap_or_default(),
-                        last: waiting_for,
-                    });
-                }
+                Err(_) => break Err(timed_out(subjects, &seen, target, timeout)),
             },
             None => observations.next().await,
         };
-        match next {
-            None => {
-                break Err(WaitError::Watch {
+        let Some((i, observation)) = next else {
+            let i = seen.iter().position(|s| !s.done).unwrap_or(0);
+            let message = "the watch ended unexpectedly".to_owned();
+            break Err(match subjects.get(i) {
+                Some(Subject::Route(r)) => WaitError::RouteWatch {
+                    target: target.describe(&r.reference()),
+                    message,
+                },
+                _ => WaitError::Watch {
                     target: target.described(),
-                    message: "the watch ended unexpectedly".into(),
+                    message,
+                },
+            });
+        };
+        let (Some(subject), Some(at)) = (subjects.get(i), seen.get_mut(i)) else {
+            continue;
+        };
+        match observation {
+            Observation::Gone => {
+                break Err(match subject {
+                    Subject::Rollout => WaitError::Deleted {
+                        target: described(subject),
+                    },
+                    Subject::Route(_) => WaitError::RouteDeleted {
+                        target: described(subject),
+                    },
                 });
             }
-            Some(Observation::Gone) => {
-                break Err(WaitError::Deleted {
-                    target: target.described(),
-                });
-            }
-            Some(Observation::Problem { message, fatal }) => {
+            Observation::Problem { message, fatal } => {
                 if fatal {
-                    break Err(WaitError::Watch {
-                        target: target.described(),
-                        message,
+                    break Err(match subject {
+                        Subject::Rollout => WaitError::Watch {
+                            target: described(subject),
+                            message,
+                        },
+                        Subject::Route(_) => WaitError::RouteWatch {
+                            target: described(subject),
+                            message,
+                        },
                     });
                 }
-                last_problem = Some(message);
+                at.problem = Some(message);
             }
-            Some(Observation::Object(obj)) => {
-                last_problem = None;
-                let state = rollout_state(&obj);
-                // A failure is said once, by the error; progress shows only the way there.
-                if !matches!(state, RolloutState::DeadlineExceeded { .. }) {
-                    progress.update(&state);
-                }
-                match state {
-                    RolloutState::Complete { .. } => break Ok(state),
-                    RolloutState::DeadlineExceeded { .. } => {
-                        break Err(WaitError::Failed {
-                            target: target.described(),
-                            kubectl_ref: format!("deployment/{}", target.name),
-                            namespace: target.namespace.clone(),
-                            state: state.to_string(),
-                        });
+            // A completed rollout stays complete, as for `kubectl rollout status`.
+            Observation::Object(_) if matches!(subject, Subject::Rollout) && at.done => {}
+            Observation::Object(obj) => {
+                at.problem = None;
+                match subject {
+                    Subject::Rollout => {
+                        let state = rollout_state(&obj);
+                        // A failure is said once, by the error; progress shows only the way there.
+                        if !matches!(state, RolloutState::DeadlineExceeded { .. }) {
+                            progress.update(&state);
+                        }
+                        match state {
+                            RolloutState::DeadlineExceeded { .. } => {
+                                break Err(WaitError::Failed {
+                                    target: target.described(),
+                                    kubectl_ref: format!("deployment/{}", target.name),
+                                    namespace: target.namespace.clone(),
+                                    state: state.to_string(),
+                                });
+                            }
+                            state => {
+                                at.done = state.is_complete();
+                                at.last = Some(state.to_string());
+                                rollout = Some(state);
+                            }
+                        }
                     }
-                    other => last = Some(other),
+                    Subject::Route(route) => {
+                        let Some(state) = route_state(route.kind, &obj) else {
+                            at.done = true;
+                            continue;
+                        };
+                        if let RouteState::Refused(refusal) = state {
+                            break Err(WaitError::Refused {
+                                target: described(subject),
+                                refusal: Box::new(refusal),
+                                undo: target.undo(),
+                            });
+                        }
+                        progress.route(route, &state);
+                        at.done = state.is_ready();
+                        at.last = Some(match &state {
+                            RouteState::Ready(what) | RouteState::Pending(what) => what.clone(),
+                            RouteState::Refused(r) => r.to_string(),
+                        });
+                        if let Some(slot) = routes.get_mut(i) {
+                            *slot = Some(state);
+                        }
+                    }
                 }
             }
         }
     };
+    let complete = rollout.as_ref().filter(|s| s.is_complete());
     match &result {
-        Ok(state) => progress.finish(Some(state)),
-        Err(_) => progress.finish(last.as_ref()),
+        Ok(()) => progress.finish(complete),
+        Err(_) => progress.finish(rollout.as_ref()),
     }
-    result
+    result.map(|()| Waited {
+        rollout: complete.cloned(),
+        routes: subjects
+            .iter()
+            .zip(routes)
+            .filter_map(|(s, state)| match (s, state) {
+                (Subject::Route(r), Some(state)) => Some((r.clone(), state)),
+                _ => None,
+            })
+            .collect(),
+    })
+}
+
+/// The timeout's error: the rollout's own when it alone was pending, else every pending object.
+fn timed_out(
+    subjects: &[Subject],
+    seen: &[Seen],
+    target: &WaitTarget,
+    timeout: Option<Duration>,
+) -> WaitError {
+    let waiting_for = |s: &Seen| match (&s.last, &s.problem) {
+        (Some(last), _) => last.clone(),
+        (None, Some(problem)) => format!("no status seen yet ({problem})"),
+        (None, None) => "no status seen yet".to_owned(),
+    };
+    let pending: Vec<(&Subject, &Seen)> =
+        subjects.iter().zip(seen).filter(|(_, s)| !s.done).collect();
+    if let [(Subject::Rollout, s)] = pending.as_slice() {
+        return WaitError::Timeout {
+            target: target.described(),
+            kubectl_ref: format!("deployment/{}", target.name),
+            namespace: target.namespace.clone(),
+            after: timeout.unwrap_or_default(),
+            last: waiting_for(s),
+        };
+    }
+    WaitError::Pending {
+        after: timeout.unwrap_or_default(),
+        pending: pending
+            .into_iter()
+            .map(|(subject, s)| PendingObject {
+                reference: match subject {
+                    Subject::Rollout => target.reference(),
+                    Subject::Route(r) => r.reference(),
+                },
+                rollout: matches!(subject, Subject::Rollout),
+                waiting_for: waiting_for(s),
+            })
+            .collect(),
+        namespace: target.namespace.clone(),
+        context: target.context.clone(),
+        undo: target.undo(),
+    }
 }
 
 /// Seconds the server keeps one watch request open: below `--request-timeout` (the client's read
@@ -478,13 +942,7 @@ fn watch_timeout_secs(request_timeout: Option<Duration>) -> u32 {
     u32::try_from(secs).unwrap_or(290)
 }
 
-fn observation_of_error(err: &watcher::Error, target: &WaitTarget) -> Observation {
-    let kube_target = Target {
-        reference: target.reference(),
-        namespace: target.namespace.clone(),
-        context: target.context.clone(),
-        as_user: target.as_user.clone(),
-    };
+fn observation_of_error(err: &watcher::Error, target: &Target) -> Observation {
     match err {
         watcher::Error::InitialListFailed(e)
         | watcher::Error::WatchStartFailed(e)
@@ -496,7 +954,7 @@ fn observation_of_error(err: &watcher::Error, target: &WaitTarget) -> Observatio
                 "watch"
             };
             Observation::Problem {
-                message: describe_kube_error(e, verb, &kube_target),
+                message: describe_kube_error(e, verb, target),
                 fatal,
             }
         }
@@ -515,24 +973,26 @@ fn observation_of_error(err: &watcher::Error, target: &WaitTarget) -> Observatio
     }
 }
 
-/// Watches the Deployment `target` and follows its rollout (see [`follow_observations`]).
-pub async fn follow(
+/// The observations of one object: a list+watch of `name` of `kind` in the target's
+/// namespace, by field selector, resumed with backoff after dropped connections.
+fn observe(
     client: kube::Client,
+    kind: Kind,
+    name: &str,
     target: &WaitTarget,
-    timeout: Option<Duration>,
     request_timeout: Option<Duration>,
-    progress: &mut dyn Progress,
-) -> Result<RolloutState, WaitError> {
-    let gvk = GroupVersionKind::gvk("apps", "v1", "Deployment");
-    let resource = ApiResource::from_gvk_with_plural(&gvk, "deployments");
+) -> BoxStream<'static, Observation> {
+    let gvk = GroupVersionKind::gvk(kind.group(), kind.version(), kind.name());
+    let resource = ApiResource::from_gvk_with_plural(&gvk, kind.plural());
     let api: Api<DynamicObject> = Api::namespaced_with(client, &target.namespace, &resource);
     let config = watcher::Config::default()
-        .fields(&format!("metadata.name={}", target.name))
+        .fields(&format!("metadata.name={name}"))
         .timeout(watch_timeout_secs(request_timeout));
+    let about = target.request_target(format!("{}/{}", kind.kubectl_name(), Untrusted(name)));
     let events = watcher::watcher(api, config).default_backoff();
     // Track whether the object appeared in each (re)list, like kube's `watch_object`.
-    let observations = events
-        .scan(false, |seen, event| {
+    events
+        .scan(false, move |seen, event| {
             let out = match event {
                 Ok(Event::Init) => {
                     *seen = false;
@@ -540,24 +1000,48 @@ pub async fn follow(
                 }
                 Ok(Event::InitApply(obj)) => {
                     *seen = true;
-                    Some(to_observation(&obj))
+                    Some(to_observation(&obj, kind))
                 }
-                Ok(Event::Apply(obj)) => Some(to_observation(&obj)),
+                Ok(Event::Apply(obj)) => Some(to_observation(&obj, kind)),
                 Ok(Event::Delete(_)) => Some(Observation::Gone),
                 Ok(Event::InitDone) => (!*seen).then_some(Observation::Gone),
-                Err(e) => Some(observation_of_error(&e, target)),
+                Err(e) => Some(observation_of_error(&e, &about)),
             };
             futures::future::ready(Some(out))
         })
-        .filter_map(futures::future::ready);
-    follow_observations(observations, target, timeout, progress).await
+        .filter_map(futures::future::ready)
+        .boxed()
 }
 
-fn to_observation(obj: &DynamicObject) -> Observation {
+/// Watches everything `followed` holds in the target's namespace, each object on its own and
+/// all at once, and follows them (see [`follow_observations`]).
+pub async fn follow(
+    client: kube::Client,
+    target: &WaitTarget,
+    followed: &Followed,
+    timeout: Option<Duration>,
+    request_timeout: Option<Duration>,
+    progress: &mut dyn Progress,
+) -> Result<Waited, WaitError> {
+    let subjects = followed.subjects();
+    let streams = subjects.iter().enumerate().map(|(i, subject)| {
+        let (kind, name) = match subject {
+            Subject::Rollout => (Kind::Deployment, target.name.as_str()),
+            Subject::Route(r) => (r.kind, r.name.as_str()),
+        };
+        observe(client.clone(), kind, name, target, request_timeout)
+            .map(move |o| (i, o))
+            .boxed()
+    });
+    let observations = futures::stream::select_all(streams);
+    follow_observations(observations, &subjects, target, timeout, progress).await
+}
+
+fn to_observation(obj: &DynamicObject, kind: Kind) -> Observation {
     match serde_json::to_value(obj) {
         Ok(v) => Observation::Object(v),
         Err(e) => Observation::Problem {
-            message: format!("cannot read the Deployment: {e}"),
+            message: format!("cannot read the {kind}: {e}"),
             fatal: false,
         },
     }
@@ -566,6 +1050,7 @@ fn to_observation(obj: &DynamicObject) -> Observation {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::ObjectChange;
     use serde_json::json;
 
     fn deployment(generation: i64, replicas: i64, status: Value) -> Value {
@@ -717,8 +1202,17 @@ mod tests {
             .unwrap();
         let mut lines = Lines::new(Vec::new(), "deployment.apps/web", false);
         // After the given observations the stream stays open and silent, like an idle watch.
-        let stream = futures::stream::iter(obs).chain(futures::stream::pending());
-        let r = rt.block_on(follow_observations(stream, &target(), timeout, &mut lines));
+        let stream = futures::stream::iter(obs)
+            .map(|o| (0, o))
+            .chain(futures::stream::pending());
+        let r = rt.block_on(follow_observations(
+            stream,
+            &[Subject::Rollout],
+            &target(),
+            timeout,
+            &mut lines,
+        ));
+        let r = r.map(|waited| waited.rollout.expect("a complete rollout"));
         (r, String::from_utf8(lines.into_inner()).unwrap())
     }
 
@@ -800,5 +1294,265 @@ mod tests {
         assert!(matches!(r, Err(WaitError::Watch { .. })));
         let (r, _) = run(vec![Observation::Gone], None);
         assert!(matches!(r, Err(WaitError::Deleted { .. })));
+    }
+
+    fn route_ref(kind: Kind, name: &str) -> RouteRef {
+        RouteRef {
+            kind,
+            name: name.into(),
+        }
+    }
+
+    fn http_route(conditions: Value) -> Value {
+        json!({
+            "metadata": {"name": "web-a", "namespace": "shop", "generation": 1},
+            "spec": {"parentRefs": [{"name": "public", "namespace": "gateways"}]},
+            "status": {"parents": [{"parentRef": {"name": "public", "namespace": "gateways"},
+                                    "controllerName": "example.com/gw", "conditions": conditions}]},
+        })
+    }
+
+    fn cond(kind: &str, status: &str, reason: &str, message: &str) -> Value {
+        json!({"type": kind, "status": status, "reason": reason, "message": message,
+               "lastTransitionTime": "2026-01-01T00:00:00Z", "observedGeneration": 1})
+    }
+
+    fn complete_deployment() -> Value {
+        deployment(
+            1,
+            1,
+            json!({"observedGeneration": 1, "replicas": 1, "updatedReplicas": 1, "availableReplicas": 1}),
+        )
+    }
+
+    /// Follows the rollout (subject 0), the HTTPRoute `web-a` (1) and the Ingress `web-b` (2).
+    fn run_all(
+        obs: Vec<(usize, Observation)>,
+        timeout: Option<Duration>,
+    ) -> (Result<Waited, WaitError>, String) {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .start_paused(true)
+            .build()
+            .unwrap();
+        let followed = Followed {
+            rollout: true,
+            routes: vec![
+                route_ref(Kind::HttpRoute, "web-a"),
+                route_ref(Kind::Ingress, "web-b"),
+            ],
+        };
+        let mut lines = Lines::new(Vec::new(), "deployment.apps/web", false);
+        let stream = futures::stream::iter(obs).chain(futures::stream::pending());
+        let r = rt.block_on(follow_observations(
+            stream,
+            &followed.subjects(),
+            &target(),
+            timeout,
+            &mut lines,
+        ));
+        (r, String::from_utf8(lines.into_inner()).unwrap())
+    }
+
+    #[test]
+    fn the_wait_ends_once_the_rollout_and_every_route_are_done() {
+        let accepted = http_route(json!([
+            cond("Accepted", "True", "Accepted", ""),
+            cond("ResolvedRefs", "True", "ResolvedRefs", "")
+        ]));
+        let addressed = json!({"metadata": {"name": "web-b"},
+                               "status": {"loadBalancer": {"ingress": [{"ip": "203.0.113.7"}]}}});
+        let mut unreported = http_route(json!([]));
+        unreported["status"] = json!({});
+        let (r, text) = run_all(
+            vec![
+                (1, Observation::Object(unreported)),
+                (0, Observation::Object(complete_deployment())),
+                (1, Observation::Object(accepted)),
+                (
+                    2,
+                    Observation::Object(json!({"metadata": {"name": "web-b"}})),
+                ),
+                (2, Observation::Object(addressed)),
+            ],
+            Some(Duration::from_secs(60)),
+        );
+        let waited = r.unwrap();
+        assert_eq!(
+            text,
+            "Waiting for httproute.gateway.networking.k8s.io/web-a: Gateway gateways/public has not reported on it yet\n\
+             deployment.apps/web successfully rolled out (1 replica updated and available)\n\
+             httproute.gateway.networking.k8s.io/web-a accepted by Gateway gateways/public\n\
+             Waiting for ingress.networking.k8s.io/web-b: no address from its Ingress controller yet\n\
+             ingress.networking.k8s.io/web-b has an address: 203.0.113.7\n"
+        );
+        assert_eq!(
+            waited.lines("web"),
+            [
+                "deployment.apps/web successfully rolled out (1 replica updated and available)",
+                "httproute.gateway.networking.k8s.io/web-a accepted by Gateway gateways/public",
+                "ingress.networking.k8s.io/web-b has an address: 203.0.113.7",
+            ]
+        );
+        assert_eq!(
+            waited.summary(),
+            "successfully rolled out (1 replica updated and available); 2 routes taken up"
+        );
+    }
+
+    #[test]
+    fn a_refused_route_ends_the_wait_at_once_naming_parent_reason_and_message() {
+        let refused = http_route(json!([
+            cond("Accepted", "True", "Accepted", ""),
+            cond(
+                "ResolvedRefs",
+                "False",
+                "BackendNotFound",
+                "Service \"web\" not found\u{1b}[2J"
+            )
+        ]));
+        // No timeout: the refusal ends it, not the clock.
+        let (r, text) = run_all(vec![(1, Observation::Object(refused))], None);
+        let err = r.unwrap_err();
+        assert!(!err.is_rollout());
+        assert_eq!(
+            err.to_string(),
+            "httproute.gateway.networking.k8s.io/web-a in namespace \"shop\" (context \"sandbox\") was refused: \
+             Gateway gateways/public set ResolvedRefs=False (BackendNotFound: \"Service \\\"web\\\" not found\\e[2J\"); \
+             the changes were applied but it does not serve them: fix what it says, or undo them with \
+             kubectl appupdate web -n shop --context sandbox --undo"
+        );
+        // Said once, by the error.
+        assert!(!text.contains("BackendNotFound"), "{text}");
+    }
+
+    #[test]
+    fn a_timeout_names_every_object_still_pending_and_what_it_waits_for() {
+        let mut unreported = http_route(json!([]));
+        unreported["status"] = json!({});
+        let (r, _) = run_all(
+            vec![
+                (0, Observation::Object(complete_deployment())),
+                (1, Observation::Object(unreported)),
+            ],
+            Some(Duration::from_secs(2)),
+        );
+        assert_eq!(
+            r.unwrap_err().to_string(),
+            "timed out after 2s waiting for httproute.gateway.networking.k8s.io/web-a (Gateway gateways/public \
+             has not reported on it yet), ingress.networking.k8s.io/web-b (no status seen yet) in namespace \"shop\" \
+             (context \"sandbox\"); the changes were applied and may still be taken up (kubectl get -n shop -o yaml \
+             httproute.gateway.networking.k8s.io/web-a ingress.networking.k8s.io/web-b shows their status), or \
+             undo them with kubectl appupdate web -n shop --context sandbox --undo"
+        );
+        // The rollout alone pending: its own message, as without routes.
+        let accepted = http_route(json!([
+            cond("Accepted", "True", "Accepted", ""),
+            cond("ResolvedRefs", "True", "ResolvedRefs", "")
+        ]));
+        let addressed = json!({"metadata": {"name": "web-b"},
+                               "status": {"loadBalancer": {"ingress": [{"hostname": "lb"}]}}});
+        let (r, _) = run_all(
+            vec![
+                (1, Observation::Object(accepted)),
+                (2, Observation::Object(addressed)),
+            ],
+            Some(Duration::from_secs(2)),
+        );
+        let err = r.unwrap_err();
+        assert!(matches!(err, WaitError::Timeout { .. }), "{err}");
+        assert!(err.is_rollout());
+    }
+
+    #[test]
+    fn a_route_deleted_or_unwatchable_ends_the_wait_naming_it() {
+        let (r, _) = run_all(vec![(2, Observation::Gone)], None);
+        assert_eq!(
+            r.unwrap_err().to_string(),
+            "ingress.networking.k8s.io/web-b in namespace \"shop\" (context \"sandbox\") was deleted while \
+             waiting for it to be taken up; the changes had been applied"
+        );
+        let (r, _) = run_all(
+            vec![(
+                1,
+                Observation::Problem {
+                    message: "forbidden".into(),
+                    fatal: true,
+                },
+            )],
+            None,
+        );
+        assert!(matches!(r, Err(WaitError::RouteWatch { .. })));
+    }
+
+    fn report(entries: Vec<(Kind, &str, Action, Outcome)>) -> Report {
+        Report {
+            entries: entries
+                .into_iter()
+                .map(|(kind, name, action, outcome)| {
+                    let mut c = ObjectChange::sample(name, action);
+                    c.kind = kind;
+                    (std::sync::Arc::new(c), outcome)
+                })
+                .collect(),
+            stopped_in_preflight: false,
+            interrupted: None,
+        }
+    }
+
+    #[test]
+    fn the_routes_written_are_followed_and_deleted_ones_are_not() {
+        let r = report(vec![
+            (
+                Kind::HorizontalPodAutoscaler,
+                "web",
+                Action::Update,
+                Outcome::Applied,
+            ),
+            (Kind::HttpRoute, "web-new", Action::Create, Outcome::Applied),
+            (
+                Kind::HttpRoute,
+                "web-upd",
+                Action::Update,
+                Outcome::AlreadyDone,
+            ),
+            (
+                Kind::HttpRoute,
+                "web-same",
+                Action::Unchanged,
+                Outcome::Unchanged,
+            ),
+            (Kind::Ingress, "web-old", Action::Delete, Outcome::Applied),
+            (Kind::Ingress, "web-ing", Action::Update, Outcome::Applied),
+        ]);
+        assert_eq!(
+            Followed::after_writes(&r, false),
+            Followed {
+                rollout: false,
+                routes: vec![
+                    route_ref(Kind::HttpRoute, "web-new"),
+                    route_ref(Kind::HttpRoute, "web-upd"),
+                    route_ref(Kind::Ingress, "web-ing"),
+                ],
+            }
+        );
+        // --image: the rollout too, even when the image was already set.
+        assert!(Followed::after_writes(&r, true).rollout);
+        // An undo that wrote the Deployment.
+        let undo = report(vec![(
+            Kind::Deployment,
+            "web",
+            Action::Update,
+            Outcome::Applied,
+        )]);
+        assert!(Followed::after_writes(&undo, false).rollout);
+        // Bounds only: nothing to follow.
+        let bounds = report(vec![(
+            Kind::HorizontalPodAutoscaler,
+            "web",
+            Action::Update,
+            Outcome::Applied,
+        )]);
+        assert!(Followed::after_writes(&bounds, false).is_empty());
     }
 }

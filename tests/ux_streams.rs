@@ -131,7 +131,7 @@ fn exit_2_the_plan_on_stdout_nothing_on_stderr() {
 fn exit_3_the_reason_alone_on_stderr() {
     let env = Env::new();
     for args in [
-        &["web", "--max", "9", "--wait"][..],
+        &["web", "--max", "9", "--detailed-exitcode"][..],
         &["web", "--min", "0"],
         &["web", "--min", "6", "--yes"],
         &["web", "--max", "9", "--context", "prod"],

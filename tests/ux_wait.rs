@@ -186,14 +186,19 @@ fn a_dry_run_never_waits() {
 }
 
 #[test]
-fn wait_needs_an_image_change() {
-    let env = Env::new();
-    let o = env.run(&["web", "--max", "7", "--wait"]);
-    assert_code(&o, 3);
-    assert_eq!(
-        stderr(&o).trim(),
-        "error: --wait follows the rollout of an image change; add --image"
+fn wait_without_an_image_or_a_route_written_has_nothing_to_follow() {
+    // A stuck rollout: following it would time out.
+    let env = env_with(Rollout::Stuck);
+    let o = env.run(&["web", "--max", "7", "--yes", "--wait", "--timeout", "2s"]);
+    assert_code(&o, 0);
+    assert!(
+        stdout(&o).contains("horizontalpodautoscaler.autoscaling/web updated"),
+        "{}",
+        stdout(&o)
     );
+    assert_eq!(stderr(&o), "");
+    assert_eq!(env.sb.counters().watches, 0);
+    assert_eq!(env.bounds().1, 7);
 }
 
 /// In a terminal, the wait shows an indicatif bar on stderr and ends with the same final line.

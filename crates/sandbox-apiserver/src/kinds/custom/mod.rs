@@ -438,6 +438,36 @@ impl Kind for CustomKind {
         errs
     }
 
+    /// The apiextensions status strategy's `ValidateUpdate`: the status against the status
+    /// schema, its paths relative to the status (`parents[0].conditions[0].reason`); list-type
+    /// uniqueness over the object unless the old one already broke it; the CEL rules, unless an
+    /// error above makes the real server skip them.
+    fn validate_status(&self, obj: &Value, old: &Value) -> Vec<FieldError> {
+        let without_metadata = |v: &Value| {
+            let mut v = v.clone();
+            if let Some(m) = v.as_object_mut() {
+                m.remove("metadata");
+            }
+            v
+        };
+        let (body, old_body) = (without_metadata(obj), without_metadata(old));
+        let mut errs = Vec::new();
+        if let (Some(status), Some(node)) = (body.get("status"), self.root.property("status")) {
+            structural::validate(status, node, "", &mut errs);
+        }
+        let mut old_list_errs = Vec::new();
+        structural::validate_lists(&old_body, &self.root, "", &mut old_list_errs);
+        if old_list_errs.is_empty() {
+            structural::validate_lists(&body, &self.root, "", &mut errs);
+        }
+        if structural::blocks_rules(&errs) {
+            errs.push(structural::rules_not_checked());
+            return errs;
+        }
+        structural::validate_rules(&body, Some(&old_body), &self.root, "", &mut errs);
+        errs
+    }
+
     fn table_columns(&self) -> Vec<Value> {
         let mut cols = vec![name_column()];
         for c in &self.columns {
