@@ -933,13 +933,39 @@ async fn bake_wave(
         let app = &m.sourced.plan.app;
         let image = planned_image(&m.sourced.plan);
         let read = m.cluster.get(crate::plan::Kind::Deployment, app).await;
-        let regression = match &read {
+        let mut regression = match &read {
             Ok(d) => fleet::bake_regression(
                 d.as_ref(),
                 image.as_ref().map(|(c, i)| (c.as_str(), i.as_str())),
             ),
             Err(e) => Some(format!("it could not be read again: {e}")),
         };
+        // The routes the run wrote must still be taken by their controllers.
+        if regression.is_none()
+            && let ClusterState::Applied { report, .. } = &*state
+        {
+            let followed = crate::wait::Followed::after_writes(report, false);
+            for route in &followed.routes {
+                let now = m.cluster.get(route.kind, &route.name).await;
+                let lost = match &now {
+                    Ok(Some(obj)) => match crate::route_status::route_state(route.kind, obj) {
+                        Some(crate::route_status::RouteState::Ready(_)) | None => None,
+                        Some(other) => {
+                            Some(format!("{} is no longer taken: {other}", route.reference()))
+                        }
+                    },
+                    Ok(None) => Some(format!("{} was deleted", route.reference())),
+                    Err(e) => Some(format!(
+                        "{} could not be read again: {e}",
+                        route.reference()
+                    )),
+                };
+                if lost.is_some() {
+                    regression = lost;
+                    break;
+                }
+            }
+        }
         let Some(what) = regression else {
             progress.set(m.index, "baked: still as rolled out");
             continue;
