@@ -54,6 +54,7 @@ pub mod text;
 pub mod transport;
 pub mod undo;
 pub mod updaters;
+pub mod verify;
 pub mod view_yaml;
 pub mod wait;
 
