@@ -55,6 +55,7 @@ pub mod transport;
 pub mod undo;
 pub mod updaters;
 pub mod verify;
+pub mod verify_send;
 pub mod view_yaml;
 pub mod wait;
 
