@@ -28,6 +28,8 @@ pub enum Stage {
     Writing,
     /// Following the rollout of the Deployment `name` in `namespace`: the writes are done.
     Waiting { name: String, namespace: String },
+    /// `--verify-url`: asking the address `url` whether auth is enforced; the writes are done.
+    Verifying { url: String },
 }
 
 impl Stage {
@@ -39,6 +41,10 @@ impl Stage {
                 "stopped waiting: the changes were applied and the rollout goes on (kubectl rollout status deployment/{} -n {})",
                 Untrusted(name),
                 Untrusted(namespace)
+            ),
+            Stage::Verifying { url } => format!(
+                "stopped checking auth at {}: the changes were applied, and whether the paths with scopes refuse requests without a token is not known",
+                Untrusted(url)
             ),
         }
     }
@@ -88,6 +94,10 @@ pub enum AppError {
     /// `--wait`: the changes were applied but the rollout did not complete.
     #[error(transparent)]
     Rollout(#[from] WaitError),
+    /// `--verify-url`: a path with scopes did not refuse a request without a token (the lines
+    /// before say which); the message says what to do.
+    #[error("{message}")]
+    AuthNotEnforced { message: String },
     /// Writing the output failed (e.g. a closed pipe).
     #[error("cannot write output: {0}")]
     Output(#[from] std::io::Error),
