@@ -294,7 +294,10 @@ impl Answer {
                 code,
                 location: Some(location),
             } if (300..400).contains(code) => {
-                format!("HTTP {code}, redirected to {:?}", Untrusted(location))
+                format!(
+                    "HTTP {code}, redirected to {:?}",
+                    Untrusted(shortened(location))
+                )
             }
             Answer::Status { code, .. } => format!("HTTP {code}"),
             Answer::TimedOut(after) => format!("no answer within {}", seconds(*after)),
@@ -306,6 +309,17 @@ impl Answer {
         }
     }
 }
+
+/// A `Location` in at most [`LOCATION_SHOWN`] characters, on one line.
+fn shortened(location: &str) -> String {
+    match location.char_indices().nth(LOCATION_SHOWN) {
+        Some((end, _)) => format!("{}…", &location[..end]),
+        None => location.to_owned(),
+    }
+}
+
+/// The characters of a redirect's `Location` a line shows.
+const LOCATION_SHOWN: usize = 200;
 
 fn seconds(d: Duration) -> String {
     let ms = d.as_millis();
@@ -629,6 +643,18 @@ mod tests {
             })
             .1,
             "auth NOT enforced on shop.example.com/web/admin (HTTP 302, redirected to \"https://evil.example/\\e[2J\")"
+        );
+        let long = format!("https://login.example/{}", "x".repeat(500));
+        assert_eq!(
+            text(Answer::Status {
+                code: 307,
+                location: Some(long.clone())
+            })
+            .1,
+            format!(
+                "auth NOT enforced on shop.example.com/web/admin (HTTP 307, redirected to \"{}…\")",
+                &long[..LOCATION_SHOWN]
+            )
         );
         assert_eq!(
             text(Answer::TimedOut(Duration::from_millis(1500))).1,
