@@ -54,6 +54,8 @@ Exit codes:
        or exceeded its progress deadline, or a route was refused by its Gateway or not
        taken up in --timeout (--canary: the other clusters were not started)
   8    several clusters with --skip-unreachable: clusters were left out (listed)
+  9    --verify-url: a path with scopes answered a request without a token with
+       something other than 401/403, or not at all (listed)
   130  interrupted (SIGINT, Ctrl-C); 143 terminated (SIGTERM; Ctrl-Break on Windows)
   Several clusters: the worst cluster's code (6 when one failed after another
   was written).
@@ -319,6 +321,28 @@ pub struct UpdateArgs {
         help_heading = "Routes"
     )]
     pub tls_secret: Option<String>,
+
+    /// After the writes, send a GET without a token for each path with scopes to this address
+    /// of the gateway or ingress controller (http[s]://HOST[:PORT]), with each route's host,
+    /// and require 401 or 403 (exit 9 otherwise).
+    #[arg(
+        long,
+        value_name = "URL",
+        requires = "endpoints",
+        conflicts_with_all = ["dry_run", "plan_out"],
+        help_heading = "Routes"
+    )]
+    pub verify_url: Option<String>,
+
+    /// CA certificates (PEM) that the --verify-url https certificate must chain to (default:
+    /// the system's trusted roots).
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "verify_url",
+        help_heading = "Routes"
+    )]
+    pub verify_url_ca: Option<PathBuf>,
 
     /// Undo the newest recorded change: image, bounds and routes back to their values before it.
     #[arg(long, conflicts_with_all = ["image", "min_replicas", "max_replicas", "endpoints"],
@@ -640,6 +664,16 @@ const NEEDS: &[(&str, &str, &str)] = &[
         "--tls-secret only applies with --endpoints FILE",
     ),
     (
+        "verify_url",
+        "endpoints",
+        "--verify-url checks the routes of --endpoints FILE; add --endpoints",
+    ),
+    (
+        "verify_url_ca",
+        "verify_url",
+        "--verify-url-ca only applies with --verify-url URL",
+    ),
+    (
         "detailed_exitcode",
         "dry_run",
         "--detailed-exitcode only applies with --dry-run",
@@ -957,7 +991,8 @@ mod tests {
                 .unwrap();
             let value: &[&str] = match arg.as_str() {
                 "container" | "force-undo" | "auth-url" | "gateway" | "auth-service"
-                | "ingress-class" | "host" | "tls-secret" | "as-group" | "sign-key" => &["x"],
+                | "ingress-class" | "host" | "tls-secret" | "as-group" | "sign-key"
+                | "verify-url" | "verify-url-ca" => &["x"],
                 "routes" => &["gateway"],
                 _ => &[],
             };
@@ -1025,6 +1060,29 @@ mod tests {
             ]),
             Err(CliError::Clap(_))
         ));
+    }
+
+    #[test]
+    fn verify_url_needs_endpoints_and_a_write() {
+        assert_eq!(
+            refusal(&["web", "--max", "3", "--verify-url", "http://gw"]),
+            "--verify-url checks the routes of --endpoints FILE; add --endpoints"
+        );
+        assert_eq!(
+            refusal(&["web", "--endpoints", "e", "--verify-url-ca", "ca.pem"]),
+            "--verify-url-ca only applies with --verify-url URL"
+        );
+        for other in ["--dry-run", "--plan-out=p.json"] {
+            let err = refusal(&[
+                "web",
+                "--endpoints",
+                "e",
+                "--verify-url",
+                "http://gw",
+                other,
+            ]);
+            assert!(err.contains("cannot be used with"), "{other}: {err}");
+        }
     }
 
     #[test]

@@ -33,6 +33,8 @@ pub enum Stage {
         namespace: String,
         rollout: bool,
     },
+    /// `--verify-url`: asking the address `url` whether auth is enforced; the writes are done.
+    Verifying { url: String },
 }
 
 impl Stage {
@@ -58,6 +60,10 @@ impl Stage {
                 "stopped waiting: the changes were applied and the rollout goes on (kubectl rollout status deployment/{} -n {})",
                 Untrusted(name),
                 Untrusted(namespace)
+            ),
+            Stage::Verifying { url } => format!(
+                "stopped checking auth at {}: the changes were applied, and whether the paths with scopes refuse requests without a token is not known",
+                Untrusted(url)
             ),
         }
     }
@@ -108,6 +114,10 @@ pub enum AppError {
     /// taken up.
     #[error(transparent)]
     Rollout(#[from] WaitError),
+    /// `--verify-url`: a path with scopes did not refuse a request without a token (the lines
+    /// before say which); the message says what to do.
+    #[error("{message}")]
+    AuthNotEnforced { message: String },
     /// Writing the output failed (e.g. a closed pipe).
     #[error("cannot write output: {0}")]
     Output(#[from] std::io::Error),

@@ -28,6 +28,9 @@ pub enum ExitCode {
     /// A run over several clusters with `--skip-unreachable` left clusters out: the others
     /// were updated (or planned) as asked.
     Skipped = 8,
+    /// `--verify-url`: a path with scopes answered a request without a token with something
+    /// other than 401 or 403, or did not answer.
+    AuthNotEnforced = 9,
     /// Interrupted by SIGINT (Ctrl-C).
     Interrupted = 130,
     /// Terminated by SIGTERM (Ctrl-Break, or the console closing, on Windows).
@@ -69,8 +72,9 @@ pub fn exit_code(ending: &Ending) -> ExitCode {
 }
 
 /// How bad a code is, for a fleet whose clusters ended differently: a signal, then the guard
-/// (5), a mixed state (6), a failure with nothing changed (1), bad input (3), an incomplete
-/// rollout (7), not confirmed (4), clusters skipped (8), changes pending (2), success (0).
+/// (5), a mixed state (6), auth not enforced (9), a failure with nothing changed (1), bad input
+/// (3), an incomplete rollout (7), not confirmed (4), clusters skipped (8), changes pending
+/// (2), success (0).
 fn severity(code: ExitCode) -> u8 {
     match code {
         ExitCode::Ok => 0,
@@ -80,9 +84,10 @@ fn severity(code: ExitCode) -> u8 {
         ExitCode::RolloutIncomplete => 4,
         ExitCode::Usage => 5,
         ExitCode::Failed => 6,
-        ExitCode::Partial => 7,
-        ExitCode::GuardTripped => 8,
-        ExitCode::Interrupted | ExitCode::Terminated => 9,
+        ExitCode::AuthNotEnforced => 7,
+        ExitCode::Partial => 8,
+        ExitCode::GuardTripped => 9,
+        ExitCode::Interrupted | ExitCode::Terminated => 10,
     }
 }
 
@@ -173,6 +178,7 @@ fn failed(err: &AppError) -> ExitCode {
         AppError::NotConfirmed(_) => ExitCode::NotConfirmed,
         AppError::Interrupted { signal, .. } => signalled(*signal),
         AppError::Rollout(_) => ExitCode::RolloutIncomplete,
+        AppError::AuthNotEnforced { .. } => ExitCode::AuthNotEnforced,
     }
 }
 
@@ -335,6 +341,17 @@ mod tests {
             changes_pending: true,
         };
         assert_eq!(exit_code(&Ending::Fleet(end)), ExitCode::Changes);
+    }
+
+    #[test]
+    fn auth_not_enforced_is_9_and_ranks_below_a_mixed_state_in_a_fleet() {
+        let err = AppError::AuthNotEnforced {
+            message: "open".into(),
+        };
+        assert_eq!(exit_code(&Ending::Failed(err)), ExitCode::AuthNotEnforced);
+        assert_eq!(ExitCode::AuthNotEnforced.code(), 9);
+        assert!(severity(ExitCode::AuthNotEnforced) > severity(ExitCode::Failed));
+        assert!(severity(ExitCode::AuthNotEnforced) < severity(ExitCode::Partial));
     }
 
     #[test]

@@ -56,6 +56,8 @@ pub mod text;
 pub mod transport;
 pub mod undo;
 pub mod updaters;
+pub mod verify;
+pub mod verify_send;
 pub mod view_yaml;
 pub mod wait;
 

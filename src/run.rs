@@ -28,6 +28,8 @@ use crate::settings::{HistorySettings, Settings};
 use crate::signals::Signals;
 use crate::streams::{self, Streams};
 use crate::text::Untrusted;
+use crate::verify::{self, Probe};
+use crate::verify_send;
 use crate::wait::{self, Followed, WaitTarget};
 
 /// What follows the plan being shown.
@@ -35,8 +37,8 @@ enum Next {
     /// Nothing: nothing to change, or a dry run.
     Stop(Ending),
     /// Nothing to write, but `--wait` follows the rollout and the routes (a re-run after a
-    /// timeout).
-    Wait(Cluster, Followed),
+    /// timeout), or `--verify-url` checks these requests.
+    Wait(Cluster, Followed, Option<Vec<Probe>>),
     /// Write the confirmed plan.
     Apply(Cluster, Box<Sourced>),
 }
@@ -59,13 +61,23 @@ pub async fn run(settings: &Settings, streams: &Streams) -> Ending {
     match next {
         Err(e) => Ending::Failed(e),
         Ok(Next::Stop(ending)) => ending,
-        Ok(Next::Wait(cluster, followed)) => {
-            match follow_written(&cluster, &followed, settings, &mut signals, streams).await {
+        Ok(Next::Wait(cluster, followed, probes)) => {
+            let rollout = if settings.wait {
+                follow_written(&cluster, &followed, settings, &mut signals, streams).await
+            } else {
+                Ok(())
+            };
+            let afterwards = verify::Afterwards::NothingChanged;
+            match verified(rollout, probes, afterwards, settings, &mut signals, streams).await {
                 Ok(()) => Ending::Done,
                 Err(e) => Ending::Failed(e),
             }
         }
         Ok(Next::Apply(cluster, sourced)) => {
+            let probes = settings
+                .verify
+                .as_ref()
+                .map(|_| verify::probes(&sourced.plan));
             let (report, recorded) = match write(&cluster, *sourced, settings, &mut signals).await {
                 Ok(done) => done,
                 Err(e) => return Ending::Failed(e),
@@ -74,18 +86,82 @@ pub async fn run(settings: &Settings, streams: &Streams) -> Ending {
             // change what the exit code must say about them.
             let _ = streams.report(&report);
             let _ = streams.recorded(&recorded);
-            if settings.wait && report.went_as_planned() {
+            if !report.went_as_planned() {
+                return Ending::Applied(report);
+            }
+            let rollout = if settings.wait {
                 let image = settings.container_update.image.is_some();
                 let followed = Followed::after_writes(&report, image);
-                if let Err(e) =
-                    follow_written(&cluster, &followed, settings, &mut signals, streams).await
-                {
-                    return Ending::Failed(e);
-                }
+                follow_written(&cluster, &followed, settings, &mut signals, streams).await
+            } else {
+                Ok(())
+            };
+            let afterwards = match &recorded {
+                history_store::Recorded::Revision { .. } => verify::Afterwards::Undo(
+                    verify::undo_command(&settings.app, cluster.namespace(), &cluster.conn.context),
+                ),
+                _ => verify::Afterwards::NotRecorded,
+            };
+            match verified(rollout, probes, afterwards, settings, &mut signals, streams).await {
+                Ok(()) => Ending::Applied(report),
+                Err(e) => Ending::Failed(e),
             }
-            Ending::Applied(report)
         }
     }
+}
+
+/// `--verify-url` (`probes`: its requests), after the writes and the rollout (`rollout`, with
+/// `--wait`): the requests' lines, and a failure when a path with scopes did not refuse its
+/// request (exit 9). The check goes on after an incomplete rollout — the routes are written
+/// either way — and when it fails too, the rollout's failure is told first. A signal stops it.
+async fn verified(
+    rollout: Result<(), AppError>,
+    probes: Option<Vec<Probe>>,
+    afterwards: verify::Afterwards,
+    settings: &Settings,
+    signals: &mut Signals,
+    streams: &Streams,
+) -> Result<(), AppError> {
+    let (Some(probes), Some(verify)) = (probes, &settings.verify) else {
+        return rollout;
+    };
+    if let Err(e @ AppError::Interrupted { .. }) = rollout {
+        return Err(e);
+    }
+    if probes.is_empty() {
+        streams::notice(&verify::nothing_to_check(&verify.url));
+        return rollout;
+    }
+    streams::notice(&verify::announce(&verify.url, &probes));
+    let answers = tokio::select! {
+        answers = verify_send::send_all(&probes, verify) => answers,
+        signal = signals.recv() => {
+            if let Err(e) = rollout {
+                streams.ending(&Ending::Failed(e));
+            }
+            return Err(AppError::Interrupted {
+                signal,
+                stage: Stage::Verifying { url: verify.url.to_string() },
+            });
+        }
+    };
+    let lines: Vec<_> = probes
+        .iter()
+        .zip(&answers)
+        .map(|(p, a)| verify::line(&verify.url, p, a))
+        .collect();
+    // As with the report: lines that cannot be shown do not change what the exit code says.
+    let _ = streams.lines(&lines);
+    let failed = answers.iter().filter(|a| !a.enforced()).count();
+    if failed == 0 {
+        return rollout;
+    }
+    if let Err(e) = rollout {
+        streams.ending(&Ending::Failed(e));
+    }
+    Err(AppError::AuthNotEnforced {
+        message: verify::failure(&verify.url, failed, answers.len(), &afterwards),
+    })
 }
 
 /// Connects, reads, plans, shows the plan and asks for confirmation. Writes nothing.
@@ -148,13 +224,15 @@ async fn plan(settings: &Settings, streams: &Streams) -> Result<Next, AppError> 
     }
 
     if !plan.has_changes() {
-        return Ok(if settings.wait && !settings.dry_run {
-            let image = settings.container_update.image.is_some();
-            let followed = Followed::without_writes(plan, image);
-            Next::Wait(cluster, followed)
-        } else {
-            Next::Stop(Ending::Done)
-        });
+        let probes = settings.verify.as_ref().map(|_| verify::probes(plan));
+        return Ok(
+            if (settings.wait || probes.is_some()) && !settings.dry_run {
+                let image = settings.container_update.image.is_some();
+                Next::Wait(cluster, Followed::without_writes(plan, image), probes)
+            } else {
+                Next::Stop(Ending::Done)
+            },
+        );
     }
     if settings.dry_run {
         return Ok(Next::Stop(if settings.detailed_exitcode {

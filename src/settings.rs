@@ -20,6 +20,7 @@ use crate::proxy::ProxyEnv;
 use crate::routes::refs::{self, AuthUrl, ObjectRef, RouteFlags, ServiceRef};
 use crate::text::Untrusted;
 use crate::updaters::{AutoscalerUpdate, ContainerUpdate, validate_image_reference};
+use crate::verify::{self, VerifySettings, VerifyUrl};
 
 /// Why the flags' values or the files they name cannot be used. Nothing was sent.
 #[derive(Debug, thiserror::Error)]
@@ -469,6 +470,9 @@ pub struct Settings {
     pub saved: Option<SavedInput>,
     /// A run over several clusters.
     pub fleet: Option<FleetSettings>,
+    /// `--verify-url`: after the writes, check that the paths with scopes refuse a request
+    /// without a token.
+    pub verify: Option<VerifySettings>,
 }
 
 /// `kubectl appupdate history NAME`, resolved.
@@ -697,6 +701,15 @@ impl Settings {
             ));
         }
 
+        let verify = verify_settings(
+            args.verify_url.as_deref(),
+            args.verify_url_ca.as_deref(),
+            &cluster,
+            fleet.is_some(),
+            env,
+            files,
+        )?;
+
         let endpoints = match &args.endpoints {
             None => None,
             Some(path) => {
@@ -773,6 +786,7 @@ impl Settings {
             history_max: args.history_max,
             saved: None,
             fleet,
+            verify,
         })
     }
 
@@ -875,8 +889,70 @@ impl Settings {
                 max_age: args.max_plan_age.filter(|d| !d.is_zero()),
             }),
             fleet,
+            verify: None,
         })
     }
+}
+
+/// `--verify-url` and `--verify-url-ca`, checked before anything is sent: the address's form,
+/// the CA file, the proxy the environment chooses for it, the bound on each request
+/// (`--request-timeout`, else [`verify::DEFAULT_REQUEST_TIMEOUT`]).
+fn verify_settings(
+    verify_url: Option<&str>,
+    verify_url_ca: Option<&std::path::Path>,
+    cluster: &ClusterSelection,
+    fleet: bool,
+    env: &Environment,
+    files: &dyn FileReader,
+) -> Result<Option<VerifySettings>, SettingsError> {
+    let Some(text) = verify_url else {
+        return Ok(None);
+    };
+    let invalid = |why: String| {
+        SettingsError::Invalid(format!(
+            "--verify-url {:?}: {why}",
+            Untrusted(VerifyUrl::redacted(text))
+        ))
+    };
+    if fleet {
+        return Err(SettingsError::Invalid(
+            "--verify-url checks one cluster's gateway or ingress controller, so it cannot be used with several contexts; run it per context".into(),
+        ));
+    }
+    let url = VerifyUrl::parse(text).map_err(invalid)?;
+    let ca =
+        match verify_url_ca {
+            None => None,
+            Some(path) => {
+                let shown = Untrusted(path.display().to_string());
+                let pem = files.read_bytes(path).map_err(|e| {
+                    SettingsError::Invalid(format!(
+                        "--verify-url-ca {shown}: cannot read the file: {}",
+                        Untrusted(e.to_string())
+                    ))
+                })?;
+                Some(verify::parse_ca(&pem).map_err(|why| {
+                    SettingsError::Invalid(format!("--verify-url-ca {shown}: {why}"))
+                })?)
+            }
+        };
+    let target = crate::proxy::Target {
+        scheme: url.scheme.clone(),
+        host: url.host.clone(),
+        port: url.port,
+    };
+    let proxy =
+        crate::proxy::from_environment(&target, &env.proxy).map_err(|e| invalid(e.to_string()))?;
+    let request_timeout = cluster
+        .request_timeout
+        .unwrap_or(verify::DEFAULT_REQUEST_TIMEOUT);
+    Ok(Some(VerifySettings {
+        url,
+        ca,
+        proxy,
+        request_timeout,
+        overall: verify::OVERALL.max(request_timeout),
+    }))
 }
 
 #[cfg(test)]
@@ -999,6 +1075,119 @@ mod tests {
                 Some("empty.key")
             ),
             "APPUPDATE_PLAN_KEY_FILE=empty.key: the key file is empty; a key needs at least 16 bytes, e.g. from openssl rand -hex 32"
+        );
+    }
+
+    const VERIFY_FILES: &[(&str, &str)] = &[
+        ("e.yaml", "endpoints:\n  - path: /a\n    scopes: [user]\n"),
+        (
+            "ca.pem",
+            "-----BEGIN CERTIFICATE-----\nAAEC\n-----END CERTIFICATE-----\n",
+        ),
+        (
+            "key.pem",
+            "-----BEGIN PRIVATE KEY-----\nAAEC\n-----END PRIVATE KEY-----\n",
+        ),
+    ];
+
+    fn verifying(args: &[&str], env: &Environment) -> Result<Settings, SettingsError> {
+        let mut argv = vec!["kubectl-appupdate", "web", "--endpoints", "e.yaml"];
+        argv.extend_from_slice(args);
+        let cli = Cli::try_parse_args(argv).unwrap();
+        Settings::resolve(cli.update, env, &Files(VERIFY_FILES.to_vec()))
+    }
+
+    #[test]
+    fn a_verify_url_is_checked_and_resolved_before_any_request() {
+        let env = Environment::default();
+        let err = |args: &[&str]| verifying(args, &env).unwrap_err().to_string();
+        assert_eq!(
+            err(&["--verify-url", "https://gw.example.com/shop"]),
+            "--verify-url \"https://gw.example.com/shop\": it has a path (\"/shop\"); the routes' paths (/APP/…) are requested on the address alone: give the gateway's or ingress controller's address as http://HOST[:PORT] or https://HOST[:PORT]"
+        );
+        assert!(
+            err(&["--verify-url", "https://gw", "--verify-url-ca", "key.pem"])
+                .starts_with("--verify-url-ca key.pem: it holds no PEM certificate"),
+        );
+        assert!(
+            err(&["--verify-url", "https://gw", "--verify-url-ca", "gone.pem"])
+                .starts_with("--verify-url-ca gone.pem: cannot read the file: "),
+        );
+        assert_eq!(
+            err(&["--verify-url", "https://gw", "--contexts", "a,b"]),
+            "--verify-url checks one cluster's gateway or ingress controller, so it cannot be used with several contexts; run it per context"
+        );
+        let s = verifying(
+            &[
+                "--verify-url",
+                "https://gw:8443",
+                "--verify-url-ca",
+                "ca.pem",
+                "--request-timeout",
+                "2s",
+            ],
+            &env,
+        )
+        .unwrap();
+        let v = s.verify.unwrap();
+        assert_eq!(v.url.to_string(), "https://gw:8443");
+        assert_eq!(v.ca, Some(vec![vec![0, 1, 2]]));
+        assert_eq!(v.request_timeout, Duration::from_secs(2));
+        assert_eq!(v.overall, crate::verify::OVERALL);
+        assert_eq!(v.proxy, None);
+        let v = verifying(&["--verify-url", "http://gw"], &env)
+            .unwrap()
+            .verify
+            .unwrap();
+        assert_eq!(v.request_timeout, crate::verify::DEFAULT_REQUEST_TIMEOUT);
+        assert!(verifying(&[], &env).unwrap().verify.is_none());
+    }
+
+    #[test]
+    fn the_verify_url_takes_the_proxy_kubectl_would_take_for_it() {
+        let env = |vars: &[(&str, &str)]| Environment {
+            proxy: ProxyEnv::from_lookup(|k| {
+                vars.iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.to_string())
+            }),
+            ..Default::default()
+        };
+        let proxy = |url: &str, vars: &[(&str, &str)]| {
+            verifying(&["--verify-url", url], &env(vars))
+                .unwrap()
+                .verify
+                .unwrap()
+                .proxy
+                .map(|p| p.to_string())
+        };
+        let vars = [
+            ("HTTPS_PROXY", "http://secure.proxy:3128"),
+            ("HTTP_PROXY", "plain.proxy:8080"),
+            ("NO_PROXY", "internal.example,10.0.0.0/8"),
+        ];
+        assert_eq!(
+            proxy("https://gw.example.com", &vars).as_deref(),
+            Some("http://secure.proxy:3128 (HTTPS_PROXY)")
+        );
+        assert_eq!(
+            proxy("http://gw.example.com", &vars).as_deref(),
+            Some("http://plain.proxy:8080 (HTTP_PROXY)")
+        );
+        assert_eq!(proxy("https://gw.internal.example", &vars), None);
+        assert_eq!(proxy("http://10.1.2.3:8080", &vars), None);
+        assert_eq!(proxy("http://127.0.0.1:8080", &vars), None);
+        // A CGI process may not take HTTP_PROXY: refused before any request.
+        let cgi = [
+            ("HTTP_PROXY", "plain.proxy:8080"),
+            ("REQUEST_METHOD", "GET"),
+        ];
+        let err = verifying(&["--verify-url", "http://gw"], &env(&cgi))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("--verify-url \"http://gw\": refusing to use HTTP_PROXY"),
+            "{err}"
         );
     }
 

@@ -9,9 +9,9 @@
 //! | line | `-o diff` | `-o json\|yaml` |
 //! | --- | --- | --- |
 //! | the plan ([`Kind::Plan`]) | stdout | stdout |
-//! | `… updated`, `… already as planned` ([`Kind::Done`]) | stdout | stderr |
-//! | `… NOT …`, `… MAYBE …`, a tripped guard's new diff, `Nothing was changed.`, `The application is partly updated…` ([`Kind::NotDone`]) | stderr | stderr |
-//! | signal notices, the server's warnings (`Warning: …`), rollout progress, `-v` request lines ([`Kind::Notice`]) | stderr | stderr |
+//! | `… updated`, `… already as planned`, `auth enforced on …` ([`Kind::Done`]) | stdout | stderr |
+//! | `… NOT …`, `… MAYBE …`, a tripped guard's new diff, `Nothing was changed.`, `The application is partly updated…`, `auth NOT enforced on …` ([`Kind::NotDone`]) | stderr | stderr |
+//! | signal notices, the server's warnings (`Warning: …`), rollout progress, `Checking auth at …`, `-v` request lines ([`Kind::Notice`]) | stderr | stderr |
 //! | `error: …` ([`Kind::Error`]) | stderr | stderr |
 //! | a fleet's plan shown with the question while stdout waits for the document ([`Kind::Review`]) | stderr | stderr |
 //!
@@ -288,6 +288,18 @@ impl Streams {
             let kind = Kind::from(line.fate);
             let text = line.render(self.color(kind)) + "\n";
             self.write(kind, text.as_bytes())?;
+        }
+        Ok(())
+    }
+
+    /// Lines each done or not done (`--verify-url`'s answers), each on its stream.
+    pub fn lines(&self, lines: &[report::Line]) -> io::Result<()> {
+        for line in lines {
+            let kind = Kind::from(line.fate);
+            self.write(
+                kind,
+                format!("{}\n", line.render(self.color(kind))).as_bytes(),
+            )?;
         }
         Ok(())
     }

@@ -115,7 +115,7 @@ fn is_no_h2(e: &hyper_util::client::legacy::Error) -> bool {
     false
 }
 
-type Connector = hyper_timeout::TimeoutConnector<
+pub(crate) type Connector = hyper_timeout::TimeoutConnector<
     hyper_rustls::HttpsConnector<crate::proxy_connector::ProxyConnector>,
 >;
 
@@ -438,6 +438,17 @@ pub fn client(
     }
     let transport = H2OrH1::new(&config, proxy)?;
     stack(config, transport, warnings)
+}
+
+/// A plain HTTP/1.1 client for requests outside the API (`--verify-url`): the API server's
+/// connector — `proxy`, TLS with `config`'s CA (the system's trusted roots without one) and
+/// `config.tls_server_name`, the connect timeout — without kube's middleware: no credentials,
+/// no retries, no redirects followed.
+pub(crate) fn plain_client(
+    config: &kube::Config,
+    proxy: Option<&crate::proxy::Proxy>,
+) -> Result<HyperClient<Connector, Body>, kube::Error> {
+    Ok(HyperClient::builder(TokioExecutor::new()).build(connector(config, false, proxy)?))
 }
 
 impl H2OrH1 {

@@ -6,6 +6,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+#[path = "common/gate.rs"]
+mod gate;
 
 use common::running::{DEPLOY_PATH, DROP_USER, Running, wait_until};
 use common::*;
@@ -268,6 +270,48 @@ fn exit_7_what_was_done_on_stdout_progress_and_the_reason_on_stderr() {
         last.starts_with(
             "error: timed out after 1s waiting for the rollout of deployment.apps/web"
         ),
+        "{err}"
+    );
+}
+
+#[test]
+fn exit_9_what_was_done_on_stdout_each_open_path_and_the_reason_on_stderr() {
+    let env = Env::new();
+    let gate = gate::Gate::start(gate::Reply::Status(200));
+    let file = env.write_file(
+        "endpoints.yaml",
+        "endpoints:\n  - path: /health\n  - path: /unprotected\n  - path: /protected/user\n    scopes: [user]\n  - path: /admin\n    scopes: [admin]\n",
+    );
+    let o = env.run(&[
+        "web",
+        "--endpoints",
+        file.to_str().unwrap(),
+        "--yes",
+        "--verify-url",
+        &gate.url(),
+    ]);
+    assert_code(&o, 9);
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert!(
+        out.contains("Plan: 1 to create, 0 to update, 0 to delete."),
+        "{out}"
+    );
+    assert!(out.contains(" created (scopes admin, 1 path)"), "{out}");
+    stdout_is_data_only(&out);
+    stderr_has_no_plan(&err);
+    let at = gate.addr();
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 4, "{err}");
+    assert!(lines[0].starts_with("Checking auth at "), "{err}");
+    assert_eq!(
+        lines[1..3],
+        [
+            format!("auth NOT enforced on {at}/web/admin (HTTP 200)"),
+            format!("auth NOT enforced on {at}/web/protected/user (HTTP 200)"),
+        ]
+    );
+    assert!(
+        lines[3].starts_with("error: auth is not enforced: 2 of 2 requests"),
         "{err}"
     );
 }
