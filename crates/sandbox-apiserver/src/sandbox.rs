@@ -19,7 +19,7 @@ use crate::http::auth::{Identity, Tokens};
 use crate::http::faults::{COMPETITOR, Fault};
 use crate::http::log::{Counters, LoggedRequest, RequestLog};
 use crate::http::{Server, conn, tls};
-use crate::kinds::{self, IngressNginxWebhook, Kind, Registry};
+use crate::kinds::{self, GatewayApiChannel, IngressNginxWebhook, Kind, Registry};
 use crate::model::status::{self, StatusBody};
 use crate::store::{FieldValidation, Selectors, State, Store, WriteCtx};
 
@@ -43,6 +43,10 @@ pub struct SandboxOptions {
     /// `false` is a cluster without those CRDs: their groups answer 404 and discovery does not
     /// list them.
     pub install_crds: bool,
+    /// Which channel of the Gateway API v1.4.1 CRDs is installed (with `install_crds`; default:
+    /// experimental). [`GatewayApiChannel::Standard`] is a cluster whose HTTPRoutes have no
+    /// `ExternalAuth` filter.
+    pub gateway_api_channel: GatewayApiChannel,
     /// Run ingress-nginx v1.12's validating admission webhook (default: none). Running it is
     /// having ingress-nginx installed: its IngressClass `nginx` exists. See
     /// [`IngressNginxWebhook`].
@@ -62,6 +66,7 @@ impl Default for SandboxOptions {
             request_log: None,
             http1_only: false,
             install_crds: true,
+            gateway_api_channel: GatewayApiChannel::Experimental,
             ingress_nginx_webhook: None,
             service_cidr: "10.96.0.0/12".into(),
         }
@@ -142,7 +147,7 @@ impl Sandbox {
             store.clone(),
             Tokens::generate(tls.is_some()),
             RequestLog::new(sink),
-            Registry::new(opts.install_crds),
+            Registry::with_channel(opts.install_crds, opts.gateway_api_channel),
             addr,
             sd_rx.clone(),
             Some(Box::new(Control {
