@@ -329,6 +329,30 @@ impl Sandbox {
             })
     }
 
+    /// A controller's status write: mutate the object now through its `status` subresource
+    /// (manager `sandbox-controller`; only `status` is kept from the mutation) — how a test
+    /// publishes a GatewayClass's `status.supportedFeatures`.
+    pub fn update_status(
+        &self,
+        object_path: &str,
+        mutate: impl FnOnce(&mut Value),
+    ) -> Result<Value, StatusBody> {
+        let (k, ns, name) = resolve(&self.server.registry, object_path)?;
+        let mut once = Some(mutate);
+        self.server.store.write().system_update(
+            k,
+            &ns,
+            &name,
+            "sandbox-controller",
+            "status",
+            &mut |obj| {
+                if let Some(m) = once.take() {
+                    m(obj);
+                }
+            },
+        )
+    }
+
     /// Delete the object now.
     pub fn delete(&self, object_path: &str) -> Result<(), StatusBody> {
         let (k, ns, name) = resolve(&self.server.registry, object_path)?;
