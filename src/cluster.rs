@@ -37,6 +37,20 @@ impl RequestError {
         }
     }
 
+    /// The causes of a refusal (`details.causes` of the server's Status), each as
+    /// `(field, reason, message)`; none for any other failure.
+    pub fn causes(&self) -> Vec<(&str, &str, &str)> {
+        match self {
+            RequestError::Kube(kube::Error::Api(s)) => s
+                .details
+                .iter()
+                .flat_map(|d| &d.causes)
+                .map(|c| (c.field.as_str(), c.reason.as_str(), c.message.as_str()))
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
     /// The API status reason (`Conflict`, `AlreadyExists`, `NotFound`…).
     pub fn reason(&self) -> Option<&str> {
         match self {

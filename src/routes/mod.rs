@@ -42,6 +42,7 @@
 //! the new ones are created ([`crate::plan::write_order`]).
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod external_auth;
 pub mod gateway;
 pub mod ingress;
 pub mod nginx_auth;
