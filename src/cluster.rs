@@ -235,6 +235,39 @@ impl Cluster {
             .collect())
     }
 
+    /// GET the Gateway `name` in `namespace` (`gateway.networking.k8s.io/v1`); `Ok(None)`
+    /// when it does not exist.
+    pub async fn get_gateway(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<Value>, RequestError> {
+        let path = format!(
+            "/apis/gateway.networking.k8s.io/v1/namespaces/{}/gateways",
+            segment(namespace)
+        );
+        self.get_at(path, name).await
+    }
+
+    /// GET the GatewayClass `name` (cluster-scoped); `Ok(None)` when it does not exist.
+    pub async fn get_gateway_class(&self, name: &str) -> Result<Option<Value>, RequestError> {
+        self.get_at(
+            "/apis/gateway.networking.k8s.io/v1/gatewayclasses".into(),
+            name,
+        )
+        .await
+    }
+
+    /// GET `name` in the collection at `path`; `Ok(None)` when it does not exist.
+    async fn get_at(&self, path: String, name: &str) -> Result<Option<Value>, RequestError> {
+        let req = Self::build(Request::new(path).get(&segment(name), &GetParams::default()))?;
+        match self.send("read", req).await {
+            Ok(v) => Ok(Some(v)),
+            Err(e) if e.is_not_found() => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     /// LIST the cluster's IngressClasses (cluster-scoped, no selector).
     pub async fn list_ingress_classes(&self) -> Result<Vec<Value>, RequestError> {
         let req = Self::build(

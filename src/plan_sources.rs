@@ -321,10 +321,7 @@ pub async fn undo(
         endpoints: intent.endpoints.as_ref(),
         routes: &intent.routes,
     };
-    let mut live = live_state::read(cluster, app, req.needs()).await?;
-    if req.needs_ingress_classes(&live) {
-        live.ingress_classes = Some(live_state::read_ingress_classes(cluster).await?);
-    }
+    let mut live = read_live(cluster, &req).await?;
     let plan = planner::build_plan(&req, &mut live)?;
     let drift = undo::drift(record, &plan);
     Ok(Sourced {
@@ -338,4 +335,23 @@ pub async fn undo(
         live: Some(live),
         plan_checksum: None,
     })
+}
+
+/// The live objects `req` is planned against: the first read round, then what it leaves to read
+/// (the IngressClasses of a first exposure, the Gateways and GatewayClasses of scoped
+/// HTTPRoutes).
+pub(crate) async fn read_live(
+    cluster: &Cluster,
+    req: &UpdateRequest<'_>,
+) -> Result<LiveState, AppError> {
+    let mut live = live_state::read(cluster, req.app, req.needs()).await?;
+    if req.needs_ingress_classes(&live) {
+        live.ingress_classes = Some(live_state::read_ingress_classes(cluster).await?);
+    }
+    if let Some(gateways) = req.gateway_check(&live) {
+        let read = live.gateway_support.take();
+        live.gateway_support =
+            Some(live_state::read_gateway_support(cluster, &gateways, read).await?);
+    }
+    Ok(live)
 }

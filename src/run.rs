@@ -18,7 +18,6 @@ use crate::history::Source;
 use crate::history_store;
 use crate::kube_context;
 use crate::kube_context::Connection;
-use crate::live_state;
 use crate::plan::Plan;
 use crate::plan_file::{self, ClusterPlan, Origin, PlanKey};
 use crate::plan_sources::{self, Sourced};
@@ -216,10 +215,7 @@ pub(crate) async fn source(
         endpoints: settings.endpoints.as_ref().map(|e| &e.file),
         routes: &settings.routes,
     };
-    let mut live = live_state::read(cluster, &settings.app, request.needs()).await?;
-    if request.needs_ingress_classes(&live) {
-        live.ingress_classes = Some(live_state::read_ingress_classes(cluster).await?);
-    }
+    let mut live = plan_sources::read_live(cluster, &request).await?;
     Ok(Sourced {
         plan: planner::build_plan(&request, &mut live)?,
         source: Source::Update,

@@ -300,6 +300,7 @@ mod tests {
             httproutes: Listing::Items(Vec::new()),
             ingress_classes: Some(vec![json!({"metadata": {"name": "nginx",
                 "annotations": {"ingressclass.kubernetes.io/is-default-class": "true"}}})]),
+            gateway_support: None,
         }
     }
 

@@ -451,6 +451,146 @@ mod tests {
         );
     }
 
+    mod planning {
+        use super::*;
+        use crate::endpoints_file;
+        use crate::plan::RouteStyle;
+        use crate::routes::refs::{RouteFlags, ServiceRef};
+        use crate::routes::{Listing, LiveRoutes, needs_gateway_check, plan_routes};
+
+        const SCOPED: &str = "endpoints:\n  - path: /a\n  - path: /b\n    scopes: [user]\n";
+        const PUBLIC: &str = "endpoints:\n  - path: /a\n";
+
+        fn parse<T>(r: Result<T, String>) -> T {
+            r.unwrap_or_else(|e| panic!("{e}"))
+        }
+
+        fn flags(style: RouteStyle) -> RouteFlags {
+            RouteFlags {
+                style: Some(style),
+                gateway: (style == RouteStyle::Gateway)
+                    .then(|| parse(ObjectRef::parse("gateways/public"))),
+                auth_service: (style == RouteStyle::Gateway)
+                    .then(|| parse(ServiceRef::parse("auth/oauth:8080"))),
+                ingress_class: (style != RouteStyle::Gateway).then(|| "nginx".to_owned()),
+                auth_url: (style == RouteStyle::NginxAuth).then(|| {
+                    parse(crate::routes::refs::AuthUrl::parse(
+                        "http://oauth.auth:8080/v",
+                    ))
+                }),
+                ..RouteFlags::default()
+            }
+        }
+
+        /// The notes of the plan, or its refusal.
+        fn plan(
+            text: &str,
+            style: RouteStyle,
+            s: Option<&GatewaySupport>,
+        ) -> Result<Vec<String>, String> {
+            let file = endpoints_file::parse(text, "e.yaml").unwrap_or_else(|e| panic!("{e}"));
+            let service = json!({"spec": {"ports": [{"port": 80}]}});
+            let live = LiveRoutes {
+                service: &service,
+                ingresses: &[],
+                httproutes: &Listing::Items(Vec::new()),
+                ingress_classes: None,
+                gateway_support: s,
+            };
+            plan_routes("web", &file, &flags(style), &live)
+                .map(|p| p.summary.notes)
+                .map_err(|e| e.to_string())
+        }
+
+        #[test]
+        fn scoped_gateway_routes_are_refused_noted_or_planned_as_the_class_says() {
+            let refusing = support(gateway(), Some(class(json!([{"name": "HTTPRoute"}]))));
+            let err = plan(SCOPED, RouteStyle::Gateway, Some(&refusing)).unwrap_err();
+            assert!(
+                err.starts_with("routes of web: the GatewayClass eg of the Gateway gateways/public does not support the ExternalAuth filter"),
+                "{err}"
+            );
+            let silent = support(gateway(), Some(class(json!([]))));
+            let notes =
+                plan(SCOPED, RouteStyle::Gateway, Some(&silent)).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(
+                notes,
+                [unverified_note(&[
+                    "the GatewayClass eg publishes no supportedFeatures".to_owned()
+                ])]
+            );
+            let supporting = support(
+                gateway(),
+                Some(class(json!([{"name": "HTTPRouteExtAuth"}]))),
+            );
+            assert_eq!(
+                plan(SCOPED, RouteStyle::Gateway, Some(&supporting)),
+                Ok(Vec::new())
+            );
+        }
+
+        #[test]
+        fn public_routes_and_other_styles_are_not_checked() {
+            let refusing = support(gateway(), Some(class(json!([{"name": "HTTPRoute"}]))));
+            assert_eq!(
+                plan(PUBLIC, RouteStyle::Gateway, Some(&refusing)),
+                Ok(Vec::new())
+            );
+            assert_eq!(
+                plan(SCOPED, RouteStyle::NginxAuth, Some(&refusing)),
+                Ok(Vec::new())
+            );
+            // Nothing read: nothing to decide from.
+            assert_eq!(plan(SCOPED, RouteStyle::Gateway, None), Ok(Vec::new()));
+        }
+
+        #[test]
+        fn the_gateways_are_read_only_for_scoped_groups_in_the_gateway_style() {
+            let file = |t| endpoints_file::parse(t, "e.yaml").unwrap_or_else(|e| panic!("{e}"));
+            let none = Listing::Items(Vec::new());
+            let check = |text, style| {
+                needs_gateway_check("web", &file(text), &flags(style), &[], &none, "shop")
+            };
+            assert_eq!(
+                check(SCOPED, RouteStyle::Gateway),
+                Some(vec![GatewayKey {
+                    namespace: "gateways".into(),
+                    name: "public".into()
+                }])
+            );
+            assert_eq!(check(PUBLIC, RouteStyle::Gateway), None);
+            assert_eq!(check(SCOPED, RouteStyle::NginxAuth), None);
+            // The style read from live HTTPRoutes, the Gateway from their parentRefs.
+            let live = Listing::Items(vec![json!({
+                "metadata": {"name": "web-x", "namespace": "shop", "labels": {"app": "web", "identifier": "x"}},
+                "spec": {"parentRefs": [{"name": "internal"}]},
+            })]);
+            assert_eq!(
+                needs_gateway_check(
+                    "web",
+                    &file(SCOPED),
+                    &RouteFlags::default(),
+                    &[],
+                    &live,
+                    "shop"
+                ),
+                Some(vec![GatewayKey {
+                    namespace: "shop".into(),
+                    name: "internal".into()
+                }])
+            );
+            // No --gateway and no live route: the plan refuses for want of a Gateway.
+            let no_gateway = RouteFlags {
+                gateway: None,
+                ..flags(RouteStyle::Gateway)
+            };
+            assert_eq!(
+                needs_gateway_check("web", &file(SCOPED), &no_gateway, &[], &none, "shop"),
+                None
+            );
+        }
+    }
+
     #[test]
     fn the_dry_run_answer_of_the_standard_channel_is_recognised() {
         // As recorded from kube-apiserver v1.28 with the standard channel (sandbox fixture
