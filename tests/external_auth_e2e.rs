@@ -130,7 +130,7 @@ fn capability_reads(env: &Env) -> Vec<String> {
         .collect()
 }
 
-const NOTE_UNPUBLISHED: &str = "Could not verify that the Gateway supports the ExternalAuth filter (HTTPRouteExtAuth) the scoped routes use: the GatewayClass example publishes no supportedFeatures. The routes are written; make sure its controller implements ExternalAuth.";
+const NOTE_UNPUBLISHED: &str = "Could not verify that the Gateway supports the ExternalAuth filter (HTTPRouteExtAuth) the scoped routes use: the GatewayClass example publishes no supportedFeatures; make sure its controller implements ExternalAuth.";
 
 #[test]
 fn the_standard_channel_refuses_scoped_routes_in_the_dry_run_and_nothing_is_written() {
@@ -311,7 +311,7 @@ fn a_class_the_user_may_not_read_gets_its_routes_with_one_note() {
     assert_code(&o, 0);
     let out = stdout(&o);
     assert!(
-        out.contains("Could not verify that the Gateway supports the ExternalAuth filter (HTTPRouteExtAuth) the scoped routes use: the GatewayClass example may not be read (forbidden). The routes are written; make sure its controller implements ExternalAuth."),
+        out.contains("Could not verify that the Gateway supports the ExternalAuth filter (HTTPRouteExtAuth) the scoped routes use: the GatewayClass example may not be read (forbidden); make sure its controller implements ExternalAuth."),
         "{out}"
     );
     assert_eq!(out.matches("Could not verify").count(), 1, "{out}");
@@ -324,7 +324,7 @@ fn a_gateway_that_does_not_exist_is_noted_and_a_dry_run_writes_nothing() {
     let o = run(&env, SCOPED, &["--dry-run"]);
     assert_code(&o, 0);
     assert!(
-        stdout(&o).contains("Could not verify that the Gateway supports the ExternalAuth filter (HTTPRouteExtAuth) the scoped routes use: the Gateway gateways/public does not exist."),
+        stdout(&o).contains("Could not verify that the Gateway supports the ExternalAuth filter (HTTPRouteExtAuth) the scoped routes use: the Gateway gateways/public does not exist;"),
         "{}",
         stdout(&o)
     );

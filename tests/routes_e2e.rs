@@ -566,7 +566,7 @@ fn the_json_plan_carries_the_route_kind_and_style() {
             "migration": true,
             "notes": [
                 // The sandbox has no Gateway gateways/public (tests/external_auth_e2e.rs).
-                "Could not verify that the Gateway supports the ExternalAuth filter (HTTPRouteExtAuth) the scoped routes use: the Gateway gateways/public does not exist. The routes are written; make sure its controller implements ExternalAuth.",
+                "Could not verify that the Gateway supports the ExternalAuth filter (HTTPRouteExtAuth) the scoped routes use: the Gateway gateways/public does not exist; make sure its controller implements ExternalAuth.",
                 "Migrating the routes of web from nginx-snippet to gateway: the new HTTPRoutes are created before the old routes are deleted."
             ]
         })

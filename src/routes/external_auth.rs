@@ -254,7 +254,7 @@ pub fn unsupported_message(class: &str, gateway: &GatewayKey) -> String {
 /// The plan's note when support could not be verified.
 pub fn unverified_note(reasons: &[String]) -> String {
     format!(
-        "Could not verify that the Gateway supports the ExternalAuth filter ({FEATURE}) the scoped routes use: {}. The routes are written; make sure its controller implements ExternalAuth.",
+        "Could not verify that the Gateway supports the ExternalAuth filter ({FEATURE}) the scoped routes use: {}; make sure its controller implements ExternalAuth.",
         reasons.join("; ")
     )
 }
@@ -400,7 +400,7 @@ mod tests {
         }
         assert_eq!(
             unverified_note(&["the GatewayClass eg publishes no supportedFeatures".to_owned()]),
-            "Could not verify that the Gateway supports the ExternalAuth filter (HTTPRouteExtAuth) the scoped routes use: the GatewayClass eg publishes no supportedFeatures. The routes are written; make sure its controller implements ExternalAuth."
+            "Could not verify that the Gateway supports the ExternalAuth filter (HTTPRouteExtAuth) the scoped routes use: the GatewayClass eg publishes no supportedFeatures; make sure its controller implements ExternalAuth."
         );
     }
 
