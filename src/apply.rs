@@ -1,7 +1,10 @@
 //! Applies an approved plan safely.
 //!
 //! 1. Preflight: every change is sent once with `dryRun=All`, concurrently. Anything the server
-//!    rejects (invalid, forbidden, quota) stops the run with nothing written.
+//!    rejects (invalid, forbidden, quota) stops the run with nothing written. An HTTPRoute the
+//!    cluster cannot store with its ExternalAuth filter (the filter type refused, or its settings
+//!    pruned: the Gateway API's standard channel) is [`Outcome::Unsupported`], which ends the
+//!    run as bad input does ([`crate::routes::external_auth`]).
 //! 2. Writes, in the rounds of [`write_order`](crate::plan::write_order): everything that waits for nothing first (the
 //!    Deployment, the HPA, route creates, routes that gain or keep their paths); a route that
 //!    stops serving a path only in a round after the write that serves it elsewhere — so a path
@@ -22,9 +25,9 @@ use serde_json::Value;
 
 use crate::cluster::{Cluster, RequestError};
 use crate::describe::Target;
-use crate::plan::{Action, Base, ObjectChange, Plan, Planned, Recheck, Write, recheck};
+use crate::plan::{Action, Base, Kind, ObjectChange, Plan, Planned, Recheck, Write, recheck};
 use crate::report::{Interruption, Outcome, Report};
-use crate::routes::{self, IDENTIFIER_LABEL};
+use crate::routes::{self, IDENTIFIER_LABEL, external_auth};
 use crate::text::Untrusted;
 
 /// Retry bounds: client-go's `DefaultRetry` is 5 tries from 10 ms.
@@ -136,6 +139,38 @@ impl Applier<'_> {
         message
     }
 
+    /// When the dry run of an HTTPRoute's create or patch shows that the cluster has no
+    /// ExternalAuth filter — the server refused the filter type, or stored the route without
+    /// the filter's settings — the line that says so and what to do instead.
+    fn missing_filter(
+        &self,
+        change: &ObjectChange,
+        answer: Result<&Value, &RequestError>,
+    ) -> Option<String> {
+        if change.kind != Kind::HttpRoute
+            || !matches!(
+                change.write,
+                Some(Write::Create { .. } | Write::Patch { .. })
+            )
+        {
+            return None;
+        }
+        let how = match answer {
+            Err(e) => format!(
+                "the server's dry run refused it: Unsupported value \"ExternalAuth\" at {}",
+                Untrusted(external_auth::refuses_external_auth(e.causes())?)
+            ),
+            Ok(stored) if external_auth::dropped_external_auth(stored) => {
+                "the server's dry run dropped its externalAuth settings as an unknown field".into()
+            }
+            Ok(_) => return None,
+        };
+        Some(external_auth::missing_filter(
+            &self.cluster.conn.context,
+            &how,
+        ))
+    }
+
     async fn send(&self, change: &ObjectChange, dry_run: bool) -> Result<Value, RequestError> {
         match &change.write {
             Some(Write::Patch {
@@ -183,7 +218,12 @@ impl Applier<'_> {
                 return Step::Done(Outcome::NotAttempted);
             }
             let err = match self.send(&change, dry_run).await {
-                Ok(_) => return Step::Sent(change),
+                Ok(answer) => {
+                    if dry_run && let Some(message) = self.missing_filter(&change, Ok(&answer)) {
+                        return Step::Done(Outcome::Unsupported { message });
+                    }
+                    return Step::Sent(change);
+                }
                 Err(e) => e,
             };
             let retryable = match change.action() {
@@ -193,6 +233,9 @@ impl Applier<'_> {
                 Action::Unchanged => false,
             };
             if !retryable {
+                if dry_run && let Some(message) = self.missing_filter(&change, Err(&err)) {
+                    return Step::Done(Outcome::Unsupported { message });
+                }
                 let verb = match change.action() {
                     Action::Create => "create",
                     Action::Delete => "delete",

@@ -46,7 +46,8 @@ Exit codes:
   0    success, or nothing to change
   1    failed before any write: nothing was changed
   2    changes pending (only with --detailed-exitcode)
-  3    bad flags or input (endpoints file, kubeconfig, values): nothing was changed
+  3    bad flags or input (endpoints file, kubeconfig, values), or scoped routes
+       the cluster cannot enforce (no ExternalAuth filter): nothing was changed
   4    not confirmed (answered no, or no terminal and no --yes): nothing was changed
   5    stopped by the approved-diff guard: the live object changed since the plan was shown
   6    failed after some writes: the output lists what was and was not applied

@@ -39,6 +39,20 @@ impl RequestError {
         }
     }
 
+    /// The causes of a refusal (`details.causes` of the server's Status), each as
+    /// `(field, reason, message)`; none for any other failure.
+    pub fn causes(&self) -> Vec<(&str, &str, &str)> {
+        match self {
+            RequestError::Kube(kube::Error::Api(s)) => s
+                .details
+                .iter()
+                .flat_map(|d| &d.causes)
+                .map(|c| (c.field.as_str(), c.reason.as_str(), c.message.as_str()))
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
     /// The API status reason (`Conflict`, `AlreadyExists`, `NotFound`…).
     pub fn reason(&self) -> Option<&str> {
         match self {
@@ -221,6 +235,39 @@ impl Cluster {
                 item
             })
             .collect())
+    }
+
+    /// GET the Gateway `name` in `namespace` (`gateway.networking.k8s.io/v1`); `Ok(None)`
+    /// when it does not exist.
+    pub async fn get_gateway(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<Value>, RequestError> {
+        let path = format!(
+            "/apis/gateway.networking.k8s.io/v1/namespaces/{}/gateways",
+            segment(namespace)
+        );
+        self.get_at(path, name).await
+    }
+
+    /// GET the GatewayClass `name` (cluster-scoped); `Ok(None)` when it does not exist.
+    pub async fn get_gateway_class(&self, name: &str) -> Result<Option<Value>, RequestError> {
+        self.get_at(
+            "/apis/gateway.networking.k8s.io/v1/gatewayclasses".into(),
+            name,
+        )
+        .await
+    }
+
+    /// GET `name` in the collection at `path`; `Ok(None)` when it does not exist.
+    async fn get_at(&self, path: String, name: &str) -> Result<Option<Value>, RequestError> {
+        let req = Self::build(Request::new(path).get(&segment(name), &GetParams::default()))?;
+        match self.send("read", req).await {
+            Ok(v) => Ok(Some(v)),
+            Err(e) if e.is_not_found() => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     /// LIST the cluster's IngressClasses (cluster-scoped, no selector).

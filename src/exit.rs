@@ -13,7 +13,8 @@ pub enum ExitCode {
     Failed = 1,
     /// Changes pending (only with `--detailed-exitcode`).
     Changes = 2,
-    /// Bad flags or input: nothing was changed.
+    /// Bad flags or input, or a cluster that lacks what the change needs (found before any
+    /// write): nothing was changed.
     Usage = 3,
     /// Not confirmed: nothing was changed.
     NotConfirmed = 4,
@@ -150,6 +151,13 @@ fn applied(report: &Report) -> ExitCode {
         } else {
             ExitCode::Failed
         }
+    } else if outcomes().any(|o| matches!(o, Outcome::Unsupported { .. })) {
+        // Found by the dry run: what the run asks for cannot be done on this cluster.
+        if report.any_written() {
+            ExitCode::Partial
+        } else {
+            ExitCode::Usage
+        }
     } else {
         ExitCode::Ok
     }
@@ -233,6 +241,29 @@ mod tests {
             ),
         ]);
         assert_eq!(exit_code(&Ending::Applied(tripped)), ExitCode::GuardTripped);
+    }
+
+    #[test]
+    fn a_dry_run_that_finds_a_missing_feature_is_bad_input_unless_something_else_failed() {
+        let unsupported = || Outcome::Unsupported {
+            message: "no ExternalAuth filter".into(),
+        };
+        let refused = report(vec![
+            (Action::Create, unsupported()),
+            (Action::Create, Outcome::NotAttempted),
+        ]);
+        assert_eq!(exit_code(&Ending::Applied(refused)), ExitCode::Usage);
+        // Another object the cluster refused for another reason: a failure, as before.
+        let also_failed = report(vec![
+            (Action::Create, unsupported()),
+            (Action::Update, failed_write()),
+        ]);
+        assert_eq!(exit_code(&Ending::Applied(also_failed)), ExitCode::Failed);
+        let written = report(vec![
+            (Action::Update, Outcome::Applied),
+            (Action::Create, unsupported()),
+        ]);
+        assert_eq!(exit_code(&Ending::Applied(written)), ExitCode::Partial);
     }
 
     fn cluster(state: ClusterState) -> crate::fleet::ClusterEnd {

@@ -578,7 +578,10 @@ fn object_outcomes(report: &Report) -> Vec<ObjectOutcomeDoc> {
                 Outcome::Applied => ("applied", None),
                 Outcome::AlreadyDone => ("already-done", None),
                 Outcome::Tripped { reason, .. } => ("tripped", Some(reason.clone())),
-                Outcome::Failed { message } => ("failed", Some(message.clone())),
+                // The fleet document's `failed`: the object was refused before any write.
+                Outcome::Failed { message } | Outcome::Unsupported { message } => {
+                    ("failed", Some(message.clone()))
+                }
                 Outcome::Unknown { message } => ("unknown", Some(message.clone())),
                 Outcome::NotAttempted => ("not-attempted", None),
                 Outcome::Unchanged => ("unchanged", None),

@@ -6,7 +6,12 @@
 //! round: the IngressClasses ([`read_ingress_classes`]). A run that changes the image and
 //! records history also reads the history ConfigMap in that round: the change-cause annotation
 //! names the revision the run's record is planned to get, and the run records against this
-//! read instead of reading the ConfigMap again. Returns plain data for the pure planners.
+//! read instead of reading the ConfigMap again. A run that publishes scoped groups as Gateway
+//! API HTTPRoutes reads the Gateways they attach to and their GatewayClasses, to check that the
+//! cluster enforces the ExternalAuth filter ([`crate::routes::external_auth`]): the Gateway
+//! named by `--gateway` in the first round, one named only by the live routes in a second, and
+//! the GatewayClasses after them ([`read_gateway_support`]). Returns plain data for the pure
+//! planners.
 
 use serde_json::Value;
 
@@ -14,10 +19,11 @@ use crate::cluster::{Cluster, RequestError};
 use crate::describe::Target;
 use crate::error::AppError;
 use crate::plan::Kind;
+use crate::routes::external_auth::{GatewayKey, GatewaySupport, Read};
 use crate::routes::{Listing, managed_selector};
 
 /// Which objects the requested changes need.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Needs {
     pub deployment: bool,
     pub autoscaler: bool,
@@ -27,6 +33,9 @@ pub struct Needs {
     pub httproutes: bool,
     /// The history ConfigMap (an image change in a run that records history).
     pub history: bool,
+    /// `--routes gateway --gateway` with scoped groups: the Gateway, read in the first round
+    /// for the ExternalAuth check.
+    pub gateway: Option<GatewayKey>,
 }
 
 /// The live objects, as the server returned them.
@@ -45,6 +54,8 @@ pub struct LiveState {
     /// failed read leaves `None` and does not fail the run: recording reads it again and says
     /// why it cannot, as it does when the ConfigMap was not read here.
     pub history: Option<Option<Value>>,
+    /// The Gateways of scoped HTTPRoutes and their GatewayClasses, when they were read.
+    pub gateway_support: Option<GatewaySupport>,
 }
 
 /// Label selector of the routes this tool manages for `app`.
@@ -140,8 +151,14 @@ pub async fn read(cluster: &Cluster, app: &str, needs: Needs) -> Result<LiveStat
             None
         }
     };
-    let (d, h, s, i, r, history) = tokio::join!(
-        deployment, autoscaler, service, ingresses, httproutes, history
+    let gateway = async {
+        match &needs.gateway {
+            Some(key) => read_gateway(cluster, key).await.map(Some),
+            None => Ok(None),
+        }
+    };
+    let (d, h, s, i, r, history, g) = tokio::join!(
+        deployment, autoscaler, service, ingresses, httproutes, history, gateway
     );
 
     let deployment_ref = format!("{}/{app}", Kind::Deployment.kubectl_name());
@@ -153,6 +170,7 @@ pub async fn read(cluster: &Cluster, app: &str, needs: Needs) -> Result<LiveStat
     let s = s.map_err(|e| failure(cluster, e, "get", &service_ref))?;
     let i = i.map_err(|e| failure(cluster, e, "list", &Kind::Ingress.resource_name()))?;
     let r = r.map_err(|e| failure(cluster, e, "list", &Kind::HttpRoute.resource_name()))?;
+    let g = g?;
     // `None`: not needed; `Some(None)`: needed and not found.
     let required = |read: Option<Option<Value>>, reference: &str, why: &'static str| {
         read.map(|found| must_exist(cluster, found, reference, why))
@@ -170,6 +188,10 @@ pub async fn read(cluster: &Cluster, app: &str, needs: Needs) -> Result<LiveStat
         httproutes: r,
         ingress_classes: None,
         history,
+        gateway_support: g.map(|read| GatewaySupport {
+            gateways: vec![read],
+            classes: Vec::new(),
+        }),
     })
 }
 
@@ -185,4 +207,65 @@ pub async fn read_ingress_classes(cluster: &Cluster) -> Result<Vec<Value>, AppEr
         }
         f
     })
+}
+
+/// What a GET gave for the ExternalAuth check: the object, or that it does not exist or may
+/// not be read; any other failure fails the run, as every read does.
+fn check_read(
+    cluster: &Cluster,
+    got: Result<Option<Value>, RequestError>,
+    reference: &str,
+) -> Result<Read, AppError> {
+    match got {
+        Ok(Some(v)) => Ok(Read::Found(v)),
+        Ok(None) => Ok(Read::NotFound),
+        Err(e) if e.status_code() == Some(403) => Ok(Read::Forbidden),
+        Err(e) => {
+            let mut f = failure(cluster, e, "get", reference);
+            if let AppError::Request { target, .. } = &mut f {
+                target.reference.push_str(
+                    " (to check that it supports the ExternalAuth filter of the scoped routes)",
+                );
+            }
+            Err(f)
+        }
+    }
+}
+
+async fn read_gateway(cluster: &Cluster, key: &GatewayKey) -> Result<(GatewayKey, Read), AppError> {
+    let got = cluster.get_gateway(&key.namespace, &key.name).await;
+    let reference = format!("gateway.gateway.networking.k8s.io/{}", key.name);
+    Ok((key.clone(), check_read(cluster, got, &reference)?))
+}
+
+/// Completes `read` (what the first round read, if anything) for the ExternalAuth check: the
+/// Gateways of `gateways` not read yet, concurrently, then the GatewayClasses they name, each
+/// once, concurrently. A 403 or 404 is kept as such (the plan notes it); see
+/// [`crate::routes::external_auth`].
+pub async fn read_gateway_support(
+    cluster: &Cluster,
+    gateways: &[GatewayKey],
+    read: Option<GatewaySupport>,
+) -> Result<GatewaySupport, AppError> {
+    let mut support = read.unwrap_or_default();
+    let missing: Vec<&GatewayKey> = gateways
+        .iter()
+        .filter(|k| !support.gateways.iter().any(|(read, _)| read == *k))
+        .collect();
+    let gateways_read =
+        futures::future::join_all(missing.into_iter().map(|k| read_gateway(cluster, k))).await;
+    for read in gateways_read {
+        support.gateways.push(read?);
+    }
+    let classes = support.class_names();
+    let classes_read = futures::future::join_all(classes.iter().map(|name| async move {
+        let got = cluster.get_gateway_class(name).await;
+        let reference = format!("gatewayclass.gateway.networking.k8s.io/{name}");
+        check_read(cluster, got, &reference).map(|r| (name.clone(), r))
+    }))
+    .await;
+    for read in classes_read {
+        support.classes.push(read?);
+    }
+    Ok(support)
 }

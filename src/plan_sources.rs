@@ -361,10 +361,7 @@ pub async fn undo(
         routes: &intent.routes,
         undo_of: Some(record.revision),
     };
-    let mut live = live_state::read(cluster, app, req.needs()).await?;
-    if req.needs_ingress_classes(&live) {
-        live.ingress_classes = Some(live_state::read_ingress_classes(cluster).await?);
-    }
+    let mut live = read_live(cluster, &req, req.needs()).await?;
     // The history as read: the undo's own record is planned to be its next revision.
     live.history = recording.then(|| cm.clone());
     let plan = planner::build_plan(&req, &mut live)?;
@@ -383,4 +380,24 @@ pub async fn undo(
         fleet_run: None,
         left_alone: false,
     })
+}
+
+/// The live objects `req` is planned against: the first read round, then what it leaves to read
+/// (the IngressClasses of a first exposure, the Gateways and GatewayClasses of scoped
+/// HTTPRoutes).
+pub(crate) async fn read_live(
+    cluster: &Cluster,
+    req: &UpdateRequest<'_>,
+    needs: live_state::Needs,
+) -> Result<LiveState, AppError> {
+    let mut live = live_state::read(cluster, req.app, needs).await?;
+    if req.needs_ingress_classes(&live) {
+        live.ingress_classes = Some(live_state::read_ingress_classes(cluster).await?);
+    }
+    if let Some(gateways) = req.gateway_check(&live) {
+        let read = live.gateway_support.take();
+        live.gateway_support =
+            Some(live_state::read_gateway_support(cluster, &gateways, read).await?);
+    }
+    Ok(live)
 }

@@ -10,7 +10,8 @@ use serde_json::Value;
 use crate::endpoints_file::EndpointsFile;
 use crate::history::History;
 use crate::live_state::{LiveState, Needs};
-use crate::plan::{Kind, ObjectChange, Plan, PlanError, Planned, Updater};
+use crate::plan::{Kind, ObjectChange, Plan, PlanError, Planned, RouteStyle, Updater};
+use crate::routes::external_auth::GatewayKey;
 use crate::routes::{self, LiveRef, LiveRoutes, WithLive, refs::RouteFlags};
 use crate::updaters::{
     AutoscalerUpdate, AutoscalerUpdater, ChangeCause, ContainerUpdate, DeploymentUpdater,
@@ -47,7 +48,32 @@ impl UpdateRequest<'_> {
                     .is_some_and(|s| routes::style(s).kind() == Kind::HttpRoute),
             // The run's to ask for: it knows whether it records history.
             history: false,
+            gateway: self
+                .routes
+                .gateway
+                .as_ref()
+                .filter(|_| self.routes.style == Some(RouteStyle::Gateway))
+                .filter(|_| {
+                    self.endpoints
+                        .is_some_and(|f| f.endpoints.iter().any(|e| !e.scopes.is_empty()))
+                })
+                .map(|g| GatewayKey::of_flag(g, self.namespace)),
         }
+    }
+
+    /// The Gateways whose support for ExternalAuth the run must check once the first read
+    /// round is in (scoped groups published as HTTPRoutes); `None`: no check.
+    pub fn gateway_check(&self, live: &LiveState) -> Option<Vec<GatewayKey>> {
+        self.endpoints.and_then(|file| {
+            routes::needs_gateway_check(
+                self.app,
+                file,
+                self.routes,
+                &live.ingresses,
+                &live.httproutes,
+                self.namespace,
+            )
+        })
     }
 
     /// Whether the first read round leaves the IngressClasses to be read (a first exposure in
@@ -150,6 +176,7 @@ pub fn build_plan(req: &UpdateRequest<'_>, live: &mut LiveState) -> Result<Plan,
             ingresses: &live.ingresses,
             httproutes: &live.httproutes,
             ingress_classes: live.ingress_classes.as_deref(),
+            gateway_support: live.gateway_support.as_ref(),
         };
         let planned_routes = routes::plan_routes(req.app, file, req.routes, &live_routes)?;
         let currents = given_up(live, &planned_routes.updaters);

@@ -31,6 +31,10 @@ pub enum Outcome {
     /// The write was sent but no answer came back (timeout, connection lost): it may or may
     /// not have been applied.
     Unknown { message: String },
+    /// The server-side dry run showed that the cluster lacks what the change needs (an HTTPRoute
+    /// without the ExternalAuth filter): refused before any write, as bad input is. `message`
+    /// is one line, with what to do instead.
+    Unsupported { message: String },
     /// Not attempted because an earlier step failed or the run was interrupted.
     NotAttempted,
     /// Planned as unchanged: nothing to do.
@@ -210,9 +214,11 @@ pub fn closing_line(report: &Report) -> Option<Line> {
     Some(Line::new(Fate::NotDone, Style::new().bold(), msg))
 }
 
-/// One line per object that was to change.
+/// One line per object that was to change. What the cluster lacks ([`Outcome::Unsupported`])
+/// is said once: a second object refused for the same reason points to the first line.
 pub fn object_lines(report: &Report) -> Vec<Line> {
     let mut lines = Vec::new();
+    let mut unsupported: Vec<&str> = Vec::new();
     for (change, outcome) in &report.entries {
         let what = describe_fields(change);
         let what = if what.is_empty() {
@@ -239,11 +245,23 @@ pub fn object_lines(report: &Report) -> Vec<Line> {
                 Style::new().red().bold(),
                 format!("{reference} NOT {done}: {}", Untrusted(reason)),
             ),
-            Outcome::Failed { message } => Line::new(
-                Fate::NotDone,
-                Style::new().red(),
-                format!("{reference} NOT {done}: {}", Untrusted(message)),
-            ),
+            Outcome::Unsupported { message } if unsupported.contains(&message.as_str()) => {
+                Line::new(
+                    Fate::NotDone,
+                    Style::new().red(),
+                    format!("{reference} NOT {done}: the same (above)"),
+                )
+            }
+            Outcome::Failed { message } | Outcome::Unsupported { message } => {
+                if matches!(outcome, Outcome::Unsupported { .. }) {
+                    unsupported.push(message);
+                }
+                Line::new(
+                    Fate::NotDone,
+                    Style::new().red(),
+                    format!("{reference} NOT {done}: {}", Untrusted(message)),
+                )
+            }
             Outcome::Unknown { message } => Line::new(
                 Fate::NotDone,
                 Style::new().red().bold(),
@@ -379,6 +397,55 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn what_the_cluster_lacks_is_said_once() {
+        let unsupported = |m: &str| Outcome::Unsupported {
+            message: m.to_owned(),
+        };
+        let report = Report {
+            entries: vec![
+                entry(
+                    "a",
+                    Action::Create,
+                    unsupported("no ExternalAuth filter; use X"),
+                ),
+                entry("b", Action::Create, Outcome::NotAttempted),
+                entry(
+                    "c",
+                    Action::Update,
+                    unsupported("no ExternalAuth filter; use X"),
+                ),
+                entry("d", Action::Update, unsupported("something else")),
+            ],
+            stopped_in_preflight: true,
+            interrupted: None,
+        };
+        assert_eq!(
+            fates(&report),
+            [
+                (
+                    Fate::NotDone,
+                    "ingress.networking.k8s.io/a NOT created: no ExternalAuth filter; use X".into()
+                ),
+                (
+                    Fate::NotDone,
+                    "ingress.networking.k8s.io/b NOT created: not attempted".into()
+                ),
+                (
+                    Fate::NotDone,
+                    "ingress.networking.k8s.io/c NOT updated: the same (above)".into()
+                ),
+                (
+                    Fate::NotDone,
+                    "ingress.networking.k8s.io/d NOT updated: something else".into()
+                ),
+                (Fate::NotDone, "Nothing was changed.".into()),
+            ]
+        );
+        assert!(!report.went_as_planned());
+        assert!(!report.any_written());
     }
 
     #[test]

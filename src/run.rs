@@ -18,7 +18,6 @@ use crate::history::Source;
 use crate::history_store;
 use crate::kube_context;
 use crate::kube_context::Connection;
-use crate::live_state;
 use crate::plan::Plan;
 use crate::plan_file::{self, ClusterPlan, Origin, PlanKey};
 use crate::plan_sources::{self, Sourced};
@@ -331,10 +330,7 @@ pub(crate) async fn source(
     let mut needs = request.needs();
     // An image change names the revision its record is planned to get.
     needs.history = needs.deployment && settings.history_max > 0;
-    let mut live = live_state::read(cluster, &settings.app, needs).await?;
-    if request.needs_ingress_classes(&live) {
-        live.ingress_classes = Some(live_state::read_ingress_classes(cluster).await?);
-    }
+    let mut live = plan_sources::read_live(cluster, &request, needs).await?;
     let plan = planner::build_plan(&request, &mut live)?;
     Ok(Sourced {
         plan,

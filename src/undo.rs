@@ -367,6 +367,7 @@ mod tests {
             history: None,
             ingress_classes: Some(vec![json!({"metadata": {"name": "nginx",
                 "annotations": {"ingressclass.kubernetes.io/is-default-class": "true"}}})]),
+            gateway_support: None,
         }
     }
 

@@ -191,6 +191,7 @@ fn plan(cluster: &[Value], spec: &Spec, flags: &RouteFlags) -> Vec<ObjectChange>
         ingresses: &ingresses,
         httproutes: &httproutes,
         ingress_classes: Some(&classes),
+        gateway_support: None,
     };
     routes::plan_routes(APP, &parse(spec), flags, &live)
         .unwrap()

@@ -564,7 +564,11 @@ fn the_json_plan_carries_the_route_kind_and_style() {
             "style": "gateway",
             "liveStyles": ["nginx-snippet"],
             "migration": true,
-            "notes": ["Migrating the routes of web from nginx-snippet to gateway: the new HTTPRoutes are created before the old routes are deleted."]
+            "notes": [
+                // The sandbox has no Gateway gateways/public (tests/external_auth_e2e.rs).
+                "Could not verify that the Gateway supports the ExternalAuth filter (HTTPRouteExtAuth) the scoped routes use: the Gateway gateways/public does not exist; make sure its controller implements ExternalAuth.",
+                "Migrating the routes of web from nginx-snippet to gateway: the new HTTPRoutes are created before the old routes are deleted."
+            ]
         })
     );
     let kinds: Vec<(String, String, String)> = doc["objects"]

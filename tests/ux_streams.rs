@@ -149,6 +149,52 @@ fn exit_3_the_reason_alone_on_stderr() {
 }
 
 #[test]
+fn exit_3_found_by_the_dry_run_the_plan_on_stdout_what_the_cluster_lacks_on_stderr() {
+    // The Gateway API's standard channel: HTTPRoutes without the ExternalAuth filter.
+    let env = Env::with_options(SandboxOptions {
+        gateway_api_channel: sandbox_apiserver::GatewayApiChannel::Standard,
+        ..Default::default()
+    });
+    let file = env.write_file(
+        "endpoints.yaml",
+        "endpoints:\n  - path: /health\n  - path: /protected/user\n    scopes: [user]\n",
+    );
+    let o = env.run(&[
+        "web",
+        "--endpoints",
+        file.to_str().unwrap(),
+        "--routes",
+        "gateway",
+        "--gateway",
+        "public",
+        "--auth-service",
+        "oauth:8080",
+        "--yes",
+    ]);
+    assert_code(&o, 3);
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert!(
+        out.contains("Plan: 2 to create, 0 to update, 2 to delete."),
+        "{out}"
+    );
+    stdout_is_data_only(&out);
+    stderr_has_no_plan(&err);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(
+        lines[0], "Warning: unknown field \"spec.rules[0].filters[0].externalAuth\"",
+        "{err}"
+    );
+    assert!(
+        lines[1].starts_with(&format!(
+            "httproute.gateway.networking.k8s.io/{USER_INGRESS} NOT created: the HTTPRoutes of context \"sandbox\" have no ExternalAuth filter"
+        )),
+        "{err}"
+    );
+    assert_eq!(lines.last(), Some(&"Nothing was changed."), "{err}");
+    assert!(env.writes().is_empty());
+}
+
+#[test]
 fn exit_4_the_plan_on_stdout_the_refusal_on_stderr() {
     let env = Env::new();
     let o = env.run(&["web", "--max", "9"]);

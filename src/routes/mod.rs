@@ -42,6 +42,7 @@
 //! the new ones are created ([`crate::plan::write_order`]).
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod external_auth;
 pub mod gateway;
 pub mod ingress;
 pub mod nginx_auth;
@@ -620,6 +621,9 @@ pub struct LiveRoutes<'a> {
     pub httproutes: &'a Listing,
     /// The cluster's IngressClasses, when they were read ([`needs_ingress_classes`]).
     pub ingress_classes: Option<&'a [Value]>,
+    /// The Gateways the scoped HTTPRoutes attach to and their classes, when they were read
+    /// ([`needs_gateway_check`]): whether the cluster enforces ExternalAuth.
+    pub gateway_support: Option<&'a external_auth::GatewaySupport>,
 }
 
 /// Where a live route is among [`LiveRoutes`]: its kind's list and its index there.
@@ -702,6 +706,33 @@ pub fn needs_ingress_classes(
         choose_style(app, flags.style, &live_styles),
         Ok((s, _)) if style(s).kind() == Kind::Ingress
     )
+}
+
+/// The Gateways whose GatewayClasses must say whether they support ExternalAuth: the run
+/// publishes scoped groups in the `gateway` style (`--routes gateway`, or live routes that are
+/// HTTPRoutes only). `None` when no check is needed, or no Gateway is named (the plan refuses
+/// that anyway). Decided from the first read round; see [`external_auth`].
+pub fn needs_gateway_check(
+    app: &str,
+    file: &EndpointsFile,
+    flags: &RouteFlags,
+    ingresses: &[Value],
+    httproutes: &Listing,
+    namespace: &str,
+) -> Option<Vec<external_auth::GatewayKey>> {
+    if !file.endpoints.iter().any(|e| !e.scopes.is_empty()) {
+        return None;
+    }
+    let live_styles = live_styles(ingresses, httproutes.items());
+    if !matches!(
+        choose_style(app, flags.style, &live_styles),
+        Ok((RouteStyle::Gateway, _))
+    ) {
+        return None;
+    }
+    let gateways =
+        external_auth::attached_gateways(flags.gateway.as_ref(), httproutes.items(), namespace);
+    (!gateways.is_empty()).then_some(gateways)
 }
 
 /// The style of a live managed route; an Ingress no flavour recognises counts as
@@ -1035,6 +1066,22 @@ pub fn plan_routes(
     };
     let chosen = style(run_style);
     chosen.check(&ctx, &groups)?;
+    if run_style == RouteStyle::Gateway
+        && groups.iter().any(|g| !g.is_public())
+        && let Some(support) = live.gateway_support
+    {
+        use external_auth::Verdict;
+        match external_auth::verdict(support) {
+            Verdict::Supported => {}
+            Verdict::Unsupported { class, gateway } => {
+                return Err(PlanError::Unexpected {
+                    reference: format!("routes of {app}"),
+                    message: external_auth::unsupported_message(&class, &gateway),
+                });
+            }
+            Verdict::Unverified(reasons) => notes.push(external_auth::unverified_note(&reasons)),
+        }
+    }
 
     let live_styles: Vec<RouteStyle> = styles.keys().copied().collect();
     notes.extend(migration_notes(app, run_style, &live_styles, live));

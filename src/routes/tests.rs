@@ -889,6 +889,7 @@ mod styles {
             ingresses: &live.ingresses,
             httproutes: &live.httproutes,
             ingress_classes: live.classes.as_deref(),
+            gateway_support: None,
         };
         let planned = plan_routes("web", &file, flags, &routes)?;
         let changes = planned
@@ -1360,6 +1361,7 @@ mod styles {
             ingresses: &[],
             httproutes: &live.httproutes,
             ingress_classes: None,
+            gateway_support: None,
         };
         let planned = plan_routes("web", &file, &RouteFlags::default(), &routes).unwrap();
         let (u, obj) = planned

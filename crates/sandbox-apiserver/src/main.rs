@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use sandbox_apiserver::{IngressNginxWebhook, RequestLogSink, Rollout, Sandbox, SandboxOptions};
+use sandbox_apiserver::{
+    GatewayApiChannel, IngressNginxWebhook, RequestLogSink, Rollout, Sandbox, SandboxOptions,
+};
 
 #[derive(Parser)]
 #[command(
@@ -53,6 +55,10 @@ struct ServeArgs {
     /// Leave out the kinds a cluster gets from CustomResourceDefinitions: their groups answer 404.
     #[arg(long)]
     without_crds: bool,
+    /// Which channel of the Gateway API v1.4.1 CRDs to serve: experimental (HTTPRoute has the
+    /// ExternalAuth filter) or standard (it has not).
+    #[arg(long, value_name = "CHANNEL", default_value = "experimental", value_parser = parse_channel)]
+    gateway_api_channel: GatewayApiChannel,
     /// Run ingress-nginx's admission webhook, which refuses `*-snippet` annotations on the
     /// Ingresses of its IngressClass `nginx` (created): snippets-disabled (allow-snippet-annotations
     /// false) or risky-annotations (annotations-risk-level High).
@@ -70,6 +76,11 @@ fn parse_webhook(s: &str) -> Result<IngressNginxWebhook, String> {
             "unknown webhook mode {s:?}: use snippets-disabled or risky-annotations"
         )),
     }
+}
+
+fn parse_channel(s: &str) -> Result<GatewayApiChannel, String> {
+    GatewayApiChannel::parse(s)
+        .ok_or_else(|| format!("unknown channel {s:?}: use experimental or standard"))
 }
 
 fn parse_rollout(s: &str) -> Result<Rollout, String> {
@@ -103,6 +114,7 @@ fn serve(args: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
         rollout: args.rollout,
         request_log,
         install_crds: !args.without_crds,
+        gateway_api_channel: args.gateway_api_channel,
         ingress_nginx_webhook: args.ingress_nginx_webhook,
         ..Default::default()
     })?;

@@ -19,7 +19,7 @@ use crate::http::auth::{Identity, Tokens};
 use crate::http::faults::{COMPETITOR, Fault};
 use crate::http::log::{Counters, LoggedRequest, RequestLog};
 use crate::http::{Server, conn, tls};
-use crate::kinds::{self, IngressNginxWebhook, Kind, Registry};
+use crate::kinds::{self, GatewayApiChannel, IngressNginxWebhook, Kind, Registry};
 use crate::model::status::{self, StatusBody};
 use crate::store::{FieldValidation, Selectors, State, Store, WriteCtx};
 
@@ -43,6 +43,10 @@ pub struct SandboxOptions {
     /// `false` is a cluster without those CRDs: their groups answer 404 and discovery does not
     /// list them.
     pub install_crds: bool,
+    /// Which channel of the Gateway API v1.4.1 CRDs is installed (with `install_crds`; default:
+    /// experimental). [`GatewayApiChannel::Standard`] is a cluster whose HTTPRoutes have no
+    /// `ExternalAuth` filter.
+    pub gateway_api_channel: GatewayApiChannel,
     /// Run ingress-nginx v1.12's validating admission webhook (default: none). Running it is
     /// having ingress-nginx installed: its IngressClass `nginx` exists. See
     /// [`IngressNginxWebhook`].
@@ -62,6 +66,7 @@ impl Default for SandboxOptions {
             request_log: None,
             http1_only: false,
             install_crds: true,
+            gateway_api_channel: GatewayApiChannel::Experimental,
             ingress_nginx_webhook: None,
             service_cidr: "10.96.0.0/12".into(),
         }
@@ -142,7 +147,7 @@ impl Sandbox {
             store.clone(),
             Tokens::generate(tls.is_some()),
             RequestLog::new(sink),
-            Registry::new(opts.install_crds),
+            Registry::with_channel(opts.install_crds, opts.gateway_api_channel),
             addr,
             sd_rx.clone(),
             Some(Box::new(Control {
@@ -324,8 +329,9 @@ impl Sandbox {
             })
     }
 
-    /// A controller writing the object's status now (its status subresource: everything else
-    /// is kept), e.g. a Deployment's replicas becoming unavailable.
+    /// A controller's status write: mutate the object now through its `status` subresource
+    /// (manager `sandbox-controller`; only `status` is kept from the mutation) — how a test
+    /// publishes a GatewayClass's `status.supportedFeatures`.
     pub fn update_status(
         &self,
         object_path: &str,
@@ -333,14 +339,18 @@ impl Sandbox {
     ) -> Result<Value, StatusBody> {
         let (k, ns, name) = resolve(&self.server.registry, object_path)?;
         let mut once = Some(mutate);
-        self.server
-            .store
-            .write()
-            .system_update(k, &ns, &name, COMPETITOR, "status", &mut |obj| {
+        self.server.store.write().system_update(
+            k,
+            &ns,
+            &name,
+            "sandbox-controller",
+            "status",
+            &mut |obj| {
                 if let Some(m) = once.take() {
                     m(obj);
                 }
-            })
+            },
+        )
     }
 
     /// Delete the object now.

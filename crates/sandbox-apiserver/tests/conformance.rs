@@ -11,6 +11,9 @@
 //!   on a shared cluster with the Gateway API CRDs installed, whose revision counter other
 //!   clients moved, so resourceVersions are only checked to be decimal and ages in table
 //!   cells to be durations.
+//! * `tests/fixtures/standard/` (`tools/record_fixtures.py` with `tools/standard-cases.yaml`):
+//!   the Gateway API's standard channel — discovery, GatewayClass `supportedFeatures`, and an
+//!   HTTPRoute with an `ExternalAuth` filter refused; recorded like `kinds/`.
 //! * `tests/fixtures/webhook/`: the API server passing on a snippet refusal of a webhook named
 //!   like ingress-nginx's, replayed with `IngressNginxWebhook::SnippetsDisabled`.
 //!
@@ -25,7 +28,9 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use sandbox_apiserver::{Identity, IngressNginxWebhook, Sandbox, SandboxOptions};
+use sandbox_apiserver::{
+    GatewayApiChannel, Identity, IngressNginxWebhook, Sandbox, SandboxOptions,
+};
 use serde_json::{Map, Value, json};
 
 /// Fixtures the sandbox is allowed to differ on, with the reason. Aim: empty.
@@ -663,6 +668,18 @@ fn every_recorded_exchange_of_config_maps_ingress_classes_and_the_gateway_api_is
     })
     .unwrap();
     replay_folder("kinds", 81, &sb, true, &[]);
+}
+
+#[test]
+fn every_recorded_exchange_with_the_standard_gateway_api_channel_is_reproduced() {
+    // The recorded cluster had the Gateway API v1.4.1 standard-channel CRDs installed.
+    let sb = Sandbox::start(SandboxOptions {
+        tls: true,
+        gateway_api_channel: GatewayApiChannel::Standard,
+        ..Default::default()
+    })
+    .unwrap();
+    replay_folder("standard", 22, &sb, true, &[]);
 }
 
 #[test]

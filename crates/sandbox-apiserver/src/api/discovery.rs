@@ -13,7 +13,7 @@ use std::sync::OnceLock;
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha512};
 
-use crate::kinds::{self, CustomResourceNames, Kind, Registry, Subresource};
+use crate::kinds::{self, CustomResourceNames, GatewayApiChannel, Kind, Registry, Subresource};
 use crate::model::gojson;
 
 const VERSION: &str = include_str!("discovery/version.json");
@@ -26,6 +26,7 @@ const NETWORKING_V1: &str = include_str!("discovery/networking_v1.json");
 const AGGREGATED_API: &str = include_str!("discovery/aggregated_api.json");
 const AGGREGATED_APIS: &str = include_str!("discovery/aggregated_apis.json");
 const GATEWAY_API: &str = include_str!("discovery/gateway_api.json");
+const GATEWAY_API_STANDARD: &str = include_str!("discovery/gateway_api_standard.json");
 
 pub const AGGREGATED_CONTENT_TYPE: &str =
     "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList";
@@ -47,8 +48,11 @@ struct Docs {
     networking_v1: Value,
     aggregated_api: Value,
     aggregated_apis: Value,
-    /// Recorded documents of custom resource groups: `groups`, `aggregated`, `resourceLists`.
+    /// Recorded documents of custom resource groups: `groups`, `aggregated`, `resourceLists`
+    /// (the Gateway API's experimental channel).
     custom: Value,
+    /// The same, with the Gateway API's standard channel installed.
+    custom_standard: Value,
     generic: Vec<GenericResource>,
 }
 
@@ -72,6 +76,7 @@ fn docs() -> &'static Docs {
             aggregated_api,
             aggregated_apis,
             custom: parse(GATEWAY_API),
+            custom_standard: parse(GATEWAY_API_STANDARD),
             generic,
         }
     })
@@ -172,9 +177,9 @@ pub fn apis(reg: &Registry) -> Value {
     let mut doc = docs().apis.clone();
     if let Some(Value::Array(groups)) = doc.get_mut("groups") {
         groups.extend(
-            custom_groups(reg)
-                .iter()
-                .map(|g| recorded("groups", "/name", g.name).unwrap_or_else(|| group_entry(g))),
+            custom_groups(reg).iter().map(|g| {
+                recorded(reg, "groups", "/name", g.name).unwrap_or_else(|| group_entry(g))
+            }),
         );
     }
     doc
@@ -192,7 +197,7 @@ pub fn aggregated_apis(reg: &Registry) -> (Value, String) {
     let mut doc = docs().aggregated_apis.clone();
     if let Some(Value::Array(items)) = doc.get_mut("items") {
         items.extend(groups.iter().map(|g| {
-            recorded("aggregated", "/metadata/name", g.name)
+            recorded(reg, "aggregated", "/metadata/name", g.name)
                 .unwrap_or_else(|| aggregated_group(reg, g))
         }));
     }
@@ -206,11 +211,18 @@ pub fn aggregated_apis(reg: &Registry) -> (Value, String) {
     (doc, format!("\"{hex}\""))
 }
 
+/// The recorded documents of the custom resources `reg` serves.
+fn custom_docs(reg: &Registry) -> &'static Value {
+    match reg.gateway_api() {
+        GatewayApiChannel::Experimental => &docs().custom,
+        GatewayApiChannel::Standard => &docs().custom_standard,
+    }
+}
+
 /// The recorded entry of the list `list` of custom resource documents whose `pointer` is
 /// `name`.
-fn recorded(list: &str, pointer: &str, name: &str) -> Option<Value> {
-    docs()
-        .custom
+fn recorded(reg: &Registry, list: &str, pointer: &str, name: &str) -> Option<Value> {
+    custom_docs(reg)
         .get(list)?
         .as_array()?
         .iter()
@@ -312,7 +324,7 @@ fn custom_resource_list(reg: &Registry, group: &str, version: &str) -> Option<Va
         .custom_resources()
         .any(|(k, _)| k.api().group == group && k.api().version == version);
     if installed
-        && let Some(doc) = docs().custom.pointer(&format!(
+        && let Some(doc) = custom_docs(reg).pointer(&format!(
             "/resourceLists/{}",
             format!("{group}/{version}").replace('/', "~1")
         ))
@@ -527,6 +539,46 @@ pub fn resource_list(reg: &Registry, group: &str, version: &str) -> Option<Value
 mod tests {
     use super::*;
     use crate::kinds::testing::WITH_WIDGET;
+
+    #[test]
+    fn the_standard_channel_is_discovered_as_one_group_of_two_versions() {
+        let reg = Registry::with_channel(true, GatewayApiChannel::Standard);
+        let gateway_groups: Vec<Value> = apis(&reg)["groups"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|g| {
+                g["name"]
+                    .as_str()
+                    .is_some_and(|n| n.starts_with("gateway."))
+            })
+            .cloned()
+            .collect();
+        assert_eq!(gateway_groups.len(), 1, "{gateway_groups:?}");
+        assert_eq!(
+            gateway_groups[0]["versions"],
+            json!([
+                {"groupVersion": "gateway.networking.k8s.io/v1", "version": "v1"},
+                {"groupVersion": "gateway.networking.k8s.io/v1beta1", "version": "v1beta1"},
+            ])
+        );
+        assert!(resource_list(&reg, "gateway.networking.k8s.io", "v1").is_some());
+        assert!(resource_list(&reg, "gateway.networking.k8s.io", "v1alpha2").is_none());
+        let index = crate::api::openapi::v3_root(&reg);
+        let paths: Vec<&String> = index["paths"]
+            .as_object()
+            .into_iter()
+            .flat_map(|m| m.keys())
+            .filter(|p| p.contains("gateway."))
+            .collect();
+        assert_eq!(
+            paths,
+            [
+                "apis/gateway.networking.k8s.io/v1",
+                "apis/gateway.networking.k8s.io/v1beta1"
+            ]
+        );
+    }
 
     #[test]
     fn documents_load() {

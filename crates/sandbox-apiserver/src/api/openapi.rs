@@ -55,23 +55,26 @@ pub fn v2_protobuf() -> Vec<u8> {
 }
 
 /// `/openapi/v3`: the real server's index (every group and group/version, with its
-/// documents' hashes, as recorded), less the groups of CRDs the sandbox does not install.
-/// Only the served kinds' group/versions have documents here.
+/// documents' hashes, as recorded), less the group/versions of CRDs the sandbox does not
+/// install (all of them without CRDs; the experimental ones with the Gateway API's standard
+/// channel). Only the served kinds' group/versions have documents here.
 pub fn v3_root(reg: &Registry) -> Value {
     let mut doc: Value =
         serde_json::from_str(include_str!("discovery/openapi_v3.json")).unwrap_or(json!({}));
-    let absent: Vec<&str> = kinds::all()
+    let absent: Vec<(&str, &str)> = kinds::all()
         .iter()
         .filter(|k| matches!(k.discovery(), Discovery::CustomResource(_)))
-        .map(|k| k.api().group)
-        .filter(|g| !reg.kinds().any(|k| k.api().group == *g))
+        .map(|k| (k.api().group, k.api().version))
+        .filter(|(g, v)| {
+            !reg.kinds()
+                .any(|k| k.api().group == *g && k.api().version == *v)
+        })
         .collect();
     if let Some(paths) = doc.get_mut("paths").and_then(Value::as_object_mut) {
         paths.retain(|p, _| {
-            let group = p
-                .strip_prefix("apis/")
-                .map(|r| r.split('/').next().unwrap_or(""));
-            group.is_none_or(|g| !absent.contains(&g))
+            let mut parts = p.strip_prefix("apis/").unwrap_or("").split('/');
+            let gv = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+            !absent.contains(&gv)
         });
     }
     doc

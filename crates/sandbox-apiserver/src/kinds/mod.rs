@@ -32,6 +32,7 @@ use crate::model::object::with_type_meta;
 use crate::model::schema::{self, DecodeError, Decoded};
 use crate::model::status::{FieldError, StatusBody};
 
+pub use custom::GatewayApiChannel;
 pub use deployment::DEPLOYMENT;
 pub use ingress::{INGRESS_NGINX_CLASS, INGRESS_NGINX_CONTROLLER, IngressNginxWebhook};
 pub use ingress_class::IS_DEFAULT_CLASS;
@@ -75,14 +76,25 @@ pub static KINDS: &[&dyn Kind] = &[
 ];
 
 /// Every kind the sandbox knows: the built-in [`KINDS`], then the custom resources of the
-/// bundled CRDs ([`custom`]).
+/// bundled CRDs ([`custom`]) in the Gateway API's experimental channel.
 pub fn all() -> &'static [&'static dyn Kind] {
-    static ALL: std::sync::OnceLock<Vec<&'static dyn Kind>> = std::sync::OnceLock::new();
-    ALL.get_or_init(|| {
+    with_gateway_api(GatewayApiChannel::Experimental)
+}
+
+/// The built-in [`KINDS`], then the custom resources of `channel`'s bundled CRDs.
+pub fn with_gateway_api(channel: GatewayApiChannel) -> &'static [&'static dyn Kind] {
+    type Kinds = std::sync::OnceLock<Vec<&'static dyn Kind>>;
+    static EXPERIMENTAL: Kinds = Kinds::new();
+    static STANDARD: Kinds = Kinds::new();
+    let cell = match channel {
+        GatewayApiChannel::Experimental => &EXPERIMENTAL,
+        GatewayApiChannel::Standard => &STANDARD,
+    };
+    cell.get_or_init(|| {
         KINDS
             .iter()
             .copied()
-            .chain(custom::kinds().iter().copied())
+            .chain(custom::kinds(channel).iter().copied())
             .collect()
     })
 }
@@ -455,12 +467,22 @@ pub struct CustomResourceNames {
 pub struct Registry {
     kinds: &'static [&'static dyn Kind],
     install_crds: bool,
+    gateway_api: GatewayApiChannel,
 }
 
 impl Registry {
     /// Every kind ([`all`]); `install_crds: false` leaves the custom resources out.
+    #[cfg(test)]
     pub fn new(install_crds: bool) -> Registry {
         Registry::of(all(), install_crds)
+    }
+
+    /// Every built-in kind and, when `install_crds`, the Gateway API CRDs of `channel`.
+    pub fn with_channel(install_crds: bool, channel: GatewayApiChannel) -> Registry {
+        Registry {
+            gateway_api: channel,
+            ..Registry::of(with_gateway_api(channel), install_crds)
+        }
     }
 
     /// A registry of other kinds (tests).
@@ -468,7 +490,14 @@ impl Registry {
         Registry {
             kinds,
             install_crds,
+            gateway_api: GatewayApiChannel::Experimental,
         }
+    }
+
+    /// The channel of the Gateway API CRDs served (when CRDs are installed): which recorded
+    /// discovery documents describe them.
+    pub fn gateway_api(&self) -> GatewayApiChannel {
+        self.gateway_api
     }
 
     /// The served kinds, in registration order.

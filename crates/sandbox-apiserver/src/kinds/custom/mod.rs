@@ -1,7 +1,10 @@
 //! Kinds a cluster gets from CustomResourceDefinitions: the Gateway API v1.4.1 experimental
-//! channel (12 CRDs, `gateway.networking.k8s.io` and `gateway.networking.x-k8s.io`), served
-//! from the CRDs' own text (`gateway-api-v1.4.1.json`, made by `tools/crd_bundle.py`) the way
-//! the apiextensions server serves custom resources:
+//! channel (12 CRDs, `gateway.networking.k8s.io` and `gateway.networking.x-k8s.io`;
+//! `gateway-api-v1.4.1.json`) or, as a cluster that installed the release's standard channel has
+//! them, its 6 standard CRDs (`gateway-api-v1.4.1-standard.json`: no experimental kinds, and
+//! HTTPRoute without the `ExternalAuth` and `CORS` filters) — see [`GatewayApiChannel`]. Both
+//! are served from the CRDs' own text (made by `tools/crd_bundle.py`) the way the apiextensions
+//! server serves custom resources:
 //!
 //! * one [`CustomKind`] per served version, the versions of a CRD sharing one storage (no
 //!   conversion webhook: an object reads the same in every version);
@@ -32,8 +35,34 @@ use crate::model::status::FieldError;
 use crate::model::time;
 use structural::Node;
 
-/// The bundled CRDs (the Gateway API v1.4.1 experimental channel).
+/// The bundled CRDs: the Gateway API v1.4.1 experimental channel.
 const GATEWAY_API: &str = include_str!("gateway-api-v1.4.1.json");
+/// The Gateway API v1.4.1 standard channel.
+const GATEWAY_API_STANDARD: &str = include_str!("gateway-api-v1.4.1-standard.json");
+
+/// Which release channel of the Gateway API's CRDs a sandbox serves. One cluster has one of
+/// them (the CRDs of both channels share their names).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum GatewayApiChannel {
+    /// `experimental-install.yaml`: every kind and field of the release, HTTPRoute's
+    /// `ExternalAuth` filter (GEP-1494) among them.
+    #[default]
+    Experimental,
+    /// `standard-install.yaml`: the GA kinds and fields only — an HTTPRoute filter of type
+    /// `ExternalAuth` is refused (`Unsupported value`), an `externalAuth` field pruned.
+    Standard,
+}
+
+impl GatewayApiChannel {
+    /// `experimental` or `standard`; `None` for anything else.
+    pub fn parse(s: &str) -> Option<GatewayApiChannel> {
+        match s {
+            "experimental" => Some(GatewayApiChannel::Experimental),
+            "standard" => Some(GatewayApiChannel::Standard),
+            _ => None,
+        }
+    }
+}
 
 /// A column of `additionalPrinterColumns`.
 #[derive(Debug)]
@@ -69,50 +98,66 @@ fn leak_strs(v: &Value) -> &'static [&'static str] {
     Box::leak(list.into_boxed_slice())
 }
 
-/// The bundled custom resource kinds, built once per process.
-pub fn kinds() -> &'static [&'static dyn Kind] {
-    // The bundle is checked by a unit test; a broken one serves no custom resources.
-    bundle().as_deref().unwrap_or(&[])
+/// The custom resource kinds of `channel`'s bundle, built once per process.
+pub fn kinds(channel: GatewayApiChannel) -> &'static [&'static dyn Kind] {
+    // The bundles are checked by a unit test; a broken one serves no custom resources.
+    match (bundles(), channel) {
+        (Ok([experimental, _]), GatewayApiChannel::Experimental) => experimental,
+        (Ok([_, standard]), GatewayApiChannel::Standard) => standard,
+        (Err(_), _) => &[],
+    }
 }
 
-/// The bundle, loaded once per process (its types are installed once).
-fn bundle() -> &'static Result<Vec<&'static dyn Kind>, String> {
-    static BUNDLE: OnceLock<Result<Vec<&'static dyn Kind>, String>> = OnceLock::new();
-    BUNDLE.get_or_init(|| load(GATEWAY_API))
+/// Both bundles (experimental, standard), loaded once per process: the types of every custom
+/// kind are installed in one go.
+fn bundles() -> &'static Result<[Vec<&'static dyn Kind>; 2], String> {
+    static BUNDLES: OnceLock<Result<[Vec<&'static dyn Kind>; 2], String>> = OnceLock::new();
+    BUNDLES.get_or_init(|| {
+        let [experimental, standard] = load(&[GATEWAY_API, GATEWAY_API_STANDARD])?
+            .try_into()
+            .map_err(|_| "two bundles load as two lists of kinds".to_string())?;
+        Ok([experimental, standard])
+    })
 }
 
-/// Parse a bundle: the kinds of every served version.
-fn load(bundle: &str) -> Result<Vec<&'static dyn Kind>, String> {
-    let crds: Vec<Value> = serde_json::from_str(bundle).map_err(|e| e.to_string())?;
+/// Parse bundles: the kinds of every served version, per bundle.
+fn load(bundles: &[&str]) -> Result<Vec<Vec<&'static dyn Kind>>, String> {
     struct Pending {
+        bundle: usize,
         crd: usize,
         version: Value,
         root: Node,
     }
+    let mut all_crds: Vec<Vec<Value>> = Vec::new();
     let mut pending = Vec::new();
-    for (i, crd) in crds.iter().enumerate() {
-        for v in crd
-            .get("versions")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            if v.get("served") != Some(&Value::Bool(true)) {
-                continue;
+    for (b, text) in bundles.iter().enumerate() {
+        let crds: Vec<Value> = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        for (i, crd) in crds.iter().enumerate() {
+            for v in crd
+                .get("versions")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                if v.get("served") != Some(&Value::Bool(true)) {
+                    continue;
+                }
+                let schema = v.get("openAPIV3Schema").unwrap_or(&Value::Null);
+                pending.push(Pending {
+                    bundle: b,
+                    crd: i,
+                    version: v.clone(),
+                    root: Node::parse(schema)?,
+                });
             }
-            let schema = v.get("openAPIV3Schema").unwrap_or(&Value::Null);
-            pending.push(Pending {
-                crd: i,
-                version: v.clone(),
-                root: Node::parse(schema)?,
-            });
         }
+        all_crds.push(crds);
     }
     let mut roots = Vec::new();
     schema::install_types(|base| {
         let mut types: Vec<TypeDef> = Vec::new();
         for p in &pending {
-            let kind = crds[p.crd]
+            let kind = all_crds[p.bundle][p.crd]
                 .pointer("/names/kind")
                 .and_then(Value::as_str)
                 .unwrap_or("");
@@ -123,9 +168,9 @@ fn load(bundle: &str) -> Result<Vec<&'static dyn Kind>, String> {
             .map(|t| &*Box::leak(Box::new(t)))
             .collect()
     });
-    let mut out: Vec<&'static dyn Kind> = Vec::new();
+    let mut out: Vec<Vec<&'static dyn Kind>> = bundles.iter().map(|_| Vec::new()).collect();
     for (p, type_index) in pending.into_iter().zip(roots) {
-        let crd = &crds[p.crd];
+        let crd = &all_crds[p.bundle][p.crd];
         let group = crd.get("group").and_then(Value::as_str).unwrap_or("");
         let names = crd.get("names").unwrap_or(&Value::Null);
         let name = |k: &str| names.get(k).and_then(Value::as_str).unwrap_or("");
@@ -183,7 +228,7 @@ fn load(bundle: &str) -> Result<Vec<&'static dyn Kind>, String> {
             columns,
             storage_prefix: leak(&format!("{group}/{}", name("plural"))),
         };
-        out.push(Box::leak(Box::new(kind)));
+        out[p.bundle].push(Box::leak(Box::new(kind)));
     }
     Ok(out)
 }
@@ -523,18 +568,62 @@ impl Kind for CustomKind {
 mod tests {
     use super::*;
 
-    #[test]
-    fn every_served_version_of_the_bundled_crds_loads_with_its_rules() {
-        let kinds = bundle()
-            .as_ref()
-            .unwrap_or_else(|e| panic!("the bundle does not load: {e}"));
-        let names: Vec<String> = kinds
+    fn names(kinds: &[&'static dyn Kind]) -> Vec<String> {
+        kinds
             .iter()
             .map(|k| format!("{}/{}", k.api().api_version, k.api().resource))
-            .collect();
-        assert_eq!(names.len(), 17, "{names:?}");
-        assert!(names.contains(&"gateway.networking.k8s.io/v1/httproutes".to_string()));
-        assert!(names.contains(&"gateway.networking.k8s.io/v1beta1/httproutes".to_string()));
-        assert_eq!(super::kinds().len(), 17);
+            .collect()
+    }
+
+    #[test]
+    fn every_served_version_of_the_bundled_crds_loads_with_its_rules() {
+        let [experimental, standard] = bundles()
+            .as_ref()
+            .unwrap_or_else(|e| panic!("the bundles do not load: {e}"));
+        let experimental = names(experimental);
+        assert_eq!(experimental.len(), 17, "{experimental:?}");
+        assert!(experimental.contains(&"gateway.networking.k8s.io/v1/httproutes".to_string()));
+        assert!(experimental.contains(&"gateway.networking.k8s.io/v1beta1/httproutes".to_string()));
+        assert_eq!(super::kinds(GatewayApiChannel::Experimental).len(), 17);
+        // The standard channel: GatewayClass, Gateway and HTTPRoute (v1, v1beta1), GRPCRoute,
+        // BackendTLSPolicy (v1), ReferenceGrant (v1beta1).
+        let standard = names(standard);
+        assert_eq!(standard.len(), 9, "{standard:?}");
+        assert!(
+            standard
+                .iter()
+                .all(|n| n.starts_with("gateway.networking.k8s.io/"))
+        );
+        assert!(standard.contains(&"gateway.networking.k8s.io/v1/gatewayclasses".to_string()));
+        assert!(!standard.iter().any(|n| n.contains("tcproutes")));
+    }
+
+    #[test]
+    fn only_the_experimental_channel_has_the_external_auth_filter() {
+        let filter_types = |channel| {
+            let httproute = kinds(channel)
+                .iter()
+                .find(|k| {
+                    k.api().api_version == "gateway.networking.k8s.io/v1"
+                        && k.api().resource == "httproutes"
+                })
+                .unwrap_or_else(|| panic!("no v1 HTTPRoute in {channel:?}"));
+            let mut route = json!({"spec": {"rules": [{"filters": [{"type": "ExternalAuth", "externalAuth": {"protocol": "HTTP", "backendRef": {"name": "auth", "port": 8080}, "http": {}}}]}]}});
+            httproute.default(&mut route);
+            httproute
+                .validate(&route, None)
+                .into_iter()
+                .map(|e| format!("{}: {}", e.field, e.body))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            filter_types(GatewayApiChannel::Experimental),
+            Vec::<String>::new()
+        );
+        let standard = filter_types(GatewayApiChannel::Standard);
+        assert!(
+            standard.first().is_some_and(|e| e.starts_with("spec.rules[0].filters[0].type: Unsupported value: \"ExternalAuth\": supported values: \"RequestHeaderModifier\"")),
+            "{standard:?}"
+        );
     }
 }

@@ -443,6 +443,20 @@ pub fn validate_lists(v: &Value, n: &Node, path: &str, errs: &mut Vec<FieldError
                         }
                     }
                 }
+                Some("map")
+                    if let Some((i, x)) = items
+                        .iter()
+                        .enumerate()
+                        .find(|(_, x)| !x.is_object() && !x.is_null()) =>
+                {
+                    // `validateListMap` looks no further than the first item that is not an
+                    // object.
+                    errs.push(FieldError::invalid(
+                        format!("{path}[{i}]"),
+                        &go_value(x),
+                        "must be an object for an array of list-type map",
+                    ));
+                }
                 Some("map") => {
                     let key_of = |x: &Value| {
                         let mut m = Map::new();
