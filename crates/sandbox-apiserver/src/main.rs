@@ -53,6 +53,9 @@ struct ServeArgs {
     /// Leave out the kinds a cluster gets from CustomResourceDefinitions: their groups answer 404.
     #[arg(long)]
     without_crds: bool,
+    /// Also serve Envoy Gateway's SecurityPolicy CRD (gateway.envoyproxy.io/v1alpha1).
+    #[arg(long)]
+    with_envoy_gateway: bool,
     /// Run ingress-nginx's admission webhook, which refuses `*-snippet` annotations on the
     /// Ingresses of its IngressClass `nginx` (created): snippets-disabled (allow-snippet-annotations
     /// false) or risky-annotations (annotations-risk-level High).
@@ -103,6 +106,7 @@ fn serve(args: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
         rollout: args.rollout,
         request_log,
         install_crds: !args.without_crds,
+        install_envoy_gateway: args.with_envoy_gateway,
         ingress_nginx_webhook: args.ingress_nginx_webhook,
         ..Default::default()
     })?;

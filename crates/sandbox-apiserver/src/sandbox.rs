@@ -43,6 +43,9 @@ pub struct SandboxOptions {
     /// `false` is a cluster without those CRDs: their groups answer 404 and discovery does not
     /// list them.
     pub install_crds: bool,
+    /// Also serve Envoy Gateway v1.9.0's `SecurityPolicy` CRD (`gateway.envoyproxy.io/v1alpha1`;
+    /// default: no, so its group answers 404 as on a cluster without Envoy Gateway).
+    pub install_envoy_gateway: bool,
     /// Run ingress-nginx v1.12's validating admission webhook (default: none). Running it is
     /// having ingress-nginx installed: its IngressClass `nginx` exists. See
     /// [`IngressNginxWebhook`].
@@ -62,6 +65,7 @@ impl Default for SandboxOptions {
             request_log: None,
             http1_only: false,
             install_crds: true,
+            install_envoy_gateway: false,
             ingress_nginx_webhook: None,
             service_cidr: "10.96.0.0/12".into(),
         }
@@ -142,7 +146,7 @@ impl Sandbox {
             store.clone(),
             Tokens::generate(tls.is_some()),
             RequestLog::new(sink),
-            Registry::new(opts.install_crds),
+            Registry::new(opts.install_crds).with_envoy_gateway(opts.install_envoy_gateway),
             addr,
             sd_rx.clone(),
             Some(Box::new(Control {

@@ -1,7 +1,9 @@
 //! Kinds a cluster gets from CustomResourceDefinitions: the Gateway API v1.4.1 experimental
-//! channel (12 CRDs, `gateway.networking.k8s.io` and `gateway.networking.x-k8s.io`), served
-//! from the CRDs' own text (`gateway-api-v1.4.1.json`, made by `tools/crd_bundle.py`) the way
-//! the apiextensions server serves custom resources:
+//! channel (12 CRDs, `gateway.networking.k8s.io` and `gateway.networking.x-k8s.io`) and Envoy
+//! Gateway v1.9.0's `SecurityPolicy` (`gateway.envoyproxy.io`, installed only when asked:
+//! [`CrdSet::EnvoyGateway`]), served from the CRDs' own text (`gateway-api-v1.4.1.json`,
+//! `envoy-gateway-v1.9.0.json`, made by `tools/crd_bundle.py`) the way the apiextensions server
+//! serves custom resources:
 //!
 //! * one [`CustomKind`] per served version, the versions of a CRD sharing one storage (no
 //!   conversion webhook: an object reads the same in every version);
@@ -25,7 +27,7 @@ use std::sync::OnceLock;
 use serde_json::{Map, Value, json};
 
 use super::table::{age, name_column};
-use super::{CustomResourceNames, Discovery, Encoding, Generation, Kind, Subresource};
+use super::{CrdSet, CustomResourceNames, Discovery, Encoding, Generation, Kind, Subresource};
 use crate::model::ApiResource;
 use crate::model::schema::{self, DecodeError, Decoded, FieldDef, L, T, TypeDef};
 use crate::model::status::FieldError;
@@ -34,6 +36,8 @@ use structural::Node;
 
 /// The bundled CRDs (the Gateway API v1.4.1 experimental channel).
 const GATEWAY_API: &str = include_str!("gateway-api-v1.4.1.json");
+/// Envoy Gateway v1.9.0's `SecurityPolicy` CRD.
+const ENVOY_GATEWAY: &str = include_str!("envoy-gateway-v1.9.0.json");
 
 /// A column of `additionalPrinterColumns`.
 #[derive(Debug)]
@@ -78,12 +82,24 @@ pub fn kinds() -> &'static [&'static dyn Kind] {
 /// The bundle, loaded once per process (its types are installed once).
 fn bundle() -> &'static Result<Vec<&'static dyn Kind>, String> {
     static BUNDLE: OnceLock<Result<Vec<&'static dyn Kind>, String>> = OnceLock::new();
-    BUNDLE.get_or_init(|| load(GATEWAY_API))
+    BUNDLE.get_or_init(|| {
+        load(&[
+            (ENVOY_GATEWAY, CrdSet::EnvoyGateway),
+            (GATEWAY_API, CrdSet::Default),
+        ])
+    })
 }
 
-/// Parse a bundle: the kinds of every served version.
-fn load(bundle: &str) -> Result<Vec<&'static dyn Kind>, String> {
-    let crds: Vec<Value> = serde_json::from_str(bundle).map_err(|e| e.to_string())?;
+/// Parse the bundles, each with the set that installs its CRDs: the kinds of every served
+/// version (their types are installed once, for all bundles together).
+fn load(bundles: &[(&str, CrdSet)]) -> Result<Vec<&'static dyn Kind>, String> {
+    let mut crds: Vec<Value> = Vec::new();
+    let mut sets: Vec<CrdSet> = Vec::new();
+    for (bundle, set) in bundles {
+        let more: Vec<Value> = serde_json::from_str(bundle).map_err(|e| e.to_string())?;
+        sets.extend(more.iter().map(|_| *set));
+        crds.extend(more);
+    }
     struct Pending {
         crd: usize,
         version: Value,
@@ -176,6 +192,7 @@ fn load(bundle: &str) -> Result<Vec<&'static dyn Kind>, String> {
                 short_names: leak_strs(names.get("shortNames").unwrap_or(&Value::Null)),
                 categories: leak_strs(names.get("categories").unwrap_or(&Value::Null)),
                 storage_version_hash: None,
+                set: sets[p.crd],
             })),
             type_index,
             root: p.root,
@@ -502,9 +519,10 @@ mod tests {
             .iter()
             .map(|k| format!("{}/{}", k.api().api_version, k.api().resource))
             .collect();
-        assert_eq!(names.len(), 17, "{names:?}");
+        assert_eq!(names.len(), 18, "{names:?}");
         assert!(names.contains(&"gateway.networking.k8s.io/v1/httproutes".to_string()));
         assert!(names.contains(&"gateway.networking.k8s.io/v1beta1/httproutes".to_string()));
-        assert_eq!(super::kinds().len(), 17);
+        assert!(names.contains(&"gateway.envoyproxy.io/v1alpha1/securitypolicies".to_string()));
+        assert_eq!(super::kinds().len(), 18);
     }
 }
