@@ -464,7 +464,7 @@ mod tests {
                     Kind::Deployment | Kind::HorizontalPodAutoscaler => {
                         prop_assert_eq!(&c.name, "web");
                     }
-                    Kind::Ingress | Kind::HttpRoute => {
+                    Kind::Ingress | Kind::HttpRoute | Kind::SecurityPolicy => {
                         prop_assert!(c.name.starts_with("web-"), "{}", c.name);
                         if let Some(Write::Create { body }) = &c.write {
                             prop_assert_eq!(&body["metadata"]["labels"]["app"], "web");
