@@ -284,6 +284,18 @@ pub struct UpdateArgs {
     )]
     pub auth_service: Option<String>,
 
+    /// gateway: how paths with scopes are checked: the ExternalAuth filter in each HTTPRoute
+    /// (Gateway API experimental channel), or one Envoy Gateway SecurityPolicy per HTTPRoute
+    /// (default: the live routes', else filter).
+    #[arg(
+        long,
+        value_enum,
+        value_name = "PROVIDER",
+        requires = "endpoints",
+        help_heading = "Routes"
+    )]
+    pub auth_provider: Option<AuthProviderChoice>,
+
     /// IngressClass of the Ingresses (default: the live Ingresses', else the cluster's default
     /// class).
     #[arg(
@@ -516,6 +528,15 @@ pub enum RoutesChoice {
     Gateway,
 }
 
+/// `--auth-provider`: how the `gateway` style enforces scopes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum AuthProviderChoice {
+    /// The Gateway API ExternalAuth filter in each scoped HTTPRoute (experimental channel).
+    Filter,
+    /// One Envoy Gateway SecurityPolicy (extAuth, failOpen false) per scoped HTTPRoute.
+    EnvoyGateway,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum ColorChoice {
     Auto,
@@ -587,6 +608,11 @@ const NEEDS: &[(&str, &str, &str)] = &[
         "auth_service",
         "endpoints",
         "--auth-service only applies with --endpoints FILE",
+    ),
+    (
+        "auth_provider",
+        "endpoints",
+        "--auth-provider only applies with --endpoints FILE",
     ),
     (
         "ingress_class",
@@ -932,6 +958,7 @@ mod tests {
                 "container" | "force-undo" | "auth-url" | "gateway" | "auth-service"
                 | "ingress-class" | "host" | "tls-secret" | "as-group" | "sign-key" => &["x"],
                 "routes" => &["gateway"],
+                "auth-provider" => &["filter"],
                 _ => &[],
             };
             let mut argv = vec!["kubectl-appupdate", "web", "--max", "3"];

@@ -1,7 +1,8 @@
 //! Reads the application's live objects in one concurrent round: the Deployment (for an image
 //! change), the HPA (for bounds), and for an endpoints change the Service (backend port), the
-//! managed Ingresses and the managed HTTPRoutes (both `app=<name>,identifier`; a cluster
-//! without the Gateway API answers 404 for HTTPRoutes, which reads as "none"). Only a first
+//! managed Ingresses, HTTPRoutes and Envoy Gateway SecurityPolicies (all
+//! `app=<name>,identifier`; a cluster without the Gateway API or Envoy Gateway answers 404 for
+//! HTTPRoutes or SecurityPolicies, which reads as "not served"). Only a first
 //! exposure in an Ingress style without `--ingress-class` reads one thing more, in a second
 //! round: the IngressClasses ([`read_ingress_classes`]). Returns plain data for the pure
 //! planners.
@@ -23,6 +24,9 @@ pub struct Needs {
     /// The run publishes HTTPRoutes (`--routes gateway`): a forbidden HTTPRoute list is then
     /// the run's failure, not "none visible".
     pub httproutes: bool,
+    /// The run guards HTTPRoutes with SecurityPolicies (`--auth-provider envoy-gateway`): a
+    /// forbidden SecurityPolicy list is then the run's failure.
+    pub security_policies: bool,
 }
 
 /// The live objects, as the server returned them.
@@ -35,6 +39,8 @@ pub struct LiveState {
     pub ingresses: Vec<Value>,
     /// HTTPRoutes carrying both labels, or why there are none to see.
     pub httproutes: Listing,
+    /// SecurityPolicies carrying both labels, or why there are none to see.
+    pub security_policies: Listing,
     /// The cluster's IngressClasses, when they were read.
     pub ingress_classes: Option<Vec<Value>>,
 }
@@ -122,7 +128,25 @@ pub async fn read(cluster: &Cluster, app: &str, needs: Needs) -> Result<LiveStat
             Err(e) => Err(e),
         }
     };
-    let (d, h, s, i, r) = tokio::join!(deployment, autoscaler, service, ingresses, httproutes);
+    let policies = async {
+        if !needs.endpoints {
+            return Ok(Listing::Items(Vec::new()));
+        }
+        match cluster
+            .list(Kind::SecurityPolicy, &managed_selector(app))
+            .await
+        {
+            Ok(items) => Ok(Listing::Items(items)),
+            Err(e) if e.is_not_found() => Ok(Listing::NotServed),
+            Err(e) if e.status_code() == Some(403) && !needs.security_policies => {
+                Ok(Listing::Forbidden)
+            }
+            Err(e) => Err(e),
+        }
+    };
+    let (d, h, s, i, r, p) = tokio::join!(
+        deployment, autoscaler, service, ingresses, httproutes, policies
+    );
 
     let deployment_ref = format!("{}/{app}", Kind::Deployment.kubectl_name());
     let autoscaler_ref = format!("{}/{app}", Kind::HorizontalPodAutoscaler.kubectl_name());
@@ -133,6 +157,7 @@ pub async fn read(cluster: &Cluster, app: &str, needs: Needs) -> Result<LiveStat
     let s = s.map_err(|e| failure(cluster, e, "get", &service_ref))?;
     let i = i.map_err(|e| failure(cluster, e, "list", &Kind::Ingress.resource_name()))?;
     let r = r.map_err(|e| failure(cluster, e, "list", &Kind::HttpRoute.resource_name()))?;
+    let p = p.map_err(|e| failure(cluster, e, "list", &Kind::SecurityPolicy.resource_name()))?;
     // `None`: not needed; `Some(None)`: needed and not found.
     let required = |read: Option<Option<Value>>, reference: &str, why: &'static str| {
         read.map(|found| must_exist(cluster, found, reference, why))
@@ -148,6 +173,7 @@ pub async fn read(cluster: &Cluster, app: &str, needs: Needs) -> Result<LiveStat
         )?,
         ingresses: i,
         httproutes: r,
+        security_policies: p,
         ingress_classes: None,
     })
 }

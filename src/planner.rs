@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::endpoints_file::EndpointsFile;
 use crate::live_state::{LiveState, Needs};
-use crate::plan::{Kind, ObjectChange, Plan, PlanError, Planned, Updater};
+use crate::plan::{AuthProvider, Kind, ObjectChange, Plan, PlanError, Planned, Updater};
 use crate::routes::{self, LiveRef, LiveRoutes, WithLive, refs::RouteFlags};
 use crate::updaters::{AutoscalerUpdate, AutoscalerUpdater, ContainerUpdate, DeploymentUpdater};
 
@@ -40,6 +40,8 @@ impl UpdateRequest<'_> {
                     .routes
                     .style
                     .is_some_and(|s| routes::style(s).kind() == Kind::HttpRoute),
+            security_policies: self.endpoints.is_some()
+                && self.routes.auth_provider == Some(AuthProvider::EnvoyGateway),
         }
     }
 
@@ -83,6 +85,7 @@ fn given_up(live: &mut LiveState, updaters: &[WithLive]) -> Vec<Option<Value>> {
             let at = (*at)?;
             let slot = match at.kind {
                 Kind::Ingress => live.ingresses.get_mut(at.index),
+                Kind::SecurityPolicy => live.security_policies.items_mut().get_mut(at.index),
                 _ => live.httproutes.items_mut().get_mut(at.index),
             }?;
             let left = uses.get_mut(&at).map(|n| {
@@ -133,6 +136,7 @@ pub fn build_plan(req: &UpdateRequest<'_>, live: &mut LiveState) -> Result<Plan,
             service,
             ingresses: &live.ingresses,
             httproutes: &live.httproutes,
+            security_policies: &live.security_policies,
             ingress_classes: live.ingress_classes.as_deref(),
         };
         let planned_routes = routes::plan_routes(req.app, file, req.routes, &live_routes)?;

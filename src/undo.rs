@@ -298,6 +298,7 @@ mod tests {
             service: Some(json!({"metadata": {"name": "web"}, "spec": {"ports": [{"port": 80}]}})),
             ingresses: Vec::new(),
             httproutes: Listing::Items(Vec::new()),
+            security_policies: Listing::NotServed,
             ingress_classes: Some(vec![json!({"metadata": {"name": "nginx",
                 "annotations": {"ingressclass.kubernetes.io/is-default-class": "true"}}})]),
         }

@@ -934,6 +934,7 @@ impl IngressUpdater {
                 parent_refs: None,
                 auth_url,
                 auth_service: None,
+                auth_provider: None,
             },
             forced: d.forced,
         };

@@ -42,6 +42,7 @@
 //! the new ones are created ([`crate::plan::write_order`]).
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod envoy_gateway;
 pub mod gateway;
 pub mod ingress;
 pub mod nginx_auth;
@@ -58,7 +59,7 @@ use sha2::{Digest, Sha256};
 
 use crate::endpoints_file::EndpointsFile;
 use crate::names;
-use crate::plan::{Kind, PlanError, RouteStyle, RoutesPlan, Updater};
+use crate::plan::{AuthProvider, Kind, PlanError, RouteStyle, RoutesPlan, Updater};
 use refs::{AuthUrl, RouteFlags, ServiceRef};
 
 /// The label whose value identifies the scope group of a managed route.
@@ -416,6 +417,8 @@ pub struct Attachment {
     pub auth_url: Option<AuthUrl>,
     /// `gateway`: the auth Service.
     pub auth_service: Option<ServiceRef>,
+    /// `gateway`: how scopes are checked (`None` for the other styles).
+    pub auth_provider: Option<AuthProvider>,
 }
 
 impl Attachment {
@@ -618,6 +621,8 @@ pub struct LiveRoutes<'a> {
     pub ingresses: &'a [Value],
     /// Managed HTTPRoutes.
     pub httproutes: &'a Listing,
+    /// Managed SecurityPolicies (Envoy Gateway).
+    pub security_policies: &'a Listing,
     /// The cluster's IngressClasses, when they were read ([`needs_ingress_classes`]).
     pub ingress_classes: Option<&'a [Value]>,
 }
@@ -634,6 +639,7 @@ impl LiveRoutes<'_> {
     pub fn get(&self, at: LiveRef) -> Option<&Value> {
         match at.kind {
             Kind::Ingress => self.ingresses.get(at.index),
+            Kind::SecurityPolicy => self.security_policies.items().get(at.index),
             _ => self.httproutes.items().get(at.index),
         }
     }
@@ -890,17 +896,120 @@ fn attachment(
         });
     }
     if run_style == RouteStyle::Gateway {
-        a.auth_service = flags.auth_service.clone().or_else(|| {
-            live.httproutes
-                .items()
-                .iter()
-                .filter_map(|o| Some((name_of(o)?, o)))
-                .collect::<BTreeMap<_, _>>()
-                .into_values()
-                .find_map(gateway::auth_service_of)
+        let provider = choose_provider(app, flags.auth_provider, live)?;
+        fn by_name(objs: &[Value]) -> BTreeMap<&str, &Value> {
+            objs.iter().filter_map(|o| Some((name_of(o)?, o))).collect()
+        }
+        let routes = by_name(live.httproutes.items());
+        let policies = by_name(live.security_policies.items());
+        let from_routes = || routes.values().find_map(|o| gateway::auth_service_of(o));
+        let from_policies = || {
+            policies
+                .values()
+                .find_map(|o| envoy_gateway::auth_service_of(o))
+        };
+        a.auth_service = flags.auth_service.clone().or_else(|| match provider {
+            AuthProvider::Filter => from_routes().or_else(from_policies),
+            AuthProvider::EnvoyGateway => from_policies().or_else(from_routes),
         });
+        a.auth_provider = Some(provider);
     }
     Ok((a, forced))
+}
+
+/// The auth provider of each live managed HTTPRoute that checks scopes (names sorted): a route
+/// with the ExternalAuth filter is `filter`; one without it that a managed SecurityPolicy
+/// targets is `envoy-gateway`; public routes (and scoped ones with neither) have none.
+fn live_providers(live: &LiveRoutes<'_>) -> BTreeMap<AuthProvider, Vec<String>> {
+    let targeted: std::collections::BTreeSet<&str> = live
+        .security_policies
+        .items()
+        .iter()
+        .flat_map(envoy_gateway::targets)
+        .collect();
+    let mut out: BTreeMap<AuthProvider, Vec<String>> = BTreeMap::new();
+    for route in live.httproutes.items() {
+        let Some(name) = name_of(route) else { continue };
+        let provider = if gateway::has_external_auth(route) {
+            AuthProvider::Filter
+        } else if targeted.contains(name) {
+            AuthProvider::EnvoyGateway
+        } else {
+            continue;
+        };
+        out.entry(provider).or_default().push(name.to_owned());
+    }
+    for names in out.values_mut() {
+        names.sort();
+    }
+    out
+}
+
+/// The auth provider of a `gateway` run: `--auth-provider`, else the live routes'
+/// ([`live_providers`]), else `filter`. Live routes with both, or scoped routes whose provider
+/// cannot be read because SecurityPolicies may not be listed, are refused without the flag.
+fn choose_provider(
+    app: &str,
+    explicit: Option<AuthProvider>,
+    live: &LiveRoutes<'_>,
+) -> Result<AuthProvider, PlanError> {
+    if let Some(p) = explicit {
+        return Ok(p);
+    }
+    let providers = live_providers(live);
+    let mut found = providers.keys().copied();
+    match (found.next(), found.next()) {
+        (Some(one), None) => Ok(one),
+        (Some(_), Some(_)) => Err(PlanError::Unexpected {
+            reference: format!("routes of {app}"),
+            message: format!(
+                "the managed HTTPRoutes check scopes in two ways ({}); choose one with --auth-provider {}",
+                providers
+                    .iter()
+                    .map(|(p, names)| format!("{p}: {}", names.join(", ")))
+                    .collect::<Vec<_>>()
+                    .join("; "),
+                AuthProvider::ALL.map(AuthProvider::as_str).join("|")
+            ),
+        }),
+        (None, _) => {
+            let public = scope_identifier(&[]);
+            let unreadable = *live.security_policies == Listing::Forbidden
+                && live
+                    .httproutes
+                    .items()
+                    .iter()
+                    .any(|r| label(r, IDENTIFIER_LABEL).is_some_and(|id| id != public));
+            if unreadable {
+                return Err(PlanError::Unexpected {
+                    reference: format!("routes of {app}"),
+                    message: format!(
+                        "listing SecurityPolicies is forbidden, so whether the HTTPRoutes with scopes are guarded by SecurityPolicies or need the ExternalAuth filter cannot be read; name the provider with --auth-provider {}, or ask for list permission on {}",
+                        AuthProvider::ALL.map(AuthProvider::as_str).join("|"),
+                        Kind::SecurityPolicy.resource_name()
+                    ),
+                });
+            }
+            Ok(AuthProvider::Filter)
+        }
+    }
+}
+
+/// What a plan that changes how the live HTTPRoutes check scopes says about it.
+fn provider_notes(app: &str, run: Option<AuthProvider>, live: &LiveRoutes<'_>) -> Vec<String> {
+    let providers: Vec<AuthProvider> = live_providers(live).into_keys().collect();
+    let (Some(run), [from]) = (run, providers.as_slice()) else {
+        return Vec::new();
+    };
+    match (from, run) {
+        (AuthProvider::Filter, AuthProvider::EnvoyGateway) => vec![format!(
+            "Moving the scope checks of {app}'s HTTPRoutes from the ExternalAuth filter to Envoy Gateway SecurityPolicies: each policy is created before its HTTPRoute drops the filter."
+        )],
+        (AuthProvider::EnvoyGateway, AuthProvider::Filter) => vec![format!(
+            "Moving the scope checks of {app}'s HTTPRoutes from Envoy Gateway SecurityPolicies to the ExternalAuth filter: each HTTPRoute gets the filter before its policy is deleted."
+        )],
+        _ => Vec::new(),
+    }
 }
 
 /// What a plan that changes the style of live routes says about it.
@@ -980,6 +1089,31 @@ fn route_updaters(
             updaters.push((removal, at(i)));
         }
     }
+    // The SecurityPolicies: one per scoped HTTPRoute with the envoy-gateway provider, named
+    // like it (the live route's name when one matched); every other managed one goes.
+    let enforced = ctx.attachment.auth_provider == Some(AuthProvider::EnvoyGateway);
+    let route_names: Vec<String> = if enforced {
+        let matched = match_live(app, Kind::HttpRoute, groups, live.httproutes.items());
+        groups
+            .iter()
+            .zip(matched.groups)
+            .map(|(g, name)| match name {
+                Some(n) => Ok(n),
+                None => route_name(Kind::HttpRoute, app, &g.identifier),
+            })
+            .collect::<Result<_, _>>()?
+    } else {
+        Vec::new()
+    };
+    let policies = live.security_policies.items();
+    for (u, index) in envoy_gateway::policy_updaters(ctx, groups, &route_names, enforced, policies)
+    {
+        let at = index.map(|index| LiveRef {
+            kind: Kind::SecurityPolicy,
+            index,
+        });
+        updaters.push((u, at));
+    }
     Ok(updaters)
 }
 
@@ -1024,6 +1158,31 @@ pub fn plan_routes(
         )),
         _ => {}
     }
+    let provider = match run_style {
+        RouteStyle::Gateway => Some(choose_provider(app, flags.auth_provider, live)?),
+        _ => None,
+    };
+    match (provider, live.security_policies) {
+        (Some(AuthProvider::EnvoyGateway), Listing::NotServed) => {
+            return Err(PlanError::Unexpected {
+                reference: format!("routes of {app}"),
+                message: "the cluster does not serve gateway.envoyproxy.io/v1alpha1 SecurityPolicies, which the envoy-gateway auth provider writes to guard the paths with scopes; install Envoy Gateway (its CRDs), or choose --auth-provider filter".to_owned(),
+            });
+        }
+        (Some(AuthProvider::EnvoyGateway), Listing::Forbidden) => {
+            return Err(PlanError::Unexpected {
+                reference: format!("routes of {app}"),
+                message: format!(
+                    "listing SecurityPolicies is forbidden, and the envoy-gateway auth provider must see the live ones; ask for list permission on {}",
+                    Kind::SecurityPolicy.resource_name()
+                ),
+            });
+        }
+        (_, Listing::Forbidden) => notes.push(format!(
+            "SecurityPolicies could not be listed (forbidden), so managed SecurityPolicies of {app}, if any, are left out of this plan."
+        )),
+        _ => {}
+    }
     let port = backend_port(live.service, app)?;
     let groups = scope_groups(file);
     let (attachment, forced) = attachment(app, run_style, flags, live, &groups, &mut notes)?;
@@ -1038,6 +1197,7 @@ pub fn plan_routes(
 
     let live_styles: Vec<RouteStyle> = styles.keys().copied().collect();
     notes.extend(migration_notes(app, run_style, &live_styles, live));
+    notes.extend(provider_notes(app, provider, live));
     let updaters = route_updaters(app, chosen, &ctx, &groups, live)?;
     let header = header(app, run_style, &live_styles, live, &ctx.attachment);
     Ok(PlannedRoutes {
