@@ -83,9 +83,11 @@ pub fn kinds() -> &'static [&'static dyn Kind] {
 fn bundle() -> &'static Result<Vec<&'static dyn Kind>, String> {
     static BUNDLE: OnceLock<Result<Vec<&'static dyn Kind>, String>> = OnceLock::new();
     BUNDLE.get_or_init(|| {
+        // In the order a cluster gets them (the Gateway API first), which is the order of
+        // their groups in discovery.
         load(&[
-            (ENVOY_GATEWAY, CrdSet::EnvoyGateway),
             (GATEWAY_API, CrdSet::Default),
+            (ENVOY_GATEWAY, CrdSet::EnvoyGateway),
         ])
     })
 }
