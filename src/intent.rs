@@ -303,7 +303,10 @@ pub fn flags_to_restore(target: &RouteSet, now: &RouteSet) -> Result<RouteFlags,
         if let Some(s) = &t.auth_service {
             flags.auth_service = Some(ServiceRef::parse(s)?);
         }
-        flags.auth_provider = Some(t.auth_provider.unwrap_or(AuthProvider::Filter));
+        // Routes to restore check scopes as they did; none to restore: nothing to check.
+        if !target.groups.is_empty() {
+            flags.auth_provider = Some(t.auth_provider.unwrap_or(AuthProvider::Filter));
+        }
     }
     if style == Some(RouteStyle::NginxAuth)
         && let Some(u) = &t.auth_url
@@ -399,6 +402,43 @@ mod tests {
         };
         let flags = flags_to_restore(&before, &gone).unwrap();
         assert_eq!(flags.ingress_class.as_deref(), Some("nginx"));
+    }
+
+    #[test]
+    fn the_auth_provider_is_restored_with_gateway_routes() {
+        let gateway = |provider, groups: &[(&[&str], &[&str])]| RouteSet {
+            style: Some(RouteStyle::Gateway),
+            attachment: AttachmentRecord {
+                auth_service: Some("auth/oauth:8080".into()),
+                auth_provider: provider,
+                ..AttachmentRecord::default()
+            },
+            ..set(groups)
+        };
+        let eg = gateway(Some(AuthProvider::EnvoyGateway), &[(&["user"], &["/u"])]);
+        let filter = gateway(Some(AuthProvider::Filter), &[(&["user"], &["/u"])]);
+        let older = gateway(None, &[(&["user"], &["/u"])]);
+        let flags = |target: &RouteSet, now: &RouteSet| {
+            flags_to_restore(target, now).unwrap().auth_provider
+        };
+        assert_eq!(flags(&eg, &filter), Some(AuthProvider::EnvoyGateway));
+        assert_eq!(flags(&filter, &eg), Some(AuthProvider::Filter));
+        // A record of an earlier version, without the provider, used the filter.
+        assert_eq!(flags(&older, &eg), Some(AuthProvider::Filter));
+        // No routes to restore: nothing to check; the live ones are removed as any run does.
+        let none = RouteSet {
+            style: None,
+            ..gateway(None, &[])
+        };
+        assert_eq!(flags(&none, &eg), None);
+        let json = serde_json::to_value(&eg.attachment).unwrap();
+        assert_eq!(json["authProvider"], "envoy-gateway");
+        assert!(
+            serde_json::to_value(&older.attachment)
+                .unwrap()
+                .get("authProvider")
+                .is_none()
+        );
     }
 
     #[test]

@@ -1251,8 +1251,9 @@ impl fmt::Display for Summary {
 
 impl Plan {
     /// Builds a plan, ordering objects for display: the Deployment and HPA first, then the
-    /// routes: creates, updates that add or change paths, updates that only take paths away,
-    /// deletes, each by kind and name; unchanged ones last. The order the writes are sent in is
+    /// routes and their SecurityPolicies: creates, updates that add or change paths, updates
+    /// that only take paths away, deletes, each by kind (a policy before its route, but a
+    /// deleted one after it) and name; unchanged ones last. The order the writes are sent in is
     /// [`Plan::write_order`]'s: by round, concurrently within one.
     pub fn new(app: String, namespace: String, context: String, mut objects: Vec<Planned>) -> Plan {
         // The key borrows the name: a clone per comparison was thousands of allocations.
@@ -1260,7 +1261,12 @@ impl Plan {
             let c = &p.change;
             let route = c.kind.is_route_part();
             let rank = if route { listing_rank(c) } else { 0 };
-            (route, rank, c.kind.order(), c.name.as_str())
+            // A deleted guard after the deleted routes: it goes after its route.
+            let order = match (c.kind.guards(), c.action()) {
+                (Some(_), Action::Delete) => u8::MAX,
+                _ => c.kind.order(),
+            };
+            (route, rank, order, c.name.as_str())
         }
         objects.sort_by(|a, b| key(a).cmp(&key(b)));
         Plan {

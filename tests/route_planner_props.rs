@@ -647,6 +647,13 @@ proptest! {
         let keep = kept_paths(&before, &after);
 
         let changes = plan(&cluster, &after, &flags(to));
+        // Every route change says the scopes of its group (a history record keeps them): a
+        // route without the filter that goes says its policy's, not "public".
+        for c in &changes {
+            if let Some(info) = &c.route {
+                prop_assert_eq!(&scope_identifier(&info.scopes), &info.identifier, "{:?}", c);
+            }
+        }
         apply(&mut cluster, &changes, &mut rv, &keep);
 
         let kind = routes::style(to.style).kind();

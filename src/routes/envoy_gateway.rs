@@ -16,7 +16,7 @@
 //!     failOpen: false                   # written out: an unreachable auth Service denies
 //!     http:
 //!       backendRefs:                    # --auth-service, else the live policies' or routes'
-//!       - {group: "", kind: Service, name: oauth, namespace: auth, port: 8080}
+//!       - {group: "", kind: Service, name: oauth, namespace: auth, port: 8080, weight: 1}
 //!       path: /scopes/YWRtaW4gdXNlcg    # "/scopes/" + the scope token, as the filter's
 //!       headersToBackend: [User-Id, User-Scopes]
 //! ```
@@ -39,9 +39,9 @@
 //!
 //! Owned: the `app`/`identifier` labels, `spec.targetRefs`, `spec.extAuth.failOpen` and
 //! `spec.extAuth.http`'s `backendRefs`, `path` and `headersToBackend`; every other field (a
-//! `jwt`, `cors` or `authorization` section someone added, the rest of `extAuth`) is kept. A
-//! live value counts as unchanged when it holds everything planned (the server adds
-//! `weight: 1` to each backend).
+//! `jwt`, `cors` or `authorization` section someone added, the rest of `extAuth`) is kept. The
+//! value the server would default (`weight: 1`) is written out; a live value counts as
+//! unchanged when it holds everything planned.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 use std::collections::BTreeSet;
@@ -106,8 +106,14 @@ impl DesiredPolicy {
 
     /// The owned part of the spec.
     fn spec(&self) -> Value {
+        // With the weight the server would default written out, so that a converged policy
+        // reads back exactly as planned.
         let backend = ServiceRef::parse(&self.auth_service)
-            .map(|s| s.backend_ref())
+            .map(|s| {
+                let mut b = s.backend_ref();
+                b["weight"] = json!(1);
+                b
+            })
             .unwrap_or(Value::Null);
         json!({
             "targetRefs": [{
@@ -402,6 +408,38 @@ pub fn targets(policy: &Value) -> Vec<&str> {
 /// The auth Service of a live managed SecurityPolicy (its first HTTP backend).
 pub fn auth_service_of(policy: &Value) -> Option<ServiceRef> {
     ServiceRef::of_backend_ref(&policy["spec"]["extAuth"]["http"]["backendRefs"][0])
+}
+
+/// The scopes a live managed SecurityPolicy checks: the scope token of its HTTP path.
+pub fn scopes_of(policy: &Value) -> Option<Vec<String>> {
+    policy["spec"]["extAuth"]["http"]["path"]
+        .as_str()?
+        .strip_prefix(AUTH_PATH_PREFIX)
+        .and_then(super::scopes_of_token)
+        .filter(|s| !s.is_empty())
+}
+
+/// For each live HTTPRoute without the ExternalAuth filter that a live managed SecurityPolicy
+/// targets, the scopes that policy checks ([`RouteContext::guarded_scopes`]).
+pub fn guarded_scopes(
+    routes: &[Value],
+    policies: &[Value],
+) -> std::collections::BTreeMap<String, Vec<String>> {
+    let mut out = std::collections::BTreeMap::new();
+    for route in routes {
+        let Some(name) = name_of(route) else { continue };
+        if super::gateway::has_external_auth(route) {
+            continue;
+        }
+        if let Some(scopes) = policies
+            .iter()
+            .filter(|p| targets(p).contains(&name))
+            .find_map(scopes_of)
+        {
+            out.insert(name.to_owned(), scopes);
+        }
+    }
+    out
 }
 
 /// The SecurityPolicies of a run: with the `envoy-gateway` provider, one per scoped group, named

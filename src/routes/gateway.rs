@@ -424,7 +424,7 @@ impl Style for Gateway {
             }));
         }
         for name in matched.extra {
-            out.push(self.removal(&ctx.app, &name));
+            out.push(self.removal_in(ctx, &name));
         }
         Ok(out)
     }
@@ -433,6 +433,19 @@ impl Style for Gateway {
         Arc::new(HttpRouteRemoval {
             app: app.to_owned(),
             name: name.to_owned(),
+            scopes: None,
+        })
+    }
+}
+
+impl Gateway {
+    /// [`Style::removal`] of the live route `name`, with the scopes its SecurityPolicy checks
+    /// when its rules have no ExternalAuth filter ([`RouteContext::guarded_scopes`]).
+    pub fn removal_in(&self, ctx: &RouteContext, name: &str) -> Arc<dyn Updater> {
+        Arc::new(HttpRouteRemoval {
+            app: ctx.app.clone(),
+            name: name.to_owned(),
+            scopes: ctx.guarded_scopes.get(name).cloned(),
         })
     }
 }
@@ -632,12 +645,36 @@ impl Updater for HttpRouteUpdater {
 pub struct HttpRouteRemoval {
     pub app: String,
     pub name: String,
+    /// The scopes its SecurityPolicy checks (`envoy-gateway`): the route's own rules name none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scopes: Option<Vec<String>>,
 }
 
 impl HttpRouteRemoval {
     /// Refuses a saved removal of an object that cannot be one of `app`'s routes.
     pub fn check_saved(&self, app: &str) -> Result<(), String> {
-        super::saved_removal(&self.app, app, &self.name)
+        super::saved_removal(&self.app, app, &self.name)?;
+        if let Some(scopes) = &self.scopes {
+            let id = super::scope_identifier(scopes);
+            super::saved_group(scopes, &id, &["/".to_owned()])?;
+        }
+        Ok(())
+    }
+
+    /// The scopes the live route serves its paths with: its ExternalAuth filter's, else (a
+    /// route of the `envoy-gateway` provider) its policy's when they are the ones of its
+    /// identifier.
+    fn scopes_of(&self, live: &Value) -> Vec<String> {
+        let own = normalize_scopes(&live_scopes(live));
+        match &self.scopes {
+            Some(s)
+                if own.is_empty()
+                    && label(live, IDENTIFIER_LABEL) == Some(&super::scope_identifier(s)) =>
+            {
+                normalize_scopes(s)
+            }
+            _ => own,
+        }
     }
 }
 
@@ -690,6 +727,7 @@ impl HttpRouteUpdater {
                 auth_provider: Some(provider),
             },
             forced: d.forced,
+            guarded_scopes: Default::default(),
         };
         if provider == AuthProvider::Filter {
             GATEWAY
@@ -762,7 +800,7 @@ impl Updater for HttpRouteRemoval {
                 let info = RouteInfo {
                     style: RouteStyle::Gateway,
                     identifier: label(live, IDENTIFIER_LABEL).unwrap_or_default().to_owned(),
-                    scopes: normalize_scopes(&live_scopes(live)),
+                    scopes: self.scopes_of(live),
                     paths: Vec::new(),
                     paths_before: served_paths(live, &self.app),
                 };

@@ -937,6 +937,7 @@ impl IngressUpdater {
                 auth_provider: None,
             },
             forced: d.forced,
+            guarded_scopes: Default::default(),
         };
         flavor
             .check(&ctx, std::slice::from_ref(&group))

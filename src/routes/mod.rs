@@ -505,6 +505,10 @@ pub struct RouteContext {
     pub port: BackendPort,
     pub attachment: Attachment,
     pub forced: Forced,
+    /// The scopes each live HTTPRoute without the ExternalAuth filter has checked by the live
+    /// managed SecurityPolicy that targets it, by route name: what a route removed says it
+    /// served (its own rules do not say).
+    pub guarded_scopes: BTreeMap<String, Vec<String>>,
 }
 
 impl RouteContext {
@@ -515,6 +519,7 @@ impl RouteContext {
             port,
             attachment: Attachment::default(),
             forced: Forced::default(),
+            guarded_scopes: BTreeMap::new(),
         }
     }
 }
@@ -995,10 +1000,20 @@ fn choose_provider(
     }
 }
 
-/// What a plan that changes how the live HTTPRoutes check scopes says about it.
-fn provider_notes(app: &str, run: Option<AuthProvider>, live: &LiveRoutes<'_>) -> Vec<String> {
+/// What a plan that changes how the live HTTPRoutes check scopes says about it (when it
+/// keeps routes with scopes).
+fn provider_notes(
+    app: &str,
+    run: Option<AuthProvider>,
+    groups: &[ScopeGroup],
+    live: &LiveRoutes<'_>,
+) -> Vec<String> {
     let providers: Vec<AuthProvider> = live_providers(live).into_keys().collect();
-    let (Some(run), [from]) = (run, providers.as_slice()) else {
+    let (Some(run), [from], true) = (
+        run,
+        providers.as_slice(),
+        groups.iter().any(|g| !g.is_public()),
+    ) else {
         return Vec::new();
     };
     match (from, run) {
@@ -1085,7 +1100,10 @@ fn route_updaters(
         }
         for (i, obj) in objs.iter().enumerate() {
             let Some(name) = name_of(obj) else { continue };
-            let removal = style(live_style(kind, obj)).removal(app, name);
+            let removal = match kind {
+                Kind::HttpRoute => gateway::GATEWAY.removal_in(ctx, name),
+                _ => style(live_style(kind, obj)).removal(app, name),
+            };
             updaters.push((removal, at(i)));
         }
     }
@@ -1191,13 +1209,17 @@ pub fn plan_routes(
         port,
         attachment,
         forced,
+        guarded_scopes: envoy_gateway::guarded_scopes(
+            live.httproutes.items(),
+            live.security_policies.items(),
+        ),
     };
     let chosen = style(run_style);
     chosen.check(&ctx, &groups)?;
 
     let live_styles: Vec<RouteStyle> = styles.keys().copied().collect();
     notes.extend(migration_notes(app, run_style, &live_styles, live));
-    notes.extend(provider_notes(app, provider, live));
+    notes.extend(provider_notes(app, provider, &groups, live));
     let updaters = route_updaters(app, chosen, &ctx, &groups, live)?;
     let header = header(app, run_style, &live_styles, live, &ctx.attachment);
     Ok(PlannedRoutes {
@@ -1239,7 +1261,8 @@ fn header(
 
 /// What to add to the message of a write the cluster refused, when the refusal is ingress-nginx
 /// turning down this style's annotations (its admission webhook says "Snippet directives are
-/// disabled" or that an annotation "is too risky"): the styles that avoid them.
+/// disabled" or that an annotation "is too risky"): the styles that avoid them; or a Gateway API
+/// without the ExternalAuth filter (the standard channel): the auth provider that needs none.
 pub fn refusal_hint(style: RouteStyle, message: &str) -> Option<&'static str> {
     let snippets = message.contains("Snippet directives are disabled");
     let risky = message.contains("too risky") || message.contains("risky annotation");
@@ -1249,6 +1272,9 @@ pub fn refusal_hint(style: RouteStyle, message: &str) -> Option<&'static str> {
         ),
         RouteStyle::NginxAuth if risky => Some(
             "; this cluster's ingress-nginx refuses the auth-url annotation at its annotations-risk-level: publish the endpoints as Gateway API HTTPRoutes with --routes gateway, or ask for the risk level High (the default)",
+        ),
+        RouteStyle::Gateway if message.contains("Unsupported value: \"ExternalAuth\"") => Some(
+            "; this cluster's Gateway API has no ExternalAuth filter (its standard channel): check the scopes with Envoy Gateway SecurityPolicies (--auth-provider envoy-gateway), or install the experimental channel",
         ),
         _ => None,
     }

@@ -69,8 +69,7 @@ fn run(
     Ok((changes, planned.summary))
 }
 
-/// What a server stores for the creates of `changes` (with the defaults it adds: `weight: 1`
-/// on each backend of a policy).
+/// What a server stores for the creates of `changes`.
 fn stored(changes: &[ObjectChange], kind: Kind) -> Vec<Value> {
     changes
         .iter()
@@ -82,11 +81,6 @@ fn stored(changes: &[ObjectChange], kind: Kind) -> Vec<Value> {
             let mut body = Value::clone(body);
             body["metadata"]["uid"] = json!(format!("uid-{}", c.name));
             body["metadata"]["resourceVersion"] = json!("7");
-            if let Some(refs) = body["spec"]["extAuth"]["http"]["backendRefs"].as_array_mut() {
-                for r in refs {
-                    r["weight"] = json!(1);
-                }
-            }
             body
         })
         .collect()
@@ -151,7 +145,7 @@ fn a_scoped_group_gets_a_policy_that_fails_closed_and_its_route_no_filter() {
                 "extAuth": {
                     "failOpen": false,
                     "http": {
-                        "backendRefs": [{"group": "", "kind": "Service", "name": "oauth", "namespace": "auth", "port": 8080}],
+                        "backendRefs": [{"group": "", "kind": "Service", "name": "oauth", "namespace": "auth", "port": 8080, "weight": 1}],
                         "path": "/scopes/YWRtaW4gdXNlcg",
                         "headersToBackend": ["User-Id", "User-Scopes"],
                     },
@@ -242,7 +236,7 @@ fn a_live_policy_is_updated_in_place_and_keeps_what_others_added() {
         **body,
         json!({"spec": {"extAuth": {
             "failOpen": false,
-            "http": {"backendRefs": [{"group": "", "kind": "Service", "name": "oauth", "namespace": "auth", "port": 8080}]},
+            "http": {"backendRefs": [{"group": "", "kind": "Service", "name": "oauth", "namespace": "auth", "port": 8080, "weight": 1}]},
         }}})
     );
     let after = c.after.as_ref().unwrap().get();
@@ -353,6 +347,105 @@ fn leaving_the_gateway_style_removes_the_policies_after_their_routes() {
     assert_eq!(round(Kind::Ingress, Action::Create), [Some(0), Some(0)]);
     assert_eq!(round(Kind::HttpRoute, Action::Delete), [Some(1), Some(1)]);
     assert_eq!(round(Kind::SecurityPolicy, Action::Delete), [Some(2)]);
+}
+
+#[test]
+fn a_route_removed_with_its_policy_says_the_scopes_the_policy_checked() {
+    // Without this the record of the run would list the scoped paths as public, and an undo
+    // would publish them without a check.
+    let live = converged(&eg());
+    let (changes, _) = run("endpoints:\n  - path: /health\n", &eg(), &live).unwrap();
+    let route = find(&changes, Kind::HttpRoute, ADMIN);
+    assert_eq!(route.action(), Action::Delete);
+    let info = route.route.as_ref().unwrap();
+    assert_eq!(info.scopes, ["admin", "user"]);
+    assert_eq!(info.paths_before, ["/protected/admin"]);
+    // Leaving the gateway style too.
+    let mut to_ingress = RouteFlags {
+        style: Some(RouteStyle::NginxSnippet),
+        ..RouteFlags::default()
+    };
+    to_ingress.ingress_class = Some("nginx".into());
+    let (changes, _) = run(FILE, &to_ingress, &live).unwrap();
+    let info = find(&changes, Kind::HttpRoute, ADMIN)
+        .route
+        .clone()
+        .unwrap();
+    assert_eq!(info.scopes, ["admin", "user"]);
+    // A policy's scopes count only for the route of their identifier.
+    let removal = super::super::gateway::HttpRouteRemoval {
+        app: "web".into(),
+        name: ADMIN.into(),
+        scopes: Some(vec!["other".into()]),
+    };
+    let c = removal.plan("shop", Some(&live.httproutes[0])).unwrap();
+    assert_eq!(c.route.unwrap().scopes, Vec::<String>::new());
+    assert_eq!(removal.check_saved("web"), Ok(()));
+    let bad = super::super::gateway::HttpRouteRemoval {
+        scopes: Some(vec!["a;b".into()]),
+        ..removal
+    };
+    assert!(bad.check_saved("web").is_err());
+}
+
+#[test]
+fn a_deleted_policy_is_listed_after_its_route_and_a_new_one_before() {
+    use crate::plan::{Plan, Planned};
+    let plan_of = |live: &Live, text: &str| {
+        let file = endpoints_file::parse(text, "e.yaml").unwrap();
+        let svc = json!({"spec": {"ports": [{"port": 80}]}});
+        let httproutes = Listing::Items(live.httproutes.clone());
+        let routes = LiveRoutes {
+            service: &svc,
+            ingresses: &[],
+            httproutes: &httproutes,
+            security_policies: &live.policies,
+            ingress_classes: None,
+        };
+        let planned = plan_routes("web", &file, &eg(), &routes).unwrap();
+        let objects = planned
+            .updaters
+            .into_iter()
+            .map(|(updater, at)| Planned {
+                change: updater
+                    .plan("shop", at.and_then(|at| routes.get(at)))
+                    .unwrap()
+                    .into(),
+                updater,
+            })
+            .collect();
+        let plan = Plan::new("web".into(), "shop".into(), "c".into(), objects);
+        plan.changes()
+            .filter(|c| c.is_change())
+            .map(|c| format!("{} {} {}", c.action(), c.kind, c.name))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        plan_of(&Live::empty(), FILE),
+        [
+            "create SecurityPolicy web-4f515e078b8f8861",
+            "create HTTPRoute web-4f515e078b8f8861",
+            "create HTTPRoute web-e3b0c44298fc1c14"
+        ]
+    );
+    assert_eq!(
+        plan_of(&converged(&eg()), "endpoints:\n  - path: /health\n"),
+        [
+            "delete HTTPRoute web-4f515e078b8f8861",
+            "delete SecurityPolicy web-4f515e078b8f8861"
+        ]
+    );
+}
+
+#[test]
+fn a_refused_external_auth_filter_points_to_envoy_gateway() {
+    let message = r#"HTTPRoute.gateway.networking.k8s.io "web-4f515e078b8f8861" is invalid: [spec.rules[0].filters[0].type: Unsupported value: "ExternalAuth": supported values: "RequestHeaderModifier", "URLRewrite"]"#;
+    let hint = crate::routes::refusal_hint(RouteStyle::Gateway, message).unwrap();
+    assert!(hint.contains("--auth-provider envoy-gateway"), "{hint}");
+    assert_eq!(
+        crate::routes::refusal_hint(RouteStyle::Gateway, "invalid"),
+        None
+    );
 }
 
 #[test]
