@@ -525,7 +525,8 @@ impl RouteContext {
 }
 
 /// The objects `s` creates for `file` when no route is live (what a first exposure with
-/// `ctx` writes): for seeding clusters in tests and benchmarks, and for the examples.
+/// `ctx` writes, SecurityPolicies included with the `envoy-gateway` provider): for seeding
+/// clusters in tests and benchmarks, and for the examples.
 pub fn create_bodies(
     s: RouteStyle,
     ctx: &RouteContext,
@@ -535,8 +536,21 @@ pub fn create_bodies(
     let groups = scope_groups(file);
     let chosen = style(s);
     chosen.check(ctx, &groups)?;
+    let mut updaters = chosen.updaters(ctx, &groups, &[])?;
+    if s == RouteStyle::Gateway && ctx.attachment.auth_provider == Some(AuthProvider::EnvoyGateway)
+    {
+        let names = groups
+            .iter()
+            .map(|g| route_name(Kind::HttpRoute, &ctx.app, &g.identifier))
+            .collect::<Result<Vec<_>, _>>()?;
+        updaters.extend(
+            envoy_gateway::policy_updaters(ctx, &groups, &names, true, &[])
+                .into_iter()
+                .map(|(u, _)| u),
+        );
+    }
     let mut out = Vec::new();
-    for u in chosen.updaters(ctx, &groups, &[])? {
+    for u in updaters {
         if let Some(crate::plan::Write::Create { body }) = u.plan(namespace, None)?.write {
             out.push(Arc::unwrap_or_clone(body));
         }
