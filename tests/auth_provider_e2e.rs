@@ -3,14 +3,15 @@
 //! answered, before its HTTPRoute is sent), a re-run that reads the provider from what is live,
 //! the migrations filter → envoy-gateway → filter in place, a scoped group removed (its route
 //! before its policy), a saved plan applied, undo, a policy the cluster refuses (its route is
-//! never written), and the refusals before any write: no CRD, no permission to list.
+//! never written), racing writers on a policy (the guard), and the refusals before any write:
+//! no CRD, no permission to list.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 
 use common::*;
-use sandbox_apiserver::{Fault, SandboxOptions};
+use sandbox_apiserver::{Fault, SandboxOptions, Trigger};
 use serde_json::{Value, json};
 
 const PUBLIC: &str = "web-e3b0c44298fc1c14"; // scopes []
@@ -521,5 +522,62 @@ fn the_flag_belongs_to_the_gateway_style() {
         stderr(&o).contains("--auth-provider only applies with --endpoints FILE"),
         "{}",
         stderr(&o)
+    );
+}
+
+#[test]
+fn a_competing_change_to_a_policys_auth_service_trips_the_guard() {
+    let env = exposed();
+    env.sb.inject(Fault::CompetingWrite {
+        object_path: policy_path(ADMIN),
+        after: Trigger::NextRealWrite,
+        mutate: Box::new(|p| {
+            p["spec"]["extAuth"]["http"]["backendRefs"][0]["name"] = json!("other-auth");
+        }),
+    });
+    let o = run(
+        &env,
+        ENDPOINTS,
+        &["--auth-service", "auth/oauth2:9090", "--yes"],
+    );
+    assert_code(&o, 5);
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!(
+            "securitypolicy.gateway.envoyproxy.io/{ADMIN} NOT updated"
+        )),
+        "{err}"
+    );
+    assert!(err.contains("other-auth"), "the new diff is shown: {err}");
+    // The competitor's value stands.
+    assert_eq!(
+        env.sb.get(&policy_path(ADMIN)).unwrap()["spec"]["extAuth"]["http"]["backendRefs"][0]["name"],
+        "other-auth"
+    );
+}
+
+#[test]
+fn a_competing_change_outside_the_owned_fields_of_a_policy_is_merged_through() {
+    let env = exposed();
+    env.sb.inject(Fault::CompetingWrite {
+        object_path: policy_path(ADMIN),
+        after: Trigger::NextRealWrite,
+        mutate: Box::new(|p| {
+            p["metadata"]["labels"]["team"] = json!("payments");
+            p["spec"]["extAuth"]["timeout"] = json!("2s");
+        }),
+    });
+    let o = run(
+        &env,
+        ENDPOINTS,
+        &["--auth-service", "auth/oauth2:9090", "--yes"],
+    );
+    assert_code(&o, 0);
+    let p = env.sb.get(&policy_path(ADMIN)).unwrap();
+    assert_eq!(p["metadata"]["labels"]["team"], "payments");
+    assert_eq!(p["spec"]["extAuth"]["timeout"], "2s");
+    assert_eq!(
+        p["spec"]["extAuth"]["http"]["backendRefs"][0]["name"],
+        "oauth2"
     );
 }
