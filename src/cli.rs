@@ -524,7 +524,8 @@ pub enum RoutesChoice {
     NginxSnippet,
     /// Ingresses for ingress-nginx without snippets: auth-url and rewrite-target.
     NginxAuth,
-    /// Gateway API HTTPRoutes with the ExternalAuth filter.
+    /// Gateway API HTTPRoutes, scopes checked by the ExternalAuth filter or (--auth-provider
+    /// envoy-gateway) by Envoy Gateway SecurityPolicies.
     Gateway,
 }
 

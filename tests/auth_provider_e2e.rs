@@ -581,3 +581,59 @@ fn a_competing_change_outside_the_owned_fields_of_a_policy_is_merged_through() {
         "oauth2"
     );
 }
+
+#[test]
+fn a_migration_from_ingresses_creates_each_policy_before_its_route_and_removes_the_ingresses_last()
+{
+    // The demo application is exposed as nginx-snippet Ingresses: [] and [user].
+    let env = Env::with_options(SandboxOptions {
+        install_envoy_gateway: true,
+        ..SandboxOptions::default()
+    });
+    let endpoints = "endpoints:
+  - path: /health
+  - path: /protected/user
+    scopes: [user]
+";
+    let o = run(
+        &env,
+        endpoints,
+        &with(&["--auth-provider", "envoy-gateway", "--yes"]),
+    );
+    assert_code(&o, 0);
+    let writes = route_writes(&env);
+    let at = |w: &str| {
+        writes
+            .iter()
+            .position(|x| x == w)
+            .unwrap_or_else(|| panic!("no {w} in {writes:?}"))
+    };
+    let user = "web-04f8996da763b7a9";
+    let routes = format!("/apis/gateway.networking.k8s.io/v1/namespaces/{NS}/httproutes");
+    let policy = at(&format!("POST {}", policies_path()));
+    let route_creates: Vec<usize> = writes
+        .iter()
+        .enumerate()
+        .filter(|(_, w)| **w == format!("POST {routes}"))
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(route_creates.len(), 2, "{writes:?}");
+    // The scoped route is the second create, after its policy; the Ingresses go last.
+    assert!(policy < route_creates[1], "{writes:?}");
+    for ingress in [PUBLIC, user] {
+        assert!(
+            at(&format!("DELETE {}", ingress_path(ingress))) > route_creates[1],
+            "{writes:?}"
+        );
+    }
+    assert!(
+        env.ingresses()
+            .iter()
+            .all(|i| i["metadata"]["labels"].get("identifier").is_none())
+    );
+    assert!(env.sb.get(&policy_path(user)).is_some());
+    assert_eq!(
+        filter_types(&env.sb.get(&httproute_path(user)).unwrap()),
+        ["URLRewrite"]
+    );
+}
