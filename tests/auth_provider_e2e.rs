@@ -583,8 +583,8 @@ fn a_competing_change_outside_the_owned_fields_of_a_policy_is_merged_through() {
 }
 
 #[test]
-fn a_migration_from_ingresses_creates_each_policy_before_its_route_and_removes_the_ingresses_last()
-{
+fn a_migration_from_ingresses_creates_each_policy_before_its_route_and_each_ingress_after_its_route()
+ {
     // The demo application is exposed as nginx-snippet Ingresses: [] and [user].
     let env = Env::with_options(SandboxOptions {
         install_envoy_gateway: true,
@@ -618,14 +618,17 @@ fn a_migration_from_ingresses_creates_each_policy_before_its_route_and_removes_t
         .map(|(i, _)| i)
         .collect();
     assert_eq!(route_creates.len(), 2, "{writes:?}");
-    // The scoped route is the second create, after its policy; the Ingresses go last.
+    // The public route goes in the first round, the scoped one in the next, after its
+    // policy; each Ingress is deleted after the route that takes its paths.
     assert!(policy < route_creates[1], "{writes:?}");
-    for ingress in [PUBLIC, user] {
-        assert!(
-            at(&format!("DELETE {}", ingress_path(ingress))) > route_creates[1],
-            "{writes:?}"
-        );
-    }
+    assert!(
+        at(&format!("DELETE {}", ingress_path(PUBLIC))) > route_creates[0],
+        "{writes:?}"
+    );
+    assert!(
+        at(&format!("DELETE {}", ingress_path(user))) > route_creates[1],
+        "{writes:?}"
+    );
     assert!(
         env.ingresses()
             .iter()
