@@ -294,6 +294,18 @@ pub struct UpdateArgs {
     )]
     pub auth_service: Option<String>,
 
+    /// gateway: how paths with scopes are checked: the ExternalAuth filter in each HTTPRoute
+    /// (Gateway API experimental channel), or one Envoy Gateway SecurityPolicy per HTTPRoute
+    /// (default: the live routes', else filter).
+    #[arg(
+        long,
+        value_enum,
+        value_name = "PROVIDER",
+        requires = "endpoints",
+        help_heading = "Routes"
+    )]
+    pub auth_provider: Option<AuthProviderChoice>,
+
     /// IngressClass of the Ingresses (default: the live Ingresses', else the cluster's default
     /// class).
     #[arg(
@@ -573,8 +585,18 @@ pub enum RoutesChoice {
     NginxSnippet,
     /// Ingresses for ingress-nginx without snippets: auth-url and rewrite-target.
     NginxAuth,
-    /// Gateway API HTTPRoutes with the ExternalAuth filter.
+    /// Gateway API HTTPRoutes, scopes checked by the ExternalAuth filter or (--auth-provider
+    /// envoy-gateway) by Envoy Gateway SecurityPolicies.
     Gateway,
+}
+
+/// `--auth-provider`: how the `gateway` style enforces scopes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum AuthProviderChoice {
+    /// The Gateway API ExternalAuth filter in each scoped HTTPRoute (experimental channel).
+    Filter,
+    /// One Envoy Gateway SecurityPolicy (extAuth, failOpen false) per scoped HTTPRoute.
+    EnvoyGateway,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -648,6 +670,11 @@ const NEEDS: &[(&str, &str, &str)] = &[
         "auth_service",
         "endpoints",
         "--auth-service only applies with --endpoints FILE",
+    ),
+    (
+        "auth_provider",
+        "endpoints",
+        "--auth-provider only applies with --endpoints FILE",
     ),
     (
         "ingress_class",
@@ -995,6 +1022,7 @@ mod tests {
                 | "ingress-class" | "host" | "tls-secret" | "as-group" | "sign-key"
                 | "verify-url" | "verify-url-ca" => &["x"],
                 "routes" => &["gateway"],
+                "auth-provider" => &["filter"],
                 _ => &[],
             };
             let mut argv = vec!["kubectl-appupdate", "web", "--max", "3"];

@@ -506,10 +506,10 @@ pub fn validate(record: &Record, app: &str) -> Result<(), String> {
     }
     for r in &record.routes {
         let kind = crate::undo::route_kind(r)
-            .filter(|k| matches!(k, Kind::Ingress | Kind::HttpRoute))
+            .filter(|k| k.is_route_part())
             .ok_or_else(|| {
                 format!(
-                    "it lists an object of kind {} ({}), which is not a route kind (Ingress, HTTPRoute)",
+                    "it lists an object of kind {} ({}), which is not a route kind (Ingress, HTTPRoute, SecurityPolicy)",
                     r.kind, r.api_version
                 )
             })?;

@@ -1,6 +1,6 @@
 //! What a run meant for the routes, in the plugin's own terms: the route style, where the routes
-//! attach (class, hosts, TLS secret, Gateway, auth URL or auth Service) and each scope group's
-//! scopes and paths — never an object body.
+//! attach (class, hosts, TLS secret, Gateway, auth URL or auth Service, and for HTTPRoutes the
+//! auth provider) and each scope group's scopes and paths — never an object body.
 //!
 //! Pure. A history record holds the routes before and after its run as two [`RouteSet`]s; an
 //! undo turns the set before back into an endpoints file and route flags
@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::endpoints_file::{self, EndpointsFile};
-use crate::plan::{RouteInfo, RouteStyle};
+use crate::plan::{AuthProvider, RouteInfo, RouteStyle};
 use crate::routes::Attachment;
 use crate::routes::refs::{
     AuthUrl, ObjectRef, RouteFlags, ServiceRef, parse_host, parse_object_name,
@@ -49,6 +49,10 @@ pub struct AttachmentRecord {
     /// `[NAMESPACE/]NAME:PORT`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auth_service: Option<String>,
+    /// How HTTPRoutes check scopes (`gateway` only; records of earlier versions have none,
+    /// which means `filter`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth_provider: Option<AuthProvider>,
 }
 
 impl AttachmentRecord {
@@ -86,6 +90,7 @@ impl AttachmentRecord {
             gateway,
             auth_url: a.auth_url.as_ref().map(|u| u.as_str().to_owned()),
             auth_service: a.auth_service.as_ref().map(ServiceRef::to_string),
+            auth_provider: a.auth_provider,
         }
     }
 
@@ -265,9 +270,9 @@ impl RouteSet {
 }
 
 /// The route flags that plan `target` again from the state `now`: its style; the auth URL or
-/// auth Service (every route of a style takes them); and each other part of its attachment that
-/// differs from `now`'s (the parts the run being undone changed) — all of them when `now` has
-/// no routes left to take them from. Parts that did not change are left to the planner, which
+/// auth Service and the auth provider (every route of a style takes them); and each other part
+/// of its attachment that differs from `now`'s (the parts the run being undone changed) — all
+/// of them when `now` has no routes left to take them from. Parts that did not change are left to the planner, which
 /// takes them from the live routes as any run does.
 pub fn flags_to_restore(target: &RouteSet, now: &RouteSet) -> Result<RouteFlags, String> {
     let (t, n) = (&target.attachment, &now.attachment);
@@ -297,6 +302,10 @@ pub fn flags_to_restore(target: &RouteSet, now: &RouteSet) -> Result<RouteFlags,
         }
         if let Some(s) = &t.auth_service {
             flags.auth_service = Some(ServiceRef::parse(s)?);
+        }
+        // Routes to restore check scopes as they did; none to restore: nothing to check.
+        if !target.groups.is_empty() {
+            flags.auth_provider = Some(t.auth_provider.unwrap_or(AuthProvider::Filter));
         }
     }
     if style == Some(RouteStyle::NginxAuth)
@@ -396,6 +405,43 @@ mod tests {
     }
 
     #[test]
+    fn the_auth_provider_is_restored_with_gateway_routes() {
+        let gateway = |provider, groups: &[(&[&str], &[&str])]| RouteSet {
+            style: Some(RouteStyle::Gateway),
+            attachment: AttachmentRecord {
+                auth_service: Some("auth/oauth:8080".into()),
+                auth_provider: provider,
+                ..AttachmentRecord::default()
+            },
+            ..set(groups)
+        };
+        let eg = gateway(Some(AuthProvider::EnvoyGateway), &[(&["user"], &["/u"])]);
+        let filter = gateway(Some(AuthProvider::Filter), &[(&["user"], &["/u"])]);
+        let older = gateway(None, &[(&["user"], &["/u"])]);
+        let flags = |target: &RouteSet, now: &RouteSet| {
+            flags_to_restore(target, now).unwrap().auth_provider
+        };
+        assert_eq!(flags(&eg, &filter), Some(AuthProvider::EnvoyGateway));
+        assert_eq!(flags(&filter, &eg), Some(AuthProvider::Filter));
+        // A record of an earlier version, without the provider, used the filter.
+        assert_eq!(flags(&older, &eg), Some(AuthProvider::Filter));
+        // No routes to restore: nothing to check; the live ones are removed as any run does.
+        let none = RouteSet {
+            style: None,
+            ..gateway(None, &[])
+        };
+        assert_eq!(flags(&none, &eg), None);
+        let json = serde_json::to_value(&eg.attachment).unwrap();
+        assert_eq!(json["authProvider"], "envoy-gateway");
+        assert!(
+            serde_json::to_value(&older.attachment)
+                .unwrap()
+                .get("authProvider")
+                .is_none()
+        );
+    }
+
+    #[test]
     fn an_attachment_keeps_only_what_a_flag_can_say() {
         let a = Attachment {
             ingress_class: Some("nginx".into()),
@@ -404,6 +450,7 @@ mod tests {
             parent_refs: Some(json!([ObjectRef::parse("gw-ns/gw").unwrap().parent_ref()])),
             auth_url: None,
             auth_service: Some(ServiceRef::parse("auth/authz:8080").unwrap()),
+            auth_provider: None,
         };
         let r = AttachmentRecord::of(&a);
         assert_eq!(r.tls_secret.as_deref(), Some("tls"));

@@ -1,7 +1,8 @@
 //! Reads the application's live objects in one concurrent round: the Deployment (for an image
 //! change), the HPA (for bounds), and for an endpoints change the Service (backend port), the
-//! managed Ingresses and the managed HTTPRoutes (both `app=<name>,identifier`; a cluster
-//! without the Gateway API answers 404 for HTTPRoutes, which reads as "none"). Only a first
+//! managed Ingresses, HTTPRoutes and Envoy Gateway SecurityPolicies (all
+//! `app=<name>,identifier`; a cluster without the Gateway API or Envoy Gateway answers 404 for
+//! HTTPRoutes or SecurityPolicies, which reads as "not served"). Only a first
 //! exposure in an Ingress style without `--ingress-class` reads one thing more, in a second
 //! round: the IngressClasses ([`read_ingress_classes`]). A run that changes the image and
 //! records history also reads the history ConfigMap in that round: the change-cause annotation
@@ -36,6 +37,9 @@ pub struct Needs {
     /// `--routes gateway --gateway` with scoped groups: the Gateway, read in the first round
     /// for the ExternalAuth check.
     pub gateway: Option<GatewayKey>,
+    /// The run guards HTTPRoutes with SecurityPolicies (`--auth-provider envoy-gateway`): a
+    /// forbidden SecurityPolicy list is then the run's failure.
+    pub security_policies: bool,
 }
 
 /// The live objects, as the server returned them.
@@ -48,6 +52,8 @@ pub struct LiveState {
     pub ingresses: Vec<Value>,
     /// HTTPRoutes carrying both labels, or why there are none to see.
     pub httproutes: Listing,
+    /// SecurityPolicies carrying both labels, or why there are none to see.
+    pub security_policies: Listing,
     /// The cluster's IngressClasses, when they were read.
     pub ingress_classes: Option<Vec<Value>>,
     /// The history ConfigMap (`Some(None)`: there is none), when it was needed and read. A
@@ -157,8 +163,24 @@ pub async fn read(cluster: &Cluster, app: &str, needs: Needs) -> Result<LiveStat
             None => Ok(None),
         }
     };
-    let (d, h, s, i, r, history, g) = tokio::join!(
-        deployment, autoscaler, service, ingresses, httproutes, history, gateway
+    let policies = async {
+        if !needs.endpoints {
+            return Ok(Listing::Items(Vec::new()));
+        }
+        match cluster
+            .list(Kind::SecurityPolicy, &managed_selector(app))
+            .await
+        {
+            Ok(items) => Ok(Listing::Items(items)),
+            Err(e) if e.is_not_found() => Ok(Listing::NotServed),
+            Err(e) if e.status_code() == Some(403) && !needs.security_policies => {
+                Ok(Listing::Forbidden)
+            }
+            Err(e) => Err(e),
+        }
+    };
+    let (d, h, s, i, r, history, g, p) = tokio::join!(
+        deployment, autoscaler, service, ingresses, httproutes, history, gateway, policies
     );
 
     let deployment_ref = format!("{}/{app}", Kind::Deployment.kubectl_name());
@@ -171,6 +193,7 @@ pub async fn read(cluster: &Cluster, app: &str, needs: Needs) -> Result<LiveStat
     let i = i.map_err(|e| failure(cluster, e, "list", &Kind::Ingress.resource_name()))?;
     let r = r.map_err(|e| failure(cluster, e, "list", &Kind::HttpRoute.resource_name()))?;
     let g = g?;
+    let p = p.map_err(|e| failure(cluster, e, "list", &Kind::SecurityPolicy.resource_name()))?;
     // `None`: not needed; `Some(None)`: needed and not found.
     let required = |read: Option<Option<Value>>, reference: &str, why: &'static str| {
         read.map(|found| must_exist(cluster, found, reference, why))
@@ -186,6 +209,7 @@ pub async fn read(cluster: &Cluster, app: &str, needs: Needs) -> Result<LiveStat
         )?,
         ingresses: i,
         httproutes: r,
+        security_policies: p,
         ingress_classes: None,
         history,
         gateway_support: g.map(|read| GatewaySupport {

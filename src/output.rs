@@ -15,7 +15,7 @@ use std::io::{self, Write};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::plan::{Action, Base, Kind, ObjectChange, Plan, RouteStyle};
+use crate::plan::{Action, AuthProvider, Base, Kind, ObjectChange, Plan, RouteStyle};
 use crate::text;
 
 /// Schema identifier; bump on any incompatible change.
@@ -47,6 +47,10 @@ pub struct PlanDocument<'a> {
 pub struct RoutesDoc<'a> {
     /// The route style after the run: `nginx-snippet`, `nginx-auth` or `gateway`.
     pub style: RouteStyle,
+    /// `gateway` only: how the HTTPRoutes check scopes after the run, `filter` or
+    /// `envoy-gateway`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub auth_provider: Option<AuthProvider>,
     /// The styles of the managed routes live now (empty on a first exposure).
     pub live_styles: &'a [RouteStyle],
     /// Whether live routes change style (new routes first, then the old ones go).
@@ -195,6 +199,7 @@ pub fn document(plan: &Plan) -> PlanDocument<'_> {
         },
         routes: plan.routes.as_ref().map(|r| RoutesDoc {
             style: r.style,
+            auth_provider: r.header.attachment.auth_provider,
             live_styles: &r.live_styles,
             migration: r.is_migration(),
             notes: &r.notes,

@@ -27,6 +27,9 @@ pub enum Kind {
     /// Gateway API `HTTPRoute` (`gateway.networking.k8s.io/v1`).
     #[serde(rename = "HTTPRoute")]
     HttpRoute,
+    /// Envoy Gateway `SecurityPolicy` (`gateway.envoyproxy.io/v1alpha1`): the external auth of
+    /// one HTTPRoute with the `envoy-gateway` auth provider.
+    SecurityPolicy,
 }
 
 impl Kind {
@@ -37,6 +40,7 @@ impl Kind {
             Kind::HorizontalPodAutoscaler => "autoscaling/v2",
             Kind::Ingress => "networking.k8s.io/v1",
             Kind::HttpRoute => "gateway.networking.k8s.io/v1",
+            Kind::SecurityPolicy => "gateway.envoyproxy.io/v1alpha1",
         }
     }
 
@@ -47,6 +51,7 @@ impl Kind {
             Kind::HorizontalPodAutoscaler => "autoscaling",
             Kind::Ingress => "networking.k8s.io",
             Kind::HttpRoute => "gateway.networking.k8s.io",
+            Kind::SecurityPolicy => "gateway.envoyproxy.io",
         }
     }
 
@@ -55,6 +60,7 @@ impl Kind {
         match self {
             Kind::Deployment | Kind::Ingress | Kind::HttpRoute => "v1",
             Kind::HorizontalPodAutoscaler => "v2",
+            Kind::SecurityPolicy => "v1alpha1",
         }
     }
 
@@ -65,6 +71,7 @@ impl Kind {
             Kind::HorizontalPodAutoscaler => "horizontalpodautoscalers",
             Kind::Ingress => "ingresses",
             Kind::HttpRoute => "httproutes",
+            Kind::SecurityPolicy => "securitypolicies",
         }
     }
 
@@ -75,6 +82,7 @@ impl Kind {
             Kind::HorizontalPodAutoscaler => "horizontalpodautoscaler.autoscaling",
             Kind::Ingress => "ingress.networking.k8s.io",
             Kind::HttpRoute => "httproute.gateway.networking.k8s.io",
+            Kind::SecurityPolicy => "securitypolicy.gateway.envoyproxy.io",
         }
     }
 
@@ -84,13 +92,16 @@ impl Kind {
         format!("{}.{}", self.plural(), self.group())
     }
 
-    /// Order within a write round ([`write_order`]): Deployment, HPA, Ingresses, HTTPRoutes.
+    /// Order within a write round ([`write_order`]) and in a listing: Deployment, HPA,
+    /// Ingresses, SecurityPolicies, HTTPRoutes (a policy is listed before the route it guards,
+    /// as a new one is written before it).
     pub fn order(self) -> u8 {
         match self {
             Kind::Deployment => 0,
             Kind::HorizontalPodAutoscaler => 1,
             Kind::Ingress => 2,
-            Kind::HttpRoute => 3,
+            Kind::SecurityPolicy => 3,
+            Kind::HttpRoute => 4,
         }
     }
 
@@ -101,12 +112,29 @@ impl Kind {
             Kind::HorizontalPodAutoscaler => "HorizontalPodAutoscalers",
             Kind::Ingress => "Ingresses",
             Kind::HttpRoute => "HTTPRoutes",
+            Kind::SecurityPolicy => "SecurityPolicies",
         }
     }
 
     /// Whether objects of this kind publish the application's endpoints.
     pub fn is_route(self) -> bool {
         matches!(self, Kind::Ingress | Kind::HttpRoute)
+    }
+
+    /// The kind of route an object of this kind guards: a SecurityPolicy enforces the auth of
+    /// the HTTPRoute of its own name ([`write_order`] writes it before that route serves, and
+    /// deletes it only after).
+    pub fn guards(self) -> Option<Kind> {
+        match self {
+            Kind::SecurityPolicy => Some(Kind::HttpRoute),
+            _ => None,
+        }
+    }
+
+    /// Whether objects of this kind belong to the application's routes: routes, and what
+    /// guards them.
+    pub fn is_route_part(self) -> bool {
+        self.is_route() || self.guards().is_some()
     }
 }
 
@@ -118,6 +146,7 @@ impl Kind {
             Kind::HorizontalPodAutoscaler => "HorizontalPodAutoscaler",
             Kind::Ingress => "Ingress",
             Kind::HttpRoute => "HTTPRoute",
+            Kind::SecurityPolicy => "SecurityPolicy",
         }
     }
 }
@@ -167,6 +196,37 @@ impl fmt::Display for RouteStyle {
     }
 }
 
+/// How the `gateway` style enforces the scopes of its routes (`--auth-provider`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum AuthProvider {
+    /// Each scoped HTTPRoute's rules carry the Gateway API `ExternalAuth` filter (GEP-1494,
+    /// experimental channel).
+    #[serde(rename = "filter")]
+    Filter,
+    /// Each scoped HTTPRoute is targeted by an Envoy Gateway `SecurityPolicy` with `extAuth`.
+    #[serde(rename = "envoy-gateway")]
+    EnvoyGateway,
+}
+
+impl AuthProvider {
+    /// Every provider, in the order they are listed in help and messages.
+    pub const ALL: [AuthProvider; 2] = [AuthProvider::Filter, AuthProvider::EnvoyGateway];
+
+    /// The name used on the command line and in records.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AuthProvider::Filter => "filter",
+            AuthProvider::EnvoyGateway => "envoy-gateway",
+        }
+    }
+}
+
+impl fmt::Display for AuthProvider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// What happens to one object.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -208,6 +268,11 @@ impl WriteOrder {
 /// depends on; a write without dependencies — the Deployment, the HPA, a create, an update
 /// that adds or changes paths in place (a change of style, of the auth service) and a route
 /// whose dropped paths nobody serves afterwards — goes in round 0.
+///
+/// A write that guards a route ([`Kind::guards`]: a SecurityPolicy, the HTTPRoute of its name)
+/// is ordered with that route: a route written to serve (a create or an update) waits for its
+/// guard's create or update, and a guard deleted waits for its route's write (the route deleted,
+/// or given its own auth back). So a scoped path is never reachable without its policy.
 ///
 /// So a path that is served before and after the run is served at every moment of it: it is
 /// served by its new route before any route that served it stops. The one exception is a
@@ -254,6 +319,26 @@ pub fn write_order<'a>(changes: impl IntoIterator<Item = &'a ObjectChange>) -> W
                     deps[i].push((j, p));
                 }
             }
+        }
+    }
+    // Guards and the routes they guard, by kind, namespace and name.
+    let mut by_name: BTreeMap<(Kind, &str, &str), usize> = BTreeMap::new();
+    for (i, c) in changes.iter().enumerate() {
+        if written[i] {
+            by_name.insert((c.kind, c.namespace.as_str(), c.name.as_str()), i);
+        }
+    }
+    for (i, c) in changes.iter().enumerate() {
+        let Some(guarded) = c.kind.guards().filter(|_| written[i]) else {
+            continue;
+        };
+        let Some(&j) = by_name.get(&(guarded, c.namespace.as_str(), c.name.as_str())) else {
+            continue;
+        };
+        if c.action() == Action::Delete {
+            deps[i].push((j, ""));
+        } else if changes[j].action() != Action::Delete {
+            deps[j].push((i, ""));
         }
     }
     let (component, order) = strongly_connected(&deps);
@@ -1166,19 +1251,22 @@ impl fmt::Display for Summary {
 
 impl Plan {
     /// Builds a plan, ordering objects for display: the Deployment and HPA first, then the
-    /// routes: creates, updates that add or change paths, updates that only take paths away,
-    /// deletes, each by kind and name; unchanged ones last. The order the writes are sent in is
+    /// routes and their SecurityPolicies: creates, updates that add or change paths, updates
+    /// that only take paths away, deletes, each by kind (a policy before its route, but a
+    /// deleted one after it) and name; unchanged ones last. The order the writes are sent in is
     /// [`Plan::write_order`]'s: by round, concurrently within one.
     pub fn new(app: String, namespace: String, context: String, mut objects: Vec<Planned>) -> Plan {
         // The key borrows the name: a clone per comparison was thousands of allocations.
         fn key(p: &Planned) -> (bool, u8, u8, &str) {
             let c = &p.change;
-            let rank = if c.kind.is_route() {
-                listing_rank(c)
-            } else {
-                0
+            let route = c.kind.is_route_part();
+            let rank = if route { listing_rank(c) } else { 0 };
+            // A deleted guard after the deleted routes: it goes after its route.
+            let order = match (c.kind.guards(), c.action()) {
+                (Some(_), Action::Delete) => u8::MAX,
+                _ => c.kind.order(),
             };
-            (c.kind.is_route(), rank, c.kind.order(), c.name.as_str())
+            (route, rank, order, c.name.as_str())
         }
         objects.sort_by(|a, b| key(a).cmp(&key(b)));
         Plan {
@@ -1591,6 +1679,65 @@ mod tests {
         assert_eq!(order.round_count(), 3);
     }
 
+    fn policy(name: &str, action: Action) -> ObjectChange {
+        let mut c = ObjectChange::sample(name, action);
+        c.kind = Kind::SecurityPolicy;
+        c
+    }
+
+    fn httproute(name: &str, action: Action, before: &[&str], after: &[&str]) -> ObjectChange {
+        let mut c = route(name, action, before, after);
+        c.kind = Kind::HttpRoute;
+        c
+    }
+
+    #[test]
+    fn a_guard_lands_before_its_route_serves_and_goes_after_it_stops() {
+        // A new scoped route, a route that loses its filter, a route whose policy is only
+        // updated, a route deleted with its policy, and one given its filter back.
+        let changes = [
+            httproute("new", Action::Create, &[], &["/a"]),
+            policy("new", Action::Create),
+            policy("unfiltered", Action::Create),
+            httproute("unfiltered", Action::Update, &["/b"], &["/b"]),
+            httproute("kept", Action::Unchanged, &["/c"], &["/c"]),
+            policy("kept", Action::Update),
+            policy("gone", Action::Delete),
+            httproute("gone", Action::Delete, &["/d"], &[]),
+            policy("refiltered", Action::Delete),
+            httproute("refiltered", Action::Update, &["/e"], &["/e"]),
+            // A policy of another kind's name guards nothing.
+            policy("ingress", Action::Delete),
+            route("ingress", Action::Update, &["/f"], &["/f"]),
+        ];
+        assert_eq!(
+            rounds(&changes),
+            [
+                Some(1),
+                Some(0),
+                Some(0),
+                Some(1),
+                None,
+                Some(0),
+                Some(1),
+                Some(0),
+                Some(1),
+                Some(0),
+                Some(0),
+                Some(0)
+            ]
+        );
+        // Chained with the paths: /x moves from a deleted scoped route to a new one.
+        let changes = [
+            policy("old", Action::Delete),
+            httproute("old", Action::Delete, &["/x"], &[]),
+            httproute("new", Action::Create, &[], &["/x"]),
+            policy("new", Action::Create),
+        ];
+        assert_eq!(rounds(&changes), [Some(3), Some(2), Some(1), Some(0)]);
+        assert!(write_order(&changes).unguarded.is_empty());
+    }
+
     #[test]
     fn long_chains_need_no_recursion() {
         // r0 gives /0 to r1, r1 gives /1 to r2, … : one round per link.
@@ -1620,28 +1767,47 @@ mod tests {
         }
     }
 
-    /// A random plan over the paths /0 … /5: up to 7 routes, each created, updated, deleted or
-    /// unchanged with any paths before and after (several routes may serve one path, before
-    /// and after), and a Deployment update.
+    /// A random plan over the paths /0 … /5: up to 7 routes (Ingresses and HTTPRoutes), each
+    /// created, updated, deleted or unchanged with any paths before and after (several routes
+    /// may serve one path, before and after), a SecurityPolicy of some of the HTTPRoutes'
+    /// names, itself created, updated, deleted or unchanged, and a Deployment update.
     fn any_plan() -> impl proptest::strategy::Strategy<Value = Vec<ObjectChange>> {
         use proptest::prelude::*;
         let paths = || proptest::collection::btree_set(0..6u8, 0..4);
-        let one = (0..4u8, paths(), paths()).prop_map(|(a, before, after)| {
-            let s = |set: &BTreeSet<u8>| -> Vec<String> {
-                set.iter().map(|p| format!("/{p}")).collect()
-            };
-            let (action, before, after) = match a {
-                0 => (Action::Create, Vec::new(), s(&after)),
-                1 => (Action::Update, s(&before), s(&after)),
-                2 => (Action::Delete, s(&before), Vec::new()),
-                _ => (Action::Unchanged, s(&before), s(&before)),
-            };
-            (action, before, after)
-        });
+        let one = (0..4u8, paths(), paths(), any::<bool>(), 0..5u8).prop_map(
+            |(a, before, after, httproute, policy)| {
+                let s = |set: &BTreeSet<u8>| -> Vec<String> {
+                    set.iter().map(|p| format!("/{p}")).collect()
+                };
+                let (action, before, after) = match a {
+                    0 => (Action::Create, Vec::new(), s(&after)),
+                    1 => (Action::Update, s(&before), s(&after)),
+                    2 => (Action::Delete, s(&before), Vec::new()),
+                    _ => (Action::Unchanged, s(&before), s(&before)),
+                };
+                let policy = match policy {
+                    0 => Some(Action::Create),
+                    1 => Some(Action::Update),
+                    2 => Some(Action::Delete),
+                    3 => Some(Action::Unchanged),
+                    _ => None,
+                };
+                (action, before, after, httproute, policy)
+            },
+        );
         proptest::collection::vec(one, 0..8).prop_map(|routes| {
             let mut changes = vec![change(Action::Update, vec![min(2, 3)])];
-            for (i, (action, before, after)) in routes.into_iter().enumerate() {
+            let mut policies = Vec::new();
+            for (i, (action, before, after, httproute, policy)) in routes.into_iter().enumerate() {
                 let mut c = ObjectChange::sample(&format!("r{i}"), action);
+                if httproute {
+                    c.kind = Kind::HttpRoute;
+                    if let Some(action) = policy {
+                        let mut p = ObjectChange::sample(&format!("r{i}"), action);
+                        p.kind = Kind::SecurityPolicy;
+                        policies.push(p);
+                    }
+                }
                 c.route = Some(RouteInfo {
                     style: RouteStyle::Gateway,
                     identifier: format!("r{i}"),
@@ -1651,8 +1817,25 @@ mod tests {
                 });
                 changes.push(c);
             }
+            // Policies anywhere in the plan: after their routes and before.
+            for (k, p) in policies.into_iter().enumerate() {
+                let at = (k * 3) % (changes.len() + 1);
+                changes.insert(at, p);
+            }
             changes
         })
+    }
+
+    /// Whether write `i` must wait for write `j` by the guard rule: a route written to serve
+    /// waits for its policy's create or update; a deleted policy waits for its route's write.
+    fn guard_waits(changes: &[ObjectChange], i: usize, j: usize) -> bool {
+        let (a, b) = (&changes[i], &changes[j]);
+        if i == j || !a.is_change() || !b.is_change() || a.name != b.name {
+            return false;
+        }
+        let deleted = |c: &ObjectChange| c.action() == Action::Delete;
+        (a.kind == Kind::HttpRoute && b.kind == Kind::SecurityPolicy && !deleted(a) && !deleted(b))
+            || (a.kind == Kind::SecurityPolicy && b.kind == Kind::HttpRoute && deleted(a))
     }
 
     proptest::proptest! {
@@ -1672,10 +1855,11 @@ mod tests {
             let written: Vec<bool> = changes.iter().map(ObjectChange::is_change).collect();
             // The dependencies, computed here from the definition.
             let depends = |i: usize, j: usize| {
-                i != j
+                (i != j
                     && written[i]
                     && written[j]
-                    && sets[i].0.difference(&sets[i].1).any(|p| sets[j].1.contains(p))
+                    && sets[i].0.difference(&sets[i].1).any(|p| sets[j].1.contains(p)))
+                    || guard_waits(&changes, i, j)
             };
             let reaches = |from: usize, to: usize| {
                 let mut seen = vec![false; n];
@@ -1756,6 +1940,18 @@ mod tests {
                     landed[i] = true;
                     for &p in &keep {
                         proptest::prop_assert!(serves(&landed, p), "{} unserved after {}", p, i);
+                    }
+                    // A route never serves from its write on without the policy it gets, and a
+                    // policy never goes while its route is as it was.
+                    for a in 0..n {
+                        for b in 0..n {
+                            if guard_waits(&changes, a, b) {
+                                proptest::prop_assert!(
+                                    !landed[a] || landed[b],
+                                    "{} landed before {}: {:?}", a, b, order.rounds
+                                );
+                            }
+                        }
                     }
                 }
             }

@@ -47,9 +47,12 @@
 //! route is exactly what its route style generates for a scope group of the application (its
 //! paths and scopes pass the endpoints file's guard), or the removal of a route by a valid
 //! name — which the live object must show is one of the application's managed routes
-//! ([`crate::routes`]' fence) before anything is written; every name is a DNS-1123 name; every
-//! updater is paired with the kind of object it makes. A file that asks for anything else is
-//! refused as edited, with nothing sent.
+//! ([`crate::routes`]' fence) before anything is written; a SecurityPolicy is the one the
+//! `envoy-gateway` auth provider makes for a scoped group's HTTPRoute, named like it, and an
+//! HTTPRoute of a scoped group without the ExternalAuth filter comes with its SecurityPolicy
+//! in the same plan (so no edit can publish a scoped path unguarded); every name is a DNS-1123
+//! name; every updater is paired with the kind of object it makes. A file that asks for
+//! anything else is refused as edited, with nothing sent.
 //!
 //! # Signed files
 //!
@@ -454,6 +457,8 @@ pub enum SavedKind {
     IngressRemoval(routes::ingress::IngressRemoval),
     HttpRoute(routes::gateway::HttpRouteUpdater),
     HttpRouteRemoval(routes::gateway::HttpRouteRemoval),
+    SecurityPolicy(routes::envoy_gateway::SecurityPolicyUpdater),
+    SecurityPolicyRemoval(routes::envoy_gateway::SecurityPolicyRemoval),
 }
 
 impl SavedKind {
@@ -470,6 +475,10 @@ impl SavedKind {
             routes::ingress::SAVED_INGRESS_REMOVAL => SavedKind::IngressRemoval(de(s)?),
             routes::gateway::SAVED_HTTPROUTE => SavedKind::HttpRoute(de(s)?),
             routes::gateway::SAVED_HTTPROUTE_REMOVAL => SavedKind::HttpRouteRemoval(de(s)?),
+            routes::envoy_gateway::SAVED_SECURITY_POLICY => SavedKind::SecurityPolicy(de(s)?),
+            routes::envoy_gateway::SAVED_SECURITY_POLICY_REMOVAL => {
+                SavedKind::SecurityPolicyRemoval(de(s)?)
+            }
             other => {
                 return Err(format!(
                     "it names the updater type {other:?}, which kubectl-appupdate does not save"
@@ -485,6 +494,9 @@ impl SavedKind {
             SavedKind::Autoscaler(_) => Kind::HorizontalPodAutoscaler,
             SavedKind::Ingress(_) | SavedKind::IngressRemoval(_) => Kind::Ingress,
             SavedKind::HttpRoute(_) | SavedKind::HttpRouteRemoval(_) => Kind::HttpRoute,
+            SavedKind::SecurityPolicy(_) | SavedKind::SecurityPolicyRemoval(_) => {
+                Kind::SecurityPolicy
+            }
         }
     }
 
@@ -538,6 +550,14 @@ impl SavedKind {
                 Arc::new(u)
             }
             SavedKind::HttpRouteRemoval(u) => {
+                u.check_saved(app)?;
+                Arc::new(u)
+            }
+            SavedKind::SecurityPolicy(u) => {
+                u.check_saved(app)?;
+                Arc::new(u)
+            }
+            SavedKind::SecurityPolicyRemoval(u) => {
                 u.check_saved(app)?;
                 Arc::new(u)
             }
@@ -645,6 +665,9 @@ pub fn parse(text: &str, file: &str, key: Option<&PlanKey>) -> Result<PlanFile, 
         }
         let mut objects = Vec::with_capacity(c.objects.len());
         let mut seen = std::collections::BTreeSet::new();
+        // Scoped HTTPRoutes without the filter, and the policies planned, to match up.
+        let mut unfiltered: Vec<String> = Vec::new();
+        let mut policies: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
         for o in c.objects {
             let reference = o.change.reference();
             if !names::is_dns1123_subdomain(&o.change.name) {
@@ -661,6 +684,17 @@ pub fn parse(text: &str, file: &str, key: Option<&PlanKey>) -> Result<PlanFile, 
             }
             let saved =
                 SavedKind::read(&o.updater).map_err(|why| edited(format!("{reference}: {why}")))?;
+            match &saved {
+                SavedKind::HttpRoute(u)
+                    if !u.desired.scopes.is_empty() && !u.desired.has_filter() =>
+                {
+                    unfiltered.push(u.name.clone());
+                }
+                SavedKind::SecurityPolicy(u) => {
+                    policies.insert(u.name.clone());
+                }
+                _ => {}
+            }
             if saved.kind() != o.change.kind {
                 return Err(edited(format!(
                     "{reference} is planned by an updater of {} objects",
@@ -683,6 +717,12 @@ pub fn parse(text: &str, file: &str, key: Option<&PlanKey>) -> Result<PlanFile, 
                 updater,
                 change: Arc::new(o.change),
             });
+        }
+        if let Some(name) = unfiltered.iter().find(|n| !policies.contains(*n)) {
+            return Err(edited(format!(
+                "{}/{name} serves paths with scopes without the ExternalAuth filter and without a SecurityPolicy of its name in the plan",
+                Kind::HttpRoute.kubectl_name()
+            )));
         }
         let mut plan = Plan::new(c.app, c.namespace, c.context.clone(), objects);
         if let Some(header) = c.routes {
@@ -893,6 +933,79 @@ mod tests {
     }
 
     const KEY: &str = "0123456789abcdef0123456789abcdef";
+
+    /// A first exposure with the envoy-gateway auth provider: a public and a scoped HTTPRoute,
+    /// and the scoped one's SecurityPolicy.
+    fn envoy_gateway_plan() -> Plan {
+        use crate::plan::{AuthProvider, RouteStyle};
+        use crate::routes::refs::{ObjectRef, RouteFlags, ServiceRef};
+        use crate::routes::{Listing, LiveRoutes, plan_routes};
+        let file = crate::endpoints_file::parse(
+            "endpoints:\n  - path: /a\n  - path: /u\n    scopes: [user]\n",
+            "e.yaml",
+        )
+        .unwrap();
+        let flags = RouteFlags {
+            style: Some(RouteStyle::Gateway),
+            auth_provider: Some(AuthProvider::EnvoyGateway),
+            gateway: Some(ObjectRef::parse("gateways/public").unwrap()),
+            auth_service: Some(ServiceRef::parse("auth/oauth:8080").unwrap()),
+            ..RouteFlags::default()
+        };
+        let svc = json!({"spec": {"ports": [{"port": 80}]}});
+        let none = Listing::default();
+        let live = LiveRoutes {
+            service: &svc,
+            ingresses: &[],
+            httproutes: &none,
+            security_policies: &none,
+            ingress_classes: None,
+            gateway_support: None,
+        };
+        let planned = plan_routes("web", &file, &flags, &live).unwrap();
+        let objects = planned
+            .updaters
+            .into_iter()
+            .map(|(updater, _)| Planned {
+                change: updater.plan("shop", None).unwrap().into(),
+                updater,
+            })
+            .collect();
+        Plan::new("web".into(), "shop".into(), "prod".into(), objects).with_routes(planned.summary)
+    }
+
+    #[test]
+    fn a_scoped_httproute_without_its_filter_needs_its_policy_in_the_plan() {
+        let plan = envoy_gateway_plan();
+        let text = render(&[(&plan, &origin(), &Source::Update)], None).unwrap();
+        let read = parse(&text, "plan.json", None).unwrap();
+        let kinds: Vec<Kind> = read.clusters[0].plan.changes().map(|c| c.kind).collect();
+        assert_eq!(
+            kinds,
+            [Kind::SecurityPolicy, Kind::HttpRoute, Kind::HttpRoute]
+        );
+        let without_policy = edited(&text, |c| {
+            let objects = c["clusters"][0]["objects"].as_array_mut().unwrap();
+            objects.retain(|o| o["updater"]["type"] != "securitypolicy");
+        });
+        let err = parse(&without_policy, "plan.json", None).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "plan.json was edited: httproute.gateway.networking.k8s.io/web-04f8996da763b7a9 serves paths with scopes without the ExternalAuth filter and without a SecurityPolicy of its name in the plan; a saved plan is applied only as kubectl-appupdate wrote it, so nothing was sent; make it again with --plan-out"
+        );
+        // A policy that targets another route is refused on its own.
+        let retargeted = edited(&text, |c| {
+            for o in c["clusters"][0]["objects"].as_array_mut().unwrap() {
+                if o["updater"]["type"] == "securitypolicy" {
+                    o["updater"]["spec"]["desired"]["route"] = json!("web-e3b0c44298fc1c14");
+                }
+            }
+        });
+        let err = parse(&retargeted, "plan.json", None)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("targets the HTTPRoute"), "{err}");
+    }
 
     #[test]
     fn a_signed_plan_verifies_with_its_key_and_reads_back() {

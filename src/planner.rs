@@ -10,7 +10,9 @@ use serde_json::Value;
 use crate::endpoints_file::EndpointsFile;
 use crate::history::History;
 use crate::live_state::{LiveState, Needs};
-use crate::plan::{Kind, ObjectChange, Plan, PlanError, Planned, RouteStyle, Updater};
+use crate::plan::{
+    AuthProvider, Kind, ObjectChange, Plan, PlanError, Planned, RouteStyle, Updater,
+};
 use crate::routes::external_auth::GatewayKey;
 use crate::routes::{self, LiveRef, LiveRoutes, WithLive, refs::RouteFlags};
 use crate::updaters::{
@@ -53,11 +55,14 @@ impl UpdateRequest<'_> {
                 .gateway
                 .as_ref()
                 .filter(|_| self.routes.style == Some(RouteStyle::Gateway))
+                .filter(|_| self.routes.auth_provider != Some(AuthProvider::EnvoyGateway))
                 .filter(|_| {
                     self.endpoints
                         .is_some_and(|f| f.endpoints.iter().any(|e| !e.scopes.is_empty()))
                 })
                 .map(|g| GatewayKey::of_flag(g, self.namespace)),
+            security_policies: self.endpoints.is_some()
+                && self.routes.auth_provider == Some(AuthProvider::EnvoyGateway),
         }
     }
 
@@ -116,6 +121,7 @@ fn given_up(live: &mut LiveState, updaters: &[WithLive]) -> Vec<Option<Value>> {
             let at = (*at)?;
             let slot = match at.kind {
                 Kind::Ingress => live.ingresses.get_mut(at.index),
+                Kind::SecurityPolicy => live.security_policies.items_mut().get_mut(at.index),
                 _ => live.httproutes.items_mut().get_mut(at.index),
             }?;
             let left = uses.get_mut(&at).map(|n| {
@@ -175,6 +181,7 @@ pub fn build_plan(req: &UpdateRequest<'_>, live: &mut LiveState) -> Result<Plan,
             service,
             ingresses: &live.ingresses,
             httproutes: &live.httproutes,
+            security_policies: &live.security_policies,
             ingress_classes: live.ingress_classes.as_deref(),
             gateway_support: live.gateway_support.as_ref(),
         };

@@ -91,6 +91,13 @@ fn short(v: Option<&Value>) -> String {
 
 /// What a change does, in a few words: `image web:1 → web:2`, `minReplicas 2 → 3`.
 pub fn describe_fields(change: &ObjectChange) -> String {
+    if let (Some(route), Action::Create) = (change.kind.guards(), change.action()) {
+        return format!(
+            "guards {}/{}",
+            route.kubectl_name(),
+            Untrusted(&change.name)
+        );
+    }
     if let Some(info) = &change.route {
         let scopes = if info.scopes.is_empty() {
             "public".to_owned()

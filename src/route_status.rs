@@ -115,8 +115,15 @@ pub fn state_function(kind: Kind) -> Option<fn(&Value) -> RouteState> {
     match kind {
         Kind::HttpRoute => Some(http_route_state),
         Kind::Ingress => Some(ingress_state),
+        Kind::SecurityPolicy => Some(security_policy_state),
         Kind::Deployment | Kind::HorizontalPodAutoscaler => None,
     }
+}
+
+/// Where an Envoy Gateway SecurityPolicy stands: every ancestor (the Gateway of the route it
+/// targets) in its `status.ancestors` must have accepted it.
+pub fn security_policy_state(p: &Value) -> RouteState {
+    holders_state(p, &Holders::ANCESTORS, &Expected::AtLeastOne)
 }
 
 /// Where the route `obj` of `kind` stands; `None` for a kind `--wait` does not follow as a

@@ -9,12 +9,12 @@ use std::time::Duration;
 use std::collections::BTreeSet;
 
 use crate::cli::{
-    ApplyArgs, ClusterArgs, ColorChoice, FleetArgs, HistoryArgs, HistoryFormat, OutputFormat,
-    RoutesChoice, UpdateArgs,
+    ApplyArgs, AuthProviderChoice, ClusterArgs, ColorChoice, FleetArgs, HistoryArgs, HistoryFormat,
+    OutputFormat, RoutesChoice, UpdateArgs,
 };
 use crate::endpoints_file::{self, EndpointsError, EndpointsFile};
 use crate::names;
-use crate::plan::RouteStyle;
+use crate::plan::{AuthProvider, RouteStyle};
 use crate::plan_file::{self, KeyError, PlanFile, PlanFileError, PlanKey};
 use crate::proxy::ProxyEnv;
 use crate::routes::refs::{self, AuthUrl, ObjectRef, RouteFlags, ServiceRef};
@@ -578,6 +578,10 @@ fn route_flags(args: &UpdateArgs) -> Result<RouteFlags, SettingsError> {
             RoutesChoice::NginxSnippet => RouteStyle::NginxSnippet,
             RoutesChoice::NginxAuth => RouteStyle::NginxAuth,
             RoutesChoice::Gateway => RouteStyle::Gateway,
+        }),
+        auth_provider: args.auth_provider.map(|p| match p {
+            AuthProviderChoice::Filter => AuthProvider::Filter,
+            AuthProviderChoice::EnvoyGateway => AuthProvider::EnvoyGateway,
         }),
         auth_url: flag("--auth-url", args.auth_url.as_ref(), AuthUrl::parse)?,
         gateway: flag("--gateway", args.gateway.as_ref(), ObjectRef::parse)?,

@@ -365,6 +365,7 @@ mod tests {
             ingresses: Vec::new(),
             httproutes: Listing::Items(Vec::new()),
             history: None,
+            security_policies: Listing::NotServed,
             ingress_classes: Some(vec![json!({"metadata": {"name": "nginx",
                 "annotations": {"ingressclass.kubernetes.io/is-default-class": "true"}}})]),
             gateway_support: None,
@@ -549,7 +550,7 @@ mod tests {
                     Kind::Deployment | Kind::HorizontalPodAutoscaler => {
                         prop_assert_eq!(&c.name, "web");
                     }
-                    Kind::Ingress | Kind::HttpRoute => {
+                    Kind::Ingress | Kind::HttpRoute | Kind::SecurityPolicy => {
                         prop_assert!(c.name.starts_with("web-"), "{}", c.name);
                         if let Some(Write::Create { body }) = &c.write {
                             prop_assert_eq!(&body["metadata"]["labels"]["app"], "web");

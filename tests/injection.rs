@@ -15,9 +15,10 @@
 //! set, and for every accepted path and scope the generated snippet keeps its exact shape: the
 //! same directives, quotes and semicolons as for a plain letter.
 //!
-//! For every style (nginx-snippet, nginx-auth, gateway), every accepted character in a path or
-//! a scope yields the same objects as a plain letter except exactly where the path (or the
-//! scope token) sits; there, a nginx-auth regex path holds no unescaped regex character, a
+//! For every style (nginx-snippet, nginx-auth, gateway with either auth provider — the
+//! `envoy-gateway` one adding a SecurityPolicy), every accepted character in a path or a scope
+//! yields the same objects as a plain letter except exactly where the path (or the scope token)
+//! sits; there, a nginx-auth regex path holds no unescaped regex character, a
 //! gateway path satisfies the HTTPRoute schema's path rules, and a scope token only
 //! base64url characters.
 
@@ -25,7 +26,7 @@
 
 use kubectl_appupdate::endpoints_file::EndpointsFile;
 use kubectl_appupdate::endpoints_file::{self, ErrorKind};
-use kubectl_appupdate::plan::RouteStyle;
+use kubectl_appupdate::plan::{AuthProvider, RouteStyle};
 use kubectl_appupdate::routes::{self, BackendPort, RouteContext};
 use serde_json::Value;
 
@@ -234,14 +235,30 @@ fn full_context() -> RouteContext {
     ctx
 }
 
+/// Every style, the gateway one with each auth provider.
+fn variants() -> Vec<(RouteStyle, Option<AuthProvider>)> {
+    let mut v: Vec<_> = RouteStyle::ALL.iter().map(|s| (*s, None)).collect();
+    v.push((RouteStyle::Gateway, Some(AuthProvider::EnvoyGateway)));
+    v
+}
+
 /// The objects `style` creates for one endpoint, serialised.
-fn generated(style: RouteStyle, path: &str, scope: Option<&str>) -> Option<String> {
+fn generated(
+    (style, provider): (RouteStyle, Option<AuthProvider>),
+    path: &str,
+    scope: Option<&str>,
+) -> Option<String> {
     let mut text = format!("endpoints:\n  - path: {}\n", yaml_quoted(path));
     if let Some(s) = scope {
         text.push_str(&format!("    scopes: [{}]\n", yaml_quoted(s)));
     }
     let f = endpoints_file::parse(&text, "e.yaml").ok()?;
-    let bodies = routes::create_bodies(style, &full_context(), &f, "shop").unwrap();
+    let mut ctx = full_context();
+    ctx.attachment.auth_provider = provider;
+    let bodies = routes::create_bodies(style, &ctx, &f, "shop").unwrap();
+    if provider.is_some() && scope.is_some() {
+        assert_eq!(bodies.len(), 2, "a route and its SecurityPolicy");
+    }
     Some(serde_json::to_string(&bodies).unwrap())
 }
 
@@ -283,11 +300,12 @@ fn gateway_path_ok(p: &str) -> bool {
 
 #[test]
 fn no_accepted_path_alters_the_routes_of_any_style() {
-    for style in RouteStyle::ALL {
-        let baseline = generated(style, "/axb", None).unwrap();
+    for v in variants() {
+        let style = v.0;
+        let baseline = generated(v, "/axb", None).unwrap();
         for c in chars() {
             let path = format!("/a{c}b");
-            let Some(text) = generated(style, &path, None) else {
+            let Some(text) = generated(v, &path, None) else {
                 continue;
             };
             let mut same = text.clone();
@@ -320,11 +338,12 @@ fn no_accepted_path_alters_the_routes_of_any_style() {
 
 #[test]
 fn no_accepted_scope_alters_the_routes_of_any_style() {
-    for style in RouteStyle::ALL {
-        let baseline = generated(style, "/a", Some("axb")).unwrap();
+    for v in variants() {
+        let style = v.0;
+        let baseline = generated(v, "/a", Some("axb")).unwrap();
         for c in chars() {
             let scope = format!("a{c}b");
-            let Some(text) = generated(style, "/a", Some(&scope)) else {
+            let Some(text) = generated(v, "/a", Some(&scope)) else {
                 continue;
             };
             let token = scope_token(std::slice::from_ref(&scope));

@@ -1,12 +1,15 @@
-//! Property tests of the route planner in every style, through the public API.
+//! Property tests of the route planner in every style (and both auth providers of the
+//! `gateway` style), through the public API.
 //!
-//! The cluster is modelled as a `Vec<Value>` of Ingresses and HTTPRoutes: creates add the body
-//! with the fields a server sets, merge patches follow RFC 7386, deletes remove by kind and
-//! name. The caller's part is played as the real command does it: list the managed routes
-//! (`app=web,identifier`), plan, then hand each updater the live object of its name, and write
-//! round by round in `plan::write_order`, checking every path that must stay served at the worst
-//! moment of every round (all of the round's writes that stop serving it landed, none that start
-//! to).
+//! The cluster is modelled as a `Vec<Value>` of Ingresses, HTTPRoutes and SecurityPolicies:
+//! creates add the body with the fields a server sets, merge patches follow RFC 7386, deletes
+//! remove by kind and name. The caller's part is played as the real command does it: list the
+//! managed objects (`app=web,identifier`), plan, then hand each updater the live object of its
+//! name, and write round by round in `plan::write_order`, checking at the worst moment of every
+//! round (all of the round's writes that stop serving it landed, none that start to) every path
+//! that must stay served, and that no HTTPRoute serves paths with scopes without checking them
+//! (its ExternalAuth filter, or a SecurityPolicy that targets it, in whatever order the round's
+//! writes land).
 // Helpers outside `#[test]` functions are not covered by `allow-unwrap-in-tests`; here a
 // failed unwrap is a failed test, which is what we want.
 #![allow(clippy::unwrap_used)]
@@ -15,7 +18,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use kubectl_appupdate::endpoints_file::{self, EndpointsFile};
 use kubectl_appupdate::plan::{
-    Action, Kind, ObjectChange, PatchType, RouteStyle, Write, write_order,
+    Action, AuthProvider, Kind, ObjectChange, PatchType, RouteStyle, Write, write_order,
 };
 use kubectl_appupdate::routes::refs::{AuthUrl, ObjectRef, RouteFlags, ServiceRef};
 use kubectl_appupdate::routes::{
@@ -50,8 +53,34 @@ fn endpoints() -> impl Strategy<Value = Spec> {
         .prop_map(|(paths, scopes)| paths.into_iter().zip(scopes).collect())
 }
 
-fn any_style() -> impl Strategy<Value = RouteStyle> {
-    prop::sample::select(RouteStyle::ALL.to_vec())
+/// A route style, and for `gateway` its auth provider.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Variant {
+    style: RouteStyle,
+    provider: Option<AuthProvider>,
+}
+
+const VARIANTS: [Variant; 4] = [
+    Variant {
+        style: RouteStyle::NginxSnippet,
+        provider: None,
+    },
+    Variant {
+        style: RouteStyle::NginxAuth,
+        provider: None,
+    },
+    Variant {
+        style: RouteStyle::Gateway,
+        provider: Some(AuthProvider::Filter),
+    },
+    Variant {
+        style: RouteStyle::Gateway,
+        provider: Some(AuthProvider::EnvoyGateway),
+    },
+];
+
+fn any_style() -> impl Strategy<Value = Variant> {
+    prop::sample::select(VARIANTS.to_vec())
 }
 
 /// The endpoints file text for a spec.
@@ -74,13 +103,15 @@ fn parse(spec: &Spec) -> EndpointsFile {
     endpoints_file::parse(&yaml(spec), "endpoints.yaml").unwrap()
 }
 
-/// The flags a run in `style` is given: the style, and what it needs on a first exposure.
-fn flags(style: RouteStyle) -> RouteFlags {
+/// The flags a run in `v` is given: the style, the provider, and what it needs on a first
+/// exposure.
+fn flags(v: Variant) -> RouteFlags {
     let mut f = RouteFlags {
-        style: Some(style),
+        style: Some(v.style),
+        auth_provider: v.provider,
         ..RouteFlags::default()
     };
-    match style {
+    match v.style {
         RouteStyle::NginxSnippet => {}
         RouteStyle::NginxAuth => {
             f.auth_url = Some(AuthUrl::parse("http://auth.auth.svc/verify").unwrap());
@@ -94,10 +125,10 @@ fn flags(style: RouteStyle) -> RouteFlags {
 }
 
 fn kind_of(o: &Value) -> Kind {
-    if o["kind"] == "HTTPRoute" {
-        Kind::HttpRoute
-    } else {
-        Kind::Ingress
+    match o["kind"].as_str() {
+        Some("HTTPRoute") => Kind::HttpRoute,
+        Some("SecurityPolicy") => Kind::SecurityPolicy,
+        _ => Kind::Ingress,
     }
 }
 
@@ -184,12 +215,14 @@ fn merge(target: &mut Value, patch: &Value) {
 fn plan(cluster: &[Value], spec: &Spec, flags: &RouteFlags) -> Vec<ObjectChange> {
     let ingresses = managed(cluster, Kind::Ingress);
     let httproutes = Listing::Items(managed(cluster, Kind::HttpRoute));
+    let policies = Listing::Items(managed(cluster, Kind::SecurityPolicy));
     let svc = service();
     let classes = classes();
     let live = LiveRoutes {
         service: &svc,
         ingresses: &ingresses,
         httproutes: &httproutes,
+        security_policies: &policies,
         ingress_classes: Some(&classes),
         gateway_support: None,
     };
@@ -264,8 +297,94 @@ fn paths_of(o: &Value) -> BTreeSet<String> {
     }
     match kind_of(o) {
         Kind::Ingress => ingress::served_paths(o, APP).into_iter().collect(),
-        _ => gateway::served_paths(o, APP).into_iter().collect(),
+        Kind::HttpRoute => gateway::served_paths(o, APP).into_iter().collect(),
+        _ => BTreeSet::new(),
     }
+}
+
+fn is_managed(o: &Value) -> bool {
+    o["metadata"]["labels"][APP_LABEL] == json!(APP)
+        && o["metadata"]["labels"].get(IDENTIFIER_LABEL).is_some()
+}
+
+/// A managed HTTPRoute of a group with scopes.
+fn scoped(route: &Value) -> bool {
+    is_managed(route)
+        && route["metadata"]["labels"][IDENTIFIER_LABEL] != json!(scope_identifier(&[]))
+}
+
+/// Every rule of an HTTPRoute sends its requests to the auth service first.
+fn checks_itself(route: &Value) -> bool {
+    route["spec"]["rules"].as_array().is_some_and(|rules| {
+        rules.iter().all(|r| {
+            r["filters"]
+                .as_array()
+                .is_some_and(|f| f.iter().any(|f| f["type"] == "ExternalAuth"))
+        })
+    })
+}
+
+/// A managed SecurityPolicy that sends the requests of the HTTPRoute `route` to the auth
+/// service with a scope path, failing closed.
+fn guards(policy: &Value, route: &str) -> bool {
+    is_managed(policy)
+        && kind_of(policy) == Kind::SecurityPolicy
+        && policy["spec"]["targetRefs"].as_array().is_some_and(|refs| {
+            refs.iter()
+                .any(|r| r["kind"] == "HTTPRoute" && r["name"] == json!(route))
+        })
+        && policy["spec"]["extAuth"]["failOpen"] == json!(false)
+        && policy["spec"]["extAuth"]["http"]["path"]
+            .as_str()
+            .is_some_and(|p| p.starts_with("/scopes/"))
+        && policy["spec"]["extAuth"]["http"]["backendRefs"][0]["name"].is_string()
+}
+
+fn names_of(cluster: &[Value], kind: Kind) -> BTreeSet<String> {
+    cluster
+        .iter()
+        .filter(|o| kind_of(o) == kind)
+        .filter_map(|o| o["metadata"]["name"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// Whether, during a round that goes from `before` to `after` writing `writes` in any order, an
+/// HTTPRoute with scopes can serve without checking them: some state it is in (before or after
+/// its write) has no ExternalAuth filter while no SecurityPolicy guards it in every state that
+/// policy is in (before or after its write). Returns the first such route.
+fn unguarded_route(before: &[Value], after: &[Value], writes: &[&ObjectChange]) -> Option<String> {
+    let states = |kind: Kind, name: &str| -> Vec<Option<Value>> {
+        let at = |c: &[Value]| position(c, kind, name).map(|i| c[i].clone());
+        if writes.iter().any(|c| c.kind == kind && c.name == name) {
+            vec![at(before), at(after)]
+        } else {
+            vec![at(after)]
+        }
+    };
+    let routes: BTreeSet<String> = names_of(before, Kind::HttpRoute)
+        .union(&names_of(after, Kind::HttpRoute))
+        .cloned()
+        .collect();
+    let policies: BTreeSet<String> = names_of(before, Kind::SecurityPolicy)
+        .union(&names_of(after, Kind::SecurityPolicy))
+        .cloned()
+        .collect();
+    for route in &routes {
+        for state in states(Kind::HttpRoute, route).into_iter().flatten() {
+            if !scoped(&state) || checks_itself(&state) {
+                continue;
+            }
+            let guarded = policies.iter().any(|p| {
+                states(Kind::SecurityPolicy, p)
+                    .iter()
+                    .all(|s| s.as_ref().is_some_and(|s| guards(s, route)))
+            });
+            if !guarded {
+                return Some(route.clone());
+            }
+        }
+    }
+    None
 }
 
 /// Applies planned changes round by round ([`write_order`]) and checks that every path in
@@ -307,6 +426,12 @@ fn apply(
                 order.rounds
             );
         }
+        if let Some(route) = unguarded_route(&before, cluster, &writes) {
+            panic!(
+                "{route} may serve paths with scopes unchecked in round {round}: {:?}",
+                order.rounds
+            );
+        }
     }
     order.unguarded
 }
@@ -321,9 +446,9 @@ fn kept_paths(before: &Spec, after: &Spec) -> BTreeSet<String> {
 }
 
 /// A cluster converged on `spec` in `style`, with decorations a real cluster would have: a
-/// foreign label and annotation and an unknown field on every managed route, an unmanaged
-/// `app=web` Ingress and HTTPRoute and another app's Ingress.
-fn decorated_cluster(spec: &Spec, style: RouteStyle) -> (Vec<Value>, u64) {
+/// foreign label and annotation and an unknown field on every managed object, an unmanaged
+/// `app=web` Ingress, HTTPRoute and SecurityPolicy and another app's Ingress.
+fn decorated_cluster(spec: &Spec, style: Variant) -> (Vec<Value>, u64) {
     let mut cluster = vec![
         json!({
             "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
@@ -337,6 +462,12 @@ fn decorated_cluster(spec: &Spec, style: RouteStyle) -> (Vec<Value>, u64) {
             "metadata": {"name": "other", "namespace": NS, "uid": "u-other-r",
                          "resourceVersion": "1", "labels": {"app": "web"}},
             "spec": {"rules": [{"matches": [{"path": {"type": "PathPrefix", "value": "/other"}}]}]}
+        }),
+        json!({
+            "apiVersion": "gateway.envoyproxy.io/v1alpha1", "kind": "SecurityPolicy",
+            "metadata": {"name": "other", "namespace": NS, "uid": "u-other-p",
+                         "resourceVersion": "1", "labels": {"app": "web"}},
+            "spec": {"targetRefs": [{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "name": "other"}]}
         }),
         json!({
             "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
@@ -381,6 +512,49 @@ fn unmanaged(cluster: &[Value]) -> Vec<Value> {
     v
 }
 
+/// How the routes of `spec` check scopes in `v`: with the `envoy-gateway` provider, every
+/// scoped HTTPRoute is without the filter and guarded by exactly one managed policy, one per
+/// scoped group; with the filter, every scoped HTTPRoute has it; otherwise no managed policy.
+fn check_auth(cluster: &[Value], v: Variant, spec: &Spec) -> Result<(), TestCaseError> {
+    let policies = managed(cluster, Kind::SecurityPolicy);
+    let scoped_groups: BTreeSet<Vec<String>> = spec
+        .iter()
+        .map(|(_, s)| normalize_scopes(s))
+        .filter(|s| !s.is_empty())
+        .collect();
+    match v.provider {
+        Some(AuthProvider::EnvoyGateway) => {
+            prop_assert_eq!(policies.len(), scoped_groups.len());
+            for r in managed(cluster, Kind::HttpRoute)
+                .iter()
+                .filter(|r| scoped(r))
+            {
+                let name = r["metadata"]["name"].as_str().unwrap();
+                prop_assert!(!checks_itself(r), "{}", r);
+                let guarding = policies.iter().filter(|p| guards(p, name)).count();
+                prop_assert_eq!(guarding, 1, "{}", name);
+                let p = policies.iter().find(|p| guards(p, name)).unwrap();
+                prop_assert_eq!(&p["metadata"]["name"], &r["metadata"]["name"]);
+                prop_assert_eq!(
+                    &p["metadata"]["labels"][IDENTIFIER_LABEL],
+                    &r["metadata"]["labels"][IDENTIFIER_LABEL]
+                );
+            }
+        }
+        Some(AuthProvider::Filter) => {
+            prop_assert!(policies.is_empty());
+            for r in managed(cluster, Kind::HttpRoute)
+                .iter()
+                .filter(|r| scoped(r))
+            {
+                prop_assert!(checks_itself(r), "{}", r);
+            }
+        }
+        None => prop_assert!(policies.is_empty()),
+    }
+    Ok(())
+}
+
 /// Shuffles the endpoints and the scopes inside each.
 fn shuffled(spec: Spec) -> impl Strategy<Value = Spec> {
     let n = spec.len();
@@ -412,7 +586,7 @@ proptest! {
             prop_assert_eq!(&ids, &vec![scope_identifier(scopes)], "{}", path);
         }
         prop_assert_eq!(served.len(), spec.len());
-        let routes = managed(&cluster, routes::style(style).kind());
+        let routes = managed(&cluster, routes::style(style.style).kind());
         let ids: BTreeSet<&str> = routes
             .iter()
             .map(|o| o["metadata"]["labels"][IDENTIFIER_LABEL].as_str().unwrap())
@@ -421,8 +595,9 @@ proptest! {
         for o in &routes {
             let id = o["metadata"]["labels"][IDENTIFIER_LABEL].as_str().unwrap();
             prop_assert_eq!(&o["metadata"]["name"], &json!(format!("web-{id}")));
-            prop_assert_eq!(style_of(kind_of(o), o), Some(style));
+            prop_assert_eq!(style_of(kind_of(o), o), Some(style.style));
         }
+        check_auth(&cluster, style, &spec)?;
     }
 
     /// Reordering the endpoints, or the scopes of an endpoint, does not change the plan.
@@ -445,7 +620,7 @@ proptest! {
     fn a_converged_state_plans_nothing(spec in endpoints(), style in any_style(), reverse in any::<bool>(), explicit in any::<bool>()) {
         let (mut cluster, _) = decorated_cluster(&spec, style);
         if reverse {
-            for o in &mut cluster {
+            for o in cluster.iter_mut().filter(|o| kind_of(o) == Kind::Ingress) {
                 if let Some(paths) = o["spec"]["rules"][0]["http"]["paths"].as_array_mut() {
                     paths.reverse();
                 }
@@ -473,17 +648,25 @@ proptest! {
         let keep = kept_paths(&before, &after);
 
         let changes = plan(&cluster, &after, &flags(to));
+        // Every route change says the scopes of its group (a history record keeps them): a
+        // route without the filter that goes says its policy's, not "public".
+        for c in &changes {
+            if let Some(info) = &c.route {
+                prop_assert_eq!(&scope_identifier(&info.scopes), &info.identifier, "{:?}", c);
+            }
+        }
         apply(&mut cluster, &changes, &mut rv, &keep);
 
-        let kind = routes::style(to).kind();
+        let kind = routes::style(to.style).kind();
         let other = if kind == Kind::Ingress { Kind::HttpRoute } else { Kind::Ingress };
         prop_assert!(managed(&cluster, other).is_empty());
         let have = managed(&cluster, kind);
         let groups: BTreeSet<Vec<String>> = after.iter().map(|(_, s)| normalize_scopes(s)).collect();
         prop_assert_eq!(have.len(), groups.len());
         for o in &have {
-            prop_assert_eq!(style_of(kind, o), Some(to), "{}", o);
+            prop_assert_eq!(style_of(kind, o), Some(to.style), "{}", o);
         }
+        check_auth(&cluster, to, &after)?;
         let served = served(&cluster);
         for (path, scopes) in &after {
             prop_assert_eq!(served.get(path).cloned().unwrap_or_default(), vec![scope_identifier(scopes)]);
@@ -558,7 +741,7 @@ proptest! {
             let (old, new) = (group(&before, p).unwrap(), group(&after, p).unwrap());
             prop_assert!(old != new, "{}", p);
             prop_assert!(groups(&after).contains(&old) && groups(&before).contains(&new), "{}", p);
-            prop_assert_eq!(routes::style(from).kind(), routes::style(to).kind());
+            prop_assert_eq!(routes::style(from.style).kind(), routes::style(to.style).kind());
         }
         let served = served(&cluster);
         for (path, scopes) in &after {

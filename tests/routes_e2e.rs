@@ -562,6 +562,7 @@ fn the_json_plan_carries_the_route_kind_and_style() {
         doc["routes"],
         json!({
             "style": "gateway",
+            "authProvider": "filter",
             "liveStyles": ["nginx-snippet"],
             "migration": true,
             "notes": [

@@ -494,6 +494,7 @@ mod tests {
                 service: &service,
                 ingresses: &[],
                 httproutes: &Listing::Items(Vec::new()),
+                security_policies: &Listing::Items(Vec::new()),
                 ingress_classes: None,
                 gateway_support: s,
             };

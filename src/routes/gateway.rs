@@ -10,7 +10,8 @@
 //!   - matches:
 //!     - path: {type: PathPrefix, value: /web/protected/admin}
 //!     filters:
-//!     - type: ExternalAuth            # scoped groups only (experimental channel, GEP-1494)
+//!     - type: ExternalAuth            # scoped groups, --auth-provider filter (experimental
+//!                                     # channel, GEP-1494)
 //!       externalAuth:
 //!         protocol: HTTP
 //!         backendRef: {group: "", kind: Service, name: oauth, namespace: auth, port: 8080}
@@ -36,6 +37,12 @@
 //! backend request) or 401/403. An auth Service in another namespace needs a ReferenceGrant
 //! there, as every cross-namespace reference does.
 //!
+//! With `--auth-provider envoy-gateway` a scoped route has no ExternalAuth filter: an Envoy
+//! Gateway SecurityPolicy of the route's name sends the same request to the auth Service
+//! ([`super::envoy_gateway`]). The provider is the flag, else the live routes' (a scoped route
+//! with the filter is `filter`; one without it that a managed SecurityPolicy targets is
+//! `envoy-gateway`), else `filter`.
+//!
 //! # Updates
 //!
 //! Owned: the `app`/`identifier` labels and the rules' `matches`, `filters` and `backendRefs`
@@ -58,8 +65,8 @@ use super::{
     route_name, scope_token, scopes_of_token,
 };
 use crate::plan::{
-    Base, FieldChange, Kind, ObjectChange, PatchType, PlanError, RouteInfo, RouteStyle,
-    SavedUpdater, Updater, Write,
+    AuthProvider, Base, FieldChange, Kind, ObjectChange, PatchType, PlanError, RouteInfo,
+    RouteStyle, SavedUpdater, Updater, Write,
 };
 
 /// The type names of the updaters here in a saved plan.
@@ -92,7 +99,8 @@ pub fn match_prefix(app: &str, path: &str) -> String {
 pub fn rule(ctx: &RouteContext, group: &ScopeGroup, path: &str) -> Value {
     let app = ctx.app.as_str();
     let mut filters = Vec::new();
-    if let (false, Some(svc)) = (group.is_public(), &ctx.attachment.auth_service) {
+    let filter = ctx.attachment.auth_provider != Some(AuthProvider::EnvoyGateway);
+    if let (false, true, Some(svc)) = (group.is_public(), filter, &ctx.attachment.auth_service) {
         filters.push(json!({
             "type": "ExternalAuth",
             "externalAuth": {
@@ -129,6 +137,14 @@ pub fn auth_service_of(live: &Value) -> Option<ServiceRef> {
         .flat_map(|r| r["filters"].as_array().into_iter().flatten())
         .find(|f| f["type"] == "ExternalAuth")
         .and_then(|f| ServiceRef::of_backend_ref(&f["externalAuth"]["backendRef"]))
+}
+
+/// Whether any rule of a live HTTPRoute has an ExternalAuth filter.
+pub fn has_external_auth(live: &Value) -> bool {
+    rules_of(live)
+        .iter()
+        .flat_map(|r| r["filters"].as_array().into_iter().flatten())
+        .any(|f| f["type"] == "ExternalAuth")
 }
 
 fn rules_of(obj: &Value) -> &[Value] {
@@ -312,6 +328,12 @@ impl DesiredRoute {
         })
     }
 
+    /// Whether its rules check scopes themselves (the ExternalAuth filter): `false` for the
+    /// public group and for the `envoy-gateway` provider.
+    pub fn has_filter(&self) -> bool {
+        has_external_auth(&json!({"spec": {"rules": self.rules}}))
+    }
+
     /// The complete object to create.
     pub fn create_body(&self, namespace: &str) -> Value {
         self.create_body_named(&self.name, namespace)
@@ -370,10 +392,14 @@ impl Style for Gateway {
         if ctx.attachment.auth_service.is_none()
             && let Some(g) = groups.iter().find(|g| !g.is_public())
         {
+            let live = match ctx.attachment.auth_provider {
+                Some(AuthProvider::EnvoyGateway) => "managed SecurityPolicy or HTTPRoute",
+                _ => "managed HTTPRoute",
+            };
             return Err(PlanError::Unexpected {
                 reference,
                 message: format!(
-                    "the paths with scopes ({}: {}) need an auth service, and no managed HTTPRoute has one to take; name it with --auth-service [NAMESPACE/]NAME:PORT",
+                    "the paths with scopes ({}: {}) need an auth service, and no {live} has one to take; name it with --auth-service [NAMESPACE/]NAME:PORT",
                     g.scopes.join(" "),
                     g.paths.join(", ")
                 ),
@@ -398,7 +424,7 @@ impl Style for Gateway {
             }));
         }
         for name in matched.extra {
-            out.push(self.removal(&ctx.app, &name));
+            out.push(self.removal_in(ctx, &name));
         }
         Ok(out)
     }
@@ -407,6 +433,19 @@ impl Style for Gateway {
         Arc::new(HttpRouteRemoval {
             app: app.to_owned(),
             name: name.to_owned(),
+            scopes: None,
+        })
+    }
+}
+
+impl Gateway {
+    /// [`Style::removal`] of the live route `name`, with the scopes its SecurityPolicy checks
+    /// when its rules have no ExternalAuth filter ([`RouteContext::guarded_scopes`]).
+    pub fn removal_in(&self, ctx: &RouteContext, name: &str) -> Arc<dyn Updater> {
+        Arc::new(HttpRouteRemoval {
+            app: ctx.app.clone(),
+            name: name.to_owned(),
+            scopes: ctx.guarded_scopes.get(name).cloned(),
         })
     }
 }
@@ -606,12 +645,36 @@ impl Updater for HttpRouteUpdater {
 pub struct HttpRouteRemoval {
     pub app: String,
     pub name: String,
+    /// The scopes its SecurityPolicy checks (`envoy-gateway`): the route's own rules name none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scopes: Option<Vec<String>>,
 }
 
 impl HttpRouteRemoval {
     /// Refuses a saved removal of an object that cannot be one of `app`'s routes.
     pub fn check_saved(&self, app: &str) -> Result<(), String> {
-        super::saved_removal(&self.app, app, &self.name)
+        super::saved_removal(&self.app, app, &self.name)?;
+        if let Some(scopes) = &self.scopes {
+            let id = super::scope_identifier(scopes);
+            super::saved_group(scopes, &id, &["/".to_owned()])?;
+        }
+        Ok(())
+    }
+
+    /// The scopes the live route serves its paths with: its ExternalAuth filter's, else (a
+    /// route of the `envoy-gateway` provider) its policy's when they are the ones of its
+    /// identifier.
+    fn scopes_of(&self, live: &Value) -> Vec<String> {
+        let own = normalize_scopes(&live_scopes(live));
+        match &self.scopes {
+            Some(s)
+                if own.is_empty()
+                    && label(live, IDENTIFIER_LABEL) == Some(&super::scope_identifier(s)) =>
+            {
+                normalize_scopes(s)
+            }
+            _ => own,
+        }
     }
 }
 
@@ -644,6 +707,13 @@ impl HttpRouteUpdater {
         if let Some(svc) = &auth_service {
             super::refs::ServiceRef::parse(&svc.to_string())?;
         }
+        // A scoped route without the filter is the `envoy-gateway` provider's: its auth is the
+        // SecurityPolicy of its name, which the plan must hold too (`plan_file` checks).
+        let provider = if group.is_public() || auth_service.is_some() {
+            AuthProvider::Filter
+        } else {
+            AuthProvider::EnvoyGateway
+        };
         let ctx = RouteContext {
             app: app.to_owned(),
             port: super::BackendPort::Number(port),
@@ -654,12 +724,21 @@ impl HttpRouteUpdater {
                 parent_refs: Some(d.parent_refs.clone()),
                 auth_url: None,
                 auth_service,
+                auth_provider: Some(provider),
             },
             forced: d.forced,
+            guarded_scopes: Default::default(),
         };
-        GATEWAY
-            .check(&ctx, std::slice::from_ref(&group))
-            .map_err(|e| e.to_string())?;
+        if provider == AuthProvider::Filter {
+            GATEWAY
+                .check(&ctx, std::slice::from_ref(&group))
+                .map_err(|e| e.to_string())?;
+        } else if d.paths.len() > MAX_RULES {
+            return Err(format!(
+                "its scope group has {} paths, more than an HTTPRoute holds",
+                d.paths.len()
+            ));
+        }
         let expected = DesiredRoute::new(&ctx, &group).map_err(|e| e.to_string())?;
         if expected != *d {
             return Err(
@@ -721,7 +800,7 @@ impl Updater for HttpRouteRemoval {
                 let info = RouteInfo {
                     style: RouteStyle::Gateway,
                     identifier: label(live, IDENTIFIER_LABEL).unwrap_or_default().to_owned(),
-                    scopes: normalize_scopes(&live_scopes(live)),
+                    scopes: self.scopes_of(live),
                     paths: Vec::new(),
                     paths_before: served_paths(live, &self.app),
                 };

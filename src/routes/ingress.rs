@@ -934,8 +934,10 @@ impl IngressUpdater {
                 parent_refs: None,
                 auth_url,
                 auth_service: None,
+                auth_provider: None,
             },
             forced: d.forced,
+            guarded_scopes: Default::default(),
         };
         flavor
             .check(&ctx, std::slice::from_ref(&group))

@@ -42,6 +42,7 @@
 //! the new ones are created ([`crate::plan::write_order`]).
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod envoy_gateway;
 pub mod external_auth;
 pub mod gateway;
 pub mod ingress;
@@ -59,7 +60,7 @@ use sha2::{Digest, Sha256};
 
 use crate::endpoints_file::EndpointsFile;
 use crate::names;
-use crate::plan::{Kind, PlanError, RouteStyle, RoutesPlan, Updater};
+use crate::plan::{AuthProvider, Kind, PlanError, RouteStyle, RoutesPlan, Updater};
 use refs::{AuthUrl, RouteFlags, ServiceRef};
 
 /// The label whose value identifies the scope group of a managed route.
@@ -417,6 +418,8 @@ pub struct Attachment {
     pub auth_url: Option<AuthUrl>,
     /// `gateway`: the auth Service.
     pub auth_service: Option<ServiceRef>,
+    /// `gateway`: how scopes are checked (`None` for the other styles).
+    pub auth_provider: Option<AuthProvider>,
 }
 
 impl Attachment {
@@ -503,6 +506,10 @@ pub struct RouteContext {
     pub port: BackendPort,
     pub attachment: Attachment,
     pub forced: Forced,
+    /// The scopes each live HTTPRoute without the ExternalAuth filter has checked by the live
+    /// managed SecurityPolicy that targets it, by route name: what a route removed says it
+    /// served (its own rules do not say).
+    pub guarded_scopes: BTreeMap<String, Vec<String>>,
 }
 
 impl RouteContext {
@@ -513,12 +520,14 @@ impl RouteContext {
             port,
             attachment: Attachment::default(),
             forced: Forced::default(),
+            guarded_scopes: BTreeMap::new(),
         }
     }
 }
 
 /// The objects `s` creates for `file` when no route is live (what a first exposure with
-/// `ctx` writes): for seeding clusters in tests and benchmarks, and for the examples.
+/// `ctx` writes, SecurityPolicies included with the `envoy-gateway` provider): for seeding
+/// clusters in tests and benchmarks, and for the examples.
 pub fn create_bodies(
     s: RouteStyle,
     ctx: &RouteContext,
@@ -528,8 +537,21 @@ pub fn create_bodies(
     let groups = scope_groups(file);
     let chosen = style(s);
     chosen.check(ctx, &groups)?;
+    let mut updaters = chosen.updaters(ctx, &groups, &[])?;
+    if s == RouteStyle::Gateway && ctx.attachment.auth_provider == Some(AuthProvider::EnvoyGateway)
+    {
+        let names = groups
+            .iter()
+            .map(|g| route_name(Kind::HttpRoute, &ctx.app, &g.identifier))
+            .collect::<Result<Vec<_>, _>>()?;
+        updaters.extend(
+            envoy_gateway::policy_updaters(ctx, &groups, &names, true, &[])
+                .into_iter()
+                .map(|(u, _)| u),
+        );
+    }
     let mut out = Vec::new();
-    for u in chosen.updaters(ctx, &groups, &[])? {
+    for u in updaters {
         if let Some(crate::plan::Write::Create { body }) = u.plan(namespace, None)?.write {
             out.push(Arc::unwrap_or_clone(body));
         }
@@ -619,6 +641,8 @@ pub struct LiveRoutes<'a> {
     pub ingresses: &'a [Value],
     /// Managed HTTPRoutes.
     pub httproutes: &'a Listing,
+    /// Managed SecurityPolicies (Envoy Gateway).
+    pub security_policies: &'a Listing,
     /// The cluster's IngressClasses, when they were read ([`needs_ingress_classes`]).
     pub ingress_classes: Option<&'a [Value]>,
     /// The Gateways the scoped HTTPRoutes attach to and their classes, when they were read
@@ -638,6 +662,7 @@ impl LiveRoutes<'_> {
     pub fn get(&self, at: LiveRef) -> Option<&Value> {
         match at.kind {
             Kind::Ingress => self.ingresses.get(at.index),
+            Kind::SecurityPolicy => self.security_policies.items().get(at.index),
             _ => self.httproutes.items().get(at.index),
         }
     }
@@ -727,7 +752,8 @@ pub fn needs_gateway_check(
     if !matches!(
         choose_style(app, flags.style, &live_styles),
         Ok((RouteStyle::Gateway, _))
-    ) {
+    ) || flags.auth_provider == Some(AuthProvider::EnvoyGateway)
+    {
         return None;
     }
     let gateways =
@@ -921,17 +947,130 @@ fn attachment(
         });
     }
     if run_style == RouteStyle::Gateway {
-        a.auth_service = flags.auth_service.clone().or_else(|| {
-            live.httproutes
-                .items()
-                .iter()
-                .filter_map(|o| Some((name_of(o)?, o)))
-                .collect::<BTreeMap<_, _>>()
-                .into_values()
-                .find_map(gateway::auth_service_of)
+        let provider = choose_provider(app, flags.auth_provider, live)?;
+        fn by_name(objs: &[Value]) -> BTreeMap<&str, &Value> {
+            objs.iter().filter_map(|o| Some((name_of(o)?, o))).collect()
+        }
+        let routes = by_name(live.httproutes.items());
+        let policies = by_name(live.security_policies.items());
+        let from_routes = || routes.values().find_map(|o| gateway::auth_service_of(o));
+        let from_policies = || {
+            policies
+                .values()
+                .find_map(|o| envoy_gateway::auth_service_of(o))
+        };
+        a.auth_service = flags.auth_service.clone().or_else(|| match provider {
+            AuthProvider::Filter => from_routes().or_else(from_policies),
+            AuthProvider::EnvoyGateway => from_policies().or_else(from_routes),
         });
+        a.auth_provider = Some(provider);
     }
     Ok((a, forced))
+}
+
+/// The auth provider of each live managed HTTPRoute that checks scopes (names sorted): a route
+/// with the ExternalAuth filter is `filter`; one without it that a managed SecurityPolicy
+/// targets is `envoy-gateway`; public routes (and scoped ones with neither) have none.
+fn live_providers(live: &LiveRoutes<'_>) -> BTreeMap<AuthProvider, Vec<String>> {
+    let targeted: std::collections::BTreeSet<&str> = live
+        .security_policies
+        .items()
+        .iter()
+        .flat_map(envoy_gateway::targets)
+        .collect();
+    let mut out: BTreeMap<AuthProvider, Vec<String>> = BTreeMap::new();
+    for route in live.httproutes.items() {
+        let Some(name) = name_of(route) else { continue };
+        let provider = if gateway::has_external_auth(route) {
+            AuthProvider::Filter
+        } else if targeted.contains(name) {
+            AuthProvider::EnvoyGateway
+        } else {
+            continue;
+        };
+        out.entry(provider).or_default().push(name.to_owned());
+    }
+    for names in out.values_mut() {
+        names.sort();
+    }
+    out
+}
+
+/// The auth provider of a `gateway` run: `--auth-provider`, else the live routes'
+/// ([`live_providers`]), else `filter`. Live routes with both, or scoped routes whose provider
+/// cannot be read because SecurityPolicies may not be listed, are refused without the flag.
+fn choose_provider(
+    app: &str,
+    explicit: Option<AuthProvider>,
+    live: &LiveRoutes<'_>,
+) -> Result<AuthProvider, PlanError> {
+    if let Some(p) = explicit {
+        return Ok(p);
+    }
+    let providers = live_providers(live);
+    let mut found = providers.keys().copied();
+    match (found.next(), found.next()) {
+        (Some(one), None) => Ok(one),
+        (Some(_), Some(_)) => Err(PlanError::Unexpected {
+            reference: format!("routes of {app}"),
+            message: format!(
+                "the managed HTTPRoutes check scopes in two ways ({}); choose one with --auth-provider {}",
+                providers
+                    .iter()
+                    .map(|(p, names)| format!("{p}: {}", names.join(", ")))
+                    .collect::<Vec<_>>()
+                    .join("; "),
+                AuthProvider::ALL.map(AuthProvider::as_str).join("|")
+            ),
+        }),
+        (None, _) => {
+            let public = scope_identifier(&[]);
+            let unreadable = *live.security_policies == Listing::Forbidden
+                && live
+                    .httproutes
+                    .items()
+                    .iter()
+                    .any(|r| label(r, IDENTIFIER_LABEL).is_some_and(|id| id != public));
+            if unreadable {
+                return Err(PlanError::Unexpected {
+                    reference: format!("routes of {app}"),
+                    message: format!(
+                        "listing SecurityPolicies is forbidden, so whether the HTTPRoutes with scopes are guarded by SecurityPolicies or need the ExternalAuth filter cannot be read; name the provider with --auth-provider {}, or ask for list permission on {}",
+                        AuthProvider::ALL.map(AuthProvider::as_str).join("|"),
+                        Kind::SecurityPolicy.resource_name()
+                    ),
+                });
+            }
+            Ok(AuthProvider::Filter)
+        }
+    }
+}
+
+/// What a plan that changes how the live HTTPRoutes check scopes says about it (when it
+/// keeps routes with scopes).
+fn provider_notes(
+    app: &str,
+    run: Option<AuthProvider>,
+    groups: &[ScopeGroup],
+    live: &LiveRoutes<'_>,
+) -> Vec<String> {
+    let providers: Vec<AuthProvider> = live_providers(live).into_keys().collect();
+    let (Some(run), [from], true) = (
+        run,
+        providers.as_slice(),
+        groups.iter().any(|g| !g.is_public()),
+    ) else {
+        return Vec::new();
+    };
+    match (from, run) {
+        (AuthProvider::Filter, AuthProvider::EnvoyGateway) => vec![format!(
+            "Moving the scope checks of {app}'s HTTPRoutes from the ExternalAuth filter to Envoy Gateway SecurityPolicies: each policy is created before its HTTPRoute drops the filter."
+        )],
+        (AuthProvider::EnvoyGateway, AuthProvider::Filter) => vec![format!(
+            "Moving the scope checks of {app}'s HTTPRoutes from Envoy Gateway SecurityPolicies to the ExternalAuth filter: each HTTPRoute gets the filter before its policy is deleted."
+        )],
+        _ => Vec::new(),
+    }
 }
 
 /// What a plan that changes the style of live routes says about it.
@@ -1007,9 +1146,37 @@ fn route_updaters(
         }
         for (i, obj) in objs.iter().enumerate() {
             let Some(name) = name_of(obj) else { continue };
-            let removal = style(live_style(kind, obj)).removal(app, name);
+            let removal = match kind {
+                Kind::HttpRoute => gateway::GATEWAY.removal_in(ctx, name),
+                _ => style(live_style(kind, obj)).removal(app, name),
+            };
             updaters.push((removal, at(i)));
         }
+    }
+    // The SecurityPolicies: one per scoped HTTPRoute with the envoy-gateway provider, named
+    // like it (the live route's name when one matched); every other managed one goes.
+    let enforced = ctx.attachment.auth_provider == Some(AuthProvider::EnvoyGateway);
+    let route_names: Vec<String> = if enforced {
+        let matched = match_live(app, Kind::HttpRoute, groups, live.httproutes.items());
+        groups
+            .iter()
+            .zip(matched.groups)
+            .map(|(g, name)| match name {
+                Some(n) => Ok(n),
+                None => route_name(Kind::HttpRoute, app, &g.identifier),
+            })
+            .collect::<Result<_, _>>()?
+    } else {
+        Vec::new()
+    };
+    let policies = live.security_policies.items();
+    for (u, index) in envoy_gateway::policy_updaters(ctx, groups, &route_names, enforced, policies)
+    {
+        let at = index.map(|index| LiveRef {
+            kind: Kind::SecurityPolicy,
+            index,
+        });
+        updaters.push((u, at));
     }
     Ok(updaters)
 }
@@ -1055,6 +1222,31 @@ pub fn plan_routes(
         )),
         _ => {}
     }
+    let provider = match run_style {
+        RouteStyle::Gateway => Some(choose_provider(app, flags.auth_provider, live)?),
+        _ => None,
+    };
+    match (provider, live.security_policies) {
+        (Some(AuthProvider::EnvoyGateway), Listing::NotServed) => {
+            return Err(PlanError::Unexpected {
+                reference: format!("routes of {app}"),
+                message: "the cluster does not serve gateway.envoyproxy.io/v1alpha1 SecurityPolicies, which the envoy-gateway auth provider writes to guard the paths with scopes; install Envoy Gateway (its CRDs), or choose --auth-provider filter".to_owned(),
+            });
+        }
+        (Some(AuthProvider::EnvoyGateway), Listing::Forbidden) => {
+            return Err(PlanError::Unexpected {
+                reference: format!("routes of {app}"),
+                message: format!(
+                    "listing SecurityPolicies is forbidden, and the envoy-gateway auth provider must see the live ones; ask for list permission on {}",
+                    Kind::SecurityPolicy.resource_name()
+                ),
+            });
+        }
+        (_, Listing::Forbidden) => notes.push(format!(
+            "SecurityPolicies could not be listed (forbidden), so managed SecurityPolicies of {app}, if any, are left out of this plan."
+        )),
+        _ => {}
+    }
     let port = backend_port(live.service, app)?;
     let groups = scope_groups(file);
     let (attachment, forced) = attachment(app, run_style, flags, live, &groups, &mut notes)?;
@@ -1063,10 +1255,17 @@ pub fn plan_routes(
         port,
         attachment,
         forced,
+        guarded_scopes: envoy_gateway::guarded_scopes(
+            live.httproutes.items(),
+            live.security_policies.items(),
+        ),
     };
     let chosen = style(run_style);
     chosen.check(&ctx, &groups)?;
+    // The ExternalAuth filter's support matters only where the filter checks the scopes (not
+    // where Envoy Gateway's SecurityPolicies do).
     if run_style == RouteStyle::Gateway
+        && ctx.attachment.auth_provider != Some(AuthProvider::EnvoyGateway)
         && groups.iter().any(|g| !g.is_public())
         && let Some(support) = live.gateway_support
     {
@@ -1085,6 +1284,7 @@ pub fn plan_routes(
 
     let live_styles: Vec<RouteStyle> = styles.keys().copied().collect();
     notes.extend(migration_notes(app, run_style, &live_styles, live));
+    notes.extend(provider_notes(app, provider, &groups, live));
     let updaters = route_updaters(app, chosen, &ctx, &groups, live)?;
     let header = header(app, run_style, &live_styles, live, &ctx.attachment);
     Ok(PlannedRoutes {
@@ -1126,7 +1326,8 @@ fn header(
 
 /// What to add to the message of a write the cluster refused, when the refusal is ingress-nginx
 /// turning down this style's annotations (its admission webhook says "Snippet directives are
-/// disabled" or that an annotation "is too risky"): the styles that avoid them.
+/// disabled" or that an annotation "is too risky"): the styles that avoid them; or a Gateway API
+/// without the ExternalAuth filter (the standard channel): the auth provider that needs none.
 pub fn refusal_hint(style: RouteStyle, message: &str) -> Option<&'static str> {
     let snippets = message.contains("Snippet directives are disabled");
     let risky = message.contains("too risky") || message.contains("risky annotation");
@@ -1136,6 +1337,9 @@ pub fn refusal_hint(style: RouteStyle, message: &str) -> Option<&'static str> {
         ),
         RouteStyle::NginxAuth if risky => Some(
             "; this cluster's ingress-nginx refuses the auth-url annotation at its annotations-risk-level: publish the endpoints as Gateway API HTTPRoutes with --routes gateway, or ask for the risk level High (the default)",
+        ),
+        RouteStyle::Gateway if message.contains("Unsupported value: \"ExternalAuth\"") => Some(
+            "; this cluster's Gateway API has no ExternalAuth filter (its standard channel): check the scopes with Envoy Gateway SecurityPolicies (--auth-provider envoy-gateway), or install the experimental channel",
         ),
         _ => None,
     }

@@ -24,13 +24,15 @@ use std::fmt;
 use serde_json::{Value, json};
 
 use crate::names;
-use crate::plan::RouteStyle;
+use crate::plan::{AuthProvider, RouteStyle};
 
 /// The route flags as given on the command line, validated.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RouteFlags {
     /// `--routes`: `None` reads the style from what is live.
     pub style: Option<RouteStyle>,
+    /// `--auth-provider` (`gateway` only): `None` reads it from what is live.
+    pub auth_provider: Option<AuthProvider>,
     pub auth_url: Option<AuthUrl>,
     pub gateway: Option<ObjectRef>,
     pub auth_service: Option<ServiceRef>,
@@ -54,6 +56,9 @@ impl RouteFlags {
         }
         if self.auth_service.is_some() && style != RouteStyle::Gateway {
             out.push(("--auth-service", "gateway"));
+        }
+        if self.auth_provider.is_some() && style != RouteStyle::Gateway {
+            out.push(("--auth-provider", "gateway"));
         }
         if self.ingress_class.is_some() && !ingress {
             out.push(("--ingress-class", "nginx-snippet or nginx-auth"));

@@ -864,6 +864,7 @@ mod styles {
     struct Live {
         ingresses: Vec<Value>,
         httproutes: Listing,
+        policies: Listing,
         classes: Option<Vec<Value>>,
     }
 
@@ -872,6 +873,7 @@ mod styles {
             Live {
                 ingresses: Vec::new(),
                 httproutes: Listing::Items(Vec::new()),
+                policies: Listing::NotServed,
                 classes: Some(vec![class("nginx", true)]),
             }
         }
@@ -888,6 +890,7 @@ mod styles {
             service: &svc,
             ingresses: &live.ingresses,
             httproutes: &live.httproutes,
+            security_policies: &live.policies,
             ingress_classes: live.classes.as_deref(),
             gateway_support: None,
         };
@@ -1360,6 +1363,7 @@ mod styles {
             service: &svc,
             ingresses: &[],
             httproutes: &live.httproutes,
+            security_policies: &live.policies,
             ingress_classes: None,
             gateway_support: None,
         };

@@ -59,6 +59,9 @@ struct ServeArgs {
     /// ExternalAuth filter) or standard (it has not).
     #[arg(long, value_name = "CHANNEL", default_value = "experimental", value_parser = parse_channel)]
     gateway_api_channel: GatewayApiChannel,
+    /// Also serve Envoy Gateway's SecurityPolicy CRD (gateway.envoyproxy.io/v1alpha1).
+    #[arg(long)]
+    with_envoy_gateway: bool,
     /// Run ingress-nginx's admission webhook, which refuses `*-snippet` annotations on the
     /// Ingresses of its IngressClass `nginx` (created): snippets-disabled (allow-snippet-annotations
     /// false) or risky-annotations (annotations-risk-level High).
@@ -115,6 +118,7 @@ fn serve(args: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
         request_log,
         install_crds: !args.without_crds,
         gateway_api_channel: args.gateway_api_channel,
+        install_envoy_gateway: args.with_envoy_gateway,
         ingress_nginx_webhook: args.ingress_nginx_webhook,
         ..Default::default()
     })?;

@@ -47,6 +47,9 @@ pub struct SandboxOptions {
     /// experimental). [`GatewayApiChannel::Standard`] is a cluster whose HTTPRoutes have no
     /// `ExternalAuth` filter.
     pub gateway_api_channel: GatewayApiChannel,
+    /// Also serve Envoy Gateway v1.9.0's `SecurityPolicy` CRD (`gateway.envoyproxy.io/v1alpha1`;
+    /// default: no, so its group answers 404 as on a cluster without Envoy Gateway).
+    pub install_envoy_gateway: bool,
     /// Run ingress-nginx v1.12's validating admission webhook (default: none). Running it is
     /// having ingress-nginx installed: its IngressClass `nginx` exists. See
     /// [`IngressNginxWebhook`].
@@ -67,6 +70,7 @@ impl Default for SandboxOptions {
             http1_only: false,
             install_crds: true,
             gateway_api_channel: GatewayApiChannel::Experimental,
+            install_envoy_gateway: false,
             ingress_nginx_webhook: None,
             service_cidr: "10.96.0.0/12".into(),
         }
@@ -147,7 +151,8 @@ impl Sandbox {
             store.clone(),
             Tokens::generate(tls.is_some()),
             RequestLog::new(sink),
-            Registry::with_channel(opts.install_crds, opts.gateway_api_channel),
+            Registry::with_channel(opts.install_crds, opts.gateway_api_channel)
+                .with_envoy_gateway(opts.install_envoy_gateway),
             addr,
             sd_rx.clone(),
             Some(Box::new(Control {

@@ -683,6 +683,30 @@ fn every_recorded_exchange_with_the_standard_gateway_api_channel_is_reproduced()
 }
 
 #[test]
+fn every_recorded_exchange_of_envoy_gateway_security_policies_is_reproduced() {
+    // Recorded on kube-apiserver v1.33.3 (the CRD's CEL needs ≥ 1.30) with the SecurityPolicy
+    // CRD installed.
+    let sb = Sandbox::start(SandboxOptions {
+        tls: true,
+        install_envoy_gateway: true,
+        ..Default::default()
+    })
+    .unwrap();
+    replay_folder("envoy-gateway", 25, &sb, true, &[]);
+}
+
+#[test]
+fn a_cluster_without_envoy_gateway_answers_as_recorded() {
+    // Recorded on the same server before the SecurityPolicy CRD was installed.
+    let sb = Sandbox::start(SandboxOptions {
+        tls: true,
+        ..Default::default()
+    })
+    .unwrap();
+    replay_folder("envoy-gateway-absent", 3, &sb, true, &[]);
+}
+
+#[test]
 fn every_recorded_exchange_with_the_snippet_webhook_is_reproduced() {
     // The recording had a validating webhook named like ingress-nginx's refusing snippets.
     let sb = Sandbox::start(SandboxOptions {

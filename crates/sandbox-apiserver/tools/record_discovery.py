@@ -3,7 +3,9 @@
 
 Usage: tools/record_discovery.py GROUP... > src/api/discovery/gateway_api.json
   (e.g. gateway.networking.k8s.io gateway.networking.x-k8s.io; server, CA and token as in
-  tools/record_fixtures.py)
+  tools/record_fixtures.py; AGGREGATED_VERSION=v2 for a server that no longer serves the
+  v2beta1 aggregated discovery the sandbox speaks — Kubernetes 1.33 — whose group entries have
+  the same shape)
 
 Writes {"groups": [the /apis entries], "aggregated": [the aggregated /apis items],
 "resourceLists": {"<group>/<version>": the /apis/<group>/<version> document}}: the order of
@@ -18,7 +20,8 @@ import sys
 SERVER = os.environ.get("SERVER", "127.0.0.1:6443")
 CA = os.path.expanduser(os.environ.get("CA", "~/realk8s/pki/ca.crt"))
 TOKENS = os.path.expanduser(os.environ.get("TOKENS", "~/realk8s/pki/tokens.csv"))
-AGGREGATED = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json"
+AGGREGATED = "application/json;g=apidiscovery.k8s.io;v=%s;as=APIGroupDiscoveryList,application/json" % os.environ.get(
+    "AGGREGATED_VERSION", "v2beta1")
 
 
 def get(path, accept="application/json"):

@@ -3,8 +3,10 @@
 //! and the aggregated `APIGroupDiscoveryList` forms), and for the other group/versions the real
 //! server advertises, resource lists derived from the aggregated documents. Installed custom
 //! resources (kinds whose [`kinds::Discovery`] is `CustomResource`) add their groups, as the real
-//! server does once a CRD is created: for the bundled Gateway API CRDs the documents recorded
-//! from a server with them installed (`discovery/gateway_api.json`, by
+//! server does once a CRD is created: for the bundled Gateway API CRDs and Envoy Gateway's
+//! SecurityPolicy the documents recorded from a server with them installed
+//! (`discovery/gateway_api.json` from v1.28.0, `discovery/envoy_gateway.json` from v1.33.3 —
+//! the CRD needs CEL that v1.28 lacks; its group's documents have the same shape in both — by
 //! `tools/record_discovery.py`: the order of resources there is the server's own), for other
 //! custom resources documents built from their names.
 
@@ -27,6 +29,7 @@ const AGGREGATED_API: &str = include_str!("discovery/aggregated_api.json");
 const AGGREGATED_APIS: &str = include_str!("discovery/aggregated_apis.json");
 const GATEWAY_API: &str = include_str!("discovery/gateway_api.json");
 const GATEWAY_API_STANDARD: &str = include_str!("discovery/gateway_api_standard.json");
+const ENVOY_GATEWAY: &str = include_str!("discovery/envoy_gateway.json");
 
 pub const AGGREGATED_CONTENT_TYPE: &str =
     "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList";
@@ -75,11 +78,34 @@ fn docs() -> &'static Docs {
             networking_v1: parse(NETWORKING_V1),
             aggregated_api,
             aggregated_apis,
-            custom: parse(GATEWAY_API),
-            custom_standard: parse(GATEWAY_API_STANDARD),
+            custom: merged(&[parse(GATEWAY_API), parse(ENVOY_GATEWAY)]),
+            custom_standard: merged(&[parse(GATEWAY_API_STANDARD), parse(ENVOY_GATEWAY)]),
             generic,
         }
     })
+}
+
+/// Recorded documents of custom resource groups, from several recordings: their `groups` and
+/// `aggregated` lists joined, their `resourceLists` maps merged.
+fn merged(recordings: &[Value]) -> Value {
+    let mut groups = Vec::new();
+    let mut aggregated = Vec::new();
+    let mut lists = Map::new();
+    for r in recordings {
+        for (list, out) in [("groups", &mut groups), ("aggregated", &mut aggregated)] {
+            out.extend(
+                r.get(list)
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .cloned(),
+            );
+        }
+        if let Some(Value::Object(m)) = r.get("resourceLists") {
+            lists.extend(m.clone());
+        }
+    }
+    json!({"groups": groups, "aggregated": aggregated, "resourceLists": lists})
 }
 
 /// A resource the real server advertises that the emulator does not store: it lists empty.
@@ -639,6 +665,45 @@ mod tests {
         let without = Registry::new(false);
         assert!(!group_served(&without, "gateway.networking.k8s.io"));
         assert!(resource_list(&without, "gateway.networking.x-k8s.io", "v1alpha1").is_none());
+    }
+
+    #[test]
+    fn envoy_gateway_is_discovered_only_when_installed_after_the_gateway_api() {
+        let reg = Registry::new(true).with_envoy_gateway(true);
+        let names: Vec<Value> = apis(&reg)["groups"]
+            .as_array()
+            .map(|g| g.iter().map(|g| g["name"].clone()).collect())
+            .unwrap_or_default();
+        // As on the real server, where the CRD was installed after the Gateway API's.
+        assert_eq!(
+            names[names.len() - 3..],
+            [
+                json!("gateway.networking.k8s.io"),
+                json!("gateway.networking.x-k8s.io"),
+                json!("gateway.envoyproxy.io")
+            ]
+        );
+        let list = resource_list(&reg, "gateway.envoyproxy.io", "v1alpha1").unwrap_or_default();
+        assert_eq!(
+            list["resources"][0]["storageVersionHash"],
+            docs().custom["resourceLists"]["gateway.envoyproxy.io/v1alpha1"]["resources"][0]["storageVersionHash"]
+        );
+        assert_eq!(list["resources"][0]["shortNames"], json!(["sp"]));
+        let (doc, _) = aggregated_apis(&reg);
+        let last = doc["items"].as_array().and_then(|i| i.last()).cloned();
+        assert_eq!(
+            last.map(|g| g["metadata"]["name"].clone()),
+            Some(json!("gateway.envoyproxy.io"))
+        );
+        for without in [Registry::new(true), Registry::new(false)] {
+            assert!(!group_served(&without, "gateway.envoyproxy.io"));
+            assert!(resource_list(&without, "gateway.envoyproxy.io", "v1alpha1").is_none());
+        }
+        // The Gateway API alone is discovered as before.
+        assert_eq!(
+            aggregated_apis(&Registry::new(true)).1,
+            "\"1B82DBBCE85600E1AFEEF036DC64DFF23834C459949FA87B57497B3A53BD2C85A535C9A8A1E5BC851E925338A8EEBA8E1EF88113EA1F1E6603B6A883A2889491\""
+        );
     }
 
     #[test]

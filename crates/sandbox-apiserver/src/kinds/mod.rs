@@ -459,6 +459,18 @@ pub struct CustomResourceNames {
     pub categories: &'static [&'static str],
     /// `storageVersionHash` of the APIResourceList entry, as the real server reports it.
     pub storage_version_hash: Option<&'static str>,
+    /// Which option installs the CRD.
+    pub set: CrdSet,
+}
+
+/// Which CRDs a sandbox installs: the default set (the Gateway API, and the tests' custom
+/// kinds) unless asked not to, Envoy Gateway's only when asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CrdSet {
+    /// Installed unless `install_crds` is off.
+    Default,
+    /// Envoy Gateway's `SecurityPolicy`: installed only with `install_envoy_gateway`.
+    EnvoyGateway,
 }
 
 /// The kinds one sandbox serves: every built-in kind, and the custom resources when their CRDs
@@ -468,6 +480,7 @@ pub struct Registry {
     kinds: &'static [&'static dyn Kind],
     install_crds: bool,
     gateway_api: GatewayApiChannel,
+    envoy_gateway: bool,
 }
 
 impl Registry {
@@ -491,6 +504,7 @@ impl Registry {
             kinds,
             install_crds,
             gateway_api: GatewayApiChannel::Experimental,
+            envoy_gateway: false,
         }
     }
 
@@ -500,11 +514,20 @@ impl Registry {
         self.gateway_api
     }
 
+    /// The same registry, with Envoy Gateway's CRDs installed (`on`) or not.
+    pub fn with_envoy_gateway(mut self, on: bool) -> Registry {
+        self.envoy_gateway = on;
+        self
+    }
+
     /// The served kinds, in registration order.
     pub fn kinds(&self) -> impl Iterator<Item = &'static dyn Kind> + '_ {
         self.kinds.iter().copied().filter(|k| match k.discovery() {
             Discovery::BuiltIn => true,
-            Discovery::CustomResource(_) => self.install_crds,
+            Discovery::CustomResource(names) => match names.set {
+                CrdSet::Default => self.install_crds,
+                CrdSet::EnvoyGateway => self.envoy_gateway,
+            },
         })
     }
 
@@ -988,6 +1011,7 @@ pub mod testing {
         short_names: &["wd"],
         categories: &["all"],
         storage_version_hash: None,
+        set: super::CrdSet::Default,
     };
 
     impl Kind for Widget {

@@ -2,8 +2,8 @@
 //! `x-kubernetes-validations` rules use, evaluated over JSON as the API server does: literals,
 //! `self` and `oldSelf`, field selection with Kubernetes' escaping of reserved words
 //! (`__namespace__`), indexing, `has()`, the `all`/`exists`/`exists_one`/`filter`/`map`
-//! macros, `size`, `in`, the string functions `startsWith`, `endsWith`, `contains`, `matches`
-//! and `split`, `duration()`, arithmetic, comparisons, `!`, `&&`, `||` (with CEL's
+//! macros, `size`, `in`, the string functions `startsWith`, `endsWith`, `contains`, `matches`,
+//! `split`, `lowerAscii` and `upperAscii`, `duration()`, arithmetic, comparisons, `!`, `&&`, `||` (with CEL's
 //! commutative treatment of errors) and `? :`.
 //!
 //! A rule the parser does not understand fails when the CRDs are loaded (a unit test parses
@@ -923,6 +923,12 @@ fn call(target: Option<Val>, name: &str, args: &[Val], env: &Env<'_>) -> Result<
                 .ok_or_else(|| EvalError("invalid regular expression".into()))?;
             Ok(Val::Bool(re.is_match(&s)))
         }
+        (Some(Val::Str(s)), "lowerAscii") if args.is_empty() => {
+            Ok(Val::Str(s.to_ascii_lowercase()))
+        }
+        (Some(Val::Str(s)), "upperAscii") if args.is_empty() => {
+            Ok(Val::Str(s.to_ascii_uppercase()))
+        }
         (Some(Val::Str(s)), "split") => Ok(Val::List(
             s.split(str_arg(0)?)
                 .map(|p| Val::Str(p.to_string()))
@@ -997,6 +1003,22 @@ mod tests {
         assert_eq!(
             run("self.missing == 1", obj),
             Err(EvalError("no such key: missing".into()))
+        );
+    }
+
+    #[test]
+    fn ascii_case_functions_map_only_ascii_letters() {
+        let oidc =
+            json!({"forwardAccessToken": true, "forwardIDToken": {"header": "AuthoriZation"}});
+        let rule = "!(has(self.forwardAccessToken) && self.forwardAccessToken && has(self.forwardIDToken) && self.forwardIDToken.header.lowerAscii() == 'authorization')";
+        assert_eq!(run(rule, oidc), Ok(Val::Bool(false)));
+        assert_eq!(
+            run("self.lowerAscii() != 'host'", json!("X-Host")),
+            Ok(Val::Bool(true))
+        );
+        assert_eq!(
+            run("self.upperAscii()", json!("ÄbC")),
+            Ok(Val::Str("ÄBC".into()))
         );
     }
 

@@ -2,9 +2,11 @@
 //! channel (12 CRDs, `gateway.networking.k8s.io` and `gateway.networking.x-k8s.io`;
 //! `gateway-api-v1.4.1.json`) or, as a cluster that installed the release's standard channel has
 //! them, its 6 standard CRDs (`gateway-api-v1.4.1-standard.json`: no experimental kinds, and
-//! HTTPRoute without the `ExternalAuth` and `CORS` filters) — see [`GatewayApiChannel`]. Both
-//! are served from the CRDs' own text (made by `tools/crd_bundle.py`) the way the apiextensions
-//! server serves custom resources:
+//! HTTPRoute without the `ExternalAuth` and `CORS` filters) — see [`GatewayApiChannel`] — and
+//! Envoy Gateway v1.9.0's `SecurityPolicy` (`gateway.envoyproxy.io`, installed only when asked:
+//! [`CrdSet::EnvoyGateway`], `envoy-gateway-v1.9.0.json`). All are served from the CRDs' own
+//! text (made by `tools/crd_bundle.py`) the way the apiextensions server serves custom
+//! resources:
 //!
 //! * one [`CustomKind`] per served version, the versions of a CRD sharing one storage (no
 //!   conversion webhook: an object reads the same in every version);
@@ -28,7 +30,7 @@ use std::sync::OnceLock;
 use serde_json::{Map, Value, json};
 
 use super::table::{age, name_column};
-use super::{CustomResourceNames, Discovery, Encoding, Generation, Kind, Subresource};
+use super::{CrdSet, CustomResourceNames, Discovery, Encoding, Generation, Kind, Subresource};
 use crate::model::ApiResource;
 use crate::model::schema::{self, DecodeError, Decoded, FieldDef, L, T, TypeDef};
 use crate::model::status::FieldError;
@@ -63,6 +65,8 @@ impl GatewayApiChannel {
         }
     }
 }
+/// Envoy Gateway v1.9.0's `SecurityPolicy` CRD.
+const ENVOY_GATEWAY: &str = include_str!("envoy-gateway-v1.9.0.json");
 
 /// A column of `additionalPrinterColumns`.
 #[derive(Debug)]
@@ -98,30 +102,41 @@ fn leak_strs(v: &Value) -> &'static [&'static str] {
     Box::leak(list.into_boxed_slice())
 }
 
-/// The custom resource kinds of `channel`'s bundle, built once per process.
+/// The custom resource kinds of `channel`'s Gateway API bundle, then Envoy Gateway's (served
+/// only when its set is installed), built once per process.
 pub fn kinds(channel: GatewayApiChannel) -> &'static [&'static dyn Kind] {
+    static EXPERIMENTAL: OnceLock<Vec<&'static dyn Kind>> = OnceLock::new();
+    static STANDARD: OnceLock<Vec<&'static dyn Kind>> = OnceLock::new();
     // The bundles are checked by a unit test; a broken one serves no custom resources.
-    match (bundles(), channel) {
-        (Ok([experimental, _]), GatewayApiChannel::Experimental) => experimental,
-        (Ok([_, standard]), GatewayApiChannel::Standard) => standard,
-        (Err(_), _) => &[],
-    }
+    let Ok([experimental, standard, envoy]) = bundles() else {
+        return &[];
+    };
+    let (cell, gateway) = match channel {
+        GatewayApiChannel::Experimental => (&EXPERIMENTAL, experimental),
+        GatewayApiChannel::Standard => (&STANDARD, standard),
+    };
+    cell.get_or_init(|| gateway.iter().chain(envoy).copied().collect())
 }
 
-/// Both bundles (experimental, standard), loaded once per process: the types of every custom
-/// kind are installed in one go.
-fn bundles() -> &'static Result<[Vec<&'static dyn Kind>; 2], String> {
-    static BUNDLES: OnceLock<Result<[Vec<&'static dyn Kind>; 2], String>> = OnceLock::new();
+/// The bundles (experimental, standard, Envoy Gateway), loaded once per process: the types of
+/// every custom kind are installed in one go.
+fn bundles() -> &'static Result<[Vec<&'static dyn Kind>; 3], String> {
+    static BUNDLES: OnceLock<Result<[Vec<&'static dyn Kind>; 3], String>> = OnceLock::new();
     BUNDLES.get_or_init(|| {
-        let [experimental, standard] = load(&[GATEWAY_API, GATEWAY_API_STANDARD])?
-            .try_into()
-            .map_err(|_| "two bundles load as two lists of kinds".to_string())?;
-        Ok([experimental, standard])
+        let [experimental, standard, envoy] = load(&[
+            (GATEWAY_API, CrdSet::Default),
+            (GATEWAY_API_STANDARD, CrdSet::Default),
+            (ENVOY_GATEWAY, CrdSet::EnvoyGateway),
+        ])?
+        .try_into()
+        .map_err(|_| "three bundles load as three lists of kinds".to_string())?;
+        Ok([experimental, standard, envoy])
     })
 }
 
-/// Parse bundles: the kinds of every served version, per bundle.
-fn load(bundles: &[&str]) -> Result<Vec<Vec<&'static dyn Kind>>, String> {
+/// Parse bundles, each with the set that installs its CRDs: the kinds of every served version,
+/// per bundle.
+fn load(bundles: &[(&str, CrdSet)]) -> Result<Vec<Vec<&'static dyn Kind>>, String> {
     struct Pending {
         bundle: usize,
         crd: usize,
@@ -130,7 +145,7 @@ fn load(bundles: &[&str]) -> Result<Vec<Vec<&'static dyn Kind>>, String> {
     }
     let mut all_crds: Vec<Vec<Value>> = Vec::new();
     let mut pending = Vec::new();
-    for (b, text) in bundles.iter().enumerate() {
+    for (b, (text, _)) in bundles.iter().enumerate() {
         let crds: Vec<Value> = serde_json::from_str(text).map_err(|e| e.to_string())?;
         for (i, crd) in crds.iter().enumerate() {
             for v in crd
@@ -221,6 +236,7 @@ fn load(bundles: &[&str]) -> Result<Vec<Vec<&'static dyn Kind>>, String> {
                 short_names: leak_strs(names.get("shortNames").unwrap_or(&Value::Null)),
                 categories: leak_strs(names.get("categories").unwrap_or(&Value::Null)),
                 storage_version_hash: None,
+                set: bundles[p.bundle].1,
             })),
             type_index,
             root: p.root,
@@ -577,14 +593,19 @@ mod tests {
 
     #[test]
     fn every_served_version_of_the_bundled_crds_loads_with_its_rules() {
-        let [experimental, standard] = bundles()
+        let [experimental, standard, envoy] = bundles()
             .as_ref()
             .unwrap_or_else(|e| panic!("the bundles do not load: {e}"));
         let experimental = names(experimental);
         assert_eq!(experimental.len(), 17, "{experimental:?}");
         assert!(experimental.contains(&"gateway.networking.k8s.io/v1/httproutes".to_string()));
         assert!(experimental.contains(&"gateway.networking.k8s.io/v1beta1/httproutes".to_string()));
-        assert_eq!(super::kinds(GatewayApiChannel::Experimental).len(), 17);
+        assert_eq!(
+            names(envoy),
+            ["gateway.envoyproxy.io/v1alpha1/securitypolicies".to_string()]
+        );
+        assert_eq!(super::kinds(GatewayApiChannel::Experimental).len(), 18);
+        assert_eq!(super::kinds(GatewayApiChannel::Standard).len(), 10);
         // The standard channel: GatewayClass, Gateway and HTTPRoute (v1, v1beta1), GRPCRoute,
         // BackendTLSPolicy (v1), ReferenceGrant (v1beta1).
         let standard = names(standard);
