@@ -414,7 +414,7 @@ fn a_saved_plan_that_drops_a_policy_is_refused_before_anything_is_sent() {
         .unwrap()
         .retain(|o| o["updater"]["type"] != "securitypolicy");
     // A checksum made again, as anyone can.
-    doc["checksum"] = json!(checksum(&doc["content"]));
+    reseal_plan(&mut doc);
     std::fs::write(&plan, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
     env.sb.clear_requests();
     let o = env.run(&["apply", plan.to_str().unwrap(), "--yes"]);
@@ -427,34 +427,6 @@ fn a_saved_plan_that_drops_a_policy_is_refused_before_anything_is_sent() {
         )
     );
     assert!(env.sb.requests().is_empty());
-}
-
-/// SHA-256 over the content with sorted keys and no whitespace, as the plan file's checksum.
-fn checksum(content: &Value) -> String {
-    fn sorted(v: &Value) -> Value {
-        match v {
-            Value::Object(m) => {
-                let mut keys: Vec<&String> = m.keys().collect();
-                keys.sort();
-                Value::Object(
-                    keys.into_iter()
-                        .map(|k| (k.clone(), sorted(&m[k])))
-                        .collect(),
-                )
-            }
-            Value::Array(a) => Value::Array(a.iter().map(sorted).collect()),
-            other => other.clone(),
-        }
-    }
-    use sha2::Digest;
-    let digest = sha2::Sha256::digest(serde_json::to_vec(&sorted(content)).unwrap());
-    format!(
-        "sha256:{}",
-        digest
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect::<String>()
-    )
 }
 
 #[test]

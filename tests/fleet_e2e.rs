@@ -715,6 +715,16 @@ fn a_context_name_from_the_kubeconfig_reaches_the_terminal_escaped() {
 
 const SIX: [&str; 6] = ["dev-1", "dev-2", "eu-1", "eu-2", "us-1", "us-2"];
 
+/// The six clusters, each rolling a change out after 100 ms.
+fn six_rolling_out() -> Fleet {
+    Fleet::with(&SIX, |_| SandboxOptions {
+        rollout: Rollout::Auto {
+            delay: Duration::from_millis(100),
+        },
+        ..SandboxOptions::default()
+    })
+}
+
 /// The three waves of the six clusters: by names, by names, by a regular expression.
 fn in_waves(fleet: &Fleet, extra: &[&str]) -> std::process::Output {
     let mut args = vec![
@@ -909,12 +919,7 @@ fn a_stuck_rollout_in_the_first_wave_leaves_the_later_waves_untouched_and_exits_
 
 #[test]
 fn a_regression_during_the_bake_stops_the_run_before_the_next_wave() {
-    let fleet = Fleet::with(&SIX, |_| SandboxOptions {
-        rollout: Rollout::Auto {
-            delay: Duration::from_millis(100),
-        },
-        ..SandboxOptions::default()
-    });
+    let fleet = six_rolling_out();
     let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("kubectl-appupdate"));
     scrub(&mut cmd);
     cmd.arg("--kubeconfig").arg(&fleet.kubeconfig).args([
@@ -976,12 +981,7 @@ fn a_regression_during_the_bake_stops_the_run_before_the_next_wave() {
 
 #[test]
 fn ctrl_c_during_a_bake_starts_nothing_further() {
-    let fleet = Fleet::with(&SIX, |_| SandboxOptions {
-        rollout: Rollout::Auto {
-            delay: Duration::from_millis(100),
-        },
-        ..SandboxOptions::default()
-    });
+    let fleet = six_rolling_out();
     let mut run = Running::with_kubeconfig(
         &fleet.kubeconfig,
         &[
