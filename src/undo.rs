@@ -26,7 +26,7 @@ use serde_json::{Value, json};
 use crate::endpoints_file::EndpointsFile;
 use crate::history::{Record, RouteChange};
 use crate::intent::{self, flags_to_restore};
-use crate::plan::{Kind, Plan};
+use crate::plan::{AuthProvider, Kind, Plan, RouteStyle};
 use crate::routes::refs::RouteFlags;
 use crate::updaters::{AutoscalerUpdate, ContainerUpdate};
 
@@ -180,7 +180,21 @@ pub fn drift(record: &Record, plan: &Plan) -> Vec<Drift> {
         let style_moved = !left.is_empty()
             && change.after.style.is_some()
             && live_styles != change.after.style.into_iter().collect::<Vec<_>>();
-        if core(&live) != core(&left) || style_moved {
+        // Gateway routes whose scopes someone moved to the other auth provider since.
+        let live_provider = plan
+            .routes
+            .as_ref()
+            .and_then(|r| r.header.attachment_before.auth_provider);
+        let provider_moved = !left.is_empty()
+            && change.after.style == Some(RouteStyle::Gateway)
+            && live_styles == [RouteStyle::Gateway]
+            && live_provider.unwrap_or(AuthProvider::Filter)
+                != change
+                    .after
+                    .attachment
+                    .auth_provider
+                    .unwrap_or(AuthProvider::Filter);
+        if core(&live) != core(&left) || style_moved || provider_moved {
             out.push(Drift {
                 key: "routes".into(),
                 reference: format!("the routes of {}", plan.app),

@@ -612,3 +612,29 @@ fn a_migration_from_ingresses_creates_each_policy_before_its_route_and_each_ingr
         ["URLRewrite"]
     );
 }
+
+#[test]
+fn an_undo_after_the_provider_moved_is_refused_as_drift() {
+    // Revision 1 published with the filter; revision 2 moved the checks to policies.
+    let env = unexposed();
+    assert_code(&run(&env, ENDPOINTS, &with(&["--yes"])), 0);
+    assert_code(
+        &run(
+            &env,
+            ENDPOINTS,
+            &["--auth-provider", "envoy-gateway", "--yes"],
+        ),
+        0,
+    );
+    // Undoing revision 1 would take back the routes revision 1 left with the filter: the
+    // provider is not what revision 1 left, so the undo stops.
+    let writes = env.app_writes().len();
+    let o = env.run(&["web", "--to-revision", "1", "--yes"]);
+    assert_code(&o, 5);
+    assert!(
+        stderr(&o).contains("the routes of web changed since revision 1"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(env.app_writes().len(), writes);
+}
