@@ -638,3 +638,28 @@ fn an_undo_after_the_provider_moved_is_refused_as_drift() {
     );
     assert_eq!(env.app_writes().len(), writes);
 }
+
+#[test]
+fn wait_follows_the_policies_too_until_their_ancestors_accept_them() {
+    // No controller accepts anything here: the wait times out naming the policy with the routes.
+    let env = unexposed();
+    let o = run(
+        &env,
+        ENDPOINTS,
+        &with(&[
+            "--auth-provider",
+            "envoy-gateway",
+            "--wait",
+            "--timeout",
+            "1s",
+            "--yes",
+        ]),
+    );
+    assert_code(&o, 7);
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!("securitypolicy.gateway.envoyproxy.io/{ADMIN}")),
+        "{err}"
+    );
+    assert!(err.contains("timed out after 1s"), "{err}");
+}
