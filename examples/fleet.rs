@@ -7,6 +7,7 @@
 //!     cargo run --example fleet                   # interactive: the combined plan, one question
 //!     cargo run --example fleet -- --dry-run      # extra flags go to the plugin
 //!     cargo run --example fleet -- --yes -o json
+//!     cargo run --example fleet -- --waves-demo   # three waves: save, stop after one, resume, undo
 //!
 //! `us-1` already runs `web:1.1` while the other two run `web:1.0`, so the plan shows two
 //! sections: `eu-1` and `eu-2` folded into one, `us-1` on its own.
@@ -74,20 +75,11 @@ fn main() {
         CLUSTERS.join(", "),
         kubeconfig.display()
     );
-    let mut args: Vec<OsString> = vec![
-        "kubectl-appupdate".into(),
-        APP.into(),
-        "--kubeconfig".into(),
-        kubeconfig.clone().into(),
-        "--contexts".into(),
-        CLUSTERS.join(",").into(),
-        "--image".into(),
-        "registry.example.com/web:2.0".into(),
-        "--canary".into(),
-        "eu-1".into(),
-    ];
-    args.extend(std::env::args_os().skip(1));
-    let code = kubectl_appupdate::main_with_args(args);
+    let code = if std::env::args().nth(1).as_deref() == Some("--waves-demo") {
+        waves_demo(&kubeconfig, &dir)
+    } else {
+        one_run(&kubeconfig)
+    };
     eprintln!("\nThe clusters now run (they stop when this command ends):");
     for (name, sandbox) in &pairs {
         let image = sandbox
@@ -102,4 +94,60 @@ fn main() {
     }
     let _ = std::fs::remove_dir_all(&dir);
     std::process::exit(code);
+}
+
+/// The plugin over the three clusters, `eu-1` as the canary, with the extra flags given.
+fn one_run(kubeconfig: &std::path::Path) -> i32 {
+    let mut args: Vec<OsString> = vec![
+        "kubectl-appupdate".into(),
+        APP.into(),
+        "--kubeconfig".into(),
+        kubeconfig.into(),
+        "--contexts".into(),
+        CLUSTERS.join(",").into(),
+        "--image".into(),
+        "registry.example.com/web:2.0".into(),
+        "--canary".into(),
+        "eu-1".into(),
+    ];
+    args.extend(std::env::args_os().skip(1));
+    kubectl_appupdate::main_with_args(args)
+}
+
+/// A staged rollout in three waves (one cluster each): the plan saved, applied up to the first
+/// wave, resumed, then the whole fleet run undone — each command shown before it runs.
+fn waves_demo(kubeconfig: &std::path::Path, dir: &std::path::Path) -> i32 {
+    let plan = dir.join("rollout.json");
+    let plan = plan.to_string_lossy().into_owned();
+    let waves = ["--wave", "eu-1", "--wave", "eu-2", "--wave", "us-1"];
+    let mut steps: Vec<Vec<&str>> = Vec::new();
+    let mut save = vec![APP];
+    save.extend(waves);
+    save.extend([
+        "--image",
+        "registry.example.com/web:2.0",
+        "--plan-out",
+        &plan,
+    ]);
+    steps.push(save);
+    steps.push(vec!["apply", &plan, "--stop-after-wave", "1", "--yes"]);
+    steps.push(vec!["apply", &plan, "--yes"]);
+    let mut undo = vec![APP];
+    undo.extend(waves);
+    undo.extend(["--undo", "--yes"]);
+    steps.push(undo);
+    let mut worst = 0;
+    for step in steps {
+        eprintln!("\n$ kubectl appupdate {}", step.join(" "));
+        let mut args: Vec<OsString> = vec![
+            "kubectl-appupdate".into(),
+            "--kubeconfig".into(),
+            kubeconfig.into(),
+        ];
+        args.extend(step.iter().map(OsString::from));
+        let code = kubectl_appupdate::main_with_args(args);
+        eprintln!("(exit {code})");
+        worst = worst.max(code);
+    }
+    worst
 }
