@@ -14,7 +14,7 @@
 # How: link aarch64-apple-darwin against stubs that export nothing, collect every symbol the
 # linker reports undefined, give each to its framework by prefix (Sec/kSec/SSL → Security,
 # CF/kCF/__CF → CoreFoundation; anything else is an error to resolve by hand), write stubs for
-# both macOS architectures, and link again to confirm. Needs the set-up of README "Releasing".
+# both macOS architectures, and link again to confirm. Needs the set-up in docs/releasing.md.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)

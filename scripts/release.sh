@@ -6,7 +6,7 @@
 #                      [--out DIR] [--base-url URL] [--binary OS/ARCH=PATH]...
 #
 # Targets and how they are built (cargo-zigbuild, zig as the C compiler and linker, so one
-# Linux machine builds all five; see README "Releasing" for the set-up):
+# Linux machine builds all five; see docs/releasing.md for the set-up):
 #   linux/amd64    x86_64-unknown-linux-musl    static
 #   linux/arm64    aarch64-unknown-linux-musl   static
 #   darwin/amd64   x86_64-apple-darwin          macOS >= 11.0

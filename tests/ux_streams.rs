@@ -1,4 +1,4 @@
-//! Which lines go to which stream, for every exit code (the README's table): stdout carries
+//! Which lines go to which stream, for every exit code (docs/output.md's table): stdout carries
 //! the plan and what was done; stderr carries what was not done, the closing line of a run that
 //! did not go as planned, notices and the reason for a non-zero exit — which every non-zero
 //! run gives on stderr. With `-o json`, stdout is exactly one document.
