@@ -6,7 +6,9 @@
 //!     cargo run --example sandbox -- --max 9 --yes
 //!
 //! With no plugin flags it proposes a new image, new autoscaler bounds and the endpoints in
-//! `examples/endpoints.yaml`; with flags that name a change (`--image`, `--min`, `--max`,
+//! `examples/endpoints.yaml`, published in the `nginx-auth` route style (the demo's Ingresses are
+//! in the original snippet style, which today's ingress-nginx refuses by default, so they are
+//! rewritten in place); with flags that name a change (`--image`, `--min`, `--max`,
 //! `--endpoints`) it runs exactly those.
 
 use std::ffi::OsString;
@@ -80,6 +82,12 @@ fn main() {
             "8",
             "--endpoints",
             endpoints,
+            // A style today's ingress-nginx accepts (snippet annotations are refused by
+            // default): the demo's snippet Ingresses are rewritten in place.
+            "--routes",
+            "nginx-auth",
+            "--auth-url",
+            "http://oauth.auth.svc.cluster.local/check",
         ] {
             args.push(a.into());
         }
