@@ -54,7 +54,7 @@ use super::gateway::{AUTH_PATH_PREFIX, covers};
 use super::refs::ServiceRef;
 use super::{
     APP_LABEL, AUTH_RESPONSE_HEADERS, IDENTIFIER_LABEL, RouteContext, ScopeGroup, check_managed,
-    fence, label_fields, name_of, scope_identifier, scope_token,
+    label_fields, name_of, scope_identifier, scope_token,
 };
 use crate::plan::{
     Base, FieldChange, Kind, ObjectChange, PatchType, PlanError, SavedUpdater, Updater, Write,
@@ -359,36 +359,14 @@ impl Updater for SecurityPolicyRemoval {
     }
 
     fn plan(&self, namespace: &str, live: Option<&Value>) -> Result<ObjectChange, PlanError> {
-        let kind = Kind::SecurityPolicy;
-        let Some(live) = live else {
-            return Ok(ObjectChange {
-                kind,
-                namespace: namespace.to_owned(),
-                name: self.name.clone(),
-                live: None,
-                fields: Vec::new(),
-                before: None,
-                after: None,
-                write: None,
-                route: None,
-            });
-        };
-        fence(kind, live, &self.name, &self.app)?;
-        let view = crate::plan::View::from(focused_view(live, namespace, &self.name));
-        let reference = format!("{}/{}", kind.kubectl_name(), self.name);
-        Ok(ObjectChange {
-            kind,
-            namespace: namespace.to_owned(),
-            name: self.name.clone(),
-            live: Base::of(live),
-            fields: vec![FieldChange::whole(Some(&view), None)],
-            before: Some(view),
-            after: None,
-            write: Some(Write::Delete {
-                base: Base::required(live, &reference)?,
-            }),
-            route: None,
-        })
+        super::deletion(
+            Kind::SecurityPolicy,
+            namespace,
+            &self.app,
+            &self.name,
+            live,
+            |live| (focused_view(live, namespace, &self.name), None),
+        )
     }
 }
 

@@ -804,7 +804,7 @@ impl Updater for HttpRouteRemoval {
                     paths: Vec::new(),
                     paths_before: served_paths(live, &self.app),
                 };
-                (focused_view(live, namespace, &self.name), info)
+                (focused_view(live, namespace, &self.name), Some(info))
             },
         )
     }

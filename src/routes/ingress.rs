@@ -1051,7 +1051,7 @@ impl Updater for IngressRemoval {
                     paths: Vec::new(),
                     paths_before: served_paths(live, &self.app),
                 };
-                (focused_view(live, namespace, &self.name, &keys), info)
+                (focused_view(live, namespace, &self.name, &keys), Some(info))
             },
         )
     }

@@ -308,8 +308,8 @@ pub(crate) fn fence(kind: Kind, live: &Value, name: &str, app: &str) -> Result<(
     })
 }
 
-/// The change that deletes a live route of `app`, or nothing when it is gone already. `view`
-/// is what the diff shows of it, `info` what it serves. A live object that is not one of the
+/// The change that deletes a live route (or SecurityPolicy) of `app`, or nothing when it is gone
+/// already. `view` is what the diff shows of it, `info` what it serves (a route's). A live object that is not one of the
 /// application's managed routes is refused ([`fence`]).
 pub(crate) fn deletion(
     kind: Kind,
@@ -317,7 +317,7 @@ pub(crate) fn deletion(
     app: &str,
     name: &str,
     live: Option<&Value>,
-    view_and_info: impl FnOnce(&Value) -> (Value, crate::plan::RouteInfo),
+    view_and_info: impl FnOnce(&Value) -> (Value, Option<crate::plan::RouteInfo>),
 ) -> Result<crate::plan::ObjectChange, PlanError> {
     use crate::plan::{Base, FieldChange, ObjectChange, View, Write};
     let Some(live) = live else {
@@ -348,7 +348,7 @@ pub(crate) fn deletion(
         write: Some(Write::Delete {
             base: Base::required(live, &reference)?,
         }),
-        route: Some(info),
+        route: info,
     })
 }
 
