@@ -726,21 +726,26 @@ fn six_rolling_out() -> Fleet {
 }
 
 /// The three waves of the six clusters: by names, by names, by a regular expression.
+const WAVES: [&str; 6] = [
+    "--wave",
+    "dev-1,dev-2",
+    "--wave",
+    "eu-1,eu-2",
+    "--wave",
+    "re:us-[0-9]",
+];
+
+/// `web`, the three waves, then `rest`.
+fn in_waves_args<'a>(rest: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["web"];
+    args.extend(WAVES);
+    args.extend_from_slice(rest);
+    args
+}
+
+/// An update to NEW_IMAGE over the three waves, without asking, as JSON; and `extra`.
 fn in_waves(fleet: &Fleet, extra: &[&str]) -> std::process::Output {
-    let mut args = vec![
-        "web",
-        "--wave",
-        "dev-1,dev-2",
-        "--wave",
-        "eu-1,eu-2",
-        "--wave",
-        "re:us-[0-9]",
-        "--image",
-        NEW_IMAGE,
-        "--yes",
-        "-o",
-        "json",
-    ];
+    let mut args = in_waves_args(&["--image", NEW_IMAGE, "--yes", "-o", "json"]);
     args.extend_from_slice(extra);
     fleet.run(&args)
 }
@@ -922,25 +927,20 @@ fn a_regression_during_the_bake_stops_the_run_before_the_next_wave() {
     let fleet = six_rolling_out();
     let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("kubectl-appupdate"));
     scrub(&mut cmd);
-    cmd.arg("--kubeconfig").arg(&fleet.kubeconfig).args([
-        "web",
-        "--wave",
-        "dev-1,dev-2",
-        "--wave",
-        "eu-1,eu-2",
-        "--wave",
-        "re:us-[0-9]",
-        "--image",
-        NEW_IMAGE,
-        "--yes",
-        "-o",
-        "json",
-        "--wait",
-        "--timeout",
-        "30s",
-        "--bake",
-        "3s",
-    ]);
+    cmd.arg("--kubeconfig")
+        .arg(&fleet.kubeconfig)
+        .args(in_waves_args(&[
+            "--image",
+            NEW_IMAGE,
+            "--yes",
+            "-o",
+            "json",
+            "--wait",
+            "--timeout",
+            "30s",
+            "--bake",
+            "3s",
+        ]));
     let child = cmd
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -984,21 +984,7 @@ fn ctrl_c_during_a_bake_starts_nothing_further() {
     let fleet = six_rolling_out();
     let mut run = Running::with_kubeconfig(
         &fleet.kubeconfig,
-        &[
-            "web",
-            "--wave",
-            "dev-1,dev-2",
-            "--wave",
-            "eu-1,eu-2",
-            "--wave",
-            "re:us-[0-9]",
-            "--image",
-            NEW_IMAGE,
-            "--yes",
-            "--wait",
-            "--bake",
-            "1m",
-        ],
+        &in_waves_args(&["--image", NEW_IMAGE, "--yes", "--wait", "--bake", "1m"]),
     );
     run.wait_for_stderr("baking:");
     run.signal("INT");
@@ -1024,19 +1010,12 @@ fn records(fleet: &Fleet, name: &str) -> Vec<Value> {
 fn a_saved_plan_in_waves_stops_after_a_wave_and_resumes_with_the_rest() {
     let fleet = Fleet::new(&SIX);
     let file = fleet.dir.path().join("plan.json");
-    let o = fleet.run(&[
-        "web",
-        "--wave",
-        "dev-1,dev-2",
-        "--wave",
-        "eu-1,eu-2",
-        "--wave",
-        "re:us-[0-9]",
+    let o = fleet.run(&in_waves_args(&[
         "--image",
         NEW_IMAGE,
         "--plan-out",
         file.to_str().unwrap(),
-    ]);
+    ]));
     assert_code(&o, 0);
     let plan: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     assert_eq!(plan["content"]["waves"][2], json!(["us-1", "us-2"]));
@@ -1096,19 +1075,7 @@ fn a_fleet_undo_takes_every_cluster_back_in_reverse_wave_order() {
     );
     assert!(run_ids.iter().all(|id| *id == run_ids[0]), "{run_ids:?}");
 
-    let o = fleet.run(&[
-        "web",
-        "--wave",
-        "dev-1,dev-2",
-        "--wave",
-        "eu-1,eu-2",
-        "--wave",
-        "re:us-[0-9]",
-        "--undo",
-        "--yes",
-        "-o",
-        "json",
-    ]);
+    let o = fleet.run(&in_waves_args(&["--undo", "--yes", "-o", "json"]));
     assert_code(&o, 0);
     let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
     // The last wave first.
@@ -1130,14 +1097,7 @@ fn a_fleet_undo_takes_every_cluster_back_in_reverse_wave_order() {
 fn a_fleet_undo_leaves_alone_the_clusters_the_run_never_reached() {
     let fleet = Fleet::new(&SIX);
     let file = fleet.dir.path().join("plan.json");
-    let waves = [
-        "--wave",
-        "dev-1,dev-2",
-        "--wave",
-        "eu-1,eu-2",
-        "--wave",
-        "re:us-[0-9]",
-    ];
+    let waves = WAVES;
     let mut args = vec![
         "web",
         "--image",
@@ -1179,20 +1139,13 @@ fn a_fleet_undo_leaves_alone_the_clusters_the_run_never_reached() {
 #[test]
 fn the_combined_plan_shows_the_waves_in_order() {
     let fleet = Fleet::new(&SIX);
-    let o = fleet.run(&[
-        "web",
-        "--wave",
-        "dev-1,dev-2",
-        "--wave",
-        "eu-1,eu-2",
-        "--wave",
-        "re:us-[0-9]",
+    let o = fleet.run(&in_waves_args(&[
         "--image",
         NEW_IMAGE,
         "--dry-run",
         "--color",
         "never",
-    ]);
+    ]));
     assert_code(&o, 0);
     let out = stdout(&o);
     assert!(
