@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use sandbox_apiserver::{Rollout, Sandbox, SandboxOptions};
 
-#[path = "../tests/common/kubeconfig.rs"]
+#[path = "../tests/it/common/kubeconfig.rs"]
 mod kubeconfig;
 
 const NAMESPACE: &str = "demo";

@@ -17,7 +17,7 @@
 //! — `kube::Client::try_from(config)` gives the same behaviour, and this module with the
 //! direct dependencies on hyper, hyper-util, hyper-rustls, hyper-timeout, tower-http and
 //! tracing can be replaced by it plus the retry bounds of [`retry_layer`]. Until then,
-//! `tests/transport_e2e.rs` (one connection for a whole run) and `tests/transport_http1_e2e.rs`
+//! `tests/it/transport_e2e.rs` (one connection for a whole run) and `tests/it/transport_http1_e2e.rs`
 //! (the fallback) hold any replacement to the same behaviour.
 //!
 //! Name resolution goes through [`crate::proxy_connector::Resolver`], whose failures carry their
@@ -125,7 +125,7 @@ pub(crate) type Connector = hyper_timeout::TimeoutConnector<
 /// wait only for its TLS handshake (not for its answer): then they follow it onto the one
 /// HTTP/2 connection, or go to HTTP/1.1. Sent straight to the HTTP/2 client, they would wait
 /// in its pool and, if the server turns out to speak only HTTP/1.1, fail with "request was
-/// canceled" instead of falling back (tests/transport_http1_e2e.rs); serialised until the
+/// canceled" instead of falling back (tests/it/transport_http1_e2e.rs); serialised until the
 /// first answer, the concurrent read round would cost one more round trip.
 #[derive(Clone)]
 struct H2OrH1 {

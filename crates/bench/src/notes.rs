@@ -250,7 +250,7 @@ Numbers: medians at RTT 20 ms unless said, same machine, before → after.
    more conditional write corrects the record to what was done, or, if nothing was, takes it
    back and puts back the records its addition pruned, so the history reads as before and the
    next run takes the number (only a run that recorded in between leaves a gap). Tests:
-   `tests/history_e2e.rs` (the record is stored while the Deployment's write is held; a
+   `tests/it/history_e2e.rs` (the record is stored while the Deployment's write is held; a
    failed HPA write leaves a `partial` record without it; a run whose one write fails leaves
    the ConfigMap byte for byte as it was), and the racing-writers test now checks every kept
    record against the successful runs. Same run, the release builds before and after
@@ -274,9 +274,9 @@ Numbers: medians at RTT 20 ms unless said, same machine, before → after.
    on the position-dependent build and will show that cost when the report is regenerated.
    `release-check binary` refuses a Linux release binary that is not PIE or lacks full RELRO.
 
-All existing tests pass unchanged; `tests/transport_e2e.rs` checks that a run with image,
+All existing tests pass unchanged; `tests/it/transport_e2e.rs` checks that a run with image,
 bounds and five Ingress changes uses exactly one HTTP/2 connection, and
-`tests/transport_http1_e2e.rs` that a server offering only HTTP/1.1 still works.
+`tests/it/transport_http1_e2e.rs` that a server offering only HTTP/1.1 still works.
 
 ## Reading the numbers
 
