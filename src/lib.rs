@@ -19,47 +19,35 @@
 pub mod apply;
 pub mod cli;
 pub mod cluster;
-pub mod compact_json;
 pub mod completion;
 pub mod confirm;
 pub mod describe;
-pub mod diff_render;
-pub mod endpoints_file;
 pub mod error;
 pub mod exit;
 pub mod fleet;
-pub mod fleet_plan;
 pub mod fleet_progress;
 pub mod fleet_run;
-pub mod history;
 pub mod history_store;
-pub mod intent;
 pub mod kube_context;
 pub mod live_state;
-pub mod names;
-pub mod output;
-pub mod plan;
-pub mod plan_file;
 pub mod plan_sources;
-pub mod planner;
 pub mod proxy;
 pub mod proxy_connector;
-pub mod report;
-pub mod route_status;
-pub mod routes;
 pub mod run;
 pub mod settings;
 pub mod signals;
 pub mod streams;
 pub mod terminal;
-pub mod text;
 pub mod transport;
-pub mod undo;
-pub mod updaters;
 pub mod verify;
 pub mod verify_send;
-pub mod view_yaml;
 pub mod wait;
+
+// The pure core, under the paths the plugin has always used (`crate::plan`, …).
+pub use appupdate_core::{
+    compact_json, diff_render, endpoints_file, fleet_plan, history, intent, live, names, output,
+    plan, plan_file, planner, report, route_status, routes, text, undo, updaters, view_yaml,
+};
 
 use std::ffi::OsString;
 

@@ -8,7 +8,6 @@
 //!
 //! Stability: `schema` names the version (`kubectl-appupdate.plan/v1`). Within v1, fields are
 //! only ever added, never renamed, removed or retyped; an incompatible change bumps it to v2.
-#![deny(clippy::print_stdout, clippy::print_stderr)]
 
 use std::io::{self, Write};
 

@@ -24,7 +24,6 @@
 //!
 //! An Ingress whose labels do not say it is this group's (a create that met an existing
 //! unmanaged Ingress of the same name) is refused, never updated.
-#![deny(clippy::print_stdout, clippy::print_stderr)]
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;

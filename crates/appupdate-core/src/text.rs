@@ -29,7 +29,7 @@
 //! Colour is applied to text that is already escaped, so with colour on the only escape
 //! sequences on stdout and stderr are the SGR codes this program emits (and indicatif's cursor
 //! control for the progress bar on a terminal); with colour off there are none. The last step,
-//! [`for_terminal`], is the output layer's check in [`crate::streams`]: it lets through line
+//! [`for_terminal`], is the output layer's check in the plugin's `streams`: it lets through line
 //! breaks and, when colour is on, SGR sequences, and escapes anything else that is left — in a
 //! debug build (the tests) it fails loudly instead, so that a value printed without
 //! [`escape`] is found by the tests rather than hidden by this last pass.

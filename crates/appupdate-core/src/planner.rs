@@ -1,6 +1,5 @@
 //! Requested updates + live state → [`Plan`]. Pure: builds one updater per object the run may
 //! touch and asks each for its change against the live object.
-#![deny(clippy::print_stdout, clippy::print_stderr)]
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -9,7 +8,7 @@ use serde_json::Value;
 
 use crate::endpoints_file::EndpointsFile;
 use crate::history::History;
-use crate::live_state::{LiveState, Needs};
+use crate::live::{LiveState, Needs};
 use crate::plan::{
     AuthProvider, Kind, ObjectChange, Plan, PlanError, Planned, RouteStyle, Updater,
 };

@@ -28,7 +28,6 @@
 //! Ingresses when not given) with the query `scopes=<scope token>` (see
 //! [`super::scope_token`]); the auth service answers 2xx with `User-Id` and `User-Scopes`, which
 //! ingress-nginx passes to the backend, or 401/403.
-#![deny(clippy::print_stdout, clippy::print_stderr)]
 
 use std::collections::BTreeMap;
 

@@ -1,9 +1,8 @@
 //! What happened to each object after apply, as data, and its lines (one per object, then a
 //! closing line when something did not go as planned). Each line says whether it reports
-//! something done or not done; which stream that is, is [`crate::streams`]'s decision. Every
+//! something done or not done; which stream that is, is decided by the plugin's `streams`. Every
 //! value in a line is written as [`Untrusted`]: an image, a name or a server's message cannot
 //! control the terminal.
-#![deny(clippy::print_stdout, clippy::print_stderr)]
 
 use std::sync::Arc;
 

@@ -50,7 +50,6 @@
 //! tool does not know — are kept); with `--gateway` or `--host` also `parentRefs` and
 //! `hostnames`. A live value counts as unchanged when it holds everything planned (the server
 //! may add defaults of its own).
-#![deny(clippy::print_stdout, clippy::print_stderr)]
 
 use std::collections::BTreeSet;
 use std::sync::Arc;

@@ -6,7 +6,6 @@
 //! the user is shown, and the minimal write that realises it. The same updater runs again on a
 //! conflict retry against the re-read object, and [`recheck`] decides whether the fresh change is
 //! still the one the user approved (the approved-diff guard).
-#![deny(clippy::print_stdout, clippy::print_stderr)]
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
@@ -927,11 +926,11 @@ impl Write {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "test-support"))]
 impl Write {
     /// A request of `action` with an empty body against a live object with resourceVersion `1`
     /// and uid `u1`, for tests of what looks only at the action.
-    pub(crate) fn sample(action: Action) -> Option<Write> {
+    pub fn sample(action: Action) -> Option<Write> {
         let base = || Base::new("1", "u1").unwrap_or_else(|| unreachable!());
         match action {
             Action::Unchanged => None,
@@ -948,11 +947,11 @@ impl Write {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "test-support"))]
 impl ObjectChange {
     /// An Ingress `name` in namespace `shop` with [`Write::sample`] of `action` and nothing
     /// else, for tests of what looks only at the action and the name.
-    pub(crate) fn sample(name: &str, action: Action) -> ObjectChange {
+    pub fn sample(name: &str, action: Action) -> ObjectChange {
         ObjectChange {
             kind: Kind::Ingress,
             namespace: "shop".into(),

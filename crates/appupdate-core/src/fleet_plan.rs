@@ -7,7 +7,6 @@
 //! it serves — that is, the `-o json` document without the context and without the
 //! `resourceVersion` and `uid` each write is conditional on (those differ from cluster to
 //! cluster even when the change is the same).
-#![deny(clippy::print_stdout, clippy::print_stderr)]
 
 use crate::output::{self, PlanDocument};
 use crate::plan::{Plan, Summary};

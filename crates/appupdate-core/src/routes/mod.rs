@@ -40,7 +40,6 @@
 //! other than the run's are migrated: Ingresses between the two nginx styles are rewritten in
 //! place (one write each, no moment without a route), routes of another kind are deleted after
 //! the new ones are created ([`crate::plan::write_order`]).
-#![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod envoy_gateway;
 pub mod external_auth;

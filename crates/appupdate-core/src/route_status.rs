@@ -1,6 +1,6 @@
 //! `--wait` for routes: whether the routing layer has taken a route the run wrote, read from
-//! the route's `status` — a pure function of the live object, as [`crate::wait::rollout_state`]
-//! is for the Deployment. [`crate::wait`] does the watching and calls [`route_state`] on every
+//! the route's `status` — a pure function of the live object, as the plugin's `wait::rollout_state`
+//! is for the Deployment. The plugin's `wait` does the watching and calls [`route_state`] on every
 //! version of the object it sees.
 //!
 //! | kind | taken (ready) when | refused when |
@@ -27,7 +27,6 @@
 //! }
 //! // in state_function: Kind::SecurityPolicy => Some(security_policy_state),
 //! ```
-#![deny(clippy::print_stdout, clippy::print_stderr)]
 
 use std::fmt;
 
@@ -110,7 +109,7 @@ impl fmt::Display for Refusal {
 }
 
 /// The state function of each kind `--wait` follows as a route; `None` for the kinds it does
-/// not (the Deployment has [`crate::wait::rollout_state`]). The one place to add a kind.
+/// not (the Deployment has the plugin's `wait::rollout_state`). The one place to add a kind.
 pub fn state_function(kind: Kind) -> Option<fn(&Value) -> RouteState> {
     match kind {
         Kind::HttpRoute => Some(http_route_state),

@@ -3,7 +3,6 @@
 //! alphanumeric at both ends. One label check serves all three. As in apimachinery, a
 //! subdomain's parts are not held to the 63-character limit of a label: only the whole is
 //! (253).
-#![deny(clippy::print_stdout, clippy::print_stderr)]
 
 /// Longest label (RFC 1123).
 const LABEL_MAX: usize = 63;

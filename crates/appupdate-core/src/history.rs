@@ -42,7 +42,6 @@
 //! the object stays far from the limit whatever the applications' sizes. The newest record is
 //! always kept; one that alone would take more than [`RECORD_BUDGET`] is kept without the
 //! route objects' parts (it lists them, and cannot restore them: `--undo` says so).
-#![deny(clippy::print_stdout, clippy::print_stderr)]
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write as _};

@@ -16,7 +16,6 @@
 //! those with `--force-undo` (the drift keys: `image`, `min`, `max`, `routes`). A value already
 //! back at its `before` value simply drops out of the plan. Every write is conditional and
 //! guarded like any other, and the undo is itself recorded, so undoing an undo redoes.
-#![deny(clippy::print_stdout, clippy::print_stderr)]
 
 use std::borrow::Cow;
 use std::collections::BTreeSet;
@@ -317,7 +316,7 @@ mod tests {
     use super::*;
     use crate::history::{self, BoundsChange, Change, ImageChange, Source, Status};
     use crate::intent::{AttachmentRecord, GroupRecord, RouteSet, RoutesChange};
-    use crate::live_state::LiveState;
+    use crate::live::LiveState;
     use crate::plan::{Action, RouteStyle, Write};
     use crate::planner::{UpdateRequest, build_plan};
     use crate::routes::Listing;

@@ -12,7 +12,6 @@
 //! colour, then the summary line. Updates are unified diffs with changed words emphasised;
 //! runs of unchanged lines beyond the context are replaced by a `# (N unchanged lines hidden)`
 //! note.
-#![deny(clippy::print_stdout, clippy::print_stderr)]
 
 use std::borrow::Cow;
 use std::io::{self, Write};
@@ -580,7 +579,7 @@ fn paint(out: &mut impl Write, style: &Style, text: &str) -> io::Result<()> {
 mod tests {
     use super::*;
     use crate::endpoints_file;
-    use crate::live_state::LiveState;
+    use crate::live::LiveState;
     use crate::plan::Kind;
     use crate::plan::RouteStyle;
     use crate::plan::View;
