@@ -9,17 +9,17 @@
 use std::fmt::Write as _;
 use std::hint::black_box;
 
+use appupdate_core::compact_json;
+use appupdate_core::diff_render::{self, RenderOptions};
+use appupdate_core::endpoints_file::{self, EndpointsFile};
+use appupdate_core::live::LiveState;
+use appupdate_core::plan::Plan;
+use appupdate_core::plan::RouteStyle;
+use appupdate_core::planner::{self, UpdateRequest};
+use appupdate_core::routes::refs::RouteFlags;
+use appupdate_core::routes::{self, BackendPort, RouteContext};
+use appupdate_core::updaters::{AutoscalerUpdate, ContainerUpdate};
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
-use kubectl_appupdate::compact_json;
-use kubectl_appupdate::diff_render::{self, RenderOptions};
-use kubectl_appupdate::endpoints_file::{self, EndpointsFile};
-use kubectl_appupdate::live_state::LiveState;
-use kubectl_appupdate::plan::Plan;
-use kubectl_appupdate::plan::RouteStyle;
-use kubectl_appupdate::planner::{self, UpdateRequest};
-use kubectl_appupdate::routes::refs::RouteFlags;
-use kubectl_appupdate::routes::{self, BackendPort, RouteContext};
-use kubectl_appupdate::updaters::{AutoscalerUpdate, ContainerUpdate};
 use serde_json::json;
 
 // The plugin's allocator (src/main.rs), so that these figures are the plugin's.

@@ -12,11 +12,11 @@ use serde::Deserialize;
 use serde::de::{self, DeserializeOwned, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde_json::Value;
 
-use crate::compact_json::{Compact, Scratch};
 use crate::describe::{Target, classify, describe_kube_error};
 use crate::kube_context::Connection;
-use crate::plan::{Base, Kind, PatchType};
-use crate::text::Untrusted;
+use appupdate_core::compact_json::{Compact, Scratch};
+use appupdate_core::plan::{Base, Kind, PatchType};
+use appupdate_core::text::Untrusted;
 
 /// The field manager recorded in managedFields for our writes.
 pub const FIELD_MANAGER: &str = "kubectl-appupdate";
@@ -399,9 +399,9 @@ impl Cluster {
     pub async fn write_config_map(
         &self,
         name: &str,
-        write: &crate::plan::Write,
+        write: &appupdate_core::plan::Write,
     ) -> Result<Value, RequestError> {
-        use crate::plan::Write;
+        use appupdate_core::plan::Write;
         let pp = PostParams {
             dry_run: false,
             field_manager: Some(FIELD_MANAGER.into()),

@@ -11,12 +11,12 @@ use crate::cluster::RequestError;
 use crate::confirm::NotConfirmed;
 use crate::describe::Target;
 use crate::kube_context::KubeconfigError;
-use crate::plan::PlanError;
-use crate::plan_file::{PlanFileError, SavedPlanError};
-use crate::report::Interruption;
 use crate::settings::SettingsError;
-use crate::text::Untrusted;
 use crate::wait::WaitError;
+use appupdate_core::plan::PlanError;
+use appupdate_core::plan_file::{PlanFileError, SavedPlanError};
+use appupdate_core::report::Interruption;
+use appupdate_core::text::Untrusted;
 
 /// Where a run was when a signal ended it, which decides what can be said about the state.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -10,13 +10,13 @@ use console::Style;
 use serde::Serialize;
 
 use crate::error::AppError;
-use crate::fleet_plan::FleetPlan;
 use crate::history_store::Recorded;
-use crate::output::{self, PlanDocument, SummaryDoc};
-use crate::plan::Action;
-use crate::report::{self, Fate, Interruption, Line, Outcome, Report};
-use crate::text::Untrusted;
 use crate::wait::{WaitError, Waited};
+use appupdate_core::fleet_plan::FleetPlan;
+use appupdate_core::output::{self, PlanDocument, SummaryDoc};
+use appupdate_core::plan::Action;
+use appupdate_core::report::{self, Fate, Interruption, Line, Outcome, Report};
+use appupdate_core::text::Untrusted;
 
 /// The schema of the fleet document.
 pub const SCHEMA_VERSION: &str = "kubectl-appupdate.fleet/v2";

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::text::Untrusted;
 use crate::wait::{self, RolloutState, RouteRef, RouteState};
+use appupdate_core::text::Untrusted;
 
 enum Draw {
     Bars {

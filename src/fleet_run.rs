@@ -35,7 +35,6 @@ use crate::cluster::Cluster;
 use crate::error::{AppError, Stage};
 use crate::exit::Ending;
 use crate::fleet::{self, ClusterEnd, ClusterState, FleetEnd, FleetOrder, NotStarted};
-use crate::fleet_plan::{FleetPlan, Member as PlanMember};
 use crate::fleet_progress::{FleetProgress, RolloutLine};
 use crate::history_store::{self, Prepared};
 use crate::kube_context::Loaded;
@@ -44,8 +43,9 @@ use crate::run;
 use crate::settings::{FleetSettings, Settings, SettingsError, WaveSpec};
 use crate::signals::Signals;
 use crate::streams::{self, Streams};
-use crate::text::Untrusted;
 use crate::wait::{self, Followed, WaitError, WaitTarget, Waited};
+use appupdate_core::fleet_plan::{FleetPlan, Member as PlanMember};
+use appupdate_core::text::Untrusted;
 
 /// A cluster that was planned.
 struct Member {
@@ -360,7 +360,7 @@ async fn newest_fleet_run(
             .ok()?;
         let cluster = run::connected(conn, 0, None);
         let cm = history_store::read(&cluster, &settings.app).await.ok()?;
-        let history = crate::history::History::from_config_map(cm.as_ref(), &settings.app);
+        let history = appupdate_core::history::History::from_config_map(cm.as_ref(), &settings.app);
         history
             .newest_fleet_run()
             .map(|(id, time)| (time.to_owned(), id.to_owned()))
@@ -578,7 +578,7 @@ fn end_of(
     planned: &mut Planned,
     mut state: impl FnMut(&Member) -> ClusterState,
     changes_pending: bool,
-    interrupted: Option<crate::report::Interruption>,
+    interrupted: Option<appupdate_core::report::Interruption>,
 ) -> FleetEnd {
     let mut ends: Vec<(usize, ClusterEnd)> = Vec::new();
     for m in &planned.members {
@@ -932,7 +932,10 @@ async fn bake_wave(
         }
         let app = &m.sourced.plan.app;
         let image = planned_image(&m.sourced.plan);
-        let read = m.cluster.get(crate::plan::Kind::Deployment, app).await;
+        let read = m
+            .cluster
+            .get(appupdate_core::plan::Kind::Deployment, app)
+            .await;
         let mut regression = match &read {
             Ok(d) => fleet::bake_regression(
                 d.as_ref(),
@@ -948,12 +951,14 @@ async fn bake_wave(
             for route in &followed.routes {
                 let now = m.cluster.get(route.kind, &route.name).await;
                 let lost = match &now {
-                    Ok(Some(obj)) => match crate::route_status::route_state(route.kind, obj) {
-                        Some(crate::route_status::RouteState::Ready(_)) | None => None,
-                        Some(other) => {
-                            Some(format!("{} is no longer taken: {other}", route.reference()))
+                    Ok(Some(obj)) => {
+                        match appupdate_core::route_status::route_state(route.kind, obj) {
+                            Some(appupdate_core::route_status::RouteState::Ready(_)) | None => None,
+                            Some(other) => {
+                                Some(format!("{} is no longer taken: {other}", route.reference()))
+                            }
                         }
-                    },
+                    }
                     Ok(None) => Some(format!("{} was deleted", route.reference())),
                     Err(e) => Some(format!(
                         "{} could not be read again: {e}",
@@ -987,9 +992,9 @@ async fn bake_wave(
 }
 
 /// The container and image the plan sets, if it sets one.
-fn planned_image(plan: &crate::plan::Plan) -> Option<(String, String)> {
+fn planned_image(plan: &appupdate_core::plan::Plan) -> Option<(String, String)> {
     plan.changes()
-        .filter(|c| c.kind == crate::plan::Kind::Deployment)
+        .filter(|c| c.kind == appupdate_core::plan::Kind::Deployment)
         .flat_map(|c| c.fields.iter())
         .find_map(|f| {
             let container = f

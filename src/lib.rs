@@ -1,21 +1,19 @@
 //! kubectl-appupdate changes a running application — container image, autoscaler bounds and
-//! the Ingresses built from an endpoints file — safely.
+//! the routes built from an endpoints file — safely.
 //!
-//! The pipeline: command-line flags and the environment become [`settings::Settings`]; the
-//! kubeconfig gives a client ([`kube_context`]); the live objects are read in one concurrent
-//! round ([`live_state`]); pure planners ([`planner`], [`updaters`], [`routes`]) turn
-//! the requested updates and the live state into a [`plan::Plan`]; the plan is rendered
-//! ([`diff_render`], [`output`]) and confirmed ([`confirm`]); then [`apply`] validates every change
-//! with a server-side dry run and writes each one conditionally, retrying conflicts under the
-//! approved-diff guard, and [`report`] says what happened to each object; with `--wait`,
-//! [`wait`] then follows the Deployment's rollout and the routes written ([`route_status`]).
-//! [`run`] strings these together and decides
-//! what a signal ([`signals`]) does at each stage; [`fleet_run`] does the same over several
-//! clusters at once (a fleet: [`fleet_plan`] the combined plan, [`fleet`] how each cluster
-//! ended). One place decides each of the run's
-//! outward choices: [`streams`] which stream every line goes to, [`exit`] the exit code of
-//! every way a run can end ([`error`] holds the failures). [`completion`] answers kubectl's
-//! plugin completion (`kubectl_complete-appupdate`) from the same flag definitions.
+//! This crate is the shell around the pure core, [`appupdate_core`] (planning, diffs, plan
+//! files, history records; no I/O). The pipeline: command-line flags and the environment
+//! become [`settings::Settings`]; the kubeconfig gives a client ([`kube_context`]); the live
+//! objects are read in one concurrent round ([`live_state`]); the core's planners turn the
+//! requested updates and the live state into a plan, which is rendered and confirmed
+//! ([`confirm`]); then [`apply`] validates every change with a server-side dry run and writes
+//! each one conditionally, retrying conflicts under the approved-diff guard; with `--wait`,
+//! [`wait`] then follows the Deployment's rollout and the routes written. [`run`] strings these
+//! together and decides what a signal ([`signals`]) does at each stage; [`fleet_run`] does the
+//! same over several clusters at once ([`fleet`]: how each cluster ended). One place decides
+//! each of the run's outward choices: [`streams`] which stream every line goes to, [`exit`] the
+//! exit code of every way a run can end ([`error`] holds the failures). [`completion`] answers
+//! kubectl's plugin completion (`kubectl_complete-appupdate`) from the same flag definitions.
 pub mod apply;
 pub mod cli;
 pub mod cluster;
@@ -43,7 +41,7 @@ pub mod verify;
 pub mod verify_send;
 pub mod wait;
 
-// The pure core, under the paths the plugin has always used (`crate::plan`, …).
+// The pure core, under the paths the plugin has always used (`appupdate_core::plan`, …).
 pub use appupdate_core::{
     compact_json, diff_render, endpoints_file, fleet_plan, history, intent, live, names, output,
     plan, plan_file, planner, report, route_status, routes, text, undo, updaters, view_yaml,

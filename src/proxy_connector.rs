@@ -33,7 +33,7 @@ use tokio::net::TcpStream;
 use tokio_rustls::rustls;
 
 use crate::proxy::{Proxy, ProxyUrl, bracketed};
-use crate::text::Untrusted;
+use appupdate_core::text::Untrusted;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 type BoxFuture<T> = Pin<Box<dyn Future<Output = Result<T, BoxError>> + Send>>;
@@ -223,7 +223,7 @@ fn connect_reason(e: &(dyn std::error::Error + 'static)) -> String {
             return match io.kind() {
                 io::ErrorKind::ConnectionRefused => "connection refused".into(),
                 io::ErrorKind::TimedOut => "timed out".into(),
-                _ => crate::text::one_line(&io.to_string()),
+                _ => appupdate_core::text::one_line(&io.to_string()),
             };
         }
         cur = err.source();
@@ -231,7 +231,11 @@ fn connect_reason(e: &(dyn std::error::Error + 'static)) -> String {
     if std::iter::successors(Some(e), |e| e.source()).any(|e| e.is::<ResolveError>()) {
         return "its name cannot be resolved".into();
     }
-    crate::text::one_line(&crate::text::error_chain(e).join(": ").to_lowercase())
+    appupdate_core::text::one_line(
+        &appupdate_core::text::error_chain(e)
+            .join(": ")
+            .to_lowercase(),
+    )
 }
 
 /// `CONNECT host:port` on `io`; on success the stream is the tunnel, with nothing read past
@@ -472,12 +476,12 @@ impl fmt::Display for ProxyError {
             Kind::Tls(e) => write!(
                 f,
                 "TLS with the proxy {p} failed: {}",
-                crate::text::one_line(&e.to_string())
+                appupdate_core::text::one_line(&e.to_string())
             ),
             Kind::Io(e) => write!(
                 f,
                 "the connection to the proxy {p} failed while opening the tunnel to {t}: {}",
-                crate::text::one_line(&e.to_string())
+                appupdate_core::text::one_line(&e.to_string())
             ),
             Kind::Closed => write!(
                 f,

@@ -13,23 +13,23 @@ use crate::cluster::{Cluster, RequestLog};
 use crate::confirm::{self, Answer, NotConfirmed};
 use crate::error::{AppError, Stage};
 use crate::exit::Ending;
-use crate::history;
-use crate::history::Source;
 use crate::history_store;
 use crate::kube_context;
 use crate::kube_context::Connection;
-use crate::plan::Plan;
-use crate::plan_file::{self, ClusterPlan, Origin, PlanKey};
 use crate::plan_sources::{self, Sourced};
-use crate::planner::{self, UpdateRequest};
-use crate::report::{Interruption, Report};
 use crate::settings::{HistorySettings, Settings};
 use crate::signals::Signals;
 use crate::streams::{self, Streams};
-use crate::text::Untrusted;
 use crate::verify::{self, Probe};
 use crate::verify_send;
 use crate::wait::{self, Followed, WaitTarget};
+use appupdate_core::history;
+use appupdate_core::history::Source;
+use appupdate_core::plan::Plan;
+use appupdate_core::plan_file::{self, ClusterPlan, Origin, PlanKey};
+use appupdate_core::planner::{self, UpdateRequest};
+use appupdate_core::report::{Interruption, Report};
+use appupdate_core::text::Untrusted;
 
 /// What follows the plan being shown.
 enum Next {
@@ -208,7 +208,7 @@ async fn plan(settings: &Settings, streams: &Streams) -> Result<Next, AppError> 
             &[],
             settings.sign_key.as_ref(),
         )?;
-        let shown = crate::text::Untrusted(path.display().to_string());
+        let shown = appupdate_core::text::Untrusted(path.display().to_string());
         streams::notice(&format!(
             "Saved the plan to {shown}{}; apply it with: kubectl appupdate apply {shown}",
             signed_with(settings.sign_key.as_ref())
@@ -744,8 +744,8 @@ async fn list_history(settings: &HistorySettings, streams: &Streams) -> Result<(
         streams::notice(&format!(
             "No recorded changes for {} in namespace {} (context {}).",
             settings.app,
-            crate::text::Untrusted(cluster.namespace()),
-            crate::text::Untrusted(&cluster.conn.context)
+            appupdate_core::text::Untrusted(cluster.namespace()),
+            appupdate_core::text::Untrusted(&cluster.conn.context)
         ));
         return Ok(());
     }

@@ -12,15 +12,15 @@ use crate::cli::{
     ApplyArgs, AuthProviderChoice, ClusterArgs, ColorChoice, FleetArgs, HistoryArgs, HistoryFormat,
     OutputFormat, RoutesChoice, UpdateArgs,
 };
-use crate::endpoints_file::{self, EndpointsError, EndpointsFile};
-use crate::names;
-use crate::plan::{AuthProvider, RouteStyle};
-use crate::plan_file::{self, KeyError, PlanFile, PlanFileError, PlanKey};
 use crate::proxy::ProxyEnv;
-use crate::routes::refs::{self, AuthUrl, ObjectRef, RouteFlags, ServiceRef};
-use crate::text::Untrusted;
-use crate::updaters::{AutoscalerUpdate, ContainerUpdate, validate_image_reference};
 use crate::verify::{self, VerifySettings, VerifyUrl};
+use appupdate_core::endpoints_file::{self, EndpointsError, EndpointsFile};
+use appupdate_core::names;
+use appupdate_core::plan::{AuthProvider, RouteStyle};
+use appupdate_core::plan_file::{self, KeyError, PlanFile, PlanFileError, PlanKey};
+use appupdate_core::routes::refs::{self, AuthUrl, ObjectRef, RouteFlags, ServiceRef};
+use appupdate_core::text::Untrusted;
+use appupdate_core::updaters::{AutoscalerUpdate, ContainerUpdate, validate_image_reference};
 
 /// Why the flags' values or the files they name cannot be used. Nothing was sent.
 #[derive(Debug, thiserror::Error)]
@@ -744,7 +744,7 @@ impl Settings {
         };
 
         if let Some(id) = &args.fleet_run
-            && !crate::history::is_fleet_run(id)
+            && !appupdate_core::history::is_fleet_run(id)
         {
             return Err(SettingsError::Invalid(format!(
                 "--fleet-run {:?}: a fleet run is named by letters a-z, digits and '-' (see the fleetRun of `history -o json`)",

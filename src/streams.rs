@@ -30,17 +30,17 @@ use std::borrow::Cow;
 use std::io::{self, Write};
 
 use crate::cli::{CliError, OutputFormat};
-use crate::diff_render::{self, RenderOptions};
 use crate::error::{AppError, Stage};
 use crate::exit::Ending;
 use crate::fleet::{self, ClusterState, FleetEnd};
-use crate::fleet_plan::FleetPlan;
-use crate::history::{self, History};
 use crate::history_store::Recorded;
-use crate::output;
-use crate::plan::Plan;
-use crate::report::{self, Fate, Outcome, Report};
-use crate::text::{self, Untrusted};
+use appupdate_core::diff_render::{self, RenderOptions};
+use appupdate_core::fleet_plan::FleetPlan;
+use appupdate_core::history::{self, History};
+use appupdate_core::output;
+use appupdate_core::plan::Plan;
+use appupdate_core::report::{self, Fate, Outcome, Report};
+use appupdate_core::text::{self, Untrusted};
 
 /// What a line is: this alone (with the output format) decides its stream.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -346,7 +346,7 @@ impl Streams {
         use crate::cli::HistoryFormat;
         let text = match format {
             HistoryFormat::Table => {
-                history::render_table(stored, &|s| crate::text::escape(s).into_owned())
+                history::render_table(stored, &|s| appupdate_core::text::escape(s).into_owned())
             }
             HistoryFormat::Json => {
                 let mut t =

@@ -3,12 +3,12 @@
 //! clusters' plans are put together as the run puts them (`fleet_plan::FleetPlan`).
 #![allow(clippy::unwrap_used)]
 
-use kubectl_appupdate::fleet_plan::{FleetPlan, Member, same_plan};
-use kubectl_appupdate::live_state::LiveState;
-use kubectl_appupdate::plan::Plan;
-use kubectl_appupdate::planner::{UpdateRequest, build_plan};
-use kubectl_appupdate::routes::refs::RouteFlags;
-use kubectl_appupdate::updaters::{AutoscalerUpdate, ContainerUpdate};
+use appupdate_core::fleet_plan::{FleetPlan, Member, same_plan};
+use appupdate_core::live::LiveState;
+use appupdate_core::plan::Plan;
+use appupdate_core::planner::{UpdateRequest, build_plan};
+use appupdate_core::routes::refs::RouteFlags;
+use appupdate_core::updaters::{AutoscalerUpdate, ContainerUpdate};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 

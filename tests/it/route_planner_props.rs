@@ -16,12 +16,12 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use kubectl_appupdate::endpoints_file::{self, EndpointsFile};
-use kubectl_appupdate::plan::{
+use appupdate_core::endpoints_file::{self, EndpointsFile};
+use appupdate_core::plan::{
     Action, AuthProvider, Kind, ObjectChange, PatchType, RouteStyle, Write, write_order,
 };
-use kubectl_appupdate::routes::refs::{AuthUrl, ObjectRef, RouteFlags, ServiceRef};
-use kubectl_appupdate::routes::{
+use appupdate_core::routes::refs::{AuthUrl, ObjectRef, RouteFlags, ServiceRef};
+use appupdate_core::routes::{
     self, APP_LABEL, IDENTIFIER_LABEL, Listing, LiveRoutes, gateway, ingress, normalize_scopes,
     scope_identifier, style_of,
 };

@@ -25,13 +25,13 @@ use crate::common;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
+use appupdate_core::text;
 use common::running::{DEPLOY_PATH, Running};
 use common::*;
 use http_body_util::{BodyExt, Full, combinators::BoxBody};
 use hyper::body::{Bytes, Incoming};
 use hyper::{Request, Response};
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use kubectl_appupdate::text;
 use sandbox_apiserver::{Fault, Sandbox, SandboxOptions, Trigger};
 use serde_json::{Value, json};
 

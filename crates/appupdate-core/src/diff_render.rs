@@ -205,7 +205,7 @@ pub fn render_change(
 /// first ([`escaped`]), so the diff shows a control or format character in a value with the
 /// same escape as every other output (`\e`, `\x07`, `\u{202e}`), never raw.
 pub fn yaml_of(view: &Value) -> String {
-    view_yaml::write(view).unwrap_or_else(|| saphyr_yaml(view))
+    view_yaml::write(view).unwrap_or_else(|| view_yaml::saphyr(view))
 }
 
 /// [`yaml_of`] the [`escaped`] view. A view [`view_yaml::write`] writes has only printable
@@ -216,27 +216,8 @@ fn shown_yaml(view: &Value) -> String {
         return yaml;
     }
     match escaped(view) {
-        Cow::Borrowed(view) => saphyr_yaml(view),
+        Cow::Borrowed(view) => view_yaml::saphyr(view),
         Cow::Owned(view) => yaml_of(&view),
-    }
-}
-
-/// [`yaml_of`] by serde-saphyr, for every view (and the reference `view_yaml`'s tests hold
-/// its writer to).
-pub(crate) fn saphyr_yaml(view: &Value) -> String {
-    let options = serde_saphyr::ser_options! {
-        indent_step: 2,
-        compact_list_indent: true,
-        prefer_block_scalars: true,
-        // Folding (`>`) would break a long single-line value at spaces: a diff of it would
-        // then show lines that do not exist in the object.
-        folded_wrap_chars: usize::MAX,
-        yaml_12: false,
-    };
-    match serde_saphyr::to_string_with_options(view, options) {
-        Ok(yaml) => yaml,
-        // JSON is YAML too: a view the serializer refuses still renders, and escapes controls.
-        Err(_) => serde_json::to_string_pretty(view).unwrap_or_default() + "\n",
     }
 }
 

@@ -155,6 +155,14 @@ pub struct RouteChange {
     pub after: Option<Value>,
 }
 
+impl RouteChange {
+    /// The kind of the recorded route object, as this version knows it.
+    pub fn known_kind(&self) -> Option<Kind> {
+        let kind: Kind = serde_json::from_value(Value::String(self.kind.clone())).ok()?;
+        (kind.api_version() == self.api_version).then_some(kind)
+    }
+}
+
 /// One recorded run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -504,7 +512,8 @@ pub fn validate(record: &Record, app: &str) -> Result<(), String> {
         return Err(format!("it lists {} route objects", record.routes.len()));
     }
     for r in &record.routes {
-        let kind = crate::undo::route_kind(r)
+        let kind = r
+            .known_kind()
             .filter(|k| k.is_route_part())
             .ok_or_else(|| {
                 format!(

@@ -19,11 +19,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::endpoints_file::{self, EndpointsFile};
-use crate::plan::{AuthProvider, RouteInfo, RouteStyle};
-use crate::routes::Attachment;
-use crate::routes::refs::{
-    AuthUrl, ObjectRef, RouteFlags, ServiceRef, parse_host, parse_object_name,
-};
+use crate::refs::{AuthUrl, ObjectRef, RouteFlags, ServiceRef, parse_host, parse_object_name};
+use crate::route_style::{AuthProvider, RouteInfo, RouteStyle};
 
 /// The most scope groups and paths a recorded route set may hold (a record is at most
 /// [`crate::history::RECORD_BUDGET`] bytes gzip'd; this bounds what planning one may cost).
@@ -55,44 +52,6 @@ pub struct AttachmentRecord {
 }
 
 impl AttachmentRecord {
-    /// The parts of `a` that a flag can express.
-    pub fn of(a: &Attachment) -> AttachmentRecord {
-        let tls_secret = a.tls.as_ref().and_then(|tls| {
-            let [entry] = tls.as_array()?.as_slice() else {
-                return None;
-            };
-            let secret = entry["secretName"].as_str()?;
-            let hosts_ok = match entry.get("hosts") {
-                None => a.hosts.is_empty(),
-                Some(h) => *h == json!(a.hosts),
-            };
-            let only = entry
-                .as_object()?
-                .keys()
-                .all(|k| k == "hosts" || k == "secretName");
-            (hosts_ok && only).then(|| secret.to_owned())
-        });
-        let gateway = a.parent_refs.as_ref().and_then(|p| {
-            let [entry] = p.as_array()?.as_slice() else {
-                return None;
-            };
-            let r = ObjectRef {
-                namespace: entry["namespace"].as_str().map(str::to_owned),
-                name: entry["name"].as_str()?.to_owned(),
-            };
-            (r.parent_ref() == *entry).then(|| r.to_string())
-        });
-        AttachmentRecord {
-            ingress_class: a.ingress_class.clone(),
-            hosts: a.hosts.clone(),
-            tls_secret,
-            gateway,
-            auth_url: a.auth_url.as_ref().map(|u| u.as_str().to_owned()),
-            auth_service: a.auth_service.as_ref().map(ServiceRef::to_string),
-            auth_provider: a.auth_provider,
-        }
-    }
-
     /// Every value parsed as its flag parses it.
     pub fn check(&self) -> Result<(), String> {
         let bad = |what: &str, why: String| Err(format!("its {what} is not valid: {why}"));
@@ -184,6 +143,15 @@ impl RoutesHeader {
     }
 }
 
+/// `scopes` as a set: sorted, without duplicates — the form a scope group's scopes are kept,
+/// compared and named in.
+pub fn normalize_scopes(scopes: &[String]) -> Vec<String> {
+    let mut set = scopes.to_vec();
+    set.sort_unstable();
+    set.dedup();
+    set
+}
+
 /// Scope groups keyed by their scopes, paths sorted and distinct.
 pub type Groups = BTreeMap<Vec<String>, Vec<String>>;
 
@@ -192,9 +160,7 @@ pub fn add_paths(groups: &mut Groups, scopes: &[String], paths: &[String]) {
     if paths.is_empty() {
         return;
     }
-    let entry = groups
-        .entry(crate::routes::normalize_scopes(scopes))
-        .or_default();
+    let entry = groups.entry(normalize_scopes(scopes)).or_default();
     entry.extend(paths.iter().cloned());
     entry.sort();
     entry.dedup();
@@ -438,29 +404,5 @@ mod tests {
                 .get("authProvider")
                 .is_none()
         );
-    }
-
-    #[test]
-    fn an_attachment_keeps_only_what_a_flag_can_say() {
-        let a = Attachment {
-            ingress_class: Some("nginx".into()),
-            hosts: vec!["a.example.com".into()],
-            tls: Some(json!([{"hosts": ["a.example.com"], "secretName": "tls"}])),
-            parent_refs: Some(json!([ObjectRef::parse("gw-ns/gw").unwrap().parent_ref()])),
-            auth_url: None,
-            auth_service: Some(ServiceRef::parse("auth/authz:8080").unwrap()),
-            auth_provider: None,
-        };
-        let r = AttachmentRecord::of(&a);
-        assert_eq!(r.tls_secret.as_deref(), Some("tls"));
-        assert_eq!(r.gateway.as_deref(), Some("gw-ns/gw"));
-        assert_eq!(r.auth_service.as_deref(), Some("auth/authz:8080"));
-        let odd = Attachment {
-            tls: Some(json!([{"secretName": "a"}, {"secretName": "b"}])),
-            parent_refs: Some(json!([{"name": "gw", "sectionName": "https"}])),
-            ..Attachment::default()
-        };
-        let r = AttachmentRecord::of(&odd);
-        assert_eq!((r.tls_secret, r.gateway), (None, None));
     }
 }

@@ -23,7 +23,7 @@ use std::collections::BTreeSet;
 use serde_json::{Value, json};
 
 use crate::endpoints_file::EndpointsFile;
-use crate::history::{Record, RouteChange};
+use crate::history::Record;
 use crate::intent::{self, flags_to_restore};
 use crate::plan::{AuthProvider, Kind, Plan, RouteStyle};
 use crate::routes::refs::RouteFlags;
@@ -38,12 +38,6 @@ pub struct Drift {
     pub path: String,
     pub now: Option<Value>,
     pub recorded: Option<Value>,
-}
-
-/// The kind of a recorded route object, as this version knows it.
-pub fn route_kind(r: &RouteChange) -> Option<Kind> {
-    let kind: Kind = serde_json::from_value(Value::String(r.kind.clone())).ok()?;
-    (kind.api_version() == r.api_version).then_some(kind)
 }
 
 /// What the undo of a record asks the planner for: the values before its run.
@@ -314,7 +308,7 @@ fn short(v: &Option<Value>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history::{self, BoundsChange, Change, ImageChange, Source, Status};
+    use crate::history::{self, BoundsChange, Change, ImageChange, RouteChange, Source, Status};
     use crate::intent::{AttachmentRecord, GroupRecord, RouteSet, RoutesChange};
     use crate::live::LiveState;
     use crate::plan::{Action, RouteStyle, Write};

@@ -1,6 +1,6 @@
 //! A focused view as YAML, quickly, for the views the plugin shows all the time.
 //!
-//! [`crate::diff_render::yaml_of`] writes a view with serde-saphyr and its YAML 1.1 quoting
+//! [`saphyr`] writes a view with serde-saphyr and its YAML 1.1 quoting
 //! rules. A large plan shows thousands of views, and serde-saphyr spent most of the time of
 //! rendering one: every scalar goes through a generic serializer and a dozen quoting checks.
 //! The views are almost always the same shapes — maps of maps and compact sequences of maps,
@@ -342,16 +342,30 @@ fn reserved_word(s: &str) -> bool {
         .any(|w| s.eq_ignore_ascii_case(w))
 }
 
+/// A view as YAML by serde-saphyr with the diff's options: what the diff writes for a view
+/// [`write`] declines (`diff_render::yaml_of`), and the reference the tests hold [`write`] to.
+pub fn saphyr(view: &Value) -> String {
+    let options = serde_saphyr::ser_options! {
+        indent_step: 2,
+        compact_list_indent: true,
+        prefer_block_scalars: true,
+        // Folding (`>`) would break a long single-line value at spaces: a diff of it would
+        // then show lines that do not exist in the object.
+        folded_wrap_chars: usize::MAX,
+        yaml_12: false,
+    };
+    match serde_saphyr::to_string_with_options(view, options) {
+        Ok(yaml) => yaml,
+        // JSON is YAML too: a view the serializer refuses still renders, and escapes controls.
+        Err(_) => serde_json::to_string_pretty(view).unwrap_or_default() + "\n",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
     use serde_json::json;
-
-    /// What the diff writes for a view without this module: serde-saphyr with its options.
-    fn saphyr(view: &Value) -> String {
-        crate::diff_render::saphyr_yaml(view)
-    }
 
     #[test]
     fn an_ingress_view_is_written_here_as_serde_saphyr_writes_it() {

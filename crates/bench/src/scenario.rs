@@ -17,14 +17,14 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
-use kubectl_appupdate::endpoints_file;
-use kubectl_appupdate::live_state::LiveState;
-use kubectl_appupdate::plan::RouteStyle;
-use kubectl_appupdate::plan::{Action, Kind, Plan};
-use kubectl_appupdate::planner::{self, UpdateRequest};
-use kubectl_appupdate::routes::refs::RouteFlags;
-use kubectl_appupdate::routes::{self, Attachment, BackendPort, IDENTIFIER_LABEL, RouteContext};
-use kubectl_appupdate::updaters::{AutoscalerUpdate, ContainerUpdate};
+use appupdate_core::endpoints_file;
+use appupdate_core::live::LiveState;
+use appupdate_core::plan::RouteStyle;
+use appupdate_core::plan::{Action, Kind, Plan};
+use appupdate_core::planner::{self, UpdateRequest};
+use appupdate_core::routes::refs::RouteFlags;
+use appupdate_core::routes::{self, Attachment, BackendPort, IDENTIFIER_LABEL, RouteContext};
+use appupdate_core::updaters::{AutoscalerUpdate, ContainerUpdate};
 use sandbox_apiserver::Sandbox;
 use serde_json::{Value, json};
 

@@ -47,7 +47,7 @@ pub mod gateway;
 pub mod ingress;
 pub mod nginx_auth;
 pub mod nginx_snippet;
-pub mod refs;
+pub use crate::refs;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -58,9 +58,10 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::endpoints_file::EndpointsFile;
+use crate::intent::AttachmentRecord;
 use crate::names;
 use crate::plan::{AuthProvider, Kind, PlanError, RouteStyle, RoutesPlan, Updater};
-use refs::{AuthUrl, RouteFlags, ServiceRef};
+use refs::{AuthUrl, ObjectRef, RouteFlags, ServiceRef};
 
 /// The label whose value identifies the scope group of a managed route.
 pub const IDENTIFIER_LABEL: &str = "identifier";
@@ -76,10 +77,7 @@ pub fn managed_selector(app: &str) -> String {
     format!("{APP_LABEL}={app},{IDENTIFIER_LABEL}")
 }
 
-/// Scopes as a set: sorted by bytes, duplicates removed.
-pub fn normalize_scopes(scopes: &[String]) -> Vec<String> {
-    as_set(scopes.to_vec())
-}
+pub use crate::intent::normalize_scopes;
 
 /// `items` sorted and without duplicates: [`normalize_scopes`] of owned or borrowed scopes.
 fn as_set<T: Ord>(mut items: Vec<T>) -> Vec<T> {
@@ -419,6 +417,46 @@ pub struct Attachment {
     pub auth_service: Option<ServiceRef>,
     /// `gateway`: how scopes are checked (`None` for the other styles).
     pub auth_provider: Option<AuthProvider>,
+}
+
+impl Attachment {
+    /// The parts of the attachment that a flag can express: what a history record keeps.
+    pub fn record(&self) -> AttachmentRecord {
+        let tls_secret = self.tls.as_ref().and_then(|tls| {
+            let [entry] = tls.as_array()?.as_slice() else {
+                return None;
+            };
+            let secret = entry["secretName"].as_str()?;
+            let hosts_ok = match entry.get("hosts") {
+                None => self.hosts.is_empty(),
+                Some(h) => *h == json!(self.hosts),
+            };
+            let only = entry
+                .as_object()?
+                .keys()
+                .all(|k| k == "hosts" || k == "secretName");
+            (hosts_ok && only).then(|| secret.to_owned())
+        });
+        let gateway = self.parent_refs.as_ref().and_then(|p| {
+            let [entry] = p.as_array()?.as_slice() else {
+                return None;
+            };
+            let r = ObjectRef {
+                namespace: entry["namespace"].as_str().map(str::to_owned),
+                name: entry["name"].as_str()?.to_owned(),
+            };
+            (r.parent_ref() == *entry).then(|| r.to_string())
+        });
+        AttachmentRecord {
+            ingress_class: self.ingress_class.clone(),
+            hosts: self.hosts.clone(),
+            tls_secret,
+            gateway,
+            auth_url: self.auth_url.as_ref().map(|u| u.as_str().to_owned()),
+            auth_service: self.auth_service.as_ref().map(ServiceRef::to_string),
+            auth_provider: self.auth_provider,
+        }
+    }
 }
 
 impl Attachment {
@@ -1306,20 +1344,20 @@ fn header(
     live: &LiveRoutes<'_>,
     run: &Attachment,
 ) -> crate::intent::RoutesHeader {
-    use crate::intent::{AttachmentRecord, RoutesHeader};
+    use crate::intent::RoutesHeader;
     let style_before = match live_styles {
         [one] => Some(*one),
         _ => None,
     };
     let attachment_before = style_before
         .and_then(|s| attachment(app, s, &RouteFlags::default(), live, &[], &mut Vec::new()).ok())
-        .map(|(a, _)| AttachmentRecord::of(&a))
+        .map(|(a, _)| a.record())
         .unwrap_or_default();
     RoutesHeader {
         style_before,
         style: Some(run_style),
         attachment_before,
-        attachment: AttachmentRecord::of(run),
+        attachment: run.record(),
     }
 }
 

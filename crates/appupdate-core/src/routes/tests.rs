@@ -12,6 +12,7 @@ use crate::endpoints_file::Endpoint;
 use crate::plan::{
     Action, Base, FieldChange, ObjectChange, PatchType, Recheck, RouteInfo, Write, recheck,
 };
+use crate::refs::ObjectRef;
 use pretty_assertions::assert_eq;
 
 type Inherited = Attachment;
@@ -1571,4 +1572,28 @@ fn same_value_compares_keys_and_values_in_any_order() {
         &json!({"b": 2, "a": 3})
     ));
     assert!(!same_value(&json!([1, 2]), &json!([2, 1])));
+}
+
+#[test]
+fn an_attachment_records_only_what_a_flag_can_say() {
+    let a = Attachment {
+        ingress_class: Some("nginx".into()),
+        hosts: vec!["a.example.com".into()],
+        tls: Some(json!([{"hosts": ["a.example.com"], "secretName": "tls"}])),
+        parent_refs: Some(json!([ObjectRef::parse("gw-ns/gw").unwrap().parent_ref()])),
+        auth_url: None,
+        auth_service: Some(ServiceRef::parse("auth/authz:8080").unwrap()),
+        auth_provider: None,
+    };
+    let r = a.record();
+    assert_eq!(r.tls_secret.as_deref(), Some("tls"));
+    assert_eq!(r.gateway.as_deref(), Some("gw-ns/gw"));
+    assert_eq!(r.auth_service.as_deref(), Some("auth/authz:8080"));
+    let odd = Attachment {
+        tls: Some(json!([{"secretName": "a"}, {"secretName": "b"}])),
+        parent_refs: Some(json!([{"name": "gw", "sectionName": "https"}])),
+        ..Attachment::default()
+    };
+    let r = odd.record();
+    assert_eq!((r.tls_secret, r.gateway), (None, None));
 }

@@ -23,7 +23,7 @@ use std::fmt;
 use serde_json::{Value, json};
 
 use crate::names;
-use crate::plan::{AuthProvider, RouteStyle};
+use crate::route_style::{AuthProvider, RouteStyle};
 
 /// The route flags as given on the command line, validated.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
