@@ -4,14 +4,16 @@
 //! a GatewayClass that publishes its supported features without ExternalAuth refuses the plan
 //! before any write (exit 3), and a class that supports it, publishes nothing, or cannot be
 //! read lets the routes be written — the last two with one note in the plan. Public routes
-//! need no ExternalAuth and are written on either channel, without reading any Gateway.
+//! need no ExternalAuth and are written on either channel, without reading any Gateway. The
+//! standard channel is checked in both releases the sandbox serves: v1.4.1 (what v1.28 can
+//! install) and v1.6.1 (what current clusters install; its exchanges recorded on v1.33.3).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::common;
 
 use common::*;
-use sandbox_apiserver::{Fault, GatewayApiChannel, SandboxOptions};
+use sandbox_apiserver::{Fault, GatewayApiChannel, GatewayApiVersion, SandboxOptions};
 use serde_json::{Value, json};
 
 const PUBLIC: &str = "web-e3b0c44298fc1c14"; // scopes []
@@ -43,10 +45,16 @@ const CLASSES: &str = "/apis/gateway.networking.k8s.io/v1/gatewayclasses";
 const GATEWAYS: &str = "/apis/gateway.networking.k8s.io/v1/namespaces/gateways/gateways";
 
 /// The demo application without its managed Ingresses, on a cluster with `channel`'s Gateway
-/// API CRDs.
+/// API v1.4.1 CRDs.
 fn cluster(channel: GatewayApiChannel) -> Env {
+    cluster_of(GatewayApiVersion::V1_4_1, channel)
+}
+
+/// The same with the CRDs of the release `version`.
+fn cluster_of(version: GatewayApiVersion, channel: GatewayApiChannel) -> Env {
     let env = Env::with_options(SandboxOptions {
         gateway_api_channel: channel,
+        gateway_api_version: version,
         ..Default::default()
     });
     for name in [PUBLIC, USER] {
@@ -134,7 +142,16 @@ const NOTE_UNPUBLISHED: &str = "Could not verify that the Gateway supports the E
 
 #[test]
 fn the_standard_channel_refuses_scoped_routes_in_the_dry_run_and_nothing_is_written() {
-    let env = cluster(GatewayApiChannel::Standard);
+    standard_channel_refuses_scoped_routes(GatewayApiVersion::V1_4_1);
+}
+
+#[test]
+fn the_v1_6_1_standard_channel_refuses_scoped_routes_in_the_dry_run_and_nothing_is_written() {
+    standard_channel_refuses_scoped_routes(GatewayApiVersion::V1_6_1);
+}
+
+fn standard_channel_refuses_scoped_routes(version: GatewayApiVersion) {
+    let env = cluster_of(version, GatewayApiChannel::Standard);
     gateway(&env, None);
     let o = run(&env, SCOPED, &["--yes"]);
     assert_code(&o, 3);
@@ -172,7 +189,16 @@ fn the_standard_channel_refuses_scoped_routes_in_the_dry_run_and_nothing_is_writ
 
 #[test]
 fn the_standard_channel_publishes_public_routes_without_reading_any_gateway() {
-    let env = cluster(GatewayApiChannel::Standard);
+    standard_channel_publishes_public_routes(GatewayApiVersion::V1_4_1);
+}
+
+#[test]
+fn the_v1_6_1_standard_channel_publishes_public_routes_without_reading_any_gateway() {
+    standard_channel_publishes_public_routes(GatewayApiVersion::V1_6_1);
+}
+
+fn standard_channel_publishes_public_routes(version: GatewayApiVersion) {
+    let env = cluster_of(version, GatewayApiChannel::Standard);
     gateway(&env, Some(features(&["Gateway", "HTTPRoute"])));
     let o = run(&env, PUBLIC_ONLY, &["--yes"]);
     assert_code(&o, 0);

@@ -47,7 +47,7 @@ pub use http::auth::Identity;
 pub use http::faults::{Fault, Mutation, Trigger};
 pub use http::log::{Counters, LoggedRequest};
 pub use http::tls::client_certificate;
-pub use kinds::{GatewayApiChannel, IngressNginxWebhook};
+pub use kinds::{GatewayApiChannel, GatewayApiVersion, IngressNginxWebhook};
 pub use model::status::StatusBody;
 pub use sandbox::{RequestLogSink, Sandbox, SandboxOptions, StartError};
 

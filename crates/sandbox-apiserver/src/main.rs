@@ -6,7 +6,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use sandbox_apiserver::{
-    GatewayApiChannel, IngressNginxWebhook, RequestLogSink, Rollout, Sandbox, SandboxOptions,
+    GatewayApiChannel, GatewayApiVersion, IngressNginxWebhook, RequestLogSink, Rollout, Sandbox,
+    SandboxOptions,
 };
 
 #[derive(Parser)]
@@ -55,10 +56,13 @@ struct ServeArgs {
     /// Leave out the kinds a cluster gets from CustomResourceDefinitions: their groups answer 404.
     #[arg(long)]
     without_crds: bool,
-    /// Which channel of the Gateway API v1.4.1 CRDs to serve: experimental (HTTPRoute has the
+    /// Which channel of the Gateway API CRDs to serve: experimental (HTTPRoute has the
     /// ExternalAuth filter) or standard (it has not).
     #[arg(long, value_name = "CHANNEL", default_value = "experimental", value_parser = parse_channel)]
     gateway_api_channel: GatewayApiChannel,
+    /// Which release of the Gateway API CRDs to serve: v1.4.1 or v1.6.1.
+    #[arg(long, value_name = "VERSION", default_value = "v1.4.1", value_parser = parse_gateway_api_version)]
+    gateway_api_version: GatewayApiVersion,
     /// Also serve Envoy Gateway's SecurityPolicy CRD (gateway.envoyproxy.io/v1alpha1).
     #[arg(long)]
     with_envoy_gateway: bool,
@@ -84,6 +88,11 @@ fn parse_webhook(s: &str) -> Result<IngressNginxWebhook, String> {
 fn parse_channel(s: &str) -> Result<GatewayApiChannel, String> {
     GatewayApiChannel::parse(s)
         .ok_or_else(|| format!("unknown channel {s:?}: use experimental or standard"))
+}
+
+fn parse_gateway_api_version(s: &str) -> Result<GatewayApiVersion, String> {
+    GatewayApiVersion::parse(s)
+        .ok_or_else(|| format!("unknown Gateway API release {s:?}: use v1.4.1 or v1.6.1"))
 }
 
 fn parse_rollout(s: &str) -> Result<Rollout, String> {
@@ -118,6 +127,7 @@ fn serve(args: ServeArgs) -> Result<(), Box<dyn std::error::Error>> {
         request_log,
         install_crds: !args.without_crds,
         gateway_api_channel: args.gateway_api_channel,
+        gateway_api_version: args.gateway_api_version,
         install_envoy_gateway: args.with_envoy_gateway,
         ingress_nginx_webhook: args.ingress_nginx_webhook,
         ..Default::default()

@@ -19,7 +19,9 @@ use crate::http::auth::{Identity, Tokens};
 use crate::http::faults::{COMPETITOR, Fault};
 use crate::http::log::{Counters, LoggedRequest, RequestLog};
 use crate::http::{Server, conn, tls};
-use crate::kinds::{self, GatewayApiChannel, IngressNginxWebhook, Kind, Registry};
+use crate::kinds::{
+    self, GatewayApiChannel, GatewayApiVersion, IngressNginxWebhook, Kind, Registry,
+};
 use crate::model::status::{self, StatusBody};
 use crate::store::{FieldValidation, Selectors, State, Store, WriteCtx};
 
@@ -43,10 +45,14 @@ pub struct SandboxOptions {
     /// `false` is a cluster without those CRDs: their groups answer 404 and discovery does not
     /// list them.
     pub install_crds: bool,
-    /// Which channel of the Gateway API v1.4.1 CRDs is installed (with `install_crds`; default:
+    /// Which channel of the Gateway API CRDs is installed (with `install_crds`; default:
     /// experimental). [`GatewayApiChannel::Standard`] is a cluster whose HTTPRoutes have no
     /// `ExternalAuth` filter.
     pub gateway_api_channel: GatewayApiChannel,
+    /// Which release of the Gateway API CRDs is installed (with `install_crds`; default:
+    /// v1.4.1). [`GatewayApiVersion::V1_6_1`] is what current clusters install, whose CEL rules
+    /// need Kubernetes ≥ 1.30.
+    pub gateway_api_version: GatewayApiVersion,
     /// Also serve Envoy Gateway v1.9.0's `SecurityPolicy` CRD (`gateway.envoyproxy.io/v1alpha1`;
     /// default: no, so its group answers 404 as on a cluster without Envoy Gateway).
     pub install_envoy_gateway: bool,
@@ -70,6 +76,7 @@ impl Default for SandboxOptions {
             http1_only: false,
             install_crds: true,
             gateway_api_channel: GatewayApiChannel::Experimental,
+            gateway_api_version: GatewayApiVersion::V1_4_1,
             install_envoy_gateway: false,
             ingress_nginx_webhook: None,
             service_cidr: "10.96.0.0/12".into(),
@@ -151,8 +158,12 @@ impl Sandbox {
             store.clone(),
             Tokens::generate(tls.is_some()),
             RequestLog::new(sink),
-            Registry::with_channel(opts.install_crds, opts.gateway_api_channel)
-                .with_envoy_gateway(opts.install_envoy_gateway),
+            Registry::with_gateway_api(
+                opts.install_crds,
+                opts.gateway_api_version,
+                opts.gateway_api_channel,
+            )
+            .with_envoy_gateway(opts.install_envoy_gateway),
             addr,
             sd_rx.clone(),
             Some(Box::new(Control {

@@ -14,6 +14,11 @@
 //! * `tests/fixtures/standard/` (`tools/record_fixtures.py` with `tools/standard-cases.yaml`):
 //!   the Gateway API's standard channel — discovery, GatewayClass `supportedFeatures`, and an
 //!   HTTPRoute with an `ExternalAuth` filter refused; recorded like `kinds/`.
+//! * `tests/fixtures/gateway-api-v1.6.1-{standard,experimental}/` (`tools/record_fixtures.py`
+//!   with `tools/gateway-api-v1.6.1-*-cases.yaml`): recorded on kube-apiserver v1.33.3 with the
+//!   Gateway API v1.6.1 CRDs of that channel — the plugin's HTTPRoute writes, dry runs and
+//!   reads, the ExternalAuth filter refused by the standard channel, status updates; recorded
+//!   like `kinds/`.
 //! * `tests/fixtures/webhook/`: the API server passing on a snippet refusal of a webhook named
 //!   like ingress-nginx's, replayed with `IngressNginxWebhook::SnippetsDisabled`.
 //!
@@ -29,7 +34,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use sandbox_apiserver::{
-    GatewayApiChannel, Identity, IngressNginxWebhook, Sandbox, SandboxOptions,
+    GatewayApiChannel, GatewayApiVersion, Identity, IngressNginxWebhook, Sandbox, SandboxOptions,
 };
 use serde_json::{Map, Value, json};
 
@@ -680,6 +685,33 @@ fn every_recorded_exchange_with_the_standard_gateway_api_channel_is_reproduced()
     })
     .unwrap();
     replay_folder("standard", 22, &sb, true, &[]);
+}
+
+#[test]
+fn every_recorded_exchange_with_the_v1_6_1_standard_gateway_api_is_reproduced() {
+    // Recorded on kube-apiserver v1.33.3 (v1.6.1's CEL needs ≥ 1.30) with the Gateway API
+    // v1.6.1 standard-channel CRDs installed.
+    let sb = Sandbox::start(SandboxOptions {
+        tls: true,
+        gateway_api_version: GatewayApiVersion::V1_6_1,
+        gateway_api_channel: GatewayApiChannel::Standard,
+        ..Default::default()
+    })
+    .unwrap();
+    replay_folder("gateway-api-v1.6.1-standard", 37, &sb, true, &[]);
+}
+
+#[test]
+fn every_recorded_exchange_with_the_v1_6_1_experimental_gateway_api_is_reproduced() {
+    // Recorded on a fresh kube-apiserver v1.33.3 with the v1.6.1 experimental-channel CRDs.
+    let sb = Sandbox::start(SandboxOptions {
+        tls: true,
+        gateway_api_version: GatewayApiVersion::V1_6_1,
+        gateway_api_channel: GatewayApiChannel::Experimental,
+        ..Default::default()
+    })
+    .unwrap();
+    replay_folder("gateway-api-v1.6.1-experimental", 15, &sb, true, &[]);
 }
 
 #[test]

@@ -15,7 +15,9 @@ use std::sync::OnceLock;
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha512};
 
-use crate::kinds::{self, CustomResourceNames, GatewayApiChannel, Kind, Registry, Subresource};
+use crate::kinds::{
+    self, CustomResourceNames, GatewayApiChannel, GatewayApiVersion, Kind, Registry, Subresource,
+};
 use crate::model::gojson;
 
 const VERSION: &str = include_str!("discovery/version.json");
@@ -29,6 +31,9 @@ const AGGREGATED_API: &str = include_str!("discovery/aggregated_api.json");
 const AGGREGATED_APIS: &str = include_str!("discovery/aggregated_apis.json");
 const GATEWAY_API: &str = include_str!("discovery/gateway_api.json");
 const GATEWAY_API_STANDARD: &str = include_str!("discovery/gateway_api_standard.json");
+const GATEWAY_API_V1_6_1: &str = include_str!("discovery/gateway_api_v1_6_1.json");
+const GATEWAY_API_V1_6_1_STANDARD: &str =
+    include_str!("discovery/gateway_api_v1_6_1_standard.json");
 const ENVOY_GATEWAY: &str = include_str!("discovery/envoy_gateway.json");
 
 pub const AGGREGATED_CONTENT_TYPE: &str =
@@ -56,6 +61,9 @@ struct Docs {
     custom: Value,
     /// The same, with the Gateway API's standard channel installed.
     custom_standard: Value,
+    /// The same two for the Gateway API v1.6.1 (recorded from kube-apiserver v1.33.3).
+    custom_v1_6_1: Value,
+    custom_v1_6_1_standard: Value,
     generic: Vec<GenericResource>,
 }
 
@@ -80,6 +88,11 @@ fn docs() -> &'static Docs {
             aggregated_apis,
             custom: merged(&[parse(GATEWAY_API), parse(ENVOY_GATEWAY)]),
             custom_standard: merged(&[parse(GATEWAY_API_STANDARD), parse(ENVOY_GATEWAY)]),
+            custom_v1_6_1: merged(&[parse(GATEWAY_API_V1_6_1), parse(ENVOY_GATEWAY)]),
+            custom_v1_6_1_standard: merged(&[
+                parse(GATEWAY_API_V1_6_1_STANDARD),
+                parse(ENVOY_GATEWAY),
+            ]),
             generic,
         }
     })
@@ -240,8 +253,10 @@ pub fn aggregated_apis(reg: &Registry) -> (Value, String) {
 /// The recorded documents of the custom resources `reg` serves.
 fn custom_docs(reg: &Registry) -> &'static Value {
     match reg.gateway_api() {
-        GatewayApiChannel::Experimental => &docs().custom,
-        GatewayApiChannel::Standard => &docs().custom_standard,
+        (GatewayApiVersion::V1_4_1, GatewayApiChannel::Experimental) => &docs().custom,
+        (GatewayApiVersion::V1_4_1, GatewayApiChannel::Standard) => &docs().custom_standard,
+        (GatewayApiVersion::V1_6_1, GatewayApiChannel::Experimental) => &docs().custom_v1_6_1,
+        (GatewayApiVersion::V1_6_1, GatewayApiChannel::Standard) => &docs().custom_v1_6_1_standard,
     }
 }
 

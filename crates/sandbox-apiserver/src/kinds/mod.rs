@@ -32,7 +32,7 @@ use crate::model::object::with_type_meta;
 use crate::model::schema::{self, DecodeError, Decoded};
 use crate::model::status::{FieldError, StatusBody};
 
-pub use custom::GatewayApiChannel;
+pub use custom::{GatewayApiChannel, GatewayApiVersion};
 pub use deployment::DEPLOYMENT;
 pub use ingress::{INGRESS_NGINX_CLASS, INGRESS_NGINX_CONTROLLER, IngressNginxWebhook};
 pub use ingress_class::IS_DEFAULT_CLASS;
@@ -76,27 +76,39 @@ pub static KINDS: &[&dyn Kind] = &[
 ];
 
 /// Every kind the sandbox knows: the built-in [`KINDS`], then the custom resources of the
-/// bundled CRDs ([`custom`]) in the Gateway API's experimental channel.
+/// bundled CRDs ([`custom`]) in the Gateway API v1.4.1's experimental channel.
 pub fn all() -> &'static [&'static dyn Kind] {
-    with_gateway_api(GatewayApiChannel::Experimental)
+    with_gateway_api(GatewayApiVersion::V1_4_1, GatewayApiChannel::Experimental)
 }
 
-/// The built-in [`KINDS`], then the custom resources of `channel`'s bundled CRDs.
-pub fn with_gateway_api(channel: GatewayApiChannel) -> &'static [&'static dyn Kind] {
+/// The built-in [`KINDS`], then the custom resources of the bundled CRDs of `version` and
+/// `channel`.
+pub fn with_gateway_api(
+    version: GatewayApiVersion,
+    channel: GatewayApiChannel,
+) -> &'static [&'static dyn Kind] {
     type Kinds = std::sync::OnceLock<Vec<&'static dyn Kind>>;
-    static EXPERIMENTAL: Kinds = Kinds::new();
-    static STANDARD: Kinds = Kinds::new();
-    let cell = match channel {
-        GatewayApiChannel::Experimental => &EXPERIMENTAL,
-        GatewayApiChannel::Standard => &STANDARD,
+    static CELLS: [Kinds; 4] = [Kinds::new(), Kinds::new(), Kinds::new(), Kinds::new()];
+    let i = match (version, channel) {
+        (GatewayApiVersion::V1_4_1, GatewayApiChannel::Experimental) => 0,
+        (GatewayApiVersion::V1_4_1, GatewayApiChannel::Standard) => 1,
+        (GatewayApiVersion::V1_6_1, GatewayApiChannel::Experimental) => 2,
+        (GatewayApiVersion::V1_6_1, GatewayApiChannel::Standard) => 3,
     };
-    cell.get_or_init(|| {
+    CELLS[i].get_or_init(|| {
         KINDS
             .iter()
             .copied()
-            .chain(custom::kinds(channel).iter().copied())
+            .chain(custom::kinds(version, channel).iter().copied())
             .collect()
     })
+}
+
+/// Every kind of every bundle: the built-in ones, then the custom ones of each Gateway API
+/// release and channel (a kind can appear more than once). For finding the kind of a stored
+/// object whatever a sandbox serves.
+pub fn every() -> impl Iterator<Item = &'static dyn Kind> {
+    KINDS.iter().copied().chain(custom::every_kind())
 }
 
 /// A served kind and its registry strategy. Only [`Kind::api`], [`Kind::schema`] and the table
@@ -479,7 +491,7 @@ pub enum CrdSet {
 pub struct Registry {
     kinds: &'static [&'static dyn Kind],
     install_crds: bool,
-    gateway_api: GatewayApiChannel,
+    gateway_api: (GatewayApiVersion, GatewayApiChannel),
     envoy_gateway: bool,
 }
 
@@ -490,11 +502,22 @@ impl Registry {
         Registry::of(all(), install_crds)
     }
 
-    /// Every built-in kind and, when `install_crds`, the Gateway API CRDs of `channel`.
+    /// Every built-in kind and, when `install_crds`, the Gateway API v1.4.1 CRDs of `channel`.
+    #[cfg(test)]
     pub fn with_channel(install_crds: bool, channel: GatewayApiChannel) -> Registry {
+        Registry::with_gateway_api(install_crds, GatewayApiVersion::V1_4_1, channel)
+    }
+
+    /// Every built-in kind and, when `install_crds`, the Gateway API CRDs of `version` and
+    /// `channel`.
+    pub fn with_gateway_api(
+        install_crds: bool,
+        version: GatewayApiVersion,
+        channel: GatewayApiChannel,
+    ) -> Registry {
         Registry {
-            gateway_api: channel,
-            ..Registry::of(with_gateway_api(channel), install_crds)
+            gateway_api: (version, channel),
+            ..Registry::of(with_gateway_api(version, channel), install_crds)
         }
     }
 
@@ -503,14 +526,14 @@ impl Registry {
         Registry {
             kinds,
             install_crds,
-            gateway_api: GatewayApiChannel::Experimental,
+            gateway_api: (GatewayApiVersion::V1_4_1, GatewayApiChannel::Experimental),
             envoy_gateway: false,
         }
     }
 
-    /// The channel of the Gateway API CRDs served (when CRDs are installed): which recorded
-    /// discovery documents describe them.
-    pub fn gateway_api(&self) -> GatewayApiChannel {
+    /// The release and channel of the Gateway API CRDs served (when CRDs are installed): which
+    /// recorded discovery documents describe them.
+    pub fn gateway_api(&self) -> (GatewayApiVersion, GatewayApiChannel) {
         self.gateway_api
     }
 

@@ -966,10 +966,8 @@ impl State {
                 .collect();
             for ck in children {
                 if let Some(obj) = self.objects.get(&ck).cloned()
-                    && let Some(ck_kind) = kinds::all()
-                        .iter()
-                        .copied()
-                        .find(|x| x.api().resource == ck.0 && x.api().group == ck.1)
+                    && let Some(ck_kind) =
+                        kinds::every().find(|x| x.api().resource == ck.0 && x.api().group == ck.1)
                 {
                     self.remove(ck_kind, ck, obj);
                 }

@@ -3,8 +3,9 @@
 //! `self` and `oldSelf`, field selection with Kubernetes' escaping of reserved words
 //! (`__namespace__`), indexing, `has()`, the `all`/`exists`/`exists_one`/`filter`/`map`
 //! macros, `size`, `in`, the string functions `startsWith`, `endsWith`, `contains`, `matches`,
-//! `split`, `lowerAscii` and `upperAscii`, `duration()`, arithmetic, comparisons, `!`, `&&`, `||` (with CEL's
-//! commutative treatment of errors) and `? :`.
+//! `split`, `substring`, `lowerAscii` and `upperAscii`, `duration()`, Kubernetes' `isIP()` and
+//! `format.dns1123Label().validate()` (the Gateway API v1.6.1's rules), arithmetic, comparisons,
+//! `!`, `&&`, `||` (with CEL's commutative treatment of errors) and `? :`.
 //!
 //! A rule the parser does not understand fails when the CRDs are loaded (a unit test parses
 //! every rule of the bundled CRDs), never at request time.
@@ -70,6 +71,9 @@ pub enum Val {
     Map(Vec<(Val, Val)>),
     /// Nanoseconds.
     Duration(i128),
+    /// A named format of Kubernetes' CEL format library (`format.dns1123Label()`), whose
+    /// `validate(string)` answers `null` or the list of what is wrong.
+    Format(String),
 }
 
 impl Val {
@@ -104,6 +108,7 @@ impl Val {
             Val::List(_) => "list",
             Val::Map(_) => "map",
             Val::Duration(_) => "google.protobuf.Duration",
+            Val::Format(_) => "kubernetes.NamedFormat",
         }
     }
 }
@@ -779,7 +784,13 @@ pub fn eval(e: &Expr, env: &mut Env<'_>) -> Result<Val, EvalError> {
             run_macro(items, *kind, var, body, env)
         }
         Expr::Call(target, name, args) => {
-            let t = match target {
+            let t = match target.as_deref() {
+                // Kubernetes' format library: `format.<name>()` names a format.
+                Some(Expr::Ident(f))
+                    if f == "format" && args.is_empty() && env.lookup(f).is_none() =>
+                {
+                    return Ok(Val::Format(name.clone()));
+                }
                 Some(t) => Some(eval(t, env)?),
                 None => None,
             };
@@ -929,6 +940,39 @@ fn call(target: Option<Val>, name: &str, args: &[Val], env: &Env<'_>) -> Result<
         (Some(Val::Str(s)), "upperAscii") if args.is_empty() => {
             Ok(Val::Str(s.to_ascii_uppercase()))
         }
+        (Some(Val::Str(s)), "substring") => {
+            let chars: Vec<char> = s.chars().collect();
+            let index = |i: usize| match args.get(i) {
+                Some(Val::Int(n)) => Ok(*n),
+                Some(other) => no_overload("substring", &[other]),
+                None => Ok(chars.len() as i64),
+            };
+            let (start, end) = (index(0)?, index(1)?);
+            if start < 0 || start as usize > chars.len() {
+                return err(format!("index out of range: {start}"));
+            }
+            if end < start || end as usize > chars.len() {
+                return err(format!("index out of range: {end}"));
+            }
+            Ok(Val::Str(
+                chars[start as usize..end as usize].iter().collect(),
+            ))
+        }
+        (None, "isIP") => Ok(Val::Bool(str_arg(0)?.parse::<std::net::IpAddr>().is_ok())),
+        (Some(Val::Format(f)), "validate") => {
+            let v = str_arg(0)?;
+            match f.as_str() {
+                "dns1123Label" => {
+                    let errs = dns1123_label(v);
+                    Ok(if errs.is_empty() {
+                        Val::Null
+                    } else {
+                        Val::List(errs.into_iter().map(Val::Str).collect())
+                    })
+                }
+                other => err(format!("undeclared reference to 'format.{other}'")),
+            }
+        }
         (Some(Val::Str(s)), "split") => Ok(Val::List(
             s.split(str_arg(0)?)
                 .map(|p| Val::Str(p.to_string()))
@@ -940,6 +984,24 @@ fn call(target: Option<Val>, name: &str, args: &[Val], env: &Env<'_>) -> Result<
         (Some(t), other) => no_overload(other, &[&t]),
         (None, other) => err(format!("undeclared reference to '{other}'")),
     }
+}
+
+/// `validation.IsDNS1123Label`'s messages for `v` (none when it is one).
+fn dns1123_label(v: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if v.len() > 63 {
+        errs.push("must be no more than 63 characters".to_string());
+    }
+    let b = v.as_bytes();
+    let alnum = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
+    let ok = !b.is_empty()
+        && b.first().is_some_and(alnum)
+        && b.last().is_some_and(alnum)
+        && b.iter().all(|c| alnum(c) || *c == b'-');
+    if !ok {
+        errs.push("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')".to_string());
+    }
+    errs
 }
 
 #[cfg(test)]
@@ -1020,6 +1082,36 @@ mod tests {
             run("self.upperAscii()", json!("ÄbC")),
             Ok(Val::Str("ÄBC".into()))
         );
+    }
+
+    #[test]
+    fn the_functions_v1_6_1_rules_use_evaluate() {
+        assert_eq!(
+            run("self.all(h, !isIP(h))", json!(["a.example.com"])),
+            Ok(Val::Bool(true))
+        );
+        assert_eq!(
+            run("self.all(h, !isIP(h))", json!(["10.0.0.1"])),
+            Ok(Val::Bool(false))
+        );
+        assert_eq!(
+            run("self.all(h, !isIP(h))", json!(["::1"])),
+            Ok(Val::Bool(false))
+        );
+        assert_eq!(
+            run("self.substring(2)", json!("*.example.com")),
+            Ok(Val::Str("example.com".into()))
+        );
+        assert_eq!(
+            run("self.substring(1, 3)", json!("abcd")),
+            Ok(Val::Str("bc".into()))
+        );
+        assert!(run("self.substring(5)", json!("abcd")).is_err());
+        let label = "size(self) == 0 || format.dns1123Label().validate(self) == null";
+        assert_eq!(run(label, json!("backend-1")), Ok(Val::Bool(true)));
+        assert_eq!(run(label, json!("")), Ok(Val::Bool(true)));
+        assert_eq!(run(label, json!("Backend_1")), Ok(Val::Bool(false)));
+        assert_eq!(run(label, json!("-a")), Ok(Val::Bool(false)));
     }
 
     #[test]

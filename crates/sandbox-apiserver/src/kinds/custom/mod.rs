@@ -2,7 +2,9 @@
 //! channel (12 CRDs, `gateway.networking.k8s.io` and `gateway.networking.x-k8s.io`;
 //! `gateway-api-v1.4.1.json`) or, as a cluster that installed the release's standard channel has
 //! them, its 6 standard CRDs (`gateway-api-v1.4.1-standard.json`: no experimental kinds, and
-//! HTTPRoute without the `ExternalAuth` and `CORS` filters) — see [`GatewayApiChannel`] — and
+//! HTTPRoute without the `ExternalAuth` and `CORS` filters) — see [`GatewayApiChannel`] —, or
+//! the same two channels of v1.6.1 (`gateway-api-v1.6.1{,-standard}.json`, see
+//! [`GatewayApiVersion`]), and
 //! Envoy Gateway v1.9.0's `SecurityPolicy` (`gateway.envoyproxy.io`, installed only when asked:
 //! [`CrdSet::EnvoyGateway`], `envoy-gateway-v1.9.0.json`). All are served from the CRDs' own
 //! text (made by `tools/crd_bundle.py`) the way the apiextensions server serves custom
@@ -41,6 +43,35 @@ use structural::Node;
 const GATEWAY_API: &str = include_str!("gateway-api-v1.4.1.json");
 /// The Gateway API v1.4.1 standard channel.
 const GATEWAY_API_STANDARD: &str = include_str!("gateway-api-v1.4.1-standard.json");
+/// The Gateway API v1.6.1 experimental channel.
+const GATEWAY_API_V1_6_1: &str = include_str!("gateway-api-v1.6.1.json");
+/// The Gateway API v1.6.1 standard channel.
+const GATEWAY_API_V1_6_1_STANDARD: &str = include_str!("gateway-api-v1.6.1-standard.json");
+
+/// Which release of the Gateway API's CRDs a sandbox serves.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum GatewayApiVersion {
+    /// v1.4.1: the newest release whose experimental channel installs on Kubernetes 1.28 (the
+    /// version the sandbox emulates).
+    #[default]
+    V1_4_1,
+    /// v1.6.1: its CRDs carry CEL rules that need Kubernetes ≥ 1.30 (`isIP()`,
+    /// `format.dns1123Label()`), evaluated here as v1.33 does. The standard channel also serves
+    /// ListenerSet, ReferenceGrant, TCPRoute, TLSRoute and UDPRoute at `v1`; ExternalAuth is still
+    /// experimental-only.
+    V1_6_1,
+}
+
+impl GatewayApiVersion {
+    /// `v1.4.1` or `v1.6.1` (the `v` optional); `None` for anything else.
+    pub fn parse(s: &str) -> Option<GatewayApiVersion> {
+        match s.strip_prefix('v').unwrap_or(s) {
+            "1.4.1" => Some(GatewayApiVersion::V1_4_1),
+            "1.6.1" => Some(GatewayApiVersion::V1_6_1),
+            _ => None,
+        }
+    }
+}
 
 /// Which release channel of the Gateway API's CRDs a sandbox serves. One cluster has one of
 /// them (the CRDs of both channels share their names).
@@ -88,6 +119,7 @@ pub struct CustomKind {
     subresources: &'static [Subresource],
     columns: Vec<Column>,
     storage_prefix: &'static str,
+    judge: Judge,
 }
 
 fn leak(s: &str) -> &'static str {
@@ -102,41 +134,75 @@ fn leak_strs(v: &Value) -> &'static [&'static str] {
     Box::leak(list.into_boxed_slice())
 }
 
-/// The custom resource kinds of `channel`'s Gateway API bundle, then Envoy Gateway's (served
-/// only when its set is installed), built once per process.
-pub fn kinds(channel: GatewayApiChannel) -> &'static [&'static dyn Kind] {
-    static EXPERIMENTAL: OnceLock<Vec<&'static dyn Kind>> = OnceLock::new();
-    static STANDARD: OnceLock<Vec<&'static dyn Kind>> = OnceLock::new();
+/// The custom resource kinds of the Gateway API bundle of `version` and `channel`, then Envoy
+/// Gateway's (served only when its set is installed), built once per process.
+pub fn kinds(
+    version: GatewayApiVersion,
+    channel: GatewayApiChannel,
+) -> &'static [&'static dyn Kind] {
+    type Cell = OnceLock<Vec<&'static dyn Kind>>;
+    static CELLS: [Cell; 4] = [Cell::new(), Cell::new(), Cell::new(), Cell::new()];
     // The bundles are checked by a unit test; a broken one serves no custom resources.
-    let Ok([experimental, standard, envoy]) = bundles() else {
+    let Ok(bundles) = bundles() else {
         return &[];
     };
-    let (cell, gateway) = match channel {
-        GatewayApiChannel::Experimental => (&EXPERIMENTAL, experimental),
-        GatewayApiChannel::Standard => (&STANDARD, standard),
-    };
-    cell.get_or_init(|| gateway.iter().chain(envoy).copied().collect())
+    let i = bundle_index(version, channel);
+    CELLS[i].get_or_init(|| bundles[i].iter().chain(&bundles[4]).copied().collect())
 }
 
-/// The bundles (experimental, standard, Envoy Gateway), loaded once per process: the types of
-/// every custom kind are installed in one go.
-fn bundles() -> &'static Result<[Vec<&'static dyn Kind>; 3], String> {
-    static BUNDLES: OnceLock<Result<[Vec<&'static dyn Kind>; 3], String>> = OnceLock::new();
+/// Where the bundle of `version` and `channel` is in [`bundles`].
+fn bundle_index(version: GatewayApiVersion, channel: GatewayApiChannel) -> usize {
+    let v = match version {
+        GatewayApiVersion::V1_4_1 => 0,
+        GatewayApiVersion::V1_6_1 => 2,
+    };
+    v + match channel {
+        GatewayApiChannel::Experimental => 0,
+        GatewayApiChannel::Standard => 1,
+    }
+}
+
+/// Every custom kind of every bundle (the kinds of a stored object, whichever bundle a sandbox
+/// serves).
+pub fn every_kind() -> impl Iterator<Item = &'static dyn Kind> {
+    bundles().iter().flatten().flatten().copied()
+}
+
+/// The bundles (v1.4.1 experimental and standard, v1.6.1 experimental and standard, Envoy
+/// Gateway), loaded once per process: the types of every custom kind are installed in one go.
+fn bundles() -> &'static Result<[Vec<&'static dyn Kind>; 5], String> {
+    static BUNDLES: OnceLock<Result<[Vec<&'static dyn Kind>; 5], String>> = OnceLock::new();
     BUNDLES.get_or_init(|| {
-        let [experimental, standard, envoy] = load(&[
-            (GATEWAY_API, CrdSet::Default),
-            (GATEWAY_API_STANDARD, CrdSet::Default),
-            (ENVOY_GATEWAY, CrdSet::EnvoyGateway),
+        load(&[
+            (GATEWAY_API, CrdSet::Default, Judge::V1_28),
+            (GATEWAY_API_STANDARD, CrdSet::Default, Judge::V1_28),
+            (GATEWAY_API_V1_6_1, CrdSet::Default, Judge::V1_33),
+            (GATEWAY_API_V1_6_1_STANDARD, CrdSet::Default, Judge::V1_33),
+            (ENVOY_GATEWAY, CrdSet::EnvoyGateway, Judge::V1_33),
         ])?
         .try_into()
-        .map_err(|_| "three bundles load as three lists of kinds".to_string())?;
-        Ok([experimental, standard, envoy])
+        .map_err(|_| "five bundles load as five lists of kinds".to_string())
     })
 }
 
-/// Parse bundles, each with the set that installs its CRDs: the kinds of every served version,
-/// per bundle.
-fn load(bundles: &[(&str, CrdSet)]) -> Result<Vec<Vec<&'static dyn Kind>>, String> {
+/// Which API server's apiextensions validation a bundle's custom resources get: the one the
+/// sandbox emulates (v1.28) for the CRDs that install there, and the one their exchanges were
+/// recorded on (v1.33.3) for the CRDs whose CEL rules need Kubernetes ≥ 1.30 — a cluster serving
+/// those is never a v1.28 one. Two differences matter for the exchanges recorded:
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Judge {
+    /// v1.28: an enum violation (`Unsupported value`) does not keep the CEL rules from running;
+    /// the errors of a status write name fields relative to the status (`parents[0].…`).
+    V1_28,
+    /// v1.33: an enum violation blocks the CEL rules (`some validation rules were not
+    /// checked …` is added); status errors name the whole path (`status.parents[0].…`), their
+    /// messages still relative to the status.
+    V1_33,
+}
+
+/// Parse bundles, each with the set that installs its CRDs and the server that judges them: the
+/// kinds of every served version, per bundle.
+fn load(bundles: &[(&str, CrdSet, Judge)]) -> Result<Vec<Vec<&'static dyn Kind>>, String> {
     struct Pending {
         bundle: usize,
         crd: usize,
@@ -145,7 +211,7 @@ fn load(bundles: &[(&str, CrdSet)]) -> Result<Vec<Vec<&'static dyn Kind>>, Strin
     }
     let mut all_crds: Vec<Vec<Value>> = Vec::new();
     let mut pending = Vec::new();
-    for (b, (text, _)) in bundles.iter().enumerate() {
+    for (b, (text, _, _)) in bundles.iter().enumerate() {
         let crds: Vec<Value> = serde_json::from_str(text).map_err(|e| e.to_string())?;
         for (i, crd) in crds.iter().enumerate() {
             for v in crd
@@ -243,6 +309,7 @@ fn load(bundles: &[(&str, CrdSet)]) -> Result<Vec<Vec<&'static dyn Kind>>, Strin
             subresources: if status { &[Subresource::Status] } else { &[] },
             columns,
             storage_prefix: leak(&format!("{group}/{}", name("plural"))),
+            judge: bundles[p.bundle].2,
         };
         out[p.bundle].push(Box::leak(Box::new(kind)));
     }
@@ -484,7 +551,7 @@ impl Kind for CustomKind {
         let mut errs = Vec::new();
         structural::validate(&body, &self.root, "", &mut errs);
         structural::validate_lists(&body, &self.root, "", &mut errs);
-        if structural::blocks_rules(&errs) {
+        if structural::blocks_rules(&errs, self.judge == Judge::V1_33) {
             errs.push(structural::rules_not_checked());
             return errs;
         }
@@ -500,7 +567,8 @@ impl Kind for CustomKind {
     }
 
     /// The apiextensions status strategy's `ValidateUpdate`: the status against the status
-    /// schema, its paths relative to the status (`parents[0].conditions[0].reason`); list-type
+    /// schema, its paths relative to the status (`parents[0].conditions[0].reason`; on v1.33 the
+    /// fields prefixed with `status.`, see [`Judge`]); list-type
     /// uniqueness over the object unless the old one already broke it; the CEL rules, unless an
     /// error above makes the real server skip them.
     fn validate_status(&self, obj: &Value, old: &Value) -> Vec<FieldError> {
@@ -515,13 +583,22 @@ impl Kind for CustomKind {
         let mut errs = Vec::new();
         if let (Some(status), Some(node)) = (body.get("status"), self.root.property("status")) {
             structural::validate(status, node, "", &mut errs);
+            if self.judge == Judge::V1_33 {
+                for e in &mut errs {
+                    e.field = if e.field.is_empty() {
+                        "status".to_string()
+                    } else {
+                        format!("status.{}", e.field)
+                    };
+                }
+            }
         }
         let mut old_list_errs = Vec::new();
         structural::validate_lists(&old_body, &self.root, "", &mut old_list_errs);
         if old_list_errs.is_empty() {
             structural::validate_lists(&body, &self.root, "", &mut errs);
         }
-        if structural::blocks_rules(&errs) {
+        if structural::blocks_rules(&errs, self.judge == Judge::V1_33) {
             errs.push(structural::rules_not_checked());
             return errs;
         }
@@ -593,7 +670,13 @@ mod tests {
 
     #[test]
     fn every_served_version_of_the_bundled_crds_loads_with_its_rules() {
-        let [experimental, standard, envoy] = bundles()
+        let [
+            experimental,
+            standard,
+            experimental_161,
+            standard_161,
+            envoy,
+        ] = bundles()
             .as_ref()
             .unwrap_or_else(|e| panic!("the bundles do not load: {e}"));
         let experimental = names(experimental);
@@ -604,8 +687,29 @@ mod tests {
             names(envoy),
             ["gateway.envoyproxy.io/v1alpha1/securitypolicies".to_string()]
         );
-        assert_eq!(super::kinds(GatewayApiChannel::Experimental).len(), 18);
-        assert_eq!(super::kinds(GatewayApiChannel::Standard).len(), 10);
+        let v1_4_1 = GatewayApiVersion::V1_4_1;
+        assert_eq!(
+            super::kinds(v1_4_1, GatewayApiChannel::Experimental).len(),
+            18
+        );
+        assert_eq!(super::kinds(v1_4_1, GatewayApiChannel::Standard).len(), 10);
+        // v1.6.1: every kind of the channel at v1, the experimental channel's older versions
+        // and X-kinds too.
+        let standard_161 = names(standard_161);
+        assert_eq!(standard_161.len(), 14, "{standard_161:?}");
+        for kind in [
+            "listenersets",
+            "referencegrants",
+            "tcproutes",
+            "tlsroutes",
+            "udproutes",
+        ] {
+            assert!(
+                standard_161.contains(&format!("gateway.networking.k8s.io/v1/{kind}")),
+                "{standard_161:?}"
+            );
+        }
+        assert_eq!(names(experimental_161).len(), 22);
         // The standard channel: GatewayClass, Gateway and HTTPRoute (v1, v1beta1), GRPCRoute,
         // BackendTLSPolicy (v1), ReferenceGrant (v1beta1).
         let standard = names(standard);
@@ -621,8 +725,14 @@ mod tests {
 
     #[test]
     fn only_the_experimental_channel_has_the_external_auth_filter() {
+        for version in [GatewayApiVersion::V1_4_1, GatewayApiVersion::V1_6_1] {
+            only_the_experimental_channel_of_has_the_external_auth_filter(version);
+        }
+    }
+
+    fn only_the_experimental_channel_of_has_the_external_auth_filter(version: GatewayApiVersion) {
         let filter_types = |channel| {
-            let httproute = kinds(channel)
+            let httproute = kinds(version, channel)
                 .iter()
                 .find(|k| {
                     k.api().api_version == "gateway.networking.k8s.io/v1"

@@ -496,8 +496,10 @@ pub fn validate_lists(v: &Value, n: &Node, path: &str, errs: &mut Vec<FieldError
     }
 }
 
-/// Errors that keep the CEL rules from running (`hasBlockingErr`).
-pub fn blocks_rules(errs: &[FieldError]) -> bool {
+/// Errors that keep the CEL rules from running (`hasBlockingErr`): on v1.28 type, required,
+/// length and item-count violations; newer servers (`enum_blocks`, as v1.33.3 was recorded)
+/// count enum violations (`Unsupported value`) too.
+pub fn blocks_rules(errs: &[FieldError], enum_blocks: bool) -> bool {
     errs.iter().any(|e| {
         matches!(
             e.cause,
@@ -505,7 +507,7 @@ pub fn blocks_rules(errs: &[FieldError]) -> bool {
                 | "FieldValueRequired"
                 | "FieldValueTooLong"
                 | "FieldValueTooMany"
-        )
+        ) || (enum_blocks && e.cause == "FieldValueNotSupported")
     })
 }
 
