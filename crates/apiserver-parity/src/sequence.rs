@@ -378,7 +378,7 @@ mod tests {
 
     #[test]
     fn every_sequence_in_the_crate_loads() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("parity");
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("sequences");
         let seqs = load_dir(&dir).unwrap();
         assert!(!seqs.is_empty());
     }

@@ -41,7 +41,7 @@ struct Cli {
     #[arg(long, value_name = "WHO=CONTEXT", value_parser = parse_context)]
     sandbox_context: Vec<(Who, String)>,
     /// Folder of the sequence files.
-    #[arg(long, value_name = "DIR", default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/parity"))]
+    #[arg(long, value_name = "DIR", default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/sequences"))]
     sequences: PathBuf,
     /// Write the reference server's answers as fixtures into DIR/<sequence>/ (replacing them).
     #[arg(long, value_name = "DIR")]
@@ -77,10 +77,10 @@ fn parse_context(s: &str) -> Result<(Who, String), String> {
 const INDEX_HEADER: &str = "# Parity fixtures\n\n\
 Recorded by `apiserver-parity --record` (see the crate README) from an upstream kube-apiserver\n\
 v1.28.0 without controllers, with the Gateway API v1.4.1 experimental CRDs installed. One folder\n\
-per sequence (`parity/<name>.yaml`), run in a namespace of its own (`parity-<name>-<run>`), one\n\
+per sequence (`crates/apiserver-parity/sequences/<name>.yaml`), run in a namespace of its own (`parity-<name>-<run>`), one\n\
 file per request in order, `00-create-namespace.json` first. The format is the shared\n\
 recording's; a watch adds `concurrent_requests`, the requests sent while it was open.\n\
-`tests/parity.rs` replays every folder on a fresh sandbox.\n";
+`crates/apiserver-parity/tests/replay.rs` replays every folder on a fresh sandbox.\n";
 
 fn clip(v: &serde_json::Value) -> String {
     let s = v.to_string();

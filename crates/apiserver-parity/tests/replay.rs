@@ -1,6 +1,6 @@
 //! Replays the exchanges `apiserver-parity --record` captured from a real kube-apiserver
-//! v1.28.0 (`tests/fixtures/parity/<sequence>/NN-<step>.json`) on a fresh sandbox per
-//! sequence, with the harness's own normalisation (`src/bin/apiserver-parity/normalize.rs`):
+//! v1.28.0 (`crates/sandbox-apiserver/tests/fixtures/parity/<sequence>/NN-<step>.json`) on a fresh sandbox per
+//! sequence, with the harness's own normalisation (`src/normalize.rs`):
 //! same status, compared headers and body once random values are placeholders.
 //!
 //! Requests are sent as recorded, with every random value the real server produced (versions,
@@ -12,11 +12,11 @@
 //! it off the list), so the list only shrinks.
 #![allow(clippy::unwrap_used)]
 
-#[path = "../src/bin/apiserver-parity/normalize.rs"]
+#[path = "../src/normalize.rs"]
 mod normalize;
 
 #[allow(dead_code)]
-#[path = "../src/bin/apiserver-parity/client.rs"]
+#[path = "../src/client.rs"]
 mod client;
 
 use std::path::{Path, PathBuf};
@@ -82,7 +82,7 @@ const PENDING: &[(&str, &str)] = &[
 ];
 
 fn fixtures_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/parity")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../sandbox-apiserver/tests/fixtures/parity")
 }
 
 fn who(user: &str) -> Who {
