@@ -447,43 +447,55 @@ pub fn render_in_waves(
 }
 
 /// The updaters a saved plan may name: the ones an ordinary run saves (an undo is saved as
-/// the ordinary updaters it plans with). Read in one place, [`SavedKind::read`].
-#[derive(Debug)]
+/// the ordinary updaters it plans with). One serde-tagged enum, read in one place
+/// ([`SavedKind::read`]): a file's `{"type": …, "spec": …}` is one of these variants or it is
+/// refused. Each `rename` is the type name the updater's `Updater::save` writes (the
+/// `SAVED_*` constants; `every_saved_type_reads_back` holds them together).
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "type", content = "spec", deny_unknown_fields)]
 pub enum SavedKind {
+    #[serde(rename = "deployment-image")]
     Deployment(DeploymentUpdater),
+    #[serde(rename = "autoscaler-bounds")]
     Autoscaler(AutoscalerUpdater),
+    #[serde(rename = "ingress")]
     Ingress(routes::ingress::IngressUpdater),
+    #[serde(rename = "ingress-removal")]
     IngressRemoval(routes::ingress::IngressRemoval),
+    #[serde(rename = "httproute")]
     HttpRoute(routes::gateway::HttpRouteUpdater),
+    #[serde(rename = "httproute-removal")]
     HttpRouteRemoval(routes::gateway::HttpRouteRemoval),
+    #[serde(rename = "securitypolicy")]
     SecurityPolicy(routes::envoy_gateway::SecurityPolicyUpdater),
+    #[serde(rename = "securitypolicy-removal")]
     SecurityPolicyRemoval(routes::envoy_gateway::SecurityPolicyRemoval),
 }
 
 impl SavedKind {
-    /// The updater a saved plan names; `Err` for a type this version does not save.
+    /// Every type name a saved plan may carry, as the variants are renamed.
+    pub const TYPES: [&str; 8] = [
+        SAVED_DEPLOYMENT,
+        SAVED_AUTOSCALER,
+        routes::ingress::SAVED_INGRESS,
+        routes::ingress::SAVED_INGRESS_REMOVAL,
+        routes::gateway::SAVED_HTTPROUTE,
+        routes::gateway::SAVED_HTTPROUTE_REMOVAL,
+        routes::envoy_gateway::SAVED_SECURITY_POLICY,
+        routes::envoy_gateway::SAVED_SECURITY_POLICY_REMOVAL,
+    ];
+
+    /// The updater a saved plan names; `Err` for a type this version does not save, or a spec
+    /// that is not that type's.
     pub fn read(saved: &SavedUpdater) -> Result<SavedKind, String> {
-        fn de<T: serde::de::DeserializeOwned>(spec: &Value) -> Result<T, String> {
-            serde_json::from_value(spec.clone()).map_err(|e| e.to_string())
+        if !SavedKind::TYPES.contains(&saved.kind.as_str()) {
+            return Err(format!(
+                "it names the updater type {:?}, which kubectl-appupdate does not save",
+                saved.kind
+            ));
         }
-        let s = &saved.spec;
-        Ok(match saved.kind.as_str() {
-            SAVED_DEPLOYMENT => SavedKind::Deployment(de(s)?),
-            SAVED_AUTOSCALER => SavedKind::Autoscaler(de(s)?),
-            routes::ingress::SAVED_INGRESS => SavedKind::Ingress(de(s)?),
-            routes::ingress::SAVED_INGRESS_REMOVAL => SavedKind::IngressRemoval(de(s)?),
-            routes::gateway::SAVED_HTTPROUTE => SavedKind::HttpRoute(de(s)?),
-            routes::gateway::SAVED_HTTPROUTE_REMOVAL => SavedKind::HttpRouteRemoval(de(s)?),
-            routes::envoy_gateway::SAVED_SECURITY_POLICY => SavedKind::SecurityPolicy(de(s)?),
-            routes::envoy_gateway::SAVED_SECURITY_POLICY_REMOVAL => {
-                SavedKind::SecurityPolicyRemoval(de(s)?)
-            }
-            other => {
-                return Err(format!(
-                    "it names the updater type {other:?}, which kubectl-appupdate does not save"
-                ));
-            }
-        })
+        SavedKind::deserialize(serde_json::json!({"type": saved.kind, "spec": saved.spec}))
+            .map_err(|e| e.to_string())
     }
 
     /// The kind of object the updater plans.
@@ -756,6 +768,31 @@ mod tests {
     use crate::plan::{Action, Base, FieldChange, Kind, PatchType, Write};
     use crate::updaters::{AutoscalerUpdate, ChangeCause, ContainerUpdate};
     use serde_json::json;
+
+    #[test]
+    fn every_saved_type_reads_back() {
+        // The variants serde knows, from its answer to a type that is none of them…
+        let err = SavedKind::deserialize(serde_json::json!({"type": "none", "spec": {}}))
+            .unwrap_err()
+            .to_string();
+        let listed: Vec<&str> = err
+            .split("expected one of ")
+            .nth(1)
+            .unwrap()
+            .split(", ")
+            .map(|v| v.trim_matches('`'))
+            .collect();
+        // …are the type names the updaters write, each read as its own variant.
+        assert_eq!(listed, SavedKind::TYPES);
+        for name in SavedKind::TYPES {
+            let why = SavedKind::read(&SavedUpdater {
+                kind: name.into(),
+                spec: serde_json::json!({}),
+            })
+            .unwrap_err();
+            assert!(why.contains("missing field"), "{name}: {why}");
+        }
+    }
 
     fn plan() -> Plan {
         let deploy = DeploymentUpdater {
