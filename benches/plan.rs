@@ -9,16 +9,16 @@
 use std::fmt::Write as _;
 use std::hint::black_box;
 
-use appupdate_core::compact_json;
-use appupdate_core::diff_render::{self, RenderOptions};
-use appupdate_core::endpoints_file::{self, EndpointsFile};
-use appupdate_core::live::LiveState;
-use appupdate_core::plan::Plan;
-use appupdate_core::plan::RouteStyle;
-use appupdate_core::planner::{self, UpdateRequest};
-use appupdate_core::routes::refs::RouteFlags;
-use appupdate_core::routes::{self, BackendPort, RouteContext};
-use appupdate_core::updaters::{AutoscalerUpdate, ContainerUpdate};
+use appupdate_model::compact_json;
+use appupdate_model::endpoints_file::{self, EndpointsFile};
+use appupdate_model::plan::Plan;
+use appupdate_model::plan::RouteStyle;
+use appupdate_plan::live::LiveState;
+use appupdate_plan::planner::{self, UpdateRequest};
+use appupdate_plan::routes::refs::RouteFlags;
+use appupdate_plan::routes::{self, BackendPort, RouteContext};
+use appupdate_plan::updaters::{AutoscalerUpdate, ContainerUpdate};
+use appupdate_render::diff_render::{self, RenderOptions};
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use serde_json::json;
 

@@ -4,8 +4,8 @@
 //!    rejects (invalid, forbidden, quota) stops the run with nothing written. An HTTPRoute the
 //!    cluster cannot store with its ExternalAuth filter (the filter type refused, or its settings
 //!    pruned: the Gateway API's standard channel) is [`Outcome::Unsupported`], which ends the
-//!    run as bad input does ([`appupdate_core::routes::external_auth`]).
-//! 2. Writes, in the rounds of [`write_order`](appupdate_core::plan::write_order): everything that waits for nothing first (the
+//!    run as bad input does ([`appupdate_plan::routes::external_auth`]).
+//! 2. Writes, in the rounds of [`write_order`](appupdate_model::plan::write_order): everything that waits for nothing first (the
 //!    Deployment, the HPA, route creates, routes that gain or keep their paths); a route that
 //!    stops serving a path only in a round after the write that serves it elsewhere — so a path
 //!    that is served before and after the run is served throughout. Writes within a round run
@@ -25,12 +25,12 @@ use serde_json::Value;
 
 use crate::cluster::{Cluster, RequestError};
 use crate::describe::Target;
-use appupdate_core::plan::{
+use appupdate_model::plan::{
     Action, Base, Kind, ObjectChange, Plan, Planned, Recheck, Write, recheck,
 };
-use appupdate_core::report::{Interruption, Outcome, Report};
-use appupdate_core::routes::{self, IDENTIFIER_LABEL, external_auth};
-use appupdate_core::text::Untrusted;
+use appupdate_model::report::{Interruption, Outcome, Report};
+use appupdate_model::text::Untrusted;
+use appupdate_plan::routes::{self, IDENTIFIER_LABEL, external_auth};
 
 /// Retry bounds: client-go's `DefaultRetry` is 5 tries from 10 ms.
 #[derive(Clone, Copy, Debug)]
@@ -465,7 +465,7 @@ pub async fn preflight(
     Ok(Preflighted { outcomes, to_send })
 }
 
-/// Writes what [`preflight`] passed, round by round ([`write_order`](appupdate_core::plan::write_order)); a failure stops the
+/// Writes what [`preflight`] passed, round by round ([`write_order`](appupdate_model::plan::write_order)); a failure stops the
 /// later rounds, a signal stops new requests.
 pub async fn write(
     cluster: &Cluster,

@@ -16,7 +16,7 @@ use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::parser::ValueSource;
 use clap::{ArgGroup, Args, CommandFactory, Parser, Subcommand, ValueEnum};
 
-use appupdate_core::text::Untrusted;
+use appupdate_model::text::Untrusted;
 
 pub const AFTER_HELP: &str = "\
 Examples:
@@ -140,7 +140,7 @@ pub struct ApplyArgs {
     pub retries: u32,
 
     /// Records kept in the application's history (0: record nothing).
-    #[arg(long, value_name = "N", default_value_t = appupdate_core::history::DEFAULT_MAX,
+    #[arg(long, value_name = "N", default_value_t = appupdate_plan::history::DEFAULT_MAX,
           value_parser = clap::value_parser!(u32).range(0..=100), help_heading = "Behaviour")]
     pub history_max: u32,
 
@@ -419,7 +419,7 @@ pub struct UpdateArgs {
     pub sign_key: Option<PathBuf>,
 
     /// Records kept in the application's history (0: record nothing).
-    #[arg(long, value_name = "N", default_value_t = appupdate_core::history::DEFAULT_MAX,
+    #[arg(long, value_name = "N", default_value_t = appupdate_plan::history::DEFAULT_MAX,
           value_parser = clap::value_parser!(u32).range(0..=100), help_heading = "Behaviour")]
     pub history_max: u32,
 

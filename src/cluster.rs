@@ -14,9 +14,9 @@ use serde_json::Value;
 
 use crate::describe::{Target, classify, describe_kube_error};
 use crate::kube_context::Connection;
-use appupdate_core::compact_json::{Compact, Scratch};
-use appupdate_core::plan::{Base, Kind, PatchType};
-use appupdate_core::text::Untrusted;
+use appupdate_model::compact_json::{Compact, Scratch};
+use appupdate_model::plan::{Base, Kind, PatchType};
+use appupdate_model::text::Untrusted;
 
 /// The field manager recorded in managedFields for our writes.
 pub const FIELD_MANAGER: &str = "kubectl-appupdate";
@@ -399,9 +399,9 @@ impl Cluster {
     pub async fn write_config_map(
         &self,
         name: &str,
-        write: &appupdate_core::plan::Write,
+        write: &appupdate_model::plan::Write,
     ) -> Result<Value, RequestError> {
-        use appupdate_core::plan::Write;
+        use appupdate_model::plan::Write;
         let pp = PostParams {
             dry_run: false,
             field_manager: Some(FIELD_MANAGER.into()),

@@ -24,7 +24,7 @@ use clap_complete::engine::{ArgValueCandidates, CompletionCandidate};
 use crate::cli::Cli;
 use crate::kube_context;
 use crate::settings::{Environment, KubeconfigSource};
-use appupdate_core::text;
+use appupdate_model::text;
 
 /// The hidden first argument that selects completion mode.
 pub const ENTRY: &str = "__complete";

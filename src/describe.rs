@@ -16,8 +16,8 @@ use std::fmt;
 use std::io;
 
 use crate::proxy_connector::{ResolveError, find_proxy_error};
-use appupdate_core::text::Untrusted;
-pub use appupdate_core::text::one_line;
+use appupdate_model::text::Untrusted;
+pub use appupdate_model::text::one_line;
 
 /// What a failed request was trying to do, for messages like
 /// `cannot patch deployments.apps "web" in namespace "shop" (context "prod")`.

@@ -13,10 +13,10 @@ use crate::describe::Target;
 use crate::kube_context::KubeconfigError;
 use crate::settings::SettingsError;
 use crate::wait::WaitError;
-use appupdate_core::plan::PlanError;
-use appupdate_core::plan_file::{PlanFileError, SavedPlanError};
-use appupdate_core::report::Interruption;
-use appupdate_core::text::Untrusted;
+use appupdate_model::plan::PlanError;
+use appupdate_model::report::Interruption;
+use appupdate_model::text::Untrusted;
+use appupdate_plan::plan_file::{PlanFileError, SavedPlanError};
 
 /// Where a run was when a signal ended it, which decides what can be said about the state.
 #[derive(Clone, Debug, PartialEq, Eq)]

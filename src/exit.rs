@@ -2,7 +2,7 @@
 
 use crate::error::AppError;
 use crate::fleet::{ClusterState, FleetEnd};
-use appupdate_core::report::{Interruption, Outcome, Report};
+use appupdate_model::report::{Interruption, Outcome, Report};
 
 /// Exit codes, documented in `--help` and the README.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -167,8 +167,8 @@ fn failed(err: &AppError) -> ExitCode {
     match err {
         AppError::Cli(e) if e.is_informational() => ExitCode::Ok,
         AppError::PlanFile(
-            appupdate_core::plan_file::PlanFileError::Edited { .. }
-            | appupdate_core::plan_file::PlanFileError::Checksum { .. },
+            appupdate_plan::plan_file::PlanFileError::Edited { .. }
+            | appupdate_plan::plan_file::PlanFileError::Checksum { .. },
         ) => ExitCode::Usage,
         AppError::Cli(_)
         | AppError::Settings(_)
@@ -193,7 +193,7 @@ fn failed(err: &AppError) -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use appupdate_core::plan::{Action, ObjectChange};
+    use appupdate_model::plan::{Action, ObjectChange};
 
     fn change(action: Action) -> ObjectChange {
         ObjectChange::sample("web-x", action)

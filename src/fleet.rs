@@ -12,11 +12,11 @@ use serde::Serialize;
 use crate::error::AppError;
 use crate::history_store::Recorded;
 use crate::wait::{WaitError, Waited};
-use appupdate_core::fleet_plan::FleetPlan;
-use appupdate_core::output::{self, PlanDocument, SummaryDoc};
-use appupdate_core::plan::Action;
-use appupdate_core::report::{self, Fate, Interruption, Line, Outcome, Report};
-use appupdate_core::text::Untrusted;
+use appupdate_model::output::{self, PlanDocument, SummaryDoc};
+use appupdate_model::plan::Action;
+use appupdate_model::report::{self, Fate, Interruption, Line, Outcome, Report};
+use appupdate_model::text::Untrusted;
+use appupdate_plan::fleet_plan::FleetPlan;
 
 /// The schema of the fleet document.
 pub const SCHEMA_VERSION: &str = "kubectl-appupdate.fleet/v2";

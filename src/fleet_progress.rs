@@ -11,7 +11,7 @@ use std::time::Duration;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::wait::{self, RolloutState, RouteRef, RouteState};
-use appupdate_core::text::Untrusted;
+use appupdate_model::text::Untrusted;
 
 enum Draw {
     Bars {

@@ -44,8 +44,8 @@ use crate::settings::{FleetSettings, Settings, SettingsError, WaveSpec};
 use crate::signals::Signals;
 use crate::streams::{self, Streams};
 use crate::wait::{self, Followed, WaitError, WaitTarget, Waited};
-use appupdate_core::fleet_plan::{FleetPlan, Member as PlanMember};
-use appupdate_core::text::Untrusted;
+use appupdate_model::text::Untrusted;
+use appupdate_plan::fleet_plan::{FleetPlan, Member as PlanMember};
 
 /// A cluster that was planned.
 struct Member {
@@ -360,7 +360,7 @@ async fn newest_fleet_run(
             .ok()?;
         let cluster = run::connected(conn, 0, None);
         let cm = history_store::read(&cluster, &settings.app).await.ok()?;
-        let history = appupdate_core::history::History::from_config_map(cm.as_ref(), &settings.app);
+        let history = appupdate_plan::history::History::from_config_map(cm.as_ref(), &settings.app);
         history
             .newest_fleet_run()
             .map(|(id, time)| (time.to_owned(), id.to_owned()))
@@ -578,7 +578,7 @@ fn end_of(
     planned: &mut Planned,
     mut state: impl FnMut(&Member) -> ClusterState,
     changes_pending: bool,
-    interrupted: Option<appupdate_core::report::Interruption>,
+    interrupted: Option<appupdate_model::report::Interruption>,
 ) -> FleetEnd {
     let mut ends: Vec<(usize, ClusterEnd)> = Vec::new();
     for m in &planned.members {
@@ -934,7 +934,7 @@ async fn bake_wave(
         let image = planned_image(&m.sourced.plan);
         let read = m
             .cluster
-            .get(appupdate_core::plan::Kind::Deployment, app)
+            .get(appupdate_model::plan::Kind::Deployment, app)
             .await;
         let mut regression = match &read {
             Ok(d) => fleet::bake_regression(
@@ -952,8 +952,10 @@ async fn bake_wave(
                 let now = m.cluster.get(route.kind, &route.name).await;
                 let lost = match &now {
                     Ok(Some(obj)) => {
-                        match appupdate_core::route_status::route_state(route.kind, obj) {
-                            Some(appupdate_core::route_status::RouteState::Ready(_)) | None => None,
+                        match appupdate_model::route_status::route_state(route.kind, obj) {
+                            Some(appupdate_model::route_status::RouteState::Ready(_)) | None => {
+                                None
+                            }
                             Some(other) => {
                                 Some(format!("{} is no longer taken: {other}", route.reference()))
                             }
@@ -992,9 +994,9 @@ async fn bake_wave(
 }
 
 /// The container and image the plan sets, if it sets one.
-fn planned_image(plan: &appupdate_core::plan::Plan) -> Option<(String, String)> {
+fn planned_image(plan: &appupdate_model::plan::Plan) -> Option<(String, String)> {
     plan.changes()
-        .filter(|c| c.kind == appupdate_core::plan::Kind::Deployment)
+        .filter(|c| c.kind == appupdate_model::plan::Kind::Deployment)
         .flat_map(|c| c.fields.iter())
         .find_map(|f| {
             let container = f

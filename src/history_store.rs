@@ -1,5 +1,5 @@
 //! Reading and adding history records in the cluster (the ConfigMap `<app>-appupdate-history`),
-//! and asking the server who we are. The content is [`appupdate_core::history`]'s.
+//! and asking the server who we are. The content is [`appupdate_plan::history`]'s.
 //!
 //! Requests: an applying run reads the ConfigMap and asks who it is (one SelfSubjectReview)
 //! at the same time as its server-side dry run — two more requests, no more rounds; a run
@@ -16,8 +16,8 @@ use serde_json::Value;
 use crate::apply::ApplyOptions;
 use crate::cluster::{Cluster, RequestError};
 use crate::describe::Target;
-use appupdate_core::history::{self, History, Record};
-use appupdate_core::plan::Write;
+use appupdate_model::plan::Write;
+use appupdate_plan::history::{self, History, Record};
 
 /// What became of a run's history record.
 #[derive(Clone, Debug, PartialEq, Eq)]

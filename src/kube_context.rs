@@ -13,7 +13,7 @@ use kube::config::{KubeConfigOptions, Kubeconfig, LoadDataError};
 use crate::describe::{describe_auth_error, one_line};
 use crate::proxy;
 use crate::settings::{ClusterSelection, ContextSelector, KubeconfigSource};
-use appupdate_core::text::Untrusted;
+use appupdate_model::text::Untrusted;
 
 /// kube's own error for a kubeconfig that cannot be loaded.
 type KubeKubeconfigError = kube::config::KubeconfigError;
@@ -367,7 +367,7 @@ fn select(
         .or(context.namespace.clone())
         .filter(|n| !n.is_empty())
         .unwrap_or_else(|| "default".to_owned());
-    if !appupdate_core::names::is_dns1123_label(&namespace) {
+    if !appupdate_model::names::is_dns1123_label(&namespace) {
         return Err(KubeconfigError::InvalidNamespace {
             files,
             context: context_name,

@@ -1,8 +1,9 @@
 //! kubectl-appupdate changes a running application — container image, autoscaler bounds and
 //! the routes built from an endpoints file — safely.
 //!
-//! This crate is the shell around the pure core, [`appupdate_core`] (planning, diffs, plan
-//! files, history records; no I/O). The pipeline: command-line flags and the environment
+//! This crate is the shell around the pure crates: [`appupdate_model`] (kinds, changes, views,
+//! names, the endpoints file), [`appupdate_plan`] (route styles, planning, plan files, history
+//! records, undo) and [`appupdate_render`] (the diff); none of them does I/O. The pipeline: command-line flags and the environment
 //! become [`settings::Settings`]; the kubeconfig gives a client ([`kube_context`]); the live
 //! objects are read in one concurrent round ([`live_state`]); the core's planners turn the
 //! requested updates and the live state into a plan, which is rendered and confirmed
@@ -40,12 +41,6 @@ pub mod transport;
 pub mod verify;
 pub mod verify_send;
 pub mod wait;
-
-// The pure core, under the paths the plugin has always used (`appupdate_core::plan`, …).
-pub use appupdate_core::{
-    compact_json, diff_render, endpoints_file, fleet_plan, history, intent, live, names, output,
-    plan, plan_file, planner, report, route_status, routes, text, undo, updaters, view_yaml,
-};
 
 use std::ffi::OsString;
 

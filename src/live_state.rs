@@ -9,7 +9,7 @@
 //! names the revision the run's record is planned to get, and the run records against this
 //! read instead of reading the ConfigMap again. A run that publishes scoped groups as Gateway
 //! API HTTPRoutes reads the Gateways they attach to and their GatewayClasses, to check that the
-//! cluster enforces the ExternalAuth filter ([`appupdate_core::routes::external_auth`]): the Gateway
+//! cluster enforces the ExternalAuth filter ([`appupdate_plan::routes::external_auth`]): the Gateway
 //! named by `--gateway` in the first round, one named only by the live routes in a second, and
 //! the GatewayClasses after them ([`read_gateway_support`]). Returns plain data for the pure
 //! planners.
@@ -19,10 +19,10 @@ use serde_json::Value;
 use crate::cluster::{Cluster, RequestError};
 use crate::describe::Target;
 use crate::error::AppError;
-pub use appupdate_core::live::{LiveState, Needs, managed_ingress_selector};
-use appupdate_core::plan::Kind;
-use appupdate_core::routes::external_auth::{GatewayKey, GatewaySupport, Read};
-use appupdate_core::routes::{Listing, managed_selector};
+use appupdate_model::plan::Kind;
+pub use appupdate_plan::live::{LiveState, Needs, managed_ingress_selector};
+use appupdate_plan::routes::external_auth::{GatewayKey, GatewaySupport, Read};
+use appupdate_plan::routes::{Listing, managed_selector};
 
 fn target(cluster: &Cluster, reference: String) -> Target {
     Target {
@@ -105,7 +105,7 @@ pub async fn read(cluster: &Cluster, app: &str, needs: Needs) -> Result<LiveStat
     let history = async {
         if needs.history {
             cluster
-                .get_config_map(&appupdate_core::history::config_map_name(app))
+                .get_config_map(&appupdate_plan::history::config_map_name(app))
                 .await
                 .ok()
         } else {
@@ -220,7 +220,7 @@ async fn read_gateway(cluster: &Cluster, key: &GatewayKey) -> Result<(GatewayKey
 /// Completes `read` (what the first round read, if anything) for the ExternalAuth check: the
 /// Gateways of `gateways` not read yet, concurrently, then the GatewayClasses they name, each
 /// once, concurrently. A 403 or 404 is kept as such (the plan notes it); see
-/// [`appupdate_core::routes::external_auth`].
+/// [`appupdate_plan::routes::external_auth`].
 pub async fn read_gateway_support(
     cluster: &Cluster,
     gateways: &[GatewayKey],

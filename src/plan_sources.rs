@@ -26,13 +26,13 @@ use crate::error::AppError;
 use crate::kube_context::Connection;
 use crate::live_state::{self, LiveState};
 use crate::settings::{SavedInput, UndoRequest};
-use appupdate_core::history::Source;
-use appupdate_core::history::{self, History, PickError};
-use appupdate_core::plan::{ObjectChange, Plan, Recheck, recheck};
-use appupdate_core::plan_file::{ClusterPlan, SavedPlanError};
-use appupdate_core::planner::{self, UpdateRequest};
-use appupdate_core::report::{Outcome, Report};
-use appupdate_core::undo;
+use appupdate_model::plan::{ObjectChange, Plan, Recheck, recheck};
+use appupdate_model::report::{Outcome, Report};
+use appupdate_plan::history::Source;
+use appupdate_plan::history::{self, History, PickError};
+use appupdate_plan::plan_file::{ClusterPlan, SavedPlanError};
+use appupdate_plan::planner::{self, UpdateRequest};
+use appupdate_plan::undo;
 
 /// A plan ready to show, and what the run needs to record it.
 #[derive(Debug)]
@@ -258,13 +258,13 @@ pub async fn recheck_saved(
 fn edited(shown: &ObjectChange, fresh: &ObjectChange) -> Option<SavedPlanError> {
     let short = |v: Option<std::borrow::Cow<'_, Value>>| match v {
         None => "absent".to_owned(),
-        Some(v) => appupdate_core::text::Untrusted(&v.to_string()).to_string(),
+        Some(v) => appupdate_model::text::Untrusted(&v.to_string()).to_string(),
     };
     fresh.fields.iter().find_map(|f| {
         let s = shown.fields.iter().find(|s| s.path == f.path)?;
         (s.before() == f.before() && s.after() != f.after()).then(|| SavedPlanError::Edited {
             reference: shown.reference(),
-            path: appupdate_core::text::Untrusted(&f.path).to_string(),
+            path: appupdate_model::text::Untrusted(&f.path).to_string(),
             wanted: short(f.after()),
             shown: short(s.after()),
         })

@@ -23,7 +23,7 @@
 //!
 //! Nothing here reads the environment: [`ProxyEnv`] is filled by `settings::Environment`.
 
-use appupdate_core::text::Untrusted;
+use appupdate_model::text::Untrusted;
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 

@@ -33,7 +33,7 @@ use tokio::net::TcpStream;
 use tokio_rustls::rustls;
 
 use crate::proxy::{Proxy, ProxyUrl, bracketed};
-use appupdate_core::text::Untrusted;
+use appupdate_model::text::Untrusted;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 type BoxFuture<T> = Pin<Box<dyn Future<Output = Result<T, BoxError>> + Send>>;
@@ -223,7 +223,7 @@ fn connect_reason(e: &(dyn std::error::Error + 'static)) -> String {
             return match io.kind() {
                 io::ErrorKind::ConnectionRefused => "connection refused".into(),
                 io::ErrorKind::TimedOut => "timed out".into(),
-                _ => appupdate_core::text::one_line(&io.to_string()),
+                _ => appupdate_model::text::one_line(&io.to_string()),
             };
         }
         cur = err.source();
@@ -231,8 +231,8 @@ fn connect_reason(e: &(dyn std::error::Error + 'static)) -> String {
     if std::iter::successors(Some(e), |e| e.source()).any(|e| e.is::<ResolveError>()) {
         return "its name cannot be resolved".into();
     }
-    appupdate_core::text::one_line(
-        &appupdate_core::text::error_chain(e)
+    appupdate_model::text::one_line(
+        &appupdate_model::text::error_chain(e)
             .join(": ")
             .to_lowercase(),
     )
@@ -476,12 +476,12 @@ impl fmt::Display for ProxyError {
             Kind::Tls(e) => write!(
                 f,
                 "TLS with the proxy {p} failed: {}",
-                appupdate_core::text::one_line(&e.to_string())
+                appupdate_model::text::one_line(&e.to_string())
             ),
             Kind::Io(e) => write!(
                 f,
                 "the connection to the proxy {p} failed while opening the tunnel to {t}: {}",
-                appupdate_core::text::one_line(&e.to_string())
+                appupdate_model::text::one_line(&e.to_string())
             ),
             Kind::Closed => write!(
                 f,

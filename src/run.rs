@@ -23,13 +23,13 @@ use crate::streams::{self, Streams};
 use crate::verify::{self, Probe};
 use crate::verify_send;
 use crate::wait::{self, Followed, WaitTarget};
-use appupdate_core::history;
-use appupdate_core::history::Source;
-use appupdate_core::plan::Plan;
-use appupdate_core::plan_file::{self, ClusterPlan, Origin, PlanKey};
-use appupdate_core::planner::{self, UpdateRequest};
-use appupdate_core::report::{Interruption, Report};
-use appupdate_core::text::Untrusted;
+use appupdate_model::plan::Plan;
+use appupdate_model::report::{Interruption, Report};
+use appupdate_model::text::Untrusted;
+use appupdate_plan::history;
+use appupdate_plan::history::Source;
+use appupdate_plan::plan_file::{self, ClusterPlan, Origin, PlanKey};
+use appupdate_plan::planner::{self, UpdateRequest};
 
 /// What follows the plan being shown.
 enum Next {
@@ -208,7 +208,7 @@ async fn plan(settings: &Settings, streams: &Streams) -> Result<Next, AppError> 
             &[],
             settings.sign_key.as_ref(),
         )?;
-        let shown = appupdate_core::text::Untrusted(path.display().to_string());
+        let shown = appupdate_model::text::Untrusted(path.display().to_string());
         streams::notice(&format!(
             "Saved the plan to {shown}{}; apply it with: kubectl appupdate apply {shown}",
             signed_with(settings.sign_key.as_ref())
@@ -744,8 +744,8 @@ async fn list_history(settings: &HistorySettings, streams: &Streams) -> Result<(
         streams::notice(&format!(
             "No recorded changes for {} in namespace {} (context {}).",
             settings.app,
-            appupdate_core::text::Untrusted(cluster.namespace()),
-            appupdate_core::text::Untrusted(&cluster.conn.context)
+            appupdate_model::text::Untrusted(cluster.namespace()),
+            appupdate_model::text::Untrusted(&cluster.conn.context)
         ));
         return Ok(());
     }

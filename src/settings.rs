@@ -14,13 +14,13 @@ use crate::cli::{
 };
 use crate::proxy::ProxyEnv;
 use crate::verify::{self, VerifySettings, VerifyUrl};
-use appupdate_core::endpoints_file::{self, EndpointsError, EndpointsFile};
-use appupdate_core::names;
-use appupdate_core::plan::{AuthProvider, RouteStyle};
-use appupdate_core::plan_file::{self, KeyError, PlanFile, PlanFileError, PlanKey};
-use appupdate_core::routes::refs::{self, AuthUrl, ObjectRef, RouteFlags, ServiceRef};
-use appupdate_core::text::Untrusted;
-use appupdate_core::updaters::{AutoscalerUpdate, ContainerUpdate, validate_image_reference};
+use appupdate_model::endpoints_file::{self, EndpointsError, EndpointsFile};
+use appupdate_model::names;
+use appupdate_model::plan::{AuthProvider, RouteStyle};
+use appupdate_model::text::Untrusted;
+use appupdate_plan::plan_file::{self, KeyError, PlanFile, PlanFileError, PlanKey};
+use appupdate_plan::routes::refs::{self, AuthUrl, ObjectRef, RouteFlags, ServiceRef};
+use appupdate_plan::updaters::{AutoscalerUpdate, ContainerUpdate, validate_image_reference};
 
 /// Why the flags' values or the files they name cannot be used. Nothing was sent.
 #[derive(Debug, thiserror::Error)]
@@ -744,7 +744,7 @@ impl Settings {
         };
 
         if let Some(id) = &args.fleet_run
-            && !appupdate_core::history::is_fleet_run(id)
+            && !appupdate_plan::history::is_fleet_run(id)
         {
             return Err(SettingsError::Invalid(format!(
                 "--fleet-run {:?}: a fleet run is named by letters a-z, digits and '-' (see the fleetRun of `history -o json`)",

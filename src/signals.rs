@@ -9,7 +9,7 @@
 //! Once [`Signals::listen`] has run, these no longer end the process: the run decides what to
 //! do with each (see `run`).
 
-use appupdate_core::report::Interruption;
+use appupdate_model::report::Interruption;
 
 /// The interrupt signals of this process, from [`Signals::listen`] on.
 pub struct Signals {
@@ -39,7 +39,7 @@ impl Signals {
 mod platform {
     use tokio::signal::unix::{Signal, SignalKind, signal};
 
-    use appupdate_core::report::Interruption;
+    use appupdate_model::report::Interruption;
 
     pub struct Source {
         interrupt: Signal,
@@ -68,7 +68,7 @@ mod platform {
 mod platform {
     use tokio::signal::windows::{CtrlBreak, CtrlC, CtrlClose, CtrlShutdown};
 
-    use appupdate_core::report::Interruption;
+    use appupdate_model::report::Interruption;
 
     pub struct Source {
         ctrl_c: CtrlC,
@@ -102,7 +102,7 @@ mod platform {
 
 #[cfg(not(any(unix, windows)))]
 mod platform {
-    use appupdate_core::report::Interruption;
+    use appupdate_model::report::Interruption;
 
     pub struct Source;
 

@@ -34,13 +34,13 @@ use crate::error::{AppError, Stage};
 use crate::exit::Ending;
 use crate::fleet::{self, ClusterState, FleetEnd};
 use crate::history_store::Recorded;
-use appupdate_core::diff_render::{self, RenderOptions};
-use appupdate_core::fleet_plan::FleetPlan;
-use appupdate_core::history::{self, History};
-use appupdate_core::output;
-use appupdate_core::plan::Plan;
-use appupdate_core::report::{self, Fate, Outcome, Report};
-use appupdate_core::text::{self, Untrusted};
+use appupdate_model::output;
+use appupdate_model::plan::Plan;
+use appupdate_model::report::{self, Fate, Outcome, Report};
+use appupdate_model::text::{self, Untrusted};
+use appupdate_plan::fleet_plan::FleetPlan;
+use appupdate_plan::history::{self, History};
+use appupdate_render::diff_render::{self, RenderOptions};
 
 /// What a line is: this alone (with the output format) decides its stream.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -346,7 +346,7 @@ impl Streams {
         use crate::cli::HistoryFormat;
         let text = match format {
             HistoryFormat::Table => {
-                history::render_table(stored, &|s| appupdate_core::text::escape(s).into_owned())
+                history::render_table(stored, &|s| appupdate_model::text::escape(s).into_owned())
             }
             HistoryFormat::Json => {
                 let mut t =

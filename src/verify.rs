@@ -37,9 +37,9 @@ use std::time::Duration;
 
 use console::Style;
 
-use appupdate_core::plan::{Action, Plan};
-use appupdate_core::report::{Fate, Line};
-use appupdate_core::text::Untrusted;
+use appupdate_model::plan::{Action, Plan};
+use appupdate_model::report::{Fate, Line};
+use appupdate_model::text::Untrusted;
 
 /// Requests at once, at most.
 pub const CONCURRENCY: usize = 8;
@@ -437,8 +437,8 @@ fn shell_word(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use appupdate_core::intent::{AttachmentRecord, RoutesHeader};
-    use appupdate_core::plan::{ObjectChange, Planned, RouteInfo, RouteStyle, RoutesPlan};
+    use appupdate_model::intent::{AttachmentRecord, RoutesHeader};
+    use appupdate_model::plan::{ObjectChange, Planned, RouteInfo, RouteStyle, RoutesPlan};
 
     fn url(s: &str) -> VerifyUrl {
         VerifyUrl::parse(s).unwrap()
@@ -513,9 +513,9 @@ mod tests {
             paths_before: paths.iter().map(|s| s.to_string()).collect(),
         });
         // The updater is not looked at: any will do.
-        let updater = appupdate_core::updaters::AutoscalerUpdater {
+        let updater = appupdate_plan::updaters::AutoscalerUpdater {
             name: name.into(),
-            update: appupdate_core::updaters::AutoscalerUpdate::default(),
+            update: appupdate_plan::updaters::AutoscalerUpdate::default(),
         };
         Planned {
             updater: std::sync::Arc::new(updater),

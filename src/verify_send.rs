@@ -72,7 +72,7 @@ fn client(settings: &VerifySettings, host: Option<&str>) -> Result<Plain, String
     crate::transport::plain_client(&config, settings.proxy.as_ref()).map_err(|e| {
         format!(
             "cannot set up TLS: {}",
-            appupdate_core::text::one_line(&appupdate_core::text::error_chain(&e).join(": "))
+            appupdate_model::text::one_line(&appupdate_model::text::error_chain(&e).join(": "))
         )
     })
 }

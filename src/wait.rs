@@ -8,7 +8,7 @@
 //! current generation, no Progressing condition says `ProgressDeadlineExceeded`, every desired
 //! replica is updated, no old replica is left, and every updated replica is available; a route
 //! is taken up when its controllers say so in its status ([`route_state`], in
-//! [`appupdate_core::route_status`]). [`follow`] watches each object on its own (a list+watch with
+//! [`appupdate_model::route_status`]). [`follow`] watches each object on its own (a list+watch with
 //! `fieldSelector=metadata.name=<name>`, resumed after dropped connections), all at once, and
 //! reports each new state to a [`Progress`]: indicatif bars on a terminal, or one plain line per
 //! change otherwise — always on stderr, stdout stays for the plan and the report. A refusal (a
@@ -26,10 +26,10 @@ use kube::runtime::watcher::{self, Event};
 use serde_json::Value;
 
 use crate::describe::{Target, describe_kube_error};
-use appupdate_core::plan::{Action, Kind, Plan};
-use appupdate_core::report::{Outcome, Report};
-pub use appupdate_core::route_status::{Refusal, RouteRef, RouteState, route_state};
-use appupdate_core::text::Untrusted;
+use appupdate_model::plan::{Action, Kind, Plan};
+use appupdate_model::report::{Outcome, Report};
+pub use appupdate_model::route_status::{Refusal, RouteRef, RouteState, route_state};
+use appupdate_model::text::Untrusted;
 
 /// Where a rollout stands, as `kubectl rollout status` sees it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -377,7 +377,7 @@ impl Followed {
             .filter(|(c, o)| {
                 matches!(c.action(), Action::Create | Action::Update)
                     && written(o)
-                    && appupdate_core::route_status::state_function(c.kind).is_some()
+                    && appupdate_model::route_status::state_function(c.kind).is_some()
             })
             .map(|(c, _)| RouteRef {
                 kind: c.kind,
@@ -395,7 +395,7 @@ impl Followed {
             .filter(|c| {
                 c.action() == Action::Unchanged
                     && c.route.is_some()
-                    && appupdate_core::route_status::state_function(c.kind).is_some()
+                    && appupdate_model::route_status::state_function(c.kind).is_some()
             })
             .map(|c| RouteRef {
                 kind: c.kind,
@@ -1050,7 +1050,7 @@ fn to_observation(obj: &DynamicObject, kind: Kind) -> Observation {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use appupdate_core::plan::ObjectChange;
+    use appupdate_model::plan::ObjectChange;
     use serde_json::json;
 
     fn deployment(generation: i64, replicas: i64, status: Value) -> Value {

@@ -1,7 +1,7 @@
 //! What a listed Ingress and a copy of its paths take to hold, counted by dhat's allocator
 //! (bytes, not times: the same on every machine). One test: the counts are the process's.
 
-use appupdate_core::compact_json;
+use appupdate_model::compact_json;
 use serde_json::{Value, json};
 
 #[global_allocator]

@@ -24,8 +24,8 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use appupdate_core::endpoints_file;
-use appupdate_core::updaters::validate_image_reference;
+use appupdate_model::endpoints_file;
+use appupdate_plan::updaters::validate_image_reference;
 use kubectl_appupdate::cli::{Cli, parse_duration};
 use kubectl_appupdate::settings::{Environment, FileReader, Settings};
 use proptest::prelude::*;
@@ -524,7 +524,7 @@ fn the_managed_ingress_selector_parses_and_matches_exactly_the_managed_ones() {
         "managed-ingress selector",
         "[a-z]([a-z0-9-]{0,20}[a-z0-9])?",
         |app| {
-            let text = appupdate_core::live::managed_ingress_selector(&app);
+            let text = appupdate_plan::live::managed_ingress_selector(&app);
             let sel = LabelSelector::parse(&text).map_err(TestCaseError::fail)?;
             let labels = |pairs: &[(&str, &str)]| {
                 pairs

@@ -24,10 +24,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use appupdate_core::endpoints_file::EndpointsFile;
-use appupdate_core::endpoints_file::{self, ErrorKind};
-use appupdate_core::plan::{AuthProvider, RouteStyle};
-use appupdate_core::routes::{self, BackendPort, RouteContext};
+use appupdate_model::endpoints_file::EndpointsFile;
+use appupdate_model::endpoints_file::{self, ErrorKind};
+use appupdate_model::plan::{AuthProvider, RouteStyle};
+use appupdate_plan::routes::{self, BackendPort, RouteContext};
 use serde_json::Value;
 
 /// The snippet-style Ingress of the first group of `f`.
@@ -220,8 +220,8 @@ fn the_accepted_sets_are_exactly_the_documented_ones() {
 
 // ---- every route style ----
 
-use appupdate_core::routes::refs::{AuthUrl, ObjectRef, ServiceRef};
-use appupdate_core::routes::{gateway, nginx_auth, path_core, scope_token};
+use appupdate_plan::routes::refs::{AuthUrl, ObjectRef, ServiceRef};
+use appupdate_plan::routes::{gateway, nginx_auth, path_core, scope_token};
 
 /// A context with everything each style needs.
 fn full_context() -> RouteContext {

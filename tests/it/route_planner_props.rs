@@ -16,12 +16,12 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use appupdate_core::endpoints_file::{self, EndpointsFile};
-use appupdate_core::plan::{
+use appupdate_model::endpoints_file::{self, EndpointsFile};
+use appupdate_model::plan::{
     Action, AuthProvider, Kind, ObjectChange, PatchType, RouteStyle, Write, write_order,
 };
-use appupdate_core::routes::refs::{AuthUrl, ObjectRef, RouteFlags, ServiceRef};
-use appupdate_core::routes::{
+use appupdate_plan::routes::refs::{AuthUrl, ObjectRef, RouteFlags, ServiceRef};
+use appupdate_plan::routes::{
     self, APP_LABEL, IDENTIFIER_LABEL, Listing, LiveRoutes, gateway, ingress, normalize_scopes,
     scope_identifier, style_of,
 };

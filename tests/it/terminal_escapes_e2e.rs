@@ -25,7 +25,7 @@ use crate::common;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
-use appupdate_core::text;
+use appupdate_model::text;
 use common::running::{DEPLOY_PATH, Running};
 use common::*;
 use http_body_util::{BodyExt, Full, combinators::BoxBody};

@@ -197,7 +197,7 @@ Numbers: medians at RTT 20 ms unless said, same machine, before → after.
    core benchmark's own code in an example binary) rather than times: this machine's criterion
    medians moved by 20–40% between runs of the same binary. perf over render: serde-saphyr's
    generic serializer and quoting checks, parsing the before-view text, making the after-view
-   and freeing both were most of it. Now `crates/appupdate-core/src/view_yaml.rs` writes the shapes views have
+   and freeing both were most of it. Now `crates/appupdate-model/src/view_yaml.rs` writes the shapes views have
    (maps, compact sequences of maps, plain or plainly quotable strings, integers, literal
    blocks) itself and answers nothing for anything else, where serde-saphyr writes the whole
    view; a property test over random views holds every answer to serde-saphyr's text byte for

@@ -17,14 +17,14 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
-use appupdate_core::endpoints_file;
-use appupdate_core::live::LiveState;
-use appupdate_core::plan::RouteStyle;
-use appupdate_core::plan::{Action, Kind, Plan};
-use appupdate_core::planner::{self, UpdateRequest};
-use appupdate_core::routes::refs::RouteFlags;
-use appupdate_core::routes::{self, Attachment, BackendPort, IDENTIFIER_LABEL, RouteContext};
-use appupdate_core::updaters::{AutoscalerUpdate, ContainerUpdate};
+use appupdate_model::endpoints_file;
+use appupdate_model::plan::RouteStyle;
+use appupdate_model::plan::{Action, Kind, Plan};
+use appupdate_plan::live::LiveState;
+use appupdate_plan::planner::{self, UpdateRequest};
+use appupdate_plan::routes::refs::RouteFlags;
+use appupdate_plan::routes::{self, Attachment, BackendPort, IDENTIFIER_LABEL, RouteContext};
+use appupdate_plan::updaters::{AutoscalerUpdate, ContainerUpdate};
 use sandbox_apiserver::Sandbox;
 use serde_json::{Value, json};
 

@@ -441,7 +441,7 @@ mod tests {
     #[test]
     fn the_file_has_ten_thousand_endpoints_and_half_the_groups_change() {
         let text = endpoints();
-        let file = appupdate_core::endpoints_file::parse(&text, "xl.yaml").unwrap();
+        let file = appupdate_model::endpoints_file::parse(&text, "xl.yaml").unwrap();
         assert_eq!(file.endpoints.len(), 10_000);
         let renamed = file
             .endpoints

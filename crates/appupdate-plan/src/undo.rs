@@ -2,7 +2,7 @@
 //! ordinary run.
 //!
 //! Pure. A record says what its run meant in the plugin's own terms: the image of a container,
-//! the autoscaler bounds, and the routes before and after ([`crate::intent`]). The undo asks
+//! the autoscaler bounds, and the routes before and after ([`appupdate_model::intent`]). The undo asks
 //! the planner for the earlier values — the image before, the bounds before, the routes before
 //! as an endpoints file and the route flags that set their style and attachment
 //! ([`request`]) — through the same planner, updaters and route styles as a run from flags.
@@ -22,12 +22,12 @@ use std::collections::BTreeSet;
 
 use serde_json::{Value, json};
 
-use crate::endpoints_file::EndpointsFile;
 use crate::history::Record;
-use crate::intent::{self, flags_to_restore};
-use crate::plan::{AuthProvider, Kind, Plan, RouteStyle};
 use crate::routes::refs::RouteFlags;
 use crate::updaters::{AutoscalerUpdate, ContainerUpdate};
+use appupdate_model::endpoints_file::EndpointsFile;
+use appupdate_model::intent::{self, flags_to_restore};
+use appupdate_model::plan::{AuthProvider, Kind, Plan, RouteStyle};
 
 /// A field changed since the record: what it is now and what the record left it at.
 #[derive(Clone, Debug, PartialEq)]
@@ -309,11 +309,11 @@ fn short(v: &Option<Value>) -> String {
 mod tests {
     use super::*;
     use crate::history::{self, BoundsChange, Change, ImageChange, RouteChange, Source, Status};
-    use crate::intent::{AttachmentRecord, GroupRecord, RouteSet, RoutesChange};
     use crate::live::LiveState;
-    use crate::plan::{Action, RouteStyle, Write};
     use crate::planner::{UpdateRequest, build_plan};
     use crate::routes::Listing;
+    use appupdate_model::intent::{AttachmentRecord, GroupRecord, RouteSet, RoutesChange};
+    use appupdate_model::plan::{Action, RouteStyle, Write};
     use proptest::prelude::*;
 
     fn record(endpoints: Option<RoutesChange>) -> Record {

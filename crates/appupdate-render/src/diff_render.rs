@@ -20,10 +20,10 @@ use console::Style;
 use serde_json::Value;
 use similar::{ChangeTag, DiffOp, DiffTag, TextDiff};
 
-use crate::fleet_plan::{self, FleetPlan};
-use crate::plan::{Action, ObjectChange, Plan};
-use crate::text::{self, Untrusted};
-use crate::view_yaml;
+use appupdate_model::plan::{Action, ObjectChange, Plan};
+use appupdate_model::text::{self, Untrusted};
+use appupdate_model::view_yaml;
+use appupdate_plan::fleet_plan::{self, FleetPlan};
 
 /// How a plan is rendered.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -60,7 +60,7 @@ pub fn render_plan(out: &mut impl Write, plan: &Plan, opts: &RenderOptions) -> i
     // What the plan decided about the routes on the user's behalf, and why.
     if let Some(routes) = plan.routes.as_ref().filter(|r| !r.notes.is_empty()) {
         for note in &routes.notes {
-            paint(out, &styles.note, &crate::text::escape(note))?;
+            paint(out, &styles.note, &appupdate_model::text::escape(note))?;
             writeln!(out)?;
         }
         writeln!(out)?;
@@ -559,16 +559,16 @@ fn paint(out: &mut impl Write, style: &Style, text: &str) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::endpoints_file;
-    use crate::live::LiveState;
-    use crate::plan::Kind;
-    use crate::plan::RouteStyle;
-    use crate::plan::View;
-    use crate::planner::{UpdateRequest, build_plan};
-    use crate::routes::nginx_snippet::configuration_snippet;
-    use crate::routes::refs::{AuthUrl, ObjectRef, RouteFlags, ServiceRef};
-    use crate::routes::scope_identifier;
-    use crate::updaters::{AutoscalerUpdate, ContainerUpdate};
+    use appupdate_model::endpoints_file;
+    use appupdate_model::plan::Kind;
+    use appupdate_model::plan::RouteStyle;
+    use appupdate_model::plan::View;
+    use appupdate_plan::live::LiveState;
+    use appupdate_plan::planner::{UpdateRequest, build_plan};
+    use appupdate_plan::routes::nginx_snippet::configuration_snippet;
+    use appupdate_plan::routes::refs::{AuthUrl, ObjectRef, RouteFlags, ServiceRef};
+    use appupdate_plan::routes::scope_identifier;
+    use appupdate_plan::updaters::{AutoscalerUpdate, ContainerUpdate};
     use pretty_assertions::assert_eq;
     use serde_json::json;
     use std::borrow::Cow;
@@ -1102,7 +1102,7 @@ endpoints:
             fields: vec![],
             before: Some(Arc::new(view.clone()).into()),
             after: Some(Arc::new(view).into()),
-            write: crate::plan::Write::sample(Action::Update),
+            write: appupdate_model::plan::Write::sample(Action::Update),
             route: None,
         };
         let mut out = Vec::new();
@@ -1157,7 +1157,7 @@ endpoints:
                 fields: vec![],
                 before: before.map(View::from),
                 after: after.map(View::from),
-                write: crate::plan::Write::sample(action),
+                write: appupdate_model::plan::Write::sample(action),
                 route: None,
             };
             for color in [false, true] {

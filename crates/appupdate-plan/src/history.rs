@@ -11,7 +11,7 @@
 //! When, who, the tool's version, how the run came about (flags, a saved plan, an undo of
 //! revision N), whether everything it planned was applied or only part, and what changed:
 //! the image (container, before, after), the autoscaler bounds (before, after), the routes
-//! before and after in the plugin's own terms ([`crate::intent`]: style, attachment, each scope
+//! before and after in the plugin's own terms ([`appupdate_model::intent`]: style, attachment, each scope
 //! group's scopes and paths), the list of route objects created, updated or deleted (kind,
 //! name, action: for `history` to show), and — for a run that applied a saved plan — the plan
 //! file's checksum. Never an object body: an undo plans the earlier intent through the same
@@ -50,10 +50,10 @@ use base64::Engine;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::intent::{self, RouteSet, RoutesChange, RoutesHeader};
-use crate::names;
-use crate::plan::{Action, Base, Kind, ObjectChange, PatchType, Write};
-use crate::report::{Outcome, Report};
+use appupdate_model::intent::{self, RouteSet, RoutesChange, RoutesHeader};
+use appupdate_model::names;
+use appupdate_model::plan::{Action, Base, Kind, ObjectChange, PatchType, Write};
+use appupdate_model::report::{Outcome, Report};
 
 /// This program, as it names itself in plan files and history records.
 pub fn tool() -> String {
@@ -853,9 +853,9 @@ pub fn render_table(history: &History, escape: &dyn Fn(&str) -> String) -> Strin
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::FieldChange;
-    use crate::plan::View;
-    use crate::plan::{RouteInfo, RouteStyle};
+    use appupdate_model::plan::FieldChange;
+    use appupdate_model::plan::View;
+    use appupdate_model::plan::{RouteInfo, RouteStyle};
 
     fn info() -> RunInfo {
         RunInfo {
@@ -863,7 +863,7 @@ mod tests {
             user: "admin".into(),
             source: Source::Update,
             saved_plan: false,
-            routes: Some(crate::intent::RoutesHeader {
+            routes: Some(appupdate_model::intent::RoutesHeader {
                 style_before: Some(RouteStyle::NginxAuth),
                 style: Some(RouteStyle::NginxAuth),
                 ..Default::default()

@@ -38,12 +38,12 @@ use super::{
     APP_LABEL, Forced, IDENTIFIER_LABEL, RouteContext, ScopeGroup, Style, check_managed, deletion,
     label, label_fields, match_live, normalize_scopes, route_name,
 };
-use crate::compact_json::{copy, copy_all};
-use crate::plan::{
+use appupdate_model::compact_json::{copy, copy_all};
+use appupdate_model::plan::{
     Base, FieldChange, FieldValue, Kind, MakeView, ObjectChange, PatchType, PlanError, RouteInfo,
     RouteStyle, SavedUpdater, Updater, View, Write,
 };
-use crate::view_yaml::{self, Part};
+use appupdate_model::view_yaml::{self, Part};
 
 /// What makes an Ingress style: its annotations and its HTTP paths.
 pub trait Flavor: Send + Sync + fmt::Debug {
@@ -897,7 +897,7 @@ impl IngressUpdater {
                 d.app
             ));
         }
-        if !crate::names::is_dns1123_subdomain(&self.name) {
+        if !appupdate_model::names::is_dns1123_subdomain(&self.name) {
             return Err(format!("{:?} is not a valid object name", self.name));
         }
         let flavor = flavor(self.style)
@@ -914,7 +914,7 @@ impl IngressUpdater {
             ),
             None => None,
         };
-        let attachment = crate::intent::AttachmentRecord {
+        let attachment = appupdate_model::intent::AttachmentRecord {
             ingress_class: d.ingress_class.clone(),
             hosts: d.hosts.clone(),
             ..Default::default()

@@ -8,11 +8,11 @@ use super::nginx_snippet::{
     NginxSnippet, SNIPPET_ANNOTATION, configuration_snippet, snippet_scopes,
 };
 use super::*;
-use crate::endpoints_file::Endpoint;
-use crate::plan::{
+use appupdate_model::endpoints_file::Endpoint;
+use appupdate_model::plan::{
     Action, Base, FieldChange, ObjectChange, PatchType, Recheck, RouteInfo, Write, recheck,
 };
-use crate::refs::ObjectRef;
+use appupdate_model::refs::ObjectRef;
 use pretty_assertions::assert_eq;
 
 type Inherited = Attachment;
@@ -813,8 +813,8 @@ fn the_guard_sees_competing_changes_to_owned_parts() {
 mod styles {
     use super::super::refs::{AuthUrl, ObjectRef, RouteFlags, ServiceRef};
     use super::super::*;
-    use crate::endpoints_file;
-    use crate::plan::{Action, ObjectChange, RouteStyle, Write};
+    use appupdate_model::endpoints_file;
+    use appupdate_model::plan::{Action, ObjectChange, RouteStyle, Write};
     use pretty_assertions::assert_eq;
     use serde_json::{Value, json};
 
@@ -1238,7 +1238,7 @@ mod styles {
             "/web/(protected/admin(?:/.*)?)$"
         );
         // Same paths, so no route waits for another: every rewrite is in the first round.
-        let order = crate::plan::write_order(&changes);
+        let order = appupdate_model::plan::write_order(&changes);
         assert!(order.rounds.iter().all(|r| *r == Some(0)), "{order:?}");
         let route = changes[0].route.as_ref().unwrap();
         assert_eq!(route.paths, route.paths_before);
@@ -1349,7 +1349,7 @@ mod styles {
 
     #[test]
     fn the_guard_sees_competing_changes_to_an_httproutes_owned_parts() {
-        use crate::plan::{Recheck, recheck};
+        use appupdate_model::plan::{Recheck, recheck};
         let mut live = Live::empty();
         live.httproutes = Listing::Items(created(FILE, &gateway_flags()));
         let more = "endpoints:

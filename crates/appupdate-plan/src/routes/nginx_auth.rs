@@ -38,7 +38,7 @@ use super::refs::AuthUrl;
 use super::{
     AUTH_RESPONSE_HEADERS, RouteContext, ScopeGroup, path_core, scope_token, scopes_of_token,
 };
-use crate::plan::{PlanError, RouteStyle};
+use appupdate_model::plan::{PlanError, RouteStyle};
 
 pub const USE_REGEX: &str = "nginx.ingress.kubernetes.io/use-regex";
 pub const REWRITE_TARGET: &str = "nginx.ingress.kubernetes.io/rewrite-target";

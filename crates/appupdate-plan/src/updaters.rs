@@ -16,10 +16,10 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::plan::{
+use appupdate_model::plan::{
     Base, FieldChange, Kind, ObjectChange, PatchType, PlanError, SavedUpdater, Updater, Write,
 };
-use crate::text::{self, Untrusted};
+use appupdate_model::text::{self, Untrusted};
 
 /// The type names of the updaters here in a saved plan.
 pub const SAVED_DEPLOYMENT: &str = "deployment-image";
@@ -604,7 +604,7 @@ fn validate_path_component(comp: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::Action;
+    use appupdate_model::plan::Action;
     use pretty_assertions::assert_eq;
 
     fn deployment(containers: Value) -> Value {
@@ -636,7 +636,7 @@ mod tests {
         }
     }
 
-    fn annotation(view: Option<&crate::plan::View>) -> Option<Value> {
+    fn annotation(view: Option<&appupdate_model::plan::View>) -> Option<Value> {
         view.and_then(|v| v.get()["metadata"].get("annotations").cloned())
     }
 
@@ -720,8 +720,8 @@ mod tests {
             .plan("shop", Some(&moved))
             .unwrap();
         assert!(matches!(
-            crate::plan::recheck(&c, fresh.clone()),
-            crate::plan::Recheck::Proceed(_)
+            appupdate_model::plan::recheck(&c, fresh.clone()),
+            appupdate_model::plan::Recheck::Proceed(_)
         ));
         assert_eq!(
             annotation(fresh.after.as_ref()),
@@ -805,7 +805,7 @@ mod tests {
             text,
             "kubectl-appupdate: image r/web:1\\e]0;x\\x07\\n\\u{202e} → r/web:2 (revision 12)"
         );
-        assert!(!text.chars().any(crate::text::is_escaped));
+        assert!(!text.chars().any(appupdate_model::text::is_escaped));
     }
 
     #[test]

@@ -63,7 +63,7 @@ use super::{
     check_managed, deletion, label, label_fields, match_live, normalize_scopes, path_core,
     route_name, scope_token, scopes_of_token,
 };
-use crate::plan::{
+use appupdate_model::plan::{
     AuthProvider, Base, FieldChange, Kind, ObjectChange, PatchType, PlanError, RouteInfo,
     RouteStyle, SavedUpdater, Updater, Write,
 };
@@ -689,7 +689,7 @@ impl HttpRouteUpdater {
                 d.app
             ));
         }
-        if !crate::names::is_dns1123_subdomain(&self.name) {
+        if !appupdate_model::names::is_dns1123_subdomain(&self.name) {
             return Err(format!("{:?} is not a valid object name", self.name));
         }
         let group = super::saved_group(&d.scopes, &d.identifier, &d.paths)?;
@@ -763,8 +763,10 @@ fn check_saved_parent_refs(refs: &Value) -> Result<(), String> {
             let ok = match k.as_str() {
                 "group" => text == Some("gateway.networking.k8s.io"),
                 "kind" => text == Some("Gateway"),
-                "namespace" => text.is_some_and(crate::names::is_dns1123_label),
-                "name" | "sectionName" => text.is_some_and(crate::names::is_dns1123_subdomain),
+                "namespace" => text.is_some_and(appupdate_model::names::is_dns1123_label),
+                "name" | "sectionName" => {
+                    text.is_some_and(appupdate_model::names::is_dns1123_subdomain)
+                }
                 "port" => v.as_u64().is_some_and(|p| (1..=65535).contains(&p)),
                 _ => false,
             };

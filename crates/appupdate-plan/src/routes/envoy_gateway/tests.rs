@@ -2,10 +2,10 @@
 //! removal and saved form, how the provider is chosen, and the order of its writes.
 
 use super::*;
-use crate::endpoints_file;
-use crate::plan::{Action, AuthProvider, RouteStyle, write_order};
 use crate::routes::refs::{ObjectRef, RouteFlags};
 use crate::routes::{Listing, LiveRoutes, RoutesPlan, plan_routes};
+use appupdate_model::endpoints_file;
+use appupdate_model::plan::{Action, AuthProvider, RouteStyle, write_order};
 use pretty_assertions::assert_eq;
 
 const FILE: &str = "endpoints:
@@ -391,7 +391,7 @@ fn a_route_removed_with_its_policy_says_the_scopes_the_policy_checked() {
 
 #[test]
 fn a_deleted_policy_is_listed_after_its_route_and_a_new_one_before() {
-    use crate::plan::{Plan, Planned};
+    use appupdate_model::plan::{Plan, Planned};
     let plan_of = |live: &Live, text: &str| {
         let file = endpoints_file::parse(text, "e.yaml").unwrap();
         let svc = json!({"spec": {"ports": [{"port": 80}]}});

@@ -32,7 +32,7 @@ use serde_json::Value;
 
 use super::refs::ObjectRef;
 use super::{APP_LABEL, IDENTIFIER_LABEL, label};
-use crate::text::Untrusted;
+use appupdate_model::text::Untrusted;
 
 /// The feature names that say a GatewayClass supports the ExternalAuth filter over HTTP.
 pub const FEATURES: [&str; 4] = [
@@ -452,10 +452,10 @@ mod tests {
 
     mod planning {
         use super::*;
-        use crate::endpoints_file;
-        use crate::plan::RouteStyle;
         use crate::routes::refs::{RouteFlags, ServiceRef};
         use crate::routes::{Listing, LiveRoutes, needs_gateway_check, plan_routes};
+        use appupdate_model::endpoints_file;
+        use appupdate_model::plan::RouteStyle;
 
         const SCOPED: &str = "endpoints:\n  - path: /a\n  - path: /b\n    scopes: [user]\n";
         const PUBLIC: &str = "endpoints:\n  - path: /a\n";

@@ -31,7 +31,7 @@
 //! applying needs: the approved change — its guarded fields, the views the diff shows, and the
 //! write with the `resourceVersion` and `uid` it was computed from — and the updater that
 //! computed it, which re-plans the object against the object as it is when the file is applied
-//! (the approved-diff guard, [`crate::plan::recheck`], then decides).
+//! (the approved-diff guard, [`appupdate_model::plan::recheck`], then decides).
 //!
 //! `checksum` is SHA-256 over `content` in a canonical form (object keys sorted, no
 //! whitespace), so re-indenting the file keeps it valid while any change of a value, a
@@ -75,12 +75,12 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::history::{Source, tool};
-use crate::names;
-use crate::output;
-use crate::plan::{Kind, ObjectChange, Plan, Planned, SavedUpdater, Updater};
 use crate::routes;
-use crate::text::Untrusted;
 use crate::updaters::{AutoscalerUpdater, DeploymentUpdater, SAVED_AUTOSCALER, SAVED_DEPLOYMENT};
+use appupdate_model::names;
+use appupdate_model::output;
+use appupdate_model::plan::{Kind, ObjectChange, Plan, Planned, SavedUpdater, Updater};
+use appupdate_model::text::Untrusted;
 
 /// The file's schema; any other is refused.
 pub const SCHEMA: &str = "kubectl-appupdate.plan-file/v1";
@@ -317,7 +317,7 @@ struct ClusterDoc {
     /// The routes' style and attachment before and after, when the plan publishes endpoints:
     /// for the history record of the run that applies it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    routes: Option<crate::intent::RoutesHeader>,
+    routes: Option<appupdate_model::intent::RoutesHeader>,
     objects: Vec<ObjectDoc>,
 }
 
@@ -737,10 +737,10 @@ pub fn parse(text: &str, file: &str, key: Option<&PlanKey>) -> Result<PlanFile, 
         }
         let mut plan = Plan::new(c.app, c.namespace, c.context.clone(), objects);
         if let Some(header) = c.routes {
-            plan.routes = Some(crate::plan::RoutesPlan {
+            plan.routes = Some(appupdate_model::plan::RoutesPlan {
                 style: header
                     .style
-                    .unwrap_or(crate::plan::RouteStyle::NginxSnippet),
+                    .unwrap_or(appupdate_model::plan::RouteStyle::NginxSnippet),
                 live_styles: Vec::new(),
                 notes: Vec::new(),
                 header,
@@ -765,8 +765,8 @@ pub fn parse(text: &str, file: &str, key: Option<&PlanKey>) -> Result<PlanFile, 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::{Action, Base, FieldChange, Kind, PatchType, Write};
     use crate::updaters::{AutoscalerUpdate, ChangeCause, ContainerUpdate};
+    use appupdate_model::plan::{Action, Base, FieldChange, Kind, PatchType, Write};
     use serde_json::json;
 
     #[test]
@@ -973,10 +973,10 @@ mod tests {
     /// A first exposure with the envoy-gateway auth provider: a public and a scoped HTTPRoute,
     /// and the scoped one's SecurityPolicy.
     fn envoy_gateway_plan() -> Plan {
-        use crate::plan::{AuthProvider, RouteStyle};
         use crate::routes::refs::{ObjectRef, RouteFlags, ServiceRef};
         use crate::routes::{Listing, LiveRoutes, plan_routes};
-        let file = crate::endpoints_file::parse(
+        use appupdate_model::plan::{AuthProvider, RouteStyle};
+        let file = appupdate_model::endpoints_file::parse(
             "endpoints:\n  - path: /a\n  - path: /u\n    scopes: [user]\n",
             "e.yaml",
         )

@@ -39,7 +39,7 @@
 //! its annotations, an HTTPRoute is `gateway`), else `nginx-snippet`. Live routes in a style
 //! other than the run's are migrated: Ingresses between the two nginx styles are rewritten in
 //! place (one write each, no moment without a route), routes of another kind are deleted after
-//! the new ones are created ([`crate::plan::write_order`]).
+//! the new ones are created ([`appupdate_model::plan::write_order`]).
 
 pub mod envoy_gateway;
 pub mod external_auth;
@@ -47,7 +47,7 @@ pub mod gateway;
 pub mod ingress;
 pub mod nginx_auth;
 pub mod nginx_snippet;
-pub use crate::refs;
+pub use appupdate_model::refs;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -57,10 +57,10 @@ use base64::Engine as _;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::endpoints_file::EndpointsFile;
-use crate::intent::AttachmentRecord;
-use crate::names;
-use crate::plan::{AuthProvider, Kind, PlanError, RouteStyle, RoutesPlan, Updater};
+use appupdate_model::endpoints_file::EndpointsFile;
+use appupdate_model::intent::AttachmentRecord;
+use appupdate_model::names;
+use appupdate_model::plan::{AuthProvider, Kind, PlanError, RouteStyle, RoutesPlan, Updater};
 use refs::{AuthUrl, ObjectRef, RouteFlags, ServiceRef};
 
 /// The label whose value identifies the scope group of a managed route.
@@ -77,7 +77,7 @@ pub fn managed_selector(app: &str) -> String {
     format!("{APP_LABEL}={app},{IDENTIFIER_LABEL}")
 }
 
-pub use crate::intent::normalize_scopes;
+pub use appupdate_model::intent::normalize_scopes;
 
 /// `items` sorted and without duplicates: [`normalize_scopes`] of owned or borrowed scopes.
 fn as_set<T: Ord>(mut items: Vec<T>) -> Vec<T> {
@@ -274,8 +274,8 @@ pub(crate) fn check_managed(
 }
 
 /// The owned labels of a new route, as field changes.
-pub(crate) fn label_fields(app: &str, identifier: &str) -> Vec<crate::plan::FieldChange> {
-    use crate::plan::FieldChange;
+pub(crate) fn label_fields(app: &str, identifier: &str) -> Vec<appupdate_model::plan::FieldChange> {
+    use appupdate_model::plan::FieldChange;
     vec![
         FieldChange::new(
             format!("metadata.labels[{APP_LABEL}]"),
@@ -314,9 +314,9 @@ pub(crate) fn deletion(
     app: &str,
     name: &str,
     live: Option<&Value>,
-    view_and_info: impl FnOnce(&Value) -> (Value, Option<crate::plan::RouteInfo>),
-) -> Result<crate::plan::ObjectChange, PlanError> {
-    use crate::plan::{Base, FieldChange, ObjectChange, View, Write};
+    view_and_info: impl FnOnce(&Value) -> (Value, Option<appupdate_model::plan::RouteInfo>),
+) -> Result<appupdate_model::plan::ObjectChange, PlanError> {
+    use appupdate_model::plan::{Base, FieldChange, ObjectChange, View, Write};
     let Some(live) = live else {
         return Ok(ObjectChange {
             kind,
@@ -482,8 +482,8 @@ pub(crate) fn saved_group(
     identifier: &str,
     paths: &[String],
 ) -> Result<ScopeGroup, String> {
-    let set = crate::intent::RouteSet {
-        groups: vec![crate::intent::GroupRecord {
+    let set = appupdate_model::intent::RouteSet {
+        groups: vec![appupdate_model::intent::GroupRecord {
             scopes: scopes.to_vec(),
             paths: paths.to_vec(),
         }],
@@ -589,7 +589,8 @@ pub fn create_bodies(
     }
     let mut out = Vec::new();
     for u in updaters {
-        if let Some(crate::plan::Write::Create { body }) = u.plan(namespace, None)?.write {
+        if let Some(appupdate_model::plan::Write::Create { body }) = u.plan(namespace, None)?.write
+        {
             out.push(Arc::unwrap_or_clone(body));
         }
     }
@@ -1343,8 +1344,8 @@ fn header(
     live_styles: &[RouteStyle],
     live: &LiveRoutes<'_>,
     run: &Attachment,
-) -> crate::intent::RoutesHeader {
-    use crate::intent::RoutesHeader;
+) -> appupdate_model::intent::RoutesHeader {
+    use appupdate_model::intent::RoutesHeader;
     let style_before = match live_styles {
         [one] => Some(*one),
         _ => None,

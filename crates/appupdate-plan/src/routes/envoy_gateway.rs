@@ -30,7 +30,7 @@
 //!
 //! A scoped path is never reachable without its policy: a policy is written in an earlier
 //! round than a new HTTPRoute (or one that loses its filter), and deleted only after its route
-//! is deleted or has its filter back ([`crate::plan::write_order`], [`Kind::guards`]). A
+//! is deleted or has its filter back ([`appupdate_model::plan::write_order`], [`Kind::guards`]). A
 //! cluster that does not serve SecurityPolicies (no Envoy Gateway: the list answers 404), or a
 //! user who may not list them, gets `envoy-gateway` refused before any write. A saved plan that
 //! holds a scoped HTTPRoute without a filter must hold its policy too (`plan_file` checks).
@@ -55,7 +55,7 @@ use super::{
     APP_LABEL, AUTH_RESPONSE_HEADERS, IDENTIFIER_LABEL, RouteContext, ScopeGroup, check_managed,
     label_fields, name_of, scope_identifier, scope_token,
 };
-use crate::plan::{
+use appupdate_model::plan::{
     Base, FieldChange, Kind, ObjectChange, PatchType, PlanError, SavedUpdater, Updater, Write,
 };
 
@@ -292,7 +292,7 @@ impl SecurityPolicyUpdater {
                 d.app
             ));
         }
-        if !crate::names::is_dns1123_subdomain(&self.name) {
+        if !appupdate_model::names::is_dns1123_subdomain(&self.name) {
             return Err(format!("{:?} is not a valid object name", self.name));
         }
         if d.route != self.name {

@@ -6,16 +6,16 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::endpoints_file::EndpointsFile;
 use crate::history::History;
 use crate::live::{LiveState, Needs};
-use crate::plan::{
-    AuthProvider, Kind, ObjectChange, Plan, PlanError, Planned, RouteStyle, Updater,
-};
 use crate::routes::external_auth::GatewayKey;
 use crate::routes::{self, LiveRef, LiveRoutes, WithLive, refs::RouteFlags};
 use crate::updaters::{
     AutoscalerUpdate, AutoscalerUpdater, ChangeCause, ContainerUpdate, DeploymentUpdater,
+};
+use appupdate_model::endpoints_file::EndpointsFile;
+use appupdate_model::plan::{
+    AuthProvider, Kind, ObjectChange, Plan, PlanError, Planned, RouteStyle, Updater,
 };
 
 /// What the user asked for, independent of where it came from.

@@ -8,8 +8,8 @@
 //! `resourceVersion` and `uid` each write is conditional on (those differ from cluster to
 //! cluster even when the change is the same).
 
-use crate::output::{self, PlanDocument};
-use crate::plan::{Plan, Summary};
+use appupdate_model::output::{self, PlanDocument};
+use appupdate_model::plan::{Plan, Summary};
 
 /// One cluster of the fleet: planned, or left out.
 #[derive(Clone, Copy, Debug)]
@@ -163,8 +163,8 @@ pub fn total_line(fleet: &FleetPlan) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::{Action, ObjectChange, Planned};
     use crate::updaters::{AutoscalerUpdate, AutoscalerUpdater};
+    use appupdate_model::plan::{Action, ObjectChange, Planned};
     use serde_json::json;
     use std::sync::Arc;
 
@@ -178,7 +178,8 @@ mod tests {
         };
         let live = json!({"metadata": {"name": "web", "resourceVersion": rv, "uid": format!("u-{rv}")},
             "spec": {"minReplicas": 2, "maxReplicas": max}});
-        let change: ObjectChange = crate::plan::Updater::plan(&hpa, "shop", Some(&live)).unwrap();
+        let change: ObjectChange =
+            appupdate_model::plan::Updater::plan(&hpa, "shop", Some(&live)).unwrap();
         Plan::new(
             "web".into(),
             "shop".into(),

@@ -29,7 +29,7 @@ use serde_json::Value;
 
 use super::ingress::Flavor;
 use super::{RouteContext, ScopeGroup, normalize_scopes};
-use crate::plan::{PlanError, RouteStyle};
+use appupdate_model::plan::{PlanError, RouteStyle};
 
 /// The annotation this style owns.
 pub const SNIPPET_ANNOTATION: &str = "nginx.ingress.kubernetes.io/configuration-snippet";
