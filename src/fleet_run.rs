@@ -40,7 +40,7 @@ use crate::history_store::{self, Prepared};
 use crate::kube_context::Loaded;
 use crate::plan_sources::{self, Sourced};
 use crate::run;
-use crate::settings::{FleetSettings, Settings, SettingsError, WaveSpec};
+use crate::settings::{FleetSettings, Mode, Settings, SettingsError, WaveSpec};
 use crate::signals::Signals;
 use crate::streams::{self, Streams};
 use crate::wait::{self, Followed, WaitError, WaitTarget, Waited};
@@ -98,26 +98,22 @@ pub async fn run(settings: &Settings, fleet: &FleetSettings, streams: &Streams) 
     }
     let has_changes = planned.members.iter().any(|m| m.sourced.plan.has_changes());
     let changes_pending = settings.detailed_exitcode && has_changes;
-    if let Some(path) = &settings.plan_out {
+    if let Some(save) = settings.save() {
         let plans: Vec<(&Sourced, &Cluster)> = planned
             .members
             .iter()
             .map(|m| (&m.sourced, &m.cluster))
             .collect();
-        if let Err(e) = run::save_plans(
-            path,
-            &plans,
-            &planned.order.waves,
-            settings.sign_key.as_ref(),
-        ) {
+        if let Err(e) = run::save_plans(&save.path, &plans, &planned.order.waves, save.key.as_ref())
+        {
             return Ending::Failed(e);
         }
-        let shown = Untrusted(path.display().to_string());
+        let shown = Untrusted(save.path.display().to_string());
         streams::notice(&format!(
             "Saved the plan of {} cluster{} to {shown}{}; apply it with: kubectl appupdate apply {shown}",
             plans.len(),
             if plans.len() == 1 { "" } else { "s" },
-            run::signed_with(settings.sign_key.as_ref())
+            run::signed_with(save.key.as_ref())
         ));
         let end = end_of(
             &mut planned,
@@ -220,7 +216,7 @@ async fn plan_all(settings: &Settings, fleet: &FleetSettings) -> Result<Planned,
     let sel = &settings.cluster;
     let named: Vec<String> = if sel.contexts.is_empty()
         && sel.context_selector.is_none()
-        && let Some(saved) = &settings.saved
+        && let Some(saved) = settings.saved()
     {
         saved
             .file
@@ -238,7 +234,7 @@ async fn plan_all(settings: &Settings, fleet: &FleetSettings) -> Result<Planned,
         )
     } else {
         let mut waves = resolve_waves(&loaded, &fleet.waves)?;
-        if settings.undo.is_some() {
+        if settings.undo().is_some() {
             // An undo goes back in the reverse order: the last wave first.
             waves.reverse();
         }
@@ -257,18 +253,18 @@ async fn plan_all(settings: &Settings, fleet: &FleetSettings) -> Result<Planned,
         .into());
     }
     let now = Timestamp::now();
-    if let Some(saved) = &settings.saved {
+    if let Some(saved) = settings.saved() {
         plan_sources::check_age(saved, now)?;
     }
     // A fleet undo undoes one fleet run everywhere: the one named, else the newest recorded.
     let mut resolved;
-    let settings = match &settings.undo {
+    let settings = match settings.undo() {
         Some(undo) if undo.fleet_run.is_none() && undo.revision.is_none() => {
             match newest_fleet_run(&loaded, settings, &contexts).await {
                 Some(id) => {
                     resolved = settings.clone();
-                    if let Some(u) = resolved.undo.as_mut() {
-                        u.fleet_run = Some(id);
+                    if let Mode::Undo { request, .. } = &mut resolved.mode {
+                        request.fleet_run = Some(id);
                     }
                     &resolved
                 }
@@ -328,7 +324,7 @@ async fn plan_all(settings: &Settings, fleet: &FleetSettings) -> Result<Planned,
 /// time and the process.
 fn fleet_run_id(settings: &Settings) -> String {
     use sha2::Digest as _;
-    if let Some(saved) = &settings.saved {
+    if let Some(saved) = settings.saved() {
         let hex = saved.file.checksum.trim_start_matches("sha256:");
         return format!("plan-{}", &hex[..hex.len().min(12)]);
     }
@@ -415,7 +411,7 @@ async fn plan_one(
         settings.verbose,
         Some(format!("[{}] ", Untrusted(context))),
     );
-    let saved = match &settings.saved {
+    let saved = match settings.saved() {
         Some(saved) => Some(
             saved
                 .file
@@ -1122,7 +1118,7 @@ impl Writing<'_> {
 
     /// The run was given an image: its rollout is followed even where nothing was written.
     fn image(&self) -> bool {
-        self.settings.container_update.image.is_some()
+        self.settings.changes_image()
     }
 
     /// Follows the cluster's rollout and routes (`followed`) as `--wait` does, on its progress

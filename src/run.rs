@@ -17,7 +17,7 @@ use crate::history_store;
 use crate::kube_context;
 use crate::kube_context::Connection;
 use crate::plan_sources::{self, Sourced};
-use crate::settings::{HistorySettings, Settings};
+use crate::settings::{HistorySettings, Mode, Settings};
 use crate::signals::Signals;
 use crate::streams::{self, Streams};
 use crate::verify::{self, Probe};
@@ -89,7 +89,7 @@ pub async fn run(settings: &Settings, streams: &Streams) -> Ending {
                 return Ending::Applied(report);
             }
             let rollout = if settings.wait {
-                let image = settings.container_update.image.is_some();
+                let image = settings.changes_image();
                 let followed = Followed::after_writes(&report, image);
                 follow_written(&cluster, &followed, settings, &mut signals, streams).await
             } else {
@@ -169,7 +169,7 @@ async fn plan(settings: &Settings, streams: &Streams) -> Result<Next, AppError> 
     // -v: the proxy and every request, as notices.
     let cluster = connected(conn, settings.verbose, None);
 
-    let saved = match &settings.saved {
+    let saved = match settings.saved() {
         Some(saved) => Some(plan_sources::saved_target(
             saved,
             &cluster.conn,
@@ -201,17 +201,12 @@ async fn plan(settings: &Settings, streams: &Streams) -> Result<Next, AppError> 
             message: message.clone(),
         });
     }
-    if let Some(path) = &settings.plan_out {
-        save_plans(
-            path,
-            &[(&sourced, &cluster)],
-            &[],
-            settings.sign_key.as_ref(),
-        )?;
-        let shown = appupdate_model::text::Untrusted(path.display().to_string());
+    if let Some(save) = settings.save() {
+        save_plans(&save.path, &[(&sourced, &cluster)], &[], save.key.as_ref())?;
+        let shown = appupdate_model::text::Untrusted(save.path.display().to_string());
         streams::notice(&format!(
             "Saved the plan to {shown}{}; apply it with: kubectl appupdate apply {shown}",
-            signed_with(settings.sign_key.as_ref())
+            signed_with(save.key.as_ref())
         ));
         return Ok(Next::Stop(
             if settings.detailed_exitcode && plan.has_changes() {
@@ -226,7 +221,7 @@ async fn plan(settings: &Settings, streams: &Streams) -> Result<Next, AppError> 
         let probes = settings.verify.as_ref().map(|_| verify::probes(plan));
         return Ok(
             if (settings.wait || probes.is_some()) && !settings.dry_run {
-                let image = settings.container_update.image.is_some();
+                let image = settings.changes_image();
                 Next::Wait(cluster, Followed::without_writes(plan, image), probes)
             } else {
                 Next::Stop(Ending::Done)
@@ -258,8 +253,7 @@ pub(crate) async fn source(
 ) -> Result<Sourced, AppError> {
     if let Some(target) = saved {
         let checksum = settings
-            .saved
-            .as_ref()
+            .saved()
             .map(|s| s.file.checksum.clone())
             .unwrap_or_default();
         let app = target.plan.app.clone();
@@ -286,8 +280,7 @@ pub(crate) async fn source(
         }
         if let Some(revision) = applied {
             let name = settings
-                .saved
-                .as_ref()
+                .saved()
                 .map(|s| s.name.as_str())
                 .unwrap_or("the plan");
             return Err(AppError::UndoRefused {
@@ -313,18 +306,29 @@ pub(crate) async fn source(
             left_alone: false,
         });
     }
-    if let Some(undo) = &settings.undo {
-        return plan_sources::undo(cluster, &settings.app, undo, settings.history_max > 0).await;
-    }
+    let changes = match &settings.mode {
+        Mode::Update { changes, .. } => changes,
+        Mode::Undo { request, .. } => {
+            return plan_sources::undo(cluster, &settings.app, request, settings.history_max > 0)
+                .await;
+        }
+        Mode::Apply(saved) => {
+            // Every cluster of a saved plan has its entry; a context it has none for was
+            // refused when the targets were matched.
+            return Err(AppError::UndoRefused {
+                message: format!("{} holds no plan for this cluster", Untrusted(&saved.name)),
+            });
+        }
+    };
     let request = UpdateRequest {
         app: &settings.app,
         namespace: cluster.namespace(),
         context: &cluster.conn.context,
-        container: settings.container.as_deref(),
-        container_update: &settings.container_update,
-        autoscaler_update: &settings.autoscaler_update,
-        endpoints: settings.endpoints.as_ref().map(|e| &e.file),
-        routes: &settings.routes,
+        container: changes.container.as_deref(),
+        container_update: &changes.container_update,
+        autoscaler_update: &changes.autoscaler_update,
+        endpoints: changes.endpoints.as_ref().map(|e| &e.file),
+        routes: &changes.routes,
         undo_of: None,
     };
     let mut needs = request.needs();

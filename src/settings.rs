@@ -436,12 +436,9 @@ pub struct EndpointsInput {
 #[derive(Clone, Debug)]
 pub struct Settings {
     pub app: String,
-    pub container: Option<String>,
-    pub container_update: ContainerUpdate,
-    pub autoscaler_update: AutoscalerUpdate,
-    pub endpoints: Option<EndpointsInput>,
-    /// `--routes` and the flags about where routes attach and how they authenticate.
-    pub routes: RouteFlags,
+    /// What the run does: decided once from the flags, so that combinations that mean
+    /// nothing (an undo with an image, a saved plan with route flags) cannot be written down.
+    pub mode: Mode,
     pub cluster: ClusterSelection,
     pub yes: bool,
     pub dry_run: bool,
@@ -457,22 +454,89 @@ pub struct Settings {
     pub verbose: u8,
     pub can_prompt: bool,
     pub stderr_is_terminal: bool,
-    /// `--plan-out FILE`: save the plan instead of applying it.
-    pub plan_out: Option<PathBuf>,
-    /// The key that signs the saved plan: `--sign-key`, else `APPUPDATE_PLAN_KEY_FILE`; only
-    /// with `--plan-out`.
-    pub sign_key: Option<PlanKey>,
-    /// `--undo`, `--to-revision`.
-    pub undo: Option<UndoRequest>,
     /// `--history-max`: records kept (0: none written).
     pub history_max: u32,
-    /// `apply FILE`: the saved plan to apply instead of planning from flags.
-    pub saved: Option<SavedInput>,
     /// A run over several clusters.
     pub fleet: Option<FleetSettings>,
     /// `--verify-url`: after the writes, check that the paths with scopes refuse a request
     /// without a token.
     pub verify: Option<VerifySettings>,
+}
+
+/// What a run does. `history NAME` is a command of its own ([`HistorySettings`]).
+#[derive(Clone, Debug)]
+pub enum Mode {
+    /// Plan the changes the flags ask for against the live objects.
+    Update {
+        changes: Box<Changes>,
+        /// `--plan-out`: save the plan instead of applying it.
+        save: Option<SavePlan>,
+    },
+    /// Plan the inverse of a history record (`--undo`, `--to-revision`).
+    Undo {
+        request: UndoRequest,
+        save: Option<SavePlan>,
+    },
+    /// Apply a saved plan (`apply FILE`): the plan's own changes, re-checked under the guard.
+    Apply(SavedInput),
+}
+
+/// The changes asked for by flags.
+#[derive(Clone, Debug, Default)]
+pub struct Changes {
+    pub container: Option<String>,
+    pub container_update: ContainerUpdate,
+    pub autoscaler_update: AutoscalerUpdate,
+    pub endpoints: Option<EndpointsInput>,
+    /// `--routes` and the flags about where routes attach and how they authenticate.
+    pub routes: RouteFlags,
+}
+
+/// `--plan-out FILE`, with the key that signs it: `--sign-key`, else `APPUPDATE_PLAN_KEY_FILE`.
+#[derive(Clone, Debug)]
+pub struct SavePlan {
+    pub path: PathBuf,
+    pub key: Option<PlanKey>,
+}
+
+impl Settings {
+    /// The changes the flags ask for (an update; `None` for an undo or a saved plan).
+    pub fn changes(&self) -> Option<&Changes> {
+        match &self.mode {
+            Mode::Update { changes, .. } => Some(changes),
+            _ => None,
+        }
+    }
+
+    /// Where to save the plan instead of applying it.
+    pub fn save(&self) -> Option<&SavePlan> {
+        match &self.mode {
+            Mode::Update { save, .. } | Mode::Undo { save, .. } => save.as_ref(),
+            Mode::Apply(_) => None,
+        }
+    }
+
+    /// The undo asked for.
+    pub fn undo(&self) -> Option<&UndoRequest> {
+        match &self.mode {
+            Mode::Undo { request, .. } => Some(request),
+            _ => None,
+        }
+    }
+
+    /// The saved plan to apply.
+    pub fn saved(&self) -> Option<&SavedInput> {
+        match &self.mode {
+            Mode::Apply(saved) => Some(saved),
+            _ => None,
+        }
+    }
+
+    /// The run changes the image: `--wait` then follows the rollout.
+    pub fn changes_image(&self) -> bool {
+        self.changes()
+            .is_some_and(|c| c.container_update.image.is_some())
+    }
 }
 
 /// `kubectl appupdate history NAME`, resolved.
@@ -738,8 +802,11 @@ impl Settings {
 
         // The variable serves the job that saves plans and the one that applies them: a run
         // that saves nothing does not read it.
-        let sign_key = match &args.plan_out {
-            Some(_) => plan_key("--sign-key", args.sign_key, env, files)?,
+        let save = match args.plan_out {
+            Some(path) => Some(SavePlan {
+                path,
+                key: plan_key("--sign-key", args.sign_key, env, files)?,
+            }),
             None => None,
         };
 
@@ -751,26 +818,39 @@ impl Settings {
                 Untrusted(id)
             )));
         }
-        let undo = (args.undo || args.to_revision.is_some()).then(|| UndoRequest {
-            revision: args.to_revision,
-            fleet_run: args.fleet_run.clone(),
-            force: args
-                .force_undo
-                .iter()
-                .map(|f| f.trim().to_owned())
-                .filter(|f| !f.is_empty())
-                .collect(),
-        });
+        // clap keeps --undo and --to-revision apart from every change flag.
+        let mode = if args.undo || args.to_revision.is_some() {
+            Mode::Undo {
+                request: UndoRequest {
+                    revision: args.to_revision,
+                    fleet_run: args.fleet_run.clone(),
+                    force: args
+                        .force_undo
+                        .iter()
+                        .map(|f| f.trim().to_owned())
+                        .filter(|f| !f.is_empty())
+                        .collect(),
+                },
+                save,
+            }
+        } else {
+            Mode::Update {
+                changes: Box::new(Changes {
+                    container: args.container,
+                    container_update: ContainerUpdate { image: args.image },
+                    autoscaler_update: AutoscalerUpdate {
+                        min_replicas: args.min_replicas,
+                        max_replicas: args.max_replicas,
+                    },
+                    endpoints,
+                    routes,
+                }),
+                save,
+            }
+        };
         Ok(Settings {
             app,
-            container: args.container,
-            container_update: ContainerUpdate { image: args.image },
-            autoscaler_update: AutoscalerUpdate {
-                min_replicas: args.min_replicas,
-                max_replicas: args.max_replicas,
-            },
-            endpoints,
-            routes,
+            mode,
             cluster,
             yes: args.yes,
             dry_run: args.dry_run,
@@ -784,11 +864,7 @@ impl Settings {
             verbose: args.verbose,
             can_prompt: env.can_prompt,
             stderr_is_terminal: env.stderr_is_terminal,
-            plan_out: args.plan_out,
-            sign_key,
-            undo,
             history_max: args.history_max,
-            saved: None,
             fleet,
             verify,
         })
@@ -865,11 +941,11 @@ impl Settings {
         }
         Ok(Settings {
             app,
-            container: None,
-            container_update: ContainerUpdate::default(),
-            autoscaler_update: AutoscalerUpdate::default(),
-            endpoints: None,
-            routes: RouteFlags::default(),
+            mode: Mode::Apply(SavedInput {
+                name,
+                file,
+                max_age: args.max_plan_age.filter(|d| !d.is_zero()),
+            }),
             cluster,
             yes: args.yes,
             dry_run: false,
@@ -883,15 +959,7 @@ impl Settings {
             verbose: args.verbose,
             can_prompt: env.can_prompt,
             stderr_is_terminal: env.stderr_is_terminal,
-            plan_out: None,
-            sign_key: None,
-            undo: None,
             history_max: args.history_max,
-            saved: Some(SavedInput {
-                name,
-                file,
-                max_age: args.max_plan_age.filter(|d| !d.is_zero()),
-            }),
             fleet,
             verify: None,
         })
@@ -987,6 +1055,29 @@ mod tests {
             .to_string()
     }
 
+    #[test]
+    fn the_mode_is_decided_once_from_the_flags() {
+        let env = Environment::default();
+        let update = resolve(&["web", "--image", "r/web:2", "--plan-out", "p.json"], &env).unwrap();
+        match &update.mode {
+            Mode::Update { changes, save } => {
+                assert_eq!(changes.container_update.image.as_deref(), Some("r/web:2"));
+                assert_eq!(save.as_ref().map(|s| s.path.clone()), Some("p.json".into()));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(update.changes_image() && update.undo().is_none() && update.saved().is_none());
+        let undo = resolve(&["web", "--to-revision", "3"], &env).unwrap();
+        match &undo.mode {
+            Mode::Undo { request, save } => {
+                assert_eq!(request.revision, Some(3));
+                assert!(save.is_none());
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(undo.changes().is_none() && !undo.changes_image());
+    }
+
     /// Files by name; any other is missing.
     struct Files(Vec<(&'static str, &'static str)>);
     impl FileReader for Files {
@@ -1020,7 +1111,8 @@ mod tests {
     fn signed_by(args: &[&str], env_key: Option<&str>) -> Option<String> {
         with_keys(args, env_key)
             .unwrap()
-            .sign_key
+            .save()
+            .and_then(|s| s.key.as_ref())
             .map(|k| k.named().to_owned())
     }
 
