@@ -45,9 +45,9 @@ use hyper_util::client::legacy::connect::proxy::Tunnel;
 use hyper_util::client::legacy::connect::{Connected, Connection, HttpConnector};
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
-use tower::ServiceExt;
 use tokio::net::TcpStream;
 use tokio_rustls::rustls;
+use tower::ServiceExt;
 
 use crate::proxy::{Proxy, ProxyUrl, bracketed};
 use appupdate_core::text::Untrusted;
@@ -857,6 +857,33 @@ mod tests {
             .err()
             .unwrap();
         assert!(e.contains("unsupported scheme \"ftp\""), "{e}");
+    }
+
+    /// Why the SOCKS5 exchange is not hyper-util's `SocksV5` (module documentation): with
+    /// credentials in the URL, Go offers "no authentication" too, and a proxy that needs none
+    /// is used without them.
+    #[tokio::test]
+    async fn socks5_offers_no_authentication_too_as_go_does() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let proxy_side = tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.unwrap();
+            let mut hello = [0u8; 4];
+            s.read_exact(&mut hello).await.unwrap();
+            s.write_all(&[0x05, 0x00]).await.unwrap();
+            // CONNECT to the name "api" (3 bytes), port 6443.
+            let mut request = [0u8; 4 + 1 + 3 + 2];
+            s.read_exact(&mut request).await.unwrap();
+            s.write_all(&[0x05, 0x00, 0x00, 0x01, 0, 0, 0, 0, 0, 0])
+                .await
+                .unwrap();
+            (hello, request)
+        });
+        let p = proxy(&format!("socks5://user:pw@{addr}"));
+        open(&p, "https://api:6443").await.unwrap();
+        let (hello, request) = proxy_side.await.unwrap();
+        assert_eq!(hello, [0x05, 0x02, 0x00, 0x02]);
+        assert_eq!(&request[..], b"\x05\x01\x00\x03\x03api\x19\x2b");
     }
 
     #[tokio::test]
