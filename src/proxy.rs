@@ -22,6 +22,16 @@
 //! their ASCII (punycode) form: write `xn--…` names as the kubeconfig's server URL does.
 //!
 //! Nothing here reads the environment: [`ProxyEnv`] is filled by `settings::Environment`.
+//!
+//! These rules are ours, not hyper-util's `client::proxy::matcher::Matcher`: that follows
+//! curl's `NO_PROXY` rules, which differ from Go's in cases the tests below pin. With Go's test
+//! list, `Matcher` proxies `localhost`, `127.0.0.2` and `[::1]` (Go never does); exempts
+//! `barbaz.net` for `.barbaz.net` (Go: subdomains only) but not `nested.wildcard.io` for
+//! `*.wildcard.io`; never matches an entry with a port (`192.168.1.3:80`,
+//! `[2001:db8::52:0:3]:80`); and its `*` exempts host names but not IP addresses. Choosing the
+//! proxy differs too: it reads `ALL_PROXY`, drops every proxy in a CGI process (Go refuses
+//! `HTTP_PROXY` only), drops a URL with an unknown scheme (Go keeps it, and dialling fails), and
+//! knows nothing of the kubeconfig's `proxy-url`.
 
 use appupdate_model::text::Untrusted;
 use std::fmt;

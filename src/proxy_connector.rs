@@ -14,32 +14,46 @@
 //! Whatever the route, the transport then does TLS with the API server over this stream and
 //! negotiates HTTP/2 by ALPN, so a run still uses one connection — one tunnel.
 //!
+//! What is hyper-util's and what is ours:
+//!
+//! * the `CONNECT` exchange is hyper-util's [`Tunnel`], as Go's: `CONNECT host:port` with `Host`
+//!   and our `Proxy-Authorization`, exactly `200` accepted, and bytes past the proxy's answer
+//!   dropped (Go drops its buffered reader too: a TLS server does not speak first). We give it
+//!   the connection to the proxy (TCP, then TLS for an `https://` proxy, which `Tunnel` cannot
+//!   do) and keep a copy of what the proxy answered, because hyper-util's error for a refusal
+//!   does not carry the status, which our message names (`refused the tunnel to …: 403
+//!   Forbidden`);
+//! * the SOCKS5 exchange is ours: hyper-util's `SocksV5` differs from Go where kubectl users
+//!   can see it. With credentials it offers username/password only, where Go offers "no
+//!   authentication" too, so a proxy that needs none fails (no acceptable method) where kubectl
+//!   connects; and it holds a username and password of more than 256 bytes together as a
+//!   failure to serialize, where RFC 1929 and Go allow 255 bytes each.
+//!
 //! Failures are [`ProxyError`]s, whose one-line message names the proxy (never its
-//! credentials) and what it did.
+//! credentials) and what it did: hyper-util's errors are mapped to ours by their variants.
 
 use std::fmt;
 use std::io;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
 use base64::Engine;
 use http::Uri;
 use hyper_util::client::legacy::connect::dns::{GaiResolver, Name};
+use hyper_util::client::legacy::connect::proxy::Tunnel;
 use hyper_util::client::legacy::connect::{Connected, Connection, HttpConnector};
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
 use tokio_rustls::rustls;
+use tower::ServiceExt;
 
 use crate::proxy::{Proxy, ProxyUrl, bracketed};
 use appupdate_model::text::Untrusted;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 type BoxFuture<T> = Pin<Box<dyn Future<Output = Result<T, BoxError>> + Send>>;
-
-/// The longest proxy answer to a `CONNECT` that is read.
-const MAX_CONNECT_RESPONSE: usize = 16 * 1024;
 
 /// The system resolver (getaddrinfo on a blocking thread, as hyper's default), with its
 /// failures as [`ResolveError`].
@@ -130,7 +144,7 @@ impl tower::Service<Uri> for ProxyConnector {
         Box::pin(async move {
             let Some(route) = route else {
                 let io = tower::Service::call(&mut tcp, dst).await?;
-                return Ok(ProxyStream::new(Io::Tcp(io.into_inner()), false));
+                return Ok(ProxyStream::new(Box::new(io.into_inner()), false));
             };
             Ok(route.open(tcp, &dst).await?)
         })
@@ -161,30 +175,46 @@ impl Route {
             .map_err(|_| fail(Kind::BadHost))?;
         match url.scheme.as_str() {
             "http" | "https" => {
-                let io = connect_tcp(tcp, proxy_uri).await.map_err(fail)?;
-                let mut io = match &self.tls {
-                    None => Io::Tcp(io),
+                let tls = match &self.tls {
+                    None => None,
                     Some(tls) => {
                         let name = rustls::pki_types::ServerName::try_from(url.host.clone())
                             .map_err(|_| fail(Kind::BadHost))?;
-                        let tls = tls
-                            .connect(name, io)
-                            .await
-                            .map_err(|e| fail(Kind::Tls(e)))?;
-                        Io::Tls(Box::new(tls))
+                        Some((tls.clone(), name))
                     }
+                };
+                let answer = Arc::new(Mutex::new(Vec::new()));
+                let to_proxy = ToProxy {
+                    tcp,
+                    tls,
+                    answer: answer.clone(),
                 };
                 if dst.scheme_str() == Some("http") {
                     // Forwarded in absolute form, as Go does for http:// servers.
-                    return Ok(ProxyStream::new(io, true));
+                    let mut io = to_proxy.oneshot(proxy_uri).await.map_err(fail)?;
+                    io.forwarding = true;
+                    io.untap();
+                    return Ok(io);
                 }
-                connect_tunnel(&mut io, &target, url).await.map_err(fail)?;
-                Ok(ProxyStream::new(io, false))
+                let mut tunnel = Tunnel::new(proxy_uri, to_proxy);
+                if let Some(auth) = basic_authorization(url) {
+                    tunnel = tunnel.with_auth(auth);
+                }
+                match tunnel.oneshot(dst.clone()).await {
+                    Ok(mut io) => {
+                        io.untap();
+                        Ok(io)
+                    }
+                    Err(e) => {
+                        let answer = answer.lock().map(|a| a.clone()).unwrap_or_default();
+                        Err(fail(tunnel_failure(e, &answer, url.user.is_some())))
+                    }
+                }
             }
             "socks5" | "socks5h" => {
                 let mut io = connect_tcp(tcp, proxy_uri).await.map_err(fail)?;
                 socks5_connect(&mut io, &target, url).await.map_err(fail)?;
-                Ok(ProxyStream::new(Io::Tcp(io), false))
+                Ok(ProxyStream::new(Box::new(io), false))
             }
             other => Err(fail(Kind::UnsupportedScheme(other.to_owned()))),
         }
@@ -238,55 +268,75 @@ fn connect_reason(e: &(dyn std::error::Error + 'static)) -> String {
     )
 }
 
-/// `CONNECT host:port` on `io`; on success the stream is the tunnel, with nothing read past
-/// the proxy's answer.
-async fn connect_tunnel(io: &mut Io, target: &Authority, url: &ProxyUrl) -> Result<(), Kind> {
-    let mut request = format!("CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n");
-    if let Some(auth) = basic_authorization(url)
-        && let Ok(auth) = auth.to_str()
-    {
-        request.push_str("Proxy-Authorization: ");
-        request.push_str(auth);
-        request.push_str("\r\n");
-    }
-    request.push_str("\r\n");
-    io.write_all(request.as_bytes()).await.map_err(Kind::Io)?;
-    io.flush().await.map_err(Kind::Io)?;
+/// The connection to an `http://` or `https://` proxy (TLS for the latter) that hyper-util's
+/// [`Tunnel`] sends its `CONNECT` over; what the proxy answers is copied into `answer`.
+#[derive(Clone)]
+struct ToProxy {
+    tcp: HttpConnector<Resolver>,
+    tls: Option<(
+        tokio_rustls::TlsConnector,
+        rustls::pki_types::ServerName<'static>,
+    )>,
+    answer: Arc<Mutex<Vec<u8>>>,
+}
 
-    // Byte by byte up to the blank line: the bytes after it belong to the tunnel.
-    let mut head = Vec::with_capacity(256);
-    while !head.ends_with(b"\r\n\r\n") {
-        if head.len() >= MAX_CONNECT_RESPONSE {
-            return Err(Kind::NotHttp);
-        }
-        let mut byte = [0u8; 1];
-        match io.read(&mut byte).await {
-            Ok(0) => return Err(Kind::Closed),
-            Ok(_) => head.push(byte[0]),
-            Err(e) => return Err(Kind::Io(e)),
-        }
+impl tower::Service<Uri> for ToProxy {
+    type Response = ProxyStream;
+    type Error = Kind;
+    type Future = Pin<Box<dyn Future<Output = Result<ProxyStream, Kind>> + Send>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Kind>> {
+        Poll::Ready(Ok(()))
     }
-    let mut headers = [httparse::EMPTY_HEADER; 64];
-    let mut response = httparse::Response::new(&mut headers);
-    match response.parse(&head) {
-        Ok(httparse::Status::Complete(_)) => {}
-        _ => return Err(Kind::NotHttp),
+
+    fn call(&mut self, proxy: Uri) -> Self::Future {
+        let ToProxy { tcp, tls, answer } = self.clone();
+        Box::pin(async move {
+            let io = connect_tcp(tcp, proxy).await?;
+            let io: Box<dyn Stream> = match tls {
+                None => Box::new(io),
+                Some((tls, name)) => Box::new(tls.connect(name, io).await.map_err(Kind::Tls)?),
+            };
+            let mut stream = ProxyStream::new(io, false);
+            stream.io.inner_mut().answer = Some(answer);
+            Ok(stream)
+        })
     }
-    let code = response.code.unwrap_or_default();
-    let reason: String = response
-        .reason
-        .unwrap_or_default()
-        .chars()
-        .filter(|c| c.is_ascii_graphic() || *c == ' ')
-        .take(80)
-        .collect();
-    match code {
-        // Go accepts exactly 200.
-        200 => Ok(()),
-        407 => Err(Kind::AuthRequired {
-            sent_credentials: url.user.is_some(),
-        }),
-        _ => Err(Kind::Refused { code, reason }),
+}
+
+/// hyper-util's `TunnelError` (a type it does not export by name).
+type TunnelError = <Tunnel<ToProxy> as tower::Service<Uri>>::Error;
+
+/// A failed tunnel as our [`Kind`]. A refusal's status and reason are read from the proxy's
+/// `answer`: hyper-util's error does not carry them.
+fn tunnel_failure(e: TunnelError, answer: &[u8], sent_credentials: bool) -> Kind {
+    match e {
+        TunnelError::ConnectFailed(e) => match e.downcast::<Kind>() {
+            Ok(kind) => *kind,
+            Err(e) => Kind::Unreachable(connect_reason(e.as_ref())),
+        },
+        TunnelError::Io(e) => Kind::Io(e),
+        TunnelError::TunnelUnexpectedEof => Kind::Closed,
+        // Go too accepts exactly 200 and tells 407 apart.
+        TunnelError::ProxyAuthRequired => Kind::AuthRequired { sent_credentials },
+        TunnelError::MissingHost => Kind::Io(io::Error::other("the server's URL has no host")),
+        TunnelError::ProxyHeadersTooLong | TunnelError::TunnelUnsuccessful => {
+            let mut headers = [httparse::EMPTY_HEADER; 100];
+            let mut response = httparse::Response::new(&mut headers);
+            let Ok(httparse::Status::Complete(_)) = response.parse(answer) else {
+                return Kind::NotHttp;
+            };
+            Kind::Refused {
+                code: response.code.unwrap_or_default(),
+                reason: response
+                    .reason
+                    .unwrap_or_default()
+                    .chars()
+                    .filter(|c| c.is_ascii_graphic() || *c == ' ')
+                    .take(80)
+                    .collect(),
+            }
+        }
     }
 }
 
@@ -540,6 +590,16 @@ impl fmt::Display for ProxyError {
 
 impl std::error::Error for ProxyError {}
 
+/// A failure before it is named ([`ProxyError`] gives the message): hyper-util's [`Tunnel`]
+/// carries the failures of the connection to the proxy as errors.
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self, f)
+    }
+}
+
+impl std::error::Error for Kind {}
+
 /// The first [`ProxyError`] in an error's chain.
 pub fn find_proxy_error<'a>(err: &'a (dyn std::error::Error + 'static)) -> Option<&'a ProxyError> {
     let mut cur = Some(err);
@@ -552,10 +612,16 @@ pub fn find_proxy_error<'a>(err: &'a (dyn std::error::Error + 'static)) -> Optio
     None
 }
 
-/// The byte stream to the proxy or the server.
-enum Io {
-    Tcp(TcpStream),
-    Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
+/// A byte stream: TCP, or TLS to an `https://` proxy.
+trait Stream: AsyncRead + AsyncWrite + Send + Unpin {}
+
+impl<T: AsyncRead + AsyncWrite + Send + Unpin> Stream for T {}
+
+/// The byte stream to the proxy or the server; while `answer` is set (the `CONNECT` exchange),
+/// what is read is copied into it.
+struct Io {
+    stream: Box<dyn Stream>,
+    answer: Option<Arc<Mutex<Vec<u8>>>>,
 }
 
 impl AsyncRead for Io {
@@ -564,10 +630,15 @@ impl AsyncRead for Io {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Io::Tcp(s) => Pin::new(s).poll_read(cx, buf),
-            Io::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut this.stream).poll_read(cx, buf);
+        if let (Poll::Ready(Ok(())), Some(answer)) = (&polled, &this.answer)
+            && let Ok(mut answer) = answer.lock()
+        {
+            answer.extend_from_slice(&buf.filled()[before..]);
         }
+        polled
     }
 }
 
@@ -577,24 +648,15 @@ impl AsyncWrite for Io {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        match self.get_mut() {
-            Io::Tcp(s) => Pin::new(s).poll_write(cx, buf),
-            Io::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
-        }
+        Pin::new(&mut self.get_mut().stream).poll_write(cx, buf)
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Io::Tcp(s) => Pin::new(s).poll_flush(cx),
-            Io::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
-        }
+        Pin::new(&mut self.get_mut().stream).poll_flush(cx)
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Io::Tcp(s) => Pin::new(s).poll_shutdown(cx),
-            Io::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
-        }
+        Pin::new(&mut self.get_mut().stream).poll_shutdown(cx)
     }
 
     fn poll_write_vectored(
@@ -602,17 +664,11 @@ impl AsyncWrite for Io {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        match self.get_mut() {
-            Io::Tcp(s) => Pin::new(s).poll_write_vectored(cx, bufs),
-            Io::Tls(s) => Pin::new(s.as_mut()).poll_write_vectored(cx, bufs),
-        }
+        Pin::new(&mut self.get_mut().stream).poll_write_vectored(cx, bufs)
     }
 
     fn is_write_vectored(&self) -> bool {
-        match self {
-            Io::Tcp(s) => s.is_write_vectored(),
-            Io::Tls(s) => s.is_write_vectored(),
-        }
+        self.stream.is_write_vectored()
     }
 }
 
@@ -624,11 +680,19 @@ pub struct ProxyStream {
 }
 
 impl ProxyStream {
-    fn new(io: Io, forwarding: bool) -> ProxyStream {
+    fn new(stream: Box<dyn Stream>, forwarding: bool) -> ProxyStream {
         ProxyStream {
-            io: TokioIo::new(io),
+            io: TokioIo::new(Io {
+                stream,
+                answer: None,
+            }),
             forwarding,
         }
+    }
+
+    /// The proxy's answer is no longer copied.
+    fn untap(&mut self) {
+        self.io.inner_mut().answer = None;
     }
 }
 
@@ -727,23 +791,22 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_tunnel_sends_connect_with_basic_credentials_and_keeps_the_bytes_after_the_answer() {
-        let (uri, head) = answering("HTTP/1.1 200 Connection established\r\n\r\nTLS").await;
+    async fn a_tunnel_sends_connect_with_basic_credentials() {
+        let (uri, head) = answering("HTTP/1.1 200 Connection established\r\n\r\n").await;
         let p = proxy(&format!(
             "http://al%40ice:s3cret@{}",
             uri.authority().unwrap()
         ));
-        let mut s = open(&p, "https://api.corp.example:6443").await.unwrap();
+        let s = open(&p, "https://api.corp.example:6443").await.unwrap();
         let head = head.await.unwrap();
         // base64("al@ice:s3cret")
         assert_eq!(
             head,
             "CONNECT api.corp.example:6443 HTTP/1.1\r\nHost: api.corp.example:6443\r\nProxy-Authorization: Basic YWxAaWNlOnMzY3JldA==\r\n\r\n"
         );
-        let mut rest = [0u8; 3];
-        s.io.inner_mut().read_exact(&mut rest).await.unwrap();
-        assert_eq!(&rest, b"TLS");
         assert!(!s.connected().is_proxied());
+        // The proxy's answer is no longer copied once the tunnel is open.
+        assert!(s.io.inner().answer.is_none());
     }
 
     #[tokio::test]
@@ -794,6 +857,33 @@ mod tests {
             .err()
             .unwrap();
         assert!(e.contains("unsupported scheme \"ftp\""), "{e}");
+    }
+
+    /// Why the SOCKS5 exchange is not hyper-util's `SocksV5` (module documentation): with
+    /// credentials in the URL, Go offers "no authentication" too, and a proxy that needs none
+    /// is used without them.
+    #[tokio::test]
+    async fn socks5_offers_no_authentication_too_as_go_does() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let proxy_side = tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.unwrap();
+            let mut hello = [0u8; 4];
+            s.read_exact(&mut hello).await.unwrap();
+            s.write_all(&[0x05, 0x00]).await.unwrap();
+            // CONNECT to the name "api" (3 bytes), port 6443.
+            let mut request = [0u8; 4 + 1 + 3 + 2];
+            s.read_exact(&mut request).await.unwrap();
+            s.write_all(&[0x05, 0x00, 0x00, 0x01, 0, 0, 0, 0, 0, 0])
+                .await
+                .unwrap();
+            (hello, request)
+        });
+        let p = proxy(&format!("socks5://user:pw@{addr}"));
+        open(&p, "https://api:6443").await.unwrap();
+        let (hello, request) = proxy_side.await.unwrap();
+        assert_eq!(hello, [0x05, 0x02, 0x00, 0x02]);
+        assert_eq!(&request[..], b"\x05\x01\x00\x03\x03api\x19\x2b");
     }
 
     #[tokio::test]
