@@ -23,8 +23,8 @@ use std::time::Duration;
 use futures::future::join_all;
 use serde_json::Value;
 
-use crate::cluster::{Cluster, RequestError};
-use crate::describe::Target;
+use appupdate_kube::cluster::{Cluster, RequestError};
+use appupdate_kube::describe::Target;
 use appupdate_model::plan::{
     Action, Base, Kind, ObjectChange, Plan, Planned, Recheck, Write, recheck,
 };

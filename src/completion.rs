@@ -22,8 +22,9 @@ use clap::CommandFactory;
 use clap_complete::engine::{ArgValueCandidates, CompletionCandidate};
 
 use crate::cli::Cli;
-use crate::kube_context;
-use crate::settings::{Environment, KubeconfigSource};
+use crate::settings::{self, Environment};
+use appupdate_kube::kube_context;
+use appupdate_kube::selection::KubeconfigSource;
 use appupdate_model::text;
 
 /// The hidden first argument that selects completion mode.
@@ -90,7 +91,7 @@ fn kubeconfig_source(words: &[String], env: &Environment) -> KubeconfigSource {
             flag = Some(PathBuf::from(v));
         }
     }
-    KubeconfigSource::resolve(flag, env)
+    settings::kubeconfig_source(flag, env)
 }
 
 /// Reads the names from the kubeconfig; an unreadable kubeconfig simply has none.

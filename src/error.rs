@@ -7,12 +7,12 @@
 //! [`crate::exit`] maps each variant to its exit code.
 
 use crate::cli::CliError;
-use crate::cluster::RequestError;
 use crate::confirm::NotConfirmed;
-use crate::describe::Target;
-use crate::kube_context::KubeconfigError;
 use crate::settings::SettingsError;
 use crate::wait::WaitError;
+use appupdate_kube::cluster::RequestError;
+use appupdate_kube::describe::Target;
+use appupdate_kube::kube_context::KubeconfigError;
 use appupdate_model::plan::PlanError;
 use appupdate_model::report::Interruption;
 use appupdate_model::text::Untrusted;

@@ -31,19 +31,19 @@ use futures::future::join_all;
 use k8s_openapi::jiff::Timestamp;
 
 use crate::apply::{self, ApplyOptions, InterruptFlag, Preflighted};
-use crate::cluster::Cluster;
 use crate::error::{AppError, Stage};
 use crate::exit::Ending;
 use crate::fleet::{self, ClusterEnd, ClusterState, FleetEnd, FleetOrder, NotStarted};
 use crate::fleet_progress::{FleetProgress, RolloutLine};
 use crate::history_store::{self, Prepared};
-use crate::kube_context::Loaded;
 use crate::plan_sources::{self, Sourced};
 use crate::run;
 use crate::settings::{FleetSettings, Mode, Settings, SettingsError, WaveSpec};
 use crate::signals::Signals;
 use crate::streams::{self, Streams};
 use crate::wait::{self, Followed, WaitError, WaitTarget, Waited};
+use appupdate_kube::cluster::Cluster;
+use appupdate_kube::kube_context::Loaded;
 use appupdate_model::text::Untrusted;
 use appupdate_plan::fleet_plan::{FleetPlan, Member as PlanMember};
 

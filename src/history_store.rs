@@ -14,8 +14,8 @@ use std::convert::Infallible;
 use serde_json::Value;
 
 use crate::apply::ApplyOptions;
-use crate::cluster::{Cluster, RequestError};
-use crate::describe::Target;
+use appupdate_kube::cluster::{Cluster, RequestError};
+use appupdate_kube::describe::Target;
 use appupdate_model::plan::Write;
 use appupdate_plan::history::{self, History, Record};
 

@@ -17,27 +17,21 @@
 //! kubectl's plugin completion (`kubectl_complete-appupdate`) from the same flag definitions.
 pub mod apply;
 pub mod cli;
-pub mod cluster;
 pub mod completion;
 pub mod confirm;
-pub mod describe;
 pub mod error;
 pub mod exit;
 pub mod fleet;
 pub mod fleet_progress;
 pub mod fleet_run;
 pub mod history_store;
-pub mod kube_context;
 pub mod live_state;
 pub mod plan_sources;
-pub mod proxy;
-pub mod proxy_connector;
 pub mod run;
 pub mod settings;
 pub mod signals;
 pub mod streams;
 pub mod terminal;
-pub mod transport;
 pub mod verify;
 pub mod verify_send;
 pub mod wait;

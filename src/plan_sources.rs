@@ -20,12 +20,12 @@ use k8s_openapi::jiff::Timestamp;
 use serde_json::Value;
 
 use crate::apply::guard_reason;
-use crate::cluster::{Cluster, RequestError};
-use crate::describe::Target;
 use crate::error::AppError;
-use crate::kube_context::Connection;
 use crate::live_state::{self, LiveState};
 use crate::settings::{SavedInput, UndoRequest};
+use appupdate_kube::cluster::{Cluster, RequestError};
+use appupdate_kube::describe::Target;
+use appupdate_kube::kube_context::Connection;
 use appupdate_model::plan::{ObjectChange, Plan, Recheck, recheck};
 use appupdate_model::report::{Outcome, Report};
 use appupdate_plan::history::Source;

@@ -9,13 +9,10 @@
 use crate::apply::{self, ApplyOptions, InterruptFlag};
 use std::sync::Arc;
 
-use crate::cluster::{Cluster, RequestLog};
 use crate::confirm::{self, Answer, NotConfirmed};
 use crate::error::{AppError, Stage};
 use crate::exit::Ending;
 use crate::history_store;
-use crate::kube_context;
-use crate::kube_context::Connection;
 use crate::plan_sources::{self, Sourced};
 use crate::settings::{HistorySettings, Mode, Settings};
 use crate::signals::Signals;
@@ -23,6 +20,9 @@ use crate::streams::{self, Streams};
 use crate::verify::{self, Probe};
 use crate::verify_send;
 use crate::wait::{self, Followed, WaitTarget};
+use appupdate_kube::cluster::{Cluster, RequestLog};
+use appupdate_kube::kube_context;
+use appupdate_kube::kube_context::Connection;
 use appupdate_model::plan::Plan;
 use appupdate_model::report::{Interruption, Report};
 use appupdate_model::text::Untrusted;
@@ -620,7 +620,7 @@ pub(crate) async fn write_and_record(
 async fn add_record(
     cluster: &Cluster,
     app: &str,
-    config_map: &Result<Option<serde_json::Value>, crate::cluster::RequestError>,
+    config_map: &Result<Option<serde_json::Value>, appupdate_kube::cluster::RequestError>,
     record: Option<history::Record>,
     settings: &Settings,
 ) -> (history_store::Recorded, Option<history_store::Added>) {
@@ -735,7 +735,7 @@ async fn list_history(settings: &HistorySettings, streams: &Streams) -> Result<(
         .await
         .map_err(|source| AppError::Request {
             verb: "get",
-            target: crate::describe::Target {
+            target: appupdate_kube::describe::Target {
                 reference: format!("configmap/{name}"),
                 namespace: cluster.namespace().to_owned(),
                 context: cluster.conn.context.clone(),

@@ -12,8 +12,9 @@ use crate::cli::{
     ApplyArgs, AuthProviderChoice, ClusterArgs, ColorChoice, FleetArgs, HistoryArgs, HistoryFormat,
     OutputFormat, RoutesChoice, UpdateArgs,
 };
-use crate::proxy::ProxyEnv;
 use crate::verify::{self, VerifySettings, VerifyUrl};
+use appupdate_kube::proxy::ProxyEnv;
+pub use appupdate_kube::selection::{ClusterSelection, ContextSelector, KubeconfigSource};
 use appupdate_model::endpoints_file::{self, EndpointsError, EndpointsFile};
 use appupdate_model::names;
 use appupdate_model::plan::{AuthProvider, RouteStyle};
@@ -132,149 +133,68 @@ impl Environment {
     }
 }
 
-/// Where the kubeconfig comes from, in kubectl's order of precedence.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum KubeconfigSource {
-    /// `--kubeconfig PATH`: the file must exist.
-    Flag(PathBuf),
-    /// `KUBECONFIG`: several files, merged, first wins; missing files are skipped.
-    Env(Vec<PathBuf>),
-    /// `~/.kube/config`.
-    Home(PathBuf),
-    /// No flag, no variable, no home directory.
-    Nowhere,
-}
-
-impl KubeconfigSource {
-    /// kubectl's rule: `--kubeconfig` (an empty value counts as not given), else the files
-    /// listed in `KUBECONFIG` (empty entries skipped), else `~/.kube/config`.
-    pub fn resolve(flag: Option<PathBuf>, env: &Environment) -> KubeconfigSource {
-        if let Some(path) = flag.filter(|p| !p.as_os_str().is_empty()) {
-            return KubeconfigSource::Flag(path);
+/// kubectl's rule: `--kubeconfig` (an empty value counts as not given), else the files
+/// listed in `KUBECONFIG` (empty entries skipped), else `~/.kube/config`.
+pub fn kubeconfig_source(flag: Option<PathBuf>, env: &Environment) -> KubeconfigSource {
+    if let Some(path) = flag.filter(|p| !p.as_os_str().is_empty()) {
+        return KubeconfigSource::Flag(path);
+    }
+    if let Some(list) = env.kubeconfig.as_ref().filter(|v| !v.is_empty()) {
+        let paths: Vec<PathBuf> = std::env::split_paths(list)
+            .filter(|p| !p.as_os_str().is_empty())
+            .collect();
+        if !paths.is_empty() {
+            return KubeconfigSource::Env(paths);
         }
-        if let Some(list) = env.kubeconfig.as_ref().filter(|v| !v.is_empty()) {
-            let paths: Vec<PathBuf> = std::env::split_paths(list)
-                .filter(|p| !p.as_os_str().is_empty())
-                .collect();
-            if !paths.is_empty() {
-                return KubeconfigSource::Env(paths);
-            }
-        }
-        match &env.home {
-            Some(home) => KubeconfigSource::Home(home.join(".kube").join("config")),
-            None => KubeconfigSource::Nowhere,
-        }
+    }
+    match &env.home {
+        Some(home) => KubeconfigSource::Home(home.join(".kube").join("config")),
+        None => KubeconfigSource::Nowhere,
     }
 }
 
-/// `--context-selector REGEX`: as typed, and compiled to match whole context names.
-#[derive(Clone, Debug)]
-pub struct ContextSelector {
-    pub text: String,
-    pub regex: regex::Regex,
-}
-
-impl ContextSelector {
-    /// The regular expression must match the whole name (`prod` does not select `preprod`).
-    pub fn new(text: &str) -> Result<ContextSelector, SettingsError> {
-        regex::Regex::new(&format!("^(?:{text})$"))
-            .map(|regex| ContextSelector {
-                text: text.to_owned(),
-                regex,
-            })
-            .map_err(|e| {
-                let why = match e {
-                    regex::Error::CompiledTooBig(_) => "it is too large".to_owned(),
-                    // The parser's message spans lines and points at the error: its last line
-                    // says what is wrong.
-                    e => e
-                        .to_string()
-                        .lines()
-                        .rev()
-                        .find(|l| !l.trim().is_empty())
-                        .map(|l| l.trim().trim_start_matches("error: ").to_owned())
-                        .unwrap_or_default(),
-                };
-                SettingsError::Invalid(format!(
-                    "--context-selector {:?} is not a valid regular expression: {}",
-                    Untrusted(text),
-                    Untrusted(why)
-                ))
-            })
+/// The cluster flags, checked (the namespace's syntax) and resolved.
+pub fn resolve_cluster(
+    args: ClusterArgs,
+    env: &Environment,
+) -> Result<ClusterSelection, SettingsError> {
+    if let Some(ns) = &args.namespace {
+        validate_namespace(ns).map_err(SettingsError::Invalid)?;
     }
-
-    pub fn matches(&self, context: &str) -> bool {
-        self.regex.is_match(context)
-    }
-}
-
-/// Which cluster, user and namespace to talk to.
-#[derive(Clone, Debug)]
-pub struct ClusterSelection {
-    pub kubeconfig: KubeconfigSource,
-    /// The context of a run over one cluster: the first `--context` (else the current one).
-    pub context: Option<String>,
-    /// Every context named by `--context` and `--contexts`, in order, each once.
-    pub contexts: Vec<String>,
-    /// `--context-selector`.
-    pub context_selector: Option<ContextSelector>,
-    /// The flags name several contexts: `--context` more than once, `--contexts` or
-    /// `--context-selector`.
-    pub several: bool,
-    pub cluster: Option<String>,
-    pub user: Option<String>,
-    pub namespace: Option<String>,
-    pub as_user: Option<String>,
-    pub as_groups: Vec<String>,
-    /// `None`: no bound (kubectl's default).
-    pub request_timeout: Option<Duration>,
-    /// The proxy variables, for when the kubeconfig sets no `proxy-url`.
-    pub proxy_env: ProxyEnv,
-}
-
-impl ClusterSelection {
-    /// The cluster flags, checked (the namespace's syntax) and resolved.
-    pub fn resolve(
-        args: ClusterArgs,
-        env: &Environment,
-    ) -> Result<ClusterSelection, SettingsError> {
-        if let Some(ns) = &args.namespace {
-            validate_namespace(ns).map_err(SettingsError::Invalid)?;
+    let several =
+        args.context.len() > 1 || !args.contexts.is_empty() || args.context_selector.is_some();
+    let mut contexts: Vec<String> = Vec::new();
+    for c in args.context.iter().chain(&args.contexts) {
+        if c.is_empty() {
+            return Err(SettingsError::Invalid(
+                "an empty context name was given (--context or --contexts); name each context"
+                    .into(),
+            ));
         }
-        let several =
-            args.context.len() > 1 || !args.contexts.is_empty() || args.context_selector.is_some();
-        let mut contexts: Vec<String> = Vec::new();
-        for c in args.context.iter().chain(&args.contexts) {
-            if c.is_empty() {
-                return Err(SettingsError::Invalid(
-                    "an empty context name was given (--context or --contexts); name each context"
-                        .into(),
-                ));
-            }
-            if !contexts.contains(c) {
-                contexts.push(c.clone());
-            }
+        if !contexts.contains(c) {
+            contexts.push(c.clone());
         }
-        let context_selector = args
-            .context_selector
-            .as_deref()
-            .map(ContextSelector::new)
-            .transpose()?;
-        Ok(ClusterSelection {
-            kubeconfig: KubeconfigSource::resolve(args.kubeconfig, env),
-            context: args.context.first().cloned(),
-            contexts,
-            context_selector,
-            several,
-            cluster: args.cluster,
-            user: args.user,
-            namespace: args.namespace,
-            as_user: args.as_user,
-            as_groups: args.as_group,
-            request_timeout: args.request_timeout.filter(|d| !d.is_zero()),
-            proxy_env: env.proxy.clone(),
-        })
     }
+    let context_selector = args
+        .context_selector
+        .as_deref()
+        .map(ContextSelector::new)
+        .transpose()
+        .map_err(SettingsError::Invalid)?;
+    Ok(ClusterSelection {
+        kubeconfig: kubeconfig_source(args.kubeconfig, env),
+        context: args.context.first().cloned(),
+        contexts,
+        context_selector,
+        several,
+        cluster: args.cluster,
+        user: args.user,
+        namespace: args.namespace,
+        as_user: args.as_user,
+        as_groups: args.as_group,
+        request_timeout: args.request_timeout.filter(|d| !d.is_zero()),
+        proxy_env: env.proxy.clone(),
+    })
 }
 
 /// How a run over several clusters goes.
@@ -319,7 +239,9 @@ impl WaveSpec {
     /// `--wave`'s value: `re:REGEX`, else comma-separated context names.
     pub fn parse(value: &str) -> Result<WaveSpec, SettingsError> {
         if let Some(re) = value.strip_prefix("re:") {
-            return Ok(WaveSpec::Matching(ContextSelector::new(re)?));
+            return Ok(WaveSpec::Matching(
+                ContextSelector::new(re).map_err(SettingsError::Invalid)?,
+            ));
         }
         let names: Vec<String> = value.split(',').map(str::to_owned).collect();
         if names.iter().any(String::is_empty) {
@@ -556,7 +478,7 @@ impl HistorySettings {
         env: &Environment,
     ) -> Result<HistorySettings, SettingsError> {
         validate_app_name(&args.name).map_err(SettingsError::Invalid)?;
-        let cluster = ClusterSelection::resolve(cluster, env)?;
+        let cluster = resolve_cluster(cluster, env)?;
         if cluster.several {
             return Err(SettingsError::Invalid(
                 "history reads one cluster's records: give at most one --context".into(),
@@ -761,7 +683,7 @@ impl Settings {
                 "--min {min} is greater than --max {max}; the minimum must not exceed the maximum"
             )));
         }
-        let cluster = ClusterSelection::resolve(args.cluster, env)?;
+        let cluster = resolve_cluster(args.cluster, env)?;
         let fleet = FleetSettings::resolve(args.fleet, &cluster, 0)?;
         if fleet.as_ref().is_some_and(|f| f.bake.is_some()) && !args.wait {
             return Err(SettingsError::Invalid(
@@ -912,7 +834,7 @@ impl Settings {
                 ),
             }));
         }
-        let cluster = ClusterSelection::resolve(cluster, env)?;
+        let cluster = resolve_cluster(cluster, env)?;
         let waves_given = !args.fleet.wave.is_empty();
         let mut fleet = FleetSettings::resolve(args.fleet, &cluster, file.clusters.len())?;
         if fleet.as_ref().is_some_and(|f| f.bake.is_some()) {
@@ -1008,13 +930,13 @@ fn verify_settings(
                 })?)
             }
         };
-    let target = crate::proxy::Target {
+    let target = appupdate_kube::proxy::Target {
         scheme: url.scheme.clone(),
         host: url.host.clone(),
         port: url.port,
     };
-    let proxy =
-        crate::proxy::from_environment(&target, &env.proxy).map_err(|e| invalid(e.to_string()))?;
+    let proxy = appupdate_kube::proxy::from_environment(&target, &env.proxy)
+        .map_err(|e| invalid(e.to_string()))?;
     let request_timeout = cluster
         .request_timeout
         .unwrap_or(verify::DEFAULT_REQUEST_TIMEOUT);

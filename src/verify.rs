@@ -147,7 +147,7 @@ impl VerifyUrl {
 
     /// `host[:port]`, an IPv6 address in brackets.
     pub fn authority(&self) -> String {
-        let host = crate::proxy::bracketed(&self.host);
+        let host = appupdate_kube::proxy::bracketed(&self.host);
         match self.port {
             Some(p) => format!("{host}:{p}"),
             None => host,
@@ -177,7 +177,7 @@ pub struct VerifySettings {
     /// `--verify-url-ca`: DER certificates; `None`: the system's trusted roots.
     pub ca: Option<Vec<Vec<u8>>>,
     /// The proxy for the address, by the environment's rules.
-    pub proxy: Option<crate::proxy::Proxy>,
+    pub proxy: Option<appupdate_kube::proxy::Proxy>,
     /// The bound on each request.
     pub request_timeout: Duration,
     /// The bound on the whole verification: [`OVERALL`], or one request's bound if longer.

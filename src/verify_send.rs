@@ -1,6 +1,6 @@
 //! `--verify-url`: sends the requests [`crate::verify`] plans and collects the answers.
 //!
-//! Each request goes over the API server's connector ([`crate::transport::plain_client`]):
+//! Each request goes over the API server's connector ([`appupdate_kube::transport::plain_client`]):
 //! the proxy chosen for the address by kubectl's environment rules (`HTTPS_PROXY`/
 //! `HTTP_PROXY`, `NO_PROXY`, never for loopback; the kubeconfig's `proxy-url` is the cluster's
 //! and does not apply), TLS checked against `--verify-url-ca` or the system's trusted roots,
@@ -20,10 +20,10 @@ use http::{HeaderValue, Request};
 use hyper_util::client::legacy::Client;
 use kube::client::Body;
 
-use crate::describe::{Unanswered, classify};
-use crate::proxy_connector::find_proxy_error;
-use crate::transport::Connector;
 use crate::verify::{Answer, CONCURRENCY, Probe, VerifySettings};
+use appupdate_kube::describe::{Unanswered, classify};
+use appupdate_kube::proxy_connector::find_proxy_error;
+use appupdate_kube::transport::Connector;
 
 type Plain = Client<Connector, Body>;
 
@@ -69,7 +69,7 @@ fn client(settings: &VerifySettings, host: Option<&str>) -> Result<Plain, String
     if settings.url.is_https() {
         config.tls_server_name = host.map(str::to_owned);
     }
-    crate::transport::plain_client(&config, settings.proxy.as_ref()).map_err(|e| {
+    appupdate_kube::transport::plain_client(&config, settings.proxy.as_ref()).map_err(|e| {
         format!(
             "cannot set up TLS: {}",
             appupdate_model::text::one_line(&appupdate_model::text::error_chain(&e).join(": "))
@@ -130,7 +130,7 @@ fn request(probe: &Probe, settings: &VerifySettings) -> Result<Request<Body>, St
             .proxy
             .as_ref()
             .filter(|p| matches!(p.url.scheme.as_str(), "http" | "https"))
-            .and_then(|p| crate::proxy_connector::basic_authorization(&p.url))
+            .and_then(|p| appupdate_kube::proxy_connector::basic_authorization(&p.url))
     {
         builder = builder.header(PROXY_AUTHORIZATION, auth);
     }

@@ -25,7 +25,7 @@ use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use serde_json::Value;
 
-use crate::describe::{Target, describe_kube_error};
+use appupdate_kube::describe::{Target, describe_kube_error};
 use appupdate_model::plan::{Action, Kind, Plan};
 use appupdate_model::report::{Outcome, Report};
 pub use appupdate_model::route_status::{Refusal, RouteRef, RouteState, route_state};
@@ -141,7 +141,7 @@ pub fn rollout_state(deployment: &Value) -> RolloutState {
         let message = c
             .get("message")
             .and_then(Value::as_str)
-            .map(crate::describe::one_line)
+            .map(appupdate_kube::describe::one_line)
             .unwrap_or_default();
         return RolloutState::DeadlineExceeded { message };
     }
@@ -962,7 +962,7 @@ fn observation_of_error(err: &watcher::Error, target: &Target) -> Observation {
             message: format!(
                 "the watch reported {} {}",
                 status.code,
-                crate::describe::one_line(&status.message)
+                appupdate_kube::describe::one_line(&status.message)
             ),
             fatal: false,
         },

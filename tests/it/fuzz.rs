@@ -446,7 +446,7 @@ fn kubeconfig_yaml() {
         |tokens| {
             let text = tokens.concat();
             if let Err(e) = kube::config::Kubeconfig::from_yaml(&text) {
-                let said = kubectl_appupdate::kube_context::describe_kubeconfig_error(&e);
+                let said = appupdate_kube::kube_context::describe_kubeconfig_error(&e);
                 prop_assert!(one_line(&said), "{:?}", said);
             }
             Ok(())

@@ -6,7 +6,7 @@ pub const NOTES: &str = r#"## What was changed in the plugin, and why
 
 Numbers: medians at RTT 20 ms unless said, same machine, before → after.
 
-1. **One HTTP/2 connection per run** (`src/transport.rs`). kube 5 builds its rustls
+1. **One HTTP/2 connection per run** (`crates/appupdate-kube/src/transport.rs`). kube 5 builds its rustls
    connector with `enable_http1()` only (ALPN offers `http/1.1`), and hyper's pool then opens one
    connection per concurrent request. The first measurement: scenario M used **7 connections**
    (7 TCP + TLS handshakes) and 6 rounds instead of 5 — the dry-run round of 7 requests had to

@@ -12,7 +12,7 @@ use kube::config::{KubeConfigOptions, Kubeconfig, LoadDataError};
 
 use crate::describe::{describe_auth_error, one_line};
 use crate::proxy;
-use crate::settings::{ClusterSelection, ContextSelector, KubeconfigSource};
+use crate::selection::{ClusterSelection, ContextSelector, KubeconfigSource};
 use appupdate_model::text::Untrusted;
 
 /// kube's own error for a kubeconfig that cannot be loaded.

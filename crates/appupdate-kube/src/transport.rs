@@ -115,7 +115,7 @@ fn is_no_h2(e: &hyper_util::client::legacy::Error) -> bool {
     false
 }
 
-pub(crate) type Connector = hyper_timeout::TimeoutConnector<
+pub type Connector = hyper_timeout::TimeoutConnector<
     hyper_rustls::HttpsConnector<crate::proxy_connector::ProxyConnector>,
 >;
 
@@ -444,7 +444,7 @@ pub fn client(
 /// connector — `proxy`, TLS with `config`'s CA (the system's trusted roots without one) and
 /// `config.tls_server_name`, the connect timeout — without kube's middleware: no credentials,
 /// no retries, no redirects followed.
-pub(crate) fn plain_client(
+pub fn plain_client(
     config: &kube::Config,
     proxy: Option<&crate::proxy::Proxy>,
 ) -> Result<HyperClient<Connector, Body>, kube::Error> {

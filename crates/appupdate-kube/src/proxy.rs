@@ -123,7 +123,7 @@ impl fmt::Display for ProxyUrl {
 }
 
 /// `host`, in brackets when it is an IPv6 address.
-pub(crate) fn bracketed(host: &str) -> String {
+pub fn bracketed(host: &str) -> String {
     if host.contains(':') {
         format!("[{host}]")
     } else {

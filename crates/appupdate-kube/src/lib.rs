@@ -1,0 +1,18 @@
+//! kubectl-appupdate's connection to a cluster, as kubectl makes it: which kubeconfig, context,
+//! user and namespace ([`selection`], [`kube_context`]: kubectl's selection rules and
+//! credentials), which proxy ([`proxy`]: kubectl's rules) and the TCP leg through it
+//! ([`proxy_connector`]), one HTTP/2 connection per cluster ([`transport`]), the cluster client
+//! that sends every request ([`cluster`]), and how a failure of any of them is worded
+//! ([`describe`]).
+//!
+//! It reads the files and the network it is pointed at, and nothing else: no terminal, no
+//! environment (the plugin's `settings` reads that once and passes it in).
+#![deny(clippy::print_stdout, clippy::print_stderr, clippy::dbg_macro)]
+
+pub mod cluster;
+pub mod describe;
+pub mod kube_context;
+pub mod proxy;
+pub mod proxy_connector;
+pub mod selection;
+pub mod transport;
