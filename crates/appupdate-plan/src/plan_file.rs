@@ -641,124 +641,133 @@ pub fn parse(text: &str, file: &str, key: Option<&PlanKey>) -> Result<PlanFile, 
         file: file.to_owned(),
         why,
     };
-    let mut in_waves = std::collections::BTreeSet::new();
-    for wave in &content.waves {
-        if wave.is_empty()
-            || wave
-                .iter()
-                .any(|c| c.is_empty() || !in_waves.insert(c.clone()))
-        {
-            return Err(edited(
-                "its waves are not lists of distinct, non-empty context names".into(),
-            ));
-        }
-    }
-    let mut clusters = Vec::with_capacity(content.clusters.len());
-    for c in content.clusters {
-        if !names::is_dns1123_subdomain(&c.app) || c.app.len() > 63 {
-            return Err(edited(format!(
-                "its application name {:?} is not a valid name",
-                c.app
-            )));
-        }
-        if !names::is_dns1123_label(&c.namespace) {
-            return Err(edited(format!(
-                "its namespace {:?} is not a valid namespace name",
-                c.namespace
-            )));
-        }
-        if let Some(h) = &c.routes {
-            h.check()
-                .map_err(|why| edited(format!("its routes: {why}")))?;
-        }
-        if let Source::Undo { revision: 0 } = c.source {
-            return Err(edited("it undoes revision 0".into()));
-        }
-        let mut objects = Vec::with_capacity(c.objects.len());
-        let mut seen = std::collections::BTreeSet::new();
-        // Scoped HTTPRoutes without the filter, and the policies planned, to match up.
-        let mut unfiltered: Vec<String> = Vec::new();
-        let mut policies: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
-        for o in c.objects {
-            let reference = o.change.reference();
-            if !names::is_dns1123_subdomain(&o.change.name) {
-                return Err(edited(format!(
-                    "it names an object {:?}, which is not a valid object name",
-                    o.change.name
-                )));
-            }
-            if o.change.namespace != c.namespace {
-                return Err(edited(format!(
-                    "{reference} is in namespace {:?}, not the plan's {:?}",
-                    o.change.namespace, c.namespace
-                )));
-            }
-            let saved =
-                SavedKind::read(&o.updater).map_err(|why| edited(format!("{reference}: {why}")))?;
-            match &saved {
-                SavedKind::HttpRoute(u)
-                    if !u.desired.scopes.is_empty() && !u.desired.has_filter() =>
-                {
-                    unfiltered.push(u.name.clone());
-                }
-                SavedKind::SecurityPolicy(u) => {
-                    policies.insert(u.name.clone());
-                }
-                _ => {}
-            }
-            if saved.kind() != o.change.kind {
-                return Err(edited(format!(
-                    "{reference} is planned by an updater of {} objects",
-                    saved.kind().kubectl_name()
-                )));
-            }
-            let updater = saved
-                .fenced(&c.app)
-                .map_err(|why| edited(format!("{reference}: {why}")))?;
-            if updater.name() != o.change.name {
-                return Err(edited(format!(
-                    "{reference} was planned for an object named {:?}",
-                    updater.name()
-                )));
-            }
-            if !seen.insert((o.change.kind, o.change.name.clone())) {
-                return Err(edited(format!("{reference} is planned twice")));
-            }
-            objects.push(Planned {
-                updater,
-                change: Arc::new(o.change),
-            });
-        }
-        if let Some(name) = unfiltered.iter().find(|n| !policies.contains(*n)) {
-            return Err(edited(format!(
-                "{}/{name} serves paths with scopes without the ExternalAuth filter and without a SecurityPolicy of its name in the plan",
-                Kind::HttpRoute.kubectl_name()
-            )));
-        }
-        let mut plan = Plan::new(c.app, c.namespace, c.context.clone(), objects);
-        if let Some(header) = c.routes {
-            plan.routes = Some(appupdate_model::plan::RoutesPlan {
-                style: header
-                    .style
-                    .unwrap_or(appupdate_model::plan::RouteStyle::NginxSnippet),
-                live_styles: Vec::new(),
-                notes: Vec::new(),
-                header,
-            });
-        }
-        clusters.push(ClusterPlan {
-            context: c.context,
-            server: c.server,
-            source: c.source,
-            plan,
-        });
-    }
+    check_waves(&content.waves).map_err(edited)?;
+    let clusters = content
+        .clusters
+        .into_iter()
+        .map(cluster_plan)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(edited)?;
     Ok(PlanFile {
         created_at: content.created_at,
         tool: content.tool,
         clusters,
         waves: content.waves,
         checksum: doc.checksum,
+    })
+}
+
+/// The waves of a plan file: lists of distinct, non-empty context names, none in two waves.
+fn check_waves(waves: &[Vec<String>]) -> Result<(), String> {
+    let mut in_waves = std::collections::BTreeSet::new();
+    for wave in waves {
+        if wave.is_empty()
+            || wave
+                .iter()
+                .any(|c| c.is_empty() || !in_waves.insert(c.clone()))
+        {
+            return Err("its waves are not lists of distinct, non-empty context names".into());
+        }
+    }
+    Ok(())
+}
+
+/// One cluster's plan as the file holds it, checked: names, the namespace, the routes'
+/// attachment, every object's updater read through [`SavedKind`] and fenced to the
+/// application. `Err`: why the file reads as edited.
+fn cluster_plan(c: ClusterDoc) -> Result<ClusterPlan, String> {
+    if !names::is_dns1123_subdomain(&c.app) || c.app.len() > 63 {
+        return Err(format!(
+            "its application name {:?} is not a valid name",
+            c.app
+        ));
+    }
+    if !names::is_dns1123_label(&c.namespace) {
+        return Err(format!(
+            "its namespace {:?} is not a valid namespace name",
+            c.namespace
+        ));
+    }
+    if let Some(h) = &c.routes {
+        h.check().map_err(|why| format!("its routes: {why}"))?;
+    }
+    if let Source::Undo { revision: 0 } = c.source {
+        return Err("it undoes revision 0".into());
+    }
+    let mut objects = Vec::with_capacity(c.objects.len());
+    let mut seen = std::collections::BTreeSet::new();
+    // Scoped HTTPRoutes without the filter, and the policies planned, to match up.
+    let mut unfiltered: Vec<String> = Vec::new();
+    let mut policies: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
+    for o in c.objects {
+        let reference = o.change.reference();
+        if !names::is_dns1123_subdomain(&o.change.name) {
+            return Err(format!(
+                "it names an object {:?}, which is not a valid object name",
+                o.change.name
+            ));
+        }
+        if o.change.namespace != c.namespace {
+            return Err(format!(
+                "{reference} is in namespace {:?}, not the plan's {:?}",
+                o.change.namespace, c.namespace
+            ));
+        }
+        let saved = SavedKind::read(&o.updater).map_err(|why| format!("{reference}: {why}"))?;
+        match &saved {
+            SavedKind::HttpRoute(u) if !u.desired.scopes.is_empty() && !u.desired.has_filter() => {
+                unfiltered.push(u.name.clone());
+            }
+            SavedKind::SecurityPolicy(u) => {
+                policies.insert(u.name.clone());
+            }
+            _ => {}
+        }
+        if saved.kind() != o.change.kind {
+            return Err(format!(
+                "{reference} is planned by an updater of {} objects",
+                saved.kind().kubectl_name()
+            ));
+        }
+        let updater = saved
+            .fenced(&c.app)
+            .map_err(|why| format!("{reference}: {why}"))?;
+        if updater.name() != o.change.name {
+            return Err(format!(
+                "{reference} was planned for an object named {:?}",
+                updater.name()
+            ));
+        }
+        if !seen.insert((o.change.kind, o.change.name.clone())) {
+            return Err(format!("{reference} is planned twice"));
+        }
+        objects.push(Planned {
+            updater,
+            change: Arc::new(o.change),
+        });
+    }
+    if let Some(name) = unfiltered.iter().find(|n| !policies.contains(*n)) {
+        return Err(format!(
+            "{}/{name} serves paths with scopes without the ExternalAuth filter and without a SecurityPolicy of its name in the plan",
+            Kind::HttpRoute.kubectl_name()
+        ));
+    }
+    let mut plan = Plan::new(c.app, c.namespace, c.context.clone(), objects);
+    if let Some(header) = c.routes {
+        plan.routes = Some(appupdate_model::plan::RoutesPlan {
+            style: header
+                .style
+                .unwrap_or(appupdate_model::plan::RouteStyle::NginxSnippet),
+            live_styles: Vec::new(),
+            notes: Vec::new(),
+            header,
+        });
+    }
+    Ok(ClusterPlan {
+        context: c.context,
+        server: c.server,
+        source: c.source,
+        plan,
     })
 }
 
