@@ -530,7 +530,8 @@ pub struct ClusterArgs {
 /// it. Each needs several contexts (or a plan file that holds several clusters).
 #[derive(Debug, Args)]
 pub struct FleetArgs {
-    /// Clusters written at the same time (default: 32).
+    /// Clusters written at the same time (default: all at once, as they are read and
+    /// dry-run).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000),
           help_heading = "Fleet")]
     pub parallel: Option<u32>,

@@ -13,8 +13,8 @@
 //!    every cluster, all at once; any refusal stops the run with nothing written anywhere.
 //! 5. The writes, cluster by cluster, with the conditional writes, retries and guard of a run
 //!    over one cluster: the canaries first (their rollout followed as `--wait` does; the rest
-//!    starts only if they rolled out), then the others, `--parallel` at a time; with
-//!    `--stop-on-failure` (the default) no new cluster starts once one failed.
+//!    starts only if they rolled out), then the others, all at once or `--parallel` at a
+//!    time; with `--stop-on-failure` (the default) no new cluster starts once one failed.
 //! 6. The report: every cluster's outcome, then the closing line; with `-o json|yaml`, one
 //!    document with each cluster's plan and outcome.
 //!
@@ -1017,15 +1017,17 @@ struct Writing<'a> {
 }
 
 impl Writing<'_> {
-    /// Runs `jobs`, `--parallel` at a time, starting them in order; their states by index.
+    /// Runs `jobs`, `--parallel` at a time (by default all at once), starting them in order;
+    /// their states by index.
     async fn group(
         &self,
         jobs: Vec<(&Member, Option<Ready>)>,
         follow: bool,
     ) -> Vec<(usize, ClusterState)> {
+        let at_once = self.fleet.parallel.unwrap_or(jobs.len()).max(1);
         futures::stream::iter(jobs)
             .map(|(m, r)| async move { (m.index, self.one(m, r, follow).await) })
-            .buffer_unordered(self.fleet.parallel.max(1))
+            .buffer_unordered(at_once)
             .collect()
             .await
     }

@@ -200,8 +200,8 @@ pub fn resolve_cluster(
 /// How a run over several clusters goes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FleetSettings {
-    /// Clusters written at the same time (≥ 1).
-    pub parallel: usize,
+    /// Clusters written at the same time (≥ 1); `None`: all at once (the default).
+    pub parallel: Option<usize>,
     /// Contexts applied first, whose rollout must complete before the others start.
     pub canary: Vec<String>,
     /// `--wave`: the clusters in order; empty without waves.
@@ -253,9 +253,6 @@ impl WaveSpec {
         Ok(WaveSpec::Named(names))
     }
 }
-
-/// Clusters written at the same time when `--parallel` is not given.
-pub const DEFAULT_PARALLEL: usize = 32;
 
 impl FleetSettings {
     /// A fleet run when the cluster flags name several contexts, a canary is named, or the
@@ -313,7 +310,7 @@ impl FleetSettings {
         // the wave's other clusters go on.
         let stop_default = waves.is_empty() || args.max_failed.unwrap_or(0) == 0;
         Ok(Some(FleetSettings {
-            parallel: args.parallel.map_or(DEFAULT_PARALLEL, |n| n as usize),
+            parallel: args.parallel.map(|n| n as usize),
             canary,
             waves,
             max_failed: args.max_failed.map_or(0, |n| n as usize),

@@ -293,6 +293,53 @@ fn names<T>(items: &[T], name: impl Fn(&T) -> &String) -> String {
     }
 }
 
+/// `kubeconfig` with only the entries kube's loader looks up for `context`: that context, the
+/// `cluster`, and the user named by `--user` or the context (every entry of those names, in
+/// order, so that the loader finds the same first one). A run over a fleet connects once per
+/// context: handing kube the whole merged kubeconfig every time copied all of it per context
+/// (quadratic in the fleet's size: at 256 clusters, a fifth of the run's CPU time).
+fn selected_only(
+    kubeconfig: &Kubeconfig,
+    sel: &ClusterSelection,
+    context: &str,
+    cluster: &str,
+) -> Kubeconfig {
+    let user = sel.user.as_deref().or_else(|| {
+        kubeconfig
+            .contexts
+            .iter()
+            .find(|c| c.name == context)
+            .and_then(|c| c.context.as_ref())
+            .and_then(|c| c.user.as_deref())
+    });
+    Kubeconfig {
+        preferences: kubeconfig.preferences.clone(),
+        clusters: kubeconfig
+            .clusters
+            .iter()
+            .filter(|c| c.name == cluster)
+            .cloned()
+            .collect(),
+        auth_infos: kubeconfig
+            .auth_infos
+            .iter()
+            .filter(|u| Some(u.name.as_str()) == user)
+            .cloned()
+            .collect(),
+        contexts: kubeconfig
+            .contexts
+            .iter()
+            .filter(|c| c.name == context)
+            .cloned()
+            .collect(),
+        current_context: Some(context.to_owned()),
+        extensions: kubeconfig.extensions.clone(),
+        kind: kubeconfig.kind.clone(),
+        api_version: kubeconfig.api_version.clone(),
+        other: kubeconfig.other.clone(),
+    }
+}
+
 /// The context, cluster and namespace a run uses, checked against the kubeconfig.
 struct Selected {
     context: String,
@@ -472,7 +519,7 @@ impl Loaded {
         on_warning: fn(&str),
     ) -> Result<Connection, KubeconfigError> {
         connect_to(
-            self.kubeconfig.clone(),
+            &self.kubeconfig,
             &self.files,
             sel,
             context.or(sel.context.as_deref()),
@@ -492,7 +539,7 @@ pub async fn connect(
 }
 
 async fn connect_to(
-    mut kubeconfig: Kubeconfig,
+    kubeconfig: &Kubeconfig,
     files: &str,
     sel: &ClusterSelection,
     context: Option<&str>,
@@ -504,7 +551,8 @@ async fn connect_to(
         cluster,
         namespace,
         user,
-    } = select(&kubeconfig, sel, context, &files)?;
+    } = select(kubeconfig, sel, context, &files)?;
+    let mut kubeconfig = selected_only(kubeconfig, sel, &context, &cluster);
 
     // The cluster's proxy-url is ours to interpret (kubectl's rules, `crate::proxy`). Left
     // empty, kube would read HTTPS_PROXY itself (ignoring NO_PROXY) and fail to parse what it

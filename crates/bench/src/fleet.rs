@@ -1,8 +1,14 @@
-//! The fleet scenario: the same update on 1, 4 and 16 clusters at once — one sandbox per
-//! cluster, each behind its own latency proxy — by one plugin run over every context
+//! The fleet scenario: the same update on 1, 4, 16, 64 and 256 clusters at once — one sandbox
+//! per cluster, each behind its own latency proxy — by one plugin run over every context
 //! (`--contexts`), against the kubectl command sequence run context by context, as a shell
-//! loop over the contexts would. Reports the wall time per cluster count, the connections and
-//! requests per cluster, and whether 16 clusters take at most 1.5× the time of one.
+//! loop over the contexts would (up to 16 clusters: beyond, the loop takes minutes and its
+//! time is linear). Reports the wall time per cluster count, the plugin's peak RSS, file
+//! descriptors and threads, the connections and requests per cluster, and whether 16
+//! clusters take at most 1.5× the time of one and 256 at most 2× in at most 64 MiB.
+//!
+//! 256 sandboxes and proxies need about ten file descriptors per cluster in this process
+//! (listeners, each runtime's poller, both ends of every proxied connection): the soft limit
+//! of open files is raised to the hard one first.
 //!
 //! Its section of the report sits between two markers, so that `--scenarios fleet` can
 //! measure it alone and replace just that section of an existing report.
@@ -18,7 +24,7 @@ use appupdate_bench::{Summary, summarize};
 use sandbox_apiserver::{Sandbox, SandboxOptions};
 use serde_json::Value;
 
-use crate::{Contender, scrubbed};
+use crate::{Contender, Usage, scrubbed};
 
 #[path = "../../../tests/it/common/kubeconfig.rs"]
 mod kubeconfig;
@@ -30,6 +36,15 @@ pub const END: &str = "<!-- fleet: end -->";
 pub const GOAL_CLUSTERS: usize = 16;
 /// …in at most this many times the wall time of one.
 pub const GOAL_FACTOR: f64 = 1.5;
+/// The scale goal: this many clusters…
+pub const SCALE_CLUSTERS: usize = 256;
+/// …in at most this many times the wall time of one…
+pub const SCALE_FACTOR: f64 = 2.0;
+/// …with a peak RSS of at most this many MiB.
+pub const SCALE_RSS_MIB: f64 = 64.0;
+/// The kubectl loop runs up to this many clusters only: it takes about 2.5 s per 16 clusters
+/// at RTT 20 ms, linearly, so 256 would take a minute per run.
+pub const KUBECTL_MAX_CLUSTERS: usize = 16;
 
 /// What to measure.
 pub struct Plan {
@@ -43,6 +58,10 @@ pub struct Plan {
 pub struct Row {
     pub clusters: usize,
     pub runs: Vec<(Contender, f64)>,
+    /// Every plugin run's peak RSS, file descriptors and threads.
+    pub usage: Vec<Usage>,
+    /// This process's CPU time during every plugin run (the sandboxes and proxies), ms.
+    pub harness_cpu: Vec<f64>,
     /// Per plugin run: connections the sandboxes accepted, per cluster (each run's largest).
     pub connections_per_cluster: u64,
     /// Per plugin run: requests per cluster (each cluster's count, the largest).
@@ -59,6 +78,34 @@ impl Row {
             .map(|(_, ms)| *ms)
             .collect();
         summarize(&xs)
+    }
+
+    /// The plugin's peak RSS over its runs, MiB.
+    pub fn rss_mib(&self) -> Summary {
+        let xs: Vec<f64> = self
+            .usage
+            .iter()
+            .map(|u| u.rss_kib as f64 / 1024.0)
+            .collect();
+        summarize(&xs)
+    }
+
+    /// The plugin's CPU time (user + system) over its runs, ms.
+    pub fn cpu_ms(&self) -> Summary {
+        let xs: Vec<f64> = self.usage.iter().map(|u| u.cpu_ms).collect();
+        summarize(&xs)
+    }
+
+    /// The benchmark's own CPU time during the plugin's runs, ms.
+    pub fn harness_cpu_ms(&self) -> Summary {
+        summarize(&self.harness_cpu)
+    }
+
+    /// The most file descriptors and threads any plugin run had.
+    pub fn fds_threads(&self) -> (usize, usize) {
+        self.usage
+            .iter()
+            .fold((0, 0), |(f, t), u| (f.max(u.fds), t.max(u.threads)))
     }
 }
 
@@ -106,10 +153,13 @@ pub fn measure(
     let started = crate::now_utc();
     let load_before = crate::load_average();
     let largest = plan.sizes.iter().copied().max().unwrap_or(1);
+    raise_open_files();
     let mut members = Vec::with_capacity(largest);
     for name in names(largest) {
         let sb = Sandbox::start(SandboxOptions {
             tls: true,
+            // One thread per sandbox instead of three: 256 sandboxes on two cores.
+            worker_threads: 0,
             ..SandboxOptions::default()
         })
         .map_err(|e| format!("cannot start a sandbox: {e}"))?;
@@ -143,20 +193,28 @@ pub fn measure(
     let warm = dir.join("kube-cache-fleet-warm");
     let _ = std::fs::remove_dir_all(&warm);
     // Fills kubectl's warm cache for every cluster once (discovery, OpenAPI), untimed.
-    bench.kubectl(largest, &warm)?;
+    bench.kubectl(largest.min(KUBECTL_MAX_CLUSTERS), &warm)?;
     for &n in &plan.sizes {
         let mut row = Row {
             clusters: n,
             runs: Vec::new(),
+            usage: Vec::new(),
+            harness_cpu: Vec::new(),
             connections_per_cluster: 0,
             requests_per_cluster: 0,
             requests_least: usize::MAX,
         };
         for rep in 0..plan.reps {
             for c in Contender::order(rep) {
+                if c != Contender::Plugin && n > KUBECTL_MAX_CLUSTERS {
+                    continue;
+                }
                 let ms = match c {
                     Contender::Plugin => {
-                        let ms = bench.plugin(n)?;
+                        let (usage, harness) = bench.plugin(n)?;
+                        row.usage.push(usage);
+                        row.harness_cpu.push(harness);
+                        let ms = usage.wall_ms;
                         for m in &bench.members[..n] {
                             row.connections_per_cluster =
                                 row.connections_per_cluster.max(m.sb.counters().connections);
@@ -190,10 +248,14 @@ pub fn measure(
                 row.runs.push((c, ms));
             }
         }
+        let (fds, threads) = row.fds_threads();
         eprintln!(
-            "fleet of {n:>2} at RTT {} ms: plugin {:.0} ms, kubectl cold {:.0} ms, warm {:.0} ms (medians)",
+            "fleet of {n:>3} at RTT {} ms: plugin {:.0} ms ({:.0} ms CPU, harness {:.0} ms CPU, {:.1} MiB, {fds} fds, {threads} threads), kubectl cold {:.0} ms, warm {:.0} ms (medians)",
             plan.rtt_ms,
             row.summary(Contender::Plugin).median,
+            row.cpu_ms().median,
+            row.harness_cpu_ms().median,
+            row.rss_mib().median,
             row.summary(Contender::KubectlCold).median,
             row.summary(Contender::KubectlWarm).median
         );
@@ -214,6 +276,29 @@ pub fn measure(
         total_s: started_at.elapsed().as_secs_f64(),
         single: summarize(&single),
         single_requests,
+    })
+}
+
+/// Raises this process's soft limit of open files to its hard limit (the sandboxes and proxies
+/// of a large fleet need thousands). The plugin inherits the raised limit; the report gives the
+/// most descriptors it had open.
+fn raise_open_files() {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    if let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE)
+        && soft < hard
+        && let Err(e) = setrlimit(Resource::RLIMIT_NOFILE, hard, hard)
+    {
+        eprintln!("cannot raise the limit of open files from {soft} to {hard}: {e}");
+    }
+}
+
+/// This process's CPU time so far (user + system), ms.
+fn own_cpu_ms() -> f64 {
+    use nix::sys::resource::{UsageWho, getrusage};
+    getrusage(UsageWho::RUSAGE_SELF).map_or(f64::NAN, |u| {
+        let ms =
+            |t: nix::sys::time::TimeVal| t.tv_sec() as f64 * 1000.0 + t.tv_usec() as f64 / 1000.0;
+        ms(u.user_time()) + ms(u.system_time())
     })
 }
 
@@ -253,17 +338,20 @@ impl Bench<'_> {
         Ok(ms)
     }
 
-    /// One plugin run over the first `n` clusters.
-    fn plugin(&self, n: usize) -> Result<f64, String> {
+    /// One plugin run over the first `n` clusters, under the `--peak-rss` helper: its wall
+    /// time, peak RSS, and the most file descriptors and threads it had; and the CPU time
+    /// this process (the sandboxes and proxies) used meanwhile, ms.
+    fn plugin(&self, n: usize) -> Result<(Usage, f64), String> {
         self.reset(n)?;
         let endpoints = self.endpoints()?;
         let mut args = self
             .scenario
             .plugin_args(&self.kubeconfig, endpoints.as_deref());
         args.extend(["--contexts".to_owned(), names(n).join(",")]);
-        let mut cmd = scrubbed(self.plugin, self.home);
-        cmd.args(&args);
-        self.timed(cmd, "the plugin over the fleet")
+        let before = own_cpu_ms();
+        let usage = crate::usage_of(self.plugin, &args, self.home, true)
+            .map_err(|e| format!("the plugin over the fleet of {n}: {e}"))?;
+        Ok((usage, own_cpu_ms() - before))
     }
 
     /// The same update on the first cluster alone, without fleet flags.
@@ -274,9 +362,9 @@ impl Bench<'_> {
             .scenario
             .plugin_args(&self.kubeconfig, endpoints.as_deref());
         args.extend(["--context".to_owned(), names(1).join("")]);
-        let mut cmd = scrubbed(self.plugin, self.home);
-        cmd.args(&args);
-        self.timed(cmd, "the plugin on one cluster")
+        crate::usage_of(self.plugin, &args, self.home, true)
+            .map(|u| u.wall_ms)
+            .map_err(|e| format!("the plugin on one cluster: {e}"))
     }
 
     /// The kubectl sequence, context after context, over the first `n` clusters.
@@ -314,15 +402,21 @@ fn ms(x: f64) -> String {
     }
 }
 
+/// "met" or "NOT met".
+fn met(ok: bool) -> &'static str {
+    if ok { "met" } else { "NOT met" }
+}
+
 /// The fleet section of the report, between [`BEGIN`] and [`END`].
 pub fn markdown(r: &Results, cores: usize) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "{BEGIN}\n");
     let _ = writeln!(s, "## One change, many clusters (fleet)\n");
     let sizes: Vec<String> = r.plan.sizes.iter().map(usize::to_string).collect();
+    let largest = r.plan.sizes.iter().copied().max().unwrap_or(1);
     let _ = writeln!(
         s,
-        "Measured on {} in {:.0} s ({} timed repetitions per cluster count and contender; {} cores, load average before / after {} / {}). Scenario **{}** ({}) on {} clusters at once, every cluster a sandbox of its own behind a latency proxy of its own at RTT {} ms.\n",
+        "Measured on {} in {:.0} s ({} timed repetitions per cluster count and contender; {} cores, load average before / after {} / {}). Scenario **{}** ({}) on {} clusters at once, every cluster a sandbox of its own behind a latency proxy of its own at RTT {} ms, all in the benchmark's process (which shares the cores with the plugin).\n",
         r.started,
         r.total_s,
         r.plan.reps,
@@ -336,58 +430,73 @@ pub fn markdown(r: &Results, cores: usize) -> String {
     );
     let _ = writeln!(
         s,
-        "* **kubectl-appupdate**: one process, `kubectl-appupdate web -n demo --image … --contexts c00,c01,… --yes` — every cluster read, planned and dry-run at once, then written at once (the default `--parallel` bound, 32, is above every count here).\n\
-         * **kubectl**: the scenario's command sequence (see Setup) for each context in turn, `--context cNN` added — the shell loop over contexts people use today. *Cold*: a fresh `--cache-dir` for every loop (discovery once per cluster); *warm*: a cache filled for every cluster by one untimed loop.\n\
-         * Every run starts from the scenario's state in every cluster and must end in the same state in every cluster, as in the other scenarios.\n"
+        "* **kubectl-appupdate**: one process, `kubectl-appupdate web -n demo --image … --contexts c00,c01,… --yes` — every cluster read, planned and dry-run at once, then written at once (the default, without `--parallel`).\n\
+         * **kubectl**: the scenario's command sequence (see Setup) for each context in turn, `--context cNN` added — the shell loop over contexts people use today{}. *Cold*: a fresh `--cache-dir` for every loop (discovery once per cluster); *warm*: a cache filled for every cluster by one untimed loop.\n\
+         * Every run starts from the scenario's state in every cluster and must end in the same state in every cluster, as in the other scenarios.\n",
+        if largest > KUBECTL_MAX_CLUSTERS {
+            format!(
+                "; run up to {KUBECTL_MAX_CLUSTERS} clusters only (—): its time grows linearly, so {largest} clusters would take minutes per run"
+            )
+        } else {
+            String::new()
+        }
     );
     let _ = writeln!(
         s,
-        "Wall time in milliseconds, **median** (min–max). The last column is the plugin's median over its median on one cluster.\n"
+        "Wall time in milliseconds, **median** (min–max); *vs 1* is the plugin's median over its median on one cluster. *CPU*: the plugin's CPU time (user + system), and the benchmark process's own during the plugin's run (the sandboxes and latency proxies: they share the {cores} cores with the plugin), ms, medians. The plugin's peak RSS (median over its runs), and the most file descriptors and threads it had open in any run — see below how they are measured.\n"
     );
     let _ = writeln!(
         s,
-        "| clusters | kubectl-appupdate | kubectl, cold cache | kubectl, warm cache | ratio (warm) | kubectl-appupdate vs 1 cluster |\n| ---: | ---: | ---: | ---: | ---: | ---: |"
+        "| clusters | kubectl-appupdate | vs 1 | CPU, plugin / sandboxes | peak RSS | fds | threads | kubectl, cold cache | kubectl, warm cache | ratio (warm) |\n| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
     );
     let one = r
         .rows
         .iter()
         .find(|row| row.clusters == 1)
         .map(|row| row.summary(Contender::Plugin).median);
+    let kubectl = |x: Summary| {
+        if x.n == 0 {
+            "—".to_owned()
+        } else {
+            format!("**{}** ({}–{})", ms(x.median), ms(x.min), ms(x.max))
+        }
+    };
     for row in &r.rows {
         let p = row.summary(Contender::Plugin);
         let cold = row.summary(Contender::KubectlCold);
         let warm = row.summary(Contender::KubectlWarm);
         let vs_one = one.map_or("—".to_owned(), |o| format!("{:.2}×", p.median / o));
+        let rss = row.rss_mib();
+        let (fds, threads) = row.fds_threads();
         let _ = writeln!(
             s,
-            "| {} | **{}** ({}–{}) | **{}** ({}–{}) | **{}** ({}–{}) | **{:.1}×** | {} |",
+            "| {} | **{}** ({}–{}) | {} | {:.0} / {:.0} | {:.1} MiB | {fds} | {threads} | {} | {} | {} |",
             row.clusters,
             ms(p.median),
             ms(p.min),
             ms(p.max),
-            ms(cold.median),
-            ms(cold.min),
-            ms(cold.max),
-            ms(warm.median),
-            ms(warm.min),
-            ms(warm.max),
-            warm.median / p.median,
-            vs_one
+            vs_one,
+            row.cpu_ms().median,
+            row.harness_cpu_ms().median,
+            rss.median,
+            kubectl(cold),
+            kubectl(warm),
+            if warm.n == 0 {
+                "—".to_owned()
+            } else {
+                format!("**{:.1}×**", warm.median / p.median)
+            }
         );
     }
     let _ = writeln!(s);
-    let goal = r
-        .rows
-        .iter()
-        .find(|row| row.clusters == GOAL_CLUSTERS)
-        .zip(one)
-        .map(|(row, o)| row.summary(Contender::Plugin).median / o);
-    match goal {
-        Some(f) => {
+    let row_of = |n: usize| r.rows.iter().find(|row| row.clusters == n);
+    match row_of(GOAL_CLUSTERS).zip(one) {
+        Some((row, o)) => {
+            let f = row.summary(Contender::Plugin).median / o;
             let _ = writeln!(
                 s,
                 "**Goal: {GOAL_CLUSTERS} clusters in at most {GOAL_FACTOR}× the time of one — {}: {f:.2}×.**\n",
-                if f <= GOAL_FACTOR { "met" } else { "NOT met" }
+                met(f <= GOAL_FACTOR)
             );
         }
         None => {
@@ -398,6 +507,38 @@ pub fn markdown(r: &Results, cores: usize) -> String {
             );
         }
     }
+    match row_of(SCALE_CLUSTERS).zip(one) {
+        Some((row, o)) => {
+            let f = row.summary(Contender::Plugin).median / o;
+            let rss = row.rss_mib().median;
+            let _ = writeln!(
+                s,
+                "**Goal: {SCALE_CLUSTERS} clusters in at most {SCALE_FACTOR}× the time of one — {}: {f:.2}×; with a peak RSS of at most {SCALE_RSS_MIB:.0} MiB — {}: {rss:.1} MiB.**\n",
+                met(f <= SCALE_FACTOR),
+                met(rss <= SCALE_RSS_MIB)
+            );
+            // The plugin and the sandboxes compete for the same cores: what they used together,
+            // spread over every core, is a floor under the wall time.
+            let (cpu, harness) = (row.cpu_ms().median, row.harness_cpu_ms().median);
+            let _ = writeln!(
+                s,
+                "At {SCALE_CLUSTERS} clusters the plugin used {cpu:.0} ms of CPU and the sandboxes with their proxies {harness:.0} ms, on {cores} cores shared with them (and with whatever else ran: see the load average): {:.0} ms of wall time at the least even with the cores to themselves and perfectly spread, against {:.0} ms for the goal.\n",
+                (cpu + harness) / cores.max(1) as f64,
+                SCALE_FACTOR * o
+            );
+        }
+        None => {
+            let _ = writeln!(
+                s,
+                "Goal ({SCALE_CLUSTERS} clusters in at most {SCALE_FACTOR}× the time of one, peak RSS at most {SCALE_RSS_MIB:.0} MiB): not measured in this run (cluster counts {}).\n",
+                sizes.join(", ")
+            );
+        }
+    }
+    let _ = writeln!(
+        s,
+        "How: every plugin run is a child of a helper process (`appupdate-bench --sample-usage --peak-rss …`) that times it from its start to its exit, reads its peak RSS as `ru_maxrss` of `getrusage(RUSAGE_CHILDREN)` (its only child), and, while it runs, samples `/proc/<pid>/fd` (the number of entries) and the `Threads:` line of `/proc/<pid>/status` every 2 ms, keeping the largest (a peak shorter than that can be missed). The descriptors are the standard three, the runtime's own (epoll, its waker) and one connection per cluster, held from the read to the exit: N + 11 for N clusters here, so the usual soft limit of 1024 open files allows about 1 000 clusters in one run. The benchmark raises its own soft limit to the hard one (its sandboxes and proxies need about ten per cluster); the plugin inherits it.\n"
+    );
     let connections = r
         .rows
         .iter()
@@ -425,7 +566,8 @@ pub fn markdown(r: &Results, cores: usize) -> String {
     );
     let _ = writeln!(
         s,
-        "Only this section: `cargo run --release -p appupdate-bench --features plot -- --scenarios fleet --out docs/performance.md` (options: `--fleet-sizes 1,4,16`, `--fleet-rtt 20`, `--fleet-scenario S`, `--reps N`); the whole report's command measures it too.\n"
+        "Only this section: `cargo run --release -p appupdate-bench --features plot -- --scenarios fleet --fleet-sizes {} --out docs/performance.md` (options: `--fleet-sizes 1,4,16,64,256`, `--fleet-rtt 20`, `--fleet-scenario S`, `--reps N`); the whole report's command measures it too.\n",
+        sizes.join(",")
     );
     let _ = writeln!(s, "{END}");
     s

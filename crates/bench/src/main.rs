@@ -59,7 +59,7 @@ struct Args {
     #[arg(long, value_delimiter = ',', default_value = "S,M,L,fleet,XL")]
     scenarios: Vec<String>,
     /// Fleet scenario: the cluster counts.
-    #[arg(long, value_delimiter = ',', default_value = "1,4,16")]
+    #[arg(long, value_delimiter = ',', default_value = "1,4,16,64,256")]
     fleet_sizes: Vec<usize>,
     /// Fleet scenario: the RTT to every cluster, in milliseconds.
     #[arg(long, default_value_t = 20)]
@@ -89,6 +89,10 @@ struct Args {
     /// DIR, print the plugin's command line, and serve until standard input closes.
     #[arg(long, hide = true, value_name = "DIR")]
     xl_serve: Option<PathBuf>,
+    /// Internal, before `--peak-rss`: also sample the command's open file descriptors and
+    /// threads while it runs, and print their largest counts; pass its standard error through.
+    #[arg(long, hide = true)]
+    sample_usage: bool,
     /// Internal: run a command and print its peak RSS (KiB) and exit code.
     #[arg(long, hide = true, num_args = 1.., allow_hyphen_values = true)]
     peak_rss: Option<Vec<String>>,
@@ -257,7 +261,7 @@ pub struct Context {
 fn main() {
     let args = Args::parse();
     if let Some(cmd) = &args.peak_rss {
-        std::process::exit(peak_rss_child(cmd));
+        std::process::exit(peak_rss_child(cmd, args.sample_usage));
     }
     if let Some(dir) = &args.xl_serve {
         if let Err(e) = xl::serve(dir) {
@@ -274,29 +278,51 @@ fn main() {
 
 /// `--peak-rss CMD…`: runs CMD (output discarded), prints `<max RSS KiB> <exit code> <CPU ms>
 /// <wall ms>`. A process of its own, so that RUSAGE_CHILDREN sees exactly one child.
-fn peak_rss_child(cmd: &[String]) -> i32 {
+///
+/// With `--sample-usage`, CMD's standard error passes through, and while it runs a thread reads
+/// `/proc/<pid>/fd` (the entries: open file descriptors) and the `Threads:` line of
+/// `/proc/<pid>/status` every 2 ms; the line gets `<max fds> <max threads>` added (the largest
+/// counts over the samples, so a peak shorter than that can be missed).
+fn peak_rss_child(cmd: &[String], sample: bool) -> i32 {
     let Some((prog, rest)) = cmd.split_first() else {
         return 2;
     };
     let started = Instant::now();
-    let status = Command::new(prog)
+    let child = Command::new(prog)
         .args(rest)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
+        .stderr(if sample {
+            Stdio::inherit()
+        } else {
+            Stdio::null()
+        })
+        .spawn();
+    let mut child = match child {
+        Ok(c) => c,
+        Err(_) => return 2,
+    };
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sampler = sample.then(|| {
+        let (pid, done) = (child.id(), done.clone());
+        std::thread::spawn(move || sample_usage(pid, &done))
+    });
+    let status = child.wait();
+    let wall_ms = started.elapsed().as_secs_f64() * 1000.0;
+    done.store(true, std::sync::atomic::Ordering::SeqCst);
+    let sampled = sampler.and_then(|t| t.join().ok());
     let code = match status {
         Ok(s) => s.code().unwrap_or(-1),
         Err(_) => return 2,
     };
-    let wall_ms = started.elapsed().as_secs_f64() * 1000.0;
     match nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN) {
         Ok(u) => {
             let ms = |t: nix::sys::time::TimeVal| {
                 t.tv_sec() as f64 * 1000.0 + t.tv_usec() as f64 / 1000.0
             };
+            let extra = sampled.map_or(String::new(), |(fds, threads)| format!(" {fds} {threads}"));
             println!(
-                "{} {code} {:.1} {wall_ms:.1}",
+                "{} {code} {:.1} {wall_ms:.1}{extra}",
                 u.max_rss(),
                 ms(u.user_time()) + ms(u.system_time())
             );
@@ -304,6 +330,36 @@ fn peak_rss_child(cmd: &[String]) -> i32 {
         }
         Err(_) => 2,
     }
+}
+
+/// The largest counts of open file descriptors and of threads of process `pid`, sampled every
+/// 2 ms until `done`. A sample counts only while `pid` is still this process's child
+/// (`PPid:`), so that a reused process ID is never read.
+fn sample_usage(pid: u32, done: &std::sync::atomic::AtomicBool) -> (usize, usize) {
+    let me = std::process::id().to_string();
+    let status_path = format!("/proc/{pid}/status");
+    let fd_path = format!("/proc/{pid}/fd");
+    let (mut fds, mut threads) = (0, 0);
+    while !done.load(std::sync::atomic::Ordering::SeqCst) {
+        if let Ok(status) = std::fs::read_to_string(&status_path) {
+            let field = |name: &str| {
+                status
+                    .lines()
+                    .find_map(|l| l.strip_prefix(name))
+                    .map(str::trim)
+            };
+            if field("PPid:") == Some(me.as_str()) {
+                if let Some(n) = field("Threads:").and_then(|t| t.parse().ok()) {
+                    threads = threads.max(n);
+                }
+                if let Ok(dir) = std::fs::read_dir(&fd_path) {
+                    fds = fds.max(dir.count());
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    (fds, threads)
 }
 
 fn workspace_root() -> PathBuf {
@@ -784,11 +840,33 @@ fn run_kubectl(ctx: &Context, s: Scenario, cache: &Path) -> Result<Run, String> 
     })
 }
 
+/// What one process used, measured by the `--peak-rss` helper.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Usage {
+    /// Peak RSS (`ru_maxrss`), KiB.
+    pub rss_kib: i64,
+    /// CPU time, user + system, ms.
+    pub cpu_ms: f64,
+    pub wall_ms: f64,
+    /// With `--sample-usage`: the most open file descriptors and threads seen.
+    pub fds: usize,
+    pub threads: usize,
+}
+
 /// Runs `prog args…` under `--peak-rss` in a child of its own; returns the peak RSS (KiB), the
 /// CPU time (user + system, ms) and the wall time (ms).
 fn peak_rss_of(prog: &Path, args: &[String], home: &Path) -> Result<(i64, f64, f64), String> {
+    usage_of(prog, args, home, false).map(|u| (u.rss_kib, u.cpu_ms, u.wall_ms))
+}
+
+/// [`peak_rss_of`], and with `sample` the most file descriptors and threads `prog` had open.
+fn usage_of(prog: &Path, args: &[String], home: &Path, sample: bool) -> Result<Usage, String> {
     let me = std::env::current_exe().map_err(|e| e.to_string())?;
-    let out = scrubbed(&me, home)
+    let mut cmd = scrubbed(&me, home);
+    if sample {
+        cmd.arg("--sample-usage");
+    }
+    let out = cmd
         .arg("--peak-rss")
         .arg(prog)
         .args(args)
@@ -796,24 +874,34 @@ fn peak_rss_of(prog: &Path, args: &[String], home: &Path) -> Result<(i64, f64, f
         .map_err(|e| e.to_string())?;
     let text = String::from_utf8_lossy(&out.stdout);
     let mut parts = text.split_whitespace();
-    let kib: i64 = parts
+    let rss_kib: i64 = parts
         .next()
         .and_then(|p| p.parse().ok())
         .ok_or_else(|| format!("--peak-rss printed {text:?}"))?;
     let code = parts.next();
-    let cpu_ms: f64 = parts
-        .next()
-        .and_then(|p| p.parse().ok())
-        .unwrap_or(f64::NAN);
-    let wall_ms: f64 = parts
-        .next()
-        .and_then(|p| p.parse().ok())
-        .unwrap_or(f64::NAN);
+    let mut float = || {
+        parts
+            .next()
+            .and_then(|p| p.parse::<f64>().ok())
+            .unwrap_or(f64::NAN)
+    };
+    let (cpu_ms, wall_ms, fds, threads) = (float(), float(), float(), float());
     match code {
-        Some("0") => Ok((kib, cpu_ms, wall_ms)),
+        Some("0") => Ok(Usage {
+            rss_kib,
+            cpu_ms,
+            wall_ms,
+            fds: if fds.is_finite() { fds as usize } else { 0 },
+            threads: if threads.is_finite() {
+                threads as usize
+            } else {
+                0
+            },
+        }),
         other => Err(format!(
-            "{} exited with {other:?} under --peak-rss",
-            prog.display()
+            "{} exited with {other:?} under --peak-rss: {}",
+            prog.display(),
+            String::from_utf8_lossy(&out.stderr)
         )),
     }
 }

@@ -34,6 +34,7 @@ pub const CONTAINER: &str = "app";
 const IMAGE: &str = "registry.example.com/web:2.0";
 
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+const CHANGE_CAUSE: &str = "kubernetes.io/change-cause";
 
 /// One benchmark scenario.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -352,12 +353,18 @@ pub fn create_managed(sb: &Sandbox, endpoints: &str, inherit_from: &[Value]) -> 
 /// The application's state as far as either contender could change it: the Deployment's and
 /// HPA's labels, annotations and spec, and every Ingress in the namespace by name (labels,
 /// annotations, spec). kubectl's `last-applied-configuration` annotation is left out: it is
-/// `apply`'s bookkeeping, not part of the application.
+/// `apply`'s bookkeeping, not part of the application; so is the plugin's
+/// `kubernetes.io/change-cause` on the Deployment, its note of what the change did (no
+/// annotations left is no annotations).
 pub fn end_state(sb: &Sandbox) -> Value {
     fn essentials(obj: &Value) -> Value {
         let mut annotations = obj["metadata"]["annotations"].clone();
         if let Some(a) = annotations.as_object_mut() {
             a.remove(LAST_APPLIED);
+            a.remove(CHANGE_CAUSE);
+            if a.is_empty() {
+                annotations = Value::Null;
+            }
         }
         json!({
             "labels": obj["metadata"]["labels"],

@@ -63,6 +63,10 @@ pub struct SandboxOptions {
     /// The Service IP range (`a.b.c.d/n`, IPv4 single-stack; default `10.96.0.0/12`): cluster
     /// IPs are allocated from it, a requested one outside it is refused.
     pub service_cidr: String,
+    /// The server's runtime: this many worker threads (default 2); 0 serves on the sandbox's
+    /// one thread (a current-thread runtime), for a benchmark that runs hundreds of sandboxes
+    /// in one process.
+    pub worker_threads: usize,
 }
 
 impl Default for SandboxOptions {
@@ -80,6 +84,7 @@ impl Default for SandboxOptions {
             install_envoy_gateway: false,
             ingress_nginx_webhook: None,
             service_cidr: "10.96.0.0/12".into(),
+            worker_threads: 2,
         }
     }
 }
@@ -170,11 +175,16 @@ impl Sandbox {
                 rollout: rollout.clone(),
             })),
         ));
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .thread_name("sandbox-apiserver")
-            .build()?;
+        let rt = match opts.worker_threads {
+            0 => tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?,
+            n => tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(n)
+                .enable_all()
+                .thread_name("sandbox-apiserver")
+                .build()?,
+        };
         let url = format!("{}://{addr}", if tls.is_some() { "https" } else { "http" });
         let ca_pem = tls.as_ref().map(|t| t.ca_pem.clone());
         let ca_der = tls.as_ref().map(|t| t.ca_der.clone());
