@@ -143,45 +143,75 @@ pub fn kinds(
     type Cell = OnceLock<Vec<&'static dyn Kind>>;
     static CELLS: [Cell; 4] = [Cell::new(), Cell::new(), Cell::new(), Cell::new()];
     // The bundles are checked by a unit test; a broken one serves no custom resources.
-    let Ok(bundles) = bundles() else {
+    let Ok([experimental, standard, envoy]) = bundles() else {
         return &[];
     };
-    let i = bundle_index(version, channel);
-    CELLS[i].get_or_init(|| bundles[i].iter().chain(&bundles[4]).copied().collect())
-}
-
-/// Where the bundle of `version` and `channel` is in [`bundles`].
-fn bundle_index(version: GatewayApiVersion, channel: GatewayApiChannel) -> usize {
-    let v = match version {
-        GatewayApiVersion::V1_4_1 => 0,
-        GatewayApiVersion::V1_6_1 => 2,
+    let (i, gateway_api) = match (version, channel) {
+        (GatewayApiVersion::V1_4_1, GatewayApiChannel::Experimental) => (0, experimental),
+        (GatewayApiVersion::V1_4_1, GatewayApiChannel::Standard) => (1, standard),
+        (GatewayApiVersion::V1_6_1, channel) => {
+            let Ok([experimental, standard]) = bundles_v1_6_1() else {
+                return &[];
+            };
+            match channel {
+                GatewayApiChannel::Experimental => (2, experimental),
+                GatewayApiChannel::Standard => (3, standard),
+            }
+        }
     };
-    v + match channel {
-        GatewayApiChannel::Experimental => 0,
-        GatewayApiChannel::Standard => 1,
-    }
+    CELLS[i].get_or_init(|| gateway_api.iter().chain(envoy).copied().collect())
 }
 
-/// Every custom kind of every bundle (the kinds of a stored object, whichever bundle a sandbox
-/// serves).
+/// Every custom kind of every bundle loaded in this process (the kinds of a stored object,
+/// whichever bundle a sandbox serves: a sandbox loads the bundle it serves before it stores).
 pub fn every_kind() -> impl Iterator<Item = &'static dyn Kind> {
-    bundles().iter().flatten().flatten().copied()
+    let later = BUNDLES_V1_6_1.get().and_then(|b| b.as_ref().ok());
+    bundles()
+        .iter()
+        .flatten()
+        .chain(later.into_iter().flatten())
+        .flatten()
+        .copied()
 }
 
-/// The bundles (v1.4.1 experimental and standard, v1.6.1 experimental and standard, Envoy
-/// Gateway), loaded once per process: the types of every custom kind are installed in one go.
-fn bundles() -> &'static Result<[Vec<&'static dyn Kind>; 5], String> {
-    static BUNDLES: OnceLock<Result<[Vec<&'static dyn Kind>; 5], String>> = OnceLock::new();
+/// The bundles every sandbox may serve (Gateway API v1.4.1 experimental and standard, Envoy
+/// Gateway), loaded once per process: their types are installed in one go.
+fn bundles() -> &'static Result<[Vec<&'static dyn Kind>; 3], String> {
+    static BUNDLES: OnceLock<Result<[Vec<&'static dyn Kind>; 3], String>> = OnceLock::new();
     BUNDLES.get_or_init(|| {
-        load(&[
-            (GATEWAY_API, CrdSet::Default, Judge::V1_28),
-            (GATEWAY_API_STANDARD, CrdSet::Default, Judge::V1_28),
-            (GATEWAY_API_V1_6_1, CrdSet::Default, Judge::V1_33),
-            (GATEWAY_API_V1_6_1_STANDARD, CrdSet::Default, Judge::V1_33),
-            (ENVOY_GATEWAY, CrdSet::EnvoyGateway, Judge::V1_33),
-        ])?
+        load(
+            &[
+                (GATEWAY_API, CrdSet::Default, Judge::V1_28),
+                (GATEWAY_API_STANDARD, CrdSet::Default, Judge::V1_28),
+                (ENVOY_GATEWAY, CrdSet::EnvoyGateway, Judge::V1_33),
+            ],
+            false,
+        )?
         .try_into()
-        .map_err(|_| "five bundles load as five lists of kinds".to_string())
+        .map_err(|_| "three bundles load as three lists of kinds".to_string())
+    })
+}
+
+/// The Gateway API v1.6.1 bundles (experimental, standard), loaded only in a process whose
+/// sandbox serves them: their schemas and CEL rules are the largest, and most processes (one
+/// per test) never need them. Their types are installed after the others'.
+static BUNDLES_V1_6_1: OnceLock<Result<[Vec<&'static dyn Kind>; 2], String>> = OnceLock::new();
+
+fn bundles_v1_6_1() -> &'static Result<[Vec<&'static dyn Kind>; 2], String> {
+    BUNDLES_V1_6_1.get_or_init(|| {
+        // The first group's types are installed first: the later ones are numbered after them.
+        if let Err(e) = bundles() {
+            return Err(e.clone());
+        }
+        load(
+            &[
+                (GATEWAY_API_V1_6_1, CrdSet::Default, Judge::V1_33),
+                (GATEWAY_API_V1_6_1_STANDARD, CrdSet::Default, Judge::V1_33),
+            ],
+            true,
+        )?
+        .try_into()
+        .map_err(|_| "two bundles load as two lists of kinds".to_string())
     })
 }
 
@@ -202,7 +232,10 @@ enum Judge {
 
 /// Parse bundles, each with the set that installs its CRDs and the server that judges them: the
 /// kinds of every served version, per bundle.
-fn load(bundles: &[(&str, CrdSet, Judge)]) -> Result<Vec<Vec<&'static dyn Kind>>, String> {
+fn load(
+    bundles: &[(&str, CrdSet, Judge)],
+    later: bool,
+) -> Result<Vec<Vec<&'static dyn Kind>>, String> {
     struct Pending {
         bundle: usize,
         crd: usize,
@@ -235,7 +268,14 @@ fn load(bundles: &[(&str, CrdSet, Judge)]) -> Result<Vec<Vec<&'static dyn Kind>>
         all_crds.push(crds);
     }
     let mut roots = Vec::new();
-    schema::install_types(|base| {
+    let install = |build: &mut dyn FnMut(usize) -> Vec<&'static TypeDef>| {
+        if later {
+            schema::install_types_later(build)
+        } else {
+            schema::install_types(build)
+        }
+    };
+    install(&mut |base| {
         let mut types: Vec<TypeDef> = Vec::new();
         for p in &pending {
             let kind = all_crds[p.bundle][p.crd]
@@ -670,15 +710,12 @@ mod tests {
 
     #[test]
     fn every_served_version_of_the_bundled_crds_loads_with_its_rules() {
-        let [
-            experimental,
-            standard,
-            experimental_161,
-            standard_161,
-            envoy,
-        ] = bundles()
+        let [experimental, standard, envoy] = bundles()
             .as_ref()
             .unwrap_or_else(|e| panic!("the bundles do not load: {e}"));
+        let [experimental_161, standard_161] = bundles_v1_6_1()
+            .as_ref()
+            .unwrap_or_else(|e| panic!("the v1.6.1 bundles do not load: {e}"));
         let experimental = names(experimental);
         assert_eq!(experimental.len(), 17, "{experimental:?}");
         assert!(experimental.contains(&"gateway.networking.k8s.io/v1/httproutes".to_string()));

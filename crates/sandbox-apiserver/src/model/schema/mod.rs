@@ -84,11 +84,16 @@ impl TypeDef {
 /// The type at index `i`: one of the generated Go types, or one installed at run time
 /// ([`install_types`]).
 pub fn type_def(i: usize) -> &'static TypeDef {
-    match generated::TYPES.get(i) {
+    if let Some(t) = generated::TYPES.get(i) {
+        return t;
+    }
+    let first = INSTALLED.get().map_or(&[][..], Vec::as_slice);
+    let i = i - generated::TYPES.len();
+    match first.get(i) {
         Some(t) => t,
-        None => INSTALLED
+        None => INSTALLED_LATER
             .get()
-            .and_then(|extra| extra.get(i - generated::TYPES.len()))
+            .and_then(|later| later.get(i - first.len()))
             .copied()
             .unwrap_or(&generated::TYPES[0]),
     }
@@ -102,6 +107,17 @@ static INSTALLED: std::sync::OnceLock<Vec<&'static TypeDef>> = std::sync::OnceLo
 pub fn install_types(build: impl FnOnce(usize) -> Vec<&'static TypeDef>) -> usize {
     let base = generated::TYPES.len();
     INSTALLED.get_or_init(|| build(base));
+    base
+}
+
+/// Types installed later, after [`install_types`]'s (which must have run): a second group that
+/// only some processes need (the CRDs of a Gateway API release a sandbox may not serve). Once
+/// per process; returns the index of its first type.
+static INSTALLED_LATER: std::sync::OnceLock<Vec<&'static TypeDef>> = std::sync::OnceLock::new();
+
+pub fn install_types_later(build: impl FnOnce(usize) -> Vec<&'static TypeDef>) -> usize {
+    let base = generated::TYPES.len() + INSTALLED.get().map_or(0, Vec::len);
+    INSTALLED_LATER.get_or_init(|| build(base));
     base
 }
 
