@@ -53,7 +53,7 @@ use super::gateway::{AUTH_PATH_PREFIX, covers};
 use super::refs::ServiceRef;
 use super::{
     APP_LABEL, AUTH_RESPONSE_HEADERS, IDENTIFIER_LABEL, RouteContext, ScopeGroup, check_managed,
-    label_fields, name_of, scope_identifier, scope_token,
+    label_fields, name_of, scope_token,
 };
 use appupdate_model::plan::{
     Base, FieldChange, Kind, ObjectChange, PatchType, PlanError, SavedUpdater, Updater, Write,
@@ -286,15 +286,7 @@ impl SecurityPolicyUpdater {
     /// `--auth-service` parses it.
     pub fn check_saved(&self, app: &str) -> Result<(), String> {
         let d = &self.desired;
-        if d.app != app {
-            return Err(format!(
-                "it is planned for the application {:?}, not {app:?}",
-                d.app
-            ));
-        }
-        if !appupdate_model::names::is_dns1123_subdomain(&self.name) {
-            return Err(format!("{:?} is not a valid object name", self.name));
-        }
+        super::saved_owned(&d.app, app, &self.name)?;
         if d.route != self.name {
             return Err(format!(
                 "it targets the HTTPRoute {:?}, not the one of its name",
@@ -308,9 +300,6 @@ impl SecurityPolicyUpdater {
         super::saved_group(&d.scopes, &d.identifier, &["/".to_owned()])?;
         ServiceRef::parse(&d.auth_service)
             .map_err(|why| format!("its auth Service is not valid: {why}"))?;
-        if d.identifier != scope_identifier(&d.scopes) {
-            return Err("its identifier is not the one of its scopes".into());
-        }
         Ok(())
     }
 }
@@ -344,7 +333,7 @@ pub struct SecurityPolicyRemoval {
 impl SecurityPolicyRemoval {
     /// Refuses a saved removal of an object that cannot be one of `app`'s policies.
     pub fn check_saved(&self, app: &str) -> Result<(), String> {
-        super::saved_removal(&self.app, app, &self.name)
+        super::saved_owned(&self.app, app, &self.name)
     }
 }
 

@@ -652,7 +652,7 @@ pub struct HttpRouteRemoval {
 impl HttpRouteRemoval {
     /// Refuses a saved removal of an object that cannot be one of `app`'s routes.
     pub fn check_saved(&self, app: &str) -> Result<(), String> {
-        super::saved_removal(&self.app, app, &self.name)?;
+        super::saved_owned(&self.app, app, &self.name)?;
         if let Some(scopes) = &self.scopes {
             let id = super::scope_identifier(scopes);
             super::saved_group(scopes, &id, &["/".to_owned()])?;
@@ -683,21 +683,9 @@ impl HttpRouteUpdater {
     /// the desired route made again from them and compared.
     pub fn check_saved(&self, app: &str) -> Result<(), String> {
         let d = &self.desired;
-        if d.app != app {
-            return Err(format!(
-                "it is planned for the application {:?}, not {app:?}",
-                d.app
-            ));
-        }
-        if !appupdate_model::names::is_dns1123_subdomain(&self.name) {
-            return Err(format!("{:?} is not a valid object name", self.name));
-        }
+        super::saved_owned(&d.app, app, &self.name)?;
         let group = super::saved_group(&d.scopes, &d.identifier, &d.paths)?;
-        let port = d.rules[0]["backendRefs"][0]["port"]
-            .as_i64()
-            .and_then(|n| i32::try_from(n).ok())
-            .filter(|n| (1..=65535).contains(n))
-            .ok_or("its backend has no valid port")?;
+        let port = super::saved_port(&d.rules[0]["backendRefs"][0]["port"])?;
         for h in &d.hostnames {
             super::refs::parse_host(h)?;
         }

@@ -891,23 +891,11 @@ impl IngressUpdater {
     /// Ingress made again from them and compared.
     pub fn check_saved(&self, app: &str) -> Result<(), String> {
         let d = &self.desired;
-        if d.app != app {
-            return Err(format!(
-                "it is planned for the application {:?}, not {app:?}",
-                d.app
-            ));
-        }
-        if !appupdate_model::names::is_dns1123_subdomain(&self.name) {
-            return Err(format!("{:?} is not a valid object name", self.name));
-        }
+        super::saved_owned(&d.app, app, &self.name)?;
         let flavor = flavor(self.style)
             .ok_or_else(|| format!("the route style {} does not make Ingresses", self.style))?;
         let group = super::saved_group(&d.scopes, &d.identifier, &d.paths)?;
-        let port = d.backend["service"]["port"]["number"]
-            .as_i64()
-            .and_then(|n| i32::try_from(n).ok())
-            .filter(|n| (1..=65535).contains(n))
-            .ok_or("its backend has no valid port")?;
+        let port = super::saved_port(&d.backend["service"]["port"]["number"])?;
         let auth_url = match d.annotations.get(super::nginx_auth::AUTH_URL) {
             Some(v) => Some(
                 super::refs::AuthUrl::of_annotation(v).ok_or("its auth-url is not a valid one")?,
@@ -1018,7 +1006,7 @@ impl IngressRemoval {
 impl IngressRemoval {
     /// Refuses a saved removal of an object that cannot be one of `app`'s routes.
     pub fn check_saved(&self, app: &str) -> Result<(), String> {
-        super::saved_removal(&self.app, app, &self.name)
+        super::saved_owned(&self.app, app, &self.name)
     }
 }
 

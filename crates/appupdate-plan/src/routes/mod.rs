@@ -511,8 +511,9 @@ pub(crate) fn saved_group(
     })
 }
 
-/// The name of a route a saved plan removes: a valid object name of the application.
-pub(crate) fn saved_removal(owner: &str, app: &str, name: &str) -> Result<(), String> {
+/// A saved route object (to write or to remove): planned for the application, under a valid
+/// object name.
+pub(crate) fn saved_owned(owner: &str, app: &str, name: &str) -> Result<(), String> {
     if owner != app {
         return Err(format!(
             "it is planned for the application {owner:?}, not {app:?}"
@@ -522,6 +523,14 @@ pub(crate) fn saved_removal(owner: &str, app: &str, name: &str) -> Result<(), St
         return Err(format!("{name:?} is not a valid object name"));
     }
     Ok(())
+}
+
+/// A saved route's backend port (`port` is where its style keeps it): a port number.
+pub(crate) fn saved_port(port: &Value) -> Result<i32, String> {
+    port.as_i64()
+        .and_then(|n| i32::try_from(n).ok())
+        .filter(|n| (1..=65535).contains(n))
+        .ok_or_else(|| "its backend has no valid port".to_owned())
 }
 
 /// Which parts of the [`Attachment`] came from flags. A part given as a flag is what every

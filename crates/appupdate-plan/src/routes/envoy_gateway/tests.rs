@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::routes::refs::{ObjectRef, RouteFlags};
-use crate::routes::{Listing, LiveRoutes, RoutesPlan, plan_routes};
+use crate::routes::{Listing, LiveRoutes, RoutesPlan, plan_routes, scope_identifier};
 use appupdate_model::endpoints_file;
 use appupdate_model::plan::{Action, AuthProvider, RouteStyle, write_order};
 use pretty_assertions::assert_eq;
