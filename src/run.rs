@@ -260,48 +260,37 @@ pub(crate) async fn source(
         let cm = history_store::read(cluster, &app).await?;
         let stored = history::History::from_config_map(cm.as_ref(), &app);
         let applied = plan_sources::applied_by(&stored, &checksum);
-        if let (Some(revision), Some(_)) = (applied, &settings.fleet) {
+        let mut plan = target.plan;
+        match (applied, &settings.fleet) {
             // A run over several clusters that stopped after a wave, or failed in one: this
             // cluster is done, the run carries on with the others.
-            let mut plan = target.plan;
-            plan.objects.clear();
-            return Ok(Sourced {
-                plan,
-                source: target.source,
-                saved_plan: true,
-                config_map: Some(cm),
-                refusal: None,
-                live: None,
-                plan_checksum: Some(checksum),
-                already_applied: Some(revision),
-                fleet_run: None,
-                left_alone: false,
-            });
-        }
-        if let Some(revision) = applied {
-            let name = settings
-                .saved()
-                .map(|s| s.name.as_str())
-                .unwrap_or("the plan");
-            return Err(AppError::UndoRefused {
-                message: format!(
-                    "{} was applied already: revision {revision} of {} in namespace {} (context {}) applied it; a saved plan is applied once, so nothing was sent; make a new plan with --plan-out",
-                    Untrusted(name),
-                    Untrusted(&app),
-                    Untrusted(cluster.namespace()),
-                    Untrusted(&cluster.conn.context)
-                ),
-            });
+            (Some(_), Some(_)) => plan.objects.clear(),
+            (Some(revision), None) => {
+                let name = settings
+                    .saved()
+                    .map(|s| s.name.as_str())
+                    .unwrap_or("the plan");
+                return Err(AppError::UndoRefused {
+                    message: format!(
+                        "{} was applied already: revision {revision} of {} in namespace {} (context {}) applied it; a saved plan is applied once, so nothing was sent; make a new plan with --plan-out",
+                        Untrusted(name),
+                        Untrusted(&app),
+                        Untrusted(cluster.namespace()),
+                        Untrusted(&cluster.conn.context)
+                    ),
+                });
+            }
+            (None, _) => {}
         }
         return Ok(Sourced {
-            plan: target.plan,
+            plan,
             source: target.source,
             saved_plan: true,
             config_map: Some(cm),
             refusal: None,
             live: None,
             plan_checksum: Some(checksum),
-            already_applied: None,
+            already_applied: applied,
             fleet_run: None,
             left_alone: false,
         });
