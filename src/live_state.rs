@@ -20,7 +20,7 @@ use crate::error::AppError;
 use appupdate_kube::cluster::{Cluster, RequestError};
 use appupdate_kube::describe::Target;
 use appupdate_model::plan::Kind;
-pub use appupdate_plan::live::{LiveState, Needs, managed_ingress_selector};
+use appupdate_plan::live::{LiveState, Needs};
 use appupdate_plan::routes::external_auth::{GatewayKey, GatewaySupport, Read};
 use appupdate_plan::routes::{Listing, managed_selector};
 

@@ -21,7 +21,7 @@ use serde_json::Value;
 
 use crate::apply::guard_reason;
 use crate::error::AppError;
-use crate::live_state::{self, LiveState};
+use crate::live_state;
 use crate::settings::{SavedInput, UndoRequest};
 use appupdate_kube::cluster::{Cluster, RequestError};
 use appupdate_kube::describe::Target;
@@ -30,6 +30,7 @@ use appupdate_model::plan::{ObjectChange, Plan, Recheck, recheck};
 use appupdate_model::report::{Outcome, Report};
 use appupdate_plan::history::Source;
 use appupdate_plan::history::{self, History, PickError};
+use appupdate_plan::live::{LiveState, Needs};
 use appupdate_plan::plan_file::{ClusterPlan, SavedPlanError};
 use appupdate_plan::planner::{self, UpdateRequest};
 use appupdate_plan::undo;
@@ -388,7 +389,7 @@ pub async fn undo(
 pub(crate) async fn read_live(
     cluster: &Cluster,
     req: &UpdateRequest<'_>,
-    needs: live_state::Needs,
+    needs: Needs,
 ) -> Result<LiveState, AppError> {
     let mut live = live_state::read(cluster, req.app, needs).await?;
     if req.needs_ingress_classes(&live) {

@@ -14,7 +14,7 @@ use crate::cli::{
 };
 use crate::verify::{self, VerifySettings, VerifyUrl};
 use appupdate_kube::proxy::ProxyEnv;
-pub use appupdate_kube::selection::{ClusterSelection, ContextSelector, KubeconfigSource};
+use appupdate_kube::selection::{ClusterSelection, ContextSelector, KubeconfigSource};
 use appupdate_model::endpoints_file::{self, EndpointsError, EndpointsFile};
 use appupdate_model::names;
 use appupdate_model::plan::{AuthProvider, RouteStyle};

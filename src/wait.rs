@@ -28,7 +28,7 @@ use serde_json::Value;
 use appupdate_kube::describe::{Target, describe_kube_error};
 use appupdate_model::plan::{Action, Kind, Plan};
 use appupdate_model::report::{Outcome, Report};
-pub use appupdate_model::route_status::{Refusal, RouteRef, RouteState, route_state};
+use appupdate_model::route_status::{Refusal, RouteRef, RouteState, route_state};
 use appupdate_model::text::Untrusted;
 
 /// Where a rollout stands, as `kubectl rollout status` sees it.
