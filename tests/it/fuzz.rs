@@ -524,7 +524,7 @@ fn the_managed_ingress_selector_parses_and_matches_exactly_the_managed_ones() {
         "managed-ingress selector",
         "[a-z]([a-z0-9-]{0,20}[a-z0-9])?",
         |app| {
-            let text = appupdate_plan::live::managed_ingress_selector(&app);
+            let text = appupdate_plan::routes::managed_selector(&app);
             let sel = LabelSelector::parse(&text).map_err(TestCaseError::fail)?;
             let labels = |pairs: &[(&str, &str)]| {
                 pairs

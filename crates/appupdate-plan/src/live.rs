@@ -3,8 +3,8 @@
 
 use serde_json::Value;
 
+use crate::routes::Listing;
 use crate::routes::external_auth::{GatewayKey, GatewaySupport};
-use crate::routes::{Listing, managed_selector};
 
 /// Which objects the requested changes need.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -45,9 +45,4 @@ pub struct LiveState {
     pub history: Option<Option<Value>>,
     /// The Gateways of scoped HTTPRoutes and their GatewayClasses, when they were read.
     pub gateway_support: Option<GatewaySupport>,
-}
-
-/// Label selector of the routes this tool manages for `app`.
-pub fn managed_ingress_selector(app: &str) -> String {
-    managed_selector(app)
 }
