@@ -2,7 +2,7 @@
 //! of the report, and the `-o json|yaml` document (`kubectl-appupdate.fleet/v2`: each
 //! cluster's plan, wave and outcome, and each wave's outcome). The order of the writes — a
 //! canary, or waves with a failure budget — is [`FleetOrder`]; whether the next wave starts is
-//! [`next_wave_starts`]. Pure: the run ([`crate::fleet_run`]) fills a [`FleetEnd`];
+//! [`next_wave_starts`]. Pure: the run ([`crate::run`]) fills a [`FleetEnd`];
 //! [`crate::streams`] writes its lines, [`crate::exit`] turns it into the exit code.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 

@@ -23,6 +23,8 @@ enum Draw {
         out: Box<dyn Write + Send>,
         last: Vec<String>,
     },
+    /// Nothing shown: one cluster's writes are told by its report.
+    Hidden,
 }
 
 /// One line per cluster, in the order of the contexts.
@@ -87,6 +89,15 @@ impl FleetProgress {
         })
     }
 
+    /// No lines: a run over one cluster, whose report says how its writes went; notices
+    /// still go to stderr.
+    pub fn hidden() -> Arc<Self> {
+        Arc::new(FleetProgress {
+            names: Vec::new(),
+            draw: Mutex::new(Draw::Hidden),
+        })
+    }
+
     /// Cluster `i` is busy with `status` (escaped text): shown on a terminal only, where the
     /// line changes in place; plain lines say where each cluster got to, not every step.
     pub fn busy(&self, i: usize, status: &str) {
@@ -116,6 +127,7 @@ impl FleetProgress {
                     let _ = out.flush();
                 }
             }
+            Draw::Hidden => {}
         }
     }
 
@@ -126,7 +138,7 @@ impl FleetProgress {
             Draw::Bars { multi, .. } => {
                 let _ = multi.println(line.trim_start_matches('\n'));
             }
-            Draw::Lines { .. } => crate::streams::notice(line),
+            Draw::Lines { .. } | Draw::Hidden => crate::streams::notice(line),
         }
     }
 

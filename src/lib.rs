@@ -10,8 +10,9 @@
 //! ([`confirm`]); then [`apply`] validates every change with a server-side dry run and writes
 //! each one conditionally, retrying conflicts under the approved-diff guard; with `--wait`,
 //! [`wait`] then follows the Deployment's rollout and the routes written. [`run`] strings these
-//! together and decides what a signal ([`signals`]) does at each stage; [`fleet_run`] does the
-//! same over several clusters at once ([`fleet`]: how each cluster ended). One place decides
+//! together, for one cluster or several — a single cluster is a fleet of one, planned by
+//! [`planning`] and written by [`writing`], told as one cluster or as a fleet ([`fleet`]: how
+//! each cluster ended) — and decides what a signal ([`signals`]) does at each stage. One place decides
 //! each of the run's outward choices: [`streams`] which stream every line goes to, [`exit`] the
 //! exit code of every way a run can end ([`error`] holds the failures). [`completion`] answers
 //! kubectl's plugin completion (`kubectl_complete-appupdate`) from the same flag definitions.
@@ -23,10 +24,10 @@ pub mod error;
 pub mod exit;
 pub mod fleet;
 pub mod fleet_progress;
-pub mod fleet_run;
 pub mod history_store;
 pub mod live_state;
 pub mod plan_sources;
+pub mod planning;
 pub mod run;
 pub mod settings;
 pub mod signals;
@@ -35,6 +36,7 @@ pub mod terminal;
 pub mod verify;
 pub mod verify_send;
 pub mod wait;
+pub mod writing;
 
 use std::ffi::OsString;
 
@@ -106,14 +108,7 @@ fn run_to_end(args: Vec<OsString>, env: &Environment) -> (Ending, Streams) {
         },
     };
     let streams = Streams::new(settings.output, settings.color, settings.color_stderr);
-    let ending = with_runtime(|rt| {
-        rt.block_on(async {
-            match &settings.fleet {
-                Some(fleet) => fleet_run::run(&settings, fleet, &streams).await,
-                None => run::run(&settings, &streams).await,
-            }
-        })
-    });
+    let ending = with_runtime(|rt| rt.block_on(async { run::run(&settings, &streams).await }));
     (ending, streams)
 }
 

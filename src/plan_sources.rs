@@ -5,8 +5,8 @@
 //!
 //! A saved plan is applied only to the API server and namespace it was made for, unless
 //! `--context` names the context it was made with; not when it is older than
-//! `--max-plan-age`; and — after the confirmation, before the first write — only when every
-//! object it changes still holds, in every field the plan changes, the value the plan showed
+//! `--max-plan-age`; and — checked before the plan is shown, so that what is shown is what is
+//! written — only when every object it changes still holds, in every field the plan changes, the value the plan showed
 //! ([`recheck_saved`]: the guard, for the whole plan at once). Changes elsewhere in the
 //! objects do not stop it.
 
@@ -69,18 +69,6 @@ fn human(d: Duration) -> String {
         7200..172_800 => format!("{}h", s / 3600),
         _ => format!("{}d", s / 86_400),
     }
-}
-
-/// The plan of `saved` for the cluster and namespace `conn` points at. `context_flag` is the
-/// `--context` given on the command line, if any.
-pub fn saved_target(
-    saved: &SavedInput,
-    conn: &Connection,
-    context_flag: Option<&str>,
-    now: Timestamp,
-) -> Result<ClusterPlan, SavedPlanError> {
-    check_age(saved, now)?;
-    choose_target(saved, conn, context_flag)
 }
 
 /// `--max-plan-age`: refuses a plan made longer ago than that.
@@ -178,14 +166,11 @@ fn read_failure(
     }
 }
 
-/// Re-reads every object `plan` changes and re-plans it with its updater: `Ok` with the
-/// plan rebased on the objects as they are now (objects someone already brought to the
-/// planned values drop out), or `Err` with the report of a refusal — some field the plan
-/// changes is no longer at the value it showed — in which nothing was written.
-pub async fn recheck_saved(
-    cluster: &Cluster,
-    mut plan: Plan,
-) -> Result<Result<Plan, Report>, AppError> {
+/// Re-reads every object `plan` changes and re-plans it with its updater, rebasing the plan
+/// on the objects as they are now (objects someone already brought to the planned values
+/// drop out): `None` when it still holds, else the report of the refusal — some field the
+/// plan changes is no longer at the value it showed — in which nothing was written.
+pub async fn recheck_saved(cluster: &Cluster, plan: &mut Plan) -> Result<Option<Report>, AppError> {
     let reads = join_all(
         plan.objects
             .iter()
@@ -232,7 +217,7 @@ pub async fn recheck_saved(
         }
     }
     if !tripped {
-        return Ok(Ok(plan));
+        return Ok(None);
     }
     let entries = plan
         .objects
@@ -247,7 +232,7 @@ pub async fn recheck_saved(
             (p.change.clone(), outcome)
         })
         .collect();
-    Ok(Err(Report {
+    Ok(Some(Report {
         entries,
         stopped_in_preflight: true,
         interrupted: None,

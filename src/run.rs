@@ -1,86 +1,313 @@
-//! The run, start to finish: connect, read, plan, show, confirm, apply, report, wait — and
-//! what a signal does at each stage.
+//! The run, start to finish, over one cluster or several: plan (every cluster at once), show,
+//! confirm, write (the dry run everywhere first), report, wait — and what a signal does at
+//! each stage.
+//!
+//! A run over one cluster is a fleet of one: the same planning ([`planning`]) and the same
+//! writing ([`writing`]). What differs is how it is told ([`View`]): one cluster's plan,
+//! question, report and exit code as the plugin has always told them, then its rollout
+//! (`--wait`) and its auth check (`--verify-url`); or a fleet's sections with identical plans
+//! folded, one question for every cluster, a progress line per cluster while writing, and the
+//! fleet's report (with `-o json|yaml`, one document with each cluster's plan and outcome).
+//! A cluster that cannot be planned ends a run over one cluster with its error; in a fleet it
+//! stops the run before any write, naming it — or, with `--skip-unreachable`, is left out.
 //!
 //! Until the first write, a signal ends the run at once: nothing was changed. While writing,
-//! the first signal stops new requests from starting (the ones in flight finish and are
-//! reported) and a second one ends the run at once. While following the rollout and the routes
-//! (`--wait`), a signal only stops the waiting: the writes are done.
+//! the first signal stops new requests (and new clusters) from starting — the ones in flight
+//! finish and are reported, and a fleet stops following rollouts — and a second one ends the
+//! run at once. While following one cluster's rollout and routes (`--wait`), a signal only
+//! stops the waiting: the writes are done.
 
-use crate::apply::{self, ApplyOptions, InterruptFlag};
-use std::sync::Arc;
-
+use crate::apply::InterruptFlag;
 use crate::confirm::{self, Answer, NotConfirmed};
 use crate::error::{AppError, Stage};
 use crate::exit::Ending;
+use crate::fleet::{ClusterEnd, ClusterState, FleetEnd, NotStarted};
+use crate::fleet_progress::FleetProgress;
 use crate::history_store;
-use crate::plan_sources::{self, Sourced};
-use crate::settings::{HistorySettings, Mode, Settings};
+use crate::planning::{self, Member, Planned};
+use crate::settings::{FleetSettings, HistorySettings, SavePlan, Settings};
 use crate::signals::Signals;
 use crate::streams::{self, Streams};
 use crate::verify::{self, Probe};
 use crate::verify_send;
 use crate::wait::{self, Followed, WaitTarget};
-use appupdate_kube::cluster::{Cluster, RequestLog};
+use crate::writing;
+use appupdate_kube::cluster::Cluster;
 use appupdate_kube::kube_context;
-use appupdate_kube::kube_context::Connection;
 use appupdate_model::plan::Plan;
-use appupdate_model::report::{Interruption, Report};
+use appupdate_model::report::Interruption;
 use appupdate_model::text::Untrusted;
 use appupdate_plan::history;
 use appupdate_plan::history::Source;
-use appupdate_plan::plan_file::{self, ClusterPlan, Origin, PlanKey};
-use appupdate_plan::planner::{self, UpdateRequest};
+use appupdate_plan::plan_file::{self, Origin, PlanKey};
 
-/// What follows the plan being shown.
-enum Next {
-    /// Nothing: nothing to change, or a dry run.
-    Stop(Ending),
-    /// Nothing to write, but `--wait` follows the rollout and the routes (a re-run after a
-    /// timeout), or `--verify-url` checks these requests.
-    Wait(Cluster, Followed, Option<Vec<Probe>>),
-    /// Write the confirmed plan.
-    Apply(Cluster, Box<Sourced>),
+/// How the run is told: one cluster, or a fleet.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum View {
+    One,
+    Fleet,
 }
 
-/// Runs the update described by `settings`; says how it ended. Everything it prints goes
-/// through `streams`, except the reason it failed: that is the caller's to print.
+/// Runs the update, undo or saved plan that `settings` describe, over one cluster or several;
+/// says how it ended. Everything it prints goes through `streams`, except the reason it
+/// failed: that is the caller's to print.
 pub async fn run(settings: &Settings, streams: &Streams) -> Ending {
+    let one = FleetSettings::one();
+    let (fleet, view) = match &settings.fleet {
+        Some(fleet) => (fleet, View::Fleet),
+        None => (&one, View::One),
+    };
     let mut signals = Signals::listen();
-    let next = tokio::select! {
-        next = plan(settings, streams) => next,
-        signal = signals.recv() => {
-            // The prompt may be showing: it leaves the terminal raw and the cursor hidden.
-            if settings.stderr_is_terminal {
-                crate::terminal::restore();
-                let _ = console::Term::stderr().show_cursor();
+    let planned = tokio::select! {
+        planned = planning::plan_all(settings, fleet) => planned,
+        signal = signals.recv() => Err(AppError::Interrupted { signal, stage: Stage::Planning }),
+    };
+    let mut planned = match planned {
+        Ok(p) => p,
+        Err(e) => return Ending::Failed(e),
+    };
+    let ending = run_planned(settings, fleet, view, streams, &mut signals, &mut planned).await;
+    // The process ends now: the plans and the live objects are not freed (the system takes the
+    // memory back at once, where freeing thousands of objects value by value costs about as
+    // much CPU as building them did).
+    std::mem::forget(planned);
+    ending
+}
+
+/// Everything after planning: show, confirm, write, report, wait.
+async fn run_planned(
+    settings: &Settings,
+    fleet: &FleetSettings,
+    view: View,
+    streams: &Streams,
+    signals: &mut Signals,
+    planned: &mut Planned,
+) -> Ending {
+    if view == View::One {
+        if let Some((_, e)) = planned.failed.pop() {
+            return Ending::Failed(e);
+        }
+        // A saved plan that no longer holds is refused before it is shown.
+        if let Some(refused) = planned.members.iter_mut().find_map(|m| m.refused.take()) {
+            let _ = streams.report(&refused);
+            return Ending::Applied(refused);
+        }
+    }
+    if let Err(e) = show(view, streams, planned) {
+        return Ending::Failed(e);
+    }
+    if let Some(ending) = refused(view, streams, planned) {
+        return ending;
+    }
+    let has_changes = planned.has_changes();
+    let changes_pending = settings.detailed_exitcode && has_changes;
+    if let Some(save) = settings.save() {
+        return match save_plans(view, save, planned) {
+            Ok(()) => stop(view, streams, planned, changes_pending),
+            Err(e) => Ending::Failed(e),
+        };
+    }
+    // Nothing to write and nothing to follow, or a dry run: the plan was the run.
+    if settings.dry_run || (!has_changes && !settings.wait && settings.verify.is_none()) {
+        return stop(view, streams, planned, changes_pending);
+    }
+    if has_changes && !settings.yes {
+        let asked = tokio::select! {
+            asked = confirm(view, settings, streams, planned) => asked,
+            signal = signals.recv() => {
+                // The prompt may be showing: it leaves the terminal raw and the cursor hidden.
+                if settings.stderr_is_terminal {
+                    crate::terminal::restore();
+                    let _ = console::Term::stderr().show_cursor();
+                }
+                Err(AppError::Interrupted { signal, stage: Stage::Planning })
             }
-            Err(AppError::Interrupted { signal, stage: Stage::Planning })
+        };
+        if let Err(e) = asked {
+            if view == View::Fleet && matches!(e, AppError::NotConfirmed(_)) {
+                let _ = streams.fleet_document(&planned.fleet_plan(), &planned.order, None);
+            }
+            return Ending::Failed(e);
+        }
+    }
+    write(settings, fleet, view, streams, signals, planned).await
+}
+
+/// Once the plans were shown: an undo that would overwrite fields changed since its record,
+/// a saved plan that no longer holds, or (in a fleet) a cluster that could not be planned
+/// ends the run with nothing written anywhere.
+fn refused(view: View, streams: &Streams, planned: &mut Planned) -> Option<Ending> {
+    let refused = planned.members.iter().any(|m| m.refused.is_some());
+    let undo_refused = planned.members.iter().any(|m| m.sourced.refusal.is_some());
+    if !refused && !undo_refused && planned.failed.is_empty() {
+        return None;
+    }
+    if view == View::One {
+        let message = planned
+            .members
+            .iter_mut()
+            .find_map(|m| m.sourced.refusal.take())?;
+        return Some(Ending::Failed(AppError::UndoRefused { message }));
+    }
+    let end = end_of(
+        planned,
+        |m| {
+            if let Some(message) = m.sourced.refusal.take() {
+                ClusterState::Failed(AppError::UndoRefused { message })
+            } else if let Some(report) = m.refused.take() {
+                ClusterState::Refused(report)
+            } else if refused {
+                ClusterState::NotStarted(NotStarted::RefusedElsewhere)
+            } else {
+                ClusterState::Planned
+            }
+        },
+        false,
+        None,
+    );
+    Some(finish(streams, planned, end, true))
+}
+
+/// From the dry run to the last write, then the report: one cluster's (with its rollout and
+/// auth check afterwards), or the fleet's.
+async fn write(
+    settings: &Settings,
+    fleet: &FleetSettings,
+    view: View,
+    streams: &Streams,
+    signals: &mut Signals,
+    planned: &mut Planned,
+) -> Ending {
+    // The writes do not need the live objects as read: planning is over.
+    for m in &mut planned.members {
+        m.sourced.live = None;
+    }
+    let interrupt = InterruptFlag::default();
+    let progress = match view {
+        // One cluster's writes are told by its report, once they are done.
+        View::One => FleetProgress::hidden(),
+        View::Fleet => FleetProgress::new(
+            &planned.contexts,
+            &planned.order,
+            settings.stderr_is_terminal && settings.verbose == 0,
+            streams.color(streams::Kind::Notice),
+            streams.writer(streams::Kind::Notice),
+        ),
+    };
+    let ticker = (view == View::Fleet).then(|| progress.ticking());
+    let stopped = |progress: &FleetProgress| {
+        if let Some(ticker) = &ticker {
+            ticker.abort();
+        }
+        progress.finish();
+    };
+    // A fleet follows each cluster's rollout as it goes: the next wave waits on it.
+    let follow = view == View::Fleet && settings.wait;
+    let states = {
+        let applying = writing::apply_all(
+            settings,
+            fleet,
+            &planned.order,
+            &planned.members,
+            follow,
+            &interrupt,
+            &progress,
+        );
+        tokio::pin!(applying);
+        loop {
+            tokio::select! {
+                states = &mut applying => break states,
+                signal = signals.recv() => {
+                    if !interrupt.raise(signal) {
+                        stopped(&progress);
+                        return Ending::Failed(AppError::Interrupted { signal, stage: Stage::Writing });
+                    }
+                    progress.notice(match view {
+                        View::One => "\ninterrupt received: finishing the requests in flight, starting no new ones (interrupt again to exit at once)",
+                        View::Fleet => "\ninterrupt received: finishing the requests in flight, starting no new cluster and no new request (interrupt again to exit at once)",
+                    });
+                }
+            }
         }
     };
-    match next {
-        Err(e) => Ending::Failed(e),
-        Ok(Next::Stop(ending)) => ending,
-        Ok(Next::Wait(cluster, followed, probes)) => {
-            let rollout = if settings.wait {
-                follow_written(&cluster, &followed, settings, &mut signals, streams).await
-            } else {
-                Ok(())
-            };
-            let afterwards = verify::Afterwards::NothingChanged;
-            match verified(rollout, probes, afterwards, settings, &mut signals, streams).await {
-                Ok(()) => Ending::Done,
-                Err(e) => Ending::Failed(e),
+    stopped(&progress);
+    let mut states: Vec<Option<ClusterState>> = states.into_iter().map(Some).collect();
+    if view == View::One
+        && let (Some(member), Some(Some(state))) = (planned.members.first(), states.pop())
+    {
+        return afterwards(settings, streams, signals, member, state, interrupt.get()).await;
+    }
+    let end = end_of(
+        planned,
+        |m| {
+            states
+                .get_mut(m.index)
+                .and_then(Option::take)
+                .unwrap_or(ClusterState::NotStarted(NotStarted::Interrupted))
+        },
+        false,
+        interrupt.get(),
+    );
+    finish(streams, planned, end, true)
+}
+
+/// The plan, as a diff on stdout (`-o json|yaml`: a document; a fleet's comes at the end).
+fn show(view: View, streams: &Streams, planned: &Planned) -> Result<(), AppError> {
+    match view {
+        View::One => {
+            if let Some(m) = planned.members.first() {
+                streams.plan(&m.sourced.plan)?;
             }
         }
-        Ok(Next::Apply(cluster, sourced)) => {
-            let probes = settings
-                .verify
-                .as_ref()
-                .map(|_| verify::probes(&sourced.plan));
-            let (report, recorded) = match write(&cluster, *sourced, settings, &mut signals).await {
-                Ok(done) => done,
-                Err(e) => return Ending::Failed(e),
-            };
+        View::Fleet => {
+            if !planned.members.is_empty() || !planned.skipped.is_empty() {
+                streams.fleet_plan(&planned.fleet_plan())?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The end of a run that writes nothing: one cluster's `--detailed-exitcode`, or the
+/// fleet's document with each cluster planned (or unchanged).
+fn stop(view: View, streams: &Streams, planned: &mut Planned, changes_pending: bool) -> Ending {
+    match view {
+        View::One if changes_pending => Ending::ChangesPending,
+        View::One => Ending::Done,
+        View::Fleet => {
+            let end = end_of(
+                planned,
+                |m| {
+                    if m.sourced.plan.has_changes() {
+                        ClusterState::Planned
+                    } else {
+                        ClusterState::Unchanged { rollout: None }
+                    }
+                },
+                changes_pending,
+                None,
+            );
+            finish(streams, planned, end, false)
+        }
+    }
+}
+
+/// One cluster after its writes: the report, then its rollout and routes (`--wait`) and the
+/// requests of `--verify-url`.
+async fn afterwards(
+    settings: &Settings,
+    streams: &Streams,
+    signals: &mut Signals,
+    member: &Member,
+    state: ClusterState,
+    interrupted: Option<Interruption>,
+) -> Ending {
+    let cluster = &member.cluster;
+    let image = settings.changes_image();
+    let (followed, afterwards, report) = match state {
+        ClusterState::Applied {
+            report, recorded, ..
+        } => {
             // The writes are done: a report that cannot be shown (say, stdout closed) does not
             // change what the exit code must say about them.
             let _ = streams.report(&report);
@@ -88,25 +315,261 @@ pub async fn run(settings: &Settings, streams: &Streams) -> Ending {
             if !report.went_as_planned() {
                 return Ending::Applied(report);
             }
-            let rollout = if settings.wait {
-                let image = settings.changes_image();
-                let followed = Followed::after_writes(&report, image);
-                follow_written(&cluster, &followed, settings, &mut signals, streams).await
-            } else {
-                Ok(())
-            };
             let afterwards = match &recorded {
                 history_store::Recorded::Revision { .. } => verify::Afterwards::Undo(
                     verify::undo_command(&settings.app, cluster.namespace(), &cluster.conn.context),
                 ),
                 _ => verify::Afterwards::NotRecorded,
             };
-            match verified(rollout, probes, afterwards, settings, &mut signals, streams).await {
-                Ok(()) => Ending::Applied(report),
-                Err(e) => Ending::Failed(e),
-            }
+            (
+                Followed::after_writes(&report, image),
+                afterwards,
+                Some(report),
+            )
         }
+        // Nothing to write: `--wait` follows the rollout and the routes (a re-run after a
+        // timeout), `--verify-url` checks the routes.
+        ClusterState::Unchanged { .. } => (
+            Followed::without_writes(&member.sourced.plan, image),
+            verify::Afterwards::NothingChanged,
+            None,
+        ),
+        ClusterState::Refused(report) => {
+            let _ = streams.report(&report);
+            return Ending::Applied(report);
+        }
+        ClusterState::Failed(e) => return Ending::Failed(e),
+        // A signal during the dry run: nothing was written.
+        ClusterState::NotStarted(_) => {
+            return match interrupted {
+                Some(signal) => Ending::Failed(AppError::Interrupted {
+                    signal,
+                    stage: Stage::Planning,
+                }),
+                None => Ending::Done,
+            };
+        }
+        _ => return Ending::Done,
+    };
+    let probes = settings
+        .verify
+        .as_ref()
+        .map(|_| verify::probes(&member.sourced.plan));
+    let rollout = if settings.wait {
+        follow_written(cluster, &followed, settings, signals, streams).await
+    } else {
+        Ok(())
+    };
+    match verified(rollout, probes, afterwards, settings, signals, streams).await {
+        Ok(()) => report.map_or(Ending::Done, Ending::Applied),
+        Err(e) => Ending::Failed(e),
     }
+}
+
+/// `--plan-out`: each cluster's plan and where it was computed, as one file (signed with
+/// the key when given), and a notice of where it went.
+fn save_plans(view: View, save: &SavePlan, planned: &Planned) -> Result<(), AppError> {
+    let created_at = k8s_openapi::jiff::Timestamp::now()
+        .round(k8s_openapi::jiff::Unit::Second)
+        .unwrap_or_else(|_| k8s_openapi::jiff::Timestamp::now())
+        .to_string();
+    let origins: Vec<Origin> = planned
+        .members
+        .iter()
+        .map(|m| Origin {
+            context: m.cluster.conn.context.clone(),
+            server: m.cluster.conn.server.clone(),
+            created_at: created_at.clone(),
+        })
+        .collect();
+    let entries: Vec<(&Plan, &Origin, &Source)> = planned
+        .members
+        .iter()
+        .zip(&origins)
+        .map(|(m, origin)| (&m.sourced.plan, origin, &m.sourced.source))
+        .collect();
+    let key = save.key.as_ref();
+    let text = plan_file::render_in_waves(&entries, &planned.order.waves, key)?;
+    let path = &save.path;
+    std::fs::write(path, text).map_err(|source| AppError::PlanOut {
+        file: path.display().to_string(),
+        source,
+    })?;
+    let shown = Untrusted(path.display().to_string());
+    let what = match (view, entries.len()) {
+        (View::One, _) => String::new(),
+        (View::Fleet, 1) => " of 1 cluster".to_owned(),
+        (View::Fleet, n) => format!(" of {n} clusters"),
+    };
+    streams::notice(&format!(
+        "Saved the plan{what} to {shown}{}; apply it with: kubectl appupdate apply {shown}",
+        signed_with(key)
+    ));
+    Ok(())
+}
+
+/// What the notice of a saved plan says about its signature: `, signed with --sign-key KEYFILE`
+/// (the key's file, never the key), or nothing.
+fn signed_with(key: Option<&PlanKey>) -> String {
+    key.map(|k| format!(", signed with {}", k.named()))
+        .unwrap_or_default()
+}
+
+/// The one question: what is applied where, on a line of its own, then whether to apply it;
+/// `Ok` only for a yes. A fleet's names its clusters and their order, with its totals; with
+/// `-o json|yaml` (the document comes at the end) the fleet's plan is shown with it, on
+/// stderr.
+async fn confirm(
+    view: View,
+    settings: &Settings,
+    streams: &Streams,
+    planned: &Planned,
+) -> Result<(), AppError> {
+    if !settings.can_prompt {
+        return Err(NotConfirmed::NoTerminal.into());
+    }
+    let what = match (view, planned.members.first()) {
+        (View::One, Some(m)) => {
+            let plan = &m.sourced.plan;
+            let summary = plan.summary();
+            format!(
+                "Apply these changes to {} in namespace {} (context {}): {} to create, {} to update, {} to delete.",
+                Untrusted(&plan.app),
+                Untrusted(&plan.namespace),
+                Untrusted(&plan.context),
+                summary.create,
+                summary.update,
+                summary.delete
+            )
+        }
+        _ => {
+            let fleet = planned.fleet_plan();
+            streams.fleet_review(&fleet)?;
+            let t = fleet.total();
+            let n = fleet.plans().count();
+            let canaries: Vec<String> = fleet
+                .plans()
+                .filter(|p| planned.order.canary.contains(&p.context))
+                .map(|p| Untrusted(&p.context).to_string())
+                .collect();
+            let order = if planned.order.waves.is_empty() {
+                canary_order(&canaries, n)
+            } else {
+                wave_order(&planned.order.waves)
+            };
+            format!(
+                "Apply these changes to {} on {} cluster{} ({}{}): {} to create, {} to update, {} to delete in total.",
+                Untrusted(fleet.app),
+                n,
+                if n == 1 { "" } else { "s" },
+                fleet
+                    .plans()
+                    .map(|p| Untrusted(&p.context).to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                order,
+                t.create,
+                t.update,
+                t.delete
+            )
+        }
+    };
+    ask(what, settings).await
+}
+
+/// Says `what` (escaped) on a line of its own, then asks on the terminal whether to apply it,
+/// in a question that fits the terminal's width (dialoguer draws a question that wraps once
+/// per line it takes); `Ok` only for a yes.
+async fn ask(what: String, settings: &Settings) -> Result<(), AppError> {
+    streams::notice(&what);
+    let color = settings.color_stderr;
+    let answer = tokio::task::spawn_blocking(move || confirm::ask_to_apply(color))
+        .await
+        .map_err(NotConfirmed::PromptTask)?
+        .map_err(NotConfirmed::Prompt)?;
+    match answer {
+        Answer::Yes => Ok(()),
+        Answer::No => Err(NotConfirmed::Declined.into()),
+        // Ctrl-C typed at the prompt (the terminal is raw: it is a key, not a signal).
+        Answer::Interrupted => Err(AppError::Interrupted {
+            signal: Interruption::Sigint,
+            stage: Stage::Planning,
+        }),
+    }
+}
+
+/// What the fleet question says of the order: which clusters go first (already escaped), when
+/// only some of the `n` planned clusters are canaries.
+fn canary_order(canaries: &[String], n: usize) -> String {
+    match canaries {
+        [] => String::new(),
+        all if all.len() == n => String::new(),
+        [one] => format!("; {one} first, the rest after its rollout"),
+        several => format!(
+            "; {} first, the rest after their rollouts",
+            several.join(", ")
+        ),
+    }
+}
+
+/// What the fleet question says of waves: `; in 3 waves: dev-1, then eu-1, eu-2, then us-1`
+/// (escaped).
+fn wave_order(waves: &[Vec<String>]) -> String {
+    let each: Vec<String> = waves
+        .iter()
+        .map(|w| {
+            w.iter()
+                .map(|c| Untrusted(c).to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .collect();
+    format!("; in {} waves: {}", waves.len(), each.join(", then "))
+}
+
+/// The end of a fleet's run: `state` for each planned cluster, the skipped and failed ones as
+/// they are.
+fn end_of(
+    planned: &mut Planned,
+    mut state: impl FnMut(&mut Member) -> ClusterState,
+    changes_pending: bool,
+    interrupted: Option<Interruption>,
+) -> FleetEnd {
+    let canary = |i: usize| planned.order.canary.contains(&planned.contexts[i]);
+    let mut ends: Vec<(usize, ClusterEnd)> = Vec::new();
+    let end = |i: usize, namespace: Option<String>, state: ClusterState| ClusterEnd {
+        canary: canary(i),
+        context: planned.contexts[i].clone(),
+        namespace,
+        state,
+    };
+    for m in &mut planned.members {
+        let namespace = Some(m.cluster.namespace().to_owned());
+        ends.push((m.index, end(m.index, namespace, state(m))));
+    }
+    for (i, _, e) in planned.skipped.drain(..) {
+        ends.push((i, end(i, None, ClusterState::Skipped(e))));
+    }
+    for (i, e) in planned.failed.drain(..) {
+        ends.push((i, end(i, None, ClusterState::Failed(e))));
+    }
+    ends.sort_by_key(|(i, _)| *i);
+    FleetEnd {
+        app: planned.app.clone(),
+        clusters: ends.into_iter().map(|(_, e)| e).collect(),
+        interrupted,
+        changes_pending,
+    }
+}
+
+/// Says how a fleet's run ended (the report, when `report`; the document with `-o
+/// json|yaml`) and returns the ending.
+fn finish(streams: &Streams, planned: &Planned, end: FleetEnd, report: bool) -> Ending {
+    if report {
+        let _ = streams.fleet_report(&end);
+    }
+    let _ = streams.fleet_document(&planned.fleet_plan(), &planned.order, Some(&end));
+    Ending::Fleet(end)
 }
 
 /// `--verify-url` (`probes`: its requests), after the writes and the rollout (`rollout`, with
@@ -161,493 +624,6 @@ async fn verified(
     Err(AppError::AuthNotEnforced {
         message: verify::failure(&verify.url, failed, answers.len(), &afterwards),
     })
-}
-
-/// Connects, reads, plans, shows the plan and asks for confirmation. Writes nothing.
-async fn plan(settings: &Settings, streams: &Streams) -> Result<Next, AppError> {
-    let conn = kube_context::connect(&settings.cluster, streams::warning).await?;
-    // -v: the proxy and every request, as notices.
-    let cluster = connected(conn, settings.verbose, None);
-
-    let saved = match settings.saved() {
-        Some(saved) => Some(plan_sources::saved_target(
-            saved,
-            &cluster.conn,
-            settings.cluster.context.as_deref(),
-            k8s_openapi::jiff::Timestamp::now(),
-        )?),
-        None => None,
-    };
-    // Every way out of here but the writes ends the process: the plan and the live objects are
-    // not freed on those (the system takes the memory back at once, where freeing thousands of
-    // objects value by value costs about as much CPU as building them did).
-    let mut sourced = source(settings, &cluster, saved).await?;
-    if sourced.saved_plan {
-        // What is shown is what is written: every object re-read and re-planned by its updater
-        // under the guard, before the plan is shown.
-        match plan_sources::recheck_saved(&cluster, sourced.plan).await? {
-            Ok(rebased) => sourced.plan = rebased,
-            Err(refused) => {
-                let _ = streams.report(&refused);
-                return Ok(Next::Stop(Ending::Applied(refused)));
-            }
-        }
-    }
-    let sourced = std::mem::ManuallyDrop::new(sourced);
-    let plan = &sourced.plan;
-    streams.plan(plan)?;
-    if let Some(message) = &sourced.refusal {
-        return Err(AppError::UndoRefused {
-            message: message.clone(),
-        });
-    }
-    if let Some(save) = settings.save() {
-        save_plans(&save.path, &[(&sourced, &cluster)], &[], save.key.as_ref())?;
-        let shown = appupdate_model::text::Untrusted(save.path.display().to_string());
-        streams::notice(&format!(
-            "Saved the plan to {shown}{}; apply it with: kubectl appupdate apply {shown}",
-            signed_with(save.key.as_ref())
-        ));
-        return Ok(Next::Stop(
-            if settings.detailed_exitcode && plan.has_changes() {
-                Ending::ChangesPending
-            } else {
-                Ending::Done
-            },
-        ));
-    }
-
-    if !plan.has_changes() {
-        let probes = settings.verify.as_ref().map(|_| verify::probes(plan));
-        return Ok(
-            if (settings.wait || probes.is_some()) && !settings.dry_run {
-                let image = settings.changes_image();
-                Next::Wait(cluster, Followed::without_writes(plan, image), probes)
-            } else {
-                Next::Stop(Ending::Done)
-            },
-        );
-    }
-    if settings.dry_run {
-        return Ok(Next::Stop(if settings.detailed_exitcode {
-            Ending::ChangesPending
-        } else {
-            Ending::Done
-        }));
-    }
-    if !settings.yes {
-        confirmed(plan, settings).await?;
-    }
-    let mut sourced = std::mem::ManuallyDrop::into_inner(sourced);
-    // The writes do not need the live objects as read: planning is over.
-    sourced.live = None;
-    Ok(Next::Apply(cluster, Box::new(sourced)))
-}
-
-/// The plan for `cluster`: `saved`'s (the plan file's entry for this cluster), the undo's,
-/// or the flags' against the live objects.
-pub(crate) async fn source(
-    settings: &Settings,
-    cluster: &Cluster,
-    saved: Option<ClusterPlan>,
-) -> Result<Sourced, AppError> {
-    if let Some(target) = saved {
-        let checksum = settings
-            .saved()
-            .map(|s| s.file.checksum.clone())
-            .unwrap_or_default();
-        let app = target.plan.app.clone();
-        let cm = history_store::read(cluster, &app).await?;
-        let stored = history::History::from_config_map(cm.as_ref(), &app);
-        let applied = plan_sources::applied_by(&stored, &checksum);
-        let mut plan = target.plan;
-        match (applied, &settings.fleet) {
-            // A run over several clusters that stopped after a wave, or failed in one: this
-            // cluster is done, the run carries on with the others.
-            (Some(_), Some(_)) => plan.objects.clear(),
-            (Some(revision), None) => {
-                let name = settings
-                    .saved()
-                    .map(|s| s.name.as_str())
-                    .unwrap_or("the plan");
-                return Err(AppError::UndoRefused {
-                    message: format!(
-                        "{} was applied already: revision {revision} of {} in namespace {} (context {}) applied it; a saved plan is applied once, so nothing was sent; make a new plan with --plan-out",
-                        Untrusted(name),
-                        Untrusted(&app),
-                        Untrusted(cluster.namespace()),
-                        Untrusted(&cluster.conn.context)
-                    ),
-                });
-            }
-            (None, _) => {}
-        }
-        return Ok(Sourced {
-            plan,
-            source: target.source,
-            saved_plan: true,
-            config_map: Some(cm),
-            refusal: None,
-            live: None,
-            plan_checksum: Some(checksum),
-            already_applied: applied,
-            fleet_run: None,
-            left_alone: false,
-        });
-    }
-    let changes = match &settings.mode {
-        Mode::Update { changes, .. } => changes,
-        Mode::Undo { request, .. } => {
-            return plan_sources::undo(cluster, &settings.app, request, settings.history_max > 0)
-                .await;
-        }
-        Mode::Apply(saved) => {
-            // Every cluster of a saved plan has its entry; a context it has none for was
-            // refused when the targets were matched.
-            return Err(AppError::UndoRefused {
-                message: format!("{} holds no plan for this cluster", Untrusted(&saved.name)),
-            });
-        }
-    };
-    let request = UpdateRequest {
-        app: &settings.app,
-        namespace: cluster.namespace(),
-        context: &cluster.conn.context,
-        container: changes.container.as_deref(),
-        container_update: &changes.container_update,
-        autoscaler_update: &changes.autoscaler_update,
-        endpoints: changes.endpoints.as_ref().map(|e| &e.file),
-        routes: &changes.routes,
-        undo_of: None,
-    };
-    let mut needs = request.needs();
-    // An image change names the revision its record is planned to get.
-    needs.history = needs.deployment && settings.history_max > 0;
-    let mut live = plan_sources::read_live(cluster, &request, needs).await?;
-    let plan = planner::build_plan(&request, &mut live)?;
-    Ok(Sourced {
-        plan,
-        source: Source::Update,
-        saved_plan: false,
-        // Recording adds to the history as read here (and reads it only if it was not).
-        config_map: live.history.take(),
-        refusal: None,
-        live: Some(live),
-        plan_checksum: None,
-        already_applied: None,
-        fleet_run: None,
-        left_alone: false,
-    })
-}
-
-/// The cluster of `conn`; with `-v`, the proxy and every request as notices, each line behind
-/// `prefix` when given (a fleet names the context).
-pub(crate) fn connected(conn: Connection, verbose: u8, prefix: Option<String>) -> Cluster {
-    let log: Option<RequestLog> = (verbose > 0).then(|| -> RequestLog {
-        match prefix {
-            Some(prefix) => Arc::new(move |line: &str| streams::notice(&format!("{prefix}{line}"))),
-            None => Arc::new(streams::notice),
-        }
-    });
-    if let (Some(log), Some(proxy)) = (&log, &conn.proxy) {
-        log(&format!("  via proxy {}", Untrusted(proxy)));
-    }
-    Cluster::new(conn, log)
-}
-
-/// `--plan-out` of a run over one cluster or several: each cluster's plan and where it was
-/// computed, as one file, signed with `key` when given.
-pub(crate) fn save_plans(
-    path: &std::path::Path,
-    plans: &[(&Sourced, &Cluster)],
-    waves: &[Vec<String>],
-    key: Option<&PlanKey>,
-) -> Result<(), AppError> {
-    let created_at = k8s_openapi::jiff::Timestamp::now()
-        .round(k8s_openapi::jiff::Unit::Second)
-        .unwrap_or_else(|_| k8s_openapi::jiff::Timestamp::now())
-        .to_string();
-    let origins: Vec<Origin> = plans
-        .iter()
-        .map(|(_, cluster)| Origin {
-            context: cluster.conn.context.clone(),
-            server: cluster.conn.server.clone(),
-            created_at: created_at.clone(),
-        })
-        .collect();
-    let entries: Vec<(&Plan, &Origin, &Source)> = plans
-        .iter()
-        .zip(&origins)
-        .map(|((sourced, _), origin)| (&sourced.plan, origin, &sourced.source))
-        .collect();
-    let text = plan_file::render_in_waves(&entries, waves, key)?;
-    std::fs::write(path, text).map_err(|source| AppError::PlanOut {
-        file: path.display().to_string(),
-        source,
-    })
-}
-
-/// What the notice of a saved plan says about its signature: `, signed with --sign-key KEYFILE`
-/// (the key's file, never the key), or nothing.
-pub(crate) fn signed_with(key: Option<&PlanKey>) -> String {
-    key.map(|k| format!(", signed with {}", k.named()))
-        .unwrap_or_default()
-}
-
-/// Asks on the terminal; `Ok` only for a yes.
-async fn confirmed(plan: &Plan, settings: &Settings) -> Result<(), AppError> {
-    if !settings.can_prompt {
-        return Err(NotConfirmed::NoTerminal.into());
-    }
-    let summary = plan.summary();
-    // The names in it are escaped here.
-    let what = format!(
-        "Apply these changes to {} in namespace {} (context {}): {} to create, {} to update, {} to delete.",
-        Untrusted(&plan.app),
-        Untrusted(&plan.namespace),
-        Untrusted(&plan.context),
-        summary.create,
-        summary.update,
-        summary.delete
-    );
-    ask(what, settings).await
-}
-
-/// Says `what` (escaped) on a line of its own, then asks on the terminal whether to apply it,
-/// in a question that fits the terminal's width (dialoguer draws a question that wraps once
-/// per line it takes); `Ok` only for a yes.
-pub(crate) async fn ask(what: String, settings: &Settings) -> Result<(), AppError> {
-    if !settings.can_prompt {
-        return Err(NotConfirmed::NoTerminal.into());
-    }
-    streams::notice(&what);
-    let color = settings.color_stderr;
-    let answer = tokio::task::spawn_blocking(move || confirm::ask_to_apply(color))
-        .await
-        .map_err(NotConfirmed::PromptTask)?
-        .map_err(NotConfirmed::Prompt)?;
-    match answer {
-        Answer::Yes => Ok(()),
-        Answer::No => Err(NotConfirmed::Declined.into()),
-        // Ctrl-C typed at the prompt (the terminal is raw: it is a key, not a signal).
-        Answer::Interrupted => Err(AppError::Interrupted {
-            signal: Interruption::Sigint,
-            stage: Stage::Planning,
-        }),
-    }
-}
-
-/// Applies the plan — the server-side dry run, then the writes in rounds — and records what
-/// was written in the history. The server is asked who we are during the dry run, and the
-/// history is read then too unless planning read it.
-async fn write(
-    cluster: &Cluster,
-    sourced: Sourced,
-    settings: &Settings,
-    signals: &mut Signals,
-) -> Result<(Report, history_store::Recorded), AppError> {
-    let interrupt = InterruptFlag::default();
-    let opts = ApplyOptions {
-        tries: settings.retries,
-        ..ApplyOptions::default()
-    };
-    let recording = settings.history_max > 0;
-    let plan = &sourced.plan;
-    let applying = async {
-        let prepare = async {
-            if !recording {
-                return None;
-            }
-            Some(match &sourced.config_map {
-                Some(cm) => history_store::Prepared {
-                    config_map: Ok(cm.clone()),
-                    user: history_store::who(cluster).await,
-                },
-                None => history_store::prepare(cluster, &plan.app).await,
-            })
-        };
-        let (preflight, prepared) =
-            tokio::join!(apply::preflight(cluster, plan, opts, &interrupt), prepare);
-        match preflight {
-            Ok(ready) => {
-                write_and_record(cluster, &sourced, ready, prepared, settings, &interrupt).await
-            }
-            // Nothing was written: nothing to record.
-            Err(refused) => (refused, history_store::Recorded::Nothing),
-        }
-    };
-    tokio::pin!(applying);
-    loop {
-        tokio::select! {
-            done = &mut applying => return Ok(done),
-            signal = signals.recv() => {
-                if interrupt.raise(signal) {
-                    streams::notice(
-                        "\ninterrupt received: finishing the requests in flight, starting no new ones (interrupt again to exit at once)",
-                    );
-                } else {
-                    return Err(AppError::Interrupted { signal, stage: Stage::Writing });
-                }
-            }
-        }
-    }
-}
-
-/// Writes what the dry run passed ([`apply::write`]) and adds the run's record to the history
-/// (`prepared`: what the dry-run round read for it; `None`: no history). The record goes out
-/// with the last round of writes, saying what they will have done — the writes before that
-/// round have all landed by then — so it costs no round of its own; in the rare run where
-/// that round does less (a write fails, or finds its change already made), one more write
-/// corrects it. When the last round never starts (an earlier round failed), the record of
-/// what was done is added afterwards.
-pub(crate) async fn write_and_record(
-    cluster: &Cluster,
-    sourced: &Sourced,
-    ready: apply::Preflighted,
-    prepared: Option<history_store::Prepared>,
-    settings: &Settings,
-    interrupt: &InterruptFlag,
-) -> (Report, history_store::Recorded) {
-    use history_store::Recorded;
-    let opts = ApplyOptions {
-        tries: settings.retries,
-        ..ApplyOptions::default()
-    };
-    let plan = &sourced.plan;
-    let app = plan.app.as_str();
-    let Some(prepared) = prepared else {
-        let report = apply::write(cluster, plan, ready, opts, interrupt).await;
-        return (report, Recorded::Nothing);
-    };
-    let info = history::RunInfo {
-        time: k8s_openapi::jiff::Timestamp::now()
-            .round(k8s_openapi::jiff::Unit::Second)
-            .map(|t| t.to_string())
-            .unwrap_or_default(),
-        user: prepared.user,
-        source: sourced.source.clone(),
-        saved_plan: sourced.saved_plan,
-        routes: plan.routes.as_ref().map(|r| r.header.clone()),
-        plan_checksum: sourced.plan_checksum.clone(),
-        fleet_run: sourced.fleet_run.clone(),
-    };
-    let config_map_read = &prepared.config_map;
-    let with_last_round = |expected: &Report| {
-        let record = history::record(expected, &info);
-        async move {
-            let added = add_record(cluster, app, config_map_read, record.clone(), settings).await;
-            (record, added)
-        }
-    };
-    let (report, sent) =
-        apply::write_with(cluster, plan, ready, opts, interrupt, with_last_round).await;
-    let recorded = match sent {
-        None => match history::record(&report, &info) {
-            // The interrupt promised no new request.
-            Some(_) if report.interrupted.is_some() => Recorded::Warning(format!(
-                "warning: interrupted before the history was written: the changes made are not recorded in configmap/{}, so --undo does not know them",
-                history::config_map_name(app)
-            )),
-            record => {
-                add_record(cluster, app, config_map_read, record, settings)
-                    .await
-                    .0
-            }
-        },
-        Some((sent, (recorded, written))) => {
-            // What the writes did, whether or not a signal came while they landed.
-            let done = Report {
-                interrupted: None,
-                ..report.clone()
-            };
-            let done = history::record(&done, &info);
-            match (recorded, written) {
-                (
-                    Recorded::Revision {
-                        revision,
-                        config_map,
-                    },
-                    Some(written),
-                ) if done != sent => {
-                    if report.interrupted.is_some() {
-                        // The interrupt promised no new request.
-                        Recorded::Warning(format!(
-                            "warning: interrupted before the history was corrected: revision {revision} in configmap/{config_map} lists changes that were not all made; check `kubectl appupdate history {app}` before undoing it"
-                        ))
-                    } else {
-                        let made = done.is_some();
-                        match history_store::correct(
-                            cluster,
-                            app,
-                            revision,
-                            done,
-                            written,
-                            settings.retries,
-                        )
-                        .await
-                        {
-                            Ok(()) if made => Recorded::Revision {
-                                revision,
-                                config_map,
-                            },
-                            Ok(()) => Recorded::Nothing,
-                            Err((e, verb)) => Recorded::Warning(history_store::correction_warning(
-                                cluster, app, revision, &e, verb,
-                            )),
-                        }
-                    }
-                }
-                (recorded, _) => recorded,
-            }
-        }
-    };
-    (report, recorded)
-}
-
-/// Adds `record` (`None`: the run wrote nothing to record) to the history as read earlier in
-/// the run; with the ConfigMap as the write left it.
-async fn add_record(
-    cluster: &Cluster,
-    app: &str,
-    config_map: &Result<Option<serde_json::Value>, appupdate_kube::cluster::RequestError>,
-    record: Option<history::Record>,
-    settings: &Settings,
-) -> (history_store::Recorded, Option<history_store::Added>) {
-    use history_store::Recorded;
-    let Some(record) = record else {
-        return (Recorded::Nothing, None);
-    };
-    let config_map = match config_map {
-        Ok(cm) => cm.clone(),
-        Err(e) => {
-            return (
-                Recorded::Warning(history_store::warning(cluster, app, e, "get")),
-                None,
-            );
-        }
-    };
-    match history_store::add(
-        cluster,
-        app,
-        config_map,
-        &record,
-        settings.history_max,
-        settings.retries,
-    )
-    .await
-    {
-        Ok((revision, written)) => (
-            Recorded::Revision {
-                revision,
-                config_map: history::config_map_name(app),
-            },
-            Some(written),
-        ),
-        Err((e, verb)) => (
-            Recorded::Warning(history_store::warning(cluster, app, &e, verb)),
-            None,
-        ),
-    }
 }
 
 /// `--wait`: follows the Deployment's rollout and the routes in `followed` on stderr (bars on a
@@ -717,7 +693,7 @@ pub async fn history(settings: &HistorySettings, streams: &Streams) -> Ending {
 
 async fn list_history(settings: &HistorySettings, streams: &Streams) -> Result<(), AppError> {
     let conn = kube_context::connect(&settings.cluster, streams::warning).await?;
-    let cluster = connected(conn, settings.verbose, None);
+    let cluster = planning::connected(conn, settings.verbose, None);
     let name = history::config_map_name(&settings.app);
     let cm = cluster
         .get_config_map(&name)
@@ -744,4 +720,33 @@ async fn list_history(settings: &HistorySettings, streams: &Streams) -> Result<(
     }
     streams.history(settings.output, &settings.app, cluster.namespace(), &stored)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{canary_order, wave_order};
+
+    #[test]
+    fn the_question_names_the_waves_in_order() {
+        let w = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            wave_order(&[w(&["dev"]), w(&["eu-1", "eu-2"]), w(&["us-1"])]),
+            "; in 3 waves: dev, then eu-1, eu-2, then us-1"
+        );
+    }
+
+    #[test]
+    fn the_question_names_the_canaries_that_go_first() {
+        let names = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        assert_eq!(canary_order(&[], 3), "");
+        assert_eq!(canary_order(&names(&["eu-1", "eu-2"]), 2), "");
+        assert_eq!(
+            canary_order(&names(&["eu-1"]), 3),
+            "; eu-1 first, the rest after its rollout"
+        );
+        assert_eq!(
+            canary_order(&names(&["eu-1", "eu-2"]), 3),
+            "; eu-1, eu-2 first, the rest after their rollouts"
+        );
+    }
 }

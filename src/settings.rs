@@ -255,6 +255,20 @@ impl WaveSpec {
 }
 
 impl FleetSettings {
+    /// A run over one cluster: a fleet of one, with no order to keep and nothing to skip.
+    pub fn one() -> FleetSettings {
+        FleetSettings {
+            parallel: None,
+            canary: Vec::new(),
+            waves: Vec::new(),
+            max_failed: 0,
+            bake: None,
+            stop_after_wave: None,
+            stop_on_failure: true,
+            skip_unreachable: false,
+        }
+    }
+
     /// A fleet run when the cluster flags name several contexts, a canary is named, or the
     /// plan file holds several clusters (`saved_clusters`); the fleet's own flags only apply
     /// then, and `--cluster`/`--user` (one context's cluster and user) never do.

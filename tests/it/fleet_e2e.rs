@@ -432,6 +432,16 @@ fn a_saved_fleet_plan_holds_every_cluster_and_is_applied_with_the_guard_everywhe
         err.contains("context eu-1 (namespace shop): NOT started: its dry run passed, but another cluster refused"),
         "{err}"
     );
+    // The re-check comes before the plan is shown and the question asked: without a terminal
+    // it is the refusal that is told, not a missing --yes.
+    let o = fleet.run(&["apply", file]);
+    assert_code(&o, 5);
+    assert!(
+        stderr(&o).contains("another cluster refused"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(fleet.app_writes("eu-1").is_empty());
 
     // Planned again and applied: both clusters, each through its own context.
     let o = update(&fleet, "eu-1,eu-2", &["--plan-out", file]);
@@ -1153,4 +1163,35 @@ fn the_combined_plan_shows_the_waves_in_order() {
         "{out}"
     );
     assert_eq!(fleet.all_writes(), 0);
+}
+
+#[test]
+fn a_fleet_undo_refused_in_one_cluster_names_it_once_and_writes_nothing_anywhere() {
+    let fleet = Fleet::new(&["eu-1", "eu-2", "us-1"]);
+    assert_code(&update(&fleet, THREE, &["--yes"]), 0);
+    // Another writer changes the image in eu-2 after the run: undoing there would overwrite it.
+    fleet.set_image("eu-2", "registry.example.com/web:hotfix");
+    let before = fleet.all_writes();
+    let o = fleet.run(&["web", "--contexts", THREE, "--undo", "--yes"]);
+    assert_code(&o, 5);
+    let err = stderr(&o);
+    let eu2: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("context eu-2"))
+        .collect();
+    assert_eq!(eu2.len(), 1, "{err}");
+    assert!(
+        eu2[0].contains("not undone") && eu2[0].contains("--force-undo image"),
+        "{err}"
+    );
+    for name in ["eu-1", "us-1"] {
+        assert!(
+            err.lines()
+                .any(|l| l.starts_with(&format!("context {name}"))),
+            "{err}"
+        );
+    }
+    assert_eq!(fleet.all_writes(), before, "{err}");
+    assert_eq!(fleet.image("eu-1"), NEW_IMAGE);
+    assert_eq!(fleet.image("eu-2"), "registry.example.com/web:hotfix");
 }

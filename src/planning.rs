@@ -1,0 +1,479 @@
+//! Planning, for one cluster or several: the contexts of the run, each connected, read and
+//! planned at the same time, with the same requests whatever their number.
+//!
+//! A run over one cluster is a fleet of one: the context its flags or the kubeconfig choose.
+//! A fleet reads the kubeconfig once and resolves every context as a run over one cluster
+//! resolves its own (its cluster, user and namespace; `-n` applies to all), in the order of
+//! `--context`/`--contexts`/`--context-selector`, of its waves, or of its plan file. A saved
+//! plan is re-checked against the live objects here, before it is shown: what is shown is
+//! what is written.
+
+use std::sync::Arc;
+
+use futures::future::join_all;
+use k8s_openapi::jiff::Timestamp;
+
+use crate::error::AppError;
+use crate::fleet::FleetOrder;
+use crate::history_store;
+use crate::plan_sources::{self, Sourced};
+use crate::settings::{FleetSettings, Mode, Settings, SettingsError, WaveSpec};
+use crate::streams;
+use appupdate_kube::cluster::{Cluster, RequestLog};
+use appupdate_kube::kube_context::{Connection, Loaded};
+use appupdate_model::report::Report;
+use appupdate_model::text::Untrusted;
+use appupdate_plan::fleet_plan::{FleetPlan, Member as PlanMember};
+use appupdate_plan::history::{self, Source};
+use appupdate_plan::plan_file::ClusterPlan;
+use appupdate_plan::planner::{self, UpdateRequest};
+
+/// A cluster that was planned.
+pub(crate) struct Member {
+    /// Its place in the order of the contexts.
+    pub index: usize,
+    pub cluster: Cluster,
+    pub sourced: Sourced,
+    /// A saved plan that no longer holds here: the report of the re-check (nothing written).
+    pub refused: Option<Report>,
+}
+
+/// Every context of the run, as far as planning got.
+pub(crate) struct Planned {
+    pub app: String,
+    /// `--canary` or `--wave`.
+    pub order: FleetOrder,
+    /// The contexts by index (a run over one cluster: the one it connected to).
+    pub contexts: Vec<String>,
+    pub members: Vec<Member>,
+    /// Left out (`--skip-unreachable`), by index: the reason, and the error.
+    pub skipped: Vec<(usize, String, AppError)>,
+    /// Could not be planned, by index.
+    pub failed: Vec<(usize, AppError)>,
+}
+
+impl Planned {
+    /// Whether any planned cluster has something to change.
+    pub fn has_changes(&self) -> bool {
+        self.members.iter().any(|m| m.sourced.plan.has_changes())
+    }
+
+    /// The plans as the fleet's views show them: by context, the skipped ones with theirs.
+    pub fn fleet_plan(&self) -> FleetPlan<'_> {
+        let mut members: Vec<(usize, PlanMember<'_>)> = self
+            .members
+            .iter()
+            .map(|m| (m.index, PlanMember::Planned(&m.sourced.plan)))
+            .collect();
+        members.extend(self.skipped.iter().map(|(i, reason, _)| {
+            (
+                *i,
+                PlanMember::Skipped {
+                    context: self.contexts[*i].as_str(),
+                    reason: reason.as_str(),
+                },
+            )
+        }));
+        members.sort_by_key(|(i, _)| *i);
+        FleetPlan {
+            app: &self.app,
+            members: members.into_iter().map(|(_, m)| m).collect(),
+            waves: &self.order.waves,
+        }
+    }
+}
+
+/// The contexts of the run, each connected, read and planned, all at once.
+pub(crate) async fn plan_all(
+    settings: &Settings,
+    fleet: &FleetSettings,
+) -> Result<Planned, AppError> {
+    let loaded = Loaded::load(&settings.cluster)?;
+    let several = settings.fleet.is_some();
+    let (names, waves) = if several {
+        fleet_contexts(&loaded, settings, fleet)?
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    if let Some(saved) = settings.saved() {
+        plan_sources::check_age(saved, Timestamp::now())?;
+    }
+    // A fleet undo undoes one fleet run everywhere: the one named, else the newest recorded.
+    let mut resolved;
+    let settings = match settings.undo() {
+        Some(undo) if several && undo.fleet_run.is_none() && undo.revision.is_none() => {
+            match newest_fleet_run(&loaded, settings, &names).await {
+                Some(id) => {
+                    resolved = settings.clone();
+                    if let Mode::Undo { request, .. } = &mut resolved.mode {
+                        request.fleet_run = Some(id);
+                    }
+                    &resolved
+                }
+                None => settings,
+            }
+        }
+        _ => settings,
+    };
+    let run_id = several.then(|| fleet_run_id(settings));
+    // One cluster: the context the flags or the kubeconfig choose.
+    let targets: Vec<Option<&str>> = if several {
+        names.iter().map(|c| Some(c.as_str())).collect()
+    } else {
+        vec![None]
+    };
+    let results = join_all(
+        targets
+            .iter()
+            .map(|context| plan_one(&loaded, settings, *context)),
+    )
+    .await;
+    let mut planned = Planned {
+        app: settings.app.clone(),
+        order: FleetOrder {
+            canary: fleet.canary.clone(),
+            waves,
+            max_failed: fleet.max_failed,
+            stop_after: fleet.stop_after_wave,
+        },
+        contexts: names,
+        members: Vec::new(),
+        skipped: Vec::new(),
+        failed: Vec::new(),
+    };
+    for (index, result) in results.into_iter().enumerate() {
+        match result {
+            Ok(mut member) => {
+                member.index = index;
+                member.sourced.fleet_run.clone_from(&run_id);
+                planned.members.push(member);
+            }
+            Err(e) if fleet.skip_unreachable && skippable(&e) => {
+                planned.skipped.push((index, e.to_string(), e));
+            }
+            Err(e) => planned.failed.push((index, e)),
+        }
+    }
+    if !several {
+        let context = planned.members.first().map(|m| &m.cluster.conn.context);
+        planned.contexts = vec![context.cloned().unwrap_or_default()];
+    }
+    one_context_per_cluster(&planned)?;
+    Ok(planned)
+}
+
+/// A fleet's contexts, in order, and its waves: the names given (or the plan file's), the
+/// selector's matches, or every `--wave`'s; each `--canary` must be one of them.
+fn fleet_contexts(
+    loaded: &Loaded,
+    settings: &Settings,
+    fleet: &FleetSettings,
+) -> Result<(Vec<String>, Vec<Vec<String>>), AppError> {
+    let sel = &settings.cluster;
+    let named: Vec<String> = if sel.contexts.is_empty()
+        && sel.context_selector.is_none()
+        && let Some(saved) = settings.saved()
+    {
+        saved
+            .file
+            .clusters
+            .iter()
+            .map(|c| c.context.clone())
+            .collect()
+    } else {
+        sel.contexts.clone()
+    };
+    let (contexts, waves) = if fleet.waves.is_empty() {
+        (
+            loaded.fleet_contexts(&named, sel.context_selector.as_ref())?,
+            Vec::new(),
+        )
+    } else {
+        let mut waves = resolve_waves(loaded, &fleet.waves)?;
+        if settings.undo().is_some() {
+            // An undo goes back in the reverse order: the last wave first.
+            waves.reverse();
+        }
+        (waves.concat(), waves)
+    };
+    if let Some(canary) = fleet.canary.iter().find(|c| !contexts.contains(c)) {
+        return Err(SettingsError::Invalid(format!(
+            "--canary {:?} is not one of the contexts of this run ({}); name it with --context or --contexts too",
+            Untrusted(canary),
+            contexts
+                .iter()
+                .map(|c| Untrusted(c).to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+        .into());
+    }
+    Ok((contexts, waves))
+}
+
+/// The identifier of this run over several clusters, kept in each cluster's record: a saved
+/// plan's is made from its checksum (a resumed run is the same run), another run's from the
+/// time and the process.
+fn fleet_run_id(settings: &Settings) -> String {
+    use sha2::Digest as _;
+    if let Some(saved) = settings.saved() {
+        let hex = saved.file.checksum.trim_start_matches("sha256:");
+        return format!("plan-{}", &hex[..hex.len().min(12)]);
+    }
+    let seed = format!(
+        "{:?} {} {}",
+        std::time::SystemTime::now(),
+        std::process::id(),
+        settings.app
+    );
+    let hex: String = sha2::Sha256::digest(seed.as_bytes())
+        .iter()
+        .take(6)
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("run-{hex}")
+}
+
+/// The newest fleet run recorded in any of `contexts`' histories (by its newest record's
+/// time); `None` when none of them records one. One read per cluster, before planning.
+async fn newest_fleet_run(
+    loaded: &Loaded,
+    settings: &Settings,
+    contexts: &[String],
+) -> Option<String> {
+    let reads = join_all(contexts.iter().map(|context| async move {
+        let conn = loaded
+            .connect(&settings.cluster, Some(context), streams::warning)
+            .await
+            .ok()?;
+        let cluster = connected(conn, 0, None);
+        let cm = history_store::read(&cluster, &settings.app).await.ok()?;
+        let history = history::History::from_config_map(cm.as_ref(), &settings.app);
+        history
+            .newest_fleet_run()
+            .map(|(id, time)| (time.to_owned(), id.to_owned()))
+    }))
+    .await;
+    reads.into_iter().flatten().max().map(|(_, id)| id)
+}
+
+/// The contexts of each `--wave`, in order: names checked against the kubeconfig, `re:`
+/// selectors matched; a context in two waves is refused.
+fn resolve_waves(loaded: &Loaded, specs: &[WaveSpec]) -> Result<Vec<Vec<String>>, AppError> {
+    let mut waves: Vec<Vec<String>> = Vec::with_capacity(specs.len());
+    for spec in specs {
+        let wave = match spec {
+            WaveSpec::Named(names) => loaded.fleet_contexts(names, None)?,
+            WaveSpec::Matching(selector) => loaded.fleet_contexts(&[], Some(selector))?,
+        };
+        for c in &wave {
+            if let Some(earlier) = waves.iter().position(|w| w.contains(c)) {
+                return Err(SettingsError::Invalid(format!(
+                    "context {:?} is in wave {} and in wave {}: each cluster is written once; keep it in one --wave",
+                    Untrusted(c),
+                    earlier + 1,
+                    waves.len() + 1
+                ))
+                .into());
+            }
+        }
+        waves.push(wave);
+    }
+    Ok(waves)
+}
+
+/// Unreachable, forbidden, or the application not found: what `--skip-unreachable` leaves
+/// out. A kubeconfig that cannot be used or a change that does not fit the cluster is never
+/// skipped.
+fn skippable(e: &AppError) -> bool {
+    matches!(e, AppError::Request { .. } | AppError::NotFound { .. })
+}
+
+/// Connects to `context` (`None`: the one the flags or the kubeconfig choose), reads and
+/// plans; a saved plan is re-checked against the live objects.
+async fn plan_one(
+    loaded: &Loaded,
+    settings: &Settings,
+    context: Option<&str>,
+) -> Result<Member, AppError> {
+    let conn = loaded
+        .connect(&settings.cluster, context, streams::warning)
+        .await?;
+    // In a fleet, -v names the context on each line.
+    let prefix = context.map(|c| format!("[{}] ", Untrusted(c)));
+    let cluster = connected(conn, settings.verbose, prefix);
+    let saved = match settings.saved() {
+        Some(saved) => Some(
+            saved
+                .file
+                .clusters
+                .iter()
+                .find(|c| {
+                    c.context == cluster.conn.context
+                        && c.server == cluster.conn.server
+                        && c.plan.namespace == cluster.conn.namespace
+                })
+                .cloned()
+                .map_or_else(
+                    || {
+                        let named = context.or(settings.cluster.context.as_deref());
+                        plan_sources::choose_target(saved, &cluster.conn, named)
+                    },
+                    Ok,
+                )?,
+        ),
+        None => None,
+    };
+    let mut sourced = source(settings, &cluster, saved).await?;
+    if settings.fleet.is_some() {
+        // A fleet holds every member's plan at once; the live objects are not needed past
+        // planning. (One cluster keeps them: a run that ends once the plan is shown does not
+        // free them one by one.)
+        sourced.live = None;
+    }
+    let mut refused = None;
+    if sourced.saved_plan {
+        // A saved plan is shown under the context it is applied through, and as it is now:
+        // every object re-read and re-planned by its updater under the guard.
+        sourced.plan.context = cluster.conn.context.clone();
+        refused = plan_sources::recheck_saved(&cluster, &mut sourced.plan).await?;
+    }
+    Ok(Member {
+        index: 0,
+        cluster,
+        sourced,
+        refused,
+    })
+}
+
+/// The plan for `cluster`: `saved`'s (the plan file's entry for this cluster), the undo's,
+/// or the flags' against the live objects.
+async fn source(
+    settings: &Settings,
+    cluster: &Cluster,
+    saved: Option<ClusterPlan>,
+) -> Result<Sourced, AppError> {
+    if let Some(target) = saved {
+        let checksum = settings
+            .saved()
+            .map(|s| s.file.checksum.clone())
+            .unwrap_or_default();
+        let app = target.plan.app.clone();
+        let cm = history_store::read(cluster, &app).await?;
+        let stored = history::History::from_config_map(cm.as_ref(), &app);
+        let applied = plan_sources::applied_by(&stored, &checksum);
+        let mut plan = target.plan;
+        match (applied, &settings.fleet) {
+            // A run over several clusters that stopped after a wave, or failed in one: this
+            // cluster is done, the run carries on with the others.
+            (Some(_), Some(_)) => plan.objects.clear(),
+            (Some(revision), None) => {
+                let name = settings
+                    .saved()
+                    .map(|s| s.name.as_str())
+                    .unwrap_or("the plan");
+                return Err(AppError::UndoRefused {
+                    message: format!(
+                        "{} was applied already: revision {revision} of {} in namespace {} (context {}) applied it; a saved plan is applied once, so nothing was sent; make a new plan with --plan-out",
+                        Untrusted(name),
+                        Untrusted(&app),
+                        Untrusted(cluster.namespace()),
+                        Untrusted(&cluster.conn.context)
+                    ),
+                });
+            }
+            (None, _) => {}
+        }
+        return Ok(Sourced {
+            plan,
+            source: target.source,
+            saved_plan: true,
+            config_map: Some(cm),
+            refusal: None,
+            live: None,
+            plan_checksum: Some(checksum),
+            already_applied: applied,
+            fleet_run: None,
+            left_alone: false,
+        });
+    }
+    let changes = match &settings.mode {
+        Mode::Update { changes, .. } => changes,
+        Mode::Undo { request, .. } => {
+            return plan_sources::undo(cluster, &settings.app, request, settings.history_max > 0)
+                .await;
+        }
+        Mode::Apply(saved) => {
+            // Every cluster of a saved plan has its entry; a context it has none for was
+            // refused when the targets were matched.
+            return Err(AppError::UndoRefused {
+                message: format!("{} holds no plan for this cluster", Untrusted(&saved.name)),
+            });
+        }
+    };
+    let request = UpdateRequest {
+        app: &settings.app,
+        namespace: cluster.namespace(),
+        context: &cluster.conn.context,
+        container: changes.container.as_deref(),
+        container_update: &changes.container_update,
+        autoscaler_update: &changes.autoscaler_update,
+        endpoints: changes.endpoints.as_ref().map(|e| &e.file),
+        routes: &changes.routes,
+        undo_of: None,
+    };
+    let mut needs = request.needs();
+    // An image change names the revision its record is planned to get.
+    needs.history = needs.deployment && settings.history_max > 0;
+    let mut live = plan_sources::read_live(cluster, &request, needs).await?;
+    let plan = planner::build_plan(&request, &mut live)?;
+    Ok(Sourced {
+        plan,
+        source: Source::Update,
+        saved_plan: false,
+        // Recording adds to the history as read here (and reads it only if it was not).
+        config_map: live.history.take(),
+        refusal: None,
+        live: Some(live),
+        plan_checksum: None,
+        already_applied: None,
+        fleet_run: None,
+        left_alone: false,
+    })
+}
+
+/// The cluster of `conn`; with `-v`, the proxy and every request as notices, each line behind
+/// `prefix` when given (a fleet names the context).
+pub(crate) fn connected(conn: Connection, verbose: u8, prefix: Option<String>) -> Cluster {
+    let log: Option<RequestLog> = (verbose > 0).then(|| -> RequestLog {
+        match prefix {
+            Some(prefix) => Arc::new(move |line: &str| streams::notice(&format!("{prefix}{line}"))),
+            None => Arc::new(streams::notice),
+        }
+    });
+    if let (Some(log), Some(proxy)) = (&log, &conn.proxy) {
+        log(&format!("  via proxy {}", Untrusted(proxy)));
+    }
+    Cluster::new(conn, log)
+}
+
+/// Two contexts that point at the same API server and namespace would write the same objects
+/// twice (and a plan file's plan for them would be applied twice): refused, naming both.
+fn one_context_per_cluster(planned: &Planned) -> Result<(), AppError> {
+    for (k, m) in planned.members.iter().enumerate() {
+        if let Some(other) = planned.members[..k].iter().find(|o| {
+            o.cluster.conn.server == m.cluster.conn.server
+                && o.cluster.namespace() == m.cluster.namespace()
+        }) {
+            return Err(SettingsError::Invalid(format!(
+                "contexts {:?} and {:?} both point at the API server {} and namespace {:?}: the application would be updated twice; name one of them",
+                Untrusted(&planned.contexts[other.index]),
+                Untrusted(&planned.contexts[m.index]),
+                Untrusted(&m.cluster.conn.server),
+                Untrusted(m.cluster.namespace())
+            ))
+            .into());
+        }
+    }
+    Ok(())
+}
