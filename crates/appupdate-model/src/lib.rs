@@ -20,4 +20,5 @@ pub mod report;
 pub mod route_status;
 pub mod route_style;
 pub mod text;
+pub mod view_parts;
 pub mod view_yaml;

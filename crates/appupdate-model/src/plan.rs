@@ -497,12 +497,6 @@ impl fmt::Debug for FieldValue {
 
 impl Serialize for FieldValue {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        if let FieldRepr::InView { view, pointer } = &self.0
-            && let ViewRepr::Text(text) = &view.0
-            && let Some(part) = raw_at(text, pointer)
-        {
-            return write_text(part.get(), s);
-        }
         self.value().serialize(s)
     }
 }
@@ -513,19 +507,17 @@ impl<'de> Deserialize<'de> for FieldValue {
     }
 }
 
-/// A focused view ([`ObjectChange::before`], [`ObjectChange::after`]): held as a value, held as
-/// its compact JSON text, or made from what the change holds anyway — each time it is read.
-/// An Ingress's before-view is kept as text (an `http.paths` entry is ~100 bytes of JSON and
-/// ~1 KB as a value), and an updated Ingress's after-view is its before-view with its patch
-/// applied; for a large application the two were over half of the plan. Compared, shown and
-/// saved as the value it stands for.
+/// A focused view ([`ObjectChange::before`], [`ObjectChange::after`]): held as a value, or made
+/// from what the change holds anyway each time it is read — an updated Ingress's after-view is
+/// its before-view with its patch applied, so a large application does not hold every route
+/// twice. Data only: the renderer writes the text. Compared, shown and saved as the value it
+/// stands for.
 #[derive(Clone)]
 pub struct View(ViewRepr);
 
 #[derive(Clone)]
 enum ViewRepr {
     Held(Arc<Value>),
-    Text(Arc<str>),
     Made(Arc<dyn MakeView>),
 }
 
@@ -545,13 +537,6 @@ pub trait MakeView: Send + Sync {
         let _ = base;
         self.make()
     }
-
-    /// The YAML [`crate::view_yaml::write`] writes for [`MakeView::make_from`] `base`, written
-    /// from the parts without making the view, when this maker can and the writer does.
-    fn yaml_from(&self, base: &Value) -> Option<String> {
-        let _ = base;
-        None
-    }
 }
 
 impl View {
@@ -560,19 +545,10 @@ impl View {
         View(ViewRepr::Made(Arc::new(parts)))
     }
 
-    /// `view` kept as its compact JSON text, read back each time.
-    pub fn text(view: &impl Serialize) -> View {
-        // `serde_json::to_string` writes bytes; `Value::to_string` goes through `fmt`.
-        let text = serde_json::to_string(view).unwrap_or_default();
-        View(ViewRepr::Text(text.into()))
-    }
-
     /// The view: borrowed when held, read or made when not.
     pub fn get(&self) -> Cow<'_, Value> {
         match &self.0 {
             ViewRepr::Held(v) => Cow::Borrowed(v),
-            // The text is this type's own writing of a value: it reads back.
-            ViewRepr::Text(text) => Cow::Owned(serde_json::from_str(text).unwrap_or_default()),
             ViewRepr::Made(parts) => Cow::Owned(parts.make()),
         }
     }
@@ -581,125 +557,17 @@ impl View {
     fn same(&self, other: &View) -> bool {
         match (&self.0, &other.0) {
             (ViewRepr::Held(a), ViewRepr::Held(b)) => Arc::ptr_eq(a, b),
-            (ViewRepr::Text(a), ViewRepr::Text(b)) => Arc::ptr_eq(a, b),
             (ViewRepr::Made(a), ViewRepr::Made(b)) => Arc::ptr_eq(a, b),
             _ => false,
         }
     }
 
-    /// The part at the JSON `pointer` (RFC 6901); `None` when there is none. Of a view kept as
-    /// text, only that part is read.
+    /// The part at the JSON `pointer` (RFC 6901); `None` when there is none.
     fn pointer(&self, pointer: &str) -> Option<Cow<'_, Value>> {
-        if let ViewRepr::Text(text) = &self.0 {
-            let part = raw_at(text, pointer)?;
-            return serde_json::from_str(part.get()).ok().map(Cow::Owned);
-        }
         match self.get() {
             Cow::Borrowed(v) => v.pointer(pointer).map(Cow::Borrowed),
             Cow::Owned(mut v) => v.pointer_mut(pointer).map(|p| Cow::Owned(p.take())),
         }
-    }
-}
-
-/// Writes the JSON `text` (a view's own) to `s` as it is read, without making the value.
-fn write_text<S: serde::Serializer>(text: &str, s: S) -> Result<S::Ok, S::Error> {
-    let mut read = serde_json::Deserializer::from_str(text);
-    serde_transcode::Transcoder::new(&mut read).serialize(s)
-}
-
-/// The text of the part of the JSON `text` at `pointer` (RFC 6901), found by reading past the
-/// rest without making values; `None` when there is none (or `text` is not JSON).
-fn raw_at<'t>(text: &'t str, pointer: &str) -> Option<&'t serde_json::value::RawValue> {
-    if !pointer.is_empty() && !pointer.starts_with('/') {
-        return None;
-    }
-    let rest = pointer.strip_prefix('/').map_or_else(Vec::new, |p| {
-        p.split('/')
-            .map(|s| s.replace("~1", "/").replace("~0", "~"))
-            .collect()
-    });
-    let mut read = serde_json::Deserializer::from_str(text);
-    serde::de::DeserializeSeed::deserialize(At(&rest), &mut read)
-        .ok()
-        .flatten()
-}
-
-/// Reads down the remaining pointer segments to the part they name.
-struct At<'p>(&'p [String]);
-
-impl<'de> serde::de::DeserializeSeed<'de> for At<'_> {
-    type Value = Option<&'de serde_json::value::RawValue>;
-
-    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        if self.0.is_empty() {
-            return <&serde_json::value::RawValue>::deserialize(d).map(Some);
-        }
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> serde::de::Visitor<'de> for At<'_> {
-    type Value = Option<&'de serde_json::value::RawValue>;
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("JSON")
-    }
-
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let Some((first, rest)) = self.0.split_first() else {
-            return Ok(None);
-        };
-        let mut found = None;
-        while let Some(key) = map.next_key::<String>()? {
-            if key == *first && found.is_none() {
-                found = map.next_value_seed(At(rest))?;
-            } else {
-                map.next_value::<serde::de::IgnoredAny>()?;
-            }
-        }
-        Ok(found)
-    }
-
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        let Some((first, rest)) = self.0.split_first() else {
-            return Ok(None);
-        };
-        // Digits without a leading zero, as `Value::pointer` reads an index.
-        let canonical =
-            first.bytes().all(|b| b.is_ascii_digit()) && !first.starts_with("0") || first == "0";
-        let index: Option<usize> = first.parse().ok().filter(|_| canonical);
-        let mut found = None;
-        let mut i = 0;
-        loop {
-            let got = if Some(i) == index {
-                seq.next_element_seed(At(rest))?.map(|f| found = f)
-            } else {
-                seq.next_element::<serde::de::IgnoredAny>()?.map(|_| ())
-            };
-            if got.is_none() {
-                return Ok(found);
-            }
-            i += 1;
-        }
-    }
-
-    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_unit<E>(self) -> Result<Self::Value, E> {
-        Ok(None)
     }
 }
 
@@ -729,10 +597,7 @@ impl fmt::Debug for View {
 
 impl Serialize for View {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match &self.0 {
-            ViewRepr::Text(text) => write_text(text, s),
-            _ => self.get().serialize(s),
-        }
+        self.get().serialize(s)
     }
 }
 
@@ -932,22 +797,6 @@ impl ObjectChange {
             }
         });
         (before, after)
-    }
-
-    /// Both views as `show` writes them (the before-view read once). An after-view made from
-    /// the before-view is written from its parts when its maker can ([`MakeView::yaml_from`]):
-    /// `show` must then write what [`crate::view_yaml::write`] writes wherever that writes.
-    pub fn shown_views(&self, show: impl Fn(&Value) -> String) -> (Option<String>, Option<String>) {
-        let before = self.before.as_ref().map(View::get);
-        let after = self.after.as_ref().map(|after| {
-            match self.made_from_before(after, before.as_deref()) {
-                Some((parts, value)) => parts
-                    .yaml_from(value)
-                    .unwrap_or_else(|| show(&parts.make_from(value))),
-                None => show(&after.get()),
-            }
-        });
-        (before.as_deref().map(&show), after)
     }
 
     /// The after-view's maker and the before-view's value (`before`, already read) when the
@@ -1273,71 +1122,76 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// A view made from a value it keeps (a maker's simplest form).
+    struct Fixed(Value);
+
+    impl MakeView for Fixed {
+        fn make(&self) -> Value {
+            self.0.clone()
+        }
+    }
+
     #[test]
-    fn a_view_kept_as_text_is_written_and_read_as_the_value() {
+    fn a_view_held_or_made_is_written_and_read_as_the_value() {
         let value = json!({
             "metadata": {"name": "web-a", "annotations": {"x": "a \"q\"\n\u{1b}[31m é 🚀"}},
             "spec": {"n": -3, "u": 18446744073709551615_u64, "f": 0.1, "b": true, "z": null,
                      "rules": [{"http": {"paths": []}}, {}]}
         });
-        let text = View::text(&value);
-        assert_eq!(*text.get(), value);
-        // Key order kept, written (without making the value) as the value is.
-        assert_eq!(
-            serde_json::to_string_pretty(&text).unwrap_or_default(),
-            serde_json::to_string_pretty(&value).unwrap_or_default()
-        );
-        assert_eq!(
-            serde_saphyr::to_string(&text).unwrap_or_default(),
-            serde_saphyr::to_string(&value).unwrap_or_default()
-        );
-        let read: View = serde_json::from_str(&text_json(&text)).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(read, text);
-        assert_ne!(View::text(&json!({"a": 1})), text);
+        let held = View::from(value.clone());
+        let made = View::made(Fixed(value.clone()));
+        for view in [&held, &made] {
+            assert_eq!(*view.get(), value);
+            // Key order kept, written as the value is.
+            assert_eq!(
+                serde_json::to_string_pretty(view).unwrap_or_default(),
+                serde_json::to_string_pretty(&value).unwrap_or_default()
+            );
+            let read: View =
+                serde_json::from_str(&text_json(view)).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(read, *view);
+            assert_ne!(View::from(json!({"a": 1})), *view);
+        }
+        assert_eq!(held, made);
+        assert!(matches!(made.get(), Cow::Owned(_)) && matches!(held.get(), Cow::Borrowed(_)));
     }
 
     #[test]
-    fn a_part_of_a_text_is_found_as_value_pointer_finds_it() {
+    fn a_part_of_a_view_is_found_as_value_pointer_finds_it() {
         let value = json!({
             "a": {"b": [10, {"c/d": "x", "e~f": [true]}, []], "b2": null},
             "spec": {"rules": [{"http": {"paths": [{"path": "/a"}]}}, {"host": "h"}]},
             "": {"": 1}
         });
-        let text = serde_json::to_string(&value).unwrap_or_default();
+        let views = [View::from(value.clone()), View::made(Fixed(value.clone()))];
         for pointer in [
             "",
             "/a",
-            "/a/b",
-            "/a/b/0",
-            "/a/b/1",
             "/a/b/1/c~1d",
             "/a/b/1/e~0f/0",
-            "/a/b/2",
             "/a/b2",
             "/spec/rules/0/http/paths",
-            "/spec/rules/1/http/paths",
             "/spec/rules/2",
             "/a/b/01",
-            "/a/b/+1",
             "/a/b/-",
-            "/a/b/9",
             "/x",
-            "/a/b/0/y",
             "//",
-            "/",
             "a",
         ] {
-            let found = raw_at(&text, pointer)
-                .map(|raw| serde_json::from_str::<Value>(raw.get()).unwrap_or_default());
-            assert_eq!(found.as_ref(), value.pointer(pointer), "{pointer}");
+            for view in &views {
+                assert_eq!(
+                    view.pointer(pointer).as_deref(),
+                    value.pointer(pointer),
+                    "{pointer}"
+                );
+            }
         }
-        assert!(raw_at("{not json", "/a").is_none());
     }
 
     #[test]
     fn a_whole_object_field_is_its_views_value() {
         let value = json!({"metadata": {"name": "web-a"}, "spec": {"rules": []}});
-        for view in [View::from(value.clone()), View::text(&value)] {
+        for view in [View::from(value.clone()), View::made(Fixed(value.clone()))] {
             let deleted = FieldChange::whole(Some(&view), None);
             let created = FieldChange::whole(None, Some(&view));
             assert_eq!(deleted, FieldChange::new(".", Some(value.clone()), None));
@@ -1359,9 +1213,9 @@ mod tests {
         let value = json!({"spec": {"rules": [{"http": {"paths": [{"path": "/a"}]}}]}});
         let paths = json!([{"path": "/a"}]);
         let pointer = "/spec/rules/0/http/paths";
-        // In a view held as a value, and in one kept as text.
+        // In a view held as a value, and in one made when read.
         let held = View::from(value.clone());
-        let text = View::text(&value);
+        let text = View::made(Fixed(value.clone()));
         assert_eq!(held, text);
         assert_eq!(*text.get(), value);
         assert!(matches!(text.get(), Cow::Owned(_)) && matches!(held.get(), Cow::Borrowed(_)));

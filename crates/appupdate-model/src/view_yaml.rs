@@ -11,131 +11,37 @@
 //! text byte for byte: a property test compares both over random views built to hit every
 //! branch, and the rules below are a strict subset of serde-saphyr's (`ser/quoting.rs`).
 
-use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value};
 
 /// The YAML serde-saphyr writes for `view` with the diff's options (two-space indentation,
 /// compact sequences, literal blocks for multi-line strings, no folding, YAML 1.1 quoting),
 /// or `None` when the view has something this writer leaves to serde-saphyr.
 pub fn write(view: &Value) -> Option<String> {
-    write_top(Node::Value(view))
+    write_top(view)
 }
 
-/// A view assembled from parts of other values (a before-view and a patch), written or made
-/// into a value without copying the parts first: [`write_part`] writes what [`write`] writes
-/// for [`Part::to_value`].
-pub enum Part<'a> {
-    Map(Vec<(&'a str, Part<'a>)>),
-    Seq(Vec<Part<'a>>),
-    Str(&'a str),
-    Value(&'a Value),
-}
-
-impl Part<'_> {
-    /// The value the part stands for, every array and map at its size.
-    pub fn to_value(&self) -> Value {
-        match self {
-            Part::Map(entries) => {
-                let mut map = Map::with_capacity(entries.len());
-                for (key, part) in entries {
-                    map.insert((*key).to_owned(), part.to_value());
-                }
-                Value::Object(map)
-            }
-            Part::Seq(items) => Value::Array(items.iter().map(Part::to_value).collect()),
-            Part::Str(s) => Value::String((*s).to_owned()),
-            Part::Value(v) => crate::compact_json::copy(v),
-        }
-    }
-}
-
-/// Serialised as the value it stands for ([`Part::to_value`]), without making it.
-impl Serialize for Part<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Part::Map(entries) => {
-                let mut map = s.serialize_map(Some(entries.len()))?;
-                for (key, part) in entries {
-                    map.serialize_entry(key, part)?;
-                }
-                map.end()
-            }
-            Part::Seq(items) => s.collect_seq(items),
-            Part::Str(text) => s.serialize_str(text),
-            Part::Value(v) => v.serialize(s),
-        }
-    }
-}
-
-/// [`write`] of [`Part::to_value`], without making the value.
-pub fn write_part(part: &Part<'_>) -> Option<String> {
-    write_top(Node::Part(part))
-}
-
-/// A node of a view: of a value, or of a part.
-#[derive(Clone, Copy)]
-enum Node<'a> {
-    Value(&'a Value),
-    Part(&'a Part<'a>),
-}
-
-/// What a node is, with a part that stands for a value seen as that value.
-enum Shape<'a> {
-    Map(Option<&'a Map<String, Value>>, &'a [(&'a str, Part<'a>)]),
-    Seq(Option<&'a [Value]>, &'a [Part<'a>]),
-    Str(&'a str),
-    Other(&'a Value),
-}
-
-impl<'a> Node<'a> {
-    fn shape(self) -> Shape<'a> {
-        match self {
-            Node::Value(Value::Object(m)) | Node::Part(Part::Value(Value::Object(m))) => {
-                Shape::Map(Some(m), &[])
-            }
-            Node::Value(Value::Array(a)) | Node::Part(Part::Value(Value::Array(a))) => {
-                Shape::Seq(Some(a), &[])
-            }
-            Node::Value(Value::String(s)) | Node::Part(Part::Value(Value::String(s))) => {
-                Shape::Str(s)
-            }
-            Node::Value(v) => Shape::Other(v),
-            Node::Part(Part::Value(v)) => Shape::Other(v),
-            Node::Part(Part::Map(entries)) => Shape::Map(None, entries),
-            Node::Part(Part::Seq(items)) => Shape::Seq(None, items),
-            Node::Part(Part::Str(s)) => Shape::Str(s),
-        }
-    }
-}
-
-fn map_len(map: Option<&Map<String, Value>>, entries: &[(&str, Part<'_>)]) -> usize {
-    map.map_or(entries.len(), Map::len)
-}
-
-fn write_top(view: Node<'_>) -> Option<String> {
-    let Shape::Map(map, entries) = view.shape() else {
+fn write_top(view: &Value) -> Option<String> {
+    let Value::Object(map) = view else {
         return None;
     };
-    if map_len(map, entries) == 0 {
+    if map.is_empty() {
         return None;
     }
     let mut out = String::with_capacity(1024);
-    write_map(&mut out, map, entries, 0, false)?;
+    write_map(&mut out, map, 0, false)?;
     Some(out)
 }
 
-/// The entries of a non-empty map (of a value, or of a part) whose keys sit at column `col`.
-/// With `first_inline`, the first key goes on the current line (after a sequence item's `- `),
-/// the others are indented.
+/// The entries of a non-empty map whose keys sit at column `col`. With `first_inline`, the
+/// first key goes on the current line (after a sequence item's `- `), the others are indented.
 fn write_map(
     out: &mut String,
-    map: Option<&Map<String, Value>>,
-    entries: &[(&str, Part<'_>)],
+    map: &Map<String, Value>,
     col: usize,
     first_inline: bool,
 ) -> Option<()> {
     let mut first = first_inline;
-    let mut entry = |key: &str, value: Node<'_>| -> Option<()> {
+    for (key, value) in map {
         if !std::mem::take(&mut first) {
             indent(out, col);
         }
@@ -144,48 +50,34 @@ fn write_map(
         }
         out.push_str(key);
         out.push(':');
-        write_entry_value(out, value, col)
-    };
-    match map {
-        Some(map) => {
-            for (key, value) in map {
-                entry(key, Node::Value(value))?;
-            }
-        }
-        None => {
-            for (key, part) in entries {
-                entry(key, Node::Part(part))?;
-            }
-        }
+        write_entry_value(out, value, col)?;
     }
     Some(())
 }
 
 /// What follows `key:` of an entry at column `col`.
-fn write_entry_value(out: &mut String, value: Node<'_>, col: usize) -> Option<()> {
-    match value.shape() {
-        Shape::Map(map, entries) if map_len(map, entries) == 0 => out.push_str(" {}\n"),
-        Shape::Seq(items, parts) if items.map_or(parts.len(), <[Value]>::len) == 0 => {
-            out.push_str(" []\n");
-        }
-        Shape::Map(map, entries) => {
+fn write_entry_value(out: &mut String, value: &Value, col: usize) -> Option<()> {
+    match value {
+        Value::Object(map) if map.is_empty() => out.push_str(" {}\n"),
+        Value::Array(items) if items.is_empty() => out.push_str(" []\n"),
+        Value::Object(map) => {
             out.push('\n');
-            write_map(out, map, entries, col + 2, false)?;
+            write_map(out, map, col + 2, false)?;
         }
-        Shape::Seq(items, parts) => {
+        Value::Array(items) => {
             out.push('\n');
-            write_seq(out, items, parts, col)?;
+            write_seq(out, items, col)?;
         }
-        Shape::Str(s) if s.contains('\n') => {
+        Value::String(s) if s.contains('\n') => {
             out.push(' ');
             write_block(out, s, col + 2)?;
         }
-        Shape::Str(s) => {
+        Value::String(s) => {
             out.push(' ');
             write_str(out, s)?;
             out.push('\n');
         }
-        Shape::Other(scalar) => {
+        scalar => {
             out.push(' ');
             write_scalar(out, scalar)?;
             out.push('\n');
@@ -194,38 +86,26 @@ fn write_entry_value(out: &mut String, value: Node<'_>, col: usize) -> Option<()
     Some(())
 }
 
-/// The items of a non-empty sequence (of a value, or of a part), compact: each `- ` at column
-/// `col`.
-fn write_seq(
-    out: &mut String,
-    items: Option<&[Value]>,
-    parts: &[Part<'_>],
-    col: usize,
-) -> Option<()> {
-    let mut item = |node: Node<'_>| -> Option<()> {
+/// The items of a non-empty sequence, compact: each `- ` at column `col`.
+fn write_seq(out: &mut String, items: &[Value], col: usize) -> Option<()> {
+    for item in items {
         indent(out, col);
         out.push_str("- ");
-        match node.shape() {
-            Shape::Map(map, entries) if map_len(map, entries) > 0 => {
-                write_map(out, map, entries, col + 2, true)?;
-            }
-            Shape::Map(..) | Shape::Seq(..) => return None,
-            Shape::Str(s) if s.contains('\n') => return None,
-            Shape::Str(s) => {
+        match item {
+            Value::Object(map) if !map.is_empty() => write_map(out, map, col + 2, true)?,
+            Value::Object(_) | Value::Array(_) => return None,
+            Value::String(s) if s.contains('\n') => return None,
+            Value::String(s) => {
                 write_str(out, s)?;
                 out.push('\n');
             }
-            Shape::Other(scalar) => {
+            scalar => {
                 write_scalar(out, scalar)?;
                 out.push('\n');
             }
         }
-        Some(())
-    };
-    match items {
-        Some(items) => items.iter().try_for_each(|v| item(Node::Value(v))),
-        None => parts.iter().try_for_each(|p| item(Node::Part(p))),
     }
+    Some(())
 }
 
 /// A single-line scalar other than a string, in value position.
@@ -362,7 +242,7 @@ pub fn saphyr(view: &Value) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use proptest::prelude::*;
     use serde_json::json;
@@ -463,7 +343,8 @@ mod tests {
         ]
     }
 
-    fn view() -> impl Strategy<Value = Value> {
+    /// Random views built to hit every branch of the writer.
+    pub(crate) fn view() -> impl Strategy<Value = Value> {
         let leaf = prop_oneof![
             text().prop_map(Value::String),
             any::<i64>().prop_map(Value::from),
@@ -480,34 +361,8 @@ mod tests {
         })
     }
 
-    /// A part over `v`: its maps and sequences rebuilt as parts down to `depth`, its strings as
-    /// borrowed strings, the rest as the values.
-    fn part_of(v: &Value, depth: usize) -> Part<'_> {
-        match v {
-            Value::Object(m) if depth > 0 => Part::Map(
-                m.iter()
-                    .map(|(k, v)| (k.as_str(), part_of(v, depth - 1)))
-                    .collect(),
-            ),
-            Value::Array(a) if depth > 0 => {
-                Part::Seq(a.iter().map(|v| part_of(v, depth - 1)).collect())
-            }
-            Value::String(s) if depth > 0 => Part::Str(s),
-            other => Part::Value(other),
-        }
-    }
-
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(2000))]
-
-        /// A part is written as the value it stands for, and stands for the value it was made of.
-        #[test]
-        fn a_part_is_written_as_its_value(v in view(), depth in 0usize..5) {
-            let part = part_of(&v, depth);
-            prop_assert_eq!(&part.to_value(), &v);
-            prop_assert_eq!(serde_json::to_string(&part).unwrap(), serde_json::to_string(&v).unwrap());
-            prop_assert_eq!(write_part(&part), write(&v));
-        }
 
         /// Whatever this writer writes is serde-saphyr's text byte for byte.
         #[test]

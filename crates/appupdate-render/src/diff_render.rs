@@ -183,8 +183,8 @@ pub fn render_change(
             write_whole(out, &yaml(before.as_deref()), ChangeTag::Delete, &styles)?;
         }
         Action::Update => {
-            let (old, new) = change.shown_views(shown_yaml);
-            let (old, new) = (old.unwrap_or_default(), new.unwrap_or_default());
+            let (old, new) = change.views();
+            let (old, new) = (yaml(old.as_deref()), yaml(new.as_deref()));
             let rows = diff_rows(&old, &new, opts.context_lines);
             if rows.is_empty() {
                 write_note(out, "# (no difference in the fields shown)", &styles)?;

@@ -273,6 +273,19 @@ Numbers: medians at RTT 20 ms unless said, same machine, before → after.
    the file is 10 091 984 → 10 415 568 bytes. The start-up and size rows above were measured
    on the position-dependent build and will show that cost when the report is regenerated.
    `release-check binary` refuses a Linux release binary that is not PIE or lacks full RELRO.
+17. **Views as data, held one way** (round 11). Planning no longer writes text: an Ingress's
+   before-view is held as a value (it was kept as its compact JSON text — item 11 — read back
+   by a JSON-pointer scanner and written out through `serde-transcode`), and the diff writes
+   an updated Ingress's after-view from the value its parts make (it was written straight
+   from the parts by the planner's own type — item 12). A view is now a value or a maker of
+   one; the YAML writer takes values only, and `serde-transcode` is gone. What it spends,
+   measured on the same machine within the hour, release builds: XL (`appupdate-bench
+   --scenarios XL --reps 5 --no-criterion`) CPU 60 → 58 ms and peak RSS 32.0 → 39.2 MiB (the
+   before-views as values); the core at 10 000 endpoints (`cargo bench --bench plan --
+   plan_10k --save-baseline base` before, `--baseline base` after) parse 2.6 → 2.5 ms, plan
+   14.3 → 18.1 ms, render 10.9 → 12.3 ms. The goals above became the budgets this was allowed
+   to spend: XL ≤ 150 ms of CPU and ≤ 40 MiB, the core ≤ 60 ms (they were 120 ms, 32 MiB and
+   50 ms).
 
 All existing tests pass unchanged; `tests/it/transport_e2e.rs` checks that a run with image,
 bounds and five Ingress changes uses exactly one HTTP/2 connection, and

@@ -31,11 +31,12 @@ pub const END: &str = "<!-- xl: end -->";
 pub const GROUPS: usize = 1_000;
 /// Groups whose file entry renames one path.
 pub const CHANGED: usize = 500;
-/// Goals for the whole process.
-pub const GOAL_CPU_MS: f64 = 120.0;
-pub const GOAL_RSS_MIB: f64 = 32.0;
-/// Goal for parse + plan + render at 10 000 endpoints.
-pub const GOAL_CORE_MS: f64 = 50.0;
+/// Goals for the whole process: the budgets that holding views as data only (notes, item 17)
+/// was allowed to spend; the figures before it were 120 ms and 32 MiB.
+pub const GOAL_CPU_MS: f64 = 150.0;
+pub const GOAL_RSS_MIB: f64 = 40.0;
+/// Goal for parse + plan + render at 10 000 endpoints (50 ms before item 17).
+pub const GOAL_CORE_MS: f64 = 60.0;
 
 /// The criterion groups of `benches/plan.rs` and their endpoint counts.
 pub const SIZES: [(&str, usize); 3] = [

@@ -43,7 +43,7 @@ use appupdate_model::plan::{
     Base, FieldChange, FieldValue, Kind, MakeView, ObjectChange, PatchType, PlanError, RouteInfo,
     RouteStyle, SavedUpdater, Updater, View, Write,
 };
-use appupdate_model::view_yaml::{self, Part};
+use appupdate_model::view_parts::Part;
 
 /// What makes an Ingress style: its annotations and its HTTP paths.
 pub trait Flavor: Send + Sync + fmt::Debug {
@@ -518,17 +518,6 @@ impl MakeView for Viewed {
         let patch = self.patch.as_deref().and_then(Value::as_object);
         patched_view(object, patch, &self.namespace, &self.name, &self.keys)
     }
-
-    fn yaml_from(&self, object: &Value) -> Option<String> {
-        let patch = self.patch.as_deref().and_then(Value::as_object);
-        view_yaml::write_part(&patched_parts(
-            object,
-            patch,
-            &self.namespace,
-            &self.name,
-            &self.keys,
-        ))
-    }
 }
 
 /// The endpoint paths an Ingress (live object or focused view) serves, in the flavour it is
@@ -845,9 +834,7 @@ impl IngressUpdater {
         };
         let base = Base::of(live);
         let route = self.info(served_paths(live, &d.app));
-        // Kept as text, written from the live object's parts: read back only when shown,
-        // written or saved.
-        let before = View::text(&patched_parts(live, None, namespace, &self.name, &keys));
+        let before = View::from(patched_view(live, None, namespace, &self.name, &keys));
         let patch = View::from(Arc::clone(&body));
         for f in in_views {
             // Rule `i` of the patch is rule `i` of the after-view.

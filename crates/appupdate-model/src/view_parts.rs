@@ -1,0 +1,65 @@
+//! A view assembled from borrowed parts of other values (a live object and a patch), made into
+//! a value at its size without copying the parts first: the planner builds a focused view
+//! this way, and holds the value.
+
+use serde_json::{Map, Value};
+
+/// A value assembled from parts of other values.
+pub enum Part<'a> {
+    Map(Vec<(&'a str, Part<'a>)>),
+    Seq(Vec<Part<'a>>),
+    Str(&'a str),
+    Value(&'a Value),
+}
+
+impl Part<'_> {
+    /// The value the part stands for, every array and map at its size.
+    pub fn to_value(&self) -> Value {
+        match self {
+            Part::Map(entries) => {
+                let mut map = Map::with_capacity(entries.len());
+                for (key, part) in entries {
+                    map.insert((*key).to_owned(), part.to_value());
+                }
+                Value::Object(map)
+            }
+            Part::Seq(items) => Value::Array(items.iter().map(Part::to_value).collect()),
+            Part::Str(s) => Value::String((*s).to_owned()),
+            Part::Value(v) => crate::compact_json::copy(v),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A part over `v`: its maps and sequences rebuilt as parts down to `depth`, its strings as
+    /// borrowed strings, the rest as the values.
+    fn part_of(v: &Value, depth: usize) -> Part<'_> {
+        match v {
+            Value::Object(m) if depth > 0 => Part::Map(
+                m.iter()
+                    .map(|(k, v)| (k.as_str(), part_of(v, depth - 1)))
+                    .collect(),
+            ),
+            Value::Array(a) if depth > 0 => {
+                Part::Seq(a.iter().map(|v| part_of(v, depth - 1)).collect())
+            }
+            Value::String(s) if depth > 0 => Part::Str(s),
+            other => Part::Value(other),
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        /// A part stands for the value it was made of.
+        #[test]
+        fn a_part_stands_for_its_value(v in crate::view_yaml::tests::view(), depth in 0usize..5) {
+            let part = part_of(&v, depth);
+            prop_assert_eq!(&part.to_value(), &v);
+        }
+    }
+}
