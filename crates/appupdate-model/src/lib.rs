@@ -21,4 +21,3 @@ pub mod route_status;
 pub mod route_style;
 pub mod text;
 pub mod view_parts;
-pub mod view_yaml;

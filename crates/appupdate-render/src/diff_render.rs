@@ -20,9 +20,9 @@ use console::Style;
 use serde_json::Value;
 use similar::{ChangeTag, DiffOp, DiffTag, TextDiff};
 
+use crate::view_yaml;
 use appupdate_model::plan::{Action, ObjectChange, Plan};
 use appupdate_model::text::{self, Untrusted};
-use appupdate_model::view_yaml;
 use appupdate_plan::fleet_plan::{self, FleetPlan};
 
 /// How a plan is rendered.

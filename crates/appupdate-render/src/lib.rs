@@ -6,3 +6,4 @@
 #![deny(clippy::print_stdout, clippy::print_stderr, clippy::dbg_macro)]
 
 pub mod diff_render;
+pub mod view_yaml;

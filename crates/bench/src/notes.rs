@@ -197,7 +197,7 @@ Numbers: medians at RTT 20 ms unless said, same machine, before → after.
    core benchmark's own code in an example binary) rather than times: this machine's criterion
    medians moved by 20–40% between runs of the same binary. perf over render: serde-saphyr's
    generic serializer and quoting checks, parsing the before-view text, making the after-view
-   and freeing both were most of it. Now `crates/appupdate-model/src/view_yaml.rs` writes the shapes views have
+   and freeing both were most of it. Now `view_yaml.rs` (in `crates/appupdate-render/` since item 17) writes the shapes views have
    (maps, compact sequences of maps, plain or plainly quotable strings, integers, literal
    blocks) itself and answers nothing for anything else, where serde-saphyr writes the whole
    view; a property test over random views holds every answer to serde-saphyr's text byte for
@@ -278,7 +278,8 @@ Numbers: medians at RTT 20 ms unless said, same machine, before → after.
    by a JSON-pointer scanner and written out through `serde-transcode`), and the diff writes
    an updated Ingress's after-view from the value its parts make (it was written straight
    from the parts by the planner's own type — item 12). A view is now a value or a maker of
-   one; the YAML writer takes values only, and `serde-transcode` is gone. What it spends,
+   one (`view_parts::Part` only builds the value); the YAML writer takes values only and lives
+   with the diff in `appupdate-render`, and `serde-transcode` is gone. What it spends,
    measured on the same machine within the hour, release builds: XL (`appupdate-bench
    --scenarios XL --reps 5 --no-criterion`) CPU 60 → 58 ms and peak RSS 32.0 → 39.2 MiB (the
    before-views as values); the core at 10 000 endpoints (`cargo bench --bench plan --

@@ -242,7 +242,7 @@ pub fn saphyr(view: &Value) -> String {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
     use proptest::prelude::*;
     use serde_json::json;
@@ -344,7 +344,7 @@ pub(crate) mod tests {
     }
 
     /// Random views built to hit every branch of the writer.
-    pub(crate) fn view() -> impl Strategy<Value = Value> {
+    fn view() -> impl Strategy<Value = Value> {
         let leaf = prop_oneof![
             text().prop_map(Value::String),
             any::<i64>().prop_map(Value::from),
