@@ -137,7 +137,32 @@ pub(crate) async fn apply_all(
         || interrupt.get().is_none(),
     )
     .await;
-    for group in &groups[running..] {
+    not_started(
+        kind,
+        groups,
+        &ran,
+        interrupt.get().is_some(),
+        progress,
+        &mut states,
+    );
+    for (i, state) in ran.into_iter().flatten().flatten() {
+        states[i] = Some(state);
+    }
+    done(states)
+}
+
+/// Says why the clusters of the groups that did not run were not started: `--stop-after-wave`
+/// (the groups past `ran`), a wave over its failure budget or a canary that failed, or a
+/// signal.
+fn not_started(
+    kind: Order,
+    groups: &[Group],
+    ran: &[Option<Vec<(usize, ClusterState)>>],
+    interrupted: bool,
+    progress: &FleetProgress,
+    states: &mut [Option<ClusterState>],
+) {
+    for group in &groups[ran.len()..] {
         for m in &group.members {
             progress.set(
                 m.index,
@@ -146,37 +171,30 @@ pub(crate) async fn apply_all(
             states[m.index] = Some(ClusterState::NotStarted(NotStarted::StoppedAfterWave));
         }
     }
-    let mut over_budget = None;
-    for (w, (group, ran)) in groups.iter().zip(ran).enumerate() {
-        let Some(ends) = ran else {
-            let after = *over_budget.get_or_insert(w);
-            for m in &group.members {
-                let (line, why) = match kind {
-                    _ if interrupt.get().is_some() => (
-                        "NOT started: interrupted".to_owned(),
-                        NotStarted::Interrupted,
-                    ),
-                    Order::Waves => (
-                        format!(
-                            "NOT started: wave {after} had more failed clusters than --max-failed allows"
-                        ),
-                        NotStarted::EarlierWave,
-                    ),
-                    _ => (
-                        "NOT started: the canary did not apply and roll out".to_owned(),
-                        NotStarted::Canary,
-                    ),
-                };
-                progress.set(m.index, &line);
-                states[m.index] = Some(ClusterState::NotStarted(why));
-            }
-            continue;
-        };
-        for (i, state) in ends {
-            states[i] = Some(state);
+    // The wave whose failures stopped the rest: the one before the first that did not run.
+    let Some(after) = ran.iter().position(Option::is_none) else {
+        return;
+    };
+    let (line, why) = match kind {
+        _ if interrupted => (
+            "NOT started: interrupted".to_owned(),
+            NotStarted::Interrupted,
+        ),
+        Order::Waves => (
+            format!("NOT started: wave {after} had more failed clusters than --max-failed allows"),
+            NotStarted::EarlierWave,
+        ),
+        _ => (
+            "NOT started: the canary did not apply and roll out".to_owned(),
+            NotStarted::Canary,
+        ),
+    };
+    for group in &groups[after..ran.len()] {
+        for m in &group.members {
+            progress.set(m.index, &line);
+            states[m.index] = Some(ClusterState::NotStarted(why));
         }
     }
-    done(states)
 }
 
 /// The groups of clusters in the order they are written.
