@@ -131,9 +131,11 @@ where
 /// Why a cluster was not started.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NotStarted {
-    /// Another cluster's dry run (or a saved plan's re-check) refused: nothing is written
-    /// anywhere.
+    /// Another cluster's dry run refused: nothing is written anywhere.
     RefusedElsewhere,
+    /// Another cluster's saved plan no longer holds (its re-check, before the plan is shown):
+    /// nothing is written anywhere.
+    PlanRefusedElsewhere,
     /// Another cluster failed, and `--stop-on-failure` is on.
     AfterFailure,
     /// A canary did not apply or did not roll out.
@@ -154,6 +156,9 @@ impl NotStarted {
             NotStarted::RefusedElsewhere => {
                 "its dry run passed, but another cluster refused the change, so nothing was written anywhere"
             }
+            NotStarted::PlanRefusedElsewhere => {
+                "the saved plan no longer holds in another cluster, so nothing was written anywhere"
+            }
             NotStarted::AfterFailure => "another cluster failed (--stop-on-failure)",
             NotStarted::Canary => "the canary did not apply and roll out",
             NotStarted::EarlierWave => {
@@ -169,7 +174,7 @@ impl NotStarted {
 
     fn code(self) -> &'static str {
         match self {
-            NotStarted::RefusedElsewhere => "refused-elsewhere",
+            NotStarted::RefusedElsewhere | NotStarted::PlanRefusedElsewhere => "refused-elsewhere",
             NotStarted::AfterFailure => "after-failure",
             NotStarted::Canary => "canary",
             NotStarted::EarlierWave => "earlier-wave",

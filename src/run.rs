@@ -157,7 +157,7 @@ fn refused(view: View, streams: &Streams, planned: &mut Planned) -> Option<Endin
             } else if let Some(report) = m.refused.take() {
                 ClusterState::Refused(report)
             } else if refused {
-                ClusterState::NotStarted(NotStarted::RefusedElsewhere)
+                ClusterState::NotStarted(NotStarted::PlanRefusedElsewhere)
             } else {
                 ClusterState::Planned
             }

@@ -429,7 +429,7 @@ fn a_saved_fleet_plan_holds_every_cluster_and_is_applied_with_the_guard_everywhe
     assert_eq!(fleet.image("eu-1"), OLD_IMAGE);
     let err = stderr(&o);
     assert!(
-        err.contains("context eu-1 (namespace shop): NOT started: its dry run passed, but another cluster refused"),
+        err.contains("context eu-1 (namespace shop): NOT started: the saved plan no longer holds in another cluster, so nothing was written anywhere"),
         "{err}"
     );
     // The re-check comes before the plan is shown and the question asked: without a terminal
@@ -437,7 +437,7 @@ fn a_saved_fleet_plan_holds_every_cluster_and_is_applied_with_the_guard_everywhe
     let o = fleet.run(&["apply", file]);
     assert_code(&o, 5);
     assert!(
-        stderr(&o).contains("another cluster refused"),
+        stderr(&o).contains("no longer holds in another cluster"),
         "{}",
         stderr(&o)
     );
