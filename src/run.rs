@@ -48,6 +48,16 @@ enum View {
     Fleet,
 }
 
+/// One run: what it was asked, how it is told, where it prints.
+#[derive(Clone, Copy)]
+struct Run<'a> {
+    settings: &'a Settings,
+    /// A fleet's order, or one cluster's ([`FleetSettings::one`]).
+    fleet: &'a FleetSettings,
+    view: View,
+    streams: &'a Streams,
+}
+
 /// Runs the update, undo or saved plan that `settings` describe, over one cluster or several;
 /// says how it ended. Everything it prints goes through `streams`, except the reason it
 /// failed: that is the caller's to print.
@@ -66,7 +76,13 @@ pub async fn run(settings: &Settings, streams: &Streams) -> Ending {
         Ok(p) => p,
         Err(e) => return Ending::Failed(e),
     };
-    let ending = run_planned(settings, fleet, view, streams, &mut signals, &mut planned).await;
+    let run = Run {
+        settings,
+        fleet,
+        view,
+        streams,
+    };
+    let ending = run.run_planned(&mut signals, &mut planned).await;
     // The process ends now: the plans and the live objects are not freed (the system takes the
     // memory back at once, where freeing thousands of objects value by value costs about as
     // much CPU as building them did).
@@ -74,338 +90,348 @@ pub async fn run(settings: &Settings, streams: &Streams) -> Ending {
     ending
 }
 
-/// Everything after planning: show, confirm, write, report, wait.
-async fn run_planned(
-    settings: &Settings,
-    fleet: &FleetSettings,
-    view: View,
-    streams: &Streams,
-    signals: &mut Signals,
-    planned: &mut Planned,
-) -> Ending {
-    if view == View::One {
-        if let Some((_, e)) = planned.failed.pop() {
+impl Run<'_> {
+    /// Everything after planning: show, confirm, write, report, wait.
+    async fn run_planned(&self, signals: &mut Signals, planned: &mut Planned) -> Ending {
+        let Run {
+            settings,
+            view,
+            streams,
+            ..
+        } = *self;
+        if view == View::One {
+            if let Some((_, e)) = planned.failed.pop() {
+                return Ending::Failed(e);
+            }
+            // A saved plan that no longer holds is refused before it is shown.
+            if let Some(refused) = planned.members.iter_mut().find_map(|m| m.refused.take()) {
+                let _ = streams.report(&refused);
+                return Ending::Applied(refused);
+            }
+        }
+        if let Err(e) = self.show(planned) {
             return Ending::Failed(e);
         }
-        // A saved plan that no longer holds is refused before it is shown.
-        if let Some(refused) = planned.members.iter_mut().find_map(|m| m.refused.take()) {
-            let _ = streams.report(&refused);
-            return Ending::Applied(refused);
+        if let Some(ending) = self.refused(planned) {
+            return ending;
         }
-    }
-    if let Err(e) = show(view, streams, planned) {
-        return Ending::Failed(e);
-    }
-    if let Some(ending) = refused(view, streams, planned) {
-        return ending;
-    }
-    let has_changes = planned.has_changes();
-    let changes_pending = settings.detailed_exitcode && has_changes;
-    if let Some(save) = settings.save() {
-        return match save_plans(view, save, planned) {
-            Ok(()) => stop(view, streams, planned, changes_pending),
-            Err(e) => Ending::Failed(e),
-        };
-    }
-    // Nothing to write and nothing to follow, or a dry run: the plan was the run.
-    if settings.dry_run || (!has_changes && !settings.wait && settings.verify.is_none()) {
-        return stop(view, streams, planned, changes_pending);
-    }
-    if has_changes && !settings.yes {
-        let asked = tokio::select! {
-            asked = confirm(view, settings, streams, planned) => asked,
-            signal = signals.recv() => {
-                // The prompt may be showing: it leaves the terminal raw and the cursor hidden.
-                if settings.stderr_is_terminal {
-                    crate::terminal::restore();
-                    let _ = console::Term::stderr().show_cursor();
+        let has_changes = planned.has_changes();
+        let changes_pending = settings.detailed_exitcode && has_changes;
+        if let Some(save) = settings.save() {
+            return match self.save_plans(save, planned) {
+                Ok(()) => self.stop(planned, changes_pending),
+                Err(e) => Ending::Failed(e),
+            };
+        }
+        // Nothing to write and nothing to follow, or a dry run: the plan was the run.
+        if settings.dry_run || (!has_changes && !settings.wait && settings.verify.is_none()) {
+            return self.stop(planned, changes_pending);
+        }
+        if has_changes && !settings.yes {
+            let asked = tokio::select! {
+                asked = self.confirm(planned) => asked,
+                signal = signals.recv() => {
+                    // The prompt may be showing: it leaves the terminal raw and the cursor hidden.
+                    if settings.stderr_is_terminal {
+                        crate::terminal::restore();
+                        let _ = console::Term::stderr().show_cursor();
+                    }
+                    Err(AppError::Interrupted { signal, stage: Stage::Planning })
                 }
-                Err(AppError::Interrupted { signal, stage: Stage::Planning })
+            };
+            if let Err(e) = asked {
+                if view == View::Fleet && matches!(e, AppError::NotConfirmed(_)) {
+                    let _ = streams.fleet_document(&planned.fleet_plan(), &planned.order, None);
+                }
+                return Ending::Failed(e);
             }
-        };
-        if let Err(e) = asked {
-            if view == View::Fleet && matches!(e, AppError::NotConfirmed(_)) {
-                let _ = streams.fleet_document(&planned.fleet_plan(), &planned.order, None);
-            }
-            return Ending::Failed(e);
         }
+        self.write(signals, planned).await
     }
-    write(settings, fleet, view, streams, signals, planned).await
-}
 
-/// Once the plans were shown: an undo that would overwrite fields changed since its record,
-/// a saved plan that no longer holds, or (in a fleet) a cluster that could not be planned
-/// ends the run with nothing written anywhere.
-fn refused(view: View, streams: &Streams, planned: &mut Planned) -> Option<Ending> {
-    let refused = planned.members.iter().any(|m| m.refused.is_some());
-    let undo_refused = planned.members.iter().any(|m| m.sourced.refusal.is_some());
-    if !refused && !undo_refused && planned.failed.is_empty() {
-        return None;
-    }
-    if view == View::One {
-        let message = planned
-            .members
-            .iter_mut()
-            .find_map(|m| m.sourced.refusal.take())?;
-        return Some(Ending::Failed(AppError::UndoRefused { message }));
-    }
-    let end = end_of(
-        planned,
-        |m| {
-            if let Some(message) = m.sourced.refusal.take() {
-                ClusterState::Failed(AppError::UndoRefused { message })
-            } else if let Some(report) = m.refused.take() {
-                ClusterState::Refused(report)
-            } else if refused {
-                ClusterState::NotStarted(NotStarted::PlanRefusedElsewhere)
-            } else {
-                ClusterState::Planned
-            }
-        },
-        false,
-        None,
-    );
-    Some(finish(streams, planned, end, true))
-}
-
-/// From the dry run to the last write, then the report: one cluster's (with its rollout and
-/// auth check afterwards), or the fleet's.
-async fn write(
-    settings: &Settings,
-    fleet: &FleetSettings,
-    view: View,
-    streams: &Streams,
-    signals: &mut Signals,
-    planned: &mut Planned,
-) -> Ending {
-    // The writes do not need the live objects as read: planning is over.
-    for m in &mut planned.members {
-        m.sourced.live = None;
-    }
-    let interrupt = InterruptFlag::default();
-    let progress = match view {
-        // One cluster's writes are told by its report, once they are done.
-        View::One => FleetProgress::hidden(),
-        View::Fleet => FleetProgress::new(
-            &planned.contexts,
-            &planned.order,
-            settings.stderr_is_terminal && settings.verbose == 0,
-            streams.color(streams::Kind::Notice),
-            streams.writer(streams::Kind::Notice),
-        ),
-    };
-    let ticker = (view == View::Fleet).then(|| progress.ticking());
-    let stopped = |progress: &FleetProgress| {
-        if let Some(ticker) = &ticker {
-            ticker.abort();
+    /// Once the plans were shown: an undo that would overwrite fields changed since its record,
+    /// a saved plan that no longer holds, or (in a fleet) a cluster that could not be planned
+    /// ends the run with nothing written anywhere.
+    fn refused(&self, planned: &mut Planned) -> Option<Ending> {
+        let Run { view, streams, .. } = *self;
+        let refused = planned.members.iter().any(|m| m.refused.is_some());
+        let undo_refused = planned.members.iter().any(|m| m.sourced.refusal.is_some());
+        if !refused && !undo_refused && planned.failed.is_empty() {
+            return None;
         }
-        progress.finish();
-    };
-    // A fleet follows each cluster's rollout as it goes: the next wave waits on it.
-    let follow = view == View::Fleet && settings.wait;
-    let states = {
-        let applying = writing::apply_all(
+        if view == View::One {
+            let message = planned
+                .members
+                .iter_mut()
+                .find_map(|m| m.sourced.refusal.take())?;
+            return Some(Ending::Failed(AppError::UndoRefused { message }));
+        }
+        let end = end_of(
+            planned,
+            |m| {
+                if let Some(message) = m.sourced.refusal.take() {
+                    ClusterState::Failed(AppError::UndoRefused { message })
+                } else if let Some(report) = m.refused.take() {
+                    ClusterState::Refused(report)
+                } else if refused {
+                    ClusterState::NotStarted(NotStarted::PlanRefusedElsewhere)
+                } else {
+                    ClusterState::Planned
+                }
+            },
+            false,
+            None,
+        );
+        Some(finish(streams, planned, end, true))
+    }
+
+    /// From the dry run to the last write, then the report: one cluster's (with its rollout and
+    /// auth check afterwards), or the fleet's.
+    async fn write(&self, signals: &mut Signals, planned: &mut Planned) -> Ending {
+        let Run {
             settings,
             fleet,
-            &planned.order,
-            &planned.members,
-            follow,
-            &interrupt,
-            &progress,
-        );
-        tokio::pin!(applying);
-        loop {
-            tokio::select! {
-                states = &mut applying => break states,
-                signal = signals.recv() => {
-                    if !interrupt.raise(signal) {
-                        stopped(&progress);
-                        return Ending::Failed(AppError::Interrupted { signal, stage: Stage::Writing });
+            view,
+            streams,
+        } = *self;
+        // The writes do not need the live objects as read: planning is over.
+        for m in &mut planned.members {
+            m.sourced.live = None;
+        }
+        let interrupt = InterruptFlag::default();
+        let progress = match view {
+            // One cluster's writes are told by its report, once they are done.
+            View::One => FleetProgress::hidden(),
+            View::Fleet => FleetProgress::new(
+                &planned.contexts,
+                &planned.order,
+                settings.stderr_is_terminal && settings.verbose == 0,
+                streams.color(streams::Kind::Notice),
+                streams.writer(streams::Kind::Notice),
+            ),
+        };
+        let ticker = (view == View::Fleet).then(|| progress.ticking());
+        let stopped = |progress: &FleetProgress| {
+            if let Some(ticker) = &ticker {
+                ticker.abort();
+            }
+            progress.finish();
+        };
+        // A fleet follows each cluster's rollout as it goes: the next wave waits on it.
+        let follow = view == View::Fleet && settings.wait;
+        let states = {
+            let applying = writing::apply_all(
+                settings,
+                fleet,
+                &planned.order,
+                &planned.members,
+                follow,
+                &interrupt,
+                &progress,
+            );
+            tokio::pin!(applying);
+            loop {
+                tokio::select! {
+                    states = &mut applying => break states,
+                    signal = signals.recv() => {
+                        if !interrupt.raise(signal) {
+                            stopped(&progress);
+                            return Ending::Failed(AppError::Interrupted { signal, stage: Stage::Writing });
+                        }
+                        progress.notice(match view {
+                            View::One => "\ninterrupt received: finishing the requests in flight, starting no new ones (interrupt again to exit at once)",
+                            View::Fleet => "\ninterrupt received: finishing the requests in flight, starting no new cluster and no new request (interrupt again to exit at once)",
+                        });
                     }
-                    progress.notice(match view {
-                        View::One => "\ninterrupt received: finishing the requests in flight, starting no new ones (interrupt again to exit at once)",
-                        View::Fleet => "\ninterrupt received: finishing the requests in flight, starting no new cluster and no new request (interrupt again to exit at once)",
-                    });
+                }
+            }
+        };
+        stopped(&progress);
+        let mut states: Vec<Option<ClusterState>> = states.into_iter().map(Some).collect();
+        if view == View::One
+            && let (Some(member), Some(Some(state))) = (planned.members.first(), states.pop())
+        {
+            return self
+                .afterwards(signals, member, state, interrupt.get())
+                .await;
+        }
+        let end = end_of(
+            planned,
+            |m| {
+                states
+                    .get_mut(m.index)
+                    .and_then(Option::take)
+                    .unwrap_or(ClusterState::NotStarted(NotStarted::Interrupted))
+            },
+            false,
+            interrupt.get(),
+        );
+        finish(streams, planned, end, true)
+    }
+
+    /// The plan, as a diff on stdout (`-o json|yaml`: a document; a fleet's comes at the end).
+    fn show(&self, planned: &Planned) -> Result<(), AppError> {
+        match self.view {
+            View::One => {
+                if let Some(m) = planned.members.first() {
+                    self.streams.plan(&m.sourced.plan)?;
+                }
+            }
+            View::Fleet => {
+                if !planned.members.is_empty() || !planned.skipped.is_empty() {
+                    self.streams.fleet_plan(&planned.fleet_plan())?;
                 }
             }
         }
-    };
-    stopped(&progress);
-    let mut states: Vec<Option<ClusterState>> = states.into_iter().map(Some).collect();
-    if view == View::One
-        && let (Some(member), Some(Some(state))) = (planned.members.first(), states.pop())
-    {
-        return afterwards(settings, streams, signals, member, state, interrupt.get()).await;
+        Ok(())
     }
-    let end = end_of(
-        planned,
-        |m| {
-            states
-                .get_mut(m.index)
-                .and_then(Option::take)
-                .unwrap_or(ClusterState::NotStarted(NotStarted::Interrupted))
-        },
-        false,
-        interrupt.get(),
-    );
-    finish(streams, planned, end, true)
-}
 
-/// The plan, as a diff on stdout (`-o json|yaml`: a document; a fleet's comes at the end).
-fn show(view: View, streams: &Streams, planned: &Planned) -> Result<(), AppError> {
-    match view {
-        View::One => {
-            if let Some(m) = planned.members.first() {
-                streams.plan(&m.sourced.plan)?;
-            }
-        }
-        View::Fleet => {
-            if !planned.members.is_empty() || !planned.skipped.is_empty() {
-                streams.fleet_plan(&planned.fleet_plan())?;
+    /// The end of a run that writes nothing: one cluster's `--detailed-exitcode`, or the
+    /// fleet's document with each cluster planned (or unchanged).
+    fn stop(&self, planned: &mut Planned, changes_pending: bool) -> Ending {
+        let streams = self.streams;
+        match self.view {
+            View::One if changes_pending => Ending::ChangesPending,
+            View::One => Ending::Done,
+            View::Fleet => {
+                let end = end_of(
+                    planned,
+                    |m| {
+                        if m.sourced.plan.has_changes() {
+                            ClusterState::Planned
+                        } else {
+                            ClusterState::Unchanged { rollout: None }
+                        }
+                    },
+                    changes_pending,
+                    None,
+                );
+                finish(streams, planned, end, false)
             }
         }
     }
-    Ok(())
-}
 
-/// The end of a run that writes nothing: one cluster's `--detailed-exitcode`, or the
-/// fleet's document with each cluster planned (or unchanged).
-fn stop(view: View, streams: &Streams, planned: &mut Planned, changes_pending: bool) -> Ending {
-    match view {
-        View::One if changes_pending => Ending::ChangesPending,
-        View::One => Ending::Done,
-        View::Fleet => {
-            let end = end_of(
-                planned,
-                |m| {
-                    if m.sourced.plan.has_changes() {
-                        ClusterState::Planned
-                    } else {
-                        ClusterState::Unchanged { rollout: None }
+    /// One cluster after its writes: the report, then its rollout and routes (`--wait`) and the
+    /// requests of `--verify-url`.
+    async fn afterwards(
+        &self,
+        signals: &mut Signals,
+        member: &Member,
+        state: ClusterState,
+        interrupted: Option<Interruption>,
+    ) -> Ending {
+        let Run {
+            settings, streams, ..
+        } = *self;
+        let cluster = &member.cluster;
+        let image = settings.changes_image();
+        let (followed, afterwards, report) = match state {
+            ClusterState::Applied {
+                report, recorded, ..
+            } => {
+                // The writes are done: a report that cannot be shown (say, stdout closed) does not
+                // change what the exit code must say about them.
+                let _ = streams.report(&report);
+                let _ = streams.recorded(&recorded);
+                if !report.went_as_planned() {
+                    return Ending::Applied(report);
+                }
+                let afterwards = match &recorded {
+                    history_store::Recorded::Revision { .. } => {
+                        verify::Afterwards::Undo(verify::undo_command(
+                            &settings.app,
+                            cluster.namespace(),
+                            &cluster.conn.context,
+                        ))
                     }
-                },
-                changes_pending,
+                    _ => verify::Afterwards::NotRecorded,
+                };
+                (
+                    Followed::after_writes(&report, image),
+                    afterwards,
+                    Some(report),
+                )
+            }
+            // Nothing to write: `--wait` follows the rollout and the routes (a re-run after a
+            // timeout), `--verify-url` checks the routes.
+            ClusterState::Unchanged { .. } => (
+                Followed::without_writes(&member.sourced.plan, image),
+                verify::Afterwards::NothingChanged,
                 None,
-            );
-            finish(streams, planned, end, false)
-        }
-    }
-}
-
-/// One cluster after its writes: the report, then its rollout and routes (`--wait`) and the
-/// requests of `--verify-url`.
-async fn afterwards(
-    settings: &Settings,
-    streams: &Streams,
-    signals: &mut Signals,
-    member: &Member,
-    state: ClusterState,
-    interrupted: Option<Interruption>,
-) -> Ending {
-    let cluster = &member.cluster;
-    let image = settings.changes_image();
-    let (followed, afterwards, report) = match state {
-        ClusterState::Applied {
-            report, recorded, ..
-        } => {
-            // The writes are done: a report that cannot be shown (say, stdout closed) does not
-            // change what the exit code must say about them.
-            let _ = streams.report(&report);
-            let _ = streams.recorded(&recorded);
-            if !report.went_as_planned() {
+            ),
+            ClusterState::Refused(report) => {
+                let _ = streams.report(&report);
                 return Ending::Applied(report);
             }
-            let afterwards = match &recorded {
-                history_store::Recorded::Revision { .. } => verify::Afterwards::Undo(
-                    verify::undo_command(&settings.app, cluster.namespace(), &cluster.conn.context),
-                ),
-                _ => verify::Afterwards::NotRecorded,
-            };
-            (
-                Followed::after_writes(&report, image),
-                afterwards,
-                Some(report),
-            )
+            ClusterState::Failed(e) => return Ending::Failed(e),
+            // A signal during the dry run: nothing was written.
+            ClusterState::NotStarted(_) => {
+                return match interrupted {
+                    Some(signal) => Ending::Failed(AppError::Interrupted {
+                        signal,
+                        stage: Stage::Planning,
+                    }),
+                    None => Ending::Done,
+                };
+            }
+            _ => return Ending::Done,
+        };
+        let probes = settings
+            .verify
+            .as_ref()
+            .map(|_| verify::probes(&member.sourced.plan));
+        let rollout = if settings.wait {
+            follow_written(cluster, &followed, settings, signals, streams).await
+        } else {
+            Ok(())
+        };
+        match verified(rollout, probes, afterwards, settings, signals, streams).await {
+            Ok(()) => report.map_or(Ending::Done, Ending::Applied),
+            Err(e) => Ending::Failed(e),
         }
-        // Nothing to write: `--wait` follows the rollout and the routes (a re-run after a
-        // timeout), `--verify-url` checks the routes.
-        ClusterState::Unchanged { .. } => (
-            Followed::without_writes(&member.sourced.plan, image),
-            verify::Afterwards::NothingChanged,
-            None,
-        ),
-        ClusterState::Refused(report) => {
-            let _ = streams.report(&report);
-            return Ending::Applied(report);
-        }
-        ClusterState::Failed(e) => return Ending::Failed(e),
-        // A signal during the dry run: nothing was written.
-        ClusterState::NotStarted(_) => {
-            return match interrupted {
-                Some(signal) => Ending::Failed(AppError::Interrupted {
-                    signal,
-                    stage: Stage::Planning,
-                }),
-                None => Ending::Done,
-            };
-        }
-        _ => return Ending::Done,
-    };
-    let probes = settings
-        .verify
-        .as_ref()
-        .map(|_| verify::probes(&member.sourced.plan));
-    let rollout = if settings.wait {
-        follow_written(cluster, &followed, settings, signals, streams).await
-    } else {
-        Ok(())
-    };
-    match verified(rollout, probes, afterwards, settings, signals, streams).await {
-        Ok(()) => report.map_or(Ending::Done, Ending::Applied),
-        Err(e) => Ending::Failed(e),
     }
-}
 
-/// `--plan-out`: each cluster's plan and where it was computed, as one file (signed with
-/// the key when given), and a notice of where it went.
-fn save_plans(view: View, save: &SavePlan, planned: &Planned) -> Result<(), AppError> {
-    let created_at = k8s_openapi::jiff::Timestamp::now()
-        .round(k8s_openapi::jiff::Unit::Second)
-        .unwrap_or_else(|_| k8s_openapi::jiff::Timestamp::now())
-        .to_string();
-    let origins: Vec<Origin> = planned
-        .members
-        .iter()
-        .map(|m| Origin {
-            context: m.cluster.conn.context.clone(),
-            server: m.cluster.conn.server.clone(),
-            created_at: created_at.clone(),
-        })
-        .collect();
-    let entries: Vec<(&Plan, &Origin, &Source)> = planned
-        .members
-        .iter()
-        .zip(&origins)
-        .map(|(m, origin)| (&m.sourced.plan, origin, &m.sourced.source))
-        .collect();
-    let key = save.key.as_ref();
-    let text = plan_file::render_in_waves(&entries, &planned.order.waves, key)?;
-    let path = &save.path;
-    std::fs::write(path, text).map_err(|source| AppError::PlanOut {
-        file: path.display().to_string(),
-        source,
-    })?;
-    let shown = Untrusted(path.display().to_string());
-    let what = match (view, entries.len()) {
-        (View::One, _) => String::new(),
-        (View::Fleet, 1) => " of 1 cluster".to_owned(),
-        (View::Fleet, n) => format!(" of {n} clusters"),
-    };
-    streams::notice(&format!(
-        "Saved the plan{what} to {shown}{}; apply it with: kubectl appupdate apply {shown}",
-        signed_with(key)
-    ));
-    Ok(())
+    /// `--plan-out`: each cluster's plan and where it was computed, as one file (signed with
+    /// the key when given), and a notice of where it went.
+    fn save_plans(&self, save: &SavePlan, planned: &Planned) -> Result<(), AppError> {
+        let created_at = k8s_openapi::jiff::Timestamp::now()
+            .round(k8s_openapi::jiff::Unit::Second)
+            .unwrap_or_else(|_| k8s_openapi::jiff::Timestamp::now())
+            .to_string();
+        let origins: Vec<Origin> = planned
+            .members
+            .iter()
+            .map(|m| Origin {
+                context: m.cluster.conn.context.clone(),
+                server: m.cluster.conn.server.clone(),
+                created_at: created_at.clone(),
+            })
+            .collect();
+        let entries: Vec<(&Plan, &Origin, &Source)> = planned
+            .members
+            .iter()
+            .zip(&origins)
+            .map(|(m, origin)| (&m.sourced.plan, origin, &m.sourced.source))
+            .collect();
+        let key = save.key.as_ref();
+        let text = plan_file::render_in_waves(&entries, &planned.order.waves, key)?;
+        let path = &save.path;
+        std::fs::write(path, text).map_err(|source| AppError::PlanOut {
+            file: path.display().to_string(),
+            source,
+        })?;
+        let shown = Untrusted(path.display().to_string());
+        let what = match (self.view, entries.len()) {
+            (View::One, _) => String::new(),
+            (View::Fleet, 1) => " of 1 cluster".to_owned(),
+            (View::Fleet, n) => format!(" of {n} clusters"),
+        };
+        streams::notice(&format!(
+            "Saved the plan{what} to {shown}{}; apply it with: kubectl appupdate apply {shown}",
+            signed_with(key)
+        ));
+        Ok(())
+    }
 }
 
 /// What the notice of a saved plan says about its signature: `, signed with --sign-key KEYFILE`
@@ -415,66 +441,69 @@ fn signed_with(key: Option<&PlanKey>) -> String {
         .unwrap_or_default()
 }
 
-/// The one question: what is applied where, on a line of its own, then whether to apply it;
-/// `Ok` only for a yes. A fleet's names its clusters and their order, with its totals; with
-/// `-o json|yaml` (the document comes at the end) the fleet's plan is shown with it, on
-/// stderr.
-async fn confirm(
-    view: View,
-    settings: &Settings,
-    streams: &Streams,
-    planned: &Planned,
-) -> Result<(), AppError> {
-    if !settings.can_prompt {
-        return Err(NotConfirmed::NoTerminal.into());
-    }
-    let what = match (view, planned.members.first()) {
-        (View::One, Some(m)) => {
-            let plan = &m.sourced.plan;
-            let summary = plan.summary();
-            format!(
-                "Apply these changes to {} in namespace {} (context {}): {} to create, {} to update, {} to delete.",
-                Untrusted(&plan.app),
-                Untrusted(&plan.namespace),
-                Untrusted(&plan.context),
-                summary.create,
-                summary.update,
-                summary.delete
-            )
+impl Run<'_> {
+    /// The one question: what is applied where, on a line of its own, then whether to apply it;
+    /// `Ok` only for a yes. A fleet's names its clusters and their order, with its totals; with
+    /// `-o json|yaml` (the document comes at the end) the fleet's plan is shown with it, on
+    /// stderr.
+    async fn confirm(&self, planned: &Planned) -> Result<(), AppError> {
+        let Run {
+            settings,
+            view,
+            streams,
+            ..
+        } = *self;
+        if !settings.can_prompt {
+            return Err(NotConfirmed::NoTerminal.into());
         }
-        _ => {
-            let fleet = planned.fleet_plan();
-            streams.fleet_review(&fleet)?;
-            let t = fleet.total();
-            let n = fleet.plans().count();
-            let canaries: Vec<String> = fleet
-                .plans()
-                .filter(|p| planned.order.canary.contains(&p.context))
-                .map(|p| Untrusted(&p.context).to_string())
-                .collect();
-            let order = if planned.order.waves.is_empty() {
-                canary_order(&canaries, n)
-            } else {
-                wave_order(&planned.order.waves)
-            };
-            format!(
-                "Apply these changes to {} on {} cluster{} ({}{}): {} to create, {} to update, {} to delete in total.",
-                Untrusted(fleet.app),
-                n,
-                if n == 1 { "" } else { "s" },
-                fleet
+        let what = match (view, planned.members.first()) {
+            (View::One, Some(m)) => {
+                let plan = &m.sourced.plan;
+                let summary = plan.summary();
+                format!(
+                    "Apply these changes to {} in namespace {} (context {}): {} to create, {} to update, {} to delete.",
+                    Untrusted(&plan.app),
+                    Untrusted(&plan.namespace),
+                    Untrusted(&plan.context),
+                    summary.create,
+                    summary.update,
+                    summary.delete
+                )
+            }
+            _ => {
+                let fleet = planned.fleet_plan();
+                streams.fleet_review(&fleet)?;
+                let t = fleet.total();
+                let n = fleet.plans().count();
+                let canaries: Vec<String> = fleet
                     .plans()
+                    .filter(|p| planned.order.canary.contains(&p.context))
                     .map(|p| Untrusted(&p.context).to_string())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                order,
-                t.create,
-                t.update,
-                t.delete
-            )
-        }
-    };
-    ask(what, settings).await
+                    .collect();
+                let order = if planned.order.waves.is_empty() {
+                    canary_order(&canaries, n)
+                } else {
+                    wave_order(&planned.order.waves)
+                };
+                format!(
+                    "Apply these changes to {} on {} cluster{} ({}{}): {} to create, {} to update, {} to delete in total.",
+                    Untrusted(fleet.app),
+                    n,
+                    if n == 1 { "" } else { "s" },
+                    fleet
+                        .plans()
+                        .map(|p| Untrusted(&p.context).to_string())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    order,
+                    t.create,
+                    t.update,
+                    t.delete
+                )
+            }
+        };
+        ask(what, settings).await
+    }
 }
 
 /// Says `what` (escaped) on a line of its own, then asks on the terminal whether to apply it,
