@@ -149,7 +149,7 @@ pub fn copy_all(values: &[Value]) -> Vec<Value> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use proptest::prelude::*;
     use serde_json::json;
 
@@ -195,7 +195,8 @@ mod tests {
         }
     }
 
-    fn any_json() -> impl Strategy<Value = Value> {
+    /// Random JSON: every type, nested, with strings that need escaping.
+    pub(crate) fn any_json() -> impl Strategy<Value = Value> {
         let leaf = prop_oneof![
             Just(Value::Null),
             any::<bool>().prop_map(Value::Bool),

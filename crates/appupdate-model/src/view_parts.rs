@@ -52,30 +52,12 @@ mod tests {
         }
     }
 
-    /// Random values: every JSON type, nested.
-    fn value() -> impl Strategy<Value = Value> {
-        let leaf = prop_oneof![
-            ".{0,6}".prop_map(Value::String),
-            any::<i64>().prop_map(Value::from),
-            any::<bool>().prop_map(Value::Bool),
-            Just(Value::Null),
-            Just(serde_json::json!(0.5)),
-        ];
-        leaf.prop_recursive(4, 40, 4, |inner| {
-            prop_oneof![
-                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
-                prop::collection::vec((".{0,6}", inner), 0..4)
-                    .prop_map(|entries| Value::Object(entries.into_iter().collect())),
-            ]
-        })
-    }
-
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(2000))]
 
         /// A part stands for the value it was made of.
         #[test]
-        fn a_part_stands_for_its_value(v in value(), depth in 0usize..5) {
+        fn a_part_stands_for_its_value(v in crate::compact_json::tests::any_json(), depth in 0usize..5) {
             let part = part_of(&v, depth);
             prop_assert_eq!(&part.to_value(), &v);
         }
