@@ -221,6 +221,12 @@ for target in $targets; do
     fi
     note "building $target ($triple)"
     env_vars=()
+    if [ "$triple" = x86_64-unknown-linux-musl ]; then
+      # rustc asks the linker for -static-pie, which zig's clang ignores ("argument unused"):
+      # it would link a position-dependent executable that release-check refuses. With -pie
+      # added, zig links static-pie, as rustc's own linker does.
+      env_vars+=("CARGO_TARGET_X86_64_UNKNOWN_LINUX_MUSL_RUSTFLAGS=-C link-arg=-pie")
+    fi
     if [ "$os" = darwin ]; then
       # zig would write minimum macOS 15 (its own default); the link stubs stand in for the
       # Security and CoreFoundation frameworks of an SDK.
