@@ -96,20 +96,23 @@ pub fn check_age(saved: &SavedInput, now: Timestamp) -> Result<(), SavedPlanErro
     Ok(())
 }
 
-/// The plan of `saved` for the cluster and namespace `conn` points at: the one made against
-/// the same API server, else the one made with context `context` (in the same namespace).
+/// The plan of `saved` for the cluster and namespace `conn` points at: the one made through
+/// the same context against the same API server, else any made against that server, else the
+/// one made with context `context_flag` (in the same namespace).
 pub fn choose_target(
     saved: &SavedInput,
     conn: &Connection,
     context_flag: Option<&str>,
 ) -> Result<ClusterPlan, SavedPlanError> {
     let same_namespace = |c: &&ClusterPlan| c.plan.namespace == conn.namespace;
+    let same_server = |c: &&ClusterPlan| same_namespace(c) && c.server == conn.server;
     let found = saved
         .file
         .clusters
         .iter()
-        .filter(same_namespace)
-        .find(|c| c.server == conn.server)
+        .filter(same_server)
+        .find(|c| c.context == conn.context)
+        .or_else(|| saved.file.clusters.iter().find(same_server))
         .or_else(|| {
             saved
                 .file

@@ -303,25 +303,10 @@ async fn plan_one(
     let prefix = context.map(|c| format!("[{}] ", Untrusted(c)));
     let cluster = connected(conn, settings.verbose, prefix);
     let saved = match settings.saved() {
-        Some(saved) => Some(
-            saved
-                .file
-                .clusters
-                .iter()
-                .find(|c| {
-                    c.context == cluster.conn.context
-                        && c.server == cluster.conn.server
-                        && c.plan.namespace == cluster.conn.namespace
-                })
-                .cloned()
-                .map_or_else(
-                    || {
-                        let named = context.or(settings.cluster.context.as_deref());
-                        plan_sources::choose_target(saved, &cluster.conn, named)
-                    },
-                    Ok,
-                )?,
-        ),
+        Some(saved) => {
+            let named = context.or(settings.cluster.context.as_deref());
+            Some(plan_sources::choose_target(saved, &cluster.conn, named)?)
+        }
         None => None,
     };
     let mut sourced = source(settings, &cluster, saved).await?;
