@@ -17,10 +17,6 @@ use serde_json::{Map, Value};
 /// compact sequences, literal blocks for multi-line strings, no folding, YAML 1.1 quoting),
 /// or `None` when the view has something this writer leaves to serde-saphyr.
 pub fn write(view: &Value) -> Option<String> {
-    write_top(view)
-}
-
-fn write_top(view: &Value) -> Option<String> {
     let Value::Object(map) = view else {
         return None;
     };
