@@ -210,10 +210,11 @@ pub enum ClusterState {
         rollout: Option<Result<Waited, WaitError>>,
     },
     NotStarted(NotStarted),
-    /// A saved plan this cluster's history says was applied already (`revision`): resuming a
-    /// run that stopped after a wave, nothing is written here again.
+    /// A saved plan this cluster's objects show was applied already (`revision`: the history's
+    /// record of it, when there is one): resuming a run that stopped after a wave, nothing is
+    /// written here again.
     AlreadyApplied {
-        revision: u64,
+        revision: Option<u64>,
     },
 }
 
@@ -345,9 +346,12 @@ impl ClusterEnd {
             ClusterState::AlreadyApplied { revision } => Line::new(
                 Fate::Done,
                 Style::new(),
-                format!(
-                    "{at}: already applied by this plan (revision {revision}), not written again"
-                ),
+                match revision {
+                    Some(revision) => format!(
+                        "{at}: already applied by this plan (revision {revision}), not written again"
+                    ),
+                    None => format!("{at}: already applied by this plan, not written again"),
+                },
             ),
             ClusterState::NotStarted(why) => not_done(
                 Style::new().yellow(),
@@ -639,7 +643,7 @@ fn outcome_doc(end: Option<&ClusterEnd>, planned: bool) -> OutcomeDoc {
             ..empty("refused", None)
         },
         ClusterState::AlreadyApplied { revision } => OutcomeDoc {
-            revision: Some(*revision),
+            revision: *revision,
             ..empty("already-applied", None)
         },
         ClusterState::Unchanged { rollout } => OutcomeDoc {

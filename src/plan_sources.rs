@@ -28,6 +28,7 @@ use appupdate_kube::describe::Target;
 use appupdate_kube::kube_context::Connection;
 use appupdate_model::plan::{ObjectChange, Plan, Recheck, recheck};
 use appupdate_model::report::{Outcome, Report};
+use appupdate_plan::applied;
 use appupdate_plan::history::Source;
 use appupdate_plan::history::{self, History, PickError};
 use appupdate_plan::live::{LiveState, Needs};
@@ -52,9 +53,13 @@ pub struct Sourced {
     pub live: Option<LiveState>,
     /// The checksum of the saved plan this is (`apply FILE`), for the history record.
     pub plan_checksum: Option<String>,
-    /// A saved plan of a fleet whose record this cluster's history holds already (the
-    /// revision): a resumed run writes nothing here again.
-    pub already_applied: Option<u64>,
+    /// The revision of the history whose record names this saved plan's checksum (a log
+    /// entry, not a lock: anyone who may write the ConfigMap can add or remove one).
+    pub recorded_by: Option<u64>,
+    /// A saved plan of a fleet that this cluster's objects show was applied already (with the
+    /// revision of the history that recorded it, when one does): a resumed run writes nothing
+    /// here again.
+    pub already_applied: Option<Option<u64>>,
     /// The run over several clusters this cluster's change is part of (for its record).
     pub fleet_run: Option<String>,
     /// A fleet undo of a run that never applied here: nothing to undo, left alone.
@@ -169,11 +174,30 @@ fn read_failure(
     }
 }
 
+/// Where a saved plan stands once its objects are read back ([`recheck_saved`]).
+#[derive(Debug)]
+pub enum Rechecked {
+    /// It holds: write what is left (maybe nothing).
+    Holds,
+    /// A field it changes is no longer at the value it showed: the report of the refusal, in
+    /// which nothing was written.
+    Refused(Report),
+    /// Its objects carry its checksum and every value it changes holds: applied already.
+    Applied,
+    /// `reference` carries its checksum, but a value it changes is elsewhere now (undone, or
+    /// changed by hand, since it was applied).
+    AppliedThenChanged { reference: String },
+}
+
 /// Re-reads every object `plan` changes and re-plans it with its updater, rebasing the plan
 /// on the objects as they are now (objects someone already brought to the planned values
-/// drop out): `None` when it still holds, else the report of the refusal — some field the
-/// plan changes is no longer at the value it showed — in which nothing was written.
-pub async fn recheck_saved(cluster: &Cluster, plan: &mut Plan) -> Result<Option<Report>, AppError> {
+/// drop out), and tells from those objects whether the plan of `checksum` was applied already
+/// ([`applied::state`]: its checksum on them, and its values in place).
+pub async fn recheck_saved(
+    cluster: &Cluster,
+    plan: &mut Plan,
+    checksum: &str,
+) -> Result<Rechecked, AppError> {
     let reads = join_all(
         plan.objects
             .iter()
@@ -183,10 +207,12 @@ pub async fn recheck_saved(cluster: &Cluster, plan: &mut Plan) -> Result<Option<
     )
     .await;
     let mut outcomes: BTreeMap<usize, Outcome> = BTreeMap::new();
+    let mut read_back = Vec::with_capacity(reads.len());
     let mut tripped = false;
     for (i, live) in reads {
         let p = &mut plan.objects[i];
         let live = live.map_err(|e| read_failure(cluster, e, "get", p.change.reference()))?;
+        let mut holds = false;
         match p.updater.plan(&p.change.namespace, live.as_ref()) {
             Err(e) => {
                 tripped = true;
@@ -202,7 +228,10 @@ pub async fn recheck_saved(cluster: &Cluster, plan: &mut Plan) -> Result<Option<
             }
             Ok(fresh) => match recheck(&p.change, fresh.clone()) {
                 Recheck::Proceed(f) => p.change = Arc::new(f),
-                Recheck::AlreadyDone => p.change = Arc::new(fresh),
+                Recheck::AlreadyDone => {
+                    holds = true;
+                    p.change = Arc::new(fresh);
+                }
                 Recheck::Tripped(f) => {
                     if let Some(e) = edited(&p.change, &f) {
                         return Err(AppError::SavedPlan(e));
@@ -218,9 +247,21 @@ pub async fn recheck_saved(cluster: &Cluster, plan: &mut Plan) -> Result<Option<
                 }
             },
         }
+        read_back.push(applied::ReadBack {
+            reference: p.change.reference(),
+            carries: live.as_ref().is_some_and(|l| applied::carries(l, checksum)),
+            holds,
+        });
+    }
+    match applied::state(&read_back) {
+        applied::State::Applied => return Ok(Rechecked::Applied),
+        applied::State::AppliedThenChanged { reference } => {
+            return Ok(Rechecked::AppliedThenChanged { reference });
+        }
+        applied::State::Pending => {}
     }
     if !tripped {
-        return Ok(None);
+        return Ok(Rechecked::Holds);
     }
     let entries = plan
         .objects
@@ -235,7 +276,7 @@ pub async fn recheck_saved(cluster: &Cluster, plan: &mut Plan) -> Result<Option<
             (p.change.clone(), outcome)
         })
         .collect();
-    Ok(Some(Report {
+    Ok(Rechecked::Refused(Report {
         entries,
         stopped_in_preflight: true,
         interrupted: None,
@@ -308,6 +349,7 @@ pub async fn undo(
                 refusal: None,
                 live: None,
                 plan_checksum: None,
+                recorded_by: None,
                 already_applied: None,
                 fleet_run: None,
                 left_alone: true,
@@ -365,6 +407,7 @@ pub async fn undo(
         config_map: Some(cm),
         live: Some(live),
         plan_checksum: None,
+        recorded_by: None,
         already_applied: None,
         fleet_run: None,
         left_alone: false,

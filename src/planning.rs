@@ -16,13 +16,14 @@ use k8s_openapi::jiff::Timestamp;
 use crate::error::AppError;
 use crate::fleet::FleetOrder;
 use crate::history_store;
-use crate::plan_sources::{self, Sourced};
+use crate::plan_sources::{self, Rechecked, Sourced};
 use crate::settings::{FleetSettings, Mode, Settings, SettingsError, WaveSpec};
 use crate::streams;
 use appupdate_kube::cluster::{Cluster, RequestLog};
 use appupdate_kube::kube_context::{Connection, Loaded};
 use appupdate_model::report::Report;
 use appupdate_model::text::Untrusted;
+use appupdate_plan::applied;
 use appupdate_plan::fleet_plan::{FleetPlan, Member as PlanMember};
 use appupdate_plan::history::{self, Source};
 use appupdate_plan::plan_file::ClusterPlan;
@@ -289,6 +290,21 @@ fn skippable(e: &AppError) -> bool {
     matches!(e, AppError::Request { .. } | AppError::NotFound { .. })
 }
 
+/// The saved plan's file as messages name it.
+fn saved_name(settings: &Settings) -> &str {
+    settings
+        .saved()
+        .map(|s| s.name.as_str())
+        .unwrap_or("the plan")
+}
+
+/// What the history says of a saved plan applied here, for a message.
+fn recorded_as(revision: Option<u64>) -> String {
+    revision.map_or_else(String::new, |r| {
+        format!(" (the history records it as revision {r})")
+    })
+}
+
 /// Connects to `context` (`None`: the one the flags or the kubeconfig choose), reads and
 /// plans; a saved plan is re-checked against the live objects.
 async fn plan_one(
@@ -317,11 +333,46 @@ async fn plan_one(
         sourced.live = None;
     }
     let mut refused = None;
-    if sourced.saved_plan {
+    if let (true, Some(checksum)) = (sourced.saved_plan, sourced.plan_checksum.clone()) {
         // A saved plan is shown under the context it is applied through, and as it is now:
         // every object re-read and re-planned by its updater under the guard.
         sourced.plan.context = cluster.conn.context.clone();
-        refused = plan_sources::recheck_saved(&cluster, &mut sourced.plan).await?;
+        match plan_sources::recheck_saved(&cluster, &mut sourced.plan, &checksum).await? {
+            Rechecked::Holds => {}
+            Rechecked::Refused(report) => refused = Some(report),
+            Rechecked::Applied if settings.fleet.is_some() => {
+                // A run over several clusters that stopped after a wave, or failed in one:
+                // this cluster is done, the run carries on with the others.
+                sourced.plan.objects.clear();
+                sourced.already_applied = Some(sourced.recorded_by);
+            }
+            Rechecked::Applied => {
+                return Err(AppError::UndoRefused {
+                    message: format!(
+                        "{} was applied already: the objects of {} in namespace {} (context {}) carry its checksum and hold every value it changes{}; a saved plan is applied once, so nothing was sent; make a new plan with --plan-out",
+                        Untrusted(saved_name(settings)),
+                        Untrusted(&sourced.plan.app),
+                        Untrusted(cluster.namespace()),
+                        Untrusted(&cluster.conn.context),
+                        recorded_as(sourced.recorded_by),
+                    ),
+                });
+            }
+            Rechecked::AppliedThenChanged { reference } => {
+                let message = format!(
+                    "{} was applied already, then changed: {} in namespace {} (context {}) carries its checksum, but a value it changes is no longer the planned one (undone or edited since){}; a saved plan is applied once, so nothing was sent; make a new plan with --plan-out",
+                    Untrusted(saved_name(settings)),
+                    Untrusted(&reference),
+                    Untrusted(cluster.namespace()),
+                    Untrusted(&cluster.conn.context),
+                    recorded_as(sourced.recorded_by),
+                );
+                if settings.fleet.is_none() {
+                    return Err(AppError::UndoRefused { message });
+                }
+                sourced.refusal = Some(message);
+            }
+        }
     }
     Ok(Member {
         index: 0,
@@ -345,29 +396,13 @@ async fn source(
             .unwrap_or_default();
         let app = target.plan.app.clone();
         let cm = history_store::read(cluster, &app).await?;
+        // The history is the log, not the lock: whether the plan was applied here is told by
+        // its objects ([`plan_sources::recheck_saved`]); the record only names the revision.
         let stored = history::History::from_config_map(cm.as_ref(), &app);
-        let applied = plan_sources::applied_by(&stored, &checksum);
+        let recorded_by = plan_sources::applied_by(&stored, &checksum);
         let mut plan = target.plan;
-        match (applied, &settings.fleet) {
-            // A run over several clusters that stopped after a wave, or failed in one: this
-            // cluster is done, the run carries on with the others.
-            (Some(_), Some(_)) => plan.objects.clear(),
-            (Some(revision), None) => {
-                let name = settings
-                    .saved()
-                    .map(|s| s.name.as_str())
-                    .unwrap_or("the plan");
-                return Err(AppError::UndoRefused {
-                    message: format!(
-                        "{} was applied already: revision {revision} of {} in namespace {} (context {}) applied it; a saved plan is applied once, so nothing was sent; make a new plan with --plan-out",
-                        Untrusted(name),
-                        Untrusted(&app),
-                        Untrusted(cluster.namespace()),
-                        Untrusted(&cluster.conn.context)
-                    ),
-                });
-            }
-            (None, _) => {}
+        for p in &mut plan.objects {
+            p.updater = Arc::new(applied::Marked::new(p.updater.clone(), checksum.clone()));
         }
         return Ok(Sourced {
             plan,
@@ -377,7 +412,8 @@ async fn source(
             refusal: None,
             live: None,
             plan_checksum: Some(checksum),
-            already_applied: applied,
+            recorded_by,
+            already_applied: None,
             fleet_run: None,
             left_alone: false,
         });
@@ -408,8 +444,9 @@ async fn source(
         undo_of: None,
     };
     let mut needs = request.needs();
-    // An image change names the revision its record is planned to get.
-    needs.history = needs.deployment && settings.history_max > 0;
+    // Read with the objects, in the same round: an image change names the revision its record
+    // is planned to get, and a history that cannot take the record is said with the plan.
+    needs.history = settings.history_max > 0;
     let mut live = plan_sources::read_live(cluster, &request, needs).await?;
     let plan = planner::build_plan(&request, &mut live)?;
     Ok(Sourced {
@@ -421,6 +458,7 @@ async fn source(
         refusal: None,
         live: Some(live),
         plan_checksum: None,
+        recorded_by: None,
         already_applied: None,
         fleet_run: None,
         left_alone: false,

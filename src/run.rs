@@ -275,11 +275,19 @@ impl Run<'_> {
             View::One => {
                 if let Some(m) = planned.members.first() {
                     self.streams.plan(&m.sourced.plan)?;
+                    if let Some(w) = frozen_history(self.settings, m) {
+                        streams::notice(&w);
+                    }
                 }
             }
             View::Fleet => {
                 if !planned.members.is_empty() || !planned.skipped.is_empty() {
                     self.streams.fleet_plan(&planned.fleet_plan())?;
+                }
+                for m in &planned.members {
+                    if let Some(w) = frozen_history(self.settings, m) {
+                        streams::notice(&format!("[{}] {w}", Untrusted(&m.cluster.conn.context)));
+                    }
                 }
             }
         }
@@ -297,7 +305,9 @@ impl Run<'_> {
                 let end = end_of(
                     planned,
                     |m| {
-                        if m.sourced.plan.has_changes() {
+                        if let Some(revision) = m.sourced.already_applied {
+                            ClusterState::AlreadyApplied { revision }
+                        } else if m.sourced.plan.has_changes() {
                             ClusterState::Planned
                         } else {
                             ClusterState::Unchanged { rollout: None }
@@ -749,6 +759,22 @@ async fn list_history(settings: &HistorySettings, streams: &Streams) -> Result<(
     }
     streams.history(settings.output, &settings.app, cluster.namespace(), &stored)?;
     Ok(())
+}
+
+/// The warning, said with the plan (before the question), that `m`'s change will not be
+/// recorded: its history ConfigMap is immutable (`immutable: true`), so no record can be
+/// added to it and `--undo` will not know the change.
+fn frozen_history(settings: &Settings, m: &Member) -> Option<String> {
+    let Some(Some(cm)) = &m.sourced.config_map else {
+        return None;
+    };
+    if settings.history_max == 0 || cm["immutable"] != true || !m.sourced.plan.has_changes() {
+        return None;
+    }
+    Some(format!(
+        "warning: configmap/{} is immutable, so this change will not be recorded in the history and --undo will not know it; whoever may delete ConfigMaps can delete it to record again (the next run that records creates it anew)",
+        Untrusted(&history::config_map_name(&m.sourced.plan.app))
+    ))
 }
 
 #[cfg(test)]

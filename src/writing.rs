@@ -473,7 +473,10 @@ impl Writing<'_> {
         if let Some(revision) = m.sourced.already_applied {
             progress.set(
                 m.index,
-                &format!("already applied by this plan (revision {revision})"),
+                &match revision {
+                    Some(revision) => format!("already applied by this plan (revision {revision})"),
+                    None => "already applied by this plan".to_owned(),
+                },
             );
             return ClusterState::AlreadyApplied { revision };
         }

@@ -167,7 +167,11 @@ fn a_saved_plan_round_trips_plan_out_then_apply() {
     assert_code(&o, 5);
     let err = stderr(&o);
     assert!(
-        err.contains("was applied already: revision 1 of web in namespace"),
+        err.contains("was applied already: the objects of web in namespace"),
+        "{err}"
+    );
+    assert!(
+        err.contains("(the history records it as revision 1)"),
         "{err}"
     );
     assert_eq!(env.writes().len(), writes, "{:?}", env.writes());

@@ -8,6 +8,7 @@
 //! crate-wide. The plugin (the `kubectl-appupdate` crate) reads, asks and writes around it.
 #![deny(clippy::print_stdout, clippy::print_stderr, clippy::dbg_macro)]
 
+pub mod applied;
 pub mod fleet_plan;
 pub mod history;
 pub mod live;
