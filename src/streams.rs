@@ -348,16 +348,17 @@ impl Streams {
             HistoryFormat::Table => {
                 history::render_table(stored, &|s| appupdate_model::text::escape(s).into_owned())
             }
-            HistoryFormat::Json => {
-                let mut t =
-                    serde_json::to_string_pretty(&history::document(app, namespace, stored))
-                        .map_err(io::Error::other)?;
-                t.push('\n');
-                t
-            }
-            HistoryFormat::Yaml => {
-                serde_saphyr::to_string(&history::document(app, namespace, stored))
-                    .map_err(io::Error::other)?
+            // The documents' one writer: what a ConfigMap writer put in a record (a user name
+            // holding a right-to-left override) is a JSON or YAML escape, not a raw character.
+            HistoryFormat::Json | HistoryFormat::Yaml => {
+                let doc = history::document(app, namespace, stored);
+                let mut out = Vec::new();
+                if format == HistoryFormat::Json {
+                    appupdate_model::output::write_json_of(&mut out, &doc)?;
+                } else {
+                    appupdate_model::output::write_yaml_of(&mut out, &doc)?;
+                }
+                return self.write(Kind::Plan, &out);
             }
         };
         self.write(Kind::Plan, text.as_bytes())

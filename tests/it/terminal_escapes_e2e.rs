@@ -889,3 +889,49 @@ fn the_prompt_names_the_hostile_context_escaped() {
     }
     assert!(plain(&transcript).contains("not confirmed"));
 }
+
+/// A history record as anyone who may write ConfigMaps could store it, with `user` holding
+/// invisible and bidi characters (no control characters: the record would be unverifiable).
+#[test]
+fn history_as_data_carries_a_hostile_user_exactly_and_escaped() {
+    use base64::Engine as _;
+    use std::io::Write as _;
+    let env = Env::new();
+    let user = "ad\u{202e}\u{2066}\u{200b}min";
+    let record = json!({
+        "revision": 1, "time": "2026-12-01T07:00:00Z", "user": user,
+        "tool": "kubectl-appupdate 0.1.0", "status": "applied", "source": {"type": "update"},
+        "bounds": {"max": {"before": 5, "after": 6}},
+    });
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(record.to_string().as_bytes()).unwrap();
+    let text = base64::engine::general_purpose::STANDARD.encode(gz.finish().unwrap());
+    env.sb
+        .create(
+            "/api/v1/namespaces/shop/configmaps",
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+                   "metadata": {"name": "web-appupdate-history", "labels": {"app": "web"}},
+                   "binaryData": {"revision-1.json.gz": text}}),
+        )
+        .unwrap();
+    for format in ["json", "yaml"] {
+        let o = env.run(&["history", "web", "-o", format]);
+        assert_code(&o, 0);
+        let out = stdout(&o);
+        assert_clean(&out, false, format);
+        let doc: Value = if format == "json" {
+            serde_json::from_str(&out).expect("one JSON document")
+        } else {
+            serde_saphyr::from_str(&out).expect("one YAML document")
+        };
+        assert_eq!(doc["records"][0]["user"], json!(user), "{format}: {out}");
+    }
+    let o = env.run(&["history", "web"]);
+    assert_code(&o, 0);
+    assert_clean(&stdout(&o), false, "table");
+    assert!(
+        stdout(&o).contains(r"ad\u{202e}\u{2066}\u{200b}min"),
+        "{}",
+        stdout(&o)
+    );
+}
