@@ -360,7 +360,7 @@ async fn plan_one(
             }
             Rechecked::AppliedThenChanged { reference } => {
                 let message = format!(
-                    "{} was applied already, then changed: {} in namespace {} (context {}) carries its checksum, but a value it changes is no longer the planned one (undone or edited since){}; a saved plan is applied once, so nothing was sent; make a new plan with --plan-out",
+                    "{} was applied already, then changed: {} in namespace {} (context {}) carries its checksum, but a value it changes is no longer the planned one: undone or edited since{}; a saved plan is applied once, so nothing was sent; make a new plan with --plan-out",
                     Untrusted(saved_name(settings)),
                     Untrusted(&reference),
                     Untrusted(cluster.namespace()),
