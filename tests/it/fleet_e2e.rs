@@ -935,11 +935,12 @@ fn a_stuck_rollout_in_the_first_wave_leaves_the_later_waves_untouched_and_exits_
 #[test]
 fn a_regression_during_the_bake_stops_the_run_before_the_next_wave() {
     let fleet = six_rolling_out();
-    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("kubectl-appupdate"));
-    scrub(&mut cmd);
-    cmd.arg("--kubeconfig")
-        .arg(&fleet.kubeconfig)
-        .args(in_waves_args(&[
+    // The regression lands as soon as the bake is seen to begin (not after a fixed sleep that
+    // a slow machine can overrun): the bake's end, which reads the Deployment again, is seconds
+    // away then.
+    let mut run = Running::with_kubeconfig(
+        &fleet.kubeconfig,
+        &in_waves_args(&[
             "--image",
             NEW_IMAGE,
             "--yes",
@@ -949,22 +950,11 @@ fn a_regression_during_the_bake_stops_the_run_before_the_next_wave() {
             "--timeout",
             "30s",
             "--bake",
-            "3s",
-        ]));
-    let child = cmd
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Once dev-1 rolled out, during the bake, one of its replicas becomes unavailable.
-    wait_until("dev-1 rolled out", || {
-        fleet.image("dev-1") == NEW_IMAGE
-            && fleet.sb("dev-1").get(DEPLOY).is_some_and(|d| {
-                d["status"]["updatedReplicas"] == d["spec"]["replicas"]
-                    && d["status"]["availableReplicas"] == d["spec"]["replicas"]
-            })
-    });
-    std::thread::sleep(Duration::from_millis(500));
+            "5s",
+        ]),
+    );
+    // Once dev-1 rolled out and its bake began, one of its replicas becomes unavailable.
+    run.wait_for_stderr("baking:");
     fleet
         .sb("dev-1")
         .update_status(DEPLOY, |d| {
@@ -972,14 +962,13 @@ fn a_regression_during_the_bake_stops_the_run_before_the_next_wave() {
             d["status"]["availableReplicas"] = json!(1);
         })
         .unwrap();
-    let o = child.wait_with_output().unwrap();
-    assert_code(&o, 7);
-    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let (code, out, err) = run.finish();
+    assert_eq!(code, 7, "{err}");
+    let doc: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(
         wave_statuses(&doc),
         ["failed", "not-started", "not-started"]
     );
-    let err = stderr(&o);
     assert!(
         err.contains("it regressed during the bake: 1 replica is unavailable"),
         "{err}"
