@@ -471,7 +471,7 @@ pub fn validate(record: &Record, app: &str) -> Result<(), String> {
         }
     };
     printable("time", &record.time, 64)?;
-    if record.time.parse::<k8s_openapi::jiff::Timestamp>().is_err() {
+    if record.time.parse::<jiff::Timestamp>().is_err() {
         return Err(format!(
             "its time {:?} is not an RFC 3339 time",
             record.time
