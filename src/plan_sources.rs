@@ -21,6 +21,7 @@ use serde_json::Value;
 
 use crate::apply::guard_reason;
 use crate::error::AppError;
+use crate::history_store;
 use crate::live_state;
 use crate::settings::{SavedInput, UndoRequest};
 use appupdate_kube::cluster::{Cluster, RequestError};
@@ -29,8 +30,9 @@ use appupdate_kube::kube_context::Connection;
 use appupdate_model::plan::{ObjectChange, Plan, Recheck, recheck};
 use appupdate_model::report::{Outcome, Report};
 use appupdate_plan::history::Source;
-use appupdate_plan::history::{self, History, PickError};
+use appupdate_plan::history::{self, History, PickError, Signed};
 use appupdate_plan::live::{LiveState, Needs};
+use appupdate_plan::plan_file::PlanKey;
 use appupdate_plan::plan_file::{ClusterPlan, SavedPlanError};
 use appupdate_plan::planner::{self, UpdateRequest};
 use appupdate_plan::undo;
@@ -273,12 +275,14 @@ pub fn applied_by(history: &History, checksum: &str) -> Option<u64> {
 /// The undo of the newest record (or `request.revision`): reads the history, then plans the
 /// record's earlier intent against the live objects as an ordinary run would
 /// ([`undo::request`]). `recording`: the run records its own change (its planned revision
-/// goes into the change-cause annotation).
+/// goes into the change-cause annotation). With the history key (`key`), a record that does
+/// not verify with it is refused before anything else is read.
 pub async fn undo(
     cluster: &Cluster,
     app: &str,
     request: &UndoRequest,
     recording: bool,
+    key: Option<&PlanKey>,
 ) -> Result<Sourced, AppError> {
     let name = history::config_map_name(app);
     let cm = cluster
@@ -319,7 +323,7 @@ pub async fn undo(
             fleet_run: None,
             force: request.force.clone(),
         };
-        return Box::pin(undo(cluster, app, &one, recording)).await;
+        return Box::pin(undo(cluster, app, &one, recording, key)).await;
     }
     let record = stored.pick(request.revision).map_err(|e| match e {
         PickError::Missing(why) => AppError::Undo {
@@ -333,6 +337,27 @@ pub async fn undo(
             ),
         },
     })?;
+    if let Some(seal) = history_store::seal(cluster, app, key) {
+        let why = match seal.check(record) {
+            Signed::Verified => None,
+            Signed::Unsigned => Some(format!(
+                "is not signed, and {} undoes only records signed with that key",
+                seal.key.named()
+            )),
+            Signed::Invalid => Some(format!(
+                "does not verify with {}: it was changed after it was signed, signed with another key, or copied from another revision, application, namespace or cluster",
+                seal.key.named()
+            )),
+        };
+        if let Some(why) = why {
+            return Err(AppError::UndoRefused {
+                message: format!(
+                    "not undone: revision {} of {whose} {why}; nothing was written. Someone who may write configmap/{name} may have put it there: see kubectl appupdate history {app} --history-key KEYFILE",
+                    record.revision
+                ),
+            });
+        }
+    }
     let intent = undo::request(record).map_err(|why| AppError::UndoRefused {
         message: format!(
             "not undone: revision {} of {whose} cannot be undone: {why}; nothing was written",

@@ -354,6 +354,7 @@ mod tests {
             routes_truncated: false,
             plan_checksum: None,
             fleet_run: None,
+            signature: None,
         }
     }
 
