@@ -397,8 +397,9 @@ pub struct UpdateArgs {
     )]
     pub fleet_run: Option<String>,
 
-    /// Undo even though these fields changed since the record (image, min, max, or a route
-    /// object's reference); must name exactly the fields the refusal lists.
+    /// Undo even though these values changed since the record (image, min, max, routes,
+    /// auth-url, auth-service, gateway, ingress-class, hosts, tls-secret, auth-provider); must
+    /// name exactly the values the refusal lists.
     #[arg(
         long,
         value_name = "FIELDS",

@@ -378,10 +378,20 @@ pub async fn undo(
     let mut live = read_live(cluster, &req, req.needs()).await?;
     // The history as read: the undo's own record is planned to be its next revision.
     live.history = recording.then(|| cm.clone());
+    // Where the live attachment is read from, before planning takes the live routes.
+    let holders = match record.endpoints {
+        Some(_) => undo::holders(app, &live),
+        None => Vec::new(),
+    };
     let plan = planner::build_plan(&req, &mut live)?;
-    let drift = undo::drift(record, &plan);
+    let mut drift = undo::drift(record, &plan);
+    let mut refusal = undo::refusal(record.revision, &drift, &request.force);
+    if refusal.is_some() && drift.iter().any(undo::Drift::is_attachment) {
+        changed_by(cluster, &holders, &mut drift).await;
+        refusal = undo::refusal(record.revision, &drift, &request.force);
+    }
     Ok(Sourced {
-        refusal: undo::refusal(record.revision, &drift, &request.force),
+        refusal,
         plan,
         source: Source::Undo {
             revision: record.revision,
@@ -394,6 +404,20 @@ pub async fn undo(
         fleet_run: None,
         left_alone: false,
     })
+}
+
+/// Says, for each part of the routes' attachment changed since the record, who last set it:
+/// the object holding it is read again (listed objects are read without their managedFields)
+/// and its managedFields asked ([`undo::last_changed`]). A read that fails says nothing.
+async fn changed_by(cluster: &Cluster, holders: &[undo::Holder], drift: &mut [undo::Drift]) {
+    for d in drift.iter_mut().filter(|d| d.is_attachment()) {
+        let Some(h) = holders.iter().find(|h| h.key == d.key) else {
+            continue;
+        };
+        if let Ok(Some(object)) = cluster.get(h.kind, &h.name).await {
+            d.changed_by = undo::last_changed(&object, h.fields);
+        }
+    }
 }
 
 /// The live objects `req` is planned against: the first read round, then what it leaves to read

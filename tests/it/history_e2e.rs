@@ -987,3 +987,128 @@ fn a_history_at_the_highest_revision_is_not_added_to_and_the_run_says_so() {
     );
     assert_eq!(env.sb.get(HISTORY_PATH).unwrap()["binaryData"], before);
 }
+
+/// Publishes [`ENDPOINTS`] in the `nginx-auth` style with the auth URL `url`.
+fn publish_auth_url(env: &Env, url: &str) {
+    let endpoints = env.write_file("endpoints.yaml", ENDPOINTS);
+    let o = env.run(&[
+        "web",
+        "--endpoints",
+        endpoints.to_str().unwrap(),
+        "--routes",
+        "nginx-auth",
+        "--auth-url",
+        url,
+        "--yes",
+    ]);
+    assert_code(&o, 0);
+}
+
+/// The auth URL of every managed Ingress that checks scopes (its annotation without the
+/// `?scopes=` query); never empty.
+fn auth_urls(env: &Env) -> Vec<String> {
+    let urls: Vec<String> = env
+        .ingresses()
+        .into_iter()
+        .filter(|i| i["metadata"]["labels"]["identifier"].is_string())
+        .filter_map(|i| {
+            let value = i["metadata"]["annotations"]["nginx.ingress.kubernetes.io/auth-url"]
+                .as_str()?
+                .to_owned();
+            Some(value.split('?').next().unwrap_or_default().to_owned())
+        })
+        .collect();
+    assert!(!urls.is_empty());
+    urls
+}
+
+const AUTH_A: &str = "http://a.auth.svc/check";
+const AUTH_B: &str = "http://b.auth.svc/check";
+const AUTH_C: &str = "http://c.auth.svc/check";
+
+#[test]
+fn an_undo_does_not_overwrite_an_auth_url_changed_since_its_record_unless_forced() {
+    let env = Env::new();
+    assert_code(&env.run(&["web", "--max", "6", "--yes"]), 0);
+    publish_auth_url(&env, AUTH_A); // revision 2: nginx-auth with a
+    publish_auth_url(&env, AUTH_B); // revision 3: a → b
+    publish_auth_url(&env, AUTH_C); // revision 4: b → c
+    assert_eq!(revisions(&env), [1, 2, 3, 4]);
+    let before = state(&env);
+    assert!(
+        auth_urls(&env).iter().all(|u| u == AUTH_C),
+        "{:?}",
+        auth_urls(&env)
+    );
+
+    let writes = env.writes().len();
+    let o = env.run(&["web", "--to-revision", "3", "--yes"]);
+    assert_code(&o, 5);
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!(
+            "not undone: the auth URL of the routes of web (auth-url) is now \"{AUTH_C}\" (revision 3 left it at \"{AUTH_B}\"; last set by kubectl-appupdate at "
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains("to overwrite exactly these, add --force-undo auth-url"),
+        "{err}"
+    );
+    assert_eq!(env.writes().len(), writes, "{:?}", env.writes());
+    assert_eq!(state(&env), before);
+
+    // Named, it is overwritten: revision 3 is undone to the auth URL before it.
+    let o = env.run(&[
+        "web",
+        "--to-revision",
+        "3",
+        "--yes",
+        "--force-undo",
+        "auth-url",
+    ]);
+    assert_code(&o, 0);
+    assert!(
+        auth_urls(&env).iter().all(|u| u == AUTH_A),
+        "{:?}",
+        auth_urls(&env)
+    );
+}
+
+#[test]
+fn an_auth_url_changed_by_hand_is_refused_naming_who_changed_it() {
+    let env = Env::new();
+    publish_auth_url(&env, AUTH_A); // revision 1
+    publish_auth_url(&env, AUTH_B); // revision 2: a → b
+    // Someone else points the routes at their own auth service.
+    let key = "nginx.ingress.kubernetes.io/auth-url";
+    for i in env.ingresses() {
+        if let Some(url) = i["metadata"]["annotations"][key].as_str() {
+            let name = i["metadata"]["name"].as_str().unwrap();
+            let theirs = url.replace(AUTH_B, "http://attacker.example/allow-all");
+            env.sb
+                .update(&ingress_path(name), |o| {
+                    o["metadata"]["annotations"][key] = json!(theirs);
+                })
+                .unwrap();
+        }
+    }
+    let before = state(&env);
+    let o = env.run(&["web", "--undo", "--yes"]);
+    assert_code(&o, 5);
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!(
+            "the auth URL of the routes of web (auth-url) is now \"http://attacker.example/allow-all\" (revision 2 left it at \"{AUTH_B}\"; last set by sandbox-competitor at "
+        )),
+        "{err}"
+    );
+    assert!(err.contains(", in ingress.networking.k8s.io/web-"), "{err}");
+    assert_eq!(state(&env), before);
+    // The diff shown before the refusal says what the undo would have written.
+    assert!(stdout(&o).contains(AUTH_A), "{}", stdout(&o));
+    // Forcing something else is no way around it.
+    let o = env.run(&["web", "--undo", "--yes", "--force-undo", "routes"]);
+    assert_code(&o, 5);
+    assert_eq!(state(&env), before);
+}
