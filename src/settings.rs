@@ -1124,6 +1124,51 @@ mod tests {
     }
 
     #[test]
+    fn the_history_key_is_its_flag_else_its_variable_for_every_command() {
+        let env = |file: Option<&str>| Environment {
+            history_key_file: file.map(PathBuf::from),
+            plan_key_file: Some("env.key".into()),
+            ..Default::default()
+        };
+        let files = Files(KEYS.to_vec());
+        let cli = |args: &[&str]| {
+            let mut argv = vec!["kubectl-appupdate"];
+            argv.extend_from_slice(args);
+            Cli::try_parse_args(argv).unwrap()
+        };
+        let named = |s: Result<Settings, SettingsError>| {
+            s.unwrap().history_key.map(|k| k.named().to_owned())
+        };
+        let update = |args: &[&str], file| Settings::resolve(cli(args).update, &env(file), &files);
+        assert_eq!(
+            named(update(
+                &["web", "--undo", "--history-key", "flag.key"],
+                Some("env.key")
+            ))
+            .as_deref(),
+            Some("--history-key flag.key")
+        );
+        assert_eq!(
+            named(update(&["web", "--max", "3"], Some("env.key"))).as_deref(),
+            Some("APPUPDATE_HISTORY_KEY_FILE=env.key")
+        );
+        // The plan key's variable is not the history key's.
+        assert_eq!(named(update(&["web", "--max", "3"], None)), None);
+        assert_eq!(
+            update(&["web", "--undo"], Some("short.key"))
+                .unwrap_err()
+                .to_string(),
+            "APPUPDATE_HISTORY_KEY_FILE=short.key: the key is shorter than 16 bytes; a key needs at least 16, e.g. from openssl rand -hex 32"
+        );
+        let c = cli(&["history", "web", "--history-key", "flag.key"]);
+        let Some(crate::cli::Command::History(args)) = c.command else {
+            panic!("history")
+        };
+        let h = HistorySettings::resolve(args, c.update.cluster, &env(None), &files).unwrap();
+        assert_eq!(h.history_key.unwrap().named(), "--history-key flag.key");
+    }
+
+    #[test]
     fn a_key_file_that_cannot_be_a_key_is_refused_in_one_line() {
         let err = |args: &[&str], env_key| with_keys(args, env_key).unwrap_err().to_string();
         let save = |key: &'static str| {
