@@ -117,6 +117,9 @@ pub struct ApplyArgs {
     pub verify_key: Option<PathBuf>,
 
     #[command(flatten)]
+    pub history_key: HistoryKeyArgs,
+
+    #[command(flatten)]
     pub fleet: FleetArgs,
 
     /// Apply the waves up to this one (from 1) and stop; applying the same file again carries
@@ -185,6 +188,9 @@ pub struct HistoryArgs {
     #[arg(short = 'o', long, value_enum, default_value_t = HistoryFormat::Table, help_heading = "Output")]
     pub output: HistoryFormat,
 
+    #[command(flatten)]
+    pub history_key: HistoryKeyArgs,
+
     /// When to colour the output.
     #[arg(long, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN", help_heading = "Output")]
     pub color: ColorChoice,
@@ -192,6 +198,18 @@ pub struct HistoryArgs {
     /// More detail on stderr (requests); never prints credentials.
     #[arg(short = 'v', long, action = clap::ArgAction::Count, help_heading = "Output")]
     pub verbose: u8,
+}
+
+/// `--history-key`: the key that signs the history records a run writes and verifies those an
+/// undo (or `history`) reads. A flag of its own: `--sign-key` and `--verify-key` are the saved
+/// plan's.
+#[derive(Debug, Args)]
+pub struct HistoryKeyArgs {
+    /// Sign the history records written with the key in KEYFILE (HMAC-SHA-256), and undo only
+    /// records that verify with it; `history` shows which do (default:
+    /// $APPUPDATE_HISTORY_KEY_FILE; without either, records are neither signed nor checked).
+    #[arg(long, value_name = "KEYFILE", help_heading = "History")]
+    pub history_key: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -379,8 +397,9 @@ pub struct UpdateArgs {
     )]
     pub fleet_run: Option<String>,
 
-    /// Undo even though these fields changed since the record (image, min, max, or a route
-    /// object's reference); must name exactly the fields the refusal lists.
+    /// Undo even though these values changed since the record (image, min, max, routes,
+    /// auth-url, auth-service, gateway, ingress-class, hosts, tls-secret, auth-provider); must
+    /// name exactly the values the refusal lists.
     #[arg(
         long,
         value_name = "FIELDS",
@@ -389,6 +408,9 @@ pub struct UpdateArgs {
         help_heading = "Undo"
     )]
     pub force_undo: Vec<String>,
+
+    #[command(flatten)]
+    pub history_key: HistoryKeyArgs,
 
     #[command(flatten)]
     pub cluster: ClusterArgs,

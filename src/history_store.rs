@@ -9,15 +9,14 @@
 //! own). A conflict (another run recorded first) costs one read and one write more; so does a
 //! record that said more than the writes did ([`correct`]).
 
-use std::convert::Infallible;
-
 use serde_json::Value;
 
 use crate::apply::ApplyOptions;
 use appupdate_kube::cluster::{Cluster, RequestError};
 use appupdate_kube::describe::Target;
 use appupdate_model::plan::Write;
-use appupdate_plan::history::{self, History, Record};
+use appupdate_plan::history::{self, Full, History, Record, Seal};
+use appupdate_plan::plan_file::PlanKey;
 
 /// What became of a run's history record.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -51,6 +50,17 @@ pub async fn who(cluster: &Cluster) -> String {
     }
 }
 
+/// What signs and verifies the records of `app`'s history in `cluster` with the history key
+/// (`None`: no key, nothing signed or checked).
+pub fn seal<'a>(cluster: &'a Cluster, app: &'a str, key: Option<&'a PlanKey>) -> Option<Seal<'a>> {
+    key.map(|key| Seal {
+        key,
+        app,
+        namespace: cluster.namespace(),
+        server: &cluster.conn.server,
+    })
+}
+
 /// Reads the history ConfigMap (`None`: there is none).
 pub async fn read(cluster: &Cluster, app: &str) -> Result<Option<Value>, crate::error::AppError> {
     let name = history::config_map_name(app);
@@ -76,6 +86,13 @@ pub fn warning(cluster: &Cluster, app: &str, err: &RequestError, verb: &str) -> 
     format!(
         "warning: the changes were made but not recorded in the history, so --undo does not know them: {}",
         err.describe(verb, &target(cluster, app))
+    )
+}
+
+/// Why a record was not added to a history at its highest revision, as a warning.
+pub fn full_warning(full: &Full) -> String {
+    format!(
+        "warning: the changes were made but not recorded in the history, so --undo does not know them: {full}"
     )
 }
 
@@ -109,29 +126,29 @@ pub fn correction_warning(
     )
 }
 
-/// Adds `record` as the next revision, keeping `max` records. `config_map` is the ConfigMap as
-/// read earlier in the run (`None`: there was none); a conflict (another run recorded first)
-/// re-reads it and tries again, at most `tries` times in all, backing off as the writes do.
-/// Returns the revision, and the ConfigMap before and after the write.
+/// Adds `record` as the next revision (signed with `key`, when given), keeping `max` records.
+/// `config_map` is the ConfigMap as read earlier in the run (`None`: there was none); a
+/// conflict (another run recorded first) re-reads it and tries again, at most `tries` times in
+/// all, backing off as the writes do. Returns the revision, and the ConfigMap before and after
+/// the write; `Ok(Err)`: nothing written, the history holds the highest revision.
 pub async fn add(
     cluster: &Cluster,
     app: &str,
     config_map: Option<Value>,
     record: &Record,
     max: u32,
+    key: Option<&PlanKey>,
     tries: u32,
-) -> Result<(u64, Added), (RequestError, &'static str)> {
+) -> Result<Result<(u64, Added), Full>, (RequestError, &'static str)> {
+    let seal = seal(cluster, app, key);
     let add = |stored: &History, _attempt: u32| {
-        let (write, revision) = history::add(stored, app, record.clone(), max);
-        Ok::<_, Infallible>((write, revision))
+        history::add(stored, app, record.clone(), max, seal.as_ref())
     };
-    match write_fresh(cluster, app, config_map, tries, add).await? {
-        Ok(added) => Ok(added),
-        Err(never) => match never {},
-    }
+    write_fresh(cluster, app, config_map, tries, add).await
 }
 
-/// Puts `record` in place of the stored revision `revision` (`None`: removes it), with one
+/// Puts `record` in place of the stored revision `revision` (`None`: removes it; signed with
+/// `key`, when given), with one
 /// conditional write. `added` is the ConfigMap before and after the record's own write: a
 /// record removed before any other run recorded gives back the records its addition pruned,
 /// and the next run takes its revision number, so the history reads as if it had never been
@@ -143,13 +160,15 @@ pub async fn correct(
     app: &str,
     revision: u64,
     record: Option<Record>,
+    key: Option<&PlanKey>,
     added: Added,
     tries: u32,
 ) -> Result<(), (RequestError, &'static str)> {
+    let seal = seal(cluster, app, key);
     let restore = history::pruned(added.over.as_ref(), &added.written);
     let replace = |stored: &History, attempt: u32| {
         let restore = if attempt == 1 { &restore[..] } else { &[] };
-        history::replace(stored, revision, record.clone(), restore)
+        history::replace(stored, revision, record.clone(), restore, seal.as_ref())
             .map(|write| (write, ()))
             .ok_or(())
     };

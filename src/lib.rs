@@ -85,7 +85,12 @@ fn run_to_end(args: Vec<OsString>, env: &Environment) -> (Ending, Streams) {
         }
         Some(Command::History(args)) => {
             let streams = streams_before_flags(args.color);
-            return match settings::HistorySettings::resolve(args, cli.update.cluster, env) {
+            return match settings::HistorySettings::resolve(
+                args,
+                cli.update.cluster,
+                env,
+                &RealFiles,
+            ) {
                 Ok(s) => {
                     let streams =
                         Streams::new(OutputFormat::Diff, s.color, streams.color(Kind::Error));

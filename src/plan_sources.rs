@@ -21,6 +21,7 @@ use serde_json::Value;
 
 use crate::apply::guard_reason;
 use crate::error::AppError;
+use crate::history_store;
 use crate::live_state;
 use crate::settings::{SavedInput, UndoRequest};
 use appupdate_kube::cluster::{Cluster, RequestError};
@@ -30,8 +31,9 @@ use appupdate_model::plan::{ObjectChange, Plan, Recheck, recheck};
 use appupdate_model::report::{Outcome, Report};
 use appupdate_plan::applied;
 use appupdate_plan::history::Source;
-use appupdate_plan::history::{self, History, PickError};
+use appupdate_plan::history::{self, History, PickError, Signed};
 use appupdate_plan::live::{LiveState, Needs};
+use appupdate_plan::plan_file::PlanKey;
 use appupdate_plan::plan_file::{ClusterPlan, SavedPlanError};
 use appupdate_plan::planner::{self, UpdateRequest};
 use appupdate_plan::undo;
@@ -314,12 +316,14 @@ pub fn applied_by(history: &History, checksum: &str) -> Option<u64> {
 /// The undo of the newest record (or `request.revision`): reads the history, then plans the
 /// record's earlier intent against the live objects as an ordinary run would
 /// ([`undo::request`]). `recording`: the run records its own change (its planned revision
-/// goes into the change-cause annotation).
+/// goes into the change-cause annotation). With the history key (`key`), a record that does
+/// not verify with it is refused before anything else is read.
 pub async fn undo(
     cluster: &Cluster,
     app: &str,
     request: &UndoRequest,
     recording: bool,
+    key: Option<&PlanKey>,
 ) -> Result<Sourced, AppError> {
     let name = history::config_map_name(app);
     let cm = cluster
@@ -361,7 +365,7 @@ pub async fn undo(
             fleet_run: None,
             force: request.force.clone(),
         };
-        return Box::pin(undo(cluster, app, &one, recording)).await;
+        return Box::pin(undo(cluster, app, &one, recording, key)).await;
     }
     let record = stored.pick(request.revision).map_err(|e| match e {
         PickError::Missing(why) => AppError::Undo {
@@ -375,6 +379,27 @@ pub async fn undo(
             ),
         },
     })?;
+    if let Some(seal) = history_store::seal(cluster, app, key) {
+        let why = match seal.check(record) {
+            Signed::Verified => None,
+            Signed::Unsigned => Some(format!(
+                "is not signed, and {} undoes only records signed with that key",
+                seal.key.named()
+            )),
+            Signed::Invalid => Some(format!(
+                "does not verify with {}: it was changed after it was signed, signed with another key, or copied from another revision, application, namespace or cluster",
+                seal.key.named()
+            )),
+        };
+        if let Some(why) = why {
+            return Err(AppError::UndoRefused {
+                message: format!(
+                    "not undone: revision {} of {whose} {why}; nothing was written. Someone who may write configmap/{name} may have put it there: see kubectl appupdate history {app} --history-key KEYFILE",
+                    record.revision
+                ),
+            });
+        }
+    }
     let intent = undo::request(record).map_err(|why| AppError::UndoRefused {
         message: format!(
             "not undone: revision {} of {whose} cannot be undone: {why}; nothing was written",
@@ -395,10 +420,20 @@ pub async fn undo(
     let mut live = read_live(cluster, &req, req.needs()).await?;
     // The history as read: the undo's own record is planned to be its next revision.
     live.history = recording.then(|| cm.clone());
+    // Where the live attachment is read from, before planning takes the live routes.
+    let holders = match record.endpoints {
+        Some(_) => undo::holders(app, &live),
+        None => Vec::new(),
+    };
     let plan = planner::build_plan(&req, &mut live)?;
-    let drift = undo::drift(record, &plan);
+    let mut drift = undo::drift(record, &plan);
+    let mut refusal = undo::refusal(record.revision, &drift, &request.force);
+    if refusal.is_some() && drift.iter().any(undo::Drift::is_attachment) {
+        changed_by(cluster, &holders, &mut drift).await;
+        refusal = undo::refusal(record.revision, &drift, &request.force);
+    }
     Ok(Sourced {
-        refusal: undo::refusal(record.revision, &drift, &request.force),
+        refusal,
         plan,
         source: Source::Undo {
             revision: record.revision,
@@ -412,6 +447,20 @@ pub async fn undo(
         fleet_run: None,
         left_alone: false,
     })
+}
+
+/// Says, for each part of the routes' attachment changed since the record, who last set it:
+/// the object holding it is read again (listed objects are read without their managedFields)
+/// and its managedFields asked ([`undo::last_changed`]). A read that fails says nothing.
+async fn changed_by(cluster: &Cluster, holders: &[undo::Holder], drift: &mut [undo::Drift]) {
+    for d in drift.iter_mut().filter(|d| d.is_attachment()) {
+        let Some(h) = holders.iter().find(|h| h.key == d.key) else {
+            continue;
+        };
+        if let Ok(Some(object)) = cluster.get(h.kind, &h.name).await {
+            d.changed_by = undo::last_changed(&object, h.fields);
+        }
+    }
 }
 
 /// The live objects `req` is planned against: the first read round, then what it leaves to read

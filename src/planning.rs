@@ -421,8 +421,14 @@ async fn source(
     let changes = match &settings.mode {
         Mode::Update { changes, .. } => changes,
         Mode::Undo { request, .. } => {
-            return plan_sources::undo(cluster, &settings.app, request, settings.history_max > 0)
-                .await;
+            return plan_sources::undo(
+                cluster,
+                &settings.app,
+                request,
+                settings.history_max > 0,
+                settings.history_key.as_ref(),
+            )
+            .await;
         }
         Mode::Apply(saved) => {
             // Every cluster of a saved plan has its entry; a context it has none for was

@@ -747,8 +747,13 @@ async fn list_history(settings: &HistorySettings, streams: &Streams) -> Result<(
             },
             source: Box::new(source),
         })?;
-    let stored = history::History::from_config_map(cm.as_ref(), &settings.app);
-    if stored.entries.is_empty() && settings.output == crate::cli::HistoryFormat::Table {
+    let mut stored = history::History::from_config_map(cm.as_ref(), &settings.app);
+    if let Some(seal) =
+        crate::history_store::seal(&cluster, &settings.app, settings.history_key.as_ref())
+    {
+        stored.check_signatures(&seal);
+    }
+    if stored.is_empty() && settings.output == crate::cli::HistoryFormat::Table {
         streams::notice(&format!(
             "No recorded changes for {} in namespace {} (context {}).",
             settings.app,

@@ -55,7 +55,8 @@ pub enum SettingsError {
     /// The plan file cannot be applied.
     #[error(transparent)]
     PlanFile(#[from] PlanFileError),
-    /// A key file (`--sign-key`, `--verify-key`, `APPUPDATE_PLAN_KEY_FILE`) cannot be read.
+    /// A key file (`--sign-key`, `--verify-key`, `--history-key` or their variables) cannot be
+    /// read.
     #[error("{key}: cannot read the key file: {source}")]
     KeyUnreadable {
         /// [`PlanKey::named`].
@@ -75,6 +76,10 @@ pub enum SettingsError {
 /// The environment variable naming the key file that signs saved plans (when `--plan-out` has
 /// no `--sign-key`) and verifies them (when `apply FILE` has no `--verify-key`).
 pub const PLAN_KEY_VAR: &str = "APPUPDATE_PLAN_KEY_FILE";
+
+/// The environment variable naming the key file that signs history records and verifies them
+/// (when a command has no `--history-key`).
+pub const HISTORY_KEY_VAR: &str = "APPUPDATE_HISTORY_KEY_FILE";
 
 /// What the process was started with, captured once.
 #[derive(Clone, Debug, Default)]
@@ -99,6 +104,8 @@ pub struct Environment {
     pub proxy: ProxyEnv,
     /// `APPUPDATE_PLAN_KEY_FILE` ([`PLAN_KEY_VAR`]), when set and not empty.
     pub plan_key_file: Option<PathBuf>,
+    /// `APPUPDATE_HISTORY_KEY_FILE` ([`HISTORY_KEY_VAR`]), when set and not empty.
+    pub history_key_file: Option<PathBuf>,
 }
 
 impl Environment {
@@ -127,6 +134,9 @@ impl Environment {
             can_prompt: stderr_tty && (stdin_tty || dev_tty()),
             proxy: ProxyEnv::from_lookup(|k| var(k).map(|v| v.to_string_lossy().into_owned())),
             plan_key_file: var(PLAN_KEY_VAR)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from),
+            history_key_file: var(HISTORY_KEY_VAR)
                 .filter(|v| !v.is_empty())
                 .map(PathBuf::from),
         }
@@ -389,6 +399,9 @@ pub struct Settings {
     pub stderr_is_terminal: bool,
     /// `--history-max`: records kept (0: none written).
     pub history_max: u32,
+    /// `--history-key` (else `APPUPDATE_HISTORY_KEY_FILE`): signs the records written, and an
+    /// undo takes only records that verify with it.
+    pub history_key: Option<PlanKey>,
     /// A run over several clusters.
     pub fleet: Option<FleetSettings>,
     /// `--verify-url`: after the writes, check that the paths with scopes refuse a request
@@ -480,6 +493,8 @@ pub struct HistorySettings {
     pub output: HistoryFormat,
     pub color: bool,
     pub verbose: u8,
+    /// `--history-key`: shows whether each record verifies with it.
+    pub history_key: Option<PlanKey>,
 }
 
 impl HistorySettings {
@@ -487,6 +502,7 @@ impl HistorySettings {
         args: HistoryArgs,
         cluster: ClusterArgs,
         env: &Environment,
+        files: &dyn FileReader,
     ) -> Result<HistorySettings, SettingsError> {
         validate_app_name(&args.name).map_err(SettingsError::Invalid)?;
         let cluster = resolve_cluster(cluster, env)?;
@@ -496,6 +512,7 @@ impl HistorySettings {
             ));
         }
         Ok(HistorySettings {
+            history_key: history_key(args.history_key.history_key, env, files)?,
             app: args.name,
             cluster,
             output: args.output,
@@ -668,6 +685,38 @@ fn plan_key(
         .map_err(|why| SettingsError::Key { key: named, why })
 }
 
+/// The key of `--history-key`, else the one [`HISTORY_KEY_VAR`] names, else none; read and
+/// checked as a plan key is.
+fn history_key(
+    path: Option<PathBuf>,
+    env: &Environment,
+    files: &dyn FileReader,
+) -> Result<Option<PlanKey>, SettingsError> {
+    let (path, named) = match (path, &env.history_key_file) {
+        (Some(path), _) => {
+            let named = format!("--history-key {}", Untrusted(path.display().to_string()));
+            (path, named)
+        }
+        (None, Some(path)) => {
+            let named = format!(
+                "{HISTORY_KEY_VAR}={}",
+                Untrusted(path.display().to_string())
+            );
+            (path.clone(), named)
+        }
+        (None, None) => return Ok(None),
+    };
+    let content = files
+        .read_bytes(&path)
+        .map_err(|source| SettingsError::KeyUnreadable {
+            key: named.clone(),
+            source,
+        })?;
+    PlanKey::new(content, named.clone())
+        .map(Some)
+        .map_err(|why| SettingsError::Key { key: named, why })
+}
+
 impl Settings {
     /// Validates what clap cannot (values that depend on each other, the image syntax, names,
     /// the endpoints file) without the cluster, and resolves the flags.
@@ -798,6 +847,7 @@ impl Settings {
             can_prompt: env.can_prompt,
             stderr_is_terminal: env.stderr_is_terminal,
             history_max: args.history_max,
+            history_key: history_key(args.history_key.history_key, env, files)?,
             fleet,
             verify,
         })
@@ -893,6 +943,7 @@ impl Settings {
             can_prompt: env.can_prompt,
             stderr_is_terminal: env.stderr_is_terminal,
             history_max: args.history_max,
+            history_key: history_key(args.history_key.history_key, env, files)?,
             fleet,
             verify: None,
         })
@@ -1070,6 +1121,51 @@ mod tests {
         assert_eq!(signed_by(&["web", "--max", "3"], Some("missing.key")), None);
         // The flag wins: the variable's file is not read.
         assert!(with_keys(&flag, Some("missing.key")).is_ok());
+    }
+
+    #[test]
+    fn the_history_key_is_its_flag_else_its_variable_for_every_command() {
+        let env = |file: Option<&str>| Environment {
+            history_key_file: file.map(PathBuf::from),
+            plan_key_file: Some("env.key".into()),
+            ..Default::default()
+        };
+        let files = Files(KEYS.to_vec());
+        let cli = |args: &[&str]| {
+            let mut argv = vec!["kubectl-appupdate"];
+            argv.extend_from_slice(args);
+            Cli::try_parse_args(argv).unwrap()
+        };
+        let named = |s: Result<Settings, SettingsError>| {
+            s.unwrap().history_key.map(|k| k.named().to_owned())
+        };
+        let update = |args: &[&str], file| Settings::resolve(cli(args).update, &env(file), &files);
+        assert_eq!(
+            named(update(
+                &["web", "--undo", "--history-key", "flag.key"],
+                Some("env.key")
+            ))
+            .as_deref(),
+            Some("--history-key flag.key")
+        );
+        assert_eq!(
+            named(update(&["web", "--max", "3"], Some("env.key"))).as_deref(),
+            Some("APPUPDATE_HISTORY_KEY_FILE=env.key")
+        );
+        // The plan key's variable is not the history key's.
+        assert_eq!(named(update(&["web", "--max", "3"], None)), None);
+        assert_eq!(
+            update(&["web", "--undo"], Some("short.key"))
+                .unwrap_err()
+                .to_string(),
+            "APPUPDATE_HISTORY_KEY_FILE=short.key: the key is shorter than 16 bytes; a key needs at least 16, e.g. from openssl rand -hex 32"
+        );
+        let c = cli(&["history", "web", "--history-key", "flag.key"]);
+        let Some(crate::cli::Command::History(args)) = c.command else {
+            panic!("history")
+        };
+        let h = HistorySettings::resolve(args, c.update.cluster, &env(None), &files).unwrap();
+        assert_eq!(h.history_key.unwrap().named(), "--history-key flag.key");
     }
 
     #[test]

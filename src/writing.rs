@@ -700,6 +700,7 @@ async fn write_and_record(
                             app,
                             revision,
                             done,
+                            settings.history_key.as_ref(),
                             written,
                             settings.retries,
                         )
@@ -751,11 +752,13 @@ async fn add_record(
         config_map,
         &record,
         settings.history_max,
+        settings.history_key.as_ref(),
         settings.retries,
     )
     .await
     {
-        Ok((revision, written)) => (
+        Ok(Err(full)) => (Recorded::Warning(history_store::full_warning(&full)), None),
+        Ok(Ok((revision, written))) => (
             Recorded::Revision {
                 revision,
                 config_map: history::config_map_name(app),

@@ -632,7 +632,12 @@ fn an_undo_after_the_provider_moved_is_refused_as_drift() {
     let o = env.run(&["web", "--to-revision", "1", "--yes"]);
     assert_code(&o, 5);
     assert!(
-        stderr(&o).contains("the routes of web changed since revision 1"),
+        stderr(&o).contains("the auth provider of the routes of web (auth-provider) is now \"envoy-gateway\" (revision 1 left it at \"filter\")"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        stderr(&o).contains("add --force-undo auth-provider"),
         "{}",
         stderr(&o)
     );

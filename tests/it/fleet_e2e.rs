@@ -1184,3 +1184,78 @@ fn a_fleet_undo_refused_in_one_cluster_names_it_once_and_writes_nothing_anywhere
     assert_eq!(fleet.image("eu-1"), NEW_IMAGE);
     assert_eq!(fleet.image("eu-2"), "registry.example.com/web:hotfix");
 }
+
+#[test]
+fn with_the_history_key_a_fleet_undo_refuses_a_record_tampered_with_in_one_cluster() {
+    use base64::Engine as _;
+    use std::io::{Read as _, Write as _};
+    const HISTORY: &str = "/api/v1/namespaces/shop/configmaps/web-appupdate-history";
+    let fleet = Fleet::new(&["eu-1", "eu-2", "us-1"]);
+    let key = fleet.dir.path().join("history.key");
+    std::fs::write(&key, "0123456789abcdef0123456789abcdef\n").unwrap();
+    let key = key.to_str().unwrap();
+    assert_code(&update(&fleet, THREE, &["--yes", "--history-key", key]), 0);
+    // In eu-2, a ConfigMap writer edits the signed record: the image the undo would deploy.
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let original =
+        fleet.sb("eu-2").get(HISTORY).unwrap()["binaryData"]["revision-1.json.gz"].clone();
+    let mut json = String::new();
+    flate2::read::GzDecoder::new(b64.decode(original.as_str().unwrap()).unwrap().as_slice())
+        .read_to_string(&mut json)
+        .unwrap();
+    let mut record: Value = serde_json::from_str(&json).unwrap();
+    assert!(record["signature"].is_string(), "{record}");
+    record["image"]["before"] = json!("evil.example.com/miner:1");
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(record.to_string().as_bytes()).unwrap();
+    let forged = b64.encode(gz.finish().unwrap());
+    let put = |text: &Value| {
+        fleet
+            .sb("eu-2")
+            .update(HISTORY, |cm| {
+                cm["binaryData"]["revision-1.json.gz"] = text.clone()
+            })
+            .unwrap();
+    };
+    put(&json!(forged));
+    let before = fleet.all_writes();
+    let o = fleet.run(&[
+        "web",
+        "--contexts",
+        THREE,
+        "--undo",
+        "--yes",
+        "--history-key",
+        key,
+    ]);
+    assert_code(&o, 5);
+    let err = stderr(&o);
+    let eu2: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("context eu-2"))
+        .collect();
+    assert_eq!(eu2.len(), 1, "{err}");
+    assert!(
+        eu2[0].contains("not undone: revision 1 of web in namespace \"shop\" (context \"eu-2\") does not verify with --history-key "),
+        "{err}"
+    );
+    assert_eq!(fleet.all_writes(), before, "{err}");
+    for name in ["eu-1", "eu-2", "us-1"] {
+        assert_eq!(fleet.image(name), NEW_IMAGE, "{name}");
+    }
+    // The record as the tool signed it undoes everywhere.
+    put(&original);
+    let o = fleet.run(&[
+        "web",
+        "--contexts",
+        THREE,
+        "--undo",
+        "--yes",
+        "--history-key",
+        key,
+    ]);
+    assert_code(&o, 0);
+    for name in ["eu-1", "eu-2", "us-1"] {
+        assert_eq!(fleet.image(name), OLD_IMAGE, "{name}");
+    }
+}

@@ -885,3 +885,234 @@ fn an_undo_sees_no_drift_in_paths_written_with_a_trailing_slash_in_every_style()
         );
     }
 }
+
+/// The `-o json` plan of a dry run with `args`.
+fn dry_plan(env: &Env, args: &[&str]) -> Value {
+    let mut all = args.to_vec();
+    all.extend(["--dry-run", "-o", "json"]);
+    let o = env.run(&all);
+    assert_code(&o, 0);
+    serde_json::from_slice(&o.stdout).expect("one plan document")
+}
+
+#[test]
+fn planted_keys_that_do_not_round_trip_are_listed_never_counted_and_never_undone() {
+    let env = Env::new();
+    assert_code(&env.run(&["web", "--max", "6", "--yes"]), 0);
+    assert_code(&env.run(&["web", "--image", NEW_IMAGE, "--yes"]), 0);
+    // A ConfigMap writer plants revision 1's record under a key that reads as 2 and under one
+    // that reads as the largest u64 (which made the next revision overflow).
+    let rev1 = env.sb.get(HISTORY_PATH).unwrap()["binaryData"]["revision-1.json.gz"].clone();
+    env.sb
+        .update(HISTORY_PATH, |cm| {
+            cm["binaryData"]["revision-02.json.gz"] = rev1.clone();
+            cm["binaryData"]["revision-18446744073709551615.json.gz"] = rev1.clone();
+        })
+        .unwrap();
+
+    // Listed, with why, as keys of no revision.
+    let o = env.run(&["history", "web"]);
+    assert_code(&o, 0);
+    let out = stdout(&o);
+    let line = |key: &str| {
+        out.lines()
+            .find(|l| l.contains(key))
+            .unwrap_or_else(|| panic!("{key} is not listed: {out}"))
+            .to_owned()
+    };
+    let planted = line("revision-02.json.gz");
+    assert!(planted.starts_with("-  "), "{out}");
+    assert!(planted.contains("unverifiable"), "{out}");
+    assert!(planted.contains("its revision has a leading zero"), "{out}");
+    assert!(planted.contains("never counted or undone"), "{out}");
+    assert!(
+        line("revision-18446744073709551615.json.gz").contains("above 1000000000"),
+        "{out}"
+    );
+    let doc = history_json(&env);
+    assert_eq!(revisions(&env), [1, 2]);
+    assert_eq!(
+        doc["unverifiableKeys"].as_array().unwrap().len(),
+        2,
+        "{doc}"
+    );
+
+    // --undo and --to-revision 2 pick the same record: revision 2, the image change.
+    let undo = dry_plan(&env, &["web", "--undo"]);
+    let to_two = dry_plan(&env, &["web", "--to-revision", "2"]);
+    assert_eq!(undo["objects"], to_two["objects"]);
+    let kinds: Vec<&str> = undo["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|o| o["action"] != "unchanged")
+        .map(|o| o["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["Deployment"], "{undo}");
+
+    // A writing run still works (no panic, no wrap) and records the next canonical revision.
+    let o = env.run(&["web", "--max", "7", "--yes"]);
+    assert_code(&o, 0);
+    assert!(!stderr(&o).contains("warning"), "{}", stderr(&o));
+    assert_eq!(env.bounds().1, 7);
+    assert_eq!(revisions(&env), [1, 2, 3]);
+    let data = env.sb.get(HISTORY_PATH).unwrap()["binaryData"].clone();
+    assert!(data["revision-3.json.gz"].is_string(), "{data}");
+    assert_eq!(data["revision-02.json.gz"], rev1);
+    assert_eq!(data["revision-18446744073709551615.json.gz"], rev1);
+    // And the undo of revision 2 is the image change it recorded.
+    assert_code(&env.run(&["web", "--to-revision", "2", "--yes"]), 0);
+    assert_eq!(env.image(), "registry.example.com/web:1.0");
+}
+
+#[test]
+fn a_history_at_the_highest_revision_is_not_added_to_and_the_run_says_so() {
+    let env = Env::new();
+    assert_code(&env.run(&["web", "--max", "6", "--yes"]), 0);
+    let rev1 = env.sb.get(HISTORY_PATH).unwrap()["binaryData"]["revision-1.json.gz"].clone();
+    env.sb
+        .update(HISTORY_PATH, |cm| {
+            cm["binaryData"]["revision-1000000000.json.gz"] = rev1.clone();
+        })
+        .unwrap();
+    let before = env.sb.get(HISTORY_PATH).unwrap()["binaryData"].clone();
+    let o = env.run(&["web", "--max", "7", "--yes"]);
+    assert_code(&o, 0);
+    assert_eq!(env.bounds().1, 7);
+    let err = stderr(&o);
+    assert!(
+        err.contains("warning: the changes were made but not recorded in the history, so --undo does not know them: configmap/web-appupdate-history holds revision 1000000000, the highest a record has, so no record can follow it"),
+        "{err}"
+    );
+    assert_eq!(
+        err.lines().filter(|l| l.contains("warning")).count(),
+        1,
+        "{err}"
+    );
+    assert_eq!(env.sb.get(HISTORY_PATH).unwrap()["binaryData"], before);
+}
+
+/// Publishes [`ENDPOINTS`] in the `nginx-auth` style with the auth URL `url`.
+fn publish_auth_url(env: &Env, url: &str) {
+    let endpoints = env.write_file("endpoints.yaml", ENDPOINTS);
+    let o = env.run(&[
+        "web",
+        "--endpoints",
+        endpoints.to_str().unwrap(),
+        "--routes",
+        "nginx-auth",
+        "--auth-url",
+        url,
+        "--yes",
+    ]);
+    assert_code(&o, 0);
+}
+
+/// The auth URL of every managed Ingress that checks scopes (its annotation without the
+/// `?scopes=` query); never empty.
+fn auth_urls(env: &Env) -> Vec<String> {
+    let urls: Vec<String> = env
+        .ingresses()
+        .into_iter()
+        .filter(|i| i["metadata"]["labels"]["identifier"].is_string())
+        .filter_map(|i| {
+            let value = i["metadata"]["annotations"]["nginx.ingress.kubernetes.io/auth-url"]
+                .as_str()?
+                .to_owned();
+            Some(value.split('?').next().unwrap_or_default().to_owned())
+        })
+        .collect();
+    assert!(!urls.is_empty());
+    urls
+}
+
+const AUTH_A: &str = "http://a.auth.svc/check";
+const AUTH_B: &str = "http://b.auth.svc/check";
+const AUTH_C: &str = "http://c.auth.svc/check";
+
+#[test]
+fn an_undo_does_not_overwrite_an_auth_url_changed_since_its_record_unless_forced() {
+    let env = Env::new();
+    assert_code(&env.run(&["web", "--max", "6", "--yes"]), 0);
+    publish_auth_url(&env, AUTH_A); // revision 2: nginx-auth with a
+    publish_auth_url(&env, AUTH_B); // revision 3: a → b
+    publish_auth_url(&env, AUTH_C); // revision 4: b → c
+    assert_eq!(revisions(&env), [1, 2, 3, 4]);
+    let before = state(&env);
+    assert!(
+        auth_urls(&env).iter().all(|u| u == AUTH_C),
+        "{:?}",
+        auth_urls(&env)
+    );
+
+    let writes = env.writes().len();
+    let o = env.run(&["web", "--to-revision", "3", "--yes"]);
+    assert_code(&o, 5);
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!(
+            "not undone: the auth URL of the routes of web (auth-url) is now \"{AUTH_C}\" (revision 3 left it at \"{AUTH_B}\"; last set by kubectl-appupdate at "
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains("to overwrite exactly these, add --force-undo auth-url"),
+        "{err}"
+    );
+    assert_eq!(env.writes().len(), writes, "{:?}", env.writes());
+    assert_eq!(state(&env), before);
+
+    // Named, it is overwritten: revision 3 is undone to the auth URL before it.
+    let o = env.run(&[
+        "web",
+        "--to-revision",
+        "3",
+        "--yes",
+        "--force-undo",
+        "auth-url",
+    ]);
+    assert_code(&o, 0);
+    assert!(
+        auth_urls(&env).iter().all(|u| u == AUTH_A),
+        "{:?}",
+        auth_urls(&env)
+    );
+}
+
+#[test]
+fn an_auth_url_changed_by_hand_is_refused_naming_who_changed_it() {
+    let env = Env::new();
+    publish_auth_url(&env, AUTH_A); // revision 1
+    publish_auth_url(&env, AUTH_B); // revision 2: a → b
+    // Someone else points the routes at their own auth service.
+    let key = "nginx.ingress.kubernetes.io/auth-url";
+    for i in env.ingresses() {
+        if let Some(url) = i["metadata"]["annotations"][key].as_str() {
+            let name = i["metadata"]["name"].as_str().unwrap();
+            let theirs = url.replace(AUTH_B, "http://attacker.example/allow-all");
+            env.sb
+                .update(&ingress_path(name), |o| {
+                    o["metadata"]["annotations"][key] = json!(theirs);
+                })
+                .unwrap();
+        }
+    }
+    let before = state(&env);
+    let o = env.run(&["web", "--undo", "--yes"]);
+    assert_code(&o, 5);
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!(
+            "the auth URL of the routes of web (auth-url) is now \"http://attacker.example/allow-all\" (revision 2 left it at \"{AUTH_B}\"; last set by sandbox-competitor at "
+        )),
+        "{err}"
+    );
+    assert!(err.contains(", in ingress.networking.k8s.io/web-"), "{err}");
+    assert_eq!(state(&env), before);
+    // The diff shown before the refusal says what the undo would have written.
+    assert!(stdout(&o).contains(AUTH_A), "{}", stdout(&o));
+    // Forcing something else is no way around it.
+    let o = env.run(&["web", "--undo", "--yes", "--force-undo", "routes"]);
+    assert_code(&o, 5);
+    assert_eq!(state(&env), before);
+}

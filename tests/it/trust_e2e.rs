@@ -504,3 +504,200 @@ fn a_saved_removal_of_an_unmanaged_route_is_refused_with_nothing_written() {
     assert!(env.writes().is_empty(), "{:?}", env.writes());
     assert_eq!(snapshot(&env), before);
 }
+
+// ---- signed history ----
+
+const HISTORY_KEY: &str = "0123456789abcdef0123456789abcdef\n";
+const OTHER_KEY: &str = "fedcba9876543210fedcba9876543210\n";
+
+/// The history's `binaryData`.
+fn stored_records(env: &Env) -> serde_json::Map<String, Value> {
+    env.sb.get(HISTORY_PATH).unwrap()["binaryData"]
+        .as_object()
+        .unwrap()
+        .clone()
+}
+
+/// Puts `text` in the history under `key` (`None`: removes the key), as a ConfigMap writer can.
+fn plant(env: &Env, key: &str, text: Option<Value>) {
+    env.sb
+        .update(HISTORY_PATH, |cm| {
+            let data = cm["binaryData"].as_object_mut().unwrap();
+            match &text {
+                Some(t) => data.insert(key.to_owned(), t.clone()),
+                None => data.remove(key),
+            };
+        })
+        .unwrap();
+}
+
+/// `history web --history-key KEY` as (revision, signature check) pairs.
+fn signature_checks(env: &Env, key: &str) -> Vec<(u64, String)> {
+    let o = env.run(&["history", "web", "-o", "json", "--history-key", key]);
+    assert_code(&o, 0);
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    doc["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["revision"].as_u64().unwrap(),
+                r["signatureCheck"].as_str().unwrap_or("-").to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn with_the_history_key_an_undo_takes_only_records_the_tool_signed_with_it() {
+    let env = Env::new();
+    let key = env.write_file("history.key", HISTORY_KEY);
+    let other = env.write_file("other.key", OTHER_KEY);
+    let (key, other) = (key.to_str().unwrap(), other.to_str().unwrap());
+    // Revision 1, signed by the tool.
+    assert_code(
+        &env.run(&["web", "--max", "7", "--yes", "--history-key", key]),
+        0,
+    );
+    assert_eq!(signature_checks(&env, key), [(1, "verified".to_owned())]);
+    let o = env.run(&["history", "web", "--history-key", key]);
+    let out = stdout(&o);
+    assert!(out.lines().next().unwrap().contains("SIGNATURE"), "{out}");
+    assert!(out.lines().nth(1).unwrap().contains("verified"), "{out}");
+    let signed = stored_records(&env)["revision-1.json.gz"].clone();
+
+    // 1. A ConfigMap writer adds revision 2: "undo" it to an image of theirs.
+    let forged = record(
+        2,
+        json!({"image": {"container": "app", "before": "evil.example.com/miner:1",
+                         "after": "registry.example.com/web:1.0"}}),
+    );
+    plant(
+        &env,
+        "revision-2.json.gz",
+        Some(json!(stored(&serde_json::to_vec(&forged).unwrap()))),
+    );
+    let before = snapshot(&env);
+    let writes = env.writes().len();
+    let o = env.run(&["web", "--undo", "--yes", "--history-key", key]);
+    assert_code(&o, 5);
+    let err = stderr(&o);
+    assert!(
+        err.contains("not undone: revision 2 of web in namespace \"shop\" (context \"sandbox\") is not signed, and --history-key "),
+        "{err}"
+    );
+    assert!(
+        err.contains("undoes only records signed with that key; nothing was written"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert_eq!(env.writes().len(), writes, "{:?}", env.writes());
+    assert_eq!(snapshot(&env), before);
+    // Without the key nothing is checked: the forged record is an ordinary undo plan, and
+    // its diff is all that shows the image.
+    let o = env.run(&["web", "--undo", "--dry-run"]);
+    assert_code(&o, 0);
+    assert!(
+        stdout(&o).contains("evil.example.com/miner:1"),
+        "{}",
+        stdout(&o)
+    );
+
+    // 2. Signed, but with another key (a writer with a key of their own).
+    plant(&env, "revision-2.json.gz", None);
+    assert_code(
+        &env.run(&["web", "--min", "3", "--yes", "--history-key", other]),
+        0,
+    );
+    let before = snapshot(&env);
+    let o = env.run(&["web", "--undo", "--yes", "--history-key", key]);
+    assert_code(&o, 5);
+    let err = stderr(&o);
+    assert!(
+        err.contains("not undone: revision 2 of web in namespace \"shop\" (context \"sandbox\") does not verify with --history-key "),
+        "{err}"
+    );
+    assert_eq!(env.bounds(), (3, 7));
+    assert_eq!(snapshot(&env), before);
+
+    // 3. The tool's own signed record copied to another revision.
+    plant(&env, "revision-3.json.gz", Some(signed.clone()));
+    let o = env.run(&["web", "--undo", "--yes", "--history-key", key]);
+    assert_code(&o, 5);
+    assert!(
+        stderr(&o).contains(
+            "revision 3 of web in namespace \"shop\" (context \"sandbox\") does not verify"
+        ),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(
+        signature_checks(&env, key),
+        [
+            (1, "verified".to_owned()),
+            (2, "invalid".to_owned()),
+            (3, "invalid".to_owned())
+        ]
+    );
+
+    // The tool's own record undoes fine, with the key from the environment this time; the
+    // undo's own record is signed too.
+    plant(&env, "revision-2.json.gz", None);
+    plant(&env, "revision-3.json.gz", None);
+    let o = env
+        .cmd()
+        .args(["web", "--undo", "--yes"])
+        .env("APPUPDATE_HISTORY_KEY_FILE", key)
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    assert_eq!(env.bounds(), (3, 5));
+    assert_eq!(
+        signature_checks(&env, key),
+        [(1, "verified".to_owned()), (2, "verified".to_owned())]
+    );
+}
+
+#[test]
+fn a_record_applied_from_a_saved_plan_is_signed_with_the_history_key() {
+    let env = Env::new();
+    let key = env.write_file("history.key", HISTORY_KEY);
+    let key = key.to_str().unwrap();
+    let file = env.dir.path().join("plan.json");
+    let o = env.run(&["web", "--max", "9", "--plan-out", file.to_str().unwrap()]);
+    assert_code(&o, 0);
+    let o = env.run(&[
+        "apply",
+        file.to_str().unwrap(),
+        "--yes",
+        "--history-key",
+        key,
+    ]);
+    assert_code(&o, 0);
+    assert_eq!(signature_checks(&env, key), [(1, "verified".to_owned())]);
+    // Read with another key, it is not the tool's.
+    let other = env.write_file("other.key", OTHER_KEY);
+    assert_eq!(
+        signature_checks(&env, other.to_str().unwrap()),
+        [(1, "invalid".to_owned())]
+    );
+    // A key too short is refused before anything is sent.
+    let short = env.write_file("short.key", "0123456789\n");
+    let requests = env.sb.requests().len();
+    let o = env.run(&[
+        "web",
+        "--undo",
+        "--yes",
+        "--history-key",
+        short.to_str().unwrap(),
+    ]);
+    assert_code(&o, 3);
+    assert!(
+        stderr(&o).contains("--history-key ")
+            && stderr(&o).contains("short.key: the key is shorter than 16 bytes"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(env.sb.requests().len(), requests);
+}

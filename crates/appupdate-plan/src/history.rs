@@ -27,11 +27,26 @@
 //! undone. Records written by earlier versions held route object bodies: those are neither
 //! shown nor replayed, and such a record's routes cannot be undone.
 //!
+//! Validation says a record is one this tool could have written, not that it did. With the
+//! history key (`--history-key`), every record written is signed ([`Seal`]): HMAC-SHA-256 with
+//! the key, over the record bound to the application, namespace and API server of its history,
+//! its revision and its fleet run, in the record's `signature` field (records without one,
+//! earlier versions' included, still read). A reader with the key tells the tool's own records
+//! from the rest ([`Signed`]); an undo takes only those that verify. Without the key nothing is
+//! signed or checked. A signature cannot say that the history is complete: whoever may write
+//! the ConfigMap can still delete records, or put back one that was pruned.
+//!
 //! # The ConfigMap
 //!
 //! Each record is one `binaryData` key, `revision-<N>.json.gz`: the record as JSON, gzip'd
 //! (route objects repeat the same structure, so hundreds of them compress to a few tens of
-//! KiB). Revisions count up from 1. A new record is added with one conditional write — a JSON
+//! KiB). Revisions count up from 1 to [`MAX_REVISION`]. A key is a record's only in the form
+//! this tool writes — `N` in decimal digits, no leading zero, at most [`MAX_REVISION`] — so
+//! each revision has exactly one key; any other key that starts with `revision-` or ends with
+//! `.json.gz` (`revision-02.json.gz`, `revision-18446744073709551615.json.gz`) is a [`Stray`]:
+//! listed as unverifiable, never counted for the next revision, never pruned, never undone.
+//! Revisions are computed with checked arithmetic: a history that holds [`MAX_REVISION`] is not
+//! added to ([`Full`]; the run warns that it was not recorded) rather than wrapping. A new record is added with one conditional write — a JSON
 //! merge patch carrying the ConfigMap's `resourceVersion`, which adds the new key and removes
 //! the pruned ones, or a create when there is no ConfigMap yet — so two runs that record at the
 //! same time never lose each other's record: the second one's write conflicts, re-reads and
@@ -54,6 +69,8 @@ use appupdate_model::intent::{self, RouteSet, RoutesChange, RoutesHeader};
 use appupdate_model::names;
 use appupdate_model::plan::{Action, Base, Kind, ObjectChange, PatchType, Write};
 use appupdate_model::report::{Outcome, Report};
+
+use crate::plan_file::PlanKey;
 
 /// This program, as it names itself in plan files and history records.
 pub fn tool() -> String {
@@ -84,6 +101,10 @@ pub const MAX_EXPANDED: u64 = 4 * 1024 * 1024;
 /// The most bytes all the records read may expand to: the newest are read first, and older
 /// ones past this are listed as not read.
 pub const MAX_READ: u64 = 32 * 1024 * 1024;
+/// The highest revision a record has: `revision-<N>.json.gz` keys above it are not records
+/// ([`classify`]), and a history that holds it records nothing more ([`Full`]). At one run a
+/// second, it lasts thirty years.
+pub const MAX_REVISION: u64 = 1_000_000_000;
 const KEY_PREFIX: &str = "revision-";
 const KEY_SUFFIX: &str = ".json.gz";
 
@@ -96,12 +117,55 @@ fn key(revision: u64) -> String {
     format!("{KEY_PREFIX}{revision}{KEY_SUFFIX}")
 }
 
+/// What a `binaryData` key of the history ConfigMap is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum KeyKind {
+    /// A record's key, in the one form [`key`] writes: the revision.
+    Record(u64),
+    /// Looks like a record's key but is not in that form: why.
+    Stray(String),
+    /// Not a record's key at all.
+    Other,
+}
+
+/// Reads a `binaryData` key. A record's key round-trips: `revision-<N>.json.gz` with `N` in
+/// decimal digits only, without leading zeros, from 1 to [`MAX_REVISION`] — exactly what
+/// [`key`] writes for `N`. Any other key that starts with `revision-` or ends with `.json.gz`
+/// (in any case) is a stray: listed, never counted, never undone.
+fn classify(key: &str) -> KeyKind {
+    let lower = key.to_ascii_lowercase();
+    let looks = lower.starts_with(KEY_PREFIX) || lower.ends_with(KEY_SUFFIX);
+    if !looks {
+        return KeyKind::Other;
+    }
+    let Some(number) = key
+        .strip_prefix(KEY_PREFIX)
+        .and_then(|k| k.strip_suffix(KEY_SUFFIX))
+    else {
+        return KeyKind::Stray(format!("it is not named {KEY_PREFIX}<N>{KEY_SUFFIX}"));
+    };
+    if number.is_empty() || !number.bytes().all(|b| b.is_ascii_digit()) {
+        return KeyKind::Stray("its revision is not a decimal number".into());
+    }
+    if number.bytes().all(|b| b == b'0') {
+        return KeyKind::Stray("its revision is 0, and revisions count from 1".into());
+    }
+    if number.starts_with('0') {
+        return KeyKind::Stray("its revision has a leading zero".into());
+    }
+    match number.parse::<u64>() {
+        Ok(n) if n <= MAX_REVISION => KeyKind::Record(n),
+        _ => KeyKind::Stray(format!(
+            "its revision is above {MAX_REVISION}, the highest a record has"
+        )),
+    }
+}
+
 fn revision_of(key: &str) -> Option<u64> {
-    key.strip_prefix(KEY_PREFIX)?
-        .strip_suffix(KEY_SUFFIX)?
-        .parse()
-        .ok()
-        .filter(|r| *r > 0)
+    match classify(key) {
+        KeyKind::Record(n) => Some(n),
+        _ => None,
+    }
 }
 
 /// Whether the run applied everything it planned.
@@ -197,6 +261,10 @@ pub struct Record {
     /// picks the records by.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fleet_run: Option<String>,
+    /// `hmac-sha256:<hex>` with the history key (`--history-key`), over the rest of the record
+    /// bound to where it is kept ([`Seal`]); `None`: written without a key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
 }
 
 /// What a run knows about itself besides its report.
@@ -212,6 +280,83 @@ pub struct RunInfo {
     pub plan_checksum: Option<String>,
     /// The run over several clusters this run is part of.
     pub fleet_run: Option<String>,
+}
+
+/// What a record's signature is over besides the record: this name, so that no other
+/// signature made with the same key (a plan file's, over other content) reads as a record's.
+const SIGNED: &str = "kubectl-appupdate.history-record/v1";
+
+/// The history key (`--history-key`) and where the history it signs is kept. A record's
+/// signature is over its content bound to the application, the namespace and the API server of
+/// its history, its revision and its fleet run: the same record copied to another revision,
+/// application, namespace or cluster does not verify.
+#[derive(Clone, Copy, Debug)]
+pub struct Seal<'a> {
+    pub key: &'a PlanKey,
+    pub app: &'a str,
+    pub namespace: &'a str,
+    /// The API server URL, as the kubeconfig names it.
+    pub server: &'a str,
+}
+
+/// Whether a record verifies with the history key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Signed {
+    /// Signed with the key, for this history and revision, and unchanged since.
+    Verified,
+    /// Not signed: written without a key, or by someone else.
+    Unsigned,
+    /// Signed, but not with this key over this content here: changed after signing, signed
+    /// with another key, or copied from another revision, application, namespace or cluster.
+    Invalid,
+}
+
+impl Signed {
+    /// How `history` names it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Signed::Verified => "verified",
+            Signed::Unsigned => "unsigned",
+            Signed::Invalid => "invalid",
+        }
+    }
+}
+
+impl Seal<'_> {
+    /// What the signature of `record` is over: the record without its signature, bound to
+    /// where it is kept.
+    fn content(&self, record: &Record) -> Vec<u8> {
+        let mut unsigned = serde_json::to_value(record).unwrap_or(Value::Null);
+        if let Some(fields) = unsigned.as_object_mut() {
+            fields.remove("signature");
+        }
+        crate::plan_file::canonical(&json!({
+            "schema": SIGNED,
+            "app": self.app,
+            "namespace": self.namespace,
+            "server": self.server,
+            "revision": record.revision,
+            "fleetRun": record.fleet_run,
+            "record": unsigned,
+        }))
+    }
+
+    /// Signs `record` as it will be stored (its revision set).
+    pub fn sign(&self, record: &mut Record) {
+        record.signature = None;
+        record.signature = self.key.sign(&self.content(record));
+    }
+
+    /// Whether `record` (as read, its revision the one of its key) verifies.
+    pub fn check(&self, record: &Record) -> Signed {
+        match &record.signature {
+            None => Signed::Unsigned,
+            Some(signature) if self.key.verifies(&self.content(record), signature) => {
+                Signed::Verified
+            }
+            Some(_) => Signed::Invalid,
+        }
+    }
 }
 
 fn as_string(v: Option<&Value>) -> Option<String> {
@@ -317,6 +462,7 @@ pub fn record(report: &Report, info: &RunInfo) -> Option<Record> {
         routes_truncated: false,
         plan_checksum: info.plan_checksum.clone(),
         fleet_run: info.fleet_run.clone(),
+        signature: None,
     })
 }
 
@@ -400,14 +546,38 @@ pub enum PickError {
     Unverifiable(String),
 }
 
+/// A `binaryData` key that looks like a record's but is not in the one form this tool writes
+/// (`revision-02.json.gz`, `revision-18446744073709551615.json.gz`): listed by `history`,
+/// never counted for the next revision, never undone.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Stray {
+    pub key: String,
+    pub why: String,
+}
+
+/// The history holds [`MAX_REVISION`]: no record can be numbered after it, so none is added.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "configmap/{config_map} holds revision {MAX_REVISION}, the highest a record has, so no record can follow it; save its records (kubectl appupdate history {app} -o json) and delete the ConfigMap to number them from 1 again"
+)]
+pub struct Full {
+    pub config_map: String,
+    pub app: String,
+}
+
 /// The records stored for an application, oldest first, and the ConfigMap's identity.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct History {
     pub entries: Vec<Entry>,
+    /// Keys that look like records' but are not ([`Stray`]), by key.
+    pub strays: Vec<Stray>,
     /// `None`: there is no ConfigMap yet.
     pub base: Option<Base>,
     /// Stored size of each record (base64 bytes), by revision.
     sizes: BTreeMap<u64, usize>,
+    /// Whether each record verifies with the history key, by revision, once checked
+    /// ([`History::check_signatures`]); `None`: not checked (no key).
+    pub signatures: Option<BTreeMap<u64, Signed>>,
 }
 
 /// A record as stored: gzip'd JSON, base64.
@@ -550,6 +720,11 @@ pub fn validate(record: &Record, app: &str) -> Result<(), String> {
     {
         return Err("its fleet run is not an identifier (a-z, 0-9, -; at most 64)".into());
     }
+    if let Some(s) = &record.signature
+        && !is_signature(s)
+    {
+        return Err("its signature is not an hmac-sha256:<64 hex digits> signature".into());
+    }
     let _ = app;
     Ok(())
 }
@@ -560,6 +735,12 @@ pub fn is_fleet_run(id: &str) -> bool {
         && id
             .bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+}
+
+/// `hmac-sha256:` and 64 lowercase hex digits.
+fn is_signature(s: &str) -> bool {
+    s.strip_prefix("hmac-sha256:")
+        .is_some_and(|h| h.len() == 64 && h.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
 }
 
 /// `sha256:` and 64 lowercase hex digits.
@@ -603,8 +784,39 @@ impl History {
                 })
                 .collect();
             history.entries.sort_by_key(Entry::revision);
+            history.strays = cm["binaryData"]
+                .as_object()
+                .into_iter()
+                .flatten()
+                .filter_map(|(key, _)| match classify(key) {
+                    KeyKind::Stray(why) => Some(Stray {
+                        key: key.clone(),
+                        why,
+                    }),
+                    _ => None,
+                })
+                .collect();
+            history.strays.sort_by(|a, b| a.key.cmp(&b.key));
         }
         history
+    }
+
+    /// Nothing stored: no record, and no key that looks like one.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty() && self.strays.is_empty()
+    }
+
+    /// Checks each record's signature with the history key ([`History::signatures`]).
+    pub fn check_signatures(&mut self, seal: &Seal<'_>) {
+        self.signatures = Some(
+            self.entries
+                .iter()
+                .filter_map(|e| match e {
+                    Entry::Record(r) => Some((r.revision, seal.check(r))),
+                    Entry::Unverifiable { .. } => None,
+                })
+                .collect(),
+        );
     }
 
     /// What adding a record needs of the ConfigMap (`None`: there is none): each stored
@@ -616,11 +828,11 @@ impl History {
             return History::default();
         };
         History {
-            entries: Vec::new(),
             base: Base::of(cm),
             sizes: stored_texts(cm)
                 .map(|(revision, text)| (revision, text.len()))
                 .collect(),
+            ..History::default()
         }
     }
 
@@ -669,27 +881,37 @@ impl History {
         }
     }
 
-    /// The revision the next record added gets.
-    pub fn next_revision(&self) -> u64 {
-        self.sizes.keys().next_back().map_or(1, |r| r + 1)
+    /// The revision the next record added gets; `None` when the newest stored is
+    /// [`MAX_REVISION`] ([`Full`]).
+    pub fn next_revision(&self) -> Option<u64> {
+        match self.sizes.keys().next_back() {
+            None => Some(1),
+            Some(newest) => newest.checked_add(1).filter(|r| *r <= MAX_REVISION),
+        }
     }
 }
 
-/// `record` as stored, without its routes (the intent and the list of objects) if they would
-/// take more than [`RECORD_BUDGET`].
-fn stored_text(mut record: Record) -> String {
-    let text = encode(&record);
+/// `record` as stored (signed with `seal`, when given), without its routes (the intent and
+/// the list of objects) if they would take more than [`RECORD_BUDGET`].
+fn stored_text(mut record: Record, seal: Option<&Seal<'_>>) -> String {
+    let encode = |record: &mut Record| {
+        if let Some(seal) = seal {
+            seal.sign(record);
+        }
+        encode(record)
+    };
+    let text = encode(&mut record);
     if text.len() <= RECORD_BUDGET {
         return text;
     }
     record.endpoints = None;
     record.routes_truncated = true;
-    let text = encode(&record);
+    let text = encode(&mut record);
     if text.len() <= RECORD_BUDGET {
         return text;
     }
     record.routes.clear();
-    encode(&record)
+    encode(&mut record)
 }
 
 /// The records `before` held that `after` does not: what adding a record to `before` pruned.
@@ -705,15 +927,17 @@ pub fn pruned(before: Option<&Value>, after: &Value) -> Vec<(u64, String)> {
         .unwrap_or_default()
 }
 
-/// The request that puts `record` in place of the stored revision `revision` of `history`
-/// (`None`: removes it, putting back the records its addition pruned, `restore`), or `None`
-/// when that revision is no longer stored. A run writes its record together with its last
-/// writes, saying what they will have done; this corrects it when they did less.
+/// The request that puts `record` (signed with `seal`, when given) in place of the stored
+/// revision `revision` of `history` (`None`: removes it, putting back the records its addition
+/// pruned, `restore`), or `None` when that revision is no longer stored. A run writes its
+/// record together with its last writes, saying what they will have done; this corrects it
+/// when they did less.
 pub fn replace(
     history: &History,
     revision: u64,
     record: Option<Record>,
     restore: &[(u64, String)],
+    seal: Option<&Seal<'_>>,
 ) -> Option<Write> {
     let base = history.base.clone()?;
     if !history.sizes.contains_key(&revision) {
@@ -723,7 +947,7 @@ pub fn replace(
     match record {
         Some(mut record) => {
             record.revision = revision;
-            data.insert(key(revision), Value::String(stored_text(record)));
+            data.insert(key(revision), Value::String(stored_text(record, seal)));
         }
         None => {
             data.insert(key(revision), Value::Null);
@@ -739,22 +963,33 @@ pub fn replace(
     })
 }
 
-/// The request that adds `record` to `history` as its next revision, keeping at most `max`
-/// records within [`BUDGET`]; and the revision it gets.
-pub fn add(history: &History, app: &str, mut record: Record, max: u32) -> (Write, u64) {
-    let revision = history.next_revision();
+/// The request that adds `record` to `history` as its next revision (signed with `seal`,
+/// when given), keeping at most `max` records within [`BUDGET`]; and the revision it gets.
+/// `Err` when the history holds [`MAX_REVISION`]: nothing is added.
+pub fn add(
+    history: &History,
+    app: &str,
+    mut record: Record,
+    max: u32,
+    seal: Option<&Seal<'_>>,
+) -> Result<(Write, u64), Full> {
+    let revision = history.next_revision().ok_or_else(|| Full {
+        config_map: config_map_name(app),
+        app: app.to_owned(),
+    })?;
     record.revision = revision;
-    let text = stored_text(record);
+    let text = stored_text(record, seal);
     // Newest first: keep while within the count and the budget.
     let mut total = text.len();
     let mut keep = 1u32;
     let mut drop = Vec::new();
     for (rev, size) in history.sizes.iter().rev() {
-        if keep < max.max(1) && total + size <= BUDGET {
-            keep += 1;
-            total += size;
-        } else {
-            drop.push(*rev);
+        match total.checked_add(*size) {
+            Some(more) if keep < max.max(1) && more <= BUDGET => {
+                keep += 1;
+                total = more;
+            }
+            _ => drop.push(*rev),
         }
     }
     let write = match &history.base {
@@ -783,66 +1018,119 @@ pub fn add(history: &History, app: &str, mut record: Record, max: u32) -> (Write
             }
         }
     };
-    (write, revision)
+    Ok((write, revision))
 }
 
-/// `history -o json|yaml`: the records, oldest first.
+/// Why a stray key is listed, in one sentence.
+fn stray_why(stray: &Stray) -> String {
+    format!(
+        "{} is not a record key ({}; a record is {KEY_PREFIX}<N>{KEY_SUFFIX}, N from 1 to {MAX_REVISION} without leading zeros), so it is never counted or undone",
+        stray.key, stray.why
+    )
+}
+
+/// `history -o json|yaml`: the records, oldest first; with the history key checked, whether
+/// each verifies (`signatureCheck`); keys that look like records' but are not
+/// (`unverifiableKeys`).
 pub fn document(app: &str, namespace: &str, history: &History) -> Value {
     let records: Vec<Value> = history
         .entries
         .iter()
         .map(|e| match e {
-            Entry::Record(r) => serde_json::to_value(r).unwrap_or(Value::Null),
+            Entry::Record(r) => {
+                let mut v = serde_json::to_value(r).unwrap_or(Value::Null);
+                if let Some(signed) = history.signed(r.revision) {
+                    v["signatureCheck"] = json!(signed.as_str());
+                }
+                v
+            }
             Entry::Unverifiable { revision, why } => {
                 json!({"revision": revision, "unverifiable": why})
             }
         })
         .collect();
-    json!({"schema": SCHEMA, "app": app, "namespace": namespace, "records": records})
+    let mut doc = json!({"schema": SCHEMA, "app": app, "namespace": namespace, "records": records});
+    if !history.strays.is_empty() {
+        doc["unverifiableKeys"] = history
+            .strays
+            .iter()
+            .map(|s| json!({"key": s.key, "unverifiable": stray_why(s)}))
+            .collect();
+    }
+    doc
 }
 
-/// The listing for people, like `helm history`: one line per record, oldest first.
-/// `escape` makes each value printable.
+impl History {
+    /// Whether the record of `revision` verifies, when the signatures were checked.
+    pub fn signed(&self, revision: u64) -> Option<Signed> {
+        self.signatures.as_ref()?.get(&revision).copied()
+    }
+}
+
+/// The listing for people, like `helm history`: one line per record, oldest first, then one
+/// per stray key (revision `-`); with the history key checked, a `SIGNATURE` column
+/// (`verified`, `unsigned`, `invalid`). `escape` makes each value printable.
 pub fn render_table(history: &History, escape: &dyn Fn(&str) -> String) -> String {
-    let mut rows = vec![[
-        "REVISION".to_owned(),
-        "UPDATED".to_owned(),
-        "USER".to_owned(),
-        "STATUS".to_owned(),
-        "DESCRIPTION".to_owned(),
-    ]];
+    let signatures = history.signatures.is_some();
+    let row = |revision: String, time: String, user: String, status: &str, signed: &str, text| {
+        let mut row = vec![revision, time, user, status.to_owned()];
+        if signatures {
+            row.push(signed.to_owned());
+        }
+        row.push(text);
+        row
+    };
+    let mut rows = vec![row(
+        "REVISION".into(),
+        "UPDATED".into(),
+        "USER".into(),
+        "STATUS",
+        "SIGNATURE",
+        "DESCRIPTION".into(),
+    )];
     for e in &history.entries {
         rows.push(match e {
-            Entry::Record(r) => [
+            Entry::Record(r) => row(
                 r.revision.to_string(),
                 escape(&r.time),
                 escape(&r.user),
                 match r.status {
                     Status::Applied => "applied",
                     Status::Partial => "partial",
-                }
-                .to_owned(),
+                },
+                history.signed(r.revision).map_or("", Signed::as_str),
                 escape(&r.description()),
-            ],
-            Entry::Unverifiable { revision, why } => [
+            ),
+            Entry::Unverifiable { revision, why } => row(
                 revision.to_string(),
                 String::new(),
                 String::new(),
-                "unverifiable".to_owned(),
+                "unverifiable",
+                "",
                 escape(why),
-            ],
+            ),
         });
     }
-    let widths: Vec<usize> = (0..4)
+    for stray in &history.strays {
+        rows.push(row(
+            "-".into(),
+            String::new(),
+            String::new(),
+            "unverifiable",
+            "",
+            escape(&stray_why(stray)),
+        ));
+    }
+    let padded = rows[0].len() - 1;
+    let widths: Vec<usize> = (0..padded)
         .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
         .collect();
     let mut out = String::new();
     for row in rows {
         for (i, cell) in row.iter().enumerate() {
-            if i < 4 {
-                out.push_str(&format!("{cell:<w$}  ", w = widths[i]));
-            } else {
-                out.push_str(cell);
+            match widths.get(i) {
+                Some(w) => out.push_str(&format!("{cell:<w$}  ")),
+                None => out.push_str(cell),
             }
         }
         out.push('\n');
@@ -1024,7 +1312,7 @@ mod tests {
             h.pick(Some(9)).unwrap_err(),
             PickError::Missing("there is no revision 9 (kept: 1, 2, 3)".into())
         );
-        let (write, revision) = add(&h, "web", numbered(0), 10);
+        let (write, revision) = add(&h, "web", numbered(0), 10, None).unwrap();
         assert_eq!(revision, 4);
         let Write::Patch { base, body, .. } = write else {
             panic!("a patch")
@@ -1035,7 +1323,7 @@ mod tests {
 
     #[test]
     fn the_first_record_creates_the_config_map() {
-        let (write, revision) = add(&History::default(), "web", numbered(0), 10);
+        let (write, revision) = add(&History::default(), "web", numbered(0), 10, None).unwrap();
         assert_eq!(revision, 1);
         let Write::Create { body } = write else {
             panic!("a create")
@@ -1048,7 +1336,7 @@ mod tests {
     fn the_oldest_records_beyond_the_limit_are_removed() {
         let cm = stored(&(1..=5).map(numbered).collect::<Vec<_>>());
         let h = History::from_config_map(Some(&cm), "web");
-        let (write, _) = add(&h, "web", numbered(0), 3);
+        let (write, _) = add(&h, "web", numbered(0), 3, None).unwrap();
         let Write::Patch { body, .. } = write else {
             panic!("a patch")
         };
@@ -1063,7 +1351,14 @@ mod tests {
     #[test]
     fn taking_a_record_back_restores_what_its_addition_pruned() {
         let before = stored(&(1..=3).map(numbered).collect::<Vec<_>>());
-        let (write, revision) = add(&History::sizes_of(Some(&before)), "web", numbered(0), 3);
+        let (write, revision) = add(
+            &History::sizes_of(Some(&before)),
+            "web",
+            numbered(0),
+            3,
+            None,
+        )
+        .unwrap();
         assert_eq!(revision, 4);
         // The ConfigMap as the merge patch left it.
         let Write::Patch { body, .. } = write else {
@@ -1085,7 +1380,7 @@ mod tests {
         assert_eq!(pruned[0].1, before["binaryData"]["revision-1.json.gz"]);
 
         let h = History::sizes_of(Some(&after));
-        let Some(Write::Patch { body, .. }) = replace(&h, 4, None, &pruned) else {
+        let Some(Write::Patch { body, .. }) = replace(&h, 4, None, &pruned, None) else {
             panic!("a patch")
         };
         assert_eq!(
@@ -1093,7 +1388,8 @@ mod tests {
             json!({"revision-4.json.gz": null, "revision-1.json.gz": before["binaryData"]["revision-1.json.gz"]})
         );
         // Corrected instead of taken back: the record in place, nothing restored.
-        let Some(Write::Patch { body, .. }) = replace(&h, 4, Some(numbered(0)), &pruned) else {
+        let Some(Write::Patch { body, .. }) = replace(&h, 4, Some(numbered(0)), &pruned, None)
+        else {
             panic!("a patch")
         };
         let data = body["binaryData"].as_object().unwrap();
@@ -1101,8 +1397,8 @@ mod tests {
         let text = data["revision-4.json.gz"].as_str().unwrap();
         assert_eq!(decode(text).unwrap().revision, 4);
         // A revision no longer stored, or no ConfigMap: nothing to write.
-        assert!(replace(&h, 9, None, &[]).is_none());
-        assert!(replace(&History::default(), 4, None, &[]).is_none());
+        assert!(replace(&h, 9, None, &[], None).is_none());
+        assert!(replace(&History::default(), 4, None, &[], None).is_none());
     }
 
     #[test]
@@ -1136,10 +1432,12 @@ mod tests {
                 "web",
                 numbered(0),
                 max,
-            );
+                None,
+            )
+            .unwrap();
             let light = History::sizes_of(Some(&cm));
             assert!(light.entries.is_empty());
-            assert_eq!(add(&light, "web", numbered(0), max), full);
+            assert_eq!(add(&light, "web", numbered(0), max, None).unwrap(), full);
         }
         assert_eq!(History::sizes_of(None), History::default());
     }
@@ -1161,5 +1459,258 @@ mod tests {
                 .unwrap()
                 .starts_with("1         2026-12-01T07:00:00Z  admin  applied  image")
         );
+    }
+
+    fn sample_record() -> Record {
+        numbered(2)
+    }
+
+    #[test]
+    fn a_record_key_round_trips_and_anything_like_one_is_a_stray() {
+        for n in [1, 2, 9, 10, 99, 1_234_567, MAX_REVISION] {
+            assert_eq!(classify(&key(n)), KeyKind::Record(n), "{n}");
+        }
+        let stray = |k: &str| match classify(k) {
+            KeyKind::Stray(why) => why,
+            other => panic!("{k}: {other:?}"),
+        };
+        assert!(stray("revision-02.json.gz").contains("leading zero"));
+        assert!(stray("revision-0.json.gz").contains("count from 1"));
+        assert!(stray("revision-000.json.gz").contains("count from 1"));
+        assert!(stray("revision-18446744073709551615.json.gz").contains("above 1000000000"));
+        assert!(stray("revision-99999999999999999999999.json.gz").contains("above"));
+        assert!(stray("revision-1000000001.json.gz").contains("above"));
+        assert!(stray("revision-+5.json.gz").contains("not a decimal number"));
+        assert!(stray("revision- 5.json.gz").contains("not a decimal number"));
+        assert!(stray("revision-.json.gz").contains("not a decimal number"));
+        assert!(stray("revision-５.json.gz").contains("not a decimal number"));
+        assert!(stray("Revision-5.json.gz").contains("not named revision-<N>.json.gz"));
+        assert!(stray("revision-5.json").contains("not named"));
+        assert!(stray("x.JSON.GZ").contains("not named"));
+        assert_eq!(classify("other-key"), KeyKind::Other);
+        assert_eq!(classify("notes"), KeyKind::Other);
+    }
+
+    #[test]
+    fn planted_keys_are_listed_but_never_counted_nor_picked() {
+        let mut cm = stored(&[numbered(1), numbered(2)]);
+        // A different record under a key that reads as 2, and one that reads as u64::MAX.
+        let mut other = numbered(2);
+        other.image.as_mut().unwrap().before = Some("evil.example.com/x:1".into());
+        cm["binaryData"]["revision-02.json.gz"] = json!(encode(&other));
+        cm["binaryData"]["revision-18446744073709551615.json.gz"] = json!(encode(&numbered(7)));
+        let h = History::from_config_map(Some(&cm), "web");
+        let revs: Vec<u64> = h.entries.iter().map(Entry::revision).collect();
+        assert_eq!(revs, [1, 2]);
+        assert_eq!(History::sizes_of(Some(&cm)).next_revision(), Some(3));
+        let (_, revision) =
+            add(&History::sizes_of(Some(&cm)), "web", numbered(0), 10, None).unwrap();
+        assert_eq!(revision, 3);
+        // --undo and --to-revision 2 pick the one record revision 2 is.
+        assert_eq!(h.pick(None).unwrap(), h.pick(Some(2)).unwrap());
+        assert_eq!(
+            h.pick(None)
+                .unwrap()
+                .image
+                .as_ref()
+                .unwrap()
+                .before
+                .as_deref(),
+            Some("r/web:1")
+        );
+        let keys: Vec<&str> = h.strays.iter().map(|s| s.key.as_str()).collect();
+        assert_eq!(
+            keys,
+            [
+                "revision-02.json.gz",
+                "revision-18446744073709551615.json.gz"
+            ]
+        );
+        let table = render_table(&h, &|s| s.to_owned());
+        let lines: Vec<&str> = table.lines().collect();
+        assert_eq!(lines.len(), 5, "{table}");
+        assert!(
+            lines[3].starts_with("-  ")
+                && lines[3].contains("unverifiable")
+                && lines[3].contains(
+                    "revision-02.json.gz is not a record key (its revision has a leading zero;"
+                ),
+            "{table}"
+        );
+        assert!(lines[4].contains("revision-18446744073709551615.json.gz is not a record key (its revision is above 1000000000"), "{table}");
+        let doc = document("web", "shop", &h);
+        assert_eq!(doc["records"].as_array().unwrap().len(), 2);
+        assert_eq!(doc["unverifiableKeys"][0]["key"], "revision-02.json.gz");
+        assert!(!h.is_empty());
+        // Pruning never touches them: they are not records.
+        let (write, _) = add(&History::sizes_of(Some(&cm)), "web", numbered(0), 1, None).unwrap();
+        let Write::Patch { body, .. } = write else {
+            panic!("a patch")
+        };
+        let data = body["binaryData"].as_object().unwrap();
+        assert_eq!(
+            data.keys().collect::<Vec<_>>(),
+            [
+                "revision-2.json.gz",
+                "revision-1.json.gz",
+                "revision-3.json.gz"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_history_at_the_highest_revision_refuses_to_add_rather_than_wrap() {
+        let mut cm = stored(&[numbered(1)]);
+        cm["binaryData"][key(MAX_REVISION)] = json!(encode(&numbered(MAX_REVISION)));
+        let h = History::sizes_of(Some(&cm));
+        assert_eq!(h.next_revision(), None);
+        let err = add(&h, "web", numbered(0), 10, None).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "configmap/web-appupdate-history holds revision 1000000000, the highest a record has, so no record can follow it; save its records (kubectl appupdate history web -o json) and delete the ConfigMap to number them from 1 again"
+        );
+        // One below, the last revision is given out.
+        let mut cm = stored(&[numbered(1)]);
+        cm["binaryData"][key(MAX_REVISION - 1)] = json!(encode(&numbered(MAX_REVISION - 1)));
+        assert_eq!(
+            History::sizes_of(Some(&cm)).next_revision(),
+            Some(MAX_REVISION)
+        );
+    }
+
+    fn plan_key(text: &str) -> PlanKey {
+        PlanKey::new(text.as_bytes().to_vec(), "--history-key k".into()).unwrap()
+    }
+
+    fn seal<'a>(key: &'a PlanKey) -> Seal<'a> {
+        Seal {
+            key,
+            app: "web",
+            namespace: "shop",
+            server: "https://10.0.0.1:6443",
+        }
+    }
+
+    #[test]
+    fn a_signed_record_verifies_only_with_its_key_where_it_was_signed() {
+        let key = plan_key("0123456789abcdef0123456789abcdef");
+        let mut r = sample_record();
+        assert_eq!(seal(&key).check(&r), Signed::Unsigned);
+        seal(&key).sign(&mut r);
+        let signature = r.signature.clone().unwrap();
+        assert!(is_signature(&signature), "{signature}");
+        assert_eq!(seal(&key).check(&r), Signed::Verified);
+        // The same content under another application, namespace, server or revision.
+        let elsewhere = [
+            Seal {
+                app: "shop-api",
+                ..seal(&key)
+            },
+            Seal {
+                namespace: "other",
+                ..seal(&key)
+            },
+            Seal {
+                server: "https://10.0.0.2:6443",
+                ..seal(&key)
+            },
+        ];
+        for s in elsewhere {
+            assert_eq!(s.check(&r), Signed::Invalid, "{s:?}");
+        }
+        let mut moved = r.clone();
+        moved.revision = 3;
+        assert_eq!(seal(&key).check(&moved), Signed::Invalid);
+        let mut other_run = r.clone();
+        other_run.fleet_run = Some("run-abc".into());
+        assert_eq!(seal(&key).check(&other_run), Signed::Invalid);
+        // Any value changed: here the image an undo would deploy.
+        let mut edited = r.clone();
+        edited.image.as_mut().unwrap().before = Some("evil.example.com/x:1".into());
+        assert_eq!(seal(&key).check(&edited), Signed::Invalid);
+        // Signed with another key.
+        let other = plan_key("fedcba9876543210fedcba9876543210");
+        assert_eq!(seal(&other).check(&r), Signed::Invalid);
+        let mut theirs = sample_record();
+        seal(&other).sign(&mut theirs);
+        assert_eq!(seal(&key).check(&theirs), Signed::Invalid);
+    }
+
+    #[test]
+    fn a_record_written_with_the_key_reads_back_verified() {
+        let key = plan_key("0123456789abcdef0123456789abcdef");
+        let cm = stored(&[numbered(1)]);
+        let (write, revision) = add(
+            &History::sizes_of(Some(&cm)),
+            "web",
+            numbered(0),
+            10,
+            Some(&seal(&key)),
+        )
+        .unwrap();
+        let Write::Patch { body, .. } = write else {
+            panic!("a patch")
+        };
+        let mut after = cm.clone();
+        after["binaryData"]["revision-2.json.gz"] =
+            body["binaryData"]["revision-2.json.gz"].clone();
+        let mut h = History::from_config_map(Some(&after), "web");
+        h.check_signatures(&seal(&key));
+        assert_eq!(h.signed(1), Some(Signed::Unsigned));
+        assert_eq!(h.signed(revision), Some(Signed::Verified));
+        // A corrected record is signed too.
+        let Some(Write::Patch { body, .. }) = replace(
+            &History::sizes_of(Some(&after)),
+            2,
+            Some(numbered(0)),
+            &[],
+            Some(&seal(&key)),
+        ) else {
+            panic!("a patch")
+        };
+        let corrected = decode(body["binaryData"]["revision-2.json.gz"].as_str().unwrap()).unwrap();
+        assert_eq!(seal(&key).check(&corrected), Signed::Verified);
+        // A signed record copied under another revision's key does not verify there.
+        let mut copied = after.clone();
+        copied["binaryData"]["revision-5.json.gz"] =
+            after["binaryData"]["revision-2.json.gz"].clone();
+        let mut h = History::from_config_map(Some(&copied), "web");
+        h.check_signatures(&seal(&key));
+        assert_eq!(h.signed(5), Some(Signed::Invalid));
+        // The listing says so, in a column of its own.
+        let table = render_table(&h, &|s| s.to_owned());
+        let mut lines = table.lines();
+        assert_eq!(
+            lines.next().unwrap().split_whitespace().collect::<Vec<_>>(),
+            [
+                "REVISION",
+                "UPDATED",
+                "USER",
+                "STATUS",
+                "SIGNATURE",
+                "DESCRIPTION"
+            ]
+        );
+        let cells = |l: &str| {
+            l.split_whitespace()
+                .take(5)
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(cells(lines.next().unwrap())[4], "unsigned");
+        assert_eq!(cells(lines.next().unwrap())[4], "verified");
+        assert_eq!(cells(lines.next().unwrap())[4], "invalid");
+        let doc = document("web", "shop", &h);
+        assert_eq!(doc["records"][1]["signatureCheck"], "verified");
+        assert_eq!(doc["records"][2]["signatureCheck"], "invalid");
+    }
+
+    #[test]
+    fn a_record_with_a_signature_that_is_not_one_is_unverifiable() {
+        let mut r = numbered(1);
+        r.signature = Some("hmac-sha256:xyz".into());
+        assert!(validate(&r, "web").unwrap_err().contains("signature"));
+        r.signature = Some(format!("hmac-sha256:{}", "a".repeat(64)));
+        assert_eq!(validate(&r, "web"), Ok(()));
     }
 }

@@ -91,7 +91,8 @@ pub const MIN_KEY_BYTES: usize = 16;
 /// How a signature starts: the algorithm, then the MAC in lowercase hex.
 const SIGNATURE_PREFIX: &str = "hmac-sha256:";
 
-/// A key that signs (`--sign-key`) or verifies (`--verify-key`) plan files. Its bytes are never
+/// A key that signs (`--sign-key`) or verifies (`--verify-key`) plan files, or signs and
+/// verifies history records (`--history-key`, [`crate::history::Seal`]). Its bytes are never
 /// shown: `Debug` leaves them out and messages name the key by where it came from.
 #[derive(Clone)]
 pub struct PlanKey {
@@ -147,13 +148,13 @@ impl PlanKey {
     }
 
     /// `hmac-sha256:<hex>` of `canonical` content.
-    fn sign(&self, canonical: &[u8]) -> Option<String> {
+    pub(crate) fn sign(&self, canonical: &[u8]) -> Option<String> {
         let tag = self.mac(canonical)?.finalize().into_bytes();
         Some(format!("{SIGNATURE_PREFIX}{}", hex(&tag)))
     }
 
     /// Whether `signature` is this key's over `canonical` content, compared in constant time.
-    fn verifies(&self, canonical: &[u8], signature: &str) -> bool {
+    pub(crate) fn verifies(&self, canonical: &[u8], signature: &str) -> bool {
         let Some(tag) = signature.strip_prefix(SIGNATURE_PREFIX).and_then(from_hex) else {
             return false;
         };
@@ -330,7 +331,7 @@ struct ObjectDoc {
 
 /// `value` with every object's keys sorted, as compact JSON: what the checksum and the
 /// signature are over.
-fn canonical(value: &Value) -> Vec<u8> {
+pub(crate) fn canonical(value: &Value) -> Vec<u8> {
     fn sorted(v: &Value) -> Value {
         match v {
             Value::Object(m) => {

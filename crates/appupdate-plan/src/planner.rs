@@ -147,7 +147,7 @@ pub fn build_plan(req: &UpdateRequest<'_>, live: &mut LiveState) -> Result<Plan,
         let revision = live
             .history
             .as_ref()
-            .map(|cm| History::sizes_of(cm.as_ref()).next_revision());
+            .and_then(|cm| History::sizes_of(cm.as_ref()).next_revision());
         let u = DeploymentUpdater {
             name: req.app.to_owned(),
             container: req.container.map(str::to_owned),

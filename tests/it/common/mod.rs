@@ -142,6 +142,7 @@ pub const BEHAVIOUR_VARS: &[&str] = &[
     "no_proxy",
     "REQUEST_METHOD",
     "APPUPDATE_PLAN_KEY_FILE",
+    "APPUPDATE_HISTORY_KEY_FILE",
 ];
 
 /// Removes [`BEHAVIOUR_VARS`] from a command's environment.

@@ -818,7 +818,10 @@ fn live_style(kind: Kind, obj: &Value) -> RouteStyle {
 }
 
 /// The live managed routes by style ([`live_style`]), names sorted.
-fn live_styles(ingresses: &[Value], httproutes: &[Value]) -> BTreeMap<RouteStyle, Vec<String>> {
+pub(crate) fn live_styles(
+    ingresses: &[Value],
+    httproutes: &[Value],
+) -> BTreeMap<RouteStyle, Vec<String>> {
     let mut out: BTreeMap<RouteStyle, Vec<String>> = BTreeMap::new();
     for (kind, objs) in [(Kind::Ingress, ingresses), (Kind::HttpRoute, httproutes)] {
         for obj in objs {
@@ -834,7 +837,7 @@ fn live_styles(ingresses: &[Value], httproutes: &[Value]) -> BTreeMap<RouteStyle
 }
 
 /// The managed object of `objs` with the smallest name.
-fn first_sibling(objs: &[Value]) -> Option<&Value> {
+pub(crate) fn first_sibling(objs: &[Value]) -> Option<&Value> {
     objs.iter()
         .filter(|o| label(o, APP_LABEL).is_some() && label(o, IDENTIFIER_LABEL).is_some())
         .filter_map(|o| Some((name_of(o)?, o)))
@@ -1046,7 +1049,7 @@ fn live_providers(live: &LiveRoutes<'_>) -> BTreeMap<AuthProvider, Vec<String>> 
 /// The auth provider of a `gateway` run: `--auth-provider`, else the live routes'
 /// ([`live_providers`]), else `filter`. Live routes with both, or scoped routes whose provider
 /// cannot be read because SecurityPolicies may not be listed, are refused without the flag.
-fn choose_provider(
+pub(crate) fn choose_provider(
     app: &str,
     explicit: Option<AuthProvider>,
     live: &LiveRoutes<'_>,
