@@ -676,13 +676,7 @@ async fn follow_written(
     signals: &mut Signals,
     streams: &Streams,
 ) -> Result<(), AppError> {
-    let target = WaitTarget {
-        namespace: cluster.namespace().to_owned(),
-        name: settings.app.clone(),
-        context: cluster.conn.context.clone(),
-        as_user: cluster.conn.as_user.clone(),
-    };
-    let timeout = Some(settings.wait_timeout).filter(|t| !t.is_zero());
+    let target = WaitTarget::of(cluster, &settings.app);
     let color = streams.color(streams::Kind::Notice);
     if followed.is_empty() {
         return Ok(());
@@ -701,12 +695,11 @@ async fn follow_written(
             color,
         ))
     };
-    let following = wait::follow(
-        cluster.conn.client.clone(),
-        &target,
+    let following = wait::follow_in(
+        cluster,
+        &settings.app,
         followed,
-        timeout,
-        cluster.conn.request_timeout,
+        settings.wait_timeout,
         progress.as_mut(),
     );
     tokio::select! {

@@ -25,6 +25,7 @@ use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use serde_json::Value;
 
+use appupdate_kube::cluster::Cluster;
 use appupdate_kube::describe::{Target, describe_kube_error};
 use appupdate_model::plan::{Action, Kind, Plan};
 use appupdate_model::report::{Outcome, Report};
@@ -693,6 +694,16 @@ pub struct WaitTarget {
 }
 
 impl WaitTarget {
+    /// The Deployment of `app` in `cluster`'s namespace, through its context.
+    pub fn of(cluster: &Cluster, app: &str) -> WaitTarget {
+        WaitTarget {
+            namespace: cluster.namespace().to_owned(),
+            name: app.to_owned(),
+            context: cluster.conn.context.clone(),
+            as_user: cluster.conn.as_user.clone(),
+        }
+    }
+
     /// `deployment.apps/web`, escaped.
     pub fn reference(&self) -> String {
         format!("deployment.apps/{}", Untrusted(&self.name))
@@ -1015,7 +1026,30 @@ fn observe(
 
 /// Watches everything `followed` holds in the target's namespace, each object on its own and
 /// all at once, and follows them (see [`follow_observations`]).
-pub async fn follow(
+/// `--wait` in one cluster: follows `followed` (the rollout of `app`'s Deployment and the routes
+/// written) in `cluster` until every one is done, one fails, or `wait_timeout` (zero: no bound)
+/// runs out, telling `progress` as it goes. The run's one follower: a single cluster's and each
+/// cluster's of a fleet; the caller decides what stops it (a signal) and how it is shown.
+pub async fn follow_in(
+    cluster: &Cluster,
+    app: &str,
+    followed: &Followed,
+    wait_timeout: Duration,
+    progress: &mut dyn Progress,
+) -> Result<Waited, WaitError> {
+    let target = WaitTarget::of(cluster, app);
+    follow(
+        cluster.conn.client.clone(),
+        &target,
+        followed,
+        Some(wait_timeout).filter(|t| !t.is_zero()),
+        cluster.conn.request_timeout,
+        progress,
+    )
+    .await
+}
+
+async fn follow(
     client: kube::Client,
     target: &WaitTarget,
     followed: &Followed,

@@ -22,7 +22,7 @@ use crate::history_store::{self, Prepared};
 use crate::plan_sources::Sourced;
 use crate::planning::Member;
 use crate::settings::{FleetSettings, Settings};
-use crate::wait::{self, Followed, WaitError, WaitTarget, Waited};
+use crate::wait::{self, Followed, WaitError, Waited};
 use appupdate_kube::cluster::Cluster;
 use appupdate_model::report::Report;
 use appupdate_model::text::Untrusted;
@@ -560,13 +560,6 @@ impl Writing<'_> {
             return None;
         }
         let progress = self.progress;
-        let target = WaitTarget {
-            namespace: m.cluster.namespace().to_owned(),
-            name: m.sourced.plan.app.clone(),
-            context: m.cluster.conn.context.clone(),
-            as_user: m.cluster.conn.as_user.clone(),
-        };
-        let timeout = Some(self.settings.wait_timeout).filter(|t| !t.is_zero());
         let mut line = RolloutLine {
             progress: progress.clone(),
             index: m.index,
@@ -580,12 +573,11 @@ impl Writing<'_> {
             },
         );
         tokio::select! {
-            result = wait::follow(
-                m.cluster.conn.client.clone(),
-                &target,
+            result = wait::follow_in(
+                &m.cluster,
+                &m.sourced.plan.app,
                 followed,
-                timeout,
-                m.cluster.conn.request_timeout,
+                self.settings.wait_timeout,
                 &mut line,
             ) => {
                 match &result {
