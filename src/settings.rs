@@ -13,6 +13,7 @@ use crate::cli::{
     OutputFormat, RoutesChoice, UpdateArgs,
 };
 use crate::verify::{self, VerifySettings, VerifyUrl};
+use appupdate_kube::files::{self, FileKind};
 use appupdate_kube::proxy::ProxyEnv;
 use appupdate_kube::selection::{ClusterSelection, ContextSelector, KubeconfigSource};
 use appupdate_model::endpoints_file::{self, EndpointsError, EndpointsFile};
@@ -609,32 +610,27 @@ fn route_flags(args: &UpdateArgs) -> Result<RouteFlags, SettingsError> {
     Ok(flags)
 }
 
-/// Reads a file named on the command line (`-` is stdin).
+/// Reads a file named on the command line (`-` is stdin), within the bound of its `kind`
+/// ([`appupdate_kube::files`]).
 pub trait FileReader {
-    fn read(&self, path: &std::path::Path) -> std::io::Result<String>;
+    fn read(&self, path: &std::path::Path, kind: FileKind) -> std::io::Result<String>;
 
     /// A file's bytes as they are (a key file); `-` is a file of that name, not stdin.
-    fn read_bytes(&self, path: &std::path::Path) -> std::io::Result<Vec<u8>> {
-        self.read(path).map(String::into_bytes)
+    fn read_bytes(&self, path: &std::path::Path, kind: FileKind) -> std::io::Result<Vec<u8>> {
+        self.read(path, kind).map(String::into_bytes)
     }
 }
 
-/// The real file system and stdin.
+/// The real file system and stdin, each file read within its bound.
 pub struct RealFiles;
 
 impl FileReader for RealFiles {
-    fn read(&self, path: &std::path::Path) -> std::io::Result<String> {
-        if path.as_os_str() == "-" {
-            let mut s = String::new();
-            std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)?;
-            Ok(s)
-        } else {
-            std::fs::read_to_string(path)
-        }
+    fn read(&self, path: &std::path::Path, kind: FileKind) -> std::io::Result<String> {
+        files::read_text(path, kind)
     }
 
-    fn read_bytes(&self, path: &std::path::Path) -> std::io::Result<Vec<u8>> {
-        std::fs::read(path)
+    fn read_bytes(&self, path: &std::path::Path, kind: FileKind) -> std::io::Result<Vec<u8>> {
+        files::read_bounded(path, kind)
     }
 }
 
@@ -657,12 +653,13 @@ fn plan_key(
         }
         (None, None) => return Ok(None),
     };
-    let content = files
-        .read_bytes(&path)
-        .map_err(|source| SettingsError::KeyUnreadable {
-            key: named.clone(),
-            source,
-        })?;
+    let content =
+        files
+            .read_bytes(&path, FileKind::Key)
+            .map_err(|source| SettingsError::KeyUnreadable {
+                key: named.clone(),
+                source,
+            })?;
     PlanKey::new(content, named.clone())
         .map(Some)
         .map_err(|why| SettingsError::Key { key: named, why })
@@ -719,12 +716,12 @@ impl Settings {
                 } else {
                     path.display().to_string()
                 };
-                let text = files
-                    .read(path)
-                    .map_err(|e| SettingsError::EndpointsUnreadable {
+                let text = files.read(path, FileKind::Endpoints).map_err(|e| {
+                    SettingsError::EndpointsUnreadable {
                         name: source.clone(),
                         source: e,
-                    })?;
+                    }
+                })?;
                 let file = endpoints_file::parse(&text, &source)?;
                 if file.endpoints.is_empty() && !args.allow_empty_endpoints {
                     return Err(SettingsError::NoEndpoints { name: source, app });
@@ -817,12 +814,12 @@ impl Settings {
             args.file.display().to_string()
         };
         let key = plan_key("--verify-key", args.verify_key, env, files)?;
-        let text = files
-            .read(&args.file)
-            .map_err(|source| SettingsError::PlanFileUnreadable {
+        let text = files.read(&args.file, FileKind::Plan).map_err(|source| {
+            SettingsError::PlanFileUnreadable {
                 name: name.clone(),
                 source,
-            })?;
+            }
+        })?;
         let file = plan_file::parse(&text, &name, key.as_ref())?;
         let app = file
             .clusters
@@ -930,7 +927,7 @@ fn verify_settings(
             None => None,
             Some(path) => {
                 let shown = Untrusted(path.display().to_string());
-                let pem = files.read_bytes(path).map_err(|e| {
+                let pem = files.read_bytes(path, FileKind::Certificate).map_err(|e| {
                     SettingsError::Invalid(format!(
                         "--verify-url-ca {shown}: cannot read the file: {}",
                         Untrusted(e.to_string())
@@ -967,7 +964,7 @@ mod tests {
 
     struct NoFiles;
     impl FileReader for NoFiles {
-        fn read(&self, path: &std::path::Path) -> std::io::Result<String> {
+        fn read(&self, path: &std::path::Path, _: FileKind) -> std::io::Result<String> {
             Err(std::io::Error::new(
                 std::io::ErrorKind::NotFound,
                 format!("no such file {}", path.display()),
@@ -1014,7 +1011,7 @@ mod tests {
     /// Files by name; any other is missing.
     struct Files(Vec<(&'static str, &'static str)>);
     impl FileReader for Files {
-        fn read(&self, path: &std::path::Path) -> std::io::Result<String> {
+        fn read(&self, path: &std::path::Path, _: FileKind) -> std::io::Result<String> {
             self.0
                 .iter()
                 .find(|(name, _)| std::path::Path::new(name) == path)

@@ -10,6 +10,7 @@ mod auth_provider_e2e;
 mod bad_input_corpus;
 mod external_auth_e2e;
 mod fault_matrix_e2e;
+mod files_e2e;
 mod fleet_e2e;
 mod fleet_props;
 mod fuzz;
