@@ -416,7 +416,7 @@ impl Run<'_> {
         let key = save.key.as_ref();
         let text = plan_file::render_in_waves(&entries, &planned.order.waves, key)?;
         let path = &save.path;
-        std::fs::write(path, text).map_err(|source| AppError::PlanOut {
+        write_new(path, text.as_bytes()).map_err(|source| AppError::PlanOut {
             file: path.display().to_string(),
             source,
         })?;
@@ -432,6 +432,30 @@ impl Run<'_> {
         ));
         Ok(())
     }
+}
+
+/// Writes `bytes` to `path` through a new file of a random name, created exclusively in the
+/// same directory (so that nothing planted there is opened or followed), then renamed over
+/// `path`: a symlink at `path` is replaced, not written through, and a reader never sees half a
+/// plan. The new file gets the permissions a created file always gets (0666 less the umask).
+fn write_new(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => std::path::Path::new("."),
+    };
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(".plan-out-").suffix(".tmp");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        builder.permissions(std::fs::Permissions::from_mode(0o666));
+    }
+    let mut file = builder.tempfile_in(dir)?;
+    file.write_all(bytes)?;
+    file.as_file().sync_all()?;
+    file.persist(path).map_err(|e| e.error)?;
+    Ok(())
 }
 
 /// What the notice of a saved plan says about its signature: `, signed with --sign-key KEYFILE`

@@ -160,3 +160,73 @@ fn a_kubeconfig_with_relative_certificate_paths_still_connects() {
     assert_code(&o, 0);
     assert_eq!(env.bounds().1, 9);
 }
+
+#[cfg(unix)]
+#[test]
+fn plan_out_replaces_a_planted_symlink_and_leaves_its_target_alone() {
+    let env = Env::new();
+    let victim = env.write_file("victim.txt", "precious\n");
+    let target = env.dir.path().join("plan.json");
+    std::os::unix::fs::symlink(&victim, &target).unwrap();
+    let o = env.run(&["web", "--max", "9", "--plan-out", target.to_str().unwrap()]);
+    assert_code(&o, 0);
+    // The symlink's target is untouched; the plan is a new file where the link was.
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+    let meta = std::fs::symlink_metadata(&target).unwrap();
+    assert!(meta.file_type().is_file(), "{meta:?}");
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&target).unwrap()).unwrap();
+    assert_eq!(doc["schema"], "kubectl-appupdate.plan-file/v1");
+    // Nothing else was left in the directory: the new file was renamed over the target.
+    let mut names: Vec<String> = std::fs::read_dir(env.dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["kubeconfig", "plan.json", "victim.txt"]);
+    // And it applies.
+    let o = env.run(&["apply", target.to_str().unwrap(), "--yes"]);
+    assert_code(&o, 0);
+    assert_eq!(env.bounds().1, 9);
+}
+
+#[cfg(unix)]
+#[test]
+fn plan_out_over_an_existing_plan_replaces_it_and_keeps_the_usual_permissions() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let env = Env::new();
+    let target = env.write_file("plan.json", "an older plan\n");
+    let o = plugin()
+        .arg("--kubeconfig")
+        .arg(&env.kubeconfig)
+        .args(["web", "--max", "9", "--plan-out", target.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    let text = std::fs::read_to_string(&target).unwrap();
+    assert!(text.starts_with("{\n  \"schema\""), "{text}");
+    // As a file created by the plugin always was: readable by others (umask permitting), not
+    // only by its owner as a temporary file would be.
+    let mode = std::fs::metadata(&target).unwrap().permissions().mode() & 0o777;
+    let reference = env.write_file("reference", "");
+    let usual = std::fs::metadata(&reference).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, usual);
+}
+
+#[test]
+fn plan_out_into_a_missing_directory_fails_in_one_line_and_writes_nothing() {
+    let env = Env::new();
+    let target = env.dir.path().join("missing").join("plan.json");
+    let o = env.run(&["web", "--max", "9", "--plan-out", target.to_str().unwrap()]);
+    assert_code(&o, 1);
+    let err = stderr(&o);
+    assert!(
+        err.starts_with(&format!(
+            "error: cannot write the plan to {}: ",
+            target.display()
+        )),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(env.app_writes().is_empty());
+}
