@@ -560,7 +560,13 @@ fn route_flags(args: &UpdateArgs) -> Result<RouteFlags, SettingsError> {
         parse: impl Fn(&str) -> Result<T, String>,
     ) -> Result<Option<T>, SettingsError> {
         value
-            .map(|v| parse(v).map_err(|why| SettingsError::Invalid(format!("{name} {v:?}: {why}"))))
+            .map(|v| {
+                parse(v).map_err(|why| {
+                    // A URL's credentials are refused, and never shown.
+                    let v = appupdate_model::text::without_credentials(v);
+                    SettingsError::Invalid(format!("{name} {v:?}: {why}"))
+                })
+            })
             .transpose()
     }
     let mut hosts: Vec<String> = Vec::new();

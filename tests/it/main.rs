@@ -32,6 +32,7 @@ mod transport_e2e;
 mod transport_http1_e2e;
 mod trust_e2e;
 mod update_e2e;
+mod url_credentials_e2e;
 mod ux_color;
 mod ux_completion;
 mod ux_output;

@@ -161,7 +161,8 @@ pub struct Connection {
     pub client: kube::Client,
     pub namespace: String,
     pub context: String,
-    /// The API server URL (for messages; carries no credentials).
+    /// The API server URL, for messages and saved plans: its user information (a password or a
+    /// token) replaced by `…` ([`appupdate_model::text::without_credentials`]).
     pub server: String,
     pub request_timeout: Option<std::time::Duration>,
     /// The proxy the connection goes through, e.g. `http://proxy.corp:3128 (HTTPS_PROXY)`
@@ -660,7 +661,10 @@ async fn connect_to(
         config.write_timeout = Some(t);
         config.connect_timeout = Some(config.connect_timeout.map_or(t, |c| c.min(t)));
     }
-    let server = config.cluster_url.to_string();
+    // A password or token in the server URL is never kept: this is the URL messages show and
+    // saved plans carry (and compare).
+    let server =
+        appupdate_model::text::without_credentials(&config.cluster_url.to_string()).into_owned();
     config.proxy_url = None;
     let proxy = proxy::select(
         proxy_url.as_deref(),

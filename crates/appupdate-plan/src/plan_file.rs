@@ -80,7 +80,7 @@ use crate::updaters::{AutoscalerUpdater, DeploymentUpdater, SAVED_AUTOSCALER, SA
 use appupdate_model::names;
 use appupdate_model::output;
 use appupdate_model::plan::{Kind, ObjectChange, Plan, Planned, SavedUpdater, Updater};
-use appupdate_model::text::Untrusted;
+use appupdate_model::text::{Untrusted, without_credentials};
 
 /// The file's schema; any other is refused.
 pub const SCHEMA: &str = "kubectl-appupdate.plan-file/v1";
@@ -174,7 +174,7 @@ impl fmt::Debug for PlanKey {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Origin {
     pub context: String,
-    /// The API server URL.
+    /// The API server URL (saved without user information: [`without_credentials`]).
     pub server: String,
     /// When, RFC 3339 (UTC).
     pub created_at: String,
@@ -408,7 +408,7 @@ pub fn render_in_waves(
         }
         clusters.push(ClusterDoc {
             context: origin.context.clone(),
-            server: origin.server.clone(),
+            server: without_credentials(&origin.server).into_owned(),
             namespace: plan.namespace.clone(),
             app: plan.app.clone(),
             source: (*source).clone(),
@@ -765,7 +765,9 @@ fn cluster_plan(c: ClusterDoc) -> Result<ClusterPlan, String> {
     }
     Ok(ClusterPlan {
         context: c.context,
-        server: c.server,
+        // A file saved by an earlier build may hold credentials in the URL: never shown, and
+        // compared in the form a connection's URL has.
+        server: without_credentials(&c.server).into_owned(),
         source: c.source,
         plan,
     })
