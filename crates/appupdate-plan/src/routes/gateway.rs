@@ -680,8 +680,9 @@ impl HttpRouteRemoval {
 impl HttpRouteUpdater {
     /// Refuses a saved updater (a plan file's) that is not exactly what the gateway style
     /// generates for a scope group of `app`: every value checked as its flag or file is, then
-    /// the desired route made again from them and compared.
-    pub fn check_saved(&self, app: &str) -> Result<(), String> {
+    /// the desired route made again from them and compared; a new route (`creates`) only under
+    /// the name the style gives it ([`super::saved_name`]).
+    pub fn check_saved(&self, app: &str, creates: bool) -> Result<(), String> {
         let d = &self.desired;
         super::saved_owned(&d.app, app, &self.name)?;
         let group = super::saved_group(&d.scopes, &d.identifier, &d.paths)?;
@@ -732,7 +733,7 @@ impl HttpRouteUpdater {
                 "it is not the HTTPRoute the gateway style makes for its scope group".into(),
             );
         }
-        Ok(())
+        super::saved_name(Kind::HttpRoute, app, &d.identifier, &self.name, creates)
     }
 }
 

@@ -875,8 +875,9 @@ impl IngressUpdater {
 impl IngressUpdater {
     /// Refuses a saved updater (a plan file's) that is not exactly what the style generates for
     /// a scope group of `app`: every value checked as its flag or file is, then the desired
-    /// Ingress made again from them and compared.
-    pub fn check_saved(&self, app: &str) -> Result<(), String> {
+    /// Ingress made again from them and compared; a new Ingress (`creates`) only under the name
+    /// the style gives it ([`super::saved_name`]).
+    pub fn check_saved(&self, app: &str, creates: bool) -> Result<(), String> {
         let d = &self.desired;
         super::saved_owned(&d.app, app, &self.name)?;
         let flavor = flavor(self.style)
@@ -923,7 +924,7 @@ impl IngressUpdater {
                 self.style
             ));
         }
-        Ok(())
+        super::saved_name(Kind::Ingress, app, &d.identifier, &self.name, creates)
     }
 }
 

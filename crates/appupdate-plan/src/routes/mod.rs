@@ -525,6 +525,27 @@ pub(crate) fn saved_owned(owner: &str, app: &str, name: &str) -> Result<(), Stri
     Ok(())
 }
 
+/// A saved route's (or SecurityPolicy's) name: the one its style gives a new route of the group
+/// (`<app>-<identifier>`), or — only where its approved change updates a live object
+/// (`creates` is false) — the name of the live route it matched, which the live object's labels
+/// must then show is the group's ([`check_managed`]). A saved plan therefore never creates an
+/// object under a name of its own.
+pub(crate) fn saved_name(
+    kind: Kind,
+    app: &str,
+    identifier: &str,
+    name: &str,
+    creates: bool,
+) -> Result<(), String> {
+    let generated = route_name(kind, app, identifier).map_err(|e| e.to_string())?;
+    if creates && name != generated {
+        return Err(format!(
+            "it creates the {kind} {name:?}, a name no route style gives a new one (its scope group's is {generated:?})"
+        ));
+    }
+    Ok(())
+}
+
 /// A saved route's backend port (`port` is where its style keeps it): a port number.
 pub(crate) fn saved_port(port: &Value) -> Result<i32, String> {
     port.as_i64()
