@@ -414,9 +414,9 @@ impl Run<'_> {
             .map(|(m, origin)| (&m.sourced.plan, origin, &m.sourced.source))
             .collect();
         let key = save.key.as_ref();
-        let text = plan_file::render_in_waves(&entries, &planned.order.waves, key)?;
+        let saved = plan_file::render_in_waves(&entries, &planned.order.waves, key)?;
         let path = &save.path;
-        write_new(path, text.as_bytes()).map_err(|source| AppError::PlanOut {
+        write_new(path, saved.text.as_bytes()).map_err(|source| AppError::PlanOut {
             file: path.display().to_string(),
             source,
         })?;
@@ -426,9 +426,11 @@ impl Run<'_> {
             (View::Fleet, 1) => " of 1 cluster".to_owned(),
             (View::Fleet, n) => format!(" of {n} clusters"),
         };
+        // The checksum binds `apply` to exactly this plan (`--checksum`).
         streams::notice(&format!(
-            "Saved the plan{what} to {shown}{}; apply it with: kubectl appupdate apply {shown}",
-            signed_with(key)
+            "Saved the plan{what} to {shown}{}; apply it with: kubectl appupdate apply {shown} --checksum {}",
+            signed_with(key),
+            saved.checksum
         ));
         Ok(())
     }

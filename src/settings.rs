@@ -848,6 +848,7 @@ impl Settings {
                 ),
             }));
         }
+        approved(&name, &file, &app, &args.app, &args.checksum)?;
         let cluster = resolve_cluster(cluster, env)?;
         let waves_given = !args.fleet.wave.is_empty();
         let mut fleet = FleetSettings::resolve(args.fleet, &cluster, file.clusters.len())?;
@@ -900,6 +901,37 @@ impl Settings {
             verify: None,
         })
     }
+}
+
+/// `apply FILE --app NAME --checksum sha256:…`: refuses any file but the approved plan, before
+/// anything is sent.
+fn approved(
+    name: &str,
+    file: &PlanFile,
+    app: &str,
+    want_app: &Option<String>,
+    want_checksum: &Option<String>,
+) -> Result<(), SettingsError> {
+    if let Some(want) = want_app
+        && want != app
+    {
+        return Err(SettingsError::Invalid(format!(
+            "{} is a plan for the application {:?}, not --app {}; nothing was sent",
+            Untrusted(name),
+            Untrusted(app),
+            Untrusted(want)
+        )));
+    }
+    if let Some(want) = want_checksum
+        && *want != file.checksum
+    {
+        return Err(SettingsError::Invalid(format!(
+            "{} is not the approved plan: its checksum is {}, not --checksum {want}; nothing was sent",
+            Untrusted(name),
+            Untrusted(&file.checksum)
+        )));
+    }
+    Ok(())
 }
 
 /// `--verify-url` and `--verify-url-ca`, checked before anything is sent: the address's form,

@@ -6,6 +6,7 @@
 
 mod common;
 
+mod approved_plans_e2e;
 mod auth_provider_e2e;
 mod bad_input_corpus;
 mod external_auth_e2e;

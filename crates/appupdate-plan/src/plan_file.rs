@@ -381,15 +381,24 @@ pub fn render(
     plans: &[(&Plan, &Origin, &Source)],
     key: Option<&PlanKey>,
 ) -> Result<String, PlanFileError> {
-    render_in_waves(plans, &[], key)
+    render_in_waves(plans, &[], key).map(|saved| saved.text)
 }
 
-/// [`render`] of a plan made in waves (`--wave`): the contexts of each wave, in order.
+/// A plan file's text and its checksum (`sha256:…` over the content, as the file says it).
+#[derive(Clone, Debug)]
+pub struct Rendered {
+    pub text: String,
+    /// What `apply FILE --checksum` takes: not the SHA-256 of the file's bytes.
+    pub checksum: String,
+}
+
+/// [`render`] of a plan made in waves (`--wave`): the contexts of each wave, in order; with
+/// the file's checksum.
 pub fn render_in_waves(
     plans: &[(&Plan, &Origin, &Source)],
     waves: &[Vec<String>],
     key: Option<&PlanKey>,
-) -> Result<String, PlanFileError> {
+) -> Result<Rendered, PlanFileError> {
     let created_at = plans
         .first()
         .map(|(_, o, _)| o.created_at.clone())
@@ -435,15 +444,16 @@ pub fn render_in_waves(
         })?),
         None => None,
     };
+    let checksum = checksum_of(&canonical);
     let doc = FileDoc {
         schema: SCHEMA.to_owned(),
-        checksum: checksum_of(&canonical),
+        checksum: checksum.clone(),
         signature,
         content,
     };
     let mut text = serde_json::to_string_pretty(&doc).unwrap_or_default();
     text.push('\n');
-    Ok(text)
+    Ok(Rendered { text, checksum })
 }
 
 /// The updaters a saved plan may name: the ones an ordinary run saves (an undo is saved as
