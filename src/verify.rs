@@ -511,6 +511,7 @@ mod tests {
                 paths.iter().map(|s| s.to_string()).collect()
             },
             paths_before: paths.iter().map(|s| s.to_string()).collect(),
+            foreign: Vec::new(),
         });
         // The updater is not looked at: any will do.
         let updater = appupdate_plan::updaters::AutoscalerUpdater {

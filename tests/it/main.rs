@@ -6,6 +6,7 @@
 
 mod common;
 
+mod adopted_routes_e2e;
 mod approved_plans_e2e;
 mod auth_provider_e2e;
 mod bad_input_corpus;

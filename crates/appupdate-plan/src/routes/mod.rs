@@ -23,7 +23,10 @@
 //!   several carry one identifier, the one named `<app>-<id>` (else the smallest name) is kept
 //!   and the others are deleted ([`match_live`]).
 //! * **Managed.** Only routes labelled both `app=<app>` and `identifier` are managed; anything
-//!   else is never updated or deleted.
+//!   else is never updated or deleted. A managed route the run updates is taken over whoever
+//!   made it: what of the routing layer's its style does not write (ingress-nginx annotations,
+//!   HTTPRoute filters) is removed and shown, and named in `RouteInfo::foreign` so that the shell
+//!   can refuse to remove it unseen (`--yes`).
 //! * **The scope token.** Where a style sends the scope set to an auth service in a URL (the
 //!   `nginx-auth` query, the `gateway` auth path), it sends the *scope token*: the sorted,
 //!   de-duplicated scopes joined by one space, encoded as base64url without padding (RFC 4648
