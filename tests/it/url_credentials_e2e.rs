@@ -206,3 +206,51 @@ fn a_verify_url_with_user_information_is_refused_without_quoting_it() {
     assert!(env.sb.requests().is_empty());
     assert_eq!(env.bounds().1, 5);
 }
+
+#[test]
+fn proxy_credentials_are_never_printed() {
+    let env = Env::new();
+    let with_proxy = |name: &str, url: &str| {
+        let text = std::fs::read_to_string(&env.kubeconfig).unwrap();
+        let with = text.replacen(
+            "    server: ",
+            &format!("    proxy-url: {url}\n    server: "),
+            1,
+        );
+        assert_ne!(with, text);
+        env.write_file(name, &with)
+    };
+    let run = |kubeconfig: &std::path::Path| {
+        plugin()
+            .arg("--kubeconfig")
+            .arg(kubeconfig)
+            .args(["web", "--max", "9", "--yes", "-v"])
+            .output()
+            .unwrap()
+    };
+    // A proxy that does not answer: the run fails, naming the proxy without its credentials.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let o = run(&with_proxy(
+        "kubeconfig-proxy",
+        &format!("http://user:{SECRET}@127.0.0.1:{port}"),
+    ));
+    assert_code(&o, 1);
+    assert_no_secret(&o);
+    assert!(
+        stderr(&o).contains(&format!(
+            "via proxy http://127.0.0.1:{port} (the kubeconfig's proxy-url)"
+        )),
+        "{}",
+        stderr(&o)
+    );
+    // A password holding a '/': the URL is refused, and not quoted back.
+    let o = run(&with_proxy(
+        "kubeconfig-bad-proxy",
+        &format!("socks5://user:{SECRET}/x@proxy.example:1080"),
+    ));
+    assert_code(&o, 3);
+    assert_no_secret(&o);
+    assert_eq!(env.bounds().1, 5);
+}
