@@ -94,7 +94,7 @@ pub enum Command {
         shell: clap_complete::Shell,
     },
     /// Apply a plan saved with --plan-out, exactly as it was reviewed.
-    Apply(ApplyArgs),
+    Apply(Box<ApplyArgs>),
     /// List the recorded changes of an application, oldest first.
     History(HistoryArgs),
 }
@@ -110,6 +110,15 @@ pub struct ApplyArgs {
     /// Refuse a plan older than this, e.g. 1h (default: no limit).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, help_heading = "Behaviour")]
     pub max_plan_age: Option<Duration>,
+
+    /// Refuse any file but the plan of this checksum: the one printed when the plan was saved
+    /// (over the plan's content: not sha256sum of the file).
+    #[arg(long, value_name = "sha256:HEX", value_parser = parse_checksum, help_heading = "Behaviour")]
+    pub checksum: Option<String>,
+
+    /// Refuse a plan for any application but NAME.
+    #[arg(long, value_name = "NAME", help_heading = "Behaviour")]
+    pub app: Option<String>,
 
     /// Refuse the plan unless it is signed with the key in KEYFILE (default:
     /// $APPUPDATE_PLAN_KEY_FILE; without either, a signature is not checked).
@@ -167,11 +176,12 @@ made with. A plan of several clusters is applied to each through the context of 
 (--context/--contexts choose some of them), with the fleet flags. Before the first write every object is read again; if a field the plan changes is
 no longer at the value the plan showed, nothing is written (exit 5). An edited or truncated
 file is refused (exit 3). With --verify-key KEYFILE (or $APPUPDATE_PLAN_KEY_FILE), so is a file
-that is not signed with that key.
+that is not signed with that key; with --checksum (printed when the plan was saved) or --app,
+any file but the approved plan.
 
 Examples:
   kubectl appupdate web --image \"$IMAGE\" --plan-out plan.json   # review plan.json
-  kubectl appupdate apply plan.json --yes --max-plan-age 1h
+  kubectl appupdate apply plan.json --yes --max-plan-age 1h --checksum sha256:…
 
   # Signed: only a plan signed with the key is applied
   kubectl appupdate web --image \"$IMAGE\" --plan-out plan.json --sign-key plan.key
@@ -879,6 +889,19 @@ impl TypedValueParser for ReplicaBound {
             )),
         );
         Err(err)
+    }
+}
+
+/// `apply --checksum`: `sha256:` and 64 hex digits (lowercased), as `--plan-out` prints it.
+pub fn parse_checksum(text: &str) -> Result<String, String> {
+    match text.strip_prefix("sha256:") {
+        Some(hex) if hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()) => {
+            Ok(format!("sha256:{}", hex.to_ascii_lowercase()))
+        }
+        _ => Err(
+            "give the checksum --plan-out printed, sha256: and 64 hex digits (not sha256sum of the file)"
+                .into(),
+        ),
     }
 }
 

@@ -84,6 +84,10 @@ pub enum AppError {
     /// The requested change does not fit the live state (min > live max, container choice…).
     #[error(transparent)]
     Plan(#[from] PlanError),
+    /// `--yes` with a plan that removes what routes it takes over carry and their style does not
+    /// write: nobody saw the removal.
+    #[error("{message}")]
+    UnseenRemoval { message: String },
     /// A read failed, before any write.
     #[error("{}", .source.describe(.verb, .target))]
     Request {

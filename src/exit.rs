@@ -174,6 +174,7 @@ fn failed(err: &AppError) -> ExitCode {
         | AppError::Settings(_)
         | AppError::Kubeconfig(_)
         | AppError::Plan(_)
+        | AppError::UnseenRemoval { .. }
         | AppError::SavedPlan(_) => ExitCode::Usage,
         AppError::Request { .. }
         | AppError::NotFound { .. }

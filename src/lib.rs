@@ -102,7 +102,7 @@ fn run_to_end(args: Vec<OsString>, env: &Environment) -> (Ending, Streams) {
         }
         Some(Command::Apply(args)) => {
             let streams = streams_before_flags(args.color);
-            match Settings::resolve_apply(args, cli.update.cluster, env, &RealFiles) {
+            match Settings::resolve_apply(*args, cli.update.cluster, env, &RealFiles) {
                 Ok(s) => s,
                 Err(e) => return (Ending::Failed(e.into()), streams),
             }

@@ -127,6 +127,14 @@ impl Run<'_> {
         if settings.dry_run || (!has_changes && !settings.wait && settings.verify.is_none()) {
             return self.stop(planned, changes_pending);
         }
+        // Nobody reads the diff under --yes: a removal it shows of what a route carried and its
+        // style does not write is refused (a saved plan's diff was there to review).
+        if settings.yes
+            && settings.saved().is_none()
+            && let Some(message) = unseen_removals(planned, view)
+        {
+            return Ending::Failed(AppError::UnseenRemoval { message });
+        }
         if has_changes && !settings.yes {
             let asked = tokio::select! {
                 asked = self.confirm(planned) => asked,
@@ -424,9 +432,9 @@ impl Run<'_> {
             .map(|(m, origin)| (&m.sourced.plan, origin, &m.sourced.source))
             .collect();
         let key = save.key.as_ref();
-        let text = plan_file::render_in_waves(&entries, &planned.order.waves, key)?;
+        let saved = plan_file::render_in_waves(&entries, &planned.order.waves, key)?;
         let path = &save.path;
-        std::fs::write(path, text).map_err(|source| AppError::PlanOut {
+        write_new(path, saved.text.as_bytes()).map_err(|source| AppError::PlanOut {
             file: path.display().to_string(),
             source,
         })?;
@@ -436,12 +444,79 @@ impl Run<'_> {
             (View::Fleet, 1) => " of 1 cluster".to_owned(),
             (View::Fleet, n) => format!(" of {n} clusters"),
         };
+        // The checksum binds `apply` to exactly this plan (`--checksum`).
         streams::notice(&format!(
-            "Saved the plan{what} to {shown}{}; apply it with: kubectl appupdate apply {shown}",
-            signed_with(key)
+            "Saved the plan{what} to {shown}{}; apply it with: kubectl appupdate apply {shown} --checksum {}",
+            signed_with(key),
+            saved.checksum
         ));
         Ok(())
     }
+}
+
+/// Writes `bytes` to `path` through a new file of a random name, created exclusively in the
+/// same directory (so that nothing planted there is opened or followed), then renamed over
+/// `path`: a symlink at `path` is replaced, not written through, and a reader never sees half a
+/// plan. The new file gets the permissions a created file always gets (0666 less the umask).
+fn write_new(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => std::path::Path::new("."),
+    };
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(".plan-out-").suffix(".tmp");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        builder.permissions(std::fs::Permissions::from_mode(0o666));
+    }
+    let mut file = builder.tempfile_in(dir)?;
+    file.write_all(bytes)?;
+    file.as_file().sync_all()?;
+    file.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+/// The routes a plan updates that carry what their style does not write (`RouteInfo::foreign`:
+/// ingress-nginx annotations, HTTPRoute filters), which the update removes: the refusal of a
+/// run under `--yes`, naming each route and what it loses; `None` when there are none.
+fn unseen_removals(planned: &Planned, view: View) -> Option<String> {
+    use appupdate_model::plan::Action;
+    let routes: Vec<String> = planned
+        .members
+        .iter()
+        .flat_map(|m| {
+            let context = &m.cluster.conn.context;
+            m.sourced.plan.changes().filter_map(move |c| {
+                let info = c.route.as_ref()?;
+                if c.action() != Action::Update || info.foreign.is_empty() {
+                    return None;
+                }
+                let removed: Vec<String> = info
+                    .foreign
+                    .iter()
+                    .map(|f| Untrusted(f).to_string())
+                    .collect();
+                let at = match view {
+                    View::Fleet => format!(" in context {:?}", Untrusted(context)),
+                    View::One => String::new(),
+                };
+                Some(format!(
+                    "{}{at} ({})",
+                    Untrusted(&c.reference()),
+                    removed.join(", ")
+                ))
+            })
+        })
+        .collect();
+    if routes.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "not applied: routes this run updates carry what their style does not write, which the run removes, and with --yes nobody saw that in the diff: {}; run without --yes to review and confirm the removal, or remove it from the routes first; nothing was written",
+        routes.join("; ")
+    ))
 }
 
 /// What the notice of a saved plan says about its signature: `, signed with --sign-key KEYFILE`

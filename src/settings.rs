@@ -13,6 +13,7 @@ use crate::cli::{
     OutputFormat, RoutesChoice, UpdateArgs,
 };
 use crate::verify::{self, VerifySettings, VerifyUrl};
+use appupdate_kube::files::{self, FileKind};
 use appupdate_kube::proxy::ProxyEnv;
 use appupdate_kube::selection::{ClusterSelection, ContextSelector, KubeconfigSource};
 use appupdate_model::endpoints_file::{self, EndpointsError, EndpointsFile};
@@ -576,7 +577,13 @@ fn route_flags(args: &UpdateArgs) -> Result<RouteFlags, SettingsError> {
         parse: impl Fn(&str) -> Result<T, String>,
     ) -> Result<Option<T>, SettingsError> {
         value
-            .map(|v| parse(v).map_err(|why| SettingsError::Invalid(format!("{name} {v:?}: {why}"))))
+            .map(|v| {
+                parse(v).map_err(|why| {
+                    // A URL's credentials are refused, and never shown.
+                    let v = appupdate_model::text::without_credentials(v);
+                    SettingsError::Invalid(format!("{name} {v:?}: {why}"))
+                })
+            })
             .transpose()
     }
     let mut hosts: Vec<String> = Vec::new();
@@ -626,32 +633,27 @@ fn route_flags(args: &UpdateArgs) -> Result<RouteFlags, SettingsError> {
     Ok(flags)
 }
 
-/// Reads a file named on the command line (`-` is stdin).
+/// Reads a file named on the command line (`-` is stdin), within the bound of its `kind`
+/// ([`appupdate_kube::files`]).
 pub trait FileReader {
-    fn read(&self, path: &std::path::Path) -> std::io::Result<String>;
+    fn read(&self, path: &std::path::Path, kind: FileKind) -> std::io::Result<String>;
 
     /// A file's bytes as they are (a key file); `-` is a file of that name, not stdin.
-    fn read_bytes(&self, path: &std::path::Path) -> std::io::Result<Vec<u8>> {
-        self.read(path).map(String::into_bytes)
+    fn read_bytes(&self, path: &std::path::Path, kind: FileKind) -> std::io::Result<Vec<u8>> {
+        self.read(path, kind).map(String::into_bytes)
     }
 }
 
-/// The real file system and stdin.
+/// The real file system and stdin, each file read within its bound.
 pub struct RealFiles;
 
 impl FileReader for RealFiles {
-    fn read(&self, path: &std::path::Path) -> std::io::Result<String> {
-        if path.as_os_str() == "-" {
-            let mut s = String::new();
-            std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)?;
-            Ok(s)
-        } else {
-            std::fs::read_to_string(path)
-        }
+    fn read(&self, path: &std::path::Path, kind: FileKind) -> std::io::Result<String> {
+        files::read_text(path, kind)
     }
 
-    fn read_bytes(&self, path: &std::path::Path) -> std::io::Result<Vec<u8>> {
-        std::fs::read(path)
+    fn read_bytes(&self, path: &std::path::Path, kind: FileKind) -> std::io::Result<Vec<u8>> {
+        files::read_bounded(path, kind)
     }
 }
 
@@ -674,12 +676,13 @@ fn plan_key(
         }
         (None, None) => return Ok(None),
     };
-    let content = files
-        .read_bytes(&path)
-        .map_err(|source| SettingsError::KeyUnreadable {
-            key: named.clone(),
-            source,
-        })?;
+    let content =
+        files
+            .read_bytes(&path, FileKind::Key)
+            .map_err(|source| SettingsError::KeyUnreadable {
+                key: named.clone(),
+                source,
+            })?;
     PlanKey::new(content, named.clone())
         .map(Some)
         .map_err(|why| SettingsError::Key { key: named, why })
@@ -707,7 +710,7 @@ fn history_key(
         (None, None) => return Ok(None),
     };
     let content = files
-        .read_bytes(&path)
+        .read_bytes(&path, FileKind::Key)
         .map_err(|source| SettingsError::KeyUnreadable {
             key: named.clone(),
             source,
@@ -768,12 +771,12 @@ impl Settings {
                 } else {
                     path.display().to_string()
                 };
-                let text = files
-                    .read(path)
-                    .map_err(|e| SettingsError::EndpointsUnreadable {
+                let text = files.read(path, FileKind::Endpoints).map_err(|e| {
+                    SettingsError::EndpointsUnreadable {
                         name: source.clone(),
                         source: e,
-                    })?;
+                    }
+                })?;
                 let file = endpoints_file::parse(&text, &source)?;
                 if file.endpoints.is_empty() && !args.allow_empty_endpoints {
                     return Err(SettingsError::NoEndpoints { name: source, app });
@@ -867,12 +870,12 @@ impl Settings {
             args.file.display().to_string()
         };
         let key = plan_key("--verify-key", args.verify_key, env, files)?;
-        let text = files
-            .read(&args.file)
-            .map_err(|source| SettingsError::PlanFileUnreadable {
+        let text = files.read(&args.file, FileKind::Plan).map_err(|source| {
+            SettingsError::PlanFileUnreadable {
                 name: name.clone(),
                 source,
-            })?;
+            }
+        })?;
         let file = plan_file::parse(&text, &name, key.as_ref())?;
         let app = file
             .clusters
@@ -895,6 +898,7 @@ impl Settings {
                 ),
             }));
         }
+        approved(&name, &file, &app, &args.app, &args.checksum)?;
         let cluster = resolve_cluster(cluster, env)?;
         let waves_given = !args.fleet.wave.is_empty();
         let mut fleet = FleetSettings::resolve(args.fleet, &cluster, file.clusters.len())?;
@@ -950,6 +954,37 @@ impl Settings {
     }
 }
 
+/// `apply FILE --app NAME --checksum sha256:…`: refuses any file but the approved plan, before
+/// anything is sent.
+fn approved(
+    name: &str,
+    file: &PlanFile,
+    app: &str,
+    want_app: &Option<String>,
+    want_checksum: &Option<String>,
+) -> Result<(), SettingsError> {
+    if let Some(want) = want_app
+        && want != app
+    {
+        return Err(SettingsError::Invalid(format!(
+            "{} is a plan for the application {:?}, not --app {}; nothing was sent",
+            Untrusted(name),
+            Untrusted(app),
+            Untrusted(want)
+        )));
+    }
+    if let Some(want) = want_checksum
+        && *want != file.checksum
+    {
+        return Err(SettingsError::Invalid(format!(
+            "{} is not the approved plan: its checksum is {}, not --checksum {want}; nothing was sent",
+            Untrusted(name),
+            Untrusted(&file.checksum)
+        )));
+    }
+    Ok(())
+}
+
 /// `--verify-url` and `--verify-url-ca`, checked before anything is sent: the address's form,
 /// the CA file, the proxy the environment chooses for it, the bound on each request
 /// (`--request-timeout`, else [`verify::DEFAULT_REQUEST_TIMEOUT`]).
@@ -981,7 +1016,7 @@ fn verify_settings(
             None => None,
             Some(path) => {
                 let shown = Untrusted(path.display().to_string());
-                let pem = files.read_bytes(path).map_err(|e| {
+                let pem = files.read_bytes(path, FileKind::Certificate).map_err(|e| {
                     SettingsError::Invalid(format!(
                         "--verify-url-ca {shown}: cannot read the file: {}",
                         Untrusted(e.to_string())
@@ -1018,7 +1053,7 @@ mod tests {
 
     struct NoFiles;
     impl FileReader for NoFiles {
-        fn read(&self, path: &std::path::Path) -> std::io::Result<String> {
+        fn read(&self, path: &std::path::Path, _: FileKind) -> std::io::Result<String> {
             Err(std::io::Error::new(
                 std::io::ErrorKind::NotFound,
                 format!("no such file {}", path.display()),
@@ -1065,7 +1100,7 @@ mod tests {
     /// Files by name; any other is missing.
     struct Files(Vec<(&'static str, &'static str)>);
     impl FileReader for Files {
-        fn read(&self, path: &std::path::Path) -> std::io::Result<String> {
+        fn read(&self, path: &std::path::Path, _: FileKind) -> std::io::Result<String> {
             self.0
                 .iter()
                 .find(|(name, _)| std::path::Path::new(name) == path)

@@ -80,6 +80,12 @@ impl VerifyUrl {
                 Untrusted(&scheme)
             ));
         }
+        // Anywhere, not only before the first `/`: a password may hold `/`, `?` or `#`.
+        if rest.contains('@') {
+            return Err(format!(
+                "it has user information (…@); the requests are sent without credentials: {FORM}"
+            ));
+        }
         if rest.contains('#') {
             return Err(format!("it has a fragment (#…); {FORM}"));
         }
@@ -92,11 +98,6 @@ impl VerifyUrl {
             Some(i) => rest.split_at(i),
             None => (rest, ""),
         };
-        if authority.contains('@') {
-            return Err(format!(
-                "it has user information (…@); the requests are sent without credentials: {FORM}"
-            ));
-        }
         if !path.is_empty() && path != "/" {
             return Err(format!(
                 "it has a path ({:?}); the routes' paths (/APP/…) are requested on the address alone: {FORM}",
@@ -133,16 +134,9 @@ impl VerifyUrl {
     }
 
     /// `text` as a message may quote it: user information (which may hold a password)
-    /// replaced by `…`.
+    /// replaced by `…` ([`appupdate_model::text::without_credentials`], as every URL shown).
     pub fn redacted(text: &str) -> String {
-        let Some((scheme, rest)) = text.split_once("://") else {
-            return text.to_owned();
-        };
-        let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-        match rest[..end].rfind('@') {
-            Some(at) => format!("{scheme}://…{}", &rest[at..]),
-            None => text.to_owned(),
-        }
+        appupdate_model::text::without_credentials(text).into_owned()
     }
 
     /// `host[:port]`, an IPv6 address in brackets.
@@ -461,7 +455,11 @@ mod tests {
             VerifyUrl::redacted("https://user:secret@gw:8443/x"),
             "https://…@gw:8443/x"
         );
-        assert_eq!(VerifyUrl::redacted("https://gw/a@b"), "https://gw/a@b");
+        // Everything up to the last `@`: a password may hold `/`.
+        assert_eq!(
+            VerifyUrl::redacted("https://user:se/cret@gw"),
+            "https://…@gw"
+        );
         let v6 = url("http://[::1]:8080");
         assert_eq!(v6.host, "::1");
         assert_eq!(v6.with_path("/web/a"), "http://[::1]:8080/web/a");
@@ -473,6 +471,8 @@ mod tests {
             ("https://gw?x=1", "query"),
             ("https://gw/#top", "fragment"),
             ("https://user:pw@gw", "user information"),
+            ("https://user:p/w@gw", "user information"),
+            ("https://user:p?w@gw", "user information"),
             ("https://", "not a host[:port]"),
             ("https://:8080", "no host"),
             ("https://gw:99999", "the port \"99999\""),
@@ -511,6 +511,7 @@ mod tests {
                 paths.iter().map(|s| s.to_string()).collect()
             },
             paths_before: paths.iter().map(|s| s.to_string()).collect(),
+            foreign: Vec::new(),
         });
         // The updater is not looked at: any will do.
         let updater = appupdate_plan::updaters::AutoscalerUpdater {

@@ -287,7 +287,11 @@ fn endpoints_parser_corpus_mutations() {
 struct Files(String);
 
 impl FileReader for Files {
-    fn read(&self, _path: &Path) -> std::io::Result<String> {
+    fn read(
+        &self,
+        _path: &Path,
+        _kind: appupdate_kube::files::FileKind,
+    ) -> std::io::Result<String> {
         Ok(self.0.clone())
     }
 }

@@ -6,11 +6,14 @@
 
 mod common;
 
+mod adopted_routes_e2e;
 mod applied_once_e2e;
+mod approved_plans_e2e;
 mod auth_provider_e2e;
 mod bad_input_corpus;
 mod external_auth_e2e;
 mod fault_matrix_e2e;
+mod files_e2e;
 mod fleet_e2e;
 mod fleet_props;
 mod fuzz;
@@ -32,6 +35,7 @@ mod transport_e2e;
 mod transport_http1_e2e;
 mod trust_e2e;
 mod update_e2e;
+mod url_credentials_e2e;
 mod ux_color;
 mod ux_completion;
 mod ux_output;

@@ -91,12 +91,15 @@ fn a_plan_signed_with_sign_key_is_applied_with_verify_key() {
         None,
     );
     assert_code(&o, 0);
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     assert_eq!(
         stderr(&o),
         format!(
-            "Saved the plan to {f}, signed with --sign-key {k}; apply it with: kubectl appupdate apply {f}\n",
+            "Saved the plan to {f}, signed with --sign-key {k}; apply it with: kubectl appupdate apply {f} --checksum {c}\n",
             f = s(&file),
-            k = s(&k)
+            k = s(&k),
+            c = doc["checksum"].as_str().unwrap()
         )
     );
     let signature = signature(&file).unwrap();

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use kube::config::{KubeConfigOptions, Kubeconfig, LoadDataError};
 
 use crate::describe::{describe_auth_error, one_line};
+use crate::files;
 use crate::proxy;
 use crate::selection::{ClusterSelection, ContextSelector, KubeconfigSource};
 use appupdate_model::text::Untrusted;
@@ -160,7 +161,8 @@ pub struct Connection {
     pub client: kube::Client,
     pub namespace: String,
     pub context: String,
-    /// The API server URL (for messages; carries no credentials).
+    /// The API server URL, for messages and saved plans: its user information (a password or a
+    /// token) replaced by `…` ([`appupdate_model::text::without_credentials`]).
     pub server: String,
     pub request_timeout: Option<std::time::Duration>,
     /// The proxy the connection goes through, e.g. `http://proxy.corp:3128 (HTTPS_PROXY)`
@@ -176,20 +178,92 @@ pub struct Connection {
 /// Stands in for the cluster's `proxy-url` while kube loads the kubeconfig (never dialled).
 const PROXY_PLACEHOLDER: &str = "http://proxy-chosen-by-kubectl-appupdate.invalid";
 
+/// One kubeconfig file, read within its bound ([`files::FileKind::Kubeconfig`]) and loaded as
+/// kube's `Kubeconfig::read_from` loads it: UTF-8, or UTF-16 behind a byte order mark; the
+/// files it names relative to its directory.
 fn read_one(path: &Path) -> Result<Kubeconfig, KubeconfigError> {
     let path = path.to_owned();
-    Kubeconfig::read_from(&path).map_err(|e| match e {
-        KubeKubeconfigError::ReadConfig(source, _) => KubeconfigError::Unreadable { path, source },
+    let text = files::read_bounded(&path, files::FileKind::Kubeconfig)
+        .and_then(decode)
+        .map_err(|source| KubeconfigError::Unreadable {
+            path: path.clone(),
+            source,
+        })?;
+    let mut config = Kubeconfig::from_yaml(&text).map_err(|e| match e {
         KubeKubeconfigError::Parse(ref err) => KubeconfigError::Invalid {
             at: err.location().map(|l| (l.line(), l.column())),
-            path,
+            path: path.clone(),
             source: e,
         },
-        source => KubeconfigError::Unusable { path, source },
-    })
+        source => KubeconfigError::Unusable {
+            path: path.clone(),
+            source,
+        },
+    })?;
+    if let Some(dir) = path.parent() {
+        absolute_paths(&mut config, dir);
+    }
+    Ok(config)
+}
+
+/// A kubeconfig's bytes as text: UTF-8, or UTF-16 (little or big endian) behind its byte
+/// order mark, as kube reads them.
+fn decode(bytes: Vec<u8>) -> std::io::Result<String> {
+    let utf16 = |rest: &[u8], unit: fn([u8; 2]) -> u16| {
+        let units: Vec<u16> = rest
+            .chunks(2)
+            .map(|c| unit([c[0], c.get(1).copied().unwrap_or(0)]))
+            .collect();
+        String::from_utf16(&units).map_err(|_| {
+            std::io::Error::new(std::io::ErrorKind::InvalidData, "invalid UTF-16 text")
+        })
+    };
+    match bytes.as_slice() {
+        [0xFF, 0xFE, rest @ ..] => utf16(rest, u16::from_le_bytes),
+        [0xFE, 0xFF, rest @ ..] => utf16(rest, u16::from_be_bytes),
+        _ => String::from_utf8(bytes)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e)),
+    }
+}
+
+/// The files a kubeconfig names relative to its directory `dir`, made absolute (certificates,
+/// keys, token files, and exec commands that contain a path separator), as kube's
+/// `Kubeconfig::read_from` does.
+fn absolute_paths(config: &mut Kubeconfig, dir: &Path) {
+    let fix = |file: &mut Option<String>| {
+        if let Some(f) = file.as_deref()
+            && Path::new(f).is_relative()
+            && let Some(abs) = dir.join(f).to_str()
+        {
+            *file = Some(abs.to_owned());
+        }
+    };
+    for named in &mut config.clusters {
+        if let Some(cluster) = &mut named.cluster {
+            fix(&mut cluster.certificate_authority);
+        }
+    }
+    for named in &mut config.auth_infos {
+        if let Some(auth) = &mut named.auth_info {
+            fix(&mut auth.client_certificate);
+            fix(&mut auth.client_key);
+            fix(&mut auth.token_file);
+            if let Some(exec) = &mut auth.exec
+                && exec
+                    .command
+                    .as_deref()
+                    .is_some_and(|c| c.contains(std::path::MAIN_SEPARATOR))
+            {
+                fix(&mut exec.command);
+            }
+        }
+    }
 }
 
 fn io_reason(e: &std::io::Error) -> String {
+    if files::is_too_large(e) {
+        return e.to_string();
+    }
     match e.kind() {
         std::io::ErrorKind::NotFound => "no such file".into(),
         std::io::ErrorKind::PermissionDenied => "permission denied".into(),
@@ -587,7 +661,10 @@ async fn connect_to(
         config.write_timeout = Some(t);
         config.connect_timeout = Some(config.connect_timeout.map_or(t, |c| c.min(t)));
     }
-    let server = config.cluster_url.to_string();
+    // A password or token in the server URL is never kept: this is the URL messages show and
+    // saved plans carry (and compare).
+    let server =
+        appupdate_model::text::without_credentials(&config.cluster_url.to_string()).into_owned();
     config.proxy_url = None;
     let proxy = proxy::select(
         proxy_url.as_deref(),

@@ -3,7 +3,7 @@
 //! credentials), which proxy ([`proxy`]: kubectl's rules) and the TCP leg through it
 //! ([`proxy_connector`]), one HTTP/2 connection per cluster ([`transport`]), the cluster client
 //! that sends every request ([`cluster`]), and how a failure of any of them is worded
-//! ([`describe`]).
+//! ([`describe`]); and every file the plugin reads, each within a bound ([`files`]).
 //!
 //! It reads the files and the network it is pointed at, and nothing else: no terminal, no
 //! environment (the plugin's `settings` reads that once and passes it in).
@@ -11,6 +11,7 @@
 
 pub mod cluster;
 pub mod describe;
+pub mod files;
 pub mod kube_context;
 pub mod proxy;
 pub mod proxy_connector;

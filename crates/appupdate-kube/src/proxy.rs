@@ -328,7 +328,15 @@ pub fn parse_url(raw: &str) -> Result<ProxyUrl, String> {
         Some(i) => (Some(&authority[..i]), &authority[i + 1..]),
         None => (None, authority),
     };
-    let (host, port) = parse_host(hostport)?;
+    // A `@` after the authority (a password with an unescaped `/`) leaves part of the
+    // credentials where the port is: the message does not quote it then.
+    let (host, port) = parse_host(hostport).map_err(|e| {
+        if raw.contains('@') && e.starts_with("invalid port") {
+            "invalid port after host".to_owned()
+        } else {
+            e
+        }
+    })?;
     let user = match userinfo {
         None => None,
         Some(u) => {
@@ -1007,6 +1015,15 @@ mod tests {
         ]);
         assert_eq!(e.https_proxy, Some(("https_proxy", "b:2".to_owned())));
         assert!(e.cgi);
+    }
+
+    #[test]
+    fn a_malformed_url_with_credentials_is_not_quoted_back() {
+        let e = parse_url("socks5://user:hunter2/secret@proxy:1080").unwrap_err();
+        assert_eq!(e, "invalid port after host");
+        // Without credentials the port is quoted, as Go does.
+        let e = parse_url("http://proxy:80a").unwrap_err();
+        assert_eq!(e, "invalid port \":80a\" after host");
     }
 
     #[test]

@@ -138,6 +138,11 @@ pub struct RouteDoc<'a> {
     pub paths: &'a [String],
     /// Endpoint paths served before the change; empty for a create.
     pub paths_before: &'a [String],
+    /// What the live route carries that its style does not write, and this update removes,
+    /// each by its field (`metadata.annotations[nginx.ingress.kubernetes.io/auth-snippet]`,
+    /// `spec.rules[path=/web/a].filters[RequestMirror]`); left out when nothing.
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    pub foreign: &'a [String],
 }
 
 fn object_doc(change: &ObjectChange) -> ObjectDoc<'_> {
@@ -147,6 +152,7 @@ fn object_doc(change: &ObjectChange) -> ObjectDoc<'_> {
         scopes: &info.scopes,
         paths: &info.paths,
         paths_before: &info.paths_before,
+        foreign: &info.foreign,
     });
     let ingress = route
         .as_ref()
@@ -442,6 +448,7 @@ mod tests {
             scopes: vec!["admin".into()],
             paths: paths.iter().map(|p| (*p).to_owned()).collect(),
             paths_before: before.iter().map(|p| (*p).to_owned()).collect(),
+            foreign: Vec::new(),
         }
     }
 

@@ -1336,6 +1336,7 @@ mod tests {
             scopes: Vec::new(),
             paths: after.iter().map(|p| (*p).to_owned()).collect(),
             paths_before: before.iter().map(|p| (*p).to_owned()).collect(),
+            foreign: Vec::new(),
         });
         c
     }
@@ -1569,6 +1570,7 @@ mod tests {
                     scopes: Vec::new(),
                     paths: after,
                     paths_before: before,
+                    foreign: Vec::new(),
                 });
                 changes.push(c);
             }

@@ -80,13 +80,15 @@ impl AuthUrl {
             .strip_prefix("http://")
             .or_else(|| s.strip_prefix("https://"))
             .ok_or("it must start with http:// or https://")?;
+        // Anywhere, not only before the first `/`: a password may hold `/`, and a `@` is no
+        // character of the path either.
+        if rest.contains('@') {
+            return Err("it must not carry user information (user@host)".into());
+        }
         let (authority, path) = match rest.find('/') {
             Some(i) => rest.split_at(i),
             None => (rest, ""),
         };
-        if authority.contains('@') {
-            return Err("it must not carry user information (user@host)".into());
-        }
         let (host, port) = match authority.rsplit_once(':') {
             Some((h, p)) => (h, Some(p)),
             None => (authority, None),
@@ -330,6 +332,7 @@ mod tests {
             ("ftp://auth/x", "must start with http"),
             ("http://Auth.example.com/", "host"),
             ("http://user@auth/", "user information"),
+            ("http://user:p/w@auth/", "user information"),
             ("http://auth:0/", "port"),
             ("http://auth:99999/", "port"),
             ("http://auth/verify?x=1", "query"),

@@ -93,6 +93,13 @@ pub struct RouteInfo {
     pub paths: Vec<String>,
     /// Endpoint paths served before the change, sorted; empty for a create.
     pub paths_before: Vec<String>,
+    /// What the live route carries that its style does not write, and this update removes
+    /// (a route taken over with them): `nginx.ingress.kubernetes.io/*` annotations, HTTPRoute
+    /// filters, each named by its field (`metadata.annotations[…]`,
+    /// `spec.rules[path=…].filters[RequestMirror]`). Shown in the diff; a run with `--yes`
+    /// refuses to remove them unseen.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub foreign: Vec<String>,
 }
 
 impl RouteInfo {

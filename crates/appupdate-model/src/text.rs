@@ -39,6 +39,26 @@ use std::fmt::{self, Write as _};
 
 use unicode_general_category::{GeneralCategory, get_general_category};
 
+/// `url` with its user information — which may hold a password or a token — replaced by `…`:
+/// `https://admin:s3cret@k8s.example:6443` → `https://…@k8s.example:6443`. Everything up to the
+/// last `@` after the scheme goes, wherever that `@` is (a password may hold `/`, `?` or `#`),
+/// so a value that is not a URL with credentials at all (`https://host/a@b`) loses more than it
+/// needs to; for what is printed or saved that is the safe side. The same URL always gives the
+/// same text, so redacted URLs compare as their originals would (save for credentials).
+pub fn without_credentials(url: &str) -> Cow<'_, str> {
+    let (scheme, rest) = match url.split_once("://") {
+        Some((scheme, rest)) => (Some(scheme), rest),
+        None => (None, url),
+    };
+    match rest.rfind('@') {
+        None => Cow::Borrowed(url),
+        Some(at) => Cow::Owned(match scheme {
+            Some(scheme) => format!("{scheme}://…{}", &rest[at..]),
+            None => format!("…{}", &rest[at..]),
+        }),
+    }
+}
+
 /// One printable line: whitespace (line breaks included) collapsed to single spaces, and every
 /// character [`escape`] escapes escaped.
 pub fn one_line(s: &str) -> String {
@@ -471,6 +491,26 @@ mod tests {
             let styled = console::style(escape(&s).into_owned()).red().force_styling(color).to_string();
             let term = for_terminal(&styled, color);
             prop_assert!(matches!(term, Cow::Borrowed(_)));
+        }
+    }
+
+    #[test]
+    fn credentials_in_a_url_are_never_kept() {
+        for (url, shown) in [
+            (
+                "https://admin:s3cret@k8s.example:6443",
+                "https://…@k8s.example:6443",
+            ),
+            ("https://TOKEN@k8s.example/", "https://…@k8s.example/"),
+            ("https://u:p/a?b#c@host:1", "https://…@host:1"),
+            ("https://u:p@x@host", "https://…@host"),
+            ("u:p@host:6443", "…@host:6443"),
+        ] {
+            assert_eq!(without_credentials(url), shown);
+            assert_eq!(without_credentials(shown), shown, "idempotent");
+        }
+        for url in ["https://k8s.example:6443/", "http://[::1]:8080", ""] {
+            assert!(matches!(without_credentials(url), Cow::Borrowed(u) if u == url));
         }
     }
 }

@@ -1192,6 +1192,7 @@ mod tests {
             scopes: scopes.iter().map(|s| s.to_string()).collect(),
             paths: after.iter().map(|s| s.to_string()).collect(),
             paths_before: before.iter().map(|s| s.to_string()).collect(),
+            foreign: Vec::new(),
         };
         let mut created = change(Kind::Ingress, "web-a", Action::Create);
         created.after = Some(View::from(ingress_view("web-a", &["/web/a"])));

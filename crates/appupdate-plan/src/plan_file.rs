@@ -80,7 +80,7 @@ use crate::updaters::{AutoscalerUpdater, DeploymentUpdater, SAVED_AUTOSCALER, SA
 use appupdate_model::names;
 use appupdate_model::output;
 use appupdate_model::plan::{Kind, ObjectChange, Plan, Planned, SavedUpdater, Updater};
-use appupdate_model::text::Untrusted;
+use appupdate_model::text::{Untrusted, without_credentials};
 
 /// The file's schema; any other is refused.
 pub const SCHEMA: &str = "kubectl-appupdate.plan-file/v1";
@@ -175,7 +175,7 @@ impl fmt::Debug for PlanKey {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Origin {
     pub context: String,
-    /// The API server URL.
+    /// The API server URL (saved without user information: [`without_credentials`]).
     pub server: String,
     /// When, RFC 3339 (UTC).
     pub created_at: String,
@@ -382,15 +382,24 @@ pub fn render(
     plans: &[(&Plan, &Origin, &Source)],
     key: Option<&PlanKey>,
 ) -> Result<String, PlanFileError> {
-    render_in_waves(plans, &[], key)
+    render_in_waves(plans, &[], key).map(|saved| saved.text)
 }
 
-/// [`render`] of a plan made in waves (`--wave`): the contexts of each wave, in order.
+/// A plan file's text and its checksum (`sha256:…` over the content, as the file says it).
+#[derive(Clone, Debug)]
+pub struct Rendered {
+    pub text: String,
+    /// What `apply FILE --checksum` takes: not the SHA-256 of the file's bytes.
+    pub checksum: String,
+}
+
+/// [`render`] of a plan made in waves (`--wave`): the contexts of each wave, in order; with
+/// the file's checksum.
 pub fn render_in_waves(
     plans: &[(&Plan, &Origin, &Source)],
     waves: &[Vec<String>],
     key: Option<&PlanKey>,
-) -> Result<String, PlanFileError> {
+) -> Result<Rendered, PlanFileError> {
     let created_at = plans
         .first()
         .map(|(_, o, _)| o.created_at.clone())
@@ -409,7 +418,7 @@ pub fn render_in_waves(
         }
         clusters.push(ClusterDoc {
             context: origin.context.clone(),
-            server: origin.server.clone(),
+            server: without_credentials(&origin.server).into_owned(),
             namespace: plan.namespace.clone(),
             app: plan.app.clone(),
             source: (*source).clone(),
@@ -436,15 +445,16 @@ pub fn render_in_waves(
         })?),
         None => None,
     };
+    let checksum = checksum_of(&canonical);
     let doc = FileDoc {
         schema: SCHEMA.to_owned(),
-        checksum: checksum_of(&canonical),
+        checksum: checksum.clone(),
         signature,
         content,
     };
     let mut text = serde_json::to_string_pretty(&doc).unwrap_or_default();
     text.push('\n');
-    Ok(text)
+    Ok(Rendered { text, checksum })
 }
 
 /// The updaters a saved plan may name: the ones an ordinary run saves (an undo is saved as
@@ -512,8 +522,10 @@ impl SavedKind {
         }
     }
 
-    /// Refuses an updater that is not one of `app`'s own (see the module docs).
-    pub fn fenced(self, app: &str) -> Result<Arc<dyn Updater>, String> {
+    /// Refuses an updater that is not one of `app`'s own (see the module docs). `creates`: its
+    /// approved change makes a new object (no live one was seen), which a route, or a policy
+    /// whose route the plan does not update, makes only under the name its style generates.
+    pub fn fenced(self, app: &str, creates: bool) -> Result<Arc<dyn Updater>, String> {
         let own_name = |name: &str| {
             if name == app {
                 Ok(())
@@ -550,7 +562,7 @@ impl SavedKind {
                 Arc::new(u)
             }
             SavedKind::Ingress(u) => {
-                u.check_saved(app)?;
+                u.check_saved(app, creates)?;
                 Arc::new(u)
             }
             SavedKind::IngressRemoval(u) => {
@@ -558,7 +570,7 @@ impl SavedKind {
                 Arc::new(u)
             }
             SavedKind::HttpRoute(u) => {
-                u.check_saved(app)?;
+                u.check_saved(app, creates)?;
                 Arc::new(u)
             }
             SavedKind::HttpRouteRemoval(u) => {
@@ -566,7 +578,7 @@ impl SavedKind {
                 Arc::new(u)
             }
             SavedKind::SecurityPolicy(u) => {
-                u.check_saved(app)?;
+                u.check_saved(app, creates)?;
                 Arc::new(u)
             }
             SavedKind::SecurityPolicyRemoval(u) => {
@@ -577,9 +589,14 @@ impl SavedKind {
     }
 }
 
-/// The updater a saved plan names for `app`, fenced to it, ready to re-plan its object.
-pub fn load_updater(saved: &SavedUpdater, app: &str) -> Result<Arc<dyn Updater>, String> {
-    SavedKind::read(saved)?.fenced(app)
+/// The updater a saved plan names for `app`, fenced to it, ready to re-plan its object;
+/// `creates` as for [`SavedKind::fenced`].
+pub fn load_updater(
+    saved: &SavedUpdater,
+    app: &str,
+    creates: bool,
+) -> Result<Arc<dyn Updater>, String> {
+    SavedKind::read(saved)?.fenced(app, creates)
 }
 
 /// Reads a plan file's text. `file` names it in messages. With `key`, the file must carry a
@@ -700,6 +717,7 @@ fn cluster_plan(c: ClusterDoc) -> Result<ClusterPlan, String> {
     // Scoped HTTPRoutes without the filter, and the policies planned, to match up.
     let mut unfiltered: Vec<String> = Vec::new();
     let mut policies: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
+    let mut read = Vec::with_capacity(c.objects.len());
     for o in c.objects {
         let reference = o.change.reference();
         if !names::is_dns1123_subdomain(&o.change.name) {
@@ -730,21 +748,48 @@ fn cluster_plan(c: ClusterDoc) -> Result<ClusterPlan, String> {
                 saved.kind().kubectl_name()
             ));
         }
+        read.push((o.change, saved));
+    }
+    // The live HTTPRoutes the plan updates, by name, with their scope group: a new policy may
+    // take the name of one (a route created under another name keeps it).
+    let updated_routes: std::collections::BTreeMap<&str, &str> = read
+        .iter()
+        .filter_map(|(change, saved)| match saved {
+            SavedKind::HttpRoute(u) if change.live.is_some() => {
+                Some((u.name.as_str(), u.desired.identifier.as_str()))
+            }
+            _ => None,
+        })
+        .collect();
+    let creates: Vec<bool> = read
+        .iter()
+        .map(|(change, saved)| {
+            let route_updated = match saved {
+                SavedKind::SecurityPolicy(p) => {
+                    updated_routes.get(p.name.as_str()) == Some(&p.desired.identifier.as_str())
+                }
+                _ => false,
+            };
+            change.live.is_none() && !route_updated
+        })
+        .collect();
+    for ((change, saved), creates) in read.into_iter().zip(creates) {
+        let reference = change.reference();
         let updater = saved
-            .fenced(&c.app)
+            .fenced(&c.app, creates)
             .map_err(|why| format!("{reference}: {why}"))?;
-        if updater.name() != o.change.name {
+        if updater.name() != change.name {
             return Err(format!(
                 "{reference} was planned for an object named {:?}",
                 updater.name()
             ));
         }
-        if !seen.insert((o.change.kind, o.change.name.clone())) {
+        if !seen.insert((change.kind, change.name.clone())) {
             return Err(format!("{reference} is planned twice"));
         }
         objects.push(Planned {
             updater,
-            change: Arc::new(o.change),
+            change: Arc::new(change),
         });
     }
     if let Some(name) = unfiltered.iter().find(|n| !policies.contains(*n)) {
@@ -766,7 +811,9 @@ fn cluster_plan(c: ClusterDoc) -> Result<ClusterPlan, String> {
     }
     Ok(ClusterPlan {
         context: c.context,
-        server: c.server,
+        // A file saved by an earlier build may hold credentials in the URL: never shown, and
+        // compared in the form a connection's URL has.
+        server: without_credentials(&c.server).into_owned(),
         source: c.source,
         plan,
     })
@@ -1018,6 +1065,109 @@ mod tests {
             })
             .collect();
         Plan::new("web".into(), "shop".into(), "prod".into(), objects).with_routes(planned.summary)
+    }
+
+    /// The move of a scoped HTTPRoute made under the name `legacy` (its identifier label is its
+    /// group's) from the ExternalAuth filter to a SecurityPolicy: the route is updated and its
+    /// policy created, both under the live route's name.
+    fn legacy_route_plan() -> Plan {
+        use crate::routes::refs::{ObjectRef, RouteFlags, ServiceRef};
+        use crate::routes::{
+            Attachment, BackendPort, Listing, LiveRoutes, RouteContext, create_bodies, plan_routes,
+        };
+        use appupdate_model::plan::{AuthProvider, RouteStyle};
+        let file = appupdate_model::endpoints_file::parse(
+            "endpoints:\n  - path: /u\n    scopes: [user]\n",
+            "e.yaml",
+        )
+        .unwrap();
+        let ctx = RouteContext {
+            attachment: Attachment {
+                parent_refs: Some(json!([ObjectRef::parse("gateways/public")
+                    .unwrap()
+                    .parent_ref()])),
+                auth_service: Some(ServiceRef::parse("auth/oauth:8080").unwrap()),
+                auth_provider: Some(AuthProvider::Filter),
+                ..Attachment::default()
+            },
+            ..RouteContext::new("web", BackendPort::Number(80))
+        };
+        let mut route = create_bodies(RouteStyle::Gateway, &ctx, &file, "shop")
+            .unwrap()
+            .remove(0);
+        route["metadata"]["name"] = json!("legacy");
+        route["metadata"]["resourceVersion"] = json!("7");
+        route["metadata"]["uid"] = json!("u-7");
+        let flags = RouteFlags {
+            style: Some(RouteStyle::Gateway),
+            auth_provider: Some(AuthProvider::EnvoyGateway),
+            ..RouteFlags::default()
+        };
+        let svc = json!({"spec": {"ports": [{"port": 80}]}});
+        let routes = Listing::Items(vec![route]);
+        let none = Listing::default();
+        let live = LiveRoutes {
+            service: &svc,
+            ingresses: &[],
+            httproutes: &routes,
+            security_policies: &none,
+            ingress_classes: None,
+            gateway_support: None,
+        };
+        let planned = plan_routes("web", &file, &flags, &live).unwrap();
+        let objects = planned
+            .updaters
+            .into_iter()
+            .map(|(updater, at)| Planned {
+                change: updater
+                    .plan("shop", at.and_then(|at| live.get(at)))
+                    .unwrap()
+                    .into(),
+                updater,
+            })
+            .collect();
+        Plan::new("web".into(), "shop".into(), "prod".into(), objects).with_routes(planned.summary)
+    }
+
+    #[test]
+    fn a_route_or_policy_is_created_only_under_the_name_its_style_gives_it() {
+        let plan = legacy_route_plan();
+        let names: Vec<(Kind, &str, bool)> = plan
+            .changes()
+            .map(|c| (c.kind, c.name.as_str(), c.live.is_some()))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                (Kind::SecurityPolicy, "legacy", false),
+                (Kind::HttpRoute, "legacy", true)
+            ]
+        );
+        let text = render(&[(&plan, &origin(), &Source::Update)], None).unwrap();
+        // As planned: the route is updated under its live name, and its new policy takes it.
+        assert!(parse(&text, "plan.json", None).is_ok());
+        // Said to create the route: a name its style never gives a new one.
+        let created = edited(&text, |c| {
+            let objects = c["clusters"][0]["objects"].as_array_mut().unwrap();
+            objects.retain(|o| o["updater"]["type"] != "securitypolicy");
+            for o in objects {
+                o["change"]["live"] = Value::Null;
+            }
+        });
+        assert_eq!(
+            parse(&created, "plan.json", None).unwrap_err().to_string(),
+            "plan.json was edited: httproute.gateway.networking.k8s.io/legacy: it creates the HTTPRoute \"legacy\", a name no route style gives a new one (its scope group's is \"web-04f8996da763b7a9\"); a saved plan is applied only as kubectl-appupdate wrote it, so nothing was sent; make it again with --plan-out"
+        );
+        // A policy under that name without the route's update in the plan.
+        let alone = edited(&text, |c| {
+            let objects = c["clusters"][0]["objects"].as_array_mut().unwrap();
+            objects.retain(|o| o["updater"]["type"] != "httproute");
+        });
+        let err = parse(&alone, "plan.json", None).unwrap_err().to_string();
+        assert!(
+            err.contains("securitypolicy.gateway.envoyproxy.io/legacy: it creates the SecurityPolicy \"legacy\", a name no route style gives a new one"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -283,8 +283,9 @@ impl SecurityPolicyUpdater {
     /// Refuses a saved updater (a plan file's) that is not exactly the policy the
     /// `envoy-gateway` provider makes for a scoped group of `app`: named like the route it
     /// targets, its scopes through the endpoints file's guard, its auth Service as
-    /// `--auth-service` parses it.
-    pub fn check_saved(&self, app: &str) -> Result<(), String> {
+    /// `--auth-service` parses it. A new policy (`creates`) only under the name the style gives
+    /// its route, unless the plan updates the live route of its name (`plan_file` decides).
+    pub fn check_saved(&self, app: &str, creates: bool) -> Result<(), String> {
         let d = &self.desired;
         super::saved_owned(&d.app, app, &self.name)?;
         if d.route != self.name {
@@ -300,7 +301,13 @@ impl SecurityPolicyUpdater {
         super::saved_group(&d.scopes, &d.identifier, &["/".to_owned()])?;
         ServiceRef::parse(&d.auth_service)
             .map_err(|why| format!("its auth Service is not valid: {why}"))?;
-        Ok(())
+        super::saved_name(
+            Kind::SecurityPolicy,
+            app,
+            &d.identifier,
+            &self.name,
+            creates,
+        )
     }
 }
 

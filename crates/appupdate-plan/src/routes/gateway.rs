@@ -49,7 +49,9 @@
 //! (rules are matched by their path; a rule's other fields — `name`, `timeouts`, fields this
 //! tool does not know — are kept); with `--gateway` or `--host` also `parentRefs` and
 //! `hostnames`. A live value counts as unchanged when it holds everything planned (the server
-//! may add defaults of its own).
+//! may add defaults of its own) — except the filters, an allowlist ([`FILTER_TYPES`]): a rule's
+//! are exactly the planned ones and a backendRef has none, so any other filter is removed with
+//! its rule's rewrite, shown in the diff and named in the change's `RouteInfo::foreign`.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -85,6 +87,50 @@ pub static GATEWAY: Gateway = Gateway;
 
 /// The parts of a rule this tool owns.
 const RULE_KEYS: [&str; 3] = ["matches", "filters", "backendRefs"];
+
+/// The filters this style writes: every other one, and any filter of a backendRef, is removed
+/// when the tool updates a route (an allowlist, not a list of dangerous filters).
+pub const FILTER_TYPES: [&str; 2] = ["ExternalAuth", "URLRewrite"];
+
+/// The filters of a live rule that this style does not write, each named by its field:
+/// `spec.rules[path=/web/a].filters[RequestMirror]`,
+/// `spec.rules[path=/web/a].backendRefs[0].filters[RequestHeaderModifier]`.
+fn foreign_filters(rule: &Value) -> Vec<String> {
+    let at = rule_field(rule_key(rule).unwrap_or("?"));
+    let kind = |f: &Value| f["type"].as_str().unwrap_or("?").to_owned();
+    let mut out: Vec<String> = rule["filters"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|f| !FILTER_TYPES.contains(&f["type"].as_str().unwrap_or_default()))
+        .map(|f| format!("{at}.filters[{}]", kind(f)))
+        .collect();
+    for (i, b) in rule["backendRefs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        for f in b["filters"].as_array().into_iter().flatten() {
+            out.push(format!("{at}.backendRefs[{i}].filters[{}]", kind(f)));
+        }
+    }
+    out
+}
+
+/// Whether a live rule already is `wanted` in the parts this tool owns: its matches and
+/// backendRefs hold everything planned (the server adds defaults), its filters are exactly the
+/// planned ones, and no backendRef has filters of its own.
+fn same_rule(live: &Value, wanted: &Value) -> bool {
+    let backend_filters = live["backendRefs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|b| b["filters"].as_array().is_some_and(|f| !f.is_empty()));
+    covers(&owned_rule(live), wanted)
+        && live.get("filters") == wanted.get("filters")
+        && !backend_filters
+}
 
 /// The PathPrefix of an endpoint path.
 pub fn match_prefix(app: &str, path: &str) -> String {
@@ -463,13 +509,14 @@ impl HttpRouteUpdater {
         format!("{}/{}", Kind::HttpRoute.kubectl_name(), self.name)
     }
 
-    fn info(&self, paths_before: Vec<String>) -> RouteInfo {
+    fn info(&self, paths_before: Vec<String>, foreign: Vec<String>) -> RouteInfo {
         RouteInfo {
             style: RouteStyle::Gateway,
             identifier: self.desired.identifier.clone(),
             scopes: self.desired.scopes.clone(),
             paths: self.desired.paths.clone(),
             paths_before,
+            foreign,
         }
     }
 
@@ -507,7 +554,7 @@ impl HttpRouteUpdater {
             before: None,
             after: Some(Arc::new(focused_view(&body, namespace, &self.name)).into()),
             write: Some(Write::Create { body: body.into() }),
-            route: Some(self.info(Vec::new())),
+            route: Some(self.info(Vec::new(), Vec::new())),
         }
     }
 
@@ -520,7 +567,7 @@ impl HttpRouteUpdater {
         for wanted in &self.desired.rules {
             let key = rule_key(wanted).unwrap_or_default();
             let current = find(key);
-            let same = current.is_some_and(|c| covers(&owned_rule(c), wanted));
+            let same = current.is_some_and(|c| same_rule(c, wanted));
             if !same {
                 changed = true;
                 fields.push(FieldChange::new(
@@ -612,7 +659,10 @@ impl HttpRouteUpdater {
             before: Some(Arc::new(focused_view(live, namespace, &self.name)).into()),
             after: Some(Arc::new(focused_view(&after, namespace, &self.name)).into()),
             write,
-            route: Some(self.info(served_paths(live, &d.app))),
+            route: Some(self.info(
+                served_paths(live, &d.app),
+                rules_of(live).iter().flat_map(foreign_filters).collect(),
+            )),
         })
     }
 }
@@ -680,8 +730,9 @@ impl HttpRouteRemoval {
 impl HttpRouteUpdater {
     /// Refuses a saved updater (a plan file's) that is not exactly what the gateway style
     /// generates for a scope group of `app`: every value checked as its flag or file is, then
-    /// the desired route made again from them and compared.
-    pub fn check_saved(&self, app: &str) -> Result<(), String> {
+    /// the desired route made again from them and compared; a new route (`creates`) only under
+    /// the name the style gives it ([`super::saved_name`]).
+    pub fn check_saved(&self, app: &str, creates: bool) -> Result<(), String> {
         let d = &self.desired;
         super::saved_owned(&d.app, app, &self.name)?;
         let group = super::saved_group(&d.scopes, &d.identifier, &d.paths)?;
@@ -732,7 +783,7 @@ impl HttpRouteUpdater {
                 "it is not the HTTPRoute the gateway style makes for its scope group".into(),
             );
         }
-        Ok(())
+        super::saved_name(Kind::HttpRoute, app, &d.identifier, &self.name, creates)
     }
 }
 
@@ -792,6 +843,7 @@ impl Updater for HttpRouteRemoval {
                     scopes: self.scopes_of(live),
                     paths: Vec::new(),
                     paths_before: served_paths(live, &self.app),
+                    foreign: Vec::new(),
                 };
                 (focused_view(live, namespace, &self.name), Some(info))
             },

@@ -17,14 +17,19 @@
 //! flavour's annotations (set, or removed when the group does not need one), and `http.paths` of
 //! every rule; with `--ingress-class`, `--host` or `--tls-secret` also `ingressClassName`, the
 //! rules' hosts and `spec.tls`. Everything else (other labels and annotations, fields this tool
-//! does not know, also inside rules) is kept. An Ingress of the other flavour is rewritten in
-//! place: that flavour's annotations are removed in the same write. Paths equal up to order
+//! does not know, also inside rules) is kept — but for ingress-nginx's own annotations: the
+//! flavour's are an allowlist, and every other `nginx.ingress.kubernetes.io/*` annotation is
+//! removed in the same write (a `null` in the merge patch), shown in both views and named in
+//! the change's `RouteInfo::foreign` (an adopted route's `auth-snippet` must not stay unseen).
+//! An Ingress of the other flavour is rewritten in place: that flavour's annotations are
+//! removed in the same write (they are its own, not foreign). Paths equal up to order
 //! count as unchanged. The write is a JSON merge patch with only what changes, and, if any rule
 //! changes, the whole `spec.rules` array rebuilt from the live object.
 //!
 //! An Ingress whose labels do not say it is this group's (a create that met an existing
 //! unmanaged Ingress of the same name) is refused, never updated.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::sync::Arc;
@@ -389,13 +394,45 @@ pub(crate) fn same_entries_by<D>(
     })
 }
 
-/// The annotations shown for an Ingress: those of its own flavour and of `also`.
-fn shown_annotations(obj: &Value, also: Option<&dyn Flavor>) -> Vec<&'static str> {
+/// The prefix of ingress-nginx's annotations: every one of them that the route's style does
+/// not write is removed when the tool updates a route ([`foreign_annotations`]).
+pub const NGINX_PREFIX: &str = "nginx.ingress.kubernetes.io/";
+
+/// The `nginx.ingress.kubernetes.io/*` annotations of `obj` that are not in `allowed`, sorted:
+/// what an update removes, the allowlist being the annotations the style writes (and, for a
+/// route rewritten from the other flavour, that flavour's).
+fn foreign_annotations<'a>(obj: &'a Value, allowed: &BTreeSet<&str>) -> Vec<&'a str> {
+    let mut keys: Vec<&str> = obj["metadata"]["annotations"]
+        .as_object()
+        .into_iter()
+        .flat_map(|m| m.keys())
+        .map(String::as_str)
+        .filter(|k| k.starts_with(NGINX_PREFIX) && !allowed.contains(k))
+        .collect();
+    keys.sort_unstable();
+    keys
+}
+
+/// The annotations shown for an Ingress: those of its own flavour and of `also`, and every
+/// other `nginx.ingress.kubernetes.io/*` one it has (an update removes those).
+fn shown_annotations(obj: &Value, also: Option<&dyn Flavor>) -> Vec<Cow<'static, str>> {
     let mut keys: BTreeSet<&'static str> = BTreeSet::new();
     for f in flavor_of(obj).into_iter().chain(also) {
         keys.extend(f.owned_annotations().iter().copied());
     }
-    keys.into_iter().collect()
+    let foreign: Vec<Cow<'static, str>> = foreign_annotations(obj, &keys)
+        .into_iter()
+        .map(|k| Cow::Owned(k.to_owned()))
+        .collect();
+    let mut shown: Vec<Cow<'static, str>> = keys.into_iter().map(Cow::Borrowed).collect();
+    shown.extend(foreign);
+    shown.sort();
+    shown
+}
+
+/// `keys` as the views take them.
+fn key_strs<'a>(keys: &'a [Cow<'static, str>]) -> Vec<&'a str> {
+    keys.iter().map(AsRef::as_ref).collect()
 }
 
 /// The part of an Ingress the diff shows: identity, owned labels, the annotations `keys`
@@ -502,7 +539,7 @@ struct Viewed {
     patch: Option<Arc<Value>>,
     namespace: String,
     name: String,
-    keys: Vec<&'static str>,
+    keys: Vec<Cow<'static, str>>,
 }
 
 impl MakeView for Viewed {
@@ -516,7 +553,13 @@ impl MakeView for Viewed {
 
     fn make_from(&self, object: &Value) -> Value {
         let patch = self.patch.as_deref().and_then(Value::as_object);
-        patched_view(object, patch, &self.namespace, &self.name, &self.keys)
+        patched_view(
+            object,
+            patch,
+            &self.namespace,
+            &self.name,
+            &key_strs(&self.keys),
+        )
     }
 }
 
@@ -575,13 +618,14 @@ impl IngressUpdater {
         })
     }
 
-    fn info(&self, paths_before: Vec<String>) -> RouteInfo {
+    fn info(&self, paths_before: Vec<String>, foreign: Vec<String>) -> RouteInfo {
         RouteInfo {
             style: self.style,
             identifier: self.desired.identifier.clone(),
             scopes: self.desired.scopes.clone(),
             paths: self.desired.paths.clone(),
             paths_before,
+            foreign,
         }
     }
 
@@ -629,23 +673,27 @@ impl IngressUpdater {
             before: None,
             after: Some(after),
             write: Some(Write::Create { body }),
-            route: Some(self.info(Vec::new())),
+            route: Some(self.info(Vec::new(), Vec::new())),
         }
     }
 
-    /// The owned annotations: set the flavour's, remove those it does not want, and those of
-    /// the flavour the live Ingress is in now.
+    /// The owned annotations: set the flavour's, remove those it does not want, those of the
+    /// flavour the live Ingress is in now, and every other `nginx.ingress.kubernetes.io/*` one
+    /// (an allowlist: what the style writes, not a list of dangerous keys). Returns the fields
+    /// of those others: what the route carried that no style of it writes.
     fn plan_annotations(
         &self,
         flavor: &dyn Flavor,
         live: &Value,
         fields: &mut Vec<FieldChange>,
         patch: &mut Map<String, Value>,
-    ) {
+    ) -> Vec<String> {
         let mut keys: BTreeSet<&str> = flavor.owned_annotations().iter().copied().collect();
         if let Some(from) = flavor_of(live) {
             keys.extend(from.owned_annotations().iter().copied());
         }
+        let foreign = foreign_annotations(live, &keys);
+        keys.extend(foreign.iter().copied());
         let mut changed = Map::new();
         for key in keys {
             let wanted = self.desired.annotations.get(key).map(|v| json!(v));
@@ -665,6 +713,7 @@ impl IngressUpdater {
             meta.insert("annotations".into(), Value::Object(changed));
             patch.insert("metadata".into(), Value::Object(meta));
         }
+        foreign.into_iter().map(annotation_field).collect()
     }
 
     /// The rules: with `--host`, one per host (a live rule of the same host keeps its other
@@ -793,7 +842,7 @@ impl IngressUpdater {
         let keys = shown_annotations(live, Some(flavor));
         let mut patch = Map::new();
 
-        self.plan_annotations(flavor, live, &mut fields, &mut patch);
+        let foreign = self.plan_annotations(flavor, live, &mut fields, &mut patch);
 
         let mut spec = Map::new();
         if d.forced.ingress_class {
@@ -833,8 +882,14 @@ impl IngressUpdater {
             })
         };
         let base = Base::of(live);
-        let route = self.info(served_paths(live, &d.app));
-        let before = View::from(patched_view(live, None, namespace, &self.name, &keys));
+        let route = self.info(served_paths(live, &d.app), foreign);
+        let before = View::from(patched_view(
+            live,
+            None,
+            namespace,
+            &self.name,
+            &key_strs(&keys),
+        ));
         let patch = View::from(Arc::clone(&body));
         for f in in_views {
             // Rule `i` of the patch is rule `i` of the after-view.
@@ -875,8 +930,9 @@ impl IngressUpdater {
 impl IngressUpdater {
     /// Refuses a saved updater (a plan file's) that is not exactly what the style generates for
     /// a scope group of `app`: every value checked as its flag or file is, then the desired
-    /// Ingress made again from them and compared.
-    pub fn check_saved(&self, app: &str) -> Result<(), String> {
+    /// Ingress made again from them and compared; a new Ingress (`creates`) only under the name
+    /// the style gives it ([`super::saved_name`]).
+    pub fn check_saved(&self, app: &str, creates: bool) -> Result<(), String> {
         let d = &self.desired;
         super::saved_owned(&d.app, app, &self.name)?;
         let flavor = flavor(self.style)
@@ -923,7 +979,7 @@ impl IngressUpdater {
                 self.style
             ));
         }
-        Ok(())
+        super::saved_name(Kind::Ingress, app, &d.identifier, &self.name, creates)
     }
 }
 
@@ -1024,8 +1080,12 @@ impl Updater for IngressRemoval {
                     ),
                     paths: Vec::new(),
                     paths_before: served_paths(live, &self.app),
+                    foreign: Vec::new(),
                 };
-                (focused_view(live, namespace, &self.name, &keys), Some(info))
+                (
+                    focused_view(live, namespace, &self.name, &key_strs(&keys)),
+                    Some(info),
+                )
             },
         )
     }

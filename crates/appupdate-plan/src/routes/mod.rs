@@ -23,7 +23,10 @@
 //!   several carry one identifier, the one named `<app>-<id>` (else the smallest name) is kept
 //!   and the others are deleted ([`match_live`]).
 //! * **Managed.** Only routes labelled both `app=<app>` and `identifier` are managed; anything
-//!   else is never updated or deleted.
+//!   else is never updated or deleted. A managed route the run updates is taken over whoever
+//!   made it: what of the routing layer's its style does not write (ingress-nginx annotations,
+//!   HTTPRoute filters) is removed and shown, and named in `RouteInfo::foreign` so that the shell
+//!   can refuse to remove it unseen (`--yes`).
 //! * **The scope token.** Where a style sends the scope set to an auth service in a URL (the
 //!   `nginx-auth` query, the `gateway` auth path), it sends the *scope token*: the sorted,
 //!   de-duplicated scopes joined by one space, encoded as base64url without padding (RFC 4648
@@ -521,6 +524,27 @@ pub(crate) fn saved_owned(owner: &str, app: &str, name: &str) -> Result<(), Stri
     }
     if !names::is_dns1123_subdomain(name) {
         return Err(format!("{name:?} is not a valid object name"));
+    }
+    Ok(())
+}
+
+/// A saved route's (or SecurityPolicy's) name: the one its style gives a new route of the group
+/// (`<app>-<identifier>`), or — only where its approved change updates a live object
+/// (`creates` is false) — the name of the live route it matched, which the live object's labels
+/// must then show is the group's ([`check_managed`]). A saved plan therefore never creates an
+/// object under a name of its own.
+pub(crate) fn saved_name(
+    kind: Kind,
+    app: &str,
+    identifier: &str,
+    name: &str,
+    creates: bool,
+) -> Result<(), String> {
+    let generated = route_name(kind, app, identifier).map_err(|e| e.to_string())?;
+    if creates && name != generated {
+        return Err(format!(
+            "it creates the {kind} {name:?}, a name no route style gives a new one (its scope group's is {generated:?})"
+        ));
     }
     Ok(())
 }

@@ -365,6 +365,7 @@ fn create_sends_the_whole_object() {
             scopes: s(&["admin", "user"]),
             paths: s(&["/protected/admin"]),
             paths_before: Vec::new(),
+            foreign: Vec::new(),
         })
     );
 }
@@ -692,6 +693,7 @@ fn removed_groups_are_deleted_and_unmanaged_ingresses_ignored() {
             scopes: s(&["admin", "user"]),
             paths: Vec::new(),
             paths_before: s(&["/protected/admin", "/protected/ops"]),
+            foreign: Vec::new(),
         })
     );
     let gone = updaters[1].plan("shop", None).unwrap();
@@ -814,7 +816,7 @@ mod styles {
     use super::super::refs::{AuthUrl, ObjectRef, RouteFlags, ServiceRef};
     use super::super::*;
     use appupdate_model::endpoints_file;
-    use appupdate_model::plan::{Action, ObjectChange, RouteStyle, Write};
+    use appupdate_model::plan::{Action, FieldChange, ObjectChange, RouteStyle, Write};
     use pretty_assertions::assert_eq;
     use serde_json::{Value, json};
 
@@ -980,6 +982,114 @@ mod styles {
         for b in &bodies {
             assert!(!b.to_string().contains("snippet"), "{b}");
         }
+    }
+
+    #[test]
+    fn an_update_removes_every_ingress_nginx_annotation_its_style_does_not_write() {
+        const AUTH_SNIPPET: &str = "nginx.ingress.kubernetes.io/auth-snippet";
+        const BODY_SIZE: &str = "nginx.ingress.kubernetes.io/proxy-body-size";
+        const SNIPPET: &str = "nginx.ingress.kubernetes.io/configuration-snippet";
+        let mut live = Live::empty();
+        live.ingresses = created(FILE, &flags(Some(RouteStyle::NginxSnippet)));
+        let taken = &mut live.ingresses[0]["metadata"]["annotations"];
+        taken[AUTH_SNIPPET] = json!("return 200;");
+        taken[BODY_SIZE] = json!("8m");
+        taken["example.com/owner"] = json!("ops");
+        let snippet = taken[SNIPPET].clone();
+        let (changes, _) = run(FILE, &flags(None), &live).unwrap();
+        let c = &changes[0];
+        assert_eq!(c.action(), Action::Update);
+        let removed = [
+            format!("metadata.annotations[{AUTH_SNIPPET}]"),
+            format!("metadata.annotations[{BODY_SIZE}]"),
+        ];
+        assert_eq!(
+            c.fields,
+            vec![
+                FieldChange::new(&removed[0], Some(json!("return 200;")), None),
+                FieldChange::new(&removed[1], Some(json!("8m")), None),
+            ]
+        );
+        // A merge patch that removes them; another owner's annotation is kept.
+        let Some(Write::Patch { body, .. }) = &c.write else {
+            panic!("{c:?}")
+        };
+        assert_eq!(
+            **body,
+            json!({"metadata": {"annotations": {AUTH_SNIPPET: null, BODY_SIZE: null}}})
+        );
+        assert_eq!(c.route.as_ref().unwrap().foreign, removed);
+        // Shown: in the before-view, gone from the after-view.
+        let (before, after) = c.views();
+        assert_eq!(
+            before.unwrap()["metadata"]["annotations"],
+            json!({AUTH_SNIPPET: "return 200;", SNIPPET: snippet, BODY_SIZE: "8m"})
+        );
+        assert_eq!(
+            after.unwrap()["metadata"]["annotations"],
+            json!({SNIPPET: snippet})
+        );
+        // The route that carries nothing else is left alone.
+        assert_eq!(changes[1].action(), Action::Unchanged);
+        assert!(changes[1].route.as_ref().unwrap().foreign.is_empty());
+
+        // Rewritten into nginx-auth, the snippet goes as the old style's own annotation: not
+        // one the route carried besides its style.
+        let (changes, _) = run(FILE, &auth_flags(), &live).unwrap();
+        let c = &changes[0];
+        assert!(
+            c.fields
+                .iter()
+                .any(|f| f.path == format!("metadata.annotations[{SNIPPET}]") && f.after.is_none()),
+            "{:?}",
+            c.fields
+        );
+        assert_eq!(c.route.as_ref().unwrap().foreign, removed);
+        assert!(changes[1].route.as_ref().unwrap().foreign.is_empty());
+    }
+
+    #[test]
+    fn an_update_removes_every_httproute_filter_its_style_does_not_write() {
+        let mut live = Live::empty();
+        let mut routes = created(FILE, &gateway_flags());
+        // The scoped route: a mirror of every request; the public one: a header set on its
+        // backend, and its rewrite given a host of someone else's.
+        routes[0]["spec"]["rules"][0]["filters"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"type": "RequestMirror",
+                         "requestMirror": {"backendRef": {"name": "sniffer", "port": 80}}}));
+        let public = &mut routes[1]["spec"]["rules"][0];
+        public["backendRefs"][0]["filters"] = json!([{"type": "RequestHeaderModifier",
+            "requestHeaderModifier": {"set": [{"name": "User-Scopes", "value": "admin"}]}}]);
+        public["filters"][0]["urlRewrite"]["hostname"] = json!("evil.example.com");
+        let wanted_public = created(FILE, &gateway_flags())[1]["spec"]["rules"][0].clone();
+        let wanted_scoped = created(FILE, &gateway_flags())[0]["spec"]["rules"][0].clone();
+        live.httproutes = Listing::Items(routes);
+        let (changes, _) = run(FILE, &gateway_flags(), &live).unwrap();
+        let scoped = &changes[0];
+        assert_eq!(
+            scoped.route.as_ref().unwrap().foreign,
+            ["spec.rules[path=/web/protected/admin].filters[RequestMirror]"]
+        );
+        let Some(Write::Patch { body, .. }) = &scoped.write else {
+            panic!("{scoped:?}")
+        };
+        assert_eq!(body["spec"]["rules"][0], wanted_scoped);
+        let public = &changes[1];
+        // A filter the style writes, changed: replaced, as any owned value.
+        assert_eq!(
+            public.route.as_ref().unwrap().foreign,
+            ["spec.rules[path=/web/health].backendRefs[0].filters[RequestHeaderModifier]"]
+        );
+        let Some(Write::Patch { body, .. }) = &public.write else {
+            panic!("{public:?}")
+        };
+        assert_eq!(body["spec"]["rules"][0], wanted_public);
+        // Converged, nothing is foreign and nothing changes.
+        live.httproutes = Listing::Items(created(FILE, &gateway_flags()));
+        let (changes, _) = run(FILE, &gateway_flags(), &live).unwrap();
+        assert!(changes.iter().all(|c| c.action() == Action::Unchanged));
     }
 
     #[test]

@@ -570,8 +570,8 @@ fn saved_updater() -> SecurityPolicyUpdater {
 #[test]
 fn a_saved_policy_is_accepted_only_as_the_provider_makes_it() {
     let u = saved_updater();
-    assert_eq!(u.check_saved("web"), Ok(()));
-    assert!(u.check_saved("shop").unwrap_err().contains("\"web\""));
+    assert_eq!(u.check_saved("web", true), Ok(()));
+    assert!(u.check_saved("shop", true).unwrap_err().contains("\"web\""));
     type Edit = fn(&mut SecurityPolicyUpdater);
     let edits: [(&str, Edit); 6] = [
         ("targets", |u| u.desired.route = "web-other".into()),
@@ -594,9 +594,20 @@ fn a_saved_policy_is_accepted_only_as_the_provider_makes_it() {
     for (why, edit) in edits {
         let mut bad = u.clone();
         edit(&mut bad);
-        let err = bad.check_saved("web").unwrap_err();
+        let err = bad.check_saved("web", true).unwrap_err();
         assert!(err.contains(why), "{why}: {err}");
     }
+    // Named after a route that is not its group's: only the update of a live one of that name
+    // (a route created under another name keeps it) may take it.
+    let mut other = u.clone();
+    other.name = "legacy".into();
+    other.desired.route = "legacy".into();
+    let err = other.check_saved("web", true).unwrap_err();
+    assert!(
+        err.contains("a name no route style gives a new one"),
+        "{err}"
+    );
+    assert_eq!(other.check_saved("web", false), Ok(()));
     let removal = SecurityPolicyRemoval {
         app: "web".into(),
         name: ADMIN.into(),
