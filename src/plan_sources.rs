@@ -303,9 +303,11 @@ fn edited(shown: &ObjectChange, fresh: &ObjectChange) -> Option<SavedPlanError> 
     })
 }
 
-/// The revision of `history` that applied the saved plan of `checksum`, if one did.
+/// The newest revision of `history` that says it applied the saved plan of `checksum`.
 pub fn applied_by(history: &History, checksum: &str) -> Option<u64> {
-    history.entries.iter().find_map(|e| match e {
+    // The newest: a record is a log entry anyone who may write the ConfigMap can add, and the
+    // newest is the application the objects show (or one added after it).
+    history.entries.iter().rev().find_map(|e| match e {
         history::Entry::Record(r) if r.plan_checksum.as_deref() == Some(checksum) => {
             Some(r.revision)
         }

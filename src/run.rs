@@ -324,7 +324,13 @@ impl Run<'_> {
                     changes_pending,
                     None,
                 );
-                finish(streams, planned, end, false)
+                // A saved plan applied already in some cluster: say so of each, as a run that
+                // writes elsewhere does.
+                let applied = planned
+                    .members
+                    .iter()
+                    .any(|m| m.sourced.already_applied.is_some());
+                finish(streams, planned, end, applied)
             }
         }
     }

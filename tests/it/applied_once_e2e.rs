@@ -267,6 +267,19 @@ fn a_forged_record_in_one_cluster_of_a_fleet_does_not_fake_success_there() {
     for c in doc["clusters"].as_array().unwrap() {
         assert_eq!(c["outcome"]["status"], "already-applied", "{c}");
     }
+    // As a diff: each cluster is said to be applied already, with the newest record naming
+    // the plan (eu-2's own, not the forged revision 1).
+    let o = fleet.run(&["apply", file.to_str().unwrap(), "--yes"]);
+    assert_code(&o, 0);
+    let out = format!("{}{}", stdout(&o), stderr(&o));
+    assert!(
+        out.contains("context eu-2 (namespace shop): already applied by this plan (revision 2), not written again"),
+        "{out}"
+    );
+    assert!(
+        out.contains("context eu-1 (namespace shop): already applied by this plan (revision 1), not written again"),
+        "{out}"
+    );
     let after: usize = ["eu-1", "eu-2"]
         .iter()
         .map(|n| writes(fleet.sb(n)).len())
