@@ -47,8 +47,8 @@ pub struct Sourced {
     /// The history ConfigMap as read while planning (an undo, an image change), so that
     /// recording does not read it again; `None`: not read yet.
     pub config_map: Option<Option<Value>>,
-    /// Why the plan must not be applied (an undo over fields changed since the record).
-    pub refusal: Option<String>,
+    /// What the plan may do: be written, or why not.
+    pub standing: Standing,
     /// The live objects the plan was made from, when this run read them (less the routes
     /// planning moved into the plan): held with the plan, so that a run that ends once the plan
     /// is shown does not free them one by one either.
@@ -58,14 +58,52 @@ pub struct Sourced {
     /// The revision of the history whose record names this saved plan's checksum (a log
     /// entry, not a lock: anyone who may write the ConfigMap can add or remove one).
     pub recorded_by: Option<u64>,
-    /// A saved plan of a fleet that this cluster's objects show was applied already (with the
-    /// revision of the history that recorded it, when one does): a resumed run writes nothing
-    /// here again.
-    pub already_applied: Option<Option<u64>>,
     /// The run over several clusters this cluster's change is part of (for its record).
     pub fleet_run: Option<String>,
+}
+
+/// Where a cluster's plan stands once planned: to be written, or why it is not.
+#[derive(Debug)]
+pub enum Standing {
+    /// Written as the run goes (maybe nothing: the plan may have no changes).
+    Ready,
+    /// A saved plan of a fleet that this cluster's objects show was applied already (with the
+    /// revision of the history that records it, when one does): a resumed run writes nothing
+    /// here again.
+    AlreadyApplied { revision: Option<u64> },
     /// A fleet undo of a run that never applied here: nothing to undo, left alone.
-    pub left_alone: bool,
+    LeftAlone,
+    /// The plan must not be applied, and why: an undo over values changed since its record, a
+    /// saved plan applied already and changed since. The plan is shown; nothing is written
+    /// anywhere.
+    Refused(String),
+    /// A saved plan that no longer holds here: the report of its re-check (nothing written
+    /// anywhere).
+    Drifted(Report),
+}
+
+impl Standing {
+    /// The refusal's message, taken (the standing becomes `Ready`).
+    pub fn take_refusal(&mut self) -> Option<String> {
+        match std::mem::replace(self, Standing::Ready) {
+            Standing::Refused(message) => Some(message),
+            other => {
+                *self = other;
+                None
+            }
+        }
+    }
+
+    /// The report of a saved plan that no longer holds, taken (the standing becomes `Ready`).
+    pub fn take_drifted(&mut self) -> Option<Report> {
+        match std::mem::replace(self, Standing::Ready) {
+            Standing::Drifted(report) => Some(report),
+            other => {
+                *self = other;
+                None
+            }
+        }
+    }
 }
 
 fn human(d: Duration) -> String {
@@ -352,13 +390,11 @@ pub async fn undo(
                 source: Source::Update,
                 saved_plan: false,
                 config_map: Some(cm),
-                refusal: None,
+                standing: Standing::LeftAlone,
                 live: None,
                 plan_checksum: None,
                 recorded_by: None,
-                already_applied: None,
                 fleet_run: None,
-                left_alone: true,
             });
         };
         let revision = record.revision;
@@ -435,7 +471,7 @@ pub async fn undo(
         refusal = undo::refusal(record.revision, &drift, &request.force);
     }
     Ok(Sourced {
-        refusal,
+        standing: refusal.map_or(Standing::Ready, Standing::Refused),
         plan,
         source: Source::Undo {
             revision: record.revision,
@@ -445,9 +481,7 @@ pub async fn undo(
         live: Some(live),
         plan_checksum: None,
         recorded_by: None,
-        already_applied: None,
         fleet_run: None,
-        left_alone: false,
     })
 }
 

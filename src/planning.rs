@@ -16,12 +16,11 @@ use k8s_openapi::jiff::Timestamp;
 use crate::error::AppError;
 use crate::fleet::FleetOrder;
 use crate::history_store;
-use crate::plan_sources::{self, Rechecked, Sourced};
+use crate::plan_sources::{self, Rechecked, Sourced, Standing};
 use crate::settings::{FleetSettings, Mode, Settings, SettingsError, WaveSpec};
 use crate::streams;
 use appupdate_kube::cluster::{Cluster, RequestLog};
 use appupdate_kube::kube_context::{Connection, Loaded};
-use appupdate_model::report::Report;
 use appupdate_model::text::Untrusted;
 use appupdate_plan::applied;
 use appupdate_plan::fleet_plan::{FleetPlan, Member as PlanMember};
@@ -35,8 +34,6 @@ pub(crate) struct Member {
     pub index: usize,
     pub cluster: Cluster,
     pub sourced: Sourced,
-    /// A saved plan that no longer holds here: the report of the re-check (nothing written).
-    pub refused: Option<Report>,
 }
 
 /// Every context of the run, as far as planning got.
@@ -332,19 +329,20 @@ async fn plan_one(
         // free them one by one.)
         sourced.live = None;
     }
-    let mut refused = None;
     if let (true, Some(checksum)) = (sourced.saved_plan, sourced.plan_checksum.clone()) {
         // A saved plan is shown under the context it is applied through, and as it is now:
         // every object re-read and re-planned by its updater under the guard.
         sourced.plan.context = cluster.conn.context.clone();
         match plan_sources::recheck_saved(&cluster, &mut sourced.plan, &checksum).await? {
             Rechecked::Holds => {}
-            Rechecked::Refused(report) => refused = Some(report),
+            Rechecked::Refused(report) => sourced.standing = Standing::Drifted(report),
             Rechecked::Applied if settings.fleet.is_some() => {
                 // A run over several clusters that stopped after a wave, or failed in one:
                 // this cluster is done, the run carries on with the others.
                 sourced.plan.objects.clear();
-                sourced.already_applied = Some(sourced.recorded_by);
+                sourced.standing = Standing::AlreadyApplied {
+                    revision: sourced.recorded_by,
+                };
             }
             Rechecked::Applied => {
                 return Err(AppError::UndoRefused {
@@ -370,7 +368,7 @@ async fn plan_one(
                 if settings.fleet.is_none() {
                     return Err(AppError::UndoRefused { message });
                 }
-                sourced.refusal = Some(message);
+                sourced.standing = Standing::Refused(message);
             }
         }
     }
@@ -378,7 +376,6 @@ async fn plan_one(
         index: 0,
         cluster,
         sourced,
-        refused,
     })
 }
 
@@ -409,13 +406,11 @@ async fn source(
             source: target.source,
             saved_plan: true,
             config_map: Some(cm),
-            refusal: None,
+            standing: Standing::Ready,
             live: None,
             plan_checksum: Some(checksum),
             recorded_by,
-            already_applied: None,
             fleet_run: None,
-            left_alone: false,
         });
     }
     let changes = match &settings.mode {
@@ -461,13 +456,11 @@ async fn source(
         saved_plan: false,
         // Recording adds to the history as read here (and reads it only if it was not).
         config_map: live.history.take(),
-        refusal: None,
+        standing: Standing::Ready,
         live: Some(live),
         plan_checksum: None,
         recorded_by: None,
-        already_applied: None,
         fleet_run: None,
-        left_alone: false,
     })
 }
 

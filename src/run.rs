@@ -24,6 +24,7 @@ use crate::exit::Ending;
 use crate::fleet::{ClusterEnd, ClusterState, FleetEnd, NotStarted};
 use crate::fleet_progress::FleetProgress;
 use crate::history_store;
+use crate::plan_sources::Standing;
 use crate::planning::{self, Member, Planned};
 use crate::settings::{FleetSettings, HistorySettings, SavePlan, Settings};
 use crate::signals::Signals;
@@ -104,7 +105,11 @@ impl Run<'_> {
                 return Ending::Failed(e);
             }
             // A saved plan that no longer holds is refused before it is shown.
-            if let Some(refused) = planned.members.iter_mut().find_map(|m| m.refused.take()) {
+            if let Some(refused) = planned
+                .members
+                .iter_mut()
+                .find_map(|m| m.sourced.standing.take_drifted())
+            {
                 let _ = streams.report(&refused);
                 return Ending::Applied(refused);
             }
@@ -162,8 +167,14 @@ impl Run<'_> {
     /// ends the run with nothing written anywhere.
     fn refused(&self, planned: &mut Planned) -> Option<Ending> {
         let Run { view, streams, .. } = *self;
-        let refused = planned.members.iter().any(|m| m.refused.is_some());
-        let undo_refused = planned.members.iter().any(|m| m.sourced.refusal.is_some());
+        let refused = planned
+            .members
+            .iter()
+            .any(|m| matches!(m.sourced.standing, Standing::Drifted(_)));
+        let undo_refused = planned
+            .members
+            .iter()
+            .any(|m| matches!(m.sourced.standing, Standing::Refused(_)));
         if !refused && !undo_refused && planned.failed.is_empty() {
             return None;
         }
@@ -171,15 +182,15 @@ impl Run<'_> {
             let message = planned
                 .members
                 .iter_mut()
-                .find_map(|m| m.sourced.refusal.take())?;
+                .find_map(|m| m.sourced.standing.take_refusal())?;
             return Some(Ending::Failed(AppError::UndoRefused { message }));
         }
         let end = end_of(
             planned,
             |m| {
-                if let Some(message) = m.sourced.refusal.take() {
+                if let Some(message) = m.sourced.standing.take_refusal() {
                     ClusterState::Failed(AppError::UndoRefused { message })
-                } else if let Some(report) = m.refused.take() {
+                } else if let Some(report) = m.sourced.standing.take_drifted() {
                     ClusterState::Refused(report)
                 } else if refused {
                     ClusterState::NotStarted(NotStarted::PlanRefusedElsewhere)
@@ -313,7 +324,7 @@ impl Run<'_> {
                 let end = end_of(
                     planned,
                     |m| {
-                        if let Some(revision) = m.sourced.already_applied {
+                        if let Standing::AlreadyApplied { revision } = m.sourced.standing {
                             ClusterState::AlreadyApplied { revision }
                         } else if m.sourced.plan.has_changes() {
                             ClusterState::Planned
@@ -329,7 +340,7 @@ impl Run<'_> {
                 let applied = planned
                     .members
                     .iter()
-                    .any(|m| m.sourced.already_applied.is_some());
+                    .any(|m| matches!(m.sourced.standing, Standing::AlreadyApplied { .. }));
                 finish(streams, planned, end, applied)
             }
         }

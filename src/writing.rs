@@ -19,7 +19,7 @@ use crate::apply::{self, ApplyOptions, InterruptFlag, Preflighted};
 use crate::fleet::{self, ClusterState, FleetOrder, NotStarted};
 use crate::fleet_progress::{FleetProgress, RolloutLine};
 use crate::history_store::{self, Prepared};
-use crate::plan_sources::Sourced;
+use crate::plan_sources::{Sourced, Standing};
 use crate::planning::Member;
 use crate::settings::{FleetSettings, Settings};
 use crate::wait::{self, Followed, WaitError, Waited};
@@ -463,14 +463,14 @@ impl Writing<'_> {
     /// started after a signal, or after a failure elsewhere with `--stop-on-failure`.
     async fn one(&self, m: &Member, ready: Option<Ready>, follow: bool) -> ClusterState {
         let (settings, progress) = (self.settings, self.progress);
-        if m.sourced.left_alone {
+        if let Standing::LeftAlone = m.sourced.standing {
             progress.set(
                 m.index,
                 "left alone: the fleet run being undone never applied here",
             );
             return ClusterState::NotStarted(NotStarted::NeverApplied);
         }
-        if let Some(revision) = m.sourced.already_applied {
+        if let Standing::AlreadyApplied { revision } = m.sourced.standing {
             progress.set(
                 m.index,
                 &match revision {
