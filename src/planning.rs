@@ -17,7 +17,9 @@ use crate::error::AppError;
 use crate::fleet::FleetOrder;
 use crate::history_store;
 use crate::plan_sources::{self, Rechecked, Sourced, Standing};
-use crate::settings::{FleetSettings, Mode, Settings, SettingsError, WaveSpec};
+use crate::settings::{
+    Changes, FleetSettings, Mode, Settings, SettingsError, UndoRequest, WaveSpec,
+};
 use crate::streams;
 use appupdate_kube::cluster::{Cluster, RequestLog};
 use appupdate_kube::kube_context::{Connection, Loaded};
@@ -315,14 +317,18 @@ async fn plan_one(
     // In a fleet, -v names the context on each line.
     let prefix = context.map(|c| format!("[{}] ", Untrusted(c)));
     let cluster = connected(conn, settings.verbose, prefix);
-    let saved = match settings.saved() {
-        Some(saved) => {
+    let target = match &settings.mode {
+        Mode::Update { changes, .. } => Target::Change(changes),
+        Mode::Undo { request, .. } => Target::Undo(request),
+        Mode::Apply(saved) => {
             let named = context.or(settings.cluster.context.as_deref());
-            Some(plan_sources::choose_target(saved, &cluster.conn, named)?)
+            Target::Saved {
+                checksum: &saved.file.checksum,
+                plan: Box::new(plan_sources::choose_target(saved, &cluster.conn, named)?),
+            }
         }
-        None => None,
     };
-    let mut sourced = source(settings, &cluster, saved).await?;
+    let mut sourced = source(settings, &cluster, target).await?;
     if settings.fleet.is_some() {
         // A fleet holds every member's plan at once; the live objects are not needed past
         // planning. (One cluster keeps them: a run that ends once the plan is shown does not
@@ -379,43 +385,31 @@ async fn plan_one(
     })
 }
 
-/// The plan for `cluster`: `saved`'s (the plan file's entry for this cluster), the undo's,
-/// or the flags' against the live objects.
+/// What a cluster's plan is made from: the run's mode, with a saved plan's entry for this
+/// cluster already chosen (a context the file holds no plan for was refused when the entries
+/// were matched), so sourcing has no case that cannot happen.
+enum Target<'a> {
+    /// The changes the flags ask for.
+    Change(&'a Changes),
+    /// The inverse of a history record.
+    Undo(&'a UndoRequest),
+    /// A saved plan's entry for this cluster, and the file's checksum.
+    Saved {
+        checksum: &'a str,
+        plan: Box<ClusterPlan>,
+    },
+}
+
+/// The plan for `cluster`: the saved plan's entry for it, the undo's, or the flags' against
+/// the live objects.
 async fn source(
     settings: &Settings,
     cluster: &Cluster,
-    saved: Option<ClusterPlan>,
+    target: Target<'_>,
 ) -> Result<Sourced, AppError> {
-    if let Some(target) = saved {
-        let checksum = settings
-            .saved()
-            .map(|s| s.file.checksum.clone())
-            .unwrap_or_default();
-        let app = target.plan.app.clone();
-        let cm = history_store::read(cluster, &app).await?;
-        // The history is the log, not the lock: whether the plan was applied here is told by
-        // its objects ([`plan_sources::recheck_saved`]); the record only names the revision.
-        let stored = history::History::from_config_map(cm.as_ref(), &app);
-        let recorded_by = plan_sources::applied_by(&stored, &checksum);
-        let mut plan = target.plan;
-        for p in &mut plan.objects {
-            p.updater = Arc::new(applied::Marked::new(p.updater.clone(), checksum.clone()));
-        }
-        return Ok(Sourced {
-            plan,
-            source: target.source,
-            saved_plan: true,
-            config_map: Some(cm),
-            standing: Standing::Ready,
-            live: None,
-            plan_checksum: Some(checksum),
-            recorded_by,
-            fleet_run: None,
-        });
-    }
-    let changes = match &settings.mode {
-        Mode::Update { changes, .. } => changes,
-        Mode::Undo { request, .. } => {
+    let changes = match target {
+        Target::Change(changes) => changes,
+        Target::Undo(request) => {
             return plan_sources::undo(
                 cluster,
                 &settings.app,
@@ -425,11 +419,33 @@ async fn source(
             )
             .await;
         }
-        Mode::Apply(saved) => {
-            // Every cluster of a saved plan has its entry; a context it has none for was
-            // refused when the targets were matched.
-            return Err(AppError::UndoRefused {
-                message: format!("{} holds no plan for this cluster", Untrusted(&saved.name)),
+        Target::Saved {
+            checksum,
+            plan: target,
+        } => {
+            let checksum = checksum.to_owned();
+            let app = target.plan.app.clone();
+            let cm = history_store::read(cluster, &app).await?;
+            // The history is the log, not the lock: whether the plan was applied here is told
+            // by its objects ([`plan_sources::recheck_saved`]); the record only names the
+            // revision.
+            let stored = history::History::from_config_map(cm.as_ref(), &app);
+            let recorded_by = plan_sources::applied_by(&stored, &checksum);
+            let ClusterPlan { plan, source, .. } = *target;
+            let mut plan = plan;
+            for p in &mut plan.objects {
+                p.updater = Arc::new(applied::Marked::new(p.updater.clone(), checksum.clone()));
+            }
+            return Ok(Sourced {
+                plan,
+                source,
+                saved_plan: true,
+                config_map: Some(cm),
+                standing: Standing::Ready,
+                live: None,
+                plan_checksum: Some(checksum),
+                recorded_by,
+                fleet_run: None,
             });
         }
     };
