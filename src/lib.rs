@@ -32,6 +32,7 @@ pub mod run;
 pub mod settings;
 pub mod signals;
 pub mod streams;
+pub(crate) mod telling;
 pub mod terminal;
 pub mod verify;
 pub mod verify_send;
