@@ -144,13 +144,32 @@ pub enum AppError {
     /// There is no record to undo.
     #[error("{message}")]
     Undo { message: String },
-    /// An undo would overwrite fields changed since the record, or its record cannot be
-    /// trusted; or a saved plan was applied already.
+    /// A value the run would set back or write again was changed by someone else since: an
+    /// undo over values changed since its record (`--force-undo`), a saved plan applied and
+    /// then changed.
     #[error("{message}")]
-    UndoRefused { message: String },
+    Drift { message: String },
+    /// An undo of a record that cannot be undone: it fails validation or, with the history
+    /// key, its signature; or it was recorded without what undoing it needs.
+    #[error("{message}")]
+    NotUndoable { message: String },
+    /// A saved plan whose objects show it was applied already.
+    #[error("{message}")]
+    AppliedAlready { message: String },
 }
 
 impl AppError {
+    /// Why the run refused, as data (`-o json`'s `reason`), for the refusals that share exit
+    /// code 5 with the approved-diff guard: `drift`, `not-undoable`, `applied-already`.
+    pub fn refusal_reason(&self) -> Option<&'static str> {
+        match self {
+            AppError::Drift { .. } => Some("drift"),
+            AppError::NotUndoable { .. } => Some("not-undoable"),
+            AppError::AppliedAlready { .. } => Some("applied-already"),
+            _ => None,
+        }
+    }
+
     /// A closed stdout (`… | head`): nothing more can be said there, and nothing needs to be.
     pub fn is_broken_pipe(&self) -> bool {
         matches!(self, AppError::Output(e) if e.kind() == std::io::ErrorKind::BrokenPipe)

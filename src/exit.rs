@@ -32,6 +32,12 @@ pub enum ExitCode {
     /// `--verify-url`: a path with scopes answered a request without a token with something
     /// other than 401 or 403, or did not answer.
     AuthNotEnforced = 9,
+    /// A run that failed after writing and then put its own changes back: the application is
+    /// as it was before the run. Allocated for `--undo-on-failure`; no run ends with it yet.
+    PutBack = 10,
+    /// A run that failed after writing and could not put all of its changes back. Allocated
+    /// for `--undo-on-failure`; no run ends with it yet.
+    NotPutBack = 11,
     /// Interrupted by SIGINT (Ctrl-C).
     Interrupted = 130,
     /// Terminated by SIGTERM (Ctrl-Break, or the console closing, on Windows).
@@ -83,12 +89,15 @@ fn severity(code: ExitCode) -> u8 {
         ExitCode::Skipped => 2,
         ExitCode::NotConfirmed => 3,
         ExitCode::RolloutIncomplete => 4,
-        ExitCode::Usage => 5,
-        ExitCode::Failed => 6,
-        ExitCode::AuthNotEnforced => 7,
-        ExitCode::Partial => 8,
-        ExitCode::GuardTripped => 9,
-        ExitCode::Interrupted | ExitCode::Terminated => 10,
+        // Just above an incomplete rollout: it failed, and is back as it was.
+        ExitCode::PutBack => 5,
+        ExitCode::Usage => 6,
+        ExitCode::Failed => 7,
+        ExitCode::AuthNotEnforced => 8,
+        // Not all put back ranks with a mixed state.
+        ExitCode::Partial | ExitCode::NotPutBack => 9,
+        ExitCode::GuardTripped => 10,
+        ExitCode::Interrupted | ExitCode::Terminated => 11,
     }
 }
 
@@ -183,7 +192,9 @@ fn failed(err: &AppError) -> ExitCode {
         | AppError::PlanFile(_)
         | AppError::PlanOut { .. }
         | AppError::Undo { .. } => ExitCode::Failed,
-        AppError::UndoRefused { .. } => ExitCode::GuardTripped,
+        AppError::Drift { .. } | AppError::NotUndoable { .. } | AppError::AppliedAlready { .. } => {
+            ExitCode::GuardTripped
+        }
         AppError::NotConfirmed(_) => ExitCode::NotConfirmed,
         AppError::Interrupted { signal, .. } => signalled(*signal),
         AppError::Rollout(_) => ExitCode::RolloutIncomplete,

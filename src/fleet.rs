@@ -551,6 +551,9 @@ struct ClusterDoc<'a> {
 #[serde(rename_all = "camelCase")]
 struct OutcomeDoc {
     status: &'static str,
+    /// Why a refused cluster was refused, as data (`AppError::refusal_reason`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     message: Option<String>,
     objects: Vec<ObjectOutcomeDoc>,
@@ -621,6 +624,7 @@ fn rollout_doc(rollout: &Option<Result<Waited, WaitError>>) -> Option<RolloutDoc
 fn outcome_doc(end: Option<&ClusterEnd>, planned: bool) -> OutcomeDoc {
     let empty = |status: &'static str, message: Option<String>| OutcomeDoc {
         status,
+        reason: None,
         message,
         objects: Vec::new(),
         revision: None,
@@ -630,7 +634,10 @@ fn outcome_doc(end: Option<&ClusterEnd>, planned: bool) -> OutcomeDoc {
         return empty(if planned { "planned" } else { "skipped" }, None);
     };
     match &end.state {
-        ClusterState::Failed(e) => empty("failed", Some(e.to_string())),
+        ClusterState::Failed(e) => OutcomeDoc {
+            reason: e.refusal_reason(),
+            ..empty("failed", Some(e.to_string()))
+        },
         ClusterState::Skipped(e) => empty("skipped", Some(e.to_string())),
         ClusterState::Planned => empty("planned", None),
         ClusterState::NotStarted(why) => OutcomeDoc {
@@ -677,6 +684,7 @@ fn outcome_doc(end: Option<&ClusterEnd>, planned: bool) -> OutcomeDoc {
             };
             OutcomeDoc {
                 status,
+                reason: None,
                 message,
                 objects: object_outcomes(report),
                 revision,

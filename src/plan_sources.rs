@@ -76,17 +76,17 @@ pub enum Standing {
     /// The plan must not be applied, and why: an undo over values changed since its record, a
     /// saved plan applied already and changed since. The plan is shown; nothing is written
     /// anywhere.
-    Refused(String),
+    Refused(Box<AppError>),
     /// A saved plan that no longer holds here: the report of its re-check (nothing written
     /// anywhere).
     Drifted(Report),
 }
 
 impl Standing {
-    /// The refusal's message, taken (the standing becomes `Ready`).
-    pub fn take_refusal(&mut self) -> Option<String> {
+    /// The refusal, taken (the standing becomes `Ready`).
+    pub fn take_refusal(&mut self) -> Option<AppError> {
         match std::mem::replace(self, Standing::Ready) {
-            Standing::Refused(message) => Some(message),
+            Standing::Refused(refusal) => Some(*refusal),
             other => {
                 *self = other;
                 None
@@ -411,7 +411,7 @@ pub async fn undo(
                 "cannot undo {whose}: {why}; see kubectl appupdate history {app}"
             ),
         },
-        PickError::Unverifiable(why) => AppError::UndoRefused {
+        PickError::Unverifiable(why) => AppError::NotUndoable {
             message: format!(
                 "not undone: {why}; nothing was written. Someone who may write configmap/{name} changed it: see kubectl appupdate history {app}, and undo with --to-revision an earlier verifiable revision or run with the values you want"
             ),
@@ -430,7 +430,7 @@ pub async fn undo(
             )),
         };
         if let Some(why) = why {
-            return Err(AppError::UndoRefused {
+            return Err(AppError::NotUndoable {
                 message: format!(
                     "not undone: revision {} of {whose} {why}; nothing was written. Someone who may write configmap/{name} may have put it there: see kubectl appupdate history {app} --history-key KEYFILE",
                     record.revision
@@ -438,7 +438,7 @@ pub async fn undo(
             });
         }
     }
-    let intent = undo::request(record).map_err(|why| AppError::UndoRefused {
+    let intent = undo::request(record).map_err(|why| AppError::NotUndoable {
         message: format!(
             "not undone: revision {} of {whose} cannot be undone: {why}; nothing was written",
             record.revision
@@ -471,7 +471,9 @@ pub async fn undo(
         refusal = undo::refusal(record.revision, &drift, &request.force);
     }
     Ok(Sourced {
-        standing: refusal.map_or(Standing::Ready, Standing::Refused),
+        standing: refusal.map_or(Standing::Ready, |message| {
+            Standing::Refused(Box::new(AppError::Drift { message }))
+        }),
         plan,
         source: Source::Undo {
             revision: record.revision,

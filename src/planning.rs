@@ -351,7 +351,7 @@ async fn plan_one(
                 };
             }
             Rechecked::Applied => {
-                return Err(AppError::UndoRefused {
+                return Err(AppError::AppliedAlready {
                     message: format!(
                         "{} was applied already: the objects of {} in namespace {} (context {}) carry its checksum and hold every value it changes{}; a saved plan is applied once, so nothing was sent; make a new plan with --plan-out",
                         Untrusted(saved_name(settings)),
@@ -371,10 +371,11 @@ async fn plan_one(
                     Untrusted(&cluster.conn.context),
                     recorded_as(sourced.recorded_by),
                 );
+                let refusal = AppError::Drift { message };
                 if settings.fleet.is_none() {
-                    return Err(AppError::UndoRefused { message });
+                    return Err(refusal);
                 }
-                sourced.standing = Standing::Refused(message);
+                sourced.standing = Standing::Refused(Box::new(refusal));
             }
         }
     }

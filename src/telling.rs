@@ -132,11 +132,11 @@ impl Telling for OneCluster {
     }
 
     fn refused(&self, _: &Streams, planned: &mut Planned, _: bool) -> Option<Ending> {
-        let message = planned
+        let refusal = planned
             .members
             .iter_mut()
             .find_map(|m| m.sourced.standing.take_refusal())?;
-        Some(Ending::Failed(AppError::UndoRefused { message }))
+        Some(Ending::Failed(refusal))
     }
 
     fn stop(&self, _: &Streams, _: &mut Planned, changes_pending: bool) -> Ending {
@@ -311,10 +311,12 @@ impl Telling for Fleet {
         let end = end_of(
             planned,
             |m| {
-                if let Some(message) = m.sourced.standing.take_refusal() {
-                    ClusterState::Failed(AppError::UndoRefused { message })
+                if let Some(refusal) = m.sourced.standing.take_refusal() {
+                    ClusterState::Failed(refusal)
                 } else if let Some(report) = m.sourced.standing.take_drifted() {
                     ClusterState::Refused(report)
+                } else if let Standing::AlreadyApplied { revision } = m.sourced.standing {
+                    ClusterState::AlreadyApplied { revision }
                 } else if drifted {
                     ClusterState::NotStarted(NotStarted::PlanRefusedElsewhere)
                 } else {

@@ -286,3 +286,48 @@ fn a_forged_record_in_one_cluster_of_a_fleet_does_not_fake_success_there() {
         .sum();
     assert_eq!(after, before);
 }
+
+#[test]
+fn a_fleet_whose_plan_was_undone_in_one_cluster_is_refused_there_as_drift_in_the_document() {
+    let fleet = Fleet::new(&["eu-1", "eu-2"]);
+    let file = fleet.dir.path().join("plan.json");
+    let file = file.to_str().unwrap();
+    let o = fleet.run(&[
+        "web",
+        "--contexts",
+        "eu-1,eu-2",
+        "--image",
+        NEW_IMAGE,
+        "--plan-out",
+        file,
+    ]);
+    assert_code(&o, 0);
+    assert_code(&fleet.run(&["apply", file, "--yes"]), 0);
+    let o = fleet.run(&["web", "--context", "eu-2", "--undo", "--yes"]);
+    assert_code(&o, 0);
+    assert_eq!(fleet.image("eu-2"), OLD_IMAGE);
+    let before: usize = ["eu-1", "eu-2"]
+        .iter()
+        .map(|n| writes(fleet.sb(n)).len())
+        .sum();
+    let o = fleet.run(&["apply", file, "--yes", "-o", "json"]);
+    assert_code(&o, 5);
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let outcome = |i: usize| doc["clusters"][i]["outcome"].clone();
+    assert_eq!(outcome(0)["status"], "already-applied", "{doc}");
+    assert_eq!(outcome(1)["status"], "failed", "{doc}");
+    assert_eq!(outcome(1)["reason"], "drift", "{doc}");
+    assert!(
+        outcome(1)["message"]
+            .as_str()
+            .unwrap()
+            .contains("was applied already, then changed: deployment.apps/web"),
+        "{doc}"
+    );
+    let after: usize = ["eu-1", "eu-2"]
+        .iter()
+        .map(|n| writes(fleet.sb(n)).len())
+        .sum();
+    assert_eq!(after, before);
+    assert_eq!(fleet.image("eu-2"), OLD_IMAGE);
+}
