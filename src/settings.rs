@@ -709,12 +709,13 @@ fn history_key(
         }
         (None, None) => return Ok(None),
     };
-    let content = files
-        .read_bytes(&path, FileKind::Key)
-        .map_err(|source| SettingsError::KeyUnreadable {
-            key: named.clone(),
-            source,
-        })?;
+    let content =
+        files
+            .read_bytes(&path, FileKind::Key)
+            .map_err(|source| SettingsError::KeyUnreadable {
+                key: named.clone(),
+                source,
+            })?;
     PlanKey::new(content, named.clone())
         .map(Some)
         .map_err(|why| SettingsError::Key { key: named, why })

@@ -1325,6 +1325,99 @@ mod tests {
         assert!(debug.contains("--sign-key key.txt"), "{debug}");
     }
 
+    /// Plan files as kubectl-appupdate 0.1.0 wrote them against the sandbox (`--plan-out`),
+    /// between them every updater type: an image, autoscaler bounds and Ingresses created,
+    /// updated and deleted (`nginx-auth`); HTTPRoutes and SecurityPolicies created, updated,
+    /// unchanged and deleted (`gateway` with `envoy-gateway`).
+    const WRITTEN_BY_0_1_0: [(&str, &str); 2] = [
+        (
+            "plan-nginx-auth.json",
+            include_str!("../tests/fixtures/plan-nginx-auth.json"),
+        ),
+        (
+            "plan-gateway-envoy.json",
+            include_str!("../tests/fixtures/plan-gateway-envoy.json"),
+        ),
+    ];
+
+    /// `text` rendered again after it is read: what the fixture's file would be if this build
+    /// had written it.
+    fn written_again(text: &str, file: &str) -> Value {
+        let read = parse(text, file, None).unwrap();
+        let origins: Vec<Origin> = read
+            .clusters
+            .iter()
+            .map(|c| Origin {
+                context: c.context.clone(),
+                server: c.server.clone(),
+                created_at: read.created_at.clone(),
+            })
+            .collect();
+        let entries: Vec<(&Plan, &Origin, &Source)> = read
+            .clusters
+            .iter()
+            .zip(&origins)
+            .map(|(c, o)| (&c.plan, o, &c.source))
+            .collect();
+        let again = render_in_waves(&entries, &read.waves, None).unwrap();
+        serde_json::from_str(&again.text).unwrap()
+    }
+
+    #[test]
+    fn plan_files_of_earlier_builds_load_and_save_alike() {
+        let mut types = std::collections::BTreeSet::new();
+        for (file, text) in WRITTEN_BY_0_1_0 {
+            let mut original: Value = serde_json::from_str(text).unwrap();
+            let mut again = written_again(text, file);
+            for o in original["content"]["clusters"][0]["objects"]
+                .as_array()
+                .unwrap()
+            {
+                types.insert(o["updater"]["type"].as_str().unwrap().to_owned());
+            }
+            // What a saved plan applies — every updater and every approved change — comes
+            // back byte for byte.
+            for doc in [&original, &again] {
+                assert_eq!(doc["content"]["clusters"].as_array().unwrap().len(), 1);
+            }
+            assert_eq!(
+                serde_json::to_string_pretty(&again["content"]["clusters"][0]["objects"]).unwrap(),
+                serde_json::to_string_pretty(&original["content"]["clusters"][0]["objects"])
+                    .unwrap(),
+                "{file}"
+            );
+            // And so does the rest of the file, but for what a read plan does not keep: the
+            // routes' live styles and notes in the reviewers' document (so its checksum), and
+            // the version that wrote it.
+            for doc in [&mut original, &mut again] {
+                let routes = &mut doc["content"]["clusters"][0]["plan"]["routes"];
+                for key in ["liveStyles", "migration", "notes"] {
+                    routes.as_object_mut().unwrap().remove(key);
+                }
+                doc["content"]["tool"] = Value::Null;
+                doc["checksum"] = Value::Null;
+            }
+            assert_eq!(
+                serde_json::to_string_pretty(&again).unwrap(),
+                serde_json::to_string_pretty(&original).unwrap(),
+                "{file}"
+            );
+        }
+        assert_eq!(
+            types.into_iter().collect::<Vec<_>>(),
+            [
+                "autoscaler-bounds",
+                "deployment-image",
+                "httproute",
+                "httproute-removal",
+                "ingress",
+                "ingress-removal",
+                "securitypolicy",
+                "securitypolicy-removal"
+            ]
+        );
+    }
+
     #[test]
     fn field_changes_and_actions_survive() {
         let c = FieldChange::new("spec.maxReplicas", None, Some(json!(9)));
