@@ -23,7 +23,6 @@ use appupdate_kube::cluster::{Cluster, RequestLog};
 use appupdate_kube::kube_context::{Connection, Loaded};
 use appupdate_model::report::Report;
 use appupdate_model::text::Untrusted;
-use appupdate_plan::applied;
 use appupdate_plan::fleet_plan::{FleetPlan, Member as PlanMember};
 use appupdate_plan::history::{self, Source};
 use appupdate_plan::plan_file::ClusterPlan;
@@ -402,7 +401,7 @@ async fn source(
         let recorded_by = plan_sources::applied_by(&stored, &checksum);
         let mut plan = target.plan;
         for p in &mut plan.objects {
-            p.updater = Arc::new(applied::Marked::new(p.updater.clone(), checksum.clone()));
+            p.mark = Some(checksum.clone());
         }
         return Ok(Sourced {
             plan,

@@ -34,12 +34,12 @@ use crate::wait::{self, Followed, WaitTarget};
 use crate::writing;
 use appupdate_kube::cluster::Cluster;
 use appupdate_kube::kube_context;
-use appupdate_model::plan::Plan;
 use appupdate_model::report::Interruption;
 use appupdate_model::text::Untrusted;
 use appupdate_plan::history;
 use appupdate_plan::history::Source;
 use appupdate_plan::plan_file::{self, Origin, PlanKey};
+use appupdate_plan::updaters::Plan;
 
 /// How the run is told: one cluster, or a fleet.
 #[derive(Clone, Copy, PartialEq, Eq)]
