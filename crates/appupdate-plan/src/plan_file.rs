@@ -876,6 +876,20 @@ mod tests {
         );
     }
 
+    #[test]
+    fn an_updater_of_another_shape_is_refused_as_edited() {
+        let doc: Value = serde_json::from_str(&saved()).unwrap();
+        let mut content = doc["content"].clone();
+        content["clusters"][0]["objects"][0]["updater"] = json!({"spec": {}});
+        let forged = json!({"schema": SCHEMA, "checksum": checksum(&content), "content": content});
+        assert_eq!(
+            parse(&forged.to_string(), "p.json", None)
+                .unwrap_err()
+                .to_string(),
+            "p.json was edited: deployment.apps/web: missing field `type`; a saved plan is applied only as kubectl-appupdate wrote it, so nothing was sent; make it again with --plan-out"
+        );
+    }
+
     fn key(bytes: &str, named: &str) -> PlanKey {
         PlanKey::new(bytes.as_bytes().to_vec(), named.into()).unwrap()
     }
