@@ -11,12 +11,12 @@ use std::hint::black_box;
 
 use appupdate_model::compact_json;
 use appupdate_model::endpoints_file::{self, EndpointsFile};
-use appupdate_model::plan::Plan;
 use appupdate_model::plan::RouteStyle;
 use appupdate_plan::live::LiveState;
 use appupdate_plan::planner::{self, UpdateRequest};
 use appupdate_plan::routes::refs::RouteFlags;
 use appupdate_plan::routes::{self, BackendPort, RouteContext};
+use appupdate_plan::updaters::Plan;
 use appupdate_plan::updaters::{AutoscalerUpdate, ContainerUpdate};
 use appupdate_render::diff_render::{self, RenderOptions};
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};

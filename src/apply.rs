@@ -25,12 +25,12 @@ use serde_json::Value;
 
 use appupdate_kube::cluster::{Cluster, RequestError};
 use appupdate_kube::describe::Target;
-use appupdate_model::plan::{
-    Action, Base, Kind, ObjectChange, Plan, Planned, Recheck, Write, recheck,
-};
+use appupdate_model::plan::{Action, Base, Kind, ObjectChange, Recheck, Write, recheck};
 use appupdate_model::report::{Interruption, Outcome, Report};
 use appupdate_model::text::Untrusted;
+use appupdate_plan::applied;
 use appupdate_plan::routes::{self, IDENTIFIER_LABEL, external_auth};
+use appupdate_plan::updaters::{Plan, Planned};
 
 /// Retry bounds: client-go's `DefaultRetry` is 5 tries from 10 ms.
 #[derive(Clone, Copy, Debug)]
@@ -293,7 +293,7 @@ impl Applier<'_> {
                     ),
                 });
             }
-            let fresh = match planned.updater.plan(&change.namespace, live.as_ref()) {
+            let fresh = match applied::replan(planned, live.as_ref()) {
                 Ok(f) => f,
                 Err(e) => {
                     return Step::Done(Outcome::Tripped {

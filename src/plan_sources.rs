@@ -27,7 +27,7 @@ use crate::settings::{SavedInput, UndoRequest};
 use appupdate_kube::cluster::{Cluster, RequestError};
 use appupdate_kube::describe::Target;
 use appupdate_kube::kube_context::Connection;
-use appupdate_model::plan::{ObjectChange, Plan, Recheck, recheck};
+use appupdate_model::plan::{ObjectChange, Recheck, recheck};
 use appupdate_model::report::{Outcome, Report};
 use appupdate_plan::applied;
 use appupdate_plan::history::Source;
@@ -37,6 +37,7 @@ use appupdate_plan::plan_file::PlanKey;
 use appupdate_plan::plan_file::{ClusterPlan, SavedPlanError};
 use appupdate_plan::planner::{self, UpdateRequest};
 use appupdate_plan::undo;
+use appupdate_plan::updaters::Plan;
 
 /// A plan ready to show, and what the run needs to record it.
 #[derive(Debug)]
@@ -253,7 +254,7 @@ pub async fn recheck_saved(
         let p = &mut plan.objects[i];
         let live = live.map_err(|e| read_failure(cluster, e, "get", p.change.reference()))?;
         let mut holds = false;
-        match p.updater.plan(&p.change.namespace, live.as_ref()) {
+        match applied::replan(p, live.as_ref()) {
             Err(e) => {
                 tripped = true;
                 outcomes.insert(

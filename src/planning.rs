@@ -24,7 +24,6 @@ use crate::streams;
 use appupdate_kube::cluster::{Cluster, RequestLog};
 use appupdate_kube::kube_context::{Connection, Loaded};
 use appupdate_model::text::Untrusted;
-use appupdate_plan::applied;
 use appupdate_plan::fleet_plan::{FleetPlan, Member as PlanMember};
 use appupdate_plan::history::{self, Source};
 use appupdate_plan::plan_file::ClusterPlan;
@@ -435,7 +434,7 @@ async fn source(
             let ClusterPlan { plan, source, .. } = *target;
             let mut plan = plan;
             for p in &mut plan.objects {
-                p.updater = Arc::new(applied::Marked::new(p.updater.clone(), checksum.clone()));
+                p.mark = Some(checksum.clone());
             }
             return Ok(Sourced {
                 plan,

@@ -28,12 +28,12 @@ use crate::streams::{self, Streams};
 use crate::telling::{self, Telling};
 use crate::writing;
 use appupdate_kube::kube_context;
-use appupdate_model::plan::Plan;
 use appupdate_model::report::Interruption;
 use appupdate_model::text::Untrusted;
 use appupdate_plan::history;
 use appupdate_plan::history::Source;
 use appupdate_plan::plan_file::{self, Origin, PlanKey};
+use appupdate_plan::updaters::Plan;
 
 /// One run: what it was asked, how it is told, where it prints.
 struct Run<'a, T: Telling> {

@@ -35,11 +35,11 @@ use crate::exit::Ending;
 use crate::fleet::{self, ClusterState, FleetEnd};
 use crate::history_store::Recorded;
 use appupdate_model::output;
-use appupdate_model::plan::Plan;
 use appupdate_model::report::{self, Fate, Outcome, Report};
 use appupdate_model::text::{self, Untrusted};
 use appupdate_plan::fleet_plan::FleetPlan;
 use appupdate_plan::history::{self, History};
+use appupdate_plan::updaters::Plan;
 use appupdate_render::diff_render::{self, RenderOptions};
 
 /// What a line is: this alone (with the output format) decides its stream.

@@ -37,9 +37,10 @@ use std::time::Duration;
 
 use console::Style;
 
-use appupdate_model::plan::{Action, Plan};
+use appupdate_model::plan::Action;
 use appupdate_model::report::{Fate, Line};
 use appupdate_model::text::Untrusted;
+use appupdate_plan::updaters::Plan;
 
 /// Requests at once, at most.
 pub const CONCURRENCY: usize = 8;
@@ -432,7 +433,8 @@ fn shell_word(s: &str) -> String {
 mod tests {
     use super::*;
     use appupdate_model::intent::{AttachmentRecord, RoutesHeader};
-    use appupdate_model::plan::{ObjectChange, Planned, RouteInfo, RouteStyle, RoutesPlan};
+    use appupdate_model::plan::{ObjectChange, RouteInfo, RouteStyle, RoutesPlan};
+    use appupdate_plan::updaters::Planned;
 
     fn url(s: &str) -> VerifyUrl {
         VerifyUrl::parse(s).unwrap()
@@ -518,10 +520,10 @@ mod tests {
             name: name.into(),
             update: appupdate_plan::updaters::AutoscalerUpdate::default(),
         };
-        Planned {
-            updater: std::sync::Arc::new(updater),
-            change: std::sync::Arc::new(c),
-        }
+        Planned::new(
+            appupdate_plan::updaters::Updater::Autoscaler(updater),
+            std::sync::Arc::new(c),
+        )
     }
 
     fn plan(hosts: &[&str], objects: Vec<Planned>) -> Plan {

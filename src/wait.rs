@@ -27,10 +27,11 @@ use serde_json::Value;
 
 use appupdate_kube::cluster::Cluster;
 use appupdate_kube::describe::{Target, describe_kube_error};
-use appupdate_model::plan::{Action, Kind, Plan};
+use appupdate_model::plan::{Action, Kind};
 use appupdate_model::report::{Outcome, Report};
 use appupdate_model::route_status::{Refusal, RouteRef, RouteState, route_state};
 use appupdate_model::text::Untrusted;
+use appupdate_plan::updaters::Plan;
 
 /// Where a rollout stands, as `kubectl rollout status` sees it.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -417,7 +417,7 @@ async fn bake_wave(
 }
 
 /// The container and image the plan sets, if it sets one.
-fn planned_image(plan: &appupdate_model::plan::Plan) -> Option<(String, String)> {
+fn planned_image(plan: &appupdate_plan::updaters::Plan) -> Option<(String, String)> {
     plan.changes()
         .filter(|c| c.kind == appupdate_model::plan::Kind::Deployment)
         .flat_map(|c| c.fields.iter())

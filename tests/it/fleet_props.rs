@@ -3,11 +3,11 @@
 //! clusters' plans are put together as the run puts them (`fleet_plan::FleetPlan`).
 #![allow(clippy::unwrap_used)]
 
-use appupdate_model::plan::Plan;
 use appupdate_plan::fleet_plan::{FleetPlan, Member, same_plan};
 use appupdate_plan::live::LiveState;
 use appupdate_plan::planner::{UpdateRequest, build_plan};
 use appupdate_plan::routes::refs::RouteFlags;
+use appupdate_plan::updaters::Plan;
 use appupdate_plan::updaters::{AutoscalerUpdate, ContainerUpdate};
 use proptest::prelude::*;
 use serde_json::{Value, json};

@@ -188,7 +188,7 @@ fn object_doc(change: &ObjectChange) -> ObjectDoc<'_> {
 }
 
 /// The document for `plan`: it borrows from the plan, so writing it copies nothing.
-pub fn document(plan: &Plan) -> PlanDocument<'_> {
+pub fn document<U>(plan: &Plan<U>) -> PlanDocument<'_> {
     let s = plan.summary();
     PlanDocument {
         schema: SCHEMA_VERSION,
@@ -216,7 +216,7 @@ pub fn document(plan: &Plan) -> PlanDocument<'_> {
 /// Writes the plan as pretty-printed JSON and a newline. Every character [`text::is_escaped`]
 /// names is written as a JSON escape (`\u001b`, `\u202e`): a parser reads back exactly the
 /// same strings, and a terminal shows the document as it is.
-pub fn write_json(out: &mut impl Write, plan: &Plan) -> io::Result<()> {
+pub fn write_json<U>(out: &mut impl Write, plan: &Plan<U>) -> io::Result<()> {
     write_json_value(out, &document(plan))
 }
 
@@ -330,7 +330,7 @@ impl serde_json::ser::Formatter for EscapingFormatter {
 /// the YAML serializer escapes the controls and this writes the rest as YAML escapes
 /// (`\u202E`): a parser reads back exactly the same strings, and a terminal shows the document
 /// as it is.
-pub fn write_yaml(out: &mut impl Write, plan: &Plan) -> io::Result<()> {
+pub fn write_yaml<U>(out: &mut impl Write, plan: &Plan<U>) -> io::Result<()> {
     let doc = serde_json::to_value(document(plan)).map_err(io::Error::other)?;
     out.write_all(yaml_text(&doc)?.as_bytes())
 }

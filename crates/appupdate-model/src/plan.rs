@@ -1,11 +1,11 @@
 //! The plan: what this run would change, as data.
 //!
-//! Planning is pure. Each object the run may touch has an [`Updater`] that names the fields it
-//! modifies and, given the live object (raw JSON, so no field is lost), computes an
-//! [`ObjectChange`]: the action, the guarded field changes, the focused before/after views that
-//! the user is shown, and the minimal write that realises it. The same updater runs again on a
-//! conflict retry against the re-read object, and [`recheck`] decides whether the fresh change is
-//! still the one the user approved (the approved-diff guard).
+//! Planning is pure. Each object the run may touch has an updater (`appupdate_plan::updaters`)
+//! that names the fields it modifies and, given the live object (raw JSON, so no field is
+//! lost), computes an [`ObjectChange`]: the action, the guarded field changes, the focused
+//! before/after views that the user is shown, and the minimal write that realises it. The same
+//! updater runs again on a conflict retry against the re-read object, and [`recheck`] decides
+//! whether the fresh change is still the one the user approved (the approved-diff guard).
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
@@ -887,52 +887,34 @@ pub enum PlanError {
     NoPrecondition { reference: String },
 }
 
-/// One object's planner: computes the object's change — the fields it modifies, with their
-/// values before and after, and the write — from the latest live object. Pure; called once
-/// while planning and again after every conflict, so a retry re-applies only the requested
-/// values to whatever else changed meanwhile.
-pub trait Updater: Send + Sync + fmt::Debug {
-    /// The name of the object it plans.
-    fn name(&self) -> &str;
-    /// The change against `live` (`None`: the object does not exist).
-    fn plan(&self, namespace: &str, live: Option<&Value>) -> Result<ObjectChange, PlanError>;
-    /// [`Updater::plan`] against a live object the caller has no further use for: the same
-    /// change, and `live` is freed as soon as it is planned. An updater may instead move parts
-    /// of `live` into the change's views rather than copying them.
-    fn plan_owned(&self, namespace: &str, live: Option<Value>) -> Result<ObjectChange, PlanError> {
-        self.plan(namespace, live.as_ref())
-    }
-    /// The updater as data, for a saved plan (`--plan-out`), which loads it back with
-    /// `plan_file::load_updater`; `None`: this updater cannot be saved.
-    fn save(&self) -> Option<SavedUpdater> {
-        None
-    }
-}
-
-/// An updater as data: its type name and its fields, as written in a saved plan.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct SavedUpdater {
-    #[serde(rename = "type")]
-    pub kind: String,
-    pub spec: Value,
-}
-
-impl SavedUpdater {
-    /// `spec` serialised; `None` only if it cannot be (it always can for plain data).
-    pub fn new(kind: &str, spec: &impl Serialize) -> Option<SavedUpdater> {
-        Some(SavedUpdater {
-            kind: kind.to_owned(),
-            spec: serde_json::to_value(spec).ok()?,
-        })
-    }
-}
-
-/// A planned object: its updater (kept for retries) and the change the user approves.
+/// A planned object: the updater that computed its change (kept for retries: it plans the
+/// object again against the re-read object after every conflict) and the change the user
+/// approves.
+///
+/// The updater is `U`, the closed set of updaters of `appupdate-plan`
+/// (`appupdate_plan::updaters::Updater`, whose `Plan` and `Planned` name it): what a change is
+/// does not depend on who computes it, so nothing here looks at `U`.
 #[derive(Clone, Debug)]
-pub struct Planned {
-    pub updater: Arc<dyn Updater>,
+pub struct Planned<U> {
+    pub updater: U,
     /// Shared with the requests that send it and the report of what happened to it.
     pub change: Arc<ObjectChange>,
+    /// The checksum of the saved plan this object is applied from (`apply FILE`): every write
+    /// of it, retries included, also adds the checksum to the object's
+    /// `kubectl-appupdate/applied-plans` annotation (`appupdate_plan::applied`). `None` for a
+    /// run's own plan.
+    pub mark: Option<String>,
+}
+
+impl<U> Planned<U> {
+    /// `updater` with the change it computed, for a run's own plan (no mark).
+    pub fn new(updater: U, change: Arc<ObjectChange>) -> Planned<U> {
+        Planned {
+            updater,
+            change,
+            mark: None,
+        }
+    }
 }
 
 /// How the endpoints are published by this plan, when it publishes them.
@@ -961,11 +943,11 @@ impl RoutesPlan {
 
 /// Everything this run would do, in display order (the writes go in [`Plan::write_order`]).
 #[derive(Clone, Debug)]
-pub struct Plan {
+pub struct Plan<U> {
     pub app: String,
     pub namespace: String,
     pub context: String,
-    pub objects: Vec<Planned>,
+    pub objects: Vec<Planned<U>>,
     /// Present when the run publishes endpoints.
     pub routes: Option<RoutesPlan>,
 }
@@ -999,15 +981,20 @@ impl fmt::Display for Summary {
     }
 }
 
-impl Plan {
+impl<U> Plan<U> {
     /// Builds a plan, ordering objects for display: the Deployment and HPA first, then the
     /// routes and their SecurityPolicies: creates, updates that add or change paths, updates
     /// that only take paths away, deletes, each by kind (a policy before its route, but a
     /// deleted one after it) and name; unchanged ones last. The order the writes are sent in is
     /// [`Plan::write_order`]'s: by round, concurrently within one.
-    pub fn new(app: String, namespace: String, context: String, mut objects: Vec<Planned>) -> Plan {
+    pub fn new(
+        app: String,
+        namespace: String,
+        context: String,
+        mut objects: Vec<Planned<U>>,
+    ) -> Plan<U> {
         // The key borrows the name: a clone per comparison was thousands of allocations.
-        fn key(p: &Planned) -> (bool, u8, u8, &str) {
+        fn key<U>(p: &Planned<U>) -> (bool, u8, u8, &str) {
             let c = &p.change;
             let route = c.kind.is_route_part();
             let rank = if route { listing_rank(c) } else { 0 };
@@ -1035,7 +1022,7 @@ impl Plan {
 
     /// The same plan, saying how it publishes the endpoints — and, when paths swap scope groups
     /// in a cycle ([`WriteOrder::unguarded`]), that one of them can be unserved for a moment.
-    pub fn with_routes(mut self, mut routes: RoutesPlan) -> Plan {
+    pub fn with_routes(mut self, mut routes: RoutesPlan) -> Plan<U> {
         let unguarded = self.write_order().unguarded;
         if !unguarded.is_empty() {
             routes.notes.push(format!(

@@ -5,11 +5,13 @@
 //! spoil or freeze). Every object a saved plan creates or updates carries, in its
 //! `metadata.annotations` — never in the pod template, which would restart every pod — the
 //! checksums of the saved plans applied to it, oldest first, the newest [`KEPT`] of them.
-//! The annotation is written in the same conditional write as the plan's change, by
-//! [`Marked`], which wraps the file's own updater so that a retry after a conflict writes it
-//! again; it is shown in the diff like any value written, and it is not a guarded value (it
-//! is outside the plan file's checksummed content: the checksum cannot name itself). An undo
-//! never removes it.
+//! The annotation is written in the same conditional write as the plan's change: each object
+//! of a saved plan carries the plan's checksum as its mark (`Planned::mark`), and [`replan`],
+//! the one place a planned object is planned again, adds it ([`mark`]) to every change it
+//! computes, so that a retry after a conflict writes it again. It
+//! is shown in the diff like any value written, and it is not a guarded value (it is outside
+//! the plan file's checksummed content: the checksum cannot name itself). An undo never
+//! removes it.
 //!
 //! [`state`] then tells, from the objects read back when the plan is applied, whether it was
 //! applied already: only when an object carries the checksum **and** every value the plan
@@ -23,7 +25,8 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use crate::history::is_checksum;
-use appupdate_model::plan::{ObjectChange, PlanError, SavedUpdater, Updater, View, Write};
+use crate::updaters::Planned;
+use appupdate_model::plan::{ObjectChange, PlanError, View, Write};
 
 /// The annotation: the checksums of the saved plans applied to the object, comma-separated,
 /// oldest first.
@@ -63,20 +66,6 @@ pub fn with(live: Option<&Value>, checksum: &str) -> String {
     list.push(checksum);
     let skip = list.len().saturating_sub(KEPT);
     list[skip..].join(",")
-}
-
-/// A saved plan's updater that also writes the plan's checksum into [`APPLIED_PLANS`] of the
-/// object it creates or updates (a delete leaves nothing to mark).
-#[derive(Debug)]
-pub struct Marked {
-    inner: Arc<dyn Updater>,
-    checksum: String,
-}
-
-impl Marked {
-    pub fn new(inner: Arc<dyn Updater>, checksum: String) -> Marked {
-        Marked { inner, checksum }
-    }
 }
 
 fn set_annotation(object: &mut Value, value: &str) {
@@ -123,20 +112,16 @@ pub fn mark(change: &mut ObjectChange, live: Option<&Value>, checksum: &str) {
     change.after = after.map(View::from);
 }
 
-impl Updater for Marked {
-    fn name(&self) -> &str {
-        self.inner.name()
+/// `p`'s change planned again against `live` (the object as read now) by its updater, with
+/// its saved plan's mark ([`mark`]) when it has one. The one place a planned object's updater
+/// is called again: the re-read of a saved plan before it is shown, and every retry after a
+/// conflict.
+pub fn replan(p: &Planned, live: Option<&Value>) -> Result<ObjectChange, PlanError> {
+    let mut change = p.updater.plan(&p.change.namespace, live)?;
+    if let Some(checksum) = &p.mark {
+        mark(&mut change, live, checksum);
     }
-
-    fn plan(&self, namespace: &str, live: Option<&Value>) -> Result<ObjectChange, PlanError> {
-        let mut change = self.inner.plan(namespace, live)?;
-        mark(&mut change, live, &self.checksum);
-        Ok(change)
-    }
-
-    fn save(&self) -> Option<SavedUpdater> {
-        self.inner.save()
-    }
+    Ok(change)
 }
 
 /// Where a saved plan stands in one cluster, from its objects as read back.

@@ -8,8 +8,9 @@
 //! `resourceVersion` and `uid` each write is conditional on (those differ from cluster to
 //! cluster even when the change is the same).
 
+use crate::updaters::Plan;
 use appupdate_model::output::{self, PlanDocument};
-use appupdate_model::plan::{Plan, Summary};
+use appupdate_model::plan::Summary;
 
 /// One cluster of the fleet: planned, or left out.
 #[derive(Clone, Copy, Debug)]
@@ -164,7 +165,8 @@ pub fn total_line(fleet: &FleetPlan) -> String {
 mod tests {
     use super::*;
     use crate::updaters::{AutoscalerUpdate, AutoscalerUpdater};
-    use appupdate_model::plan::{Action, ObjectChange, Planned};
+    use crate::updaters::{Planned, Updater};
+    use appupdate_model::plan::{Action, ObjectChange};
     use serde_json::json;
     use std::sync::Arc;
 
@@ -178,16 +180,12 @@ mod tests {
         };
         let live = json!({"metadata": {"name": "web", "resourceVersion": rv, "uid": format!("u-{rv}")},
             "spec": {"minReplicas": 2, "maxReplicas": max}});
-        let change: ObjectChange =
-            appupdate_model::plan::Updater::plan(&hpa, "shop", Some(&live)).unwrap();
+        let change: ObjectChange = hpa.plan("shop", Some(&live)).unwrap();
         Plan::new(
             "web".into(),
             "shop".into(),
             context.into(),
-            vec![Planned {
-                updater: Arc::new(hpa),
-                change: Arc::new(change),
-            }],
+            vec![Planned::new(Updater::Autoscaler(hpa), Arc::new(change))],
         )
     }
 

@@ -1,5 +1,5 @@
-//! kubectl-appupdate's planning, over [`appupdate_model`]: the Deployment and HPA updaters
-//! ([`updaters`]), the route styles ([`routes`]), the planner that turns requested updates and
+//! kubectl-appupdate's planning, over [`appupdate_model`]: the updaters ([`updaters`]: the
+//! closed set, and the Deployment's and HPA's), the route styles ([`routes`]), the planner that turns requested updates and
 //! the live objects ([`live`]) into a plan ([`planner`]), history records ([`history`]) and
 //! their undo ([`undo`]), saved plans ([`plan_file`]) and a fleet's combined plan
 //! ([`fleet_plan`]).

@@ -40,9 +40,10 @@
 //!
 //! # What a file may ask for
 //!
-//! A plan file is input from whoever could write it, so [`parse`] reads its updaters through
-//! one typed registry ([`SavedKind`]: the updaters an ordinary run saves, nothing else) and
-//! fences every object to the file's application before any request ([`SavedKind::fenced`]): the
+//! A plan file is input from whoever could write it, so [`parse`] reads each updater as one of
+//! the closed set of updaters ([`Updater::from_saved`]: the ones an ordinary run makes, nothing
+//! else) and fences every object to the file's application before any request
+//! ([`Updater::check_saved`], whose [`crate::updaters::Refusal`] says why not): the
 //! Deployment and the HorizontalPodAutoscaler are the ones named after the application; a
 //! route is exactly what its route style generates for a scope group of the application (its
 //! paths and scopes pass the endpoints file's guard), or the removal of a route by a valid
@@ -75,11 +76,10 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::history::{Source, tool};
-use crate::routes;
-use crate::updaters::{AutoscalerUpdater, DeploymentUpdater, SAVED_AUTOSCALER, SAVED_DEPLOYMENT};
+use crate::updaters::{Plan, Planned, Updater};
 use appupdate_model::names;
 use appupdate_model::output;
-use appupdate_model::plan::{Kind, ObjectChange, Plan, Planned, SavedUpdater, Updater};
+use appupdate_model::plan::{Kind, ObjectChange};
 use appupdate_model::text::{Untrusted, without_credentials};
 
 /// The file's schema; any other is refused.
@@ -247,10 +247,6 @@ pub enum PlanFileError {
         "{file} was edited: {why}; a saved plan is applied only as kubectl-appupdate wrote it, so nothing was sent; make it again with --plan-out"
     )]
     Edited { file: String, why: String },
-    #[error(
-        "cannot save the plan: {reference} was planned by an updater that cannot be saved; apply it directly instead"
-    )]
-    NotSavable { reference: String },
 }
 
 /// Why a saved plan is not applied here or now. Nothing was sent.
@@ -295,19 +291,19 @@ struct FileDoc {
 
 #[derive(Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct ContentDoc {
+struct ContentDoc<O> {
     created_at: String,
     tool: String,
     /// The contexts in waves (`--wave`), in order, when the plan was made so: `apply FILE`
     /// applies in the same waves.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     waves: Vec<Vec<String>>,
-    clusters: Vec<ClusterDoc>,
+    clusters: Vec<ClusterDoc<O>>,
 }
 
 #[derive(Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct ClusterDoc {
+struct ClusterDoc<O> {
     context: String,
     server: String,
     namespace: String,
@@ -319,13 +315,23 @@ struct ClusterDoc {
     /// for the history record of the run that applies it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     routes: Option<appupdate_model::intent::RoutesHeader>,
-    objects: Vec<ObjectDoc>,
+    /// [`ObjectOut`] when written, [`ObjectIn`] when read.
+    objects: Vec<O>,
 }
 
-#[derive(Serialize, Deserialize)]
+/// An object as written: its updater and its approved change, as the plan holds them.
+#[derive(Serialize)]
+struct ObjectOut<'a> {
+    updater: &'a Updater,
+    change: &'a ObjectChange,
+}
+
+/// An object as read. Its updater is read on its own ([`Updater::from_saved`]), so that a
+/// refusal names the object.
+#[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct ObjectDoc {
-    updater: SavedUpdater,
+struct ObjectIn {
+    updater: Value,
     change: ObjectChange,
 }
 
@@ -406,16 +412,14 @@ pub fn render_in_waves(
         .unwrap_or_default();
     let mut clusters = Vec::with_capacity(plans.len());
     for (plan, origin, source) in plans {
-        let mut objects = Vec::with_capacity(plan.objects.len());
-        for p in &plan.objects {
-            let updater = p.updater.save().ok_or_else(|| PlanFileError::NotSavable {
-                reference: p.change.reference(),
-            })?;
-            objects.push(ObjectDoc {
-                updater,
-                change: ObjectChange::clone(&p.change),
-            });
-        }
+        let objects = plan
+            .objects
+            .iter()
+            .map(|p| ObjectOut {
+                updater: &p.updater,
+                change: &p.change,
+            })
+            .collect();
         clusters.push(ClusterDoc {
             context: origin.context.clone(),
             server: without_credentials(&origin.server).into_owned(),
@@ -455,148 +459,6 @@ pub fn render_in_waves(
     let mut text = serde_json::to_string_pretty(&doc).unwrap_or_default();
     text.push('\n');
     Ok(Rendered { text, checksum })
-}
-
-/// The updaters a saved plan may name: the ones an ordinary run saves (an undo is saved as
-/// the ordinary updaters it plans with). One serde-tagged enum, read in one place
-/// ([`SavedKind::read`]): a file's `{"type": …, "spec": …}` is one of these variants or it is
-/// refused. Each `rename` is the type name the updater's `Updater::save` writes (the
-/// `SAVED_*` constants; `every_saved_type_reads_back` holds them together).
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(tag = "type", content = "spec", deny_unknown_fields)]
-pub enum SavedKind {
-    #[serde(rename = "deployment-image")]
-    Deployment(DeploymentUpdater),
-    #[serde(rename = "autoscaler-bounds")]
-    Autoscaler(AutoscalerUpdater),
-    #[serde(rename = "ingress")]
-    Ingress(routes::ingress::IngressUpdater),
-    #[serde(rename = "ingress-removal")]
-    IngressRemoval(routes::ingress::IngressRemoval),
-    #[serde(rename = "httproute")]
-    HttpRoute(routes::gateway::HttpRouteUpdater),
-    #[serde(rename = "httproute-removal")]
-    HttpRouteRemoval(routes::gateway::HttpRouteRemoval),
-    #[serde(rename = "securitypolicy")]
-    SecurityPolicy(routes::envoy_gateway::SecurityPolicyUpdater),
-    #[serde(rename = "securitypolicy-removal")]
-    SecurityPolicyRemoval(routes::envoy_gateway::SecurityPolicyRemoval),
-}
-
-impl SavedKind {
-    /// Every type name a saved plan may carry, as the variants are renamed.
-    pub const TYPES: [&str; 8] = [
-        SAVED_DEPLOYMENT,
-        SAVED_AUTOSCALER,
-        routes::ingress::SAVED_INGRESS,
-        routes::ingress::SAVED_INGRESS_REMOVAL,
-        routes::gateway::SAVED_HTTPROUTE,
-        routes::gateway::SAVED_HTTPROUTE_REMOVAL,
-        routes::envoy_gateway::SAVED_SECURITY_POLICY,
-        routes::envoy_gateway::SAVED_SECURITY_POLICY_REMOVAL,
-    ];
-
-    /// The updater a saved plan names; `Err` for a type this version does not save, or a spec
-    /// that is not that type's.
-    pub fn read(saved: &SavedUpdater) -> Result<SavedKind, String> {
-        if !SavedKind::TYPES.contains(&saved.kind.as_str()) {
-            return Err(format!(
-                "it names the updater type {:?}, which kubectl-appupdate does not save",
-                saved.kind
-            ));
-        }
-        SavedKind::deserialize(serde_json::json!({"type": saved.kind, "spec": saved.spec}))
-            .map_err(|e| e.to_string())
-    }
-
-    /// The kind of object the updater plans.
-    pub fn kind(&self) -> Kind {
-        match self {
-            SavedKind::Deployment(_) => Kind::Deployment,
-            SavedKind::Autoscaler(_) => Kind::HorizontalPodAutoscaler,
-            SavedKind::Ingress(_) | SavedKind::IngressRemoval(_) => Kind::Ingress,
-            SavedKind::HttpRoute(_) | SavedKind::HttpRouteRemoval(_) => Kind::HttpRoute,
-            SavedKind::SecurityPolicy(_) | SavedKind::SecurityPolicyRemoval(_) => {
-                Kind::SecurityPolicy
-            }
-        }
-    }
-
-    /// Refuses an updater that is not one of `app`'s own (see the module docs). `creates`: its
-    /// approved change makes a new object (no live one was seen), which a route, or a policy
-    /// whose route the plan does not update, makes only under the name its style generates.
-    pub fn fenced(self, app: &str, creates: bool) -> Result<Arc<dyn Updater>, String> {
-        let own_name = |name: &str| {
-            if name == app {
-                Ok(())
-            } else {
-                Err(format!(
-                    "it changes the object {name:?}, not the application's own {app:?}"
-                ))
-            }
-        };
-        Ok(match self {
-            SavedKind::Deployment(u) => {
-                own_name(&u.name)?;
-                if let Some(c) = &u.container
-                    && !names::is_dns1123_label(c)
-                {
-                    return Err(format!("{c:?} is not a valid container name"));
-                }
-                if let Some(image) = &u.update.image {
-                    crate::updaters::validate_image_reference(image)
-                        .map_err(|why| format!("its image {image:?} is not valid: {why}"))?;
-                }
-                Arc::new(u)
-            }
-            SavedKind::Autoscaler(u) => {
-                own_name(&u.name)?;
-                for b in [u.update.min_replicas, u.update.max_replicas]
-                    .into_iter()
-                    .flatten()
-                {
-                    if b < 1 {
-                        return Err(format!("its bound {b} is below 1"));
-                    }
-                }
-                Arc::new(u)
-            }
-            SavedKind::Ingress(u) => {
-                u.check_saved(app, creates)?;
-                Arc::new(u)
-            }
-            SavedKind::IngressRemoval(u) => {
-                u.check_saved(app)?;
-                Arc::new(u)
-            }
-            SavedKind::HttpRoute(u) => {
-                u.check_saved(app, creates)?;
-                Arc::new(u)
-            }
-            SavedKind::HttpRouteRemoval(u) => {
-                u.check_saved(app)?;
-                Arc::new(u)
-            }
-            SavedKind::SecurityPolicy(u) => {
-                u.check_saved(app, creates)?;
-                Arc::new(u)
-            }
-            SavedKind::SecurityPolicyRemoval(u) => {
-                u.check_saved(app)?;
-                Arc::new(u)
-            }
-        })
-    }
-}
-
-/// The updater a saved plan names for `app`, fenced to it, ready to re-plan its object;
-/// `creates` as for [`SavedKind::fenced`].
-pub fn load_updater(
-    saved: &SavedUpdater,
-    app: &str,
-    creates: bool,
-) -> Result<Arc<dyn Updater>, String> {
-    SavedKind::read(saved)?.fenced(app, creates)
 }
 
 /// Reads a plan file's text. `file` names it in messages. With `key`, the file must carry a
@@ -650,7 +512,7 @@ pub fn parse(text: &str, file: &str, key: Option<&PlanKey>) -> Result<PlanFile, 
     }
     // As large as the file: freed before the plans are built from the content.
     drop(canonical);
-    let content: ContentDoc =
+    let content: ContentDoc<ObjectIn> =
         serde_json::from_value(doc.content).map_err(|e| invalid(e.to_string()))?;
     if content.clusters.is_empty() {
         return Err(invalid("it holds no plan".into()));
@@ -691,9 +553,9 @@ fn check_waves(waves: &[Vec<String>]) -> Result<(), String> {
 }
 
 /// One cluster's plan as the file holds it, checked: names, the namespace, the routes'
-/// attachment, every object's updater read through [`SavedKind`] and fenced to the
-/// application. `Err`: why the file reads as edited.
-fn cluster_plan(c: ClusterDoc) -> Result<ClusterPlan, String> {
+/// attachment, every object's updater read ([`Updater::from_saved`]) and fenced to the
+/// application ([`Updater::check_saved`]). `Err`: why the file reads as edited.
+fn cluster_plan(c: ClusterDoc<ObjectIn>) -> Result<ClusterPlan, String> {
     if !names::is_dns1123_subdomain(&c.app) || c.app.len() > 63 {
         return Err(format!(
             "its application name {:?} is not a valid name",
@@ -732,12 +594,12 @@ fn cluster_plan(c: ClusterDoc) -> Result<ClusterPlan, String> {
                 o.change.namespace, c.namespace
             ));
         }
-        let saved = SavedKind::read(&o.updater).map_err(|why| format!("{reference}: {why}"))?;
+        let saved = Updater::from_saved(o.updater).map_err(|why| format!("{reference}: {why}"))?;
         match &saved {
-            SavedKind::HttpRoute(u) if !u.desired.scopes.is_empty() && !u.desired.has_filter() => {
+            Updater::HttpRoute(u) if !u.desired.scopes.is_empty() && !u.desired.has_filter() => {
                 unfiltered.push(u.name.clone());
             }
-            SavedKind::SecurityPolicy(u) => {
+            Updater::SecurityPolicy(u) => {
                 policies.insert(u.name.clone());
             }
             _ => {}
@@ -755,7 +617,7 @@ fn cluster_plan(c: ClusterDoc) -> Result<ClusterPlan, String> {
     let updated_routes: std::collections::BTreeMap<&str, &str> = read
         .iter()
         .filter_map(|(change, saved)| match saved {
-            SavedKind::HttpRoute(u) if change.live.is_some() => {
+            Updater::HttpRoute(u) if change.live.is_some() => {
                 Some((u.name.as_str(), u.desired.identifier.as_str()))
             }
             _ => None,
@@ -765,7 +627,7 @@ fn cluster_plan(c: ClusterDoc) -> Result<ClusterPlan, String> {
         .iter()
         .map(|(change, saved)| {
             let route_updated = match saved {
-                SavedKind::SecurityPolicy(p) => {
+                Updater::SecurityPolicy(p) => {
                     updated_routes.get(p.name.as_str()) == Some(&p.desired.identifier.as_str())
                 }
                 _ => false,
@@ -775,22 +637,19 @@ fn cluster_plan(c: ClusterDoc) -> Result<ClusterPlan, String> {
         .collect();
     for ((change, saved), creates) in read.into_iter().zip(creates) {
         let reference = change.reference();
-        let updater = saved
-            .fenced(&c.app, creates)
+        saved
+            .check_saved(&c.app, creates)
             .map_err(|why| format!("{reference}: {why}"))?;
-        if updater.name() != change.name {
+        if saved.name() != change.name {
             return Err(format!(
                 "{reference} was planned for an object named {:?}",
-                updater.name()
+                saved.name()
             ));
         }
         if !seen.insert((change.kind, change.name.clone())) {
             return Err(format!("{reference} is planned twice"));
         }
-        objects.push(Planned {
-            updater,
-            change: Arc::new(change),
-        });
+        objects.push(Planned::new(saved, Arc::new(change)));
     }
     if let Some(name) = unfiltered.iter().find(|n| !policies.contains(*n)) {
         return Err(format!(
@@ -822,14 +681,24 @@ fn cluster_plan(c: ClusterDoc) -> Result<ClusterPlan, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::updaters::{AutoscalerUpdate, ChangeCause, ContainerUpdate};
+    use crate::updaters::{
+        AutoscalerUpdate, AutoscalerUpdater, ChangeCause, ContainerUpdate, DeploymentUpdater,
+        Refusal,
+    };
     use appupdate_model::plan::{Action, Base, FieldChange, Kind, PatchType, Write};
     use serde_json::json;
 
     #[test]
     fn every_saved_type_reads_back() {
-        // The variants serde knows, from its answer to a type that is none of them…
-        let err = SavedKind::deserialize(serde_json::json!({"type": "none", "spec": {}}))
+        // A type that is none of the variants is refused by its name…
+        let refusal = Updater::from_saved(json!({"type": "none", "spec": {}})).unwrap_err();
+        assert_eq!(refusal, Refusal::UnknownType("none".into()));
+        assert_eq!(
+            refusal.to_string(),
+            "it names the updater type \"none\", which kubectl-appupdate does not save"
+        );
+        // …and serde's answer to it lists the variants' names, each read as its own variant.
+        let err = Updater::deserialize(json!({"type": "none", "spec": {}}))
             .unwrap_err()
             .to_string();
         let listed: Vec<&str> = err
@@ -839,16 +708,21 @@ mod tests {
             .split(", ")
             .map(|v| v.trim_matches('`'))
             .collect();
-        // …are the type names the updaters write, each read as its own variant.
-        assert_eq!(listed, SavedKind::TYPES);
-        for name in SavedKind::TYPES {
-            let why = SavedKind::read(&SavedUpdater {
-                kind: name.into(),
-                spec: serde_json::json!({}),
-            })
-            .unwrap_err();
-            assert!(why.contains("missing field"), "{name}: {why}");
+        assert_eq!(listed.len(), 8, "{err}");
+        for name in listed {
+            let why = Updater::from_saved(json!({"type": name, "spec": {}})).unwrap_err();
+            assert!(
+                matches!(&why, Refusal::Unreadable(w) if w.contains("missing field")),
+                "{name}: {why}"
+            );
         }
+        // Nothing beside the type and the spec.
+        let extra =
+            json!({"type": "autoscaler-bounds", "spec": {"name": "web", "update": {}}, "x": 1});
+        assert!(matches!(
+            Updater::from_saved(extra),
+            Err(Refusal::Unreadable(_))
+        ));
     }
 
     fn plan() -> Plan {
@@ -881,14 +755,8 @@ mod tests {
             "shop".into(),
             "prod".into(),
             vec![
-                Planned {
-                    updater: Arc::new(deploy),
-                    change: change.into(),
-                },
-                Planned {
-                    updater: Arc::new(hpa),
-                    change: hpa_change.into(),
-                },
+                Planned::new(Updater::Deployment(deploy), change.into()),
+                Planned::new(Updater::Autoscaler(hpa), hpa_change.into()),
             ],
         )
     }
@@ -1008,6 +876,20 @@ mod tests {
         );
     }
 
+    #[test]
+    fn an_updater_of_another_shape_is_refused_as_edited() {
+        let doc: Value = serde_json::from_str(&saved()).unwrap();
+        let mut content = doc["content"].clone();
+        content["clusters"][0]["objects"][0]["updater"] = json!({"spec": {}});
+        let forged = json!({"schema": SCHEMA, "checksum": checksum(&content), "content": content});
+        assert_eq!(
+            parse(&forged.to_string(), "p.json", None)
+                .unwrap_err()
+                .to_string(),
+            "p.json was edited: deployment.apps/web: missing field `type`; a saved plan is applied only as kubectl-appupdate wrote it, so nothing was sent; make it again with --plan-out"
+        );
+    }
+
     fn key(bytes: &str, named: &str) -> PlanKey {
         PlanKey::new(bytes.as_bytes().to_vec(), named.into()).unwrap()
     }
@@ -1059,9 +941,9 @@ mod tests {
         let objects = planned
             .updaters
             .into_iter()
-            .map(|(updater, _)| Planned {
-                change: updater.plan("shop", None).unwrap().into(),
-                updater,
+            .map(|(updater, _)| {
+                let change = updater.plan("shop", None).unwrap();
+                Planned::new(updater, change.into())
             })
             .collect();
         Plan::new("web".into(), "shop".into(), "prod".into(), objects).with_routes(planned.summary)
@@ -1118,12 +1000,11 @@ mod tests {
         let objects = planned
             .updaters
             .into_iter()
-            .map(|(updater, at)| Planned {
-                change: updater
+            .map(|(updater, at)| {
+                let change = updater
                     .plan("shop", at.and_then(|at| live.get(at)))
-                    .unwrap()
-                    .into(),
-                updater,
+                    .unwrap();
+                Planned::new(updater, change.into())
             })
             .collect();
         Plan::new("web".into(), "shop".into(), "prod".into(), objects).with_routes(planned.summary)
@@ -1323,6 +1204,99 @@ mod tests {
         let debug = format!("{k:?}");
         assert!(!debug.contains(KEY), "{debug}");
         assert!(debug.contains("--sign-key key.txt"), "{debug}");
+    }
+
+    /// Plan files as kubectl-appupdate 0.1.0 wrote them against the sandbox (`--plan-out`),
+    /// between them every updater type: an image, autoscaler bounds and Ingresses created,
+    /// updated and deleted (`nginx-auth`); HTTPRoutes and SecurityPolicies created, updated,
+    /// unchanged and deleted (`gateway` with `envoy-gateway`).
+    const WRITTEN_BY_0_1_0: [(&str, &str); 2] = [
+        (
+            "plan-nginx-auth.json",
+            include_str!("../tests/fixtures/plan-nginx-auth.json"),
+        ),
+        (
+            "plan-gateway-envoy.json",
+            include_str!("../tests/fixtures/plan-gateway-envoy.json"),
+        ),
+    ];
+
+    /// `text` rendered again after it is read: what the fixture's file would be if this build
+    /// had written it.
+    fn written_again(text: &str, file: &str) -> Value {
+        let read = parse(text, file, None).unwrap();
+        let origins: Vec<Origin> = read
+            .clusters
+            .iter()
+            .map(|c| Origin {
+                context: c.context.clone(),
+                server: c.server.clone(),
+                created_at: read.created_at.clone(),
+            })
+            .collect();
+        let entries: Vec<(&Plan, &Origin, &Source)> = read
+            .clusters
+            .iter()
+            .zip(&origins)
+            .map(|(c, o)| (&c.plan, o, &c.source))
+            .collect();
+        let again = render_in_waves(&entries, &read.waves, None).unwrap();
+        serde_json::from_str(&again.text).unwrap()
+    }
+
+    #[test]
+    fn plan_files_of_earlier_builds_load_and_save_alike() {
+        let mut types = std::collections::BTreeSet::new();
+        for (file, text) in WRITTEN_BY_0_1_0 {
+            let mut original: Value = serde_json::from_str(text).unwrap();
+            let mut again = written_again(text, file);
+            for o in original["content"]["clusters"][0]["objects"]
+                .as_array()
+                .unwrap()
+            {
+                types.insert(o["updater"]["type"].as_str().unwrap().to_owned());
+            }
+            // What a saved plan applies — every updater and every approved change — comes
+            // back byte for byte.
+            for doc in [&original, &again] {
+                assert_eq!(doc["content"]["clusters"].as_array().unwrap().len(), 1);
+            }
+            assert_eq!(
+                serde_json::to_string_pretty(&again["content"]["clusters"][0]["objects"]).unwrap(),
+                serde_json::to_string_pretty(&original["content"]["clusters"][0]["objects"])
+                    .unwrap(),
+                "{file}"
+            );
+            // And so does the rest of the file, but for what a read plan does not keep: the
+            // routes' live styles and notes in the reviewers' document (so its checksum), and
+            // the version that wrote it.
+            for doc in [&mut original, &mut again] {
+                let routes = &mut doc["content"]["clusters"][0]["plan"]["routes"];
+                for key in ["liveStyles", "migration", "notes"] {
+                    routes.as_object_mut().unwrap().remove(key);
+                }
+                doc["content"]["tool"] = Value::Null;
+                doc["checksum"] = Value::Null;
+            }
+            assert_eq!(
+                serde_json::to_string_pretty(&again).unwrap(),
+                serde_json::to_string_pretty(&original).unwrap(),
+                "{file}"
+            );
+        }
+        assert_eq!(
+            types.into_iter().collect::<Vec<_>>(),
+            [
+                "autoscaler-bounds",
+                "deployment-image",
+                "httproute",
+                "httproute-removal",
+                "ingress",
+                "ingress-removal",
+                "securitypolicy",
+                "securitypolicy-removal"
+            ]
+        );
     }
 
     #[test]

@@ -11,12 +11,11 @@ use crate::live::{LiveState, Needs};
 use crate::routes::external_auth::GatewayKey;
 use crate::routes::{self, LiveRef, LiveRoutes, WithLive, refs::RouteFlags};
 use crate::updaters::{
-    AutoscalerUpdate, AutoscalerUpdater, ChangeCause, ContainerUpdate, DeploymentUpdater,
+    AutoscalerUpdate, AutoscalerUpdater, ChangeCause, ContainerUpdate, DeploymentUpdater, Plan,
+    Planned, Updater,
 };
 use appupdate_model::endpoints_file::EndpointsFile;
-use appupdate_model::plan::{
-    AuthProvider, Kind, ObjectChange, Plan, PlanError, Planned, RouteStyle, Updater,
-};
+use appupdate_model::plan::{AuthProvider, Kind, ObjectChange, PlanError, RouteStyle};
 
 /// What the user asked for, independent of where it came from.
 #[derive(Clone, Debug)]
@@ -97,14 +96,11 @@ impl UpdateRequest<'_> {
 
 /// `updater` with the change `plan` asks it for.
 fn planned(
-    updater: Arc<dyn Updater>,
-    plan: impl FnOnce(&dyn Updater) -> Result<ObjectChange, PlanError>,
+    updater: Updater,
+    plan: impl FnOnce(&Updater) -> Result<ObjectChange, PlanError>,
 ) -> Result<Planned, PlanError> {
-    let change = plan(updater.as_ref())?;
-    Ok(Planned {
-        updater,
-        change: Arc::new(change),
-    })
+    let change = plan(&updater)?;
+    Ok(Planned::new(updater, Arc::new(change)))
 }
 
 /// The live routes the updaters start from, each moved out of `live` (a `null` left in its
@@ -157,7 +153,7 @@ pub fn build_plan(req: &UpdateRequest<'_>, live: &mut LiveState) -> Result<Plan,
                 undo_of: req.undo_of,
             }),
         };
-        objects.push(planned(Arc::new(u), |u| {
+        objects.push(planned(Updater::Deployment(u), |u| {
             u.plan(req.namespace, live.deployment.as_ref())
         })?);
     }
@@ -166,7 +162,7 @@ pub fn build_plan(req: &UpdateRequest<'_>, live: &mut LiveState) -> Result<Plan,
             name: req.app.to_owned(),
             update: req.autoscaler_update.clone(),
         };
-        objects.push(planned(Arc::new(u), |u| {
+        objects.push(planned(Updater::Autoscaler(u), |u| {
             u.plan(req.namespace, live.autoscaler.as_ref())
         })?);
     }

@@ -36,10 +36,11 @@ use serde_json::{Value, json};
 use crate::history::Record;
 use crate::live::LiveState;
 use crate::routes::refs::RouteFlags;
+use crate::updaters::Plan;
 use crate::updaters::{AutoscalerUpdate, ContainerUpdate};
 use appupdate_model::endpoints_file::EndpointsFile;
 use appupdate_model::intent::{self, flags_to_restore};
-use appupdate_model::plan::{AuthProvider, Kind, Plan, RouteStyle};
+use appupdate_model::plan::{AuthProvider, Kind, RouteStyle};
 use appupdate_model::text::Untrusted;
 
 /// A field changed since the record: what it is now and what the record left it at.

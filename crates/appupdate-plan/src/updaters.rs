@@ -1,6 +1,17 @@
-//! Updaters for the Deployment (container image) and the HorizontalPodAutoscaler (bounds).
+//! The updaters: [`Updater`], the closed set of the eight kinds of object planner a plan holds,
+//! and here the Deployment's (container image) and the HorizontalPodAutoscaler's (bounds).
 //!
-//! Each takes an update configuration whose leaves are optional — `None` means "not requested"
+//! An updater computes one object's change — the fields it modifies, with their values before
+//! and after, the views shown and the write — from the latest live object. It is pure, and
+//! called once while planning and again after every conflict (`applied::replan`), so a retry
+//! re-applies only the requested values to whatever else changed meanwhile. [`Updater`] is
+//! also what a saved plan holds of each object (`{"type": …, "spec": …}`, serde's adjacently
+//! tagged form of the enum; the `type` names are those of the variants' `rename`s), read back
+//! with [`Updater::from_saved`] and fenced to the plan's application with
+//! [`Updater::check_saved`] (a [`Refusal`] says why not). The route updaters live in `routes`,
+//! one module per route style.
+//!
+//! The Deployment's and the HPA's each take an update configuration whose leaves are optional — `None` means "not requested"
 //! — and computes, from the live object, the guarded fields, the focused views and a patch that
 //! carries only the changed leaves (the Deployment's `spec.replicas` is never sent: the HPA owns
 //! it). The route updaters live in `routes`.
@@ -16,14 +27,229 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use appupdate_model::names;
 use appupdate_model::plan::{
-    Base, FieldChange, Kind, ObjectChange, PatchType, PlanError, SavedUpdater, Updater, Write,
+    Base, FieldChange, Kind, ObjectChange, PatchType, PlanError, RouteStyle, Write,
 };
 use appupdate_model::text::{self, Untrusted};
 
-/// The type names of the updaters here in a saved plan.
-pub const SAVED_DEPLOYMENT: &str = "deployment-image";
-pub const SAVED_AUTOSCALER: &str = "autoscaler-bounds";
+use crate::routes::envoy_gateway::{SecurityPolicyRemoval, SecurityPolicyUpdater};
+use crate::routes::gateway::{HttpRouteRemoval, HttpRouteUpdater};
+use crate::routes::ingress::{IngressRemoval, IngressUpdater};
+
+/// Everything this run would do, its objects planned by [`Updater`]s.
+pub type Plan = appupdate_model::plan::Plan<Updater>;
+/// One object of a [`Plan`].
+pub type Planned = appupdate_model::plan::Planned<Updater>;
+
+/// The updaters, one per kind of object planner: what a plan keeps of each object to plan it
+/// again, and what a saved plan holds of it (`{"type": "<rename>", "spec": {…}}`). A saved
+/// plan may name these and nothing else.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "type", content = "spec", deny_unknown_fields)]
+pub enum Updater {
+    #[serde(rename = "deployment-image")]
+    Deployment(DeploymentUpdater),
+    #[serde(rename = "autoscaler-bounds")]
+    Autoscaler(AutoscalerUpdater),
+    #[serde(rename = "ingress")]
+    Ingress(IngressUpdater),
+    #[serde(rename = "ingress-removal")]
+    IngressRemoval(IngressRemoval),
+    #[serde(rename = "httproute")]
+    HttpRoute(HttpRouteUpdater),
+    #[serde(rename = "httproute-removal")]
+    HttpRouteRemoval(HttpRouteRemoval),
+    #[serde(rename = "securitypolicy")]
+    SecurityPolicy(SecurityPolicyUpdater),
+    #[serde(rename = "securitypolicy-removal")]
+    SecurityPolicyRemoval(SecurityPolicyRemoval),
+}
+
+impl Updater {
+    /// The name of the object it plans.
+    pub fn name(&self) -> &str {
+        match self {
+            Updater::Deployment(u) => &u.name,
+            Updater::Autoscaler(u) => &u.name,
+            Updater::Ingress(u) => &u.name,
+            Updater::IngressRemoval(u) => &u.name,
+            Updater::HttpRoute(u) => &u.name,
+            Updater::HttpRouteRemoval(u) => &u.name,
+            Updater::SecurityPolicy(u) => &u.name,
+            Updater::SecurityPolicyRemoval(u) => &u.name,
+        }
+    }
+
+    /// The kind of object it plans.
+    pub fn kind(&self) -> Kind {
+        match self {
+            Updater::Deployment(_) => Kind::Deployment,
+            Updater::Autoscaler(_) => Kind::HorizontalPodAutoscaler,
+            Updater::Ingress(_) | Updater::IngressRemoval(_) => Kind::Ingress,
+            Updater::HttpRoute(_) | Updater::HttpRouteRemoval(_) => Kind::HttpRoute,
+            Updater::SecurityPolicy(_) | Updater::SecurityPolicyRemoval(_) => Kind::SecurityPolicy,
+        }
+    }
+
+    /// The change against `live` (`None`: the object does not exist).
+    pub fn plan(&self, namespace: &str, live: Option<&Value>) -> Result<ObjectChange, PlanError> {
+        match self {
+            Updater::Deployment(u) => u.plan(namespace, live),
+            Updater::Autoscaler(u) => u.plan(namespace, live),
+            Updater::Ingress(u) => u.plan(namespace, live),
+            Updater::IngressRemoval(u) => u.plan(namespace, live),
+            Updater::HttpRoute(u) => u.plan(namespace, live),
+            Updater::HttpRouteRemoval(u) => u.plan(namespace, live),
+            Updater::SecurityPolicy(u) => u.plan(namespace, live),
+            Updater::SecurityPolicyRemoval(u) => u.plan(namespace, live),
+        }
+    }
+
+    /// [`Updater::plan`] against a live object the caller has no further use for: the same
+    /// change, and `live` is freed as soon as it is planned (the planner gives each live route
+    /// up to its updater this way).
+    pub fn plan_owned(
+        &self,
+        namespace: &str,
+        live: Option<Value>,
+    ) -> Result<ObjectChange, PlanError> {
+        self.plan(namespace, live.as_ref())
+    }
+
+    /// The updater a saved plan holds (`{"type": …, "spec": …}`); refused when its type is
+    /// none of the variants' or its spec is not that type's.
+    pub fn from_saved(saved: Value) -> Result<Updater, Refusal> {
+        let named = saved.get("type").and_then(Value::as_str).map(str::to_owned);
+        Updater::deserialize(saved).map_err(|e| {
+            let why = e.to_string();
+            match named {
+                // serde's word for a tag that names no variant.
+                Some(named) if why.starts_with("unknown variant") => Refusal::UnknownType(named),
+                _ => Refusal::Unreadable(why),
+            }
+        })
+    }
+
+    /// Refuses an updater (a saved plan's) that is not one of `app`'s own, as an ordinary run
+    /// would make it (see `plan_file`'s module docs). `creates`: its approved change makes a
+    /// new object (no live one was seen), which a route, or a policy whose route the plan does
+    /// not update, makes only under the name its style generates.
+    pub fn check_saved(&self, app: &str, creates: bool) -> Result<(), Refusal> {
+        let own_name = |name: &str| {
+            if name == app {
+                Ok(())
+            } else {
+                Err(Refusal::NotTheApplications {
+                    name: name.to_owned(),
+                    app: app.to_owned(),
+                })
+            }
+        };
+        match self {
+            Updater::Deployment(u) => {
+                own_name(&u.name)?;
+                if let Some(c) = &u.container
+                    && !names::is_dns1123_label(c)
+                {
+                    return Err(Refusal::ContainerName(c.clone()));
+                }
+                if let Some(image) = &u.update.image {
+                    validate_image_reference(image).map_err(|why| Refusal::Image {
+                        image: image.clone(),
+                        why,
+                    })?;
+                }
+                Ok(())
+            }
+            Updater::Autoscaler(u) => {
+                own_name(&u.name)?;
+                match [u.update.min_replicas, u.update.max_replicas]
+                    .into_iter()
+                    .flatten()
+                    .find(|b| *b < 1)
+                {
+                    Some(b) => Err(Refusal::BoundBelowOne(b)),
+                    None => Ok(()),
+                }
+            }
+            Updater::Ingress(u) => u.check_saved(app, creates),
+            Updater::IngressRemoval(u) => u.check_saved(app),
+            Updater::HttpRoute(u) => u.check_saved(app, creates),
+            Updater::HttpRouteRemoval(u) => u.check_saved(app),
+            Updater::SecurityPolicy(u) => u.check_saved(app, creates),
+            Updater::SecurityPolicyRemoval(u) => u.check_saved(app),
+        }
+    }
+}
+
+/// Why a saved plan's updater is refused: it is not one an ordinary run makes for the plan's
+/// application. Each reads as the end of "the plan was edited: <object>: …".
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    #[error("it names the updater type {0:?}, which kubectl-appupdate does not save")]
+    UnknownType(String),
+    /// serde's words for a spec that is not its type's (a field missing, of another type, or
+    /// unknown).
+    #[error("{0}")]
+    Unreadable(String),
+    #[error("it changes the object {name:?}, not the application's own {app:?}")]
+    NotTheApplications { name: String, app: String },
+    #[error("{0:?} is not a valid container name")]
+    ContainerName(String),
+    #[error("its image {image:?} is not valid: {why}")]
+    Image { image: String, why: String },
+    #[error("its bound {0} is below 1")]
+    BoundBelowOne(i32),
+    #[error("it is planned for the application {owner:?}, not {app:?}")]
+    OtherApplication { owner: String, app: String },
+    #[error("{0:?} is not a valid object name")]
+    ObjectName(String),
+    #[error(
+        "it creates the {kind} {name:?}, a name no route style gives a new one (its scope group's is {generated:?})"
+    )]
+    NameNotGenerated {
+        kind: Kind,
+        name: String,
+        generated: String,
+    },
+    #[error("it is not the {kind} the {style} style makes for its scope group")]
+    NotAsItsStyleMakes { kind: Kind, style: RouteStyle },
+    #[error("the route style {0} does not make Ingresses")]
+    NoIngressStyle(RouteStyle),
+    #[error("its scopes are not a sorted set")]
+    ScopesNotASet,
+    #[error("its identifier {0:?} is not the one of its scopes")]
+    Identifier(String),
+    #[error("its paths are not a sorted, non-empty set")]
+    PathsNotASet,
+    #[error("its backend has no valid port")]
+    NoPort,
+    #[error("its scope group has {0} paths, more than an HTTPRoute holds")]
+    TooManyPaths(usize),
+    #[error("it targets the HTTPRoute {0:?}, not the one of its name")]
+    TargetsAnotherRoute(String),
+    #[error("it guards the public group, which has no policy")]
+    PublicPolicy,
+    #[error("its auth Service is not valid: {0}")]
+    AuthService(String),
+    /// A value that fails the check its flag or file gets, in that check's words (a host, a
+    /// TLS entry, a parentRef, the endpoints file's guard).
+    #[error("{0}")]
+    Value(String),
+}
+
+impl From<String> for Refusal {
+    fn from(why: String) -> Refusal {
+        Refusal::Value(why)
+    }
+}
+
+impl From<&str> for Refusal {
+    fn from(why: &str) -> Refusal {
+        Refusal::Value(why.to_owned())
+    }
+}
 
 /// Requested changes to the application container; `None` leaves a value as it is.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -201,16 +427,9 @@ impl DeploymentUpdater {
     }
 }
 
-impl Updater for DeploymentUpdater {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn save(&self) -> Option<SavedUpdater> {
-        SavedUpdater::new(SAVED_DEPLOYMENT, self)
-    }
-
-    fn plan(&self, namespace: &str, live: Option<&Value>) -> Result<ObjectChange, PlanError> {
+impl DeploymentUpdater {
+    /// The change against `live` (`None`: the Deployment does not exist).
+    pub fn plan(&self, namespace: &str, live: Option<&Value>) -> Result<ObjectChange, PlanError> {
         let live = live.ok_or_else(|| missing(Kind::Deployment, &self.name, namespace))?;
         let empty = Vec::new();
         let containers = live["spec"]["template"]["spec"]["containers"]
@@ -307,16 +526,9 @@ fn live_bound(live: &Value, field: &str) -> Option<i64> {
     live["spec"][field].as_i64()
 }
 
-impl Updater for AutoscalerUpdater {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn save(&self) -> Option<SavedUpdater> {
-        SavedUpdater::new(SAVED_AUTOSCALER, self)
-    }
-
-    fn plan(&self, namespace: &str, live: Option<&Value>) -> Result<ObjectChange, PlanError> {
+impl AutoscalerUpdater {
+    /// The change against `live` (`None`: the HPA does not exist).
+    pub fn plan(&self, namespace: &str, live: Option<&Value>) -> Result<ObjectChange, PlanError> {
         let kind = Kind::HorizontalPodAutoscaler;
         let live = live.ok_or_else(|| missing(kind, &self.name, namespace))?;
         let live_min = live_bound(live, "minReplicas").unwrap_or(1);

@@ -21,9 +21,10 @@ use serde_json::Value;
 use similar::{ChangeTag, DiffOp, DiffTag, TextDiff};
 
 use crate::view_yaml;
-use appupdate_model::plan::{Action, ObjectChange, Plan};
+use appupdate_model::plan::{Action, ObjectChange};
 use appupdate_model::text::{self, Untrusted};
 use appupdate_plan::fleet_plan::{self, FleetPlan};
+use appupdate_plan::updaters::Plan;
 
 /// How a plan is rendered.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -28,7 +28,7 @@ use appupdate_bench::accounting::{self, Accounting};
 use appupdate_bench::proxy::LatencyProxy;
 use appupdate_bench::scenario::{NAMESPACE, Scenario};
 use appupdate_bench::{Summary, summarize};
-use appupdate_model::plan::Plan;
+use appupdate_plan::updaters::Plan;
 use clap::Parser;
 use sandbox_apiserver::{LoggedRequest, Sandbox, SandboxOptions};
 use serde_json::Value;

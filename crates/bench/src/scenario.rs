@@ -19,11 +19,12 @@ use std::path::Path;
 
 use appupdate_model::endpoints_file;
 use appupdate_model::plan::RouteStyle;
-use appupdate_model::plan::{Action, Kind, Plan};
+use appupdate_model::plan::{Action, Kind};
 use appupdate_plan::live::LiveState;
 use appupdate_plan::planner::{self, UpdateRequest};
 use appupdate_plan::routes::refs::RouteFlags;
 use appupdate_plan::routes::{self, Attachment, BackendPort, IDENTIFIER_LABEL, RouteContext};
+use appupdate_plan::updaters::Plan;
 use appupdate_plan::updaters::{AutoscalerUpdate, ContainerUpdate};
 use sandbox_apiserver::Sandbox;
 use serde_json::{Value, json};

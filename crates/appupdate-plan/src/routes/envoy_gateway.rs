@@ -55,13 +55,9 @@ use super::{
     APP_LABEL, AUTH_RESPONSE_HEADERS, IDENTIFIER_LABEL, RouteContext, ScopeGroup, check_managed,
     label_fields, name_of, scope_token,
 };
-use appupdate_model::plan::{
-    Base, FieldChange, Kind, ObjectChange, PatchType, PlanError, SavedUpdater, Updater, Write,
-};
+use appupdate_model::plan::{Base, FieldChange, Kind, ObjectChange, PatchType, PlanError, Write};
 
-/// The type names of the updaters here in a saved plan.
-pub const SAVED_SECURITY_POLICY: &str = "securitypolicy";
-pub const SAVED_SECURITY_POLICY_REMOVAL: &str = "securitypolicy-removal";
+use crate::updaters::{Refusal, Updater};
 
 /// The owned fields of a policy's spec: (readable path, JSON pointer under `spec`).
 const OWNED: [(&str, &str); 5] = [
@@ -285,22 +281,18 @@ impl SecurityPolicyUpdater {
     /// targets, its scopes through the endpoints file's guard, its auth Service as
     /// `--auth-service` parses it. A new policy (`creates`) only under the name the style gives
     /// its route, unless the plan updates the live route of its name (`plan_file` decides).
-    pub fn check_saved(&self, app: &str, creates: bool) -> Result<(), String> {
+    pub fn check_saved(&self, app: &str, creates: bool) -> Result<(), Refusal> {
         let d = &self.desired;
         super::saved_owned(&d.app, app, &self.name)?;
         if d.route != self.name {
-            return Err(format!(
-                "it targets the HTTPRoute {:?}, not the one of its name",
-                d.route
-            ));
+            return Err(Refusal::TargetsAnotherRoute(d.route.clone()));
         }
         if d.scopes.is_empty() {
-            return Err("it guards the public group, which has no policy".into());
+            return Err(Refusal::PublicPolicy);
         }
         // The scopes through the endpoints file's guard, with a path that passes it.
         super::saved_group(&d.scopes, &d.identifier, &["/".to_owned()])?;
-        ServiceRef::parse(&d.auth_service)
-            .map_err(|why| format!("its auth Service is not valid: {why}"))?;
+        ServiceRef::parse(&d.auth_service).map_err(Refusal::AuthService)?;
         super::saved_name(
             Kind::SecurityPolicy,
             app,
@@ -311,16 +303,9 @@ impl SecurityPolicyUpdater {
     }
 }
 
-impl Updater for SecurityPolicyUpdater {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn save(&self) -> Option<SavedUpdater> {
-        SavedUpdater::new(SAVED_SECURITY_POLICY, self)
-    }
-
-    fn plan(&self, namespace: &str, live: Option<&Value>) -> Result<ObjectChange, PlanError> {
+impl SecurityPolicyUpdater {
+    /// The change against `live` (`None`: the policy does not exist).
+    pub fn plan(&self, namespace: &str, live: Option<&Value>) -> Result<ObjectChange, PlanError> {
         match live {
             None => Ok(self.create(namespace)),
             Some(live) => self.update(namespace, live),
@@ -339,21 +324,12 @@ pub struct SecurityPolicyRemoval {
 
 impl SecurityPolicyRemoval {
     /// Refuses a saved removal of an object that cannot be one of `app`'s policies.
-    pub fn check_saved(&self, app: &str) -> Result<(), String> {
+    pub fn check_saved(&self, app: &str) -> Result<(), Refusal> {
         super::saved_owned(&self.app, app, &self.name)
     }
-}
 
-impl Updater for SecurityPolicyRemoval {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn save(&self) -> Option<SavedUpdater> {
-        SavedUpdater::new(SAVED_SECURITY_POLICY_REMOVAL, self)
-    }
-
-    fn plan(&self, namespace: &str, live: Option<&Value>) -> Result<ObjectChange, PlanError> {
+    /// The deletion of `live` (nothing to do when it is gone).
+    pub fn plan(&self, namespace: &str, live: Option<&Value>) -> Result<ObjectChange, PlanError> {
         super::deletion(
             Kind::SecurityPolicy,
             namespace,
@@ -425,16 +401,16 @@ pub fn policy_updaters(
     routes: &[String],
     enforced: bool,
     live: &[Value],
-) -> Vec<(Arc<dyn Updater>, Option<usize>)> {
+) -> Vec<(Updater, Option<usize>)> {
     let index = |name: &str| live.iter().position(|p| name_of(p) == Some(name));
-    let mut out: Vec<(Arc<dyn Updater>, Option<usize>)> = Vec::new();
+    let mut out: Vec<(Updater, Option<usize>)> = Vec::new();
     let mut kept = BTreeSet::new();
     if enforced {
         for (group, route) in groups.iter().zip(routes) {
             if let Some(desired) = DesiredPolicy::new(ctx, group, route) {
                 kept.insert(route.as_str());
                 out.push((
-                    Arc::new(SecurityPolicyUpdater {
+                    Updater::SecurityPolicy(SecurityPolicyUpdater {
                         name: route.clone(),
                         desired,
                     }),
@@ -453,7 +429,7 @@ pub fn policy_updaters(
     extra.dedup_by(|a, b| a.0 == b.0);
     for (name, i) in extra {
         out.push((
-            Arc::new(SecurityPolicyRemoval {
+            Updater::SecurityPolicyRemoval(SecurityPolicyRemoval {
                 app: ctx.app.clone(),
                 name: name.to_owned(),
             }),

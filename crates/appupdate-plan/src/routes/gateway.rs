@@ -67,12 +67,10 @@ use super::{
 };
 use appupdate_model::plan::{
     AuthProvider, Base, FieldChange, Kind, ObjectChange, PatchType, PlanError, RouteInfo,
-    RouteStyle, SavedUpdater, Updater, Write,
+    RouteStyle, Write,
 };
 
-/// The type names of the updaters here in a saved plan.
-pub const SAVED_HTTPROUTE: &str = "httproute";
-pub const SAVED_HTTPROUTE_REMOVAL: &str = "httproute-removal";
+use crate::updaters::{Refusal, Updater};
 
 /// The most rules an HTTPRoute holds.
 pub const MAX_RULES: usize = 16;
@@ -458,12 +456,12 @@ impl Style for Gateway {
         ctx: &RouteContext,
         groups: &[ScopeGroup],
         live: &[Value],
-    ) -> Result<Vec<Arc<dyn Updater>>, PlanError> {
+    ) -> Result<Vec<Updater>, PlanError> {
         let matched = match_live(&ctx.app, Kind::HttpRoute, groups, live);
-        let mut out: Vec<Arc<dyn Updater>> = Vec::new();
+        let mut out: Vec<Updater> = Vec::new();
         for (group, live_name) in groups.iter().zip(matched.groups) {
             let desired = DesiredRoute::new(ctx, group)?;
-            out.push(Arc::new(HttpRouteUpdater {
+            out.push(Updater::HttpRoute(HttpRouteUpdater {
                 name: live_name.unwrap_or_else(|| desired.name.clone()),
                 desired,
             }));
@@ -474,8 +472,8 @@ impl Style for Gateway {
         Ok(out)
     }
 
-    fn removal(&self, app: &str, name: &str) -> Arc<dyn Updater> {
-        Arc::new(HttpRouteRemoval {
+    fn removal(&self, app: &str, name: &str) -> Updater {
+        Updater::HttpRouteRemoval(HttpRouteRemoval {
             app: app.to_owned(),
             name: name.to_owned(),
             scopes: None,
@@ -486,8 +484,8 @@ impl Style for Gateway {
 impl Gateway {
     /// [`Style::removal`] of the live route `name`, with the scopes its SecurityPolicy checks
     /// when its rules have no ExternalAuth filter ([`RouteContext::guarded_scopes`]).
-    pub fn removal_in(&self, ctx: &RouteContext, name: &str) -> Arc<dyn Updater> {
-        Arc::new(HttpRouteRemoval {
+    pub fn removal_in(&self, ctx: &RouteContext, name: &str) -> Updater {
+        Updater::HttpRouteRemoval(HttpRouteRemoval {
             app: ctx.app.clone(),
             name: name.to_owned(),
             scopes: ctx.guarded_scopes.get(name).cloned(),
@@ -671,16 +669,9 @@ fn rule_field(path: &str) -> String {
     format!("spec.rules[path={path}]")
 }
 
-impl Updater for HttpRouteUpdater {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn save(&self) -> Option<SavedUpdater> {
-        SavedUpdater::new(SAVED_HTTPROUTE, self)
-    }
-
-    fn plan(&self, namespace: &str, live: Option<&Value>) -> Result<ObjectChange, PlanError> {
+impl HttpRouteUpdater {
+    /// The change against `live` (`None`: the route does not exist).
+    pub fn plan(&self, namespace: &str, live: Option<&Value>) -> Result<ObjectChange, PlanError> {
         match live {
             None => Ok(self.create(namespace)),
             Some(live) => self.update(namespace, live),
@@ -701,7 +692,7 @@ pub struct HttpRouteRemoval {
 
 impl HttpRouteRemoval {
     /// Refuses a saved removal of an object that cannot be one of `app`'s routes.
-    pub fn check_saved(&self, app: &str) -> Result<(), String> {
+    pub fn check_saved(&self, app: &str) -> Result<(), Refusal> {
         super::saved_owned(&self.app, app, &self.name)?;
         if let Some(scopes) = &self.scopes {
             let id = super::scope_identifier(scopes);
@@ -732,7 +723,7 @@ impl HttpRouteUpdater {
     /// generates for a scope group of `app`: every value checked as its flag or file is, then
     /// the desired route made again from them and compared; a new route (`creates`) only under
     /// the name the style gives it ([`super::saved_name`]).
-    pub fn check_saved(&self, app: &str, creates: bool) -> Result<(), String> {
+    pub fn check_saved(&self, app: &str, creates: bool) -> Result<(), Refusal> {
         let d = &self.desired;
         super::saved_owned(&d.app, app, &self.name)?;
         let group = super::saved_group(&d.scopes, &d.identifier, &d.paths)?;
@@ -772,16 +763,14 @@ impl HttpRouteUpdater {
                 .check(&ctx, std::slice::from_ref(&group))
                 .map_err(|e| e.to_string())?;
         } else if d.paths.len() > MAX_RULES {
-            return Err(format!(
-                "its scope group has {} paths, more than an HTTPRoute holds",
-                d.paths.len()
-            ));
+            return Err(Refusal::TooManyPaths(d.paths.len()));
         }
         let expected = DesiredRoute::new(&ctx, &group).map_err(|e| e.to_string())?;
         if expected != *d {
-            return Err(
-                "it is not the HTTPRoute the gateway style makes for its scope group".into(),
-            );
+            return Err(Refusal::NotAsItsStyleMakes {
+                kind: Kind::HttpRoute,
+                style: RouteStyle::Gateway,
+            });
         }
         super::saved_name(Kind::HttpRoute, app, &d.identifier, &self.name, creates)
     }
@@ -820,16 +809,9 @@ fn check_saved_parent_refs(refs: &Value) -> Result<(), String> {
     Ok(())
 }
 
-impl Updater for HttpRouteRemoval {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn save(&self) -> Option<SavedUpdater> {
-        SavedUpdater::new(SAVED_HTTPROUTE_REMOVAL, self)
-    }
-
-    fn plan(&self, namespace: &str, live: Option<&Value>) -> Result<ObjectChange, PlanError> {
+impl HttpRouteRemoval {
+    /// The deletion of `live` (nothing to do when it is gone).
+    pub fn plan(&self, namespace: &str, live: Option<&Value>) -> Result<ObjectChange, PlanError> {
         deletion(
             Kind::HttpRoute,
             namespace,

@@ -43,10 +43,11 @@ use super::{
     APP_LABEL, Forced, IDENTIFIER_LABEL, RouteContext, ScopeGroup, Style, check_managed, deletion,
     label, label_fields, match_live, normalize_scopes, route_name,
 };
+use crate::updaters::{Refusal, Updater};
 use appupdate_model::compact_json::{copy, copy_all};
 use appupdate_model::plan::{
     Base, FieldChange, FieldValue, Kind, MakeView, ObjectChange, PatchType, PlanError, RouteInfo,
-    RouteStyle, SavedUpdater, Updater, View, Write,
+    RouteStyle, View, Write,
 };
 use appupdate_model::view_parts::Part;
 
@@ -79,10 +80,6 @@ pub static FLAVORS: [&dyn Flavor; 2] = [&NginxSnippet, &NginxAuth];
 pub fn flavor(style: RouteStyle) -> Option<&'static dyn Flavor> {
     FLAVORS.iter().copied().find(|f| f.style() == style)
 }
-
-/// The type names of the updaters here in a saved plan.
-pub const SAVED_INGRESS: &str = "ingress";
-pub const SAVED_INGRESS_REMOVAL: &str = "ingress-removal";
 
 /// The flavour a live Ingress is in, if any.
 pub fn flavor_of(live: &Value) -> Option<&'static dyn Flavor> {
@@ -118,13 +115,13 @@ impl Style for IngressStyle {
         ctx: &RouteContext,
         groups: &[ScopeGroup],
         live: &[Value],
-    ) -> Result<Vec<Arc<dyn Updater>>, PlanError> {
+    ) -> Result<Vec<Updater>, PlanError> {
         let matched = match_live(&ctx.app, Kind::Ingress, groups, live);
-        let mut out: Vec<Arc<dyn Updater>> = Vec::new();
+        let mut out: Vec<Updater> = Vec::new();
         let backend = backend(ctx);
         for (group, live_name) in groups.iter().zip(matched.groups) {
             let desired = desired_ingress_to(self.0, ctx, group, &backend)?;
-            out.push(Arc::new(IngressUpdater {
+            out.push(Updater::Ingress(IngressUpdater {
                 style: self.0.style(),
                 name: live_name.unwrap_or_else(|| desired.name.clone()),
                 desired,
@@ -136,8 +133,8 @@ impl Style for IngressStyle {
         Ok(out)
     }
 
-    fn removal(&self, app: &str, name: &str) -> Arc<dyn Updater> {
-        Arc::new(IngressRemoval::new(app, name))
+    fn removal(&self, app: &str, name: &str) -> Updater {
+        Updater::IngressRemoval(IngressRemoval::new(app, name))
     }
 }
 
@@ -932,11 +929,10 @@ impl IngressUpdater {
     /// a scope group of `app`: every value checked as its flag or file is, then the desired
     /// Ingress made again from them and compared; a new Ingress (`creates`) only under the name
     /// the style gives it ([`super::saved_name`]).
-    pub fn check_saved(&self, app: &str, creates: bool) -> Result<(), String> {
+    pub fn check_saved(&self, app: &str, creates: bool) -> Result<(), Refusal> {
         let d = &self.desired;
         super::saved_owned(&d.app, app, &self.name)?;
-        let flavor = flavor(self.style)
-            .ok_or_else(|| format!("the route style {} does not make Ingresses", self.style))?;
+        let flavor = flavor(self.style).ok_or(Refusal::NoIngressStyle(self.style))?;
         let group = super::saved_group(&d.scopes, &d.identifier, &d.paths)?;
         let port = super::saved_port(&d.backend["service"]["port"]["number"])?;
         let auth_url = match d.annotations.get(super::nginx_auth::AUTH_URL) {
@@ -974,10 +970,10 @@ impl IngressUpdater {
             .map_err(|e| e.to_string())?;
         let expected = desired_ingress(flavor, &ctx, &group).map_err(|e| e.to_string())?;
         if expected != *d {
-            return Err(format!(
-                "it is not the Ingress the {} style makes for its scope group",
-                self.style
-            ));
+            return Err(Refusal::NotAsItsStyleMakes {
+                kind: Kind::Ingress,
+                style: self.style,
+            });
         }
         super::saved_name(Kind::Ingress, app, &d.identifier, &self.name, creates)
     }
@@ -1010,16 +1006,9 @@ fn check_saved_tls(tls: &Value) -> Result<(), String> {
     Ok(())
 }
 
-impl Updater for IngressUpdater {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn save(&self) -> Option<SavedUpdater> {
-        SavedUpdater::new(SAVED_INGRESS, self)
-    }
-
-    fn plan(&self, namespace: &str, live: Option<&Value>) -> Result<ObjectChange, PlanError> {
+impl IngressUpdater {
+    /// The change against `live` (`None`: the Ingress does not exist).
+    pub fn plan(&self, namespace: &str, live: Option<&Value>) -> Result<ObjectChange, PlanError> {
         let flavor = self.flavor()?;
         match live {
             None => Ok(self.create(namespace, flavor)),
@@ -1048,21 +1037,12 @@ impl IngressRemoval {
 
 impl IngressRemoval {
     /// Refuses a saved removal of an object that cannot be one of `app`'s routes.
-    pub fn check_saved(&self, app: &str) -> Result<(), String> {
+    pub fn check_saved(&self, app: &str) -> Result<(), Refusal> {
         super::saved_owned(&self.app, app, &self.name)
     }
-}
 
-impl Updater for IngressRemoval {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn save(&self) -> Option<SavedUpdater> {
-        SavedUpdater::new(SAVED_INGRESS_REMOVAL, self)
-    }
-
-    fn plan(&self, namespace: &str, live: Option<&Value>) -> Result<ObjectChange, PlanError> {
+    /// The deletion of `live` (nothing to do when it is gone).
+    pub fn plan(&self, namespace: &str, live: Option<&Value>) -> Result<ObjectChange, PlanError> {
         deletion(
             Kind::Ingress,
             namespace,

@@ -60,10 +60,11 @@ use base64::Engine as _;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
+use crate::updaters::{Refusal, Updater};
 use appupdate_model::endpoints_file::EndpointsFile;
 use appupdate_model::intent::AttachmentRecord;
 use appupdate_model::names;
-use appupdate_model::plan::{AuthProvider, Kind, PlanError, RouteStyle, RoutesPlan, Updater};
+use appupdate_model::plan::{AuthProvider, Kind, PlanError, RouteStyle, RoutesPlan};
 use refs::{AuthUrl, ObjectRef, RouteFlags, ServiceRef};
 
 /// The label whose value identifies the scope group of a managed route.
@@ -484,7 +485,7 @@ pub(crate) fn saved_group(
     scopes: &[String],
     identifier: &str,
     paths: &[String],
-) -> Result<ScopeGroup, String> {
+) -> Result<ScopeGroup, Refusal> {
     let set = appupdate_model::intent::RouteSet {
         groups: vec![appupdate_model::intent::GroupRecord {
             scopes: scopes.to_vec(),
@@ -494,18 +495,16 @@ pub(crate) fn saved_group(
     };
     set.endpoints_file("the saved route")?;
     if normalize_scopes(scopes) != scopes {
-        return Err("its scopes are not a sorted set".into());
+        return Err(Refusal::ScopesNotASet);
     }
     if identifier != scope_identifier(scopes) {
-        return Err(format!(
-            "its identifier {identifier:?} is not the one of its scopes"
-        ));
+        return Err(Refusal::Identifier(identifier.to_owned()));
     }
     let mut sorted = paths.to_vec();
     sorted.sort();
     sorted.dedup();
     if sorted != paths || paths.is_empty() {
-        return Err("its paths are not a sorted, non-empty set".into());
+        return Err(Refusal::PathsNotASet);
     }
     Ok(ScopeGroup {
         scopes: scopes.to_vec(),
@@ -516,14 +515,15 @@ pub(crate) fn saved_group(
 
 /// A saved route object (to write or to remove): planned for the application, under a valid
 /// object name.
-pub(crate) fn saved_owned(owner: &str, app: &str, name: &str) -> Result<(), String> {
+pub(crate) fn saved_owned(owner: &str, app: &str, name: &str) -> Result<(), Refusal> {
     if owner != app {
-        return Err(format!(
-            "it is planned for the application {owner:?}, not {app:?}"
-        ));
+        return Err(Refusal::OtherApplication {
+            owner: owner.to_owned(),
+            app: app.to_owned(),
+        });
     }
     if !names::is_dns1123_subdomain(name) {
-        return Err(format!("{name:?} is not a valid object name"));
+        return Err(Refusal::ObjectName(name.to_owned()));
     }
     Ok(())
 }
@@ -539,22 +539,24 @@ pub(crate) fn saved_name(
     identifier: &str,
     name: &str,
     creates: bool,
-) -> Result<(), String> {
+) -> Result<(), Refusal> {
     let generated = route_name(kind, app, identifier).map_err(|e| e.to_string())?;
     if creates && name != generated {
-        return Err(format!(
-            "it creates the {kind} {name:?}, a name no route style gives a new one (its scope group's is {generated:?})"
-        ));
+        return Err(Refusal::NameNotGenerated {
+            kind,
+            name: name.to_owned(),
+            generated,
+        });
     }
     Ok(())
 }
 
 /// A saved route's backend port (`port` is where its style keeps it): a port number.
-pub(crate) fn saved_port(port: &Value) -> Result<i32, String> {
+pub(crate) fn saved_port(port: &Value) -> Result<i32, Refusal> {
     port.as_i64()
         .and_then(|n| i32::try_from(n).ok())
         .filter(|n| (1..=65535).contains(n))
-        .ok_or_else(|| "its backend has no valid port".to_owned())
+        .ok_or(Refusal::NoPort)
 }
 
 /// Which parts of the [`Attachment`] came from flags. A part given as a flag is what every
@@ -649,10 +651,10 @@ pub trait Style: Send + Sync + fmt::Debug {
         ctx: &RouteContext,
         groups: &[ScopeGroup],
         live: &[Value],
-    ) -> Result<Vec<Arc<dyn Updater>>, PlanError>;
+    ) -> Result<Vec<Updater>, PlanError>;
     /// The updater that deletes the live managed route `name` of this style (when the run
     /// moves to a style of another kind).
-    fn removal(&self, app: &str, name: &str) -> Arc<dyn Updater>;
+    fn removal(&self, app: &str, name: &str) -> Updater;
 }
 
 /// The implementation of a style.
@@ -740,7 +742,7 @@ impl LiveRoutes<'_> {
 }
 
 /// An updater with the live object it starts from (`None`: it does not exist).
-pub type WithLive = (Arc<dyn Updater>, Option<LiveRef>);
+pub type WithLive = (Updater, Option<LiveRef>);
 
 /// The routes part of a plan: the updaters with the live object each starts from, and what
 /// was decided.

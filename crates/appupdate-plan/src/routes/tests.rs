@@ -36,7 +36,7 @@ fn ctx(attachment: &Attachment) -> RouteContext {
 }
 
 /// The snippet-style updaters for already computed desired Ingresses.
-fn plan_ingresses(_app: &str, d: Vec<DesiredIngress>, live: &[Value]) -> Vec<Arc<dyn Updater>> {
+fn plan_ingresses(_app: &str, d: Vec<DesiredIngress>, live: &[Value]) -> Vec<Updater> {
     let groups: Vec<ScopeGroup> = d
         .iter()
         .map(|x| ScopeGroup {
@@ -46,16 +46,16 @@ fn plan_ingresses(_app: &str, d: Vec<DesiredIngress>, live: &[Value]) -> Vec<Arc
         })
         .collect();
     let m = match_live("web", Kind::Ingress, &groups, live);
-    let mut out: Vec<Arc<dyn Updater>> = Vec::new();
+    let mut out: Vec<Updater> = Vec::new();
     for (x, n) in d.into_iter().zip(m.groups) {
-        out.push(Arc::new(IngressUpdater {
+        out.push(Updater::Ingress(IngressUpdater {
             style: RouteStyle::NginxSnippet,
             name: n.unwrap_or_else(|| x.name.clone()),
             desired: x,
         }));
     }
     for n in m.extra {
-        out.push(Arc::new(IngressRemoval::new("web", n)));
+        out.push(Updater::IngressRemoval(IngressRemoval::new("web", n)));
     }
     out
 }

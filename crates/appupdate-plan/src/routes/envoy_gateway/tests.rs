@@ -391,7 +391,7 @@ fn a_route_removed_with_its_policy_says_the_scopes_the_policy_checked() {
 
 #[test]
 fn a_deleted_policy_is_listed_after_its_route_and_a_new_one_before() {
-    use appupdate_model::plan::{Plan, Planned};
+    use crate::updaters::{Plan, Planned};
     let plan_of = |live: &Live, text: &str| {
         let file = endpoints_file::parse(text, "e.yaml").unwrap();
         let svc = json!({"spec": {"ports": [{"port": 80}]}});
@@ -408,12 +408,11 @@ fn a_deleted_policy_is_listed_after_its_route_and_a_new_one_before() {
         let objects = planned
             .updaters
             .into_iter()
-            .map(|(updater, at)| Planned {
-                change: updater
+            .map(|(updater, at)| {
+                let change = updater
                     .plan("shop", at.and_then(|at| routes.get(at)))
-                    .unwrap()
-                    .into(),
-                updater,
+                    .unwrap();
+                Planned::new(updater, change.into())
             })
             .collect();
         let plan = Plan::new("web".into(), "shop".into(), "c".into(), objects);
@@ -556,22 +555,29 @@ fn saved_updater() -> SecurityPolicyUpdater {
         gateway_support: None,
     };
     let planned = plan_routes("web", &file, &eg(), &routes).unwrap();
+    // As a saved plan holds it, and reads it back.
     let saved = planned
         .updaters
         .iter()
-        .find_map(|(u, _)| {
-            let s = u.save()?;
-            (s.kind == SAVED_SECURITY_POLICY).then_some(s)
-        })
+        .find(|(u, _)| matches!(u, Updater::SecurityPolicy(_)))
+        .map(|(u, _)| serde_json::to_value(u).unwrap())
         .unwrap();
-    serde_json::from_value(saved.spec).unwrap()
+    match Updater::from_saved(saved).unwrap() {
+        Updater::SecurityPolicy(u) => u,
+        other => panic!("{other:?}"),
+    }
 }
 
 #[test]
 fn a_saved_policy_is_accepted_only_as_the_provider_makes_it() {
     let u = saved_updater();
     assert_eq!(u.check_saved("web", true), Ok(()));
-    assert!(u.check_saved("shop", true).unwrap_err().contains("\"web\""));
+    assert!(
+        u.check_saved("shop", true)
+            .unwrap_err()
+            .to_string()
+            .contains("\"web\"")
+    );
     type Edit = fn(&mut SecurityPolicyUpdater);
     let edits: [(&str, Edit); 6] = [
         ("targets", |u| u.desired.route = "web-other".into()),
@@ -594,7 +600,7 @@ fn a_saved_policy_is_accepted_only_as_the_provider_makes_it() {
     for (why, edit) in edits {
         let mut bad = u.clone();
         edit(&mut bad);
-        let err = bad.check_saved("web", true).unwrap_err();
+        let err = bad.check_saved("web", true).unwrap_err().to_string();
         assert!(err.contains(why), "{why}: {err}");
     }
     // Named after a route that is not its group's: only the update of a live one of that name
@@ -602,7 +608,7 @@ fn a_saved_policy_is_accepted_only_as_the_provider_makes_it() {
     let mut other = u.clone();
     other.name = "legacy".into();
     other.desired.route = "legacy".into();
-    let err = other.check_saved("web", true).unwrap_err();
+    let err = other.check_saved("web", true).unwrap_err().to_string();
     assert!(
         err.contains("a name no route style gives a new one"),
         "{err}"
