@@ -2,7 +2,7 @@
 //! of the report, and the `-o json|yaml` document (`kubectl-appupdate.fleet/v2`: each
 //! cluster's plan, wave and outcome, and each wave's outcome). The order of the writes — a
 //! canary, or waves with a failure budget — is [`FleetOrder`]; whether the next wave starts is
-//! [`next_wave_starts`]. Pure: the run ([`crate::run`]) fills a [`FleetEnd`];
+//! the budget's rule ([`FailureBudget`]). Pure: the run ([`crate::run`]) fills a [`FleetEnd`];
 //! [`crate::streams`] writes its lines, [`crate::exit`] turns it into the exit code.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
@@ -16,7 +16,7 @@ use appupdate_model::output::{self, PlanDocument, SummaryDoc};
 use appupdate_model::plan::Action;
 use appupdate_model::report::{self, Fate, Interruption, Line, Outcome, Report};
 use appupdate_model::text::Untrusted;
-use appupdate_plan::fleet_plan::FleetPlan;
+use appupdate_plan::fleet_plan::{FailureBudget, FleetPlan};
 
 /// The schema of the fleet document.
 pub const SCHEMA_VERSION: &str = "kubectl-appupdate.fleet/v2";
@@ -41,13 +41,15 @@ impl FleetOrder {
             .position(|w| w.iter().any(|c| c == context))
             .map(|i| i + 1)
     }
-}
 
-/// Whether the wave after one whose clusters ended as `ends` starts: no more than
-/// `max_failed` of them did not end as planned.
-pub fn next_wave_starts(ends: &[&ClusterState], max_failed: usize) -> bool {
-    let failed = ends.iter().filter(|s| !s.as_planned()).count();
-    failed <= max_failed
+    /// The failure budget between waves (`--max-failed`); none without waves.
+    pub fn budget(&self) -> FailureBudget {
+        if self.waves.is_empty() {
+            FailureBudget::NONE
+        } else {
+            FailureBudget::new(self.max_failed)
+        }
+    }
 }
 
 /// What regressed in a cluster during a bake, read from its Deployment as it is at the end of
@@ -101,12 +103,11 @@ pub fn bake_regression(
 }
 
 /// Runs `waves` waves in order: `run(w)` runs wave `w` to its end and gives how each of its
-/// clusters ended. A wave starts only once the one before it ended with no more than
-/// `max_failed` clusters not `as_planned`, and while `go_on()` (no signal); the waves that did
-/// not start are `None`.
+/// clusters ended. A wave starts only once the one before it ended within `budget` (clusters
+/// not `as_planned`), and while `go_on()` (no signal); the waves that did not start are `None`.
 pub async fn in_waves<T, Fut>(
     waves: usize,
-    max_failed: usize,
+    budget: FailureBudget,
     mut run: impl FnMut(usize) -> Fut,
     as_planned: impl Fn(&T) -> bool,
     go_on: impl Fn() -> bool,
@@ -122,7 +123,7 @@ where
             continue;
         }
         let ends = run(w).await;
-        next = ends.iter().filter(|e| !as_planned(e)).count() <= max_failed && go_on();
+        next = budget.holds(&ends, |e| as_planned(*e)) && go_on();
         out.push(Some(ends));
     }
     out
@@ -699,7 +700,7 @@ fn wave_docs(order: &FleetOrder, end: Option<&FleetEnd>) -> Vec<WaveDoc> {
                 .filter(|c| contexts.contains(&c.context))
                 .map(|c| &c.state)
                 .collect();
-            let failed = states.iter().filter(|s| !s.as_planned()).count();
+            let failed = FailureBudget::failed(&states, |s| s.as_planned());
             let status = if end.is_none() || states.is_empty() {
                 "planned"
             } else if states
@@ -709,7 +710,7 @@ fn wave_docs(order: &FleetOrder, end: Option<&FleetEnd>) -> Vec<WaveDoc> {
                 "not-started"
             } else if failed == 0 {
                 "applied"
-            } else if next_wave_starts(&states, order.max_failed) {
+            } else if order.budget().holds(&states, |s| s.as_planned()) {
                 "within-budget"
             } else {
                 "failed"
@@ -842,7 +843,7 @@ mod wave_props {
             let log: RefCell<Vec<(char, usize)>> = RefCell::new(Vec::new());
             let ran = futures::executor::block_on(in_waves(
                 outcomes.len(),
-                max_failed,
+                appupdate_plan::fleet_plan::FailureBudget::new(max_failed),
                 |w| {
                     log.borrow_mut().push(('s', w));
                     let ends = outcomes[w].clone();
