@@ -2,8 +2,9 @@
 //! user and namespace ([`selection`], [`kube_context`]: kubectl's selection rules and
 //! credentials), which proxy ([`proxy`]: kubectl's rules) and the TCP leg through it
 //! ([`proxy_connector`]), one HTTP/2 connection per cluster ([`transport`]), the cluster client
-//! that sends every request ([`cluster`]), and how a failure of any of them is worded
-//! ([`describe`]); and every file the plugin reads, each within a bound ([`files`]).
+//! that sends every request ([`cluster`]) and watches an object ([`watch`]), and how a failure
+//! of any of them is worded ([`describe`]); and every file the plugin reads, each within a
+//! bound ([`files`]).
 //!
 //! It reads the files and the network it is pointed at, and nothing else: no terminal, no
 //! environment (the plugin's `settings` reads that once and passes it in).
@@ -17,3 +18,4 @@ pub mod proxy;
 pub mod proxy_connector;
 pub mod selection;
 pub mod transport;
+pub mod watch;
