@@ -33,8 +33,6 @@ pub mod settings;
 pub mod signals;
 pub mod streams;
 pub mod terminal;
-pub mod verify;
-pub mod verify_send;
 pub mod wait;
 pub mod writing;
 

@@ -28,15 +28,15 @@ use crate::planning::{self, Member, Planned};
 use crate::settings::{FleetSettings, HistorySettings, SavePlan, Settings};
 use crate::signals::Signals;
 use crate::streams::{self, Streams};
-use crate::verify::{self, Probe};
-use crate::verify_send;
 use crate::wait::{self, Followed, WaitTarget};
 use crate::writing;
 use appupdate_kube::cluster::Cluster;
 use appupdate_kube::kube_context;
+use appupdate_kube::probe;
 use appupdate_model::plan::Plan;
 use appupdate_model::report::Interruption;
 use appupdate_model::text::Untrusted;
+use appupdate_model::verify::{self, Probe};
 use appupdate_plan::history;
 use appupdate_plan::history::Source;
 use appupdate_plan::plan_file::{self, Origin, PlanKey};
@@ -710,7 +710,7 @@ async fn verified(
     }
     streams::notice(&verify::announce(&verify.url, &probes));
     let answers = tokio::select! {
-        answers = verify_send::send_all(&probes, verify) => answers,
+        answers = probe::send_all(&probes, verify) => answers,
         signal = signals.recv() => {
             if let Err(e) = rollout {
                 streams.ending(&Ending::Failed(e));

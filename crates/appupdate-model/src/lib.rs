@@ -3,7 +3,8 @@
 //! of writes, the approved-diff guard), the names and values the plugin accepts (object names,
 //! route styles and route flags, the endpoints file with its injection guard), the routes in
 //! the plugin's own terms (what records keep), the report of what happened, where a rollout stands, the `-o json`
-//! document, and how a value from outside is escaped for a terminal.
+//! document, what `--verify-url`'s answers mean, and how a value from outside is escaped for a
+//! terminal.
 //!
 //! Nothing here talks to the cluster, the terminal or the environment: no tokio, hyper or kube
 //! among the dependencies, and printing is denied crate-wide.
@@ -21,4 +22,5 @@ pub mod rollout;
 pub mod route_status;
 pub mod route_style;
 pub mod text;
+pub mod verify;
 pub mod view_parts;

@@ -1,6 +1,7 @@
 //! `--verify-url URL`: after the writes, is auth enforced where the routes are served? The
 //! pure part — the address, the requests to send, what each answer means, the lines that say
-//! so. [`crate::verify_send`] sends the requests.
+//! so. The plugin sends the requests over `appupdate_kube::probe` (no credentials, no retries,
+//! a redirect never followed) and hands the answers back here.
 //!
 //! A route style writes what should make the routing layer ask the auth service about every
 //! path with scopes; whether the layer does depends on things the API server does not check (a
@@ -29,7 +30,6 @@
 //! from a redirect elsewhere), a 404 (the route is not served there, so it was not checked), a
 //! 5xx, no answer (refused, a TLS failure, a timeout), or a request the overall bound left
 //! unsent. A failure exits 9.
-#![deny(clippy::print_stdout, clippy::print_stderr)]
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -37,12 +37,10 @@ use std::time::Duration;
 
 use console::Style;
 
-use appupdate_model::plan::{Action, Plan};
-use appupdate_model::report::{Fate, Line};
-use appupdate_model::text::Untrusted;
+use crate::plan::{Action, Plan};
+use crate::report::{Fate, Line};
+use crate::text::Untrusted;
 
-/// Requests at once, at most.
-pub const CONCURRENCY: usize = 8;
 /// The bound on each request when `--request-timeout` does not set one.
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 /// The bound on the whole verification (at least one request's bound).
@@ -134,14 +132,18 @@ impl VerifyUrl {
     }
 
     /// `text` as a message may quote it: user information (which may hold a password)
-    /// replaced by `…` ([`appupdate_model::text::without_credentials`], as every URL shown).
+    /// replaced by `…` ([`crate::text::without_credentials`], as every URL shown).
     pub fn redacted(text: &str) -> String {
-        appupdate_model::text::without_credentials(text).into_owned()
+        crate::text::without_credentials(text).into_owned()
     }
 
     /// `host[:port]`, an IPv6 address in brackets.
     pub fn authority(&self) -> String {
-        let host = appupdate_kube::proxy::bracketed(&self.host);
+        let host = if self.host.contains(':') {
+            format!("[{}]", self.host)
+        } else {
+            self.host.clone()
+        };
         match self.port {
             Some(p) => format!("{host}:{p}"),
             None => host,
@@ -162,36 +164,6 @@ impl fmt::Display for VerifyUrl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}://{}", self.scheme, self.authority())
     }
-}
-
-/// What the requests need, resolved by `settings`.
-#[derive(Clone, Debug)]
-pub struct VerifySettings {
-    pub url: VerifyUrl,
-    /// `--verify-url-ca`: DER certificates; `None`: the system's trusted roots.
-    pub ca: Option<Vec<Vec<u8>>>,
-    /// The proxy for the address, by the environment's rules.
-    pub proxy: Option<appupdate_kube::proxy::Proxy>,
-    /// The bound on each request.
-    pub request_timeout: Duration,
-    /// The bound on the whole verification: [`OVERALL`], or one request's bound if longer.
-    pub overall: Duration,
-}
-
-/// The CA certificates of `--verify-url-ca`: every `CERTIFICATE` block of a PEM file, as DER.
-pub fn parse_ca(pem: &[u8]) -> Result<Vec<Vec<u8>>, String> {
-    use rustls::pki_types::CertificateDer;
-    use rustls::pki_types::pem::PemObject;
-    let mut certs = Vec::new();
-    for cert in CertificateDer::pem_slice_iter(pem) {
-        let cert =
-            cert.map_err(|e| format!("it is not valid PEM ({})", Untrusted(e.to_string())))?;
-        certs.push(cert.to_vec());
-    }
-    if certs.is_empty() {
-        return Err("it holds no PEM certificate (-----BEGIN CERTIFICATE-----)".into());
-    }
-    Ok(certs)
 }
 
 /// One request: a path with scopes, asked for one host of the routes.
@@ -431,8 +403,23 @@ fn shell_word(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use appupdate_model::intent::{AttachmentRecord, RoutesHeader};
-    use appupdate_model::plan::{ObjectChange, Planned, RouteInfo, RouteStyle, RoutesPlan};
+    use crate::intent::{AttachmentRecord, RoutesHeader};
+    use crate::plan::{
+        ObjectChange, PlanError, Planned, RouteInfo, RouteStyle, RoutesPlan, Updater,
+    };
+
+    /// The updater of a planned route; never asked.
+    #[derive(Debug)]
+    struct NoUpdater;
+
+    impl Updater for NoUpdater {
+        fn name(&self) -> &str {
+            "none"
+        }
+        fn plan(&self, _: &str, _: Option<&serde_json::Value>) -> Result<ObjectChange, PlanError> {
+            unreachable!("the probes do not replan")
+        }
+    }
 
     fn url(s: &str) -> VerifyUrl {
         VerifyUrl::parse(s).unwrap()
@@ -487,18 +474,6 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_ca_file_gives_its_certificates_or_says_it_has_none() {
-        let pem = b"-----BEGIN CERTIFICATE-----\nAAEC\n-----END CERTIFICATE-----\nnoise\n-----BEGIN CERTIFICATE-----\nAwQ=\n-----END CERTIFICATE-----\n";
-        assert_eq!(parse_ca(pem).unwrap(), vec![vec![0, 1, 2], vec![3, 4]]);
-        assert!(
-            parse_ca(b"not a certificate")
-                .unwrap_err()
-                .contains("no PEM certificate")
-        );
-        assert!(parse_ca(b"-----BEGIN CERTIFICATE-----\n!!\n-----END CERTIFICATE-----\n").is_err());
-    }
-
     fn route(name: &str, action: Action, scopes: &[&str], paths: &[&str]) -> Planned {
         let mut c = ObjectChange::sample(name, action);
         c.route = Some(RouteInfo {
@@ -513,13 +488,8 @@ mod tests {
             paths_before: paths.iter().map(|s| s.to_string()).collect(),
             foreign: Vec::new(),
         });
-        // The updater is not looked at: any will do.
-        let updater = appupdate_plan::updaters::AutoscalerUpdater {
-            name: name.into(),
-            update: appupdate_plan::updaters::AutoscalerUpdate::default(),
-        };
         Planned {
-            updater: std::sync::Arc::new(updater),
+            updater: std::sync::Arc::new(NoUpdater),
             change: std::sync::Arc::new(c),
         }
     }
