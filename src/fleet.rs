@@ -2,7 +2,7 @@
 //! of the report, and the `-o json|yaml` document (`kubectl-appupdate.fleet/v2`: each
 //! cluster's plan, wave and outcome, and each wave's outcome). The order of the writes — a
 //! canary, or waves with a failure budget — is [`FleetOrder`]; whether the next wave starts is
-//! [`next_wave_starts`]. Pure: the run ([`crate::run`]) fills a [`FleetEnd`];
+//! the budget's rule ([`FailureBudget`]). Pure: the run ([`crate::run`]) fills a [`FleetEnd`];
 //! [`crate::streams`] writes its lines, [`crate::exit`] turns it into the exit code.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
@@ -16,7 +16,7 @@ use appupdate_model::output::{self, PlanDocument, SummaryDoc};
 use appupdate_model::plan::Action;
 use appupdate_model::report::{self, Fate, Interruption, Line, Outcome, Report};
 use appupdate_model::text::Untrusted;
-use appupdate_plan::fleet_plan::FleetPlan;
+use appupdate_plan::fleet_plan::{FailureBudget, FleetPlan};
 
 /// The schema of the fleet document.
 pub const SCHEMA_VERSION: &str = "kubectl-appupdate.fleet/v2";
@@ -41,13 +41,15 @@ impl FleetOrder {
             .position(|w| w.iter().any(|c| c == context))
             .map(|i| i + 1)
     }
-}
 
-/// Whether the wave after one whose clusters ended as `ends` starts: no more than
-/// `max_failed` of them did not end as planned.
-pub fn next_wave_starts(ends: &[&ClusterState], max_failed: usize) -> bool {
-    let failed = ends.iter().filter(|s| !s.as_planned()).count();
-    failed <= max_failed
+    /// The failure budget between waves (`--max-failed`); none without waves.
+    pub fn budget(&self) -> FailureBudget {
+        if self.waves.is_empty() {
+            FailureBudget::NONE
+        } else {
+            FailureBudget::new(self.max_failed)
+        }
+    }
 }
 
 /// What regressed in a cluster during a bake, read from its Deployment as it is at the end of
@@ -101,12 +103,11 @@ pub fn bake_regression(
 }
 
 /// Runs `waves` waves in order: `run(w)` runs wave `w` to its end and gives how each of its
-/// clusters ended. A wave starts only once the one before it ended with no more than
-/// `max_failed` clusters not `as_planned`, and while `go_on()` (no signal); the waves that did
-/// not start are `None`.
+/// clusters ended. A wave starts only once the one before it ended within `budget` (clusters
+/// not `as_planned`), and while `go_on()` (no signal); the waves that did not start are `None`.
 pub async fn in_waves<T, Fut>(
     waves: usize,
-    max_failed: usize,
+    budget: FailureBudget,
     mut run: impl FnMut(usize) -> Fut,
     as_planned: impl Fn(&T) -> bool,
     go_on: impl Fn() -> bool,
@@ -122,7 +123,7 @@ where
             continue;
         }
         let ends = run(w).await;
-        next = ends.iter().filter(|e| !as_planned(e)).count() <= max_failed && go_on();
+        next = budget.holds(&ends, |e| as_planned(*e)) && go_on();
         out.push(Some(ends));
     }
     out
@@ -508,9 +509,10 @@ impl FleetEnd {
 
 // ---- the `-o json|yaml` document ----
 
+/// The `kubectl-appupdate.fleet/v2` document ([`document`]).
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct FleetDocument<'a> {
+pub struct FleetDocument<'a> {
     schema: &'static str,
     app: String,
     has_changes: bool,
@@ -707,7 +709,7 @@ fn wave_docs(order: &FleetOrder, end: Option<&FleetEnd>) -> Vec<WaveDoc> {
                 .filter(|c| contexts.contains(&c.context))
                 .map(|c| &c.state)
                 .collect();
-            let failed = states.iter().filter(|s| !s.as_planned()).count();
+            let failed = FailureBudget::failed(&states, |s| s.as_planned());
             let status = if end.is_none() || states.is_empty() {
                 "planned"
             } else if states
@@ -717,7 +719,7 @@ fn wave_docs(order: &FleetOrder, end: Option<&FleetEnd>) -> Vec<WaveDoc> {
                 "not-started"
             } else if failed == 0 {
                 "applied"
-            } else if next_wave_starts(&states, order.max_failed) {
+            } else if order.budget().holds(&states, |s| s.as_planned()) {
                 "within-budget"
             } else {
                 "failed"
@@ -733,14 +735,13 @@ fn wave_docs(order: &FleetOrder, end: Option<&FleetEnd>) -> Vec<WaveDoc> {
 }
 
 /// The fleet document: the combined plan and, when the run got that far, each cluster's
-/// outcome (`end`; `None`: planned only). As JSON or YAML, with the plan document's escapes.
-pub fn write_document(
-    out: &mut impl std::io::Write,
-    fleet: &FleetPlan,
+/// outcome (`end`; `None`: planned only); written by the documents' one writer
+/// ([`output::write_document`]).
+pub fn document<'a>(
+    fleet: &FleetPlan<'a>,
     order: &FleetOrder,
     end: Option<&FleetEnd>,
-    yaml: bool,
-) -> std::io::Result<()> {
+) -> FleetDocument<'a> {
     let canaries = &order.canary;
     let sections = fleet.section_of();
     let t = fleet.total();
@@ -752,7 +753,7 @@ pub fn write_document(
             .map(|m| m.context().to_owned())
             .collect(),
     };
-    let doc = FleetDocument {
+    FleetDocument {
         schema: SCHEMA_VERSION,
         app: fleet.app.to_owned(),
         has_changes: fleet.has_changes(),
@@ -785,11 +786,6 @@ pub fn write_document(
                 }
             })
             .collect(),
-    };
-    if yaml {
-        output::write_yaml_of(out, &doc)
-    } else {
-        output::write_json_of(out, &doc)
     }
 }
 
@@ -850,7 +846,7 @@ mod wave_props {
             let log: RefCell<Vec<(char, usize)>> = RefCell::new(Vec::new());
             let ran = futures::executor::block_on(in_waves(
                 outcomes.len(),
-                max_failed,
+                appupdate_plan::fleet_plan::FailureBudget::new(max_failed),
                 |w| {
                     log.borrow_mut().push(('s', w));
                     let ends = outcomes[w].clone();
@@ -881,6 +877,247 @@ mod wave_props {
                     }
                     None => allowed = false,
                 }
+            }
+        }
+    }
+}
+
+/// Every document the plugin prints goes through one writer ([`output::write_document`]); for
+/// any string in any of their string fields, both formats read back exactly and hold nothing a
+/// terminal would obey or hide.
+#[cfg(test)]
+mod document_props {
+    use std::sync::Arc;
+
+    use proptest::prelude::*;
+    use serde::Serialize;
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::history_store::Recorded;
+    use crate::wait::{WaitError, Waited};
+    use appupdate_model::intent::{AttachmentRecord, RoutesHeader};
+    use appupdate_model::output::Format;
+    use appupdate_model::plan::{FieldChange, ObjectChange, RouteInfo};
+    use appupdate_model::plan::{RouteStyle, RoutesPlan};
+    use appupdate_model::text;
+    use appupdate_plan::fleet_plan::Member;
+    use appupdate_plan::history::{self, History, ImageChange, Record, Source, Status};
+    use appupdate_plan::updaters::{AutoscalerUpdate, AutoscalerUpdater, Plan, Planned, Updater};
+
+    /// Any character, often one a terminal obeys or hides, or one YAML or JSON treats specially.
+    fn a_char() -> impl Strategy<Value = char> {
+        prop_oneof![
+            3 => any::<char>(),
+            2 => prop::sample::select(vec![
+                '\u{202e}', '\u{202d}', '\u{2066}', '\u{2067}', '\u{2069}', '\u{200b}', '\u{200d}',
+                '\u{200e}', '\u{feff}', '\u{1b}', '\u{7}', '\u{0}', '\u{7f}', '\u{9b}', '\u{85}',
+                '\u{a0}', '\u{2028}', '\u{2029}', '\n', '\r', '\t', '"', '\'', '\\', ':', '#',
+                '-', ' ', '{', '[', '&', '*', '!', '|', '>', '%', '@', '`', '\u{e0041}',
+                '\u{10ffff}', '\u{fffd}', '\u{f0000}', '\u{d7ff}', '\u{e000}',
+            ]),
+        ]
+    }
+
+    /// Any string: of those characters, or one a YAML reader would take for something else.
+    fn a_string() -> impl Strategy<Value = String> {
+        prop_oneof![
+            3 => prop::collection::vec(a_char(), 0..12).prop_map(|cs| cs.into_iter().collect()),
+            1 => prop::sample::select(vec![
+                "", "null", "Null", "~", "true", "no", "yes", "off", "0", "-1", "1.5", "0x1F",
+                "1e3", ".inf", ".nan", "- a", "a: b", "#c", " lead", "trail ", "---", "...",
+                "&a", "*a", "!t", "|", ">", "@", "%YAML", "{a}", "[a]", "\"q\"", "'q'", "\n",
+                "a\n", "\na", "a\n\n", " \n", "\u{202e}\n", "2026-01-01",
+            ])
+            .prop_map(str::to_owned),
+        ]
+    }
+
+    /// Writes `doc` in both formats and checks each against the document's own value.
+    fn round_trips(doc: &impl Serialize) -> Result<[Value; 2], TestCaseError> {
+        let expected = serde_json::to_value(doc).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let mut read = [Value::Null, Value::Null];
+        for (slot, format) in read.iter_mut().zip([Format::Json, Format::Yaml]) {
+            let mut out = Vec::new();
+            output::write_document(&mut out, format, doc)
+                .map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let written = String::from_utf8(out).map_err(|e| TestCaseError::fail(e.to_string()))?;
+            prop_assert!(
+                !written.chars().any(|c| c != '\n' && text::is_escaped(c)),
+                "{:?} holds a raw character: {}",
+                format,
+                written
+            );
+            let back: Value = match format {
+                Format::Json => serde_json::from_str(&written).map_err(|e| e.to_string()),
+                Format::Yaml => serde_saphyr::from_str(&written).map_err(|e| e.to_string()),
+            }
+            .map_err(|e| {
+                TestCaseError::fail(format!("{format:?} does not parse: {e}\n{written}"))
+            })?;
+            prop_assert_eq!(&back, &expected, "{:?}:\n{}", format, written);
+            *slot = back;
+        }
+        Ok(read)
+    }
+
+    /// A plan of one route object whose every string is one of `s`.
+    fn plan_of(s: &[String]) -> Plan {
+        let mut change = ObjectChange::sample(&s[3], Action::Update);
+        change.namespace = s[1].clone();
+        change.fields = vec![FieldChange::new(
+            s[4].clone(),
+            Some(json!(s[5])),
+            Some(json!({ s[6].clone(): [s[7]] })),
+        )];
+        change.before =
+            Some(json!({ "metadata": { "annotations": { s[8].clone(): s[9] } } }).into());
+        change.after = Some(json!({ "metadata": { "name": s[3] } }).into());
+        change.route = Some(RouteInfo {
+            style: RouteStyle::Gateway,
+            identifier: s[10].clone(),
+            scopes: vec![s[11].clone()],
+            paths: vec![s[4].clone()],
+            paths_before: vec![s[5].clone()],
+            foreign: vec![s[6].clone()],
+        });
+        // The updater is not looked at: any will do.
+        let updater = AutoscalerUpdater {
+            name: s[3].clone(),
+            update: AutoscalerUpdate::default(),
+        };
+        let planned = Planned::new(Updater::Autoscaler(updater), Arc::new(change));
+        let mut plan = Plan::new(s[0].clone(), s[1].clone(), s[2].clone(), vec![planned]);
+        plan.routes = Some(RoutesPlan {
+            style: RouteStyle::Gateway,
+            live_styles: vec![],
+            notes: vec![s[7].clone()],
+            header: RoutesHeader {
+                attachment: AttachmentRecord {
+                    hosts: vec![s[8].clone()],
+                    ..AttachmentRecord::default()
+                },
+                ..RoutesHeader::default()
+            },
+        });
+        plan
+    }
+
+    /// A history ConfigMap with one record whose strings are `s` and one stray key.
+    fn history_of(s: &[String]) -> History {
+        let record = Record {
+            revision: 1,
+            time: "2026-01-01T00:00:00Z".into(),
+            user: s[0].clone(),
+            tool: s[1].clone(),
+            status: Status::Applied,
+            source: Source::Update,
+            saved_plan: false,
+            image: Some(ImageChange {
+                container: "app".into(),
+                before: None,
+                after: None,
+            }),
+            bounds: None,
+            routes: Vec::new(),
+            endpoints: None,
+            routes_truncated: false,
+            plan_checksum: None,
+            fleet_run: None,
+            signature: None,
+        };
+        let cm = json!({"binaryData": {
+            "revision-1.json.gz": history::encode(&record),
+            format!("revision-{}.json.gz", s[2]): "",
+        }});
+        History::from_config_map(Some(&cm), "web")
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(128))]
+
+        #[test]
+        fn a_plan_document_reads_back_exactly(s in prop::collection::vec(a_string(), 12)) {
+            let plan = plan_of(&s);
+            let [json, yaml] = round_trips(&output::document(&plan))?;
+            for back in [json, yaml] {
+                prop_assert_eq!(&back["app"], &json!(s[0]));
+                prop_assert_eq!(&back["objects"][0]["name"], &json!(s[3]));
+            }
+        }
+
+        #[test]
+        fn a_history_document_reads_back_exactly(
+            s in prop::collection::vec(a_string(), 3),
+            app in a_string(),
+        ) {
+            let stored = history_of(&s);
+            let [json, _] = round_trips(&history::document(&app, &s[1], &stored))?;
+            prop_assert_eq!(&json["app"], &json!(app));
+            // A record is kept when its user and tool have no control character.
+            if !s[0].chars().chain(s[1].chars()).any(char::is_control) {
+                prop_assert_eq!(&json["records"][0]["user"], &json!(s[0]));
+            }
+        }
+
+        #[test]
+        fn a_fleet_document_reads_back_exactly(s in prop::collection::vec(a_string(), 16)) {
+            let plan = plan_of(&s);
+            let change = Arc::clone(&plan.objects[0].change);
+            let skipped = s[12].clone();
+            let other = format!("{}-2", s[13]);
+            let waves = vec![vec![plan.context.clone(), other.clone()], vec![skipped.clone()]];
+            let fleet = FleetPlan {
+                app: &plan.app,
+                members: vec![
+                    Member::Planned(&plan),
+                    Member::Skipped { context: &skipped, reason: &s[14] },
+                ],
+                waves: &waves,
+            };
+            let order = FleetOrder {
+                canary: vec![],
+                waves: waves.clone(),
+                max_failed: 1,
+                stop_after: None,
+            };
+            let end = FleetEnd {
+                app: plan.app.clone(),
+                clusters: vec![
+                    ClusterEnd {
+                        context: plan.context.clone(),
+                        canary: false,
+                        namespace: Some(s[1].clone()),
+                        state: ClusterState::Applied {
+                            report: Report {
+                                entries: vec![(change, Outcome::Failed { message: s[15].clone() })],
+                                stopped_in_preflight: false,
+                                interrupted: None,
+                            },
+                            recorded: Recorded::Warning(s[14].clone()),
+                            rollout: Some(Err(WaitError::Watch {
+                                target: s[13].clone(),
+                                message: s[15].clone(),
+                            })),
+                        },
+                    },
+                    ClusterEnd {
+                        context: other,
+                        canary: false,
+                        namespace: Some(s[13].clone()),
+                        state: ClusterState::Unchanged {
+                            rollout: Some(Ok(Waited { rollout: None, routes: vec![] })),
+                        },
+                    },
+                ],
+                interrupted: None,
+                changes_pending: false,
+            };
+            round_trips(&document(&fleet, &order, None))?;
+            let [json, yaml] = round_trips(&document(&fleet, &order, Some(&end)))?;
+            for back in [json, yaml] {
+                prop_assert_eq!(&back["app"], &json!(s[0]));
+                prop_assert_eq!(&back["clusters"][0]["outcome"]["message"], &json!(s[14]));
             }
         }
     }

@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::wait::{self, RolloutState};
+use crate::wait;
+use appupdate_model::rollout::RolloutState;
 use appupdate_model::route_status::{RouteRef, RouteState};
 use appupdate_model::text::Untrusted;
 

@@ -34,8 +34,6 @@ pub mod signals;
 pub mod streams;
 pub(crate) mod telling;
 pub mod terminal;
-pub mod verify;
-pub mod verify_send;
 pub mod wait;
 pub mod writing;
 

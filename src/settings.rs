@@ -12,14 +12,15 @@ use crate::cli::{
     ApplyArgs, AuthProviderChoice, ClusterArgs, ColorChoice, FleetArgs, HistoryArgs, HistoryFormat,
     OutputFormat, RoutesChoice, UpdateArgs,
 };
-use crate::verify::{self, VerifySettings, VerifyUrl};
 use appupdate_kube::files::{self, FileKind};
+use appupdate_kube::probe::{self, ProbeSettings};
 use appupdate_kube::proxy::ProxyEnv;
 use appupdate_kube::selection::{ClusterSelection, ContextSelector, KubeconfigSource};
 use appupdate_model::endpoints_file::{self, EndpointsError, EndpointsFile};
 use appupdate_model::names;
 use appupdate_model::plan::{AuthProvider, RouteStyle};
 use appupdate_model::text::Untrusted;
+use appupdate_model::verify::{self, VerifyUrl};
 use appupdate_plan::plan_file::{self, KeyError, PlanFile, PlanFileError, PlanKey};
 use appupdate_plan::routes::refs::{self, AuthUrl, ObjectRef, RouteFlags, ServiceRef};
 use appupdate_plan::updaters::{AutoscalerUpdate, ContainerUpdate, validate_image_reference};
@@ -407,7 +408,7 @@ pub struct Settings {
     pub fleet: Option<FleetSettings>,
     /// `--verify-url`: after the writes, check that the paths with scopes refuse a request
     /// without a token.
-    pub verify: Option<VerifySettings>,
+    pub verify: Option<ProbeSettings>,
 }
 
 /// What a run does. `history NAME` is a command of its own ([`HistorySettings`]).
@@ -996,7 +997,7 @@ fn verify_settings(
     fleet: bool,
     env: &Environment,
     files: &dyn FileReader,
-) -> Result<Option<VerifySettings>, SettingsError> {
+) -> Result<Option<ProbeSettings>, SettingsError> {
     let Some(text) = verify_url else {
         return Ok(None);
     };
@@ -1023,7 +1024,7 @@ fn verify_settings(
                         Untrusted(e.to_string())
                     ))
                 })?;
-                Some(verify::parse_ca(&pem).map_err(|why| {
+                Some(probe::parse_ca(&pem).map_err(|why| {
                     SettingsError::Invalid(format!("--verify-url-ca {shown}: {why}"))
                 })?)
             }
@@ -1038,12 +1039,18 @@ fn verify_settings(
     let request_timeout = cluster
         .request_timeout
         .unwrap_or(verify::DEFAULT_REQUEST_TIMEOUT);
-    Ok(Some(VerifySettings {
+    Ok(Some(ProbeSettings {
         url,
         ca,
         proxy,
         request_timeout,
         overall: verify::OVERALL.max(request_timeout),
+        user_agent: concat!(
+            "kubectl-appupdate/",
+            env!("CARGO_PKG_VERSION"),
+            " (verify-url)"
+        )
+        .to_owned(),
     }))
 }
 
@@ -1294,13 +1301,16 @@ mod tests {
         assert_eq!(v.url.to_string(), "https://gw:8443");
         assert_eq!(v.ca, Some(vec![vec![0, 1, 2]]));
         assert_eq!(v.request_timeout, Duration::from_secs(2));
-        assert_eq!(v.overall, crate::verify::OVERALL);
+        assert_eq!(v.overall, appupdate_model::verify::OVERALL);
         assert_eq!(v.proxy, None);
         let v = verifying(&["--verify-url", "http://gw"], &env)
             .unwrap()
             .verify
             .unwrap();
-        assert_eq!(v.request_timeout, crate::verify::DEFAULT_REQUEST_TIMEOUT);
+        assert_eq!(
+            v.request_timeout,
+            appupdate_model::verify::DEFAULT_REQUEST_TIMEOUT
+        );
         assert!(verifying(&[], &env).unwrap().verify.is_none());
     }
 

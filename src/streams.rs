@@ -173,8 +173,12 @@ impl Streams {
                 };
                 diff_render::render_plan(&mut out, plan, &opts)?;
             }
-            OutputFormat::Json => output::write_json(&mut out, plan)?,
-            OutputFormat::Yaml => output::write_yaml(&mut out, plan)?,
+            OutputFormat::Json => {
+                output::write_document(&mut out, output::Format::Json, &output::document(plan))?;
+            }
+            OutputFormat::Yaml => {
+                output::write_document(&mut out, output::Format::Yaml, &output::document(plan))?;
+            }
         }
         out.flush()
     }
@@ -214,13 +218,13 @@ impl Streams {
         order: &crate::fleet::FleetOrder,
         end: Option<&FleetEnd>,
     ) -> io::Result<()> {
-        let yaml = match self.output {
+        let format = match self.output {
             OutputFormat::Diff => return Ok(()),
-            OutputFormat::Json => false,
-            OutputFormat::Yaml => true,
+            OutputFormat::Json => output::Format::Json,
+            OutputFormat::Yaml => output::Format::Yaml,
         };
         let mut text = Vec::new();
-        fleet::write_document(&mut text, fleet, order, end, yaml)?;
+        output::write_document(&mut text, format, &fleet::document(fleet, order, end))?;
         self.write(Kind::Plan, &text)
     }
 
@@ -351,13 +355,17 @@ impl Streams {
             // The documents' one writer: what a ConfigMap writer put in a record (a user name
             // holding a right-to-left override) is a JSON or YAML escape, not a raw character.
             HistoryFormat::Json | HistoryFormat::Yaml => {
-                let doc = history::document(app, namespace, stored);
-                let mut out = Vec::new();
-                if format == HistoryFormat::Json {
-                    appupdate_model::output::write_json_of(&mut out, &doc)?;
+                let format = if format == HistoryFormat::Json {
+                    output::Format::Json
                 } else {
-                    appupdate_model::output::write_yaml_of(&mut out, &doc)?;
-                }
+                    output::Format::Yaml
+                };
+                let mut out = Vec::new();
+                output::write_document(
+                    &mut out,
+                    format,
+                    &history::document(app, namespace, stored),
+                )?;
                 return self.write(Kind::Plan, &out);
             }
         };

@@ -22,12 +22,12 @@ use crate::planning::{Member, Planned};
 use crate::settings::Settings;
 use crate::signals::Signals;
 use crate::streams::{self, Streams};
-use crate::verify::{self, Probe};
-use crate::verify_send;
 use crate::wait::{self, Followed, WaitTarget};
 use appupdate_kube::cluster::Cluster;
+use appupdate_kube::probe;
 use appupdate_model::report::Interruption;
 use appupdate_model::text::Untrusted;
+use appupdate_model::verify::{self, Probe};
 use appupdate_plan::history;
 
 /// What a run over one cluster and a run over a fleet tell differently. The run calls these
@@ -546,7 +546,7 @@ async fn verified(
     }
     streams::notice(&verify::announce(&verify.url, &probes));
     let answers = tokio::select! {
-        answers = verify_send::send_all(&probes, verify) => answers,
+        answers = probe::send_all(&probes, verify) => answers,
         signal = signals.recv() => {
             if let Err(e) = rollout {
                 streams.ending(&Ending::Failed(e));

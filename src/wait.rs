@@ -4,171 +4,27 @@
 //! The last step of a run. What it follows ([`Followed`]): the rollout when the run was given
 //! an image (or wrote the Deployment), and every route (HTTPRoute, Ingress) the run created or
 //! updated — not the ones it deleted. The decisions are pure functions of the live objects: the
-//! rollout is `kubectl rollout status`'s ([`rollout_state`]): the controller has observed the
-//! current generation, no Progressing condition says `ProgressDeadlineExceeded`, every desired
-//! replica is updated, no old replica is left, and every updated replica is available; a route
-//! is taken up when its controllers say so in its status ([`route_state`], in
-//! [`appupdate_model::route_status`]). [`follow`] watches each object on its own (a list+watch with
-//! `fieldSelector=metadata.name=<name>`, resumed after dropped connections), all at once, and
-//! reports each new state to a [`Progress`]: indicatif bars on a terminal, or one plain line per
+//! rollout is `kubectl rollout status`'s ([`rollout_state`], in [`appupdate_model::rollout`]); a
+//! route is taken up when its controllers say so in its status ([`route_state`], in
+//! [`appupdate_model::route_status`]). [`follow_in`] watches each object on its own
+//! ([`appupdate_kube::watch`]: a list+watch with `fieldSelector=metadata.name=<name>`, resumed
+//! after dropped connections), all at once, and reports each new state to a [`Progress`]: indicatif bars on a terminal, or one plain line per
 //! change otherwise — always on stderr, stdout stays for the plan and the report. A refusal (a
 //! route's `False` condition) or a rollout past its deadline ends the wait at once.
 
-use std::fmt;
 use std::io::Write;
 use std::time::Duration;
 
-use futures::stream::BoxStream;
 use futures::{Stream, StreamExt};
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
-use kube::runtime::WatchStreamExt;
-use kube::runtime::watcher::{self, Event};
-use serde_json::Value;
 
 use appupdate_kube::cluster::Cluster;
-use appupdate_kube::describe::{Target, describe_kube_error};
+pub use appupdate_kube::watch::Observation;
 use appupdate_model::plan::{Action, Kind};
 use appupdate_model::report::{Outcome, Report};
+use appupdate_model::rollout::{RolloutState, rollout_state};
 use appupdate_model::route_status::{Refusal, RouteRef, RouteState, route_state};
 use appupdate_model::text::Untrusted;
 use appupdate_plan::updaters::Plan;
-
-/// Where a rollout stands, as `kubectl rollout status` sees it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum RolloutState {
-    /// The controller has not yet observed the latest spec.
-    NotObserved { generation: i64, observed: i64 },
-    /// Fewer updated replicas than desired.
-    Updating { updated: i64, desired: i64 },
-    /// Old replicas are still running.
-    OldPending {
-        old: i64,
-        updated: i64,
-        desired: i64,
-    },
-    /// Updated replicas are not all available yet.
-    Unavailable { available: i64, updated: i64 },
-    /// Done: every replica updated and available.
-    Complete { replicas: i64 },
-    /// Progressing=False with reason ProgressDeadlineExceeded.
-    DeadlineExceeded { message: String },
-}
-
-impl RolloutState {
-    pub fn is_complete(&self) -> bool {
-        matches!(self, RolloutState::Complete { .. })
-    }
-
-    /// (done, total) for a progress bar: updated replicas of the desired count.
-    fn progress(&self) -> Option<(u64, u64)> {
-        let clamp = |v: i64| u64::try_from(v.max(0)).unwrap_or(0);
-        match *self {
-            RolloutState::Updating { updated, desired }
-            | RolloutState::OldPending {
-                updated, desired, ..
-            } => Some((clamp(updated.min(desired)), clamp(desired))),
-            RolloutState::Unavailable { available, updated } => {
-                Some((clamp(available.min(updated)), clamp(updated)))
-            }
-            RolloutState::Complete { replicas } => Some((clamp(replicas), clamp(replicas))),
-            RolloutState::NotObserved { .. } | RolloutState::DeadlineExceeded { .. } => None,
-        }
-    }
-}
-
-impl fmt::Display for RolloutState {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let plural = |n: i64| if n == 1 { "" } else { "s" };
-        match self {
-            RolloutState::NotObserved {
-                generation,
-                observed,
-            } => write!(
-                f,
-                "waiting for the controller to observe generation {generation} (observed {observed})"
-            ),
-            RolloutState::Updating { updated, desired } => write!(
-                f,
-                "{updated} of {desired} new replica{} updated",
-                plural(*desired)
-            ),
-            RolloutState::OldPending { old, .. } => {
-                write!(f, "{old} old replica{} pending termination", plural(*old))
-            }
-            RolloutState::Unavailable { available, updated } => write!(
-                f,
-                "{available} of {updated} updated replica{} available",
-                plural(*updated)
-            ),
-            RolloutState::Complete { replicas } => write!(
-                f,
-                "successfully rolled out ({replicas} replica{} updated and available)",
-                plural(*replicas)
-            ),
-            RolloutState::DeadlineExceeded { message } => {
-                write!(f, "exceeded its progress deadline")?;
-                if !message.is_empty() {
-                    write!(f, " ({message})")?;
-                }
-                Ok(())
-            }
-        }
-    }
-}
-
-fn int(obj: &Value, pointer: &str) -> Option<i64> {
-    obj.pointer(pointer).and_then(Value::as_i64)
-}
-
-/// kubectl's `DeploymentStatusViewer.Status`, over the raw object.
-pub fn rollout_state(deployment: &Value) -> RolloutState {
-    let generation = int(deployment, "/metadata/generation").unwrap_or(0);
-    let observed = int(deployment, "/status/observedGeneration").unwrap_or(0);
-    if generation > observed {
-        return RolloutState::NotObserved {
-            generation,
-            observed,
-        };
-    }
-    let progressing = deployment
-        .pointer("/status/conditions")
-        .and_then(Value::as_array)
-        .and_then(|cs| {
-            cs.iter()
-                .find(|c| c.get("type").and_then(Value::as_str) == Some("Progressing"))
-        });
-    if let Some(c) = progressing
-        && c.get("reason").and_then(Value::as_str) == Some("ProgressDeadlineExceeded")
-    {
-        let message = c
-            .get("message")
-            .and_then(Value::as_str)
-            .map(appupdate_kube::describe::one_line)
-            .unwrap_or_default();
-        return RolloutState::DeadlineExceeded { message };
-    }
-    // An absent spec.replicas defaults to 1 on the server; kubectl skips the check without it.
-    let desired = int(deployment, "/spec/replicas");
-    let replicas = int(deployment, "/status/replicas").unwrap_or(0);
-    let updated = int(deployment, "/status/updatedReplicas").unwrap_or(0);
-    let available = int(deployment, "/status/availableReplicas").unwrap_or(0);
-    if let Some(desired) = desired
-        && updated < desired
-    {
-        return RolloutState::Updating { updated, desired };
-    }
-    if replicas > updated {
-        return RolloutState::OldPending {
-            old: replicas - updated,
-            updated,
-            desired: desired.unwrap_or(updated),
-        };
-    }
-    if available < updated {
-        return RolloutState::Unavailable { available, updated };
-    }
-    RolloutState::Complete { replicas: updated }
-}
 
 /// Why the wait ended without everything done. The writes have landed in every case.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -329,20 +185,6 @@ pub fn format_duration(d: Duration) -> String {
     } else {
         secs
     }
-}
-
-/// What the watch delivered: the object, its absence, or a problem.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Observation {
-    Object(Value),
-    /// Not found when listed, or deleted.
-    Gone,
-    /// A failed request. `fatal` problems (401, 403, 404 on the watch itself) end the wait; the
-    /// others are retried with backoff and reported if the time runs out.
-    Problem {
-        message: String,
-        fatal: bool,
-    },
 }
 
 /// One object `--wait` follows.
@@ -690,8 +532,6 @@ pub struct WaitTarget {
     /// The application: the Deployment's name.
     pub name: String,
     pub context: String,
-    /// The user impersonated with `--as`.
-    pub as_user: Option<String>,
 }
 
 impl WaitTarget {
@@ -701,7 +541,6 @@ impl WaitTarget {
             namespace: cluster.namespace().to_owned(),
             name: app.to_owned(),
             context: cluster.conn.context.clone(),
-            as_user: cluster.conn.as_user.clone(),
         }
     }
 
@@ -730,16 +569,6 @@ impl WaitTarget {
             "kubectl appupdate {} -n {} --context {} --undo",
             self.name, self.namespace, self.context
         )
-    }
-
-    /// What a failed request is about, for [`describe_kube_error`].
-    fn request_target(&self, reference: String) -> Target {
-        Target {
-            reference,
-            namespace: self.namespace.clone(),
-            context: self.context.clone(),
-            as_user: self.as_user.clone(),
-        }
     }
 }
 
@@ -943,94 +772,12 @@ fn timed_out(
     }
 }
 
-/// Seconds the server keeps one watch request open: below `--request-timeout` (the client's read
-/// timeout) so an idle watch is closed by the server, not cut by the client.
-fn watch_timeout_secs(request_timeout: Option<Duration>) -> u32 {
-    let cap = 290u64;
-    let secs = match request_timeout {
-        Some(t) => t.as_secs().saturating_sub(1).clamp(1, cap),
-        None => cap,
-    };
-    u32::try_from(secs).unwrap_or(290)
-}
-
-fn observation_of_error(err: &watcher::Error, target: &Target) -> Observation {
-    match err {
-        watcher::Error::InitialListFailed(e)
-        | watcher::Error::WatchStartFailed(e)
-        | watcher::Error::WatchFailed(e) => {
-            let fatal = matches!(e, kube::Error::Api(s) if matches!(s.code, 401 | 403 | 404));
-            let verb = if matches!(err, watcher::Error::InitialListFailed(_)) {
-                "list"
-            } else {
-                "watch"
-            };
-            Observation::Problem {
-                message: describe_kube_error(e, verb, target),
-                fatal,
-            }
-        }
-        watcher::Error::WatchError(status) => Observation::Problem {
-            message: format!(
-                "the watch reported {} {}",
-                status.code,
-                appupdate_kube::describe::one_line(&status.message)
-            ),
-            fatal: false,
-        },
-        watcher::Error::NoResourceVersion => Observation::Problem {
-            message: "the server sent no resourceVersion to resume the watch from".into(),
-            fatal: true,
-        },
-    }
-}
-
-/// The observations of one object: a list+watch of `name` of `kind` in the target's
-/// namespace, by field selector, resumed with backoff after dropped connections.
-fn observe(
-    client: kube::Client,
-    kind: Kind,
-    name: &str,
-    target: &WaitTarget,
-    request_timeout: Option<Duration>,
-) -> BoxStream<'static, Observation> {
-    let gvk = GroupVersionKind::gvk(kind.group(), kind.version(), kind.name());
-    let resource = ApiResource::from_gvk_with_plural(&gvk, kind.plural());
-    let api: Api<DynamicObject> = Api::namespaced_with(client, &target.namespace, &resource);
-    let config = watcher::Config::default()
-        .fields(&format!("metadata.name={name}"))
-        .timeout(watch_timeout_secs(request_timeout));
-    let about = target.request_target(format!("{}/{}", kind.kubectl_name(), Untrusted(name)));
-    let events = watcher::watcher(api, config).default_backoff();
-    // Track whether the object appeared in each (re)list, like kube's `watch_object`.
-    events
-        .scan(false, move |seen, event| {
-            let out = match event {
-                Ok(Event::Init) => {
-                    *seen = false;
-                    None
-                }
-                Ok(Event::InitApply(obj)) => {
-                    *seen = true;
-                    Some(to_observation(&obj, kind))
-                }
-                Ok(Event::Apply(obj)) => Some(to_observation(&obj, kind)),
-                Ok(Event::Delete(_)) => Some(Observation::Gone),
-                Ok(Event::InitDone) => (!*seen).then_some(Observation::Gone),
-                Err(e) => Some(observation_of_error(&e, &about)),
-            };
-            futures::future::ready(Some(out))
-        })
-        .filter_map(futures::future::ready)
-        .boxed()
-}
-
-/// Watches everything `followed` holds in the target's namespace, each object on its own and
-/// all at once, and follows them (see [`follow_observations`]).
 /// `--wait` in one cluster: follows `followed` (the rollout of `app`'s Deployment and the routes
 /// written) in `cluster` until every one is done, one fails, or `wait_timeout` (zero: no bound)
 /// runs out, telling `progress` as it goes. The run's one follower: a single cluster's and each
-/// cluster's of a fleet; the caller decides what stops it (a signal) and how it is shown.
+/// cluster's of a fleet; the caller decides what stops it (a signal) and how it is shown. Each
+/// object is watched on its own ([`Cluster::watch_object`]), all at once, and the observations
+/// are followed by [`follow_observations`].
 pub async fn follow_in(
     cluster: &Cluster,
     app: &str,
@@ -1039,54 +786,24 @@ pub async fn follow_in(
     progress: &mut dyn Progress,
 ) -> Result<Waited, WaitError> {
     let target = WaitTarget::of(cluster, app);
-    follow(
-        cluster.conn.client.clone(),
-        &target,
-        followed,
-        Some(wait_timeout).filter(|t| !t.is_zero()),
-        cluster.conn.request_timeout,
-        progress,
-    )
-    .await
-}
-
-async fn follow(
-    client: kube::Client,
-    target: &WaitTarget,
-    followed: &Followed,
-    timeout: Option<Duration>,
-    request_timeout: Option<Duration>,
-    progress: &mut dyn Progress,
-) -> Result<Waited, WaitError> {
     let subjects = followed.subjects();
     let streams = subjects.iter().enumerate().map(|(i, subject)| {
         let (kind, name) = match subject {
-            Subject::Rollout => (Kind::Deployment, target.name.as_str()),
+            Subject::Rollout => (Kind::Deployment, app),
             Subject::Route(r) => (r.kind, r.name.as_str()),
         };
-        observe(client.clone(), kind, name, target, request_timeout)
-            .map(move |o| (i, o))
-            .boxed()
+        cluster.watch_object(kind, name).map(move |o| (i, o))
     });
     let observations = futures::stream::select_all(streams);
-    follow_observations(observations, &subjects, target, timeout, progress).await
-}
-
-fn to_observation(obj: &DynamicObject, kind: Kind) -> Observation {
-    match serde_json::to_value(obj) {
-        Ok(v) => Observation::Object(v),
-        Err(e) => Observation::Problem {
-            message: format!("cannot read the {kind}: {e}"),
-            fatal: false,
-        },
-    }
+    let timeout = Some(wait_timeout).filter(|t| !t.is_zero());
+    follow_observations(observations, &subjects, &target, timeout, progress).await
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use appupdate_model::plan::ObjectChange;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     fn deployment(generation: i64, replicas: i64, status: Value) -> Value {
         json!({
@@ -1101,114 +818,7 @@ mod tests {
             namespace: "shop".into(),
             name: "web".into(),
             context: "sandbox".into(),
-            as_user: None,
         }
-    }
-
-    #[test]
-    fn an_unobserved_generation_is_not_done_even_when_replicas_look_complete() {
-        let d = deployment(
-            3,
-            2,
-            json!({"observedGeneration": 2, "replicas": 2, "updatedReplicas": 2, "availableReplicas": 2}),
-        );
-        assert_eq!(
-            rollout_state(&d),
-            RolloutState::NotObserved {
-                generation: 3,
-                observed: 2
-            }
-        );
-    }
-
-    #[test]
-    fn the_checks_come_in_kubectls_order() {
-        let st = |s: Value| rollout_state(&deployment(2, 3, s));
-        assert_eq!(
-            st(
-                json!({"observedGeneration": 2, "replicas": 4, "updatedReplicas": 1, "availableReplicas": 3})
-            ),
-            RolloutState::Updating {
-                updated: 1,
-                desired: 3
-            }
-        );
-        assert_eq!(
-            st(
-                json!({"observedGeneration": 2, "replicas": 4, "updatedReplicas": 3, "availableReplicas": 3})
-            ),
-            RolloutState::OldPending {
-                old: 1,
-                updated: 3,
-                desired: 3
-            }
-        );
-        assert_eq!(
-            st(
-                json!({"observedGeneration": 2, "replicas": 3, "updatedReplicas": 3, "availableReplicas": 2})
-            ),
-            RolloutState::Unavailable {
-                available: 2,
-                updated: 3
-            }
-        );
-        assert_eq!(
-            st(
-                json!({"observedGeneration": 2, "replicas": 3, "updatedReplicas": 3, "availableReplicas": 3})
-            ),
-            RolloutState::Complete { replicas: 3 }
-        );
-    }
-
-    #[test]
-    fn progress_deadline_exceeded_is_a_failure_once_observed() {
-        let cond = json!([{"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded",
-                           "message": "ReplicaSet \"web-1\" has timed out progressing."}]);
-        let d = deployment(
-            2,
-            2,
-            json!({"observedGeneration": 2, "replicas": 3, "updatedReplicas": 1, "conditions": cond}),
-        );
-        let state = rollout_state(&d);
-        assert_eq!(
-            state.to_string(),
-            "exceeded its progress deadline (ReplicaSet \"web-1\" has timed out progressing.)"
-        );
-        // A deadline from the previous generation does not count before the new one is seen.
-        let d = deployment(
-            3,
-            2,
-            json!({"observedGeneration": 2, "replicas": 3, "updatedReplicas": 1, "conditions": cond}),
-        );
-        assert!(matches!(
-            rollout_state(&d),
-            RolloutState::NotObserved { .. }
-        ));
-    }
-
-    #[test]
-    fn states_read_as_sentences() {
-        assert_eq!(
-            RolloutState::Updating {
-                updated: 1,
-                desired: 2
-            }
-            .to_string(),
-            "1 of 2 new replicas updated"
-        );
-        assert_eq!(
-            RolloutState::OldPending {
-                old: 1,
-                updated: 2,
-                desired: 2
-            }
-            .to_string(),
-            "1 old replica pending termination"
-        );
-        assert_eq!(
-            RolloutState::Complete { replicas: 1 }.to_string(),
-            "successfully rolled out (1 replica updated and available)"
-        );
     }
 
     #[test]
@@ -1217,13 +827,6 @@ mod tests {
         assert_eq!(format_duration(Duration::from_secs(90)), "1m30s");
         assert_eq!(format_duration(Duration::from_millis(1500)), "1.5s");
         assert_eq!(format_duration(Duration::from_secs(3661)), "1h1m1s");
-    }
-
-    #[test]
-    fn the_watch_timeout_stays_below_the_request_timeout() {
-        assert_eq!(watch_timeout_secs(None), 290);
-        assert_eq!(watch_timeout_secs(Some(Duration::from_secs(10))), 9);
-        assert_eq!(watch_timeout_secs(Some(Duration::from_millis(500))), 1);
     }
 
     fn run(

@@ -105,11 +105,7 @@ pub(crate) async fn apply_all(
             Some(jobs.collect())
         })
         .collect();
-    let budget = if kind == Order::Waves {
-        order.max_failed
-    } else {
-        0
-    };
+    let budget = order.budget();
     let running = order
         .stop_after
         .map_or(groups.len(), |n| n.min(groups.len()));
@@ -126,7 +122,7 @@ pub(crate) async fn apply_all(
                 .filter(|_| kind == Order::Waves && w + 1 < groups.len());
             async move {
                 let mut ends = writing.group(jobs, group.follow).await;
-                let within = ends.iter().filter(|(_, s)| !s.as_planned()).count() <= budget;
+                let within = budget.holds(&ends, |(_, s)| s.as_planned());
                 if let (Some(bake), true) = (bake, within) {
                     bake_wave(&group.members, &mut ends, bake, interrupt, progress).await;
                 }

@@ -1,5 +1,5 @@
-//! Every request to the API server but `--wait`'s watches (the plugin's `wait`, over kube's
-//! watcher on the same client). Objects travel as raw JSON (`serde_json::Value`), so a
+//! Every request to the API server but `--wait`'s watches (those are [`crate::watch`], over
+//! kube's watcher on the same client). Objects travel as raw JSON (`serde_json::Value`), so a
 //! field this binary's API types do not know is never dropped; writes are patches, creates and
 //! deletes with preconditions, never a typed read-modify-write.
 

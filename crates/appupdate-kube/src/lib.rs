@@ -2,8 +2,10 @@
 //! user and namespace ([`selection`], [`kube_context`]: kubectl's selection rules and
 //! credentials), which proxy ([`proxy`]: kubectl's rules) and the TCP leg through it
 //! ([`proxy_connector`]), one HTTP/2 connection per cluster ([`transport`]), the cluster client
-//! that sends every request ([`cluster`]), and how a failure of any of them is worded
-//! ([`describe`]); and every file the plugin reads, each within a bound ([`files`]).
+//! that sends every request ([`cluster`]) and watches an object ([`watch`]), and how a failure
+//! of any of them is worded ([`describe`]); `--verify-url`'s requests to the routing layer, over
+//! the same connector without credentials ([`probe`]); and every file the plugin reads, each
+//! within a bound ([`files`]).
 //!
 //! It reads the files and the network it is pointed at, and nothing else: no terminal, no
 //! environment (the plugin's `settings` reads that once and passes it in).
@@ -13,7 +15,9 @@ pub mod cluster;
 pub mod describe;
 pub mod files;
 pub mod kube_context;
+pub mod probe;
 pub mod proxy;
 pub mod proxy_connector;
 pub mod selection;
 pub mod transport;
+pub mod watch;

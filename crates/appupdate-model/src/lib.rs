@@ -2,8 +2,9 @@
 //! field changes, writes and the bases they are conditional on, views and their YAML, the order
 //! of writes, the approved-diff guard), the names and values the plugin accepts (object names,
 //! route styles and route flags, the endpoints file with its injection guard), the routes in
-//! the plugin's own terms (what records keep), the report of what happened, the `-o json`
-//! document, and how a value from outside is escaped for a terminal.
+//! the plugin's own terms (what records keep), the report of what happened, where a rollout stands, the `-o json`
+//! document, what `--verify-url`'s answers mean, and how a value from outside is escaped for a
+//! terminal.
 //!
 //! Nothing here talks to the cluster, the terminal or the environment: no tokio, hyper or kube
 //! among the dependencies, and printing is denied crate-wide.
@@ -17,7 +18,9 @@ pub mod output;
 pub mod plan;
 pub mod refs;
 pub mod report;
+pub mod rollout;
 pub mod route_status;
 pub mod route_style;
 pub mod text;
+pub mod verify;
 pub mod view_parts;

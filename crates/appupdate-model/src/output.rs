@@ -213,11 +213,32 @@ pub fn document<U>(plan: &Plan<U>) -> PlanDocument<'_> {
     }
 }
 
-/// Writes the plan as pretty-printed JSON and a newline. Every character [`text::is_escaped`]
-/// names is written as a JSON escape (`\u001b`, `\u202e`): a parser reads back exactly the
-/// same strings, and a terminal shows the document as it is.
-pub fn write_json<U>(out: &mut impl Write, plan: &Plan<U>) -> io::Result<()> {
-    write_json_value(out, &document(plan))
+/// The two formats of a document (`-o json`, `-o yaml`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Json,
+    Yaml,
+}
+
+/// The one writer of every document the plugin prints — the plan ([`document`]), a fleet's
+/// document, `history -o json|yaml` — as JSON or YAML. Every character [`text::is_escaped`]
+/// names is written as an escape (JSON `\u202e`, a surrogate pair above U+FFFF; YAML `\u202E`
+/// in a double-quoted scalar), so a parser reads back exactly the same strings and a terminal
+/// shows the document as it is: only line feeds are left raw (the layout, and a YAML block of
+/// lines). JSON is serde_json's pretty layout and a newline, written as it is serialized;
+/// YAML is one document with the same structure.
+pub fn write_document(
+    out: &mut impl Write,
+    format: Format,
+    doc: &impl Serialize,
+) -> io::Result<()> {
+    match format {
+        Format::Json => write_json_value(out, doc),
+        Format::Yaml => {
+            let doc = serde_json::to_value(doc).map_err(io::Error::other)?;
+            out.write_all(yaml_text(&doc)?.as_bytes())
+        }
+    }
 }
 
 fn write_json_value(out: &mut impl Write, doc: &impl Serialize) -> io::Result<()> {
@@ -325,27 +346,9 @@ impl serde_json::ser::Formatter for EscapingFormatter {
     }
 }
 
-/// Writes the plan as one YAML document (same structure as the JSON). A string holding a
-/// character [`text::is_escaped`] names (other than a line feed) is written double-quoted, where
-/// the YAML serializer escapes the controls and this writes the rest as YAML escapes
-/// (`\u202E`): a parser reads back exactly the same strings, and a terminal shows the document
-/// as it is.
-pub fn write_yaml<U>(out: &mut impl Write, plan: &Plan<U>) -> io::Result<()> {
-    let doc = serde_json::to_value(document(plan)).map_err(io::Error::other)?;
-    out.write_all(yaml_text(&doc)?.as_bytes())
-}
-
-/// Writes any document as JSON, with the escapes of [`write_json`].
-pub fn write_json_of(out: &mut impl Write, doc: &impl Serialize) -> io::Result<()> {
-    write_json_value(out, doc)
-}
-
-/// Writes any document as YAML, with the escapes of [`write_yaml`].
-pub fn write_yaml_of(out: &mut impl Write, doc: &impl Serialize) -> io::Result<()> {
-    let doc = serde_json::to_value(doc).map_err(io::Error::other)?;
-    out.write_all(yaml_text(&doc)?.as_bytes())
-}
-
+/// The YAML of [`write_document`]: a string holding a character [`text::is_escaped`] names
+/// (other than a line feed) is written double-quoted, where the YAML serializer escapes the
+/// controls and this writes the rest as YAML escapes (`\u202E`).
 fn yaml_text(doc: &Value) -> io::Result<String> {
     if any_key_needs_quotes(doc) {
         // The YAML serializer cannot be made to quote a key; no key of a real object holds such

@@ -1,5 +1,5 @@
 //! `--wait` for routes: whether the routing layer has taken a route the run wrote, read from
-//! the route's `status` — a pure function of the live object, as the plugin's `wait::rollout_state`
+//! the route's `status` — a pure function of the live object, as [`crate::rollout::rollout_state`]
 //! is for the Deployment. The plugin's `wait` does the watching and calls [`route_state`] on every
 //! version of the object it sees.
 //!
@@ -109,7 +109,7 @@ impl fmt::Display for Refusal {
 }
 
 /// The state function of each kind `--wait` follows as a route; `None` for the kinds it does
-/// not (the Deployment has the plugin's `wait::rollout_state`). The one place to add a kind.
+/// not (the Deployment has [`crate::rollout::rollout_state`]). The one place to add a kind.
 pub fn state_function(kind: Kind) -> Option<fn(&Value) -> RouteState> {
     match kind {
         Kind::HttpRoute => Some(http_route_state),

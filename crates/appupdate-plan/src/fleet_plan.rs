@@ -161,6 +161,38 @@ pub fn total_line(fleet: &FleetPlan) -> String {
     line
 }
 
+/// `--max-failed`: how many clusters of a wave may end other than as planned with the next
+/// wave still starting. The one rule of the wave order; without waves (everyone at once, or a
+/// canary then the rest) the budget is [`FailureBudget::NONE`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FailureBudget {
+    pub max_failed: usize,
+}
+
+impl FailureBudget {
+    /// No failure allowed: a canary's failure stops the rest.
+    pub const NONE: FailureBudget = FailureBudget { max_failed: 0 };
+
+    pub fn new(max_failed: usize) -> FailureBudget {
+        FailureBudget { max_failed }
+    }
+
+    /// How many of `ends` did not end as planned.
+    pub fn failed<T>(ends: impl IntoIterator<Item = T>, as_planned: impl Fn(&T) -> bool) -> usize {
+        ends.into_iter().filter(|e| !as_planned(e)).count()
+    }
+
+    /// Whether a wave whose clusters ended as `ends` stayed within the budget (the next wave
+    /// may start): no more than `max_failed` of them did not end as planned.
+    pub fn holds<T>(
+        &self,
+        ends: impl IntoIterator<Item = T>,
+        as_planned: impl Fn(&T) -> bool,
+    ) -> bool {
+        Self::failed(ends, as_planned) <= self.max_failed
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -229,5 +261,33 @@ mod tests {
         };
         assert!(!fleet.has_changes());
         assert_eq!(total_line(&fleet), "Total: no changes on any of 1 cluster.");
+    }
+
+    #[test]
+    fn a_wave_within_its_budget_lets_the_next_one_start() {
+        let ok = |b: &bool| *b;
+        assert!(FailureBudget::NONE.holds([true, true], ok));
+        assert!(!FailureBudget::NONE.holds([true, false], ok));
+        assert!(FailureBudget::new(1).holds([false, true, true], ok));
+        assert!(!FailureBudget::new(1).holds([false, false, true], ok));
+        assert!(FailureBudget::new(2).holds([false, false], ok));
+        assert_eq!(FailureBudget::failed([false, true, false], ok), 2);
+        // An empty wave never exceeds a budget.
+        assert!(FailureBudget::NONE.holds(Vec::<bool>::new(), ok));
+    }
+
+    proptest::proptest! {
+        /// The budget holds exactly when the failures are at most `--max-failed`.
+        #[test]
+        fn the_budget_is_the_count_of_failures_against_max_failed(
+            ends in proptest::collection::vec(proptest::bool::ANY, 0..8),
+            max_failed in 0usize..5,
+        ) {
+            let failed = ends.iter().filter(|ok| !**ok).count();
+            proptest::prop_assert_eq!(
+                FailureBudget::new(max_failed).holds(ends.iter(), |ok| **ok),
+                failed <= max_failed
+            );
+        }
     }
 }

@@ -1,6 +1,7 @@
-//! `--verify-url`: sends the requests [`crate::verify`] plans and collects the answers.
+//! `--verify-url`'s client: sends the requests [`appupdate_model::verify`] plans
+//! ([`Probe`]s) and collects the answers ([`Answer`]s), which the model judges.
 //!
-//! Each request goes over the API server's connector ([`appupdate_kube::transport::plain_client`]):
+//! Each request goes over the API server's connector ([`crate::transport::plain_client`]):
 //! the proxy chosen for the address by kubectl's environment rules (`HTTPS_PROXY`/
 //! `HTTP_PROXY`, `NO_PROXY`, never for loopback; the kubeconfig's `proxy-url` is the cluster's
 //! and does not apply), TLS checked against `--verify-url-ca` or the system's trusted roots,
@@ -20,15 +21,52 @@ use http::{HeaderValue, Request};
 use hyper_util::client::legacy::Client;
 use kube::client::Body;
 
-use crate::verify::{Answer, CONCURRENCY, Probe, VerifySettings};
-use appupdate_kube::describe::{Unanswered, classify};
-use appupdate_kube::proxy_connector::find_proxy_error;
-use appupdate_kube::transport::Connector;
+use crate::describe::{Unanswered, classify};
+use crate::proxy_connector::find_proxy_error;
+use crate::transport::Connector;
+use appupdate_model::text::Untrusted;
+use appupdate_model::verify::{Answer, Probe, VerifyUrl};
+
+/// Requests at once, at most.
+pub const CONCURRENCY: usize = 8;
 
 type Plain = Client<Connector, Body>;
 
+/// What the requests need, resolved by the plugin's `settings`.
+#[derive(Clone, Debug)]
+pub struct ProbeSettings {
+    pub url: VerifyUrl,
+    /// `--verify-url-ca`: DER certificates; `None`: the system's trusted roots.
+    pub ca: Option<Vec<Vec<u8>>>,
+    /// The proxy for the address, by the environment's rules.
+    pub proxy: Option<crate::proxy::Proxy>,
+    /// The bound on each request.
+    pub request_timeout: Duration,
+    /// The bound on the whole verification: `appupdate_model::verify::OVERALL`, or one
+    /// request's bound if longer.
+    pub overall: Duration,
+    /// The `User-Agent` sent: the plugin and its version.
+    pub user_agent: String,
+}
+
+/// The CA certificates of `--verify-url-ca`: every `CERTIFICATE` block of a PEM file, as DER.
+pub fn parse_ca(pem: &[u8]) -> Result<Vec<Vec<u8>>, String> {
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject;
+    let mut certs = Vec::new();
+    for cert in CertificateDer::pem_slice_iter(pem) {
+        let cert =
+            cert.map_err(|e| format!("it is not valid PEM ({})", Untrusted(e.to_string())))?;
+        certs.push(cert.to_vec());
+    }
+    if certs.is_empty() {
+        return Err("it holds no PEM certificate (-----BEGIN CERTIFICATE-----)".into());
+    }
+    Ok(certs)
+}
+
 /// Sends every probe (see the module docs); the answers in the probes' order.
-pub async fn send_all(probes: &[Probe], settings: &VerifySettings) -> Vec<Answer> {
+pub async fn send_all(probes: &[Probe], settings: &ProbeSettings) -> Vec<Answer> {
     let overall = settings.overall;
     let deadline = tokio::time::Instant::now() + overall;
     // One client per TLS server name: a pooled connection is only reused for its own name.
@@ -57,7 +95,7 @@ pub async fn send_all(probes: &[Probe], settings: &VerifySettings) -> Vec<Answer
 
 /// A client for requests to the address with `host` as the TLS server name (`None`: the
 /// address's own).
-fn client(settings: &VerifySettings, host: Option<&str>) -> Result<Plain, String> {
+fn client(settings: &ProbeSettings, host: Option<&str>) -> Result<Plain, String> {
     let uri: http::Uri = settings
         .url
         .with_path("/")
@@ -69,7 +107,7 @@ fn client(settings: &VerifySettings, host: Option<&str>) -> Result<Plain, String
     if settings.url.is_https() {
         config.tls_server_name = host.map(str::to_owned);
     }
-    appupdate_kube::transport::plain_client(&config, settings.proxy.as_ref()).map_err(|e| {
+    crate::transport::plain_client(&config, settings.proxy.as_ref()).map_err(|e| {
         format!(
             "cannot set up TLS: {}",
             appupdate_model::text::one_line(&appupdate_model::text::error_chain(&e).join(": "))
@@ -80,7 +118,7 @@ fn client(settings: &VerifySettings, host: Option<&str>) -> Result<Plain, String
 async fn send(
     client: &Plain,
     probe: &Probe,
-    settings: &VerifySettings,
+    settings: &ProbeSettings,
     deadline: tokio::time::Instant,
     overall: Duration,
 ) -> Answer {
@@ -109,15 +147,11 @@ async fn send(
 
 /// `GET /<app><path>` to the address, with the route's host and no credentials (but the
 /// proxy's own, when a forwarding proxy needs them).
-fn request(probe: &Probe, settings: &VerifySettings) -> Result<Request<Body>, String> {
-    let mut builder = Request::get(settings.url.with_path(&probe.path)).header(
-        USER_AGENT,
-        concat!(
-            "kubectl-appupdate/",
-            env!("CARGO_PKG_VERSION"),
-            " (verify-url)"
-        ),
-    );
+fn request(probe: &Probe, settings: &ProbeSettings) -> Result<Request<Body>, String> {
+    let user_agent = HeaderValue::from_str(&settings.user_agent)
+        .map_err(|_| "the User-Agent is not a valid header".to_owned())?;
+    let mut builder =
+        Request::get(settings.url.with_path(&probe.path)).header(USER_AGENT, user_agent);
     if let Some(host) = &probe.host {
         let value =
             HeaderValue::from_str(host).map_err(|_| "the host is not a valid Host header")?;
@@ -130,7 +164,7 @@ fn request(probe: &Probe, settings: &VerifySettings) -> Result<Request<Body>, St
             .proxy
             .as_ref()
             .filter(|p| matches!(p.url.scheme.as_str(), "http" | "https"))
-            .and_then(|p| appupdate_kube::proxy_connector::basic_authorization(&p.url))
+            .and_then(|p| crate::proxy_connector::basic_authorization(&p.url))
     {
         builder = builder.header(PROXY_AUTHORIZATION, auth);
     }
@@ -157,7 +191,6 @@ fn reason(e: &hyper_util::client::legacy::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::verify::VerifyUrl;
 
     /// A server that takes connections and requests and never answers.
     async fn silent() -> (std::net::SocketAddr, tokio::task::JoinHandle<()>) {
@@ -172,13 +205,14 @@ mod tests {
         (addr, task)
     }
 
-    fn settings(addr: std::net::SocketAddr, request: u64, overall: u64) -> VerifySettings {
-        VerifySettings {
+    fn settings(addr: std::net::SocketAddr, request: u64, overall: u64) -> ProbeSettings {
+        ProbeSettings {
             url: VerifyUrl::parse(&format!("http://{addr}")).unwrap(),
             ca: None,
             proxy: None,
             request_timeout: Duration::from_millis(request),
             overall: Duration::from_millis(overall),
+            user_agent: "kubectl-appupdate/test (verify-url)".into(),
         }
     }
 
@@ -206,5 +240,17 @@ mod tests {
             answers[CONCURRENCY..],
             vec![out_of_time; 20 - CONCURRENCY][..]
         );
+    }
+
+    #[test]
+    fn a_ca_file_gives_its_certificates_or_says_it_has_none() {
+        let pem = b"-----BEGIN CERTIFICATE-----\nAAEC\n-----END CERTIFICATE-----\nnoise\n-----BEGIN CERTIFICATE-----\nAwQ=\n-----END CERTIFICATE-----\n";
+        assert_eq!(parse_ca(pem).unwrap(), vec![vec![0, 1, 2], vec![3, 4]]);
+        assert!(
+            parse_ca(b"not a certificate")
+                .unwrap_err()
+                .contains("no PEM certificate")
+        );
+        assert!(parse_ca(b"-----BEGIN CERTIFICATE-----\n!!\n-----END CERTIFICATE-----\n").is_err());
     }
 }

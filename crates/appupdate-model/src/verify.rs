@@ -1,6 +1,7 @@
 //! `--verify-url URL`: after the writes, is auth enforced where the routes are served? The
 //! pure part — the address, the requests to send, what each answer means, the lines that say
-//! so. [`crate::verify_send`] sends the requests.
+//! so. The plugin sends the requests over `appupdate_kube::probe` (no credentials, no retries,
+//! a redirect never followed) and hands the answers back here.
 //!
 //! A route style writes what should make the routing layer ask the auth service about every
 //! path with scopes; whether the layer does depends on things the API server does not check (a
@@ -29,7 +30,6 @@
 //! from a redirect elsewhere), a 404 (the route is not served there, so it was not checked), a
 //! 5xx, no answer (refused, a TLS failure, a timeout), or a request the overall bound left
 //! unsent. A failure exits 9.
-#![deny(clippy::print_stdout, clippy::print_stderr)]
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -37,13 +37,10 @@ use std::time::Duration;
 
 use console::Style;
 
-use appupdate_model::plan::Action;
-use appupdate_model::report::{Fate, Line};
-use appupdate_model::text::Untrusted;
-use appupdate_plan::updaters::Plan;
+use crate::plan::{Action, Plan};
+use crate::report::{Fate, Line};
+use crate::text::Untrusted;
 
-/// Requests at once, at most.
-pub const CONCURRENCY: usize = 8;
 /// The bound on each request when `--request-timeout` does not set one.
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 /// The bound on the whole verification (at least one request's bound).
@@ -135,14 +132,18 @@ impl VerifyUrl {
     }
 
     /// `text` as a message may quote it: user information (which may hold a password)
-    /// replaced by `…` ([`appupdate_model::text::without_credentials`], as every URL shown).
+    /// replaced by `…` ([`crate::text::without_credentials`], as every URL shown).
     pub fn redacted(text: &str) -> String {
-        appupdate_model::text::without_credentials(text).into_owned()
+        crate::text::without_credentials(text).into_owned()
     }
 
     /// `host[:port]`, an IPv6 address in brackets.
     pub fn authority(&self) -> String {
-        let host = appupdate_kube::proxy::bracketed(&self.host);
+        let host = if self.host.contains(':') {
+            format!("[{}]", self.host)
+        } else {
+            self.host.clone()
+        };
         match self.port {
             Some(p) => format!("{host}:{p}"),
             None => host,
@@ -165,36 +166,6 @@ impl fmt::Display for VerifyUrl {
     }
 }
 
-/// What the requests need, resolved by `settings`.
-#[derive(Clone, Debug)]
-pub struct VerifySettings {
-    pub url: VerifyUrl,
-    /// `--verify-url-ca`: DER certificates; `None`: the system's trusted roots.
-    pub ca: Option<Vec<Vec<u8>>>,
-    /// The proxy for the address, by the environment's rules.
-    pub proxy: Option<appupdate_kube::proxy::Proxy>,
-    /// The bound on each request.
-    pub request_timeout: Duration,
-    /// The bound on the whole verification: [`OVERALL`], or one request's bound if longer.
-    pub overall: Duration,
-}
-
-/// The CA certificates of `--verify-url-ca`: every `CERTIFICATE` block of a PEM file, as DER.
-pub fn parse_ca(pem: &[u8]) -> Result<Vec<Vec<u8>>, String> {
-    use rustls::pki_types::CertificateDer;
-    use rustls::pki_types::pem::PemObject;
-    let mut certs = Vec::new();
-    for cert in CertificateDer::pem_slice_iter(pem) {
-        let cert =
-            cert.map_err(|e| format!("it is not valid PEM ({})", Untrusted(e.to_string())))?;
-        certs.push(cert.to_vec());
-    }
-    if certs.is_empty() {
-        return Err("it holds no PEM certificate (-----BEGIN CERTIFICATE-----)".into());
-    }
-    Ok(certs)
-}
-
 /// One request: a path with scopes, asked for one host of the routes.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Probe {
@@ -215,7 +186,7 @@ impl Probe {
 /// The requests `--verify-url` sends after `plan` is applied: every path with scopes that the
 /// plan's routes serve afterwards, once per host of the routes (in the order the hosts are
 /// given), paths sorted.
-pub fn probes(plan: &Plan) -> Vec<Probe> {
+pub fn probes<U>(plan: &Plan<U>) -> Vec<Probe> {
     let Some(routes) = &plan.routes else {
         return Vec::new();
     };
@@ -432,9 +403,8 @@ fn shell_word(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use appupdate_model::intent::{AttachmentRecord, RoutesHeader};
-    use appupdate_model::plan::{ObjectChange, RouteInfo, RouteStyle, RoutesPlan};
-    use appupdate_plan::updaters::Planned;
+    use crate::intent::{AttachmentRecord, RoutesHeader};
+    use crate::plan::{ObjectChange, Planned, RouteInfo, RouteStyle, RoutesPlan};
 
     fn url(s: &str) -> VerifyUrl {
         VerifyUrl::parse(s).unwrap()
@@ -489,19 +459,7 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_ca_file_gives_its_certificates_or_says_it_has_none() {
-        let pem = b"-----BEGIN CERTIFICATE-----\nAAEC\n-----END CERTIFICATE-----\nnoise\n-----BEGIN CERTIFICATE-----\nAwQ=\n-----END CERTIFICATE-----\n";
-        assert_eq!(parse_ca(pem).unwrap(), vec![vec![0, 1, 2], vec![3, 4]]);
-        assert!(
-            parse_ca(b"not a certificate")
-                .unwrap_err()
-                .contains("no PEM certificate")
-        );
-        assert!(parse_ca(b"-----BEGIN CERTIFICATE-----\n!!\n-----END CERTIFICATE-----\n").is_err());
-    }
-
-    fn route(name: &str, action: Action, scopes: &[&str], paths: &[&str]) -> Planned {
+    fn route(name: &str, action: Action, scopes: &[&str], paths: &[&str]) -> Planned<()> {
         let mut c = ObjectChange::sample(name, action);
         c.route = Some(RouteInfo {
             style: RouteStyle::Gateway,
@@ -515,18 +473,11 @@ mod tests {
             paths_before: paths.iter().map(|s| s.to_string()).collect(),
             foreign: Vec::new(),
         });
-        // The updater is not looked at: any will do.
-        let updater = appupdate_plan::updaters::AutoscalerUpdater {
-            name: name.into(),
-            update: appupdate_plan::updaters::AutoscalerUpdate::default(),
-        };
-        Planned::new(
-            appupdate_plan::updaters::Updater::Autoscaler(updater),
-            std::sync::Arc::new(c),
-        )
+        // The updater is not looked at: none will do.
+        Planned::new((), std::sync::Arc::new(c))
     }
 
-    fn plan(hosts: &[&str], objects: Vec<Planned>) -> Plan {
+    fn plan(hosts: &[&str], objects: Vec<Planned<()>>) -> Plan<()> {
         let mut plan = Plan::new("web".into(), "shop".into(), "ctx".into(), objects);
         plan.routes = Some(RoutesPlan {
             style: RouteStyle::Gateway,

@@ -1,0 +1,268 @@
+//! `--wait` for the Deployment: where its rollout stands, as `kubectl rollout status` sees it
+//! ([`rollout_state`]) — a pure function of the live object, as
+//! [`crate::route_status::route_state`] is for a route. The controller has observed the current
+//! generation, no Progressing condition says `ProgressDeadlineExceeded`, every desired replica
+//! is updated, no old replica is left, and every updated replica is available. The plugin's
+//! `wait` does the watching and calls [`rollout_state`] on every version of the Deployment it
+//! sees.
+
+use std::fmt;
+
+use serde_json::Value;
+
+/// Where a rollout stands, as `kubectl rollout status` sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RolloutState {
+    /// The controller has not yet observed the latest spec.
+    NotObserved { generation: i64, observed: i64 },
+    /// Fewer updated replicas than desired.
+    Updating { updated: i64, desired: i64 },
+    /// Old replicas are still running.
+    OldPending {
+        old: i64,
+        updated: i64,
+        desired: i64,
+    },
+    /// Updated replicas are not all available yet.
+    Unavailable { available: i64, updated: i64 },
+    /// Done: every replica updated and available.
+    Complete { replicas: i64 },
+    /// Progressing=False with reason ProgressDeadlineExceeded.
+    DeadlineExceeded { message: String },
+}
+
+impl RolloutState {
+    pub fn is_complete(&self) -> bool {
+        matches!(self, RolloutState::Complete { .. })
+    }
+
+    /// (done, total) for a progress bar: updated replicas of the desired count.
+    pub fn progress(&self) -> Option<(u64, u64)> {
+        let clamp = |v: i64| u64::try_from(v.max(0)).unwrap_or(0);
+        match *self {
+            RolloutState::Updating { updated, desired }
+            | RolloutState::OldPending {
+                updated, desired, ..
+            } => Some((clamp(updated.min(desired)), clamp(desired))),
+            RolloutState::Unavailable { available, updated } => {
+                Some((clamp(available.min(updated)), clamp(updated)))
+            }
+            RolloutState::Complete { replicas } => Some((clamp(replicas), clamp(replicas))),
+            RolloutState::NotObserved { .. } | RolloutState::DeadlineExceeded { .. } => None,
+        }
+    }
+}
+
+impl fmt::Display for RolloutState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let plural = |n: i64| if n == 1 { "" } else { "s" };
+        match self {
+            RolloutState::NotObserved {
+                generation,
+                observed,
+            } => write!(
+                f,
+                "waiting for the controller to observe generation {generation} (observed {observed})"
+            ),
+            RolloutState::Updating { updated, desired } => write!(
+                f,
+                "{updated} of {desired} new replica{} updated",
+                plural(*desired)
+            ),
+            RolloutState::OldPending { old, .. } => {
+                write!(f, "{old} old replica{} pending termination", plural(*old))
+            }
+            RolloutState::Unavailable { available, updated } => write!(
+                f,
+                "{available} of {updated} updated replica{} available",
+                plural(*updated)
+            ),
+            RolloutState::Complete { replicas } => write!(
+                f,
+                "successfully rolled out ({replicas} replica{} updated and available)",
+                plural(*replicas)
+            ),
+            RolloutState::DeadlineExceeded { message } => {
+                write!(f, "exceeded its progress deadline")?;
+                if !message.is_empty() {
+                    write!(f, " ({message})")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+fn int(obj: &Value, pointer: &str) -> Option<i64> {
+    obj.pointer(pointer).and_then(Value::as_i64)
+}
+
+/// kubectl's `DeploymentStatusViewer.Status`, over the raw object.
+pub fn rollout_state(deployment: &Value) -> RolloutState {
+    let generation = int(deployment, "/metadata/generation").unwrap_or(0);
+    let observed = int(deployment, "/status/observedGeneration").unwrap_or(0);
+    if generation > observed {
+        return RolloutState::NotObserved {
+            generation,
+            observed,
+        };
+    }
+    let progressing = deployment
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .and_then(|cs| {
+            cs.iter()
+                .find(|c| c.get("type").and_then(Value::as_str) == Some("Progressing"))
+        });
+    if let Some(c) = progressing
+        && c.get("reason").and_then(Value::as_str) == Some("ProgressDeadlineExceeded")
+    {
+        let message = c
+            .get("message")
+            .and_then(Value::as_str)
+            .map(crate::text::one_line)
+            .unwrap_or_default();
+        return RolloutState::DeadlineExceeded { message };
+    }
+    // An absent spec.replicas defaults to 1 on the server; kubectl skips the check without it.
+    let desired = int(deployment, "/spec/replicas");
+    let replicas = int(deployment, "/status/replicas").unwrap_or(0);
+    let updated = int(deployment, "/status/updatedReplicas").unwrap_or(0);
+    let available = int(deployment, "/status/availableReplicas").unwrap_or(0);
+    if let Some(desired) = desired
+        && updated < desired
+    {
+        return RolloutState::Updating { updated, desired };
+    }
+    if replicas > updated {
+        return RolloutState::OldPending {
+            old: replicas - updated,
+            updated,
+            desired: desired.unwrap_or(updated),
+        };
+    }
+    if available < updated {
+        return RolloutState::Unavailable { available, updated };
+    }
+    RolloutState::Complete { replicas: updated }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn deployment(generation: i64, replicas: i64, status: Value) -> Value {
+        json!({
+            "metadata": {"name": "web", "generation": generation},
+            "spec": {"replicas": replicas},
+            "status": status,
+        })
+    }
+
+    #[test]
+    fn an_unobserved_generation_is_not_done_even_when_replicas_look_complete() {
+        let d = deployment(
+            3,
+            2,
+            json!({"observedGeneration": 2, "replicas": 2, "updatedReplicas": 2, "availableReplicas": 2}),
+        );
+        assert_eq!(
+            rollout_state(&d),
+            RolloutState::NotObserved {
+                generation: 3,
+                observed: 2
+            }
+        );
+    }
+
+    #[test]
+    fn the_checks_come_in_kubectls_order() {
+        let st = |s: Value| rollout_state(&deployment(2, 3, s));
+        assert_eq!(
+            st(
+                json!({"observedGeneration": 2, "replicas": 4, "updatedReplicas": 1, "availableReplicas": 3})
+            ),
+            RolloutState::Updating {
+                updated: 1,
+                desired: 3
+            }
+        );
+        assert_eq!(
+            st(
+                json!({"observedGeneration": 2, "replicas": 4, "updatedReplicas": 3, "availableReplicas": 3})
+            ),
+            RolloutState::OldPending {
+                old: 1,
+                updated: 3,
+                desired: 3
+            }
+        );
+        assert_eq!(
+            st(
+                json!({"observedGeneration": 2, "replicas": 3, "updatedReplicas": 3, "availableReplicas": 2})
+            ),
+            RolloutState::Unavailable {
+                available: 2,
+                updated: 3
+            }
+        );
+        assert_eq!(
+            st(
+                json!({"observedGeneration": 2, "replicas": 3, "updatedReplicas": 3, "availableReplicas": 3})
+            ),
+            RolloutState::Complete { replicas: 3 }
+        );
+    }
+
+    #[test]
+    fn progress_deadline_exceeded_is_a_failure_once_observed() {
+        let cond = json!([{"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded",
+                           "message": "ReplicaSet \"web-1\" has timed out progressing."}]);
+        let d = deployment(
+            2,
+            2,
+            json!({"observedGeneration": 2, "replicas": 3, "updatedReplicas": 1, "conditions": cond}),
+        );
+        let state = rollout_state(&d);
+        assert_eq!(
+            state.to_string(),
+            "exceeded its progress deadline (ReplicaSet \"web-1\" has timed out progressing.)"
+        );
+        // A deadline from the previous generation does not count before the new one is seen.
+        let d = deployment(
+            3,
+            2,
+            json!({"observedGeneration": 2, "replicas": 3, "updatedReplicas": 1, "conditions": cond}),
+        );
+        assert!(matches!(
+            rollout_state(&d),
+            RolloutState::NotObserved { .. }
+        ));
+    }
+
+    #[test]
+    fn states_read_as_sentences() {
+        assert_eq!(
+            RolloutState::Updating {
+                updated: 1,
+                desired: 2
+            }
+            .to_string(),
+            "1 of 2 new replicas updated"
+        );
+        assert_eq!(
+            RolloutState::OldPending {
+                old: 1,
+                updated: 2,
+                desired: 2
+            }
+            .to_string(),
+            "1 old replica pending termination"
+        );
+        assert_eq!(
+            RolloutState::Complete { replicas: 1 }.to_string(),
+            "successfully rolled out (1 replica updated and available)"
+        );
+    }
+}
