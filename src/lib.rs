@@ -77,7 +77,7 @@ fn run_to_end(args: Vec<OsString>, env: &Environment) -> (Ending, Streams) {
             return (Ending::Failed(e.into()), streams);
         }
     };
-    let streams = streams_before_flags(cli.update.color);
+    let streams = streams_before_flags(cli.update.run.color);
     let settings = match cli.command {
         Some(Command::Completion { shell }) => {
             return (completion_script(shell, &streams), streams);
@@ -100,7 +100,7 @@ fn run_to_end(args: Vec<OsString>, env: &Environment) -> (Ending, Streams) {
             };
         }
         Some(Command::Apply(args)) => {
-            let streams = streams_before_flags(args.color);
+            let streams = streams_before_flags(args.run.color);
             match Settings::resolve_apply(*args, cli.update.cluster, env, &RealFiles) {
                 Ok(s) => s,
                 Err(e) => return (Ending::Failed(e.into()), streams),

@@ -799,7 +799,7 @@ impl Settings {
             )));
         }
         let cluster = resolve_cluster(args.cluster, env)?;
-        let fleet = FleetSettings::resolve(args.fleet, &cluster, 0)?;
+        let fleet = FleetSettings::resolve(args.run.fleet, &cluster, 0)?;
         if fleet.as_ref().is_some_and(|f| f.bake.is_some()) && !args.wait {
             return Err(SettingsError::Invalid(
                 "--bake watches each wave after its rollout: add --wait".into(),
@@ -897,16 +897,16 @@ impl Settings {
             app,
             mode,
             cluster,
-            yes: args.yes,
-            output: args.output,
-            color: decide_color(args.color, env, env.stdout_is_terminal),
-            color_stderr: decide_color(args.color, env, env.stderr_is_terminal),
-            retries: args.retries,
+            yes: args.run.yes,
+            output: args.run.output,
+            color: decide_color(args.run.color, env, env.stdout_is_terminal),
+            color_stderr: decide_color(args.run.color, env, env.stderr_is_terminal),
+            retries: args.run.retries,
             wait_timeout: args.timeout,
-            verbose: args.verbose,
+            verbose: args.run.verbose,
             can_prompt: env.can_prompt,
             stderr_is_terminal: env.stderr_is_terminal,
-            history_max: args.history_max,
+            history_max: args.run.history_max,
             history_key: history_key(args.history_key.history_key, env, files)?,
             fleet,
         })
@@ -956,8 +956,8 @@ impl Settings {
         }
         approved(&name, &file, &app, &args.app, &args.checksum)?;
         let cluster = resolve_cluster(cluster, env)?;
-        let waves_given = !args.fleet.wave.is_empty();
-        let mut fleet = FleetSettings::resolve(args.fleet, &cluster, file.clusters.len())?;
+        let waves_given = !args.run.fleet.wave.is_empty();
+        let mut fleet = FleetSettings::resolve(args.run.fleet, &cluster, file.clusters.len())?;
         if fleet.as_ref().is_some_and(|f| f.bake.is_some()) {
             return Err(SettingsError::Invalid(
                 "--bake watches each wave after its rollout, which apply FILE does not follow: apply without --bake".into(),
@@ -988,16 +988,16 @@ impl Settings {
                 stop_after_wave: args.stop_after_wave.map(|n| n as usize),
             },
             cluster,
-            yes: args.yes,
-            output: args.output,
-            color: decide_color(args.color, env, env.stdout_is_terminal),
-            color_stderr: decide_color(args.color, env, env.stderr_is_terminal),
-            retries: args.retries,
+            yes: args.run.yes,
+            output: args.run.output,
+            color: decide_color(args.run.color, env, env.stdout_is_terminal),
+            color_stderr: decide_color(args.run.color, env, env.stderr_is_terminal),
+            retries: args.run.retries,
             wait_timeout: args.timeout,
-            verbose: args.verbose,
+            verbose: args.run.verbose,
             can_prompt: env.can_prompt,
             stderr_is_terminal: env.stderr_is_terminal,
-            history_max: args.history_max,
+            history_max: args.run.history_max,
             history_key: history_key(args.history_key.history_key, env, files)?,
             fleet,
         })
