@@ -972,7 +972,7 @@ impl Settings {
         {
             f.waves = file.waves.iter().cloned().map(WaveSpec::Named).collect();
         }
-        if args.stop_after_wave.is_some() && !fleet.as_ref().is_some_and(|f| !f.waves.is_empty()) {
+        if args.stop_after_wave.is_some() && fleet.as_ref().is_none_or(|f| f.waves.is_empty()) {
             return Err(SettingsError::Invalid(
                 "--stop-after-wave applies to a plan of several clusters in waves: make it with --wave, or give --wave here".into(),
             ));
