@@ -395,20 +395,6 @@ impl Preflighted {
     }
 }
 
-/// Applies `plan`: [`preflight`], then [`write`]. Never panics; every object ends with an
-/// [`Outcome`].
-pub async fn apply(
-    cluster: &Cluster,
-    plan: &Plan,
-    opts: ApplyOptions,
-    interrupt: &InterruptFlag,
-) -> Report {
-    match preflight(cluster, plan, opts, interrupt).await {
-        Ok(ready) => write(cluster, plan, ready, opts, interrupt).await,
-        Err(refused) => refused,
-    }
-}
-
 /// Sends every change once with `dryRun=All`, all at once: `Ok` when the server would take
 /// them all, `Err` with the report (nothing written) when it refuses one, the guard trips on
 /// one, or a signal came.

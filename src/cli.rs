@@ -129,7 +129,7 @@ pub struct ApplyArgs {
     pub history_key: HistoryKeyArgs,
 
     #[command(flatten)]
-    pub fleet: FleetArgs,
+    pub run: RunArgs,
 
     /// Apply the waves up to this one (from 1) and stop; applying the same file again carries
     /// on with the clusters it has not applied yet.
@@ -141,32 +141,6 @@ pub struct ApplyArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "5m",
           help_heading = "Fleet")]
     pub timeout: Duration,
-
-    /// Apply without asking for confirmation.
-    #[arg(short = 'y', long, help_heading = "Behaviour")]
-    pub yes: bool,
-
-    /// Attempts per write when the server reports a conflict (re-read, re-check, retry).
-    #[arg(long, value_name = "N", default_value_t = 5,
-          value_parser = clap::value_parser!(u32).range(1..=100), help_heading = "Behaviour")]
-    pub retries: u32,
-
-    /// Records kept in the application's history (0: record nothing).
-    #[arg(long, value_name = "N", default_value_t = appupdate_plan::history::DEFAULT_MAX,
-          value_parser = clap::value_parser!(u32).range(0..=100), help_heading = "Behaviour")]
-    pub history_max: u32,
-
-    /// Output format of the plan.
-    #[arg(short = 'o', long, value_enum, default_value_t = OutputFormat::Diff, help_heading = "Output")]
-    pub output: OutputFormat,
-
-    /// When to colour the output.
-    #[arg(long, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN", help_heading = "Output")]
-    pub color: ColorChoice,
-
-    /// More detail on stderr (requests and retries); never prints credentials.
-    #[arg(short = 'v', long, action = clap::ArgAction::Count, help_heading = "Output")]
-    pub verbose: u8,
 }
 
 pub const APPLY_AFTER_HELP: &str = "\
@@ -426,11 +400,7 @@ pub struct UpdateArgs {
     pub cluster: ClusterArgs,
 
     #[command(flatten)]
-    pub fleet: FleetArgs,
-
-    /// Apply without asking for confirmation.
-    #[arg(short = 'y', long, help_heading = "Behaviour")]
-    pub yes: bool,
+    pub run: RunArgs,
 
     /// Show the plan and stop; nothing is sent to the cluster but reads.
     #[arg(long, help_heading = "Behaviour")]
@@ -450,27 +420,9 @@ pub struct UpdateArgs {
     )]
     pub sign_key: Option<PathBuf>,
 
-    /// Records kept in the application's history (0: record nothing).
-    #[arg(long, value_name = "N", default_value_t = appupdate_plan::history::DEFAULT_MAX,
-          value_parser = clap::value_parser!(u32).range(0..=100), help_heading = "Behaviour")]
-    pub history_max: u32,
-
     /// With --dry-run: exit 0 when there is nothing to change, 2 when there are changes.
     #[arg(long, requires = "dry_run", help_heading = "Behaviour")]
     pub detailed_exitcode: bool,
-
-    /// Output format of the plan.
-    #[arg(short = 'o', long, value_enum, default_value_t = OutputFormat::Diff, help_heading = "Output")]
-    pub output: OutputFormat,
-
-    /// When to colour the output.
-    #[arg(long, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN", help_heading = "Output")]
-    pub color: ColorChoice,
-
-    /// Attempts per write when the server reports a conflict (re-read, re-check, retry).
-    #[arg(long, value_name = "N", default_value_t = 5,
-          value_parser = clap::value_parser!(u32).range(1..=100), help_heading = "Behaviour")]
-    pub retries: u32,
 
     /// After the writes, wait for the Deployment rollout (with --image) and for each route
     /// written to be taken up: an HTTPRoute accepted with its references resolved by every
@@ -482,6 +434,36 @@ pub struct UpdateArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "5m",
           help_heading = "Behaviour")]
     pub timeout: Duration,
+}
+
+/// The flags an update (or undo) and `apply FILE` both take, declared once. `--timeout` is
+/// not one of them: its help says what it bounds in each (`--wait` here, `--canary` there).
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub fleet: FleetArgs,
+
+    /// Apply without asking for confirmation.
+    #[arg(short = 'y', long, help_heading = "Behaviour")]
+    pub yes: bool,
+
+    /// Attempts per write when the server reports a conflict (re-read, re-check, retry).
+    #[arg(long, value_name = "N", default_value_t = 5,
+          value_parser = clap::value_parser!(u32).range(1..=100), help_heading = "Behaviour")]
+    pub retries: u32,
+
+    /// Records kept in the application's history (0: record nothing).
+    #[arg(long, value_name = "N", default_value_t = appupdate_plan::history::DEFAULT_MAX,
+          value_parser = clap::value_parser!(u32).range(0..=100), help_heading = "Behaviour")]
+    pub history_max: u32,
+
+    /// Output format of the plan.
+    #[arg(short = 'o', long, value_enum, default_value_t = OutputFormat::Diff, help_heading = "Output")]
+    pub output: OutputFormat,
+
+    /// When to colour the output.
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN", help_heading = "Output")]
+    pub color: ColorChoice,
 
     /// More detail on stderr (requests and retries); never prints credentials.
     #[arg(short = 'v', long, action = clap::ArgAction::Count, help_heading = "Output")]

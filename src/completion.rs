@@ -4,8 +4,8 @@
 //! `kubectl_complete-appupdate` from `PATH` with the words typed after `appupdate` (the last one
 //! being the word under the cursor, possibly empty), and reads Cobra's `__complete` protocol
 //! back: one candidate per line (`value<TAB>description`), then `:<directive>`. The helper we
-//! ship ([`HELPER_SCRIPT`]) is a two-line script that runs `kubectl-appupdate __complete …`;
-//! this module answers that hidden entry point with clap_complete's completion engine over the
+//! ship (`scripts/kubectl_complete-appupdate`) is a two-line script that runs
+//! `kubectl-appupdate __complete …`; this module answers that hidden entry point with clap_complete's completion engine over the
 //! real flag definitions, so the candidates can never drift from the parser.
 //!
 //! Values come from the flag definitions (`--color`, `-o`), the kubeconfig (contexts, clusters
@@ -29,9 +29,6 @@ use appupdate_model::text;
 
 /// The hidden first argument that selects completion mode.
 pub const ENTRY: &str = "__complete";
-
-/// The `kubectl_complete-appupdate` helper, shipped in the release archive.
-pub const HELPER_SCRIPT: &str = include_str!("../scripts/kubectl_complete-appupdate");
 
 /// Cobra's `ShellCompDirective` bits.
 pub mod directive {

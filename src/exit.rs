@@ -34,9 +34,17 @@ pub enum ExitCode {
     AuthNotEnforced = 9,
     /// A run that failed after writing and then put its own changes back: the application is
     /// as it was before the run. Allocated for `--undo-on-failure`; no run ends with it yet.
+    #[expect(
+        dead_code,
+        reason = "allocated for --undo-on-failure; no run ends with it yet"
+    )]
     PutBack = 10,
     /// A run that failed after writing and could not put all of its changes back. Allocated
     /// for `--undo-on-failure`; no run ends with it yet.
+    #[expect(
+        dead_code,
+        reason = "allocated for --undo-on-failure; no run ends with it yet"
+    )]
     NotPutBack = 11,
     /// Interrupted by SIGINT (Ctrl-C).
     Interrupted = 130,

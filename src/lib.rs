@@ -16,26 +16,26 @@
 //! each of the run's outward choices: [`streams`] which stream every line goes to, [`exit`] the
 //! exit code of every way a run can end ([`error`] holds the failures). [`completion`] answers
 //! kubectl's plugin completion (`kubectl_complete-appupdate`) from the same flag definitions.
-pub mod apply;
+pub(crate) mod apply;
 pub mod cli;
-pub mod completion;
-pub mod confirm;
-pub mod error;
-pub mod exit;
-pub mod fleet;
-pub mod fleet_progress;
-pub mod history_store;
-pub mod live_state;
-pub mod plan_sources;
-pub mod planning;
-pub mod run;
+pub(crate) mod completion;
+pub(crate) mod confirm;
+pub(crate) mod error;
+pub(crate) mod exit;
+pub(crate) mod fleet;
+pub(crate) mod fleet_progress;
+pub(crate) mod history_store;
+pub(crate) mod live_state;
+pub(crate) mod plan_sources;
+pub(crate) mod planning;
+pub(crate) mod run;
 pub mod settings;
-pub mod signals;
-pub mod streams;
+pub(crate) mod signals;
+pub(crate) mod streams;
 pub(crate) mod telling;
-pub mod terminal;
-pub mod wait;
-pub mod writing;
+pub(crate) mod terminal;
+pub(crate) mod wait;
+pub(crate) mod writing;
 
 use std::ffi::OsString;
 
@@ -77,7 +77,7 @@ fn run_to_end(args: Vec<OsString>, env: &Environment) -> (Ending, Streams) {
             return (Ending::Failed(e.into()), streams);
         }
     };
-    let streams = streams_before_flags(cli.update.color);
+    let streams = streams_before_flags(cli.update.run.color);
     let settings = match cli.command {
         Some(Command::Completion { shell }) => {
             return (completion_script(shell, &streams), streams);
@@ -100,7 +100,7 @@ fn run_to_end(args: Vec<OsString>, env: &Environment) -> (Ending, Streams) {
             };
         }
         Some(Command::Apply(args)) => {
-            let streams = streams_before_flags(args.color);
+            let streams = streams_before_flags(args.run.color);
             match Settings::resolve_apply(*args, cli.update.cluster, env, &RealFiles) {
                 Ok(s) => s,
                 Err(e) => return (Ending::Failed(e.into()), streams),

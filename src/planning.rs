@@ -133,7 +133,7 @@ pub(crate) async fn plan_all(
             canary: fleet.canary.clone(),
             waves,
             max_failed: fleet.max_failed,
-            stop_after: fleet.stop_after_wave,
+            stop_after: settings.stop_after_wave(),
         },
         contexts: names,
         members: Vec::new(),
@@ -319,7 +319,7 @@ async fn plan_one(
     let target = match &settings.mode {
         Mode::Update { changes, .. } => Target::Change(changes),
         Mode::Undo { request, .. } => Target::Undo(request),
-        Mode::Apply(saved) => {
+        Mode::Apply { saved, .. } => {
             let named = context.or(settings.cluster.context.as_deref());
             Target::Saved {
                 checksum: &saved.file.checksum,

@@ -111,7 +111,7 @@ impl<T: Telling> Run<'_, T> {
             return ending;
         }
         let has_changes = planned.has_changes();
-        let changes_pending = settings.detailed_exitcode && has_changes;
+        let changes_pending = settings.detailed_exitcode() && has_changes;
         if let Some(save) = settings.save() {
             return match self.save_plans(save, planned) {
                 Ok(()) => telling.stop(streams, planned, changes_pending),
@@ -119,7 +119,7 @@ impl<T: Telling> Run<'_, T> {
             };
         }
         // Nothing to write and nothing to follow, or a dry run: the plan was the run.
-        if settings.dry_run || (!has_changes && !settings.wait && settings.verify.is_none()) {
+        if settings.dry_run() || (!has_changes && !settings.wait() && settings.verify().is_none()) {
             return telling.stop(streams, planned, changes_pending);
         }
         // Nobody reads the diff under --yes: a removal it shows of what a route carried and its

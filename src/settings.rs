@@ -222,8 +222,6 @@ pub struct FleetSettings {
     pub max_failed: usize,
     /// `--bake`: how long each wave but the last is watched before the next starts.
     pub bake: Option<Duration>,
-    /// `apply FILE --stop-after-wave N`: the last wave to apply in this run.
-    pub stop_after_wave: Option<usize>,
     pub stop_on_failure: bool,
     pub skip_unreachable: bool,
 }
@@ -275,7 +273,6 @@ impl FleetSettings {
             waves: Vec::new(),
             max_failed: 0,
             bake: None,
-            stop_after_wave: None,
             stop_on_failure: true,
             skip_unreachable: false,
         }
@@ -341,7 +338,6 @@ impl FleetSettings {
             waves,
             max_failed: args.max_failed.map_or(0, |n| n as usize),
             bake: args.bake.filter(|d| !d.is_zero()),
-            stop_after_wave: None,
             stop_on_failure: args.stop_on_failure.unwrap_or(stop_default),
             skip_unreachable: args.skip_unreachable,
         }))
@@ -386,15 +382,13 @@ pub struct Settings {
     pub mode: Mode,
     pub cluster: ClusterSelection,
     pub yes: bool,
-    pub dry_run: bool,
-    pub detailed_exitcode: bool,
     pub output: OutputFormat,
     /// Colour on stdout.
     pub color: bool,
     /// Colour on stderr (prompts, progress).
     pub color_stderr: bool,
     pub retries: u32,
-    pub wait: bool,
+    /// `--timeout`: how long `--wait` and a canary follow a rollout and routes (zero: no bound).
     pub wait_timeout: Duration,
     pub verbose: u8,
     pub can_prompt: bool,
@@ -406,9 +400,6 @@ pub struct Settings {
     pub history_key: Option<PlanKey>,
     /// A run over several clusters.
     pub fleet: Option<FleetSettings>,
-    /// `--verify-url`: after the writes, check that the paths with scopes refuse a request
-    /// without a token.
-    pub verify: Option<ProbeSettings>,
 }
 
 /// What a run does. `history NAME` is a command of its own ([`HistorySettings`]).
@@ -419,14 +410,35 @@ pub enum Mode {
         changes: Box<Changes>,
         /// `--plan-out`: save the plan instead of applying it.
         save: Option<SavePlan>,
+        writes: WriteFlags,
     },
     /// Plan the inverse of a history record (`--undo`, `--to-revision`).
     Undo {
         request: UndoRequest,
         save: Option<SavePlan>,
+        writes: WriteFlags,
     },
     /// Apply a saved plan (`apply FILE`): the plan's own changes, re-checked under the guard.
-    Apply(SavedInput),
+    Apply {
+        saved: SavedInput,
+        /// `--stop-after-wave N`: the last wave to apply in this run (only with waves).
+        stop_after_wave: Option<usize>,
+    },
+}
+
+/// How a run planned from the flags (an update or an undo) goes on from its plan. A saved
+/// plan is applied as approved: none of these is a flag of `apply FILE`.
+#[derive(Clone, Debug, Default)]
+pub struct WriteFlags {
+    /// `--dry-run`: the plan, checked by the server, is the run.
+    pub dry_run: bool,
+    /// `--detailed-exitcode`: a plan with changes ends with its own exit code.
+    pub detailed_exitcode: bool,
+    /// `--wait`: after the writes, follow the rollout and the routes.
+    pub wait: bool,
+    /// `--verify-url`: after the writes, check that the paths with scopes refuse a request
+    /// without a token.
+    pub verify: Option<ProbeSettings>,
 }
 
 /// The changes asked for by flags.
@@ -460,7 +472,45 @@ impl Settings {
     pub fn save(&self) -> Option<&SavePlan> {
         match &self.mode {
             Mode::Update { save, .. } | Mode::Undo { save, .. } => save.as_ref(),
-            Mode::Apply(_) => None,
+            Mode::Apply { .. } => None,
+        }
+    }
+
+    /// What an update or an undo does after its plan; `None` for a saved plan.
+    fn writes(&self) -> Option<&WriteFlags> {
+        match &self.mode {
+            Mode::Update { writes, .. } | Mode::Undo { writes, .. } => Some(writes),
+            Mode::Apply { .. } => None,
+        }
+    }
+
+    /// `--dry-run`.
+    pub fn dry_run(&self) -> bool {
+        self.writes().is_some_and(|w| w.dry_run)
+    }
+
+    /// `--detailed-exitcode`.
+    pub fn detailed_exitcode(&self) -> bool {
+        self.writes().is_some_and(|w| w.detailed_exitcode)
+    }
+
+    /// `--wait`.
+    pub fn wait(&self) -> bool {
+        self.writes().is_some_and(|w| w.wait)
+    }
+
+    /// `--verify-url`, resolved.
+    pub fn verify(&self) -> Option<&ProbeSettings> {
+        self.writes().and_then(|w| w.verify.as_ref())
+    }
+
+    /// `apply FILE --stop-after-wave N`.
+    pub fn stop_after_wave(&self) -> Option<usize> {
+        match &self.mode {
+            Mode::Apply {
+                stop_after_wave, ..
+            } => *stop_after_wave,
+            _ => None,
         }
     }
 
@@ -475,7 +525,7 @@ impl Settings {
     /// The saved plan to apply.
     pub fn saved(&self) -> Option<&SavedInput> {
         match &self.mode {
-            Mode::Apply(saved) => Some(saved),
+            Mode::Apply { saved, .. } => Some(saved),
             _ => None,
         }
     }
@@ -749,7 +799,7 @@ impl Settings {
             )));
         }
         let cluster = resolve_cluster(args.cluster, env)?;
-        let fleet = FleetSettings::resolve(args.fleet, &cluster, 0)?;
+        let fleet = FleetSettings::resolve(args.run.fleet, &cluster, 0)?;
         if fleet.as_ref().is_some_and(|f| f.bake.is_some()) && !args.wait {
             return Err(SettingsError::Invalid(
                 "--bake watches each wave after its rollout: add --wait".into(),
@@ -805,6 +855,12 @@ impl Settings {
                 Untrusted(id)
             )));
         }
+        let writes = WriteFlags {
+            dry_run: args.dry_run,
+            detailed_exitcode: args.detailed_exitcode,
+            wait: args.wait,
+            verify,
+        };
         // clap keeps --undo and --to-revision apart from every change flag.
         let mode = if args.undo || args.to_revision.is_some() {
             Mode::Undo {
@@ -819,6 +875,7 @@ impl Settings {
                         .collect(),
                 },
                 save,
+                writes,
             }
         } else {
             Mode::Update {
@@ -833,28 +890,25 @@ impl Settings {
                     routes,
                 }),
                 save,
+                writes,
             }
         };
         Ok(Settings {
             app,
             mode,
             cluster,
-            yes: args.yes,
-            dry_run: args.dry_run,
-            detailed_exitcode: args.detailed_exitcode,
-            output: args.output,
-            color: decide_color(args.color, env, env.stdout_is_terminal),
-            color_stderr: decide_color(args.color, env, env.stderr_is_terminal),
-            retries: args.retries,
-            wait: args.wait,
+            yes: args.run.yes,
+            output: args.run.output,
+            color: decide_color(args.run.color, env, env.stdout_is_terminal),
+            color_stderr: decide_color(args.run.color, env, env.stderr_is_terminal),
+            retries: args.run.retries,
             wait_timeout: args.timeout,
-            verbose: args.verbose,
+            verbose: args.run.verbose,
             can_prompt: env.can_prompt,
             stderr_is_terminal: env.stderr_is_terminal,
-            history_max: args.history_max,
+            history_max: args.run.history_max,
             history_key: history_key(args.history_key.history_key, env, files)?,
             fleet,
-            verify,
         })
     }
 
@@ -902,8 +956,8 @@ impl Settings {
         }
         approved(&name, &file, &app, &args.app, &args.checksum)?;
         let cluster = resolve_cluster(cluster, env)?;
-        let waves_given = !args.fleet.wave.is_empty();
-        let mut fleet = FleetSettings::resolve(args.fleet, &cluster, file.clusters.len())?;
+        let waves_given = !args.run.fleet.wave.is_empty();
+        let mut fleet = FleetSettings::resolve(args.run.fleet, &cluster, file.clusters.len())?;
         if fleet.as_ref().is_some_and(|f| f.bake.is_some()) {
             return Err(SettingsError::Invalid(
                 "--bake watches each wave after its rollout, which apply FILE does not follow: apply without --bake".into(),
@@ -918,40 +972,34 @@ impl Settings {
         {
             f.waves = file.waves.iter().cloned().map(WaveSpec::Named).collect();
         }
-        if let Some(n) = args.stop_after_wave {
-            match fleet.as_mut().filter(|f| !f.waves.is_empty()) {
-                Some(f) => f.stop_after_wave = Some(n as usize),
-                None => {
-                    return Err(SettingsError::Invalid(
-                        "--stop-after-wave applies to a plan of several clusters in waves: make it with --wave, or give --wave here".into(),
-                    ));
-                }
-            }
+        if args.stop_after_wave.is_some() && fleet.as_ref().is_none_or(|f| f.waves.is_empty()) {
+            return Err(SettingsError::Invalid(
+                "--stop-after-wave applies to a plan of several clusters in waves: make it with --wave, or give --wave here".into(),
+            ));
         }
         Ok(Settings {
             app,
-            mode: Mode::Apply(SavedInput {
-                name,
-                file,
-                max_age: args.max_plan_age.filter(|d| !d.is_zero()),
-            }),
+            mode: Mode::Apply {
+                saved: SavedInput {
+                    name,
+                    file,
+                    max_age: args.max_plan_age.filter(|d| !d.is_zero()),
+                },
+                stop_after_wave: args.stop_after_wave.map(|n| n as usize),
+            },
             cluster,
-            yes: args.yes,
-            dry_run: false,
-            detailed_exitcode: false,
-            output: args.output,
-            color: decide_color(args.color, env, env.stdout_is_terminal),
-            color_stderr: decide_color(args.color, env, env.stderr_is_terminal),
-            retries: args.retries,
-            wait: false,
+            yes: args.run.yes,
+            output: args.run.output,
+            color: decide_color(args.run.color, env, env.stdout_is_terminal),
+            color_stderr: decide_color(args.run.color, env, env.stderr_is_terminal),
+            retries: args.run.retries,
             wait_timeout: args.timeout,
-            verbose: args.verbose,
+            verbose: args.run.verbose,
             can_prompt: env.can_prompt,
             stderr_is_terminal: env.stderr_is_terminal,
-            history_max: args.history_max,
+            history_max: args.run.history_max,
             history_key: history_key(args.history_key.history_key, env, files)?,
             fleet,
-            verify: None,
         })
     }
 }
@@ -1087,7 +1135,7 @@ mod tests {
         let env = Environment::default();
         let update = resolve(&["web", "--image", "r/web:2", "--plan-out", "p.json"], &env).unwrap();
         match &update.mode {
-            Mode::Update { changes, save } => {
+            Mode::Update { changes, save, .. } => {
                 assert_eq!(changes.container_update.image.as_deref(), Some("r/web:2"));
                 assert_eq!(save.as_ref().map(|s| s.path.clone()), Some("p.json".into()));
             }
@@ -1096,7 +1144,7 @@ mod tests {
         assert!(update.changes_image() && update.undo().is_none() && update.saved().is_none());
         let undo = resolve(&["web", "--to-revision", "3"], &env).unwrap();
         match &undo.mode {
-            Mode::Undo { request, save } => {
+            Mode::Undo { request, save, .. } => {
                 assert_eq!(request.revision, Some(3));
                 assert!(save.is_none());
             }
@@ -1297,7 +1345,7 @@ mod tests {
             &env,
         )
         .unwrap();
-        let v = s.verify.unwrap();
+        let v = s.verify().unwrap();
         assert_eq!(v.url.to_string(), "https://gw:8443");
         assert_eq!(v.ca, Some(vec![vec![0, 1, 2]]));
         assert_eq!(v.request_timeout, Duration::from_secs(2));
@@ -1305,13 +1353,14 @@ mod tests {
         assert_eq!(v.proxy, None);
         let v = verifying(&["--verify-url", "http://gw"], &env)
             .unwrap()
-            .verify
+            .verify()
+            .cloned()
             .unwrap();
         assert_eq!(
             v.request_timeout,
             appupdate_model::verify::DEFAULT_REQUEST_TIMEOUT
         );
-        assert!(verifying(&[], &env).unwrap().verify.is_none());
+        assert!(verifying(&[], &env).unwrap().verify().is_none());
     }
 
     #[test]
@@ -1327,7 +1376,8 @@ mod tests {
         let proxy = |url: &str, vars: &[(&str, &str)]| {
             verifying(&["--verify-url", url], &env(vars))
                 .unwrap()
-                .verify
+                .verify()
+                .cloned()
                 .unwrap()
                 .proxy
                 .map(|p| p.to_string())

@@ -270,10 +270,9 @@ impl OneCluster {
             _ => return Ending::Done,
         };
         let probes = settings
-            .verify
-            .as_ref()
+            .verify()
             .map(|_| verify::probes(&member.sourced.plan));
-        let rollout = if settings.wait {
+        let rollout = if settings.wait() {
             follow_written(cluster, &followed, settings, signals, streams).await
         } else {
             Ok(())
@@ -406,7 +405,7 @@ impl Telling for Fleet {
     }
 
     fn follows_while_writing(&self, settings: &Settings) -> bool {
-        settings.wait
+        settings.wait()
     }
 
     fn interrupt_notice(&self) -> &'static str {
@@ -534,7 +533,7 @@ async fn verified(
     signals: &mut Signals,
     streams: &Streams,
 ) -> Result<(), AppError> {
-    let (Some(probes), Some(verify)) = (probes, &settings.verify) else {
+    let (Some(probes), Some(verify)) = (probes, settings.verify()) else {
         return rollout;
     };
     if let Err(e @ AppError::Interrupted { .. }) = rollout {

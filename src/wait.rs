@@ -360,6 +360,7 @@ impl<W: Write> Lines<W> {
         }
     }
 
+    #[cfg(test)]
     pub fn into_inner(self) -> W {
         self.out
     }

@@ -3,12 +3,14 @@
 //! field this binary's API types do not know is never dropped; writes are patches, creates and
 //! deletes with preconditions, never a typed read-modify-write.
 
+use std::borrow::Cow;
 use std::time::{Duration, Instant};
 
 use kube::core::Request;
 use kube::core::params::{
     DeleteParams, GetParams, ListParams, Patch, PatchParams, PostParams, Preconditions,
 };
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use serde::Deserialize;
 use serde::de::{self, DeserializeOwned, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde_json::Value;
@@ -127,23 +129,28 @@ fn collection_path(kind: Kind, namespace: &str) -> String {
     )
 }
 
+/// RFC 3986's unreserved characters are kept, every other byte is percent-encoded.
+const UNRESERVED: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
+/// [`UNRESERVED`] with the dot escaped as well.
+const UNRESERVED_BUT_DOT: &AsciiSet = &UNRESERVED.add(b'.');
+
 /// `value` as one URL path segment: every byte outside RFC 3986's unreserved characters
 /// percent-encoded, so that no name — valid ones never need it — can reach another path
-/// (`web/status`, `..`, `%2F`).
-pub fn segment(value: &str) -> std::borrow::Cow<'_, str> {
-    let unreserved = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~');
-    if value.bytes().all(unreserved) && value != "." && value != ".." {
-        return std::borrow::Cow::Borrowed(value);
+/// (`web/status`, `..`, `%2F`). A name that needs any escape, and `.` and `..`, has its dots
+/// escaped too.
+pub fn segment(value: &str) -> Cow<'_, str> {
+    let kept: Cow<'_, str> = utf8_percent_encode(value, UNRESERVED).into();
+    if matches!(kept, Cow::Borrowed(_)) && value != "." && value != ".." {
+        return kept;
     }
-    let mut out = String::with_capacity(value.len() * 3);
-    for b in value.bytes() {
-        if unreserved(b) && b != b'.' {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    std::borrow::Cow::Owned(out)
+    utf8_percent_encode(value, UNRESERVED_BUT_DOT)
+        .to_string()
+        .into()
 }
 
 impl Cluster {
@@ -609,5 +616,26 @@ mod tests {
     fn an_item_that_is_not_an_object_is_a_decoding_error() {
         assert!(serde_json::from_str::<ListItems>(r#"{"items": [1]}"#).is_err());
         assert!(serde_json::from_str::<ListItems>(r#"{"items": [{"metadata": 1}]}"#).is_err());
+    }
+
+    #[test]
+    fn a_name_is_one_path_segment_whatever_it_holds() {
+        let cases = [
+            ("web", "web"),
+            ("web-1.v2_x~", "web-1.v2_x~"),
+            (".", "%2E"),
+            ("..", "%2E%2E"),
+            ("...", "..."),
+            ("web/status", "web%2Fstatus"),
+            ("../x", "%2E%2E%2Fx"),
+            ("a%2Fb", "a%252Fb"),
+            ("a b?c#d", "a%20b%3Fc%23d"),
+            ("é", "%C3%A9"),
+            ("", ""),
+        ];
+        for (name, want) in cases {
+            assert_eq!(segment(name), want, "{name:?}");
+        }
+        assert!(matches!(segment("web-1"), Cow::Borrowed(_)));
     }
 }

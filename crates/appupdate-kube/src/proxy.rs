@@ -34,6 +34,7 @@
 //! knows nothing of the kubeconfig's `proxy-url`.
 
 use appupdate_model::text::Untrusted;
+use ipnet::IpNet;
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -443,7 +444,7 @@ enum Rule {
     /// `*`.
     All,
     /// An IP range.
-    Cidr(IpAddr, u8),
+    Cidr(IpNet),
     /// An IP address, with an optional port.
     Ip(IpAddr, Option<String>),
     /// `.suffix` (leading dot included); `exact` also matches the name without the dot.
@@ -466,8 +467,8 @@ impl NoProxy {
         let mut rules = Vec::new();
         for raw in list.split(',') {
             // client-go: an untrimmed entry that parses as a CIDR range, leading zeros allowed.
-            if let Some((ip, bits)) = parse_cidr(raw, true) {
-                rules.push(Rule::Cidr(ip, bits));
+            if let Some(net) = parse_cidr(raw, true) {
+                rules.push(Rule::Cidr(net));
                 continue;
             }
             let p = raw.trim().to_lowercase();
@@ -479,8 +480,8 @@ impl NoProxy {
                     rules: vec![Rule::All],
                 };
             }
-            if let Some((ip, bits)) = parse_cidr(&p, false) {
-                rules.push(Rule::Cidr(ip, bits));
+            if let Some(net) = parse_cidr(&p, false) {
+                rules.push(Rule::Cidr(net));
                 continue;
             }
             let (mut host, port) = match split_host_port(&p) {
@@ -533,7 +534,7 @@ impl NoProxy {
         let host = host.trim().to_lowercase();
         !self.rules.iter().any(|rule| match rule {
             Rule::All => true,
-            Rule::Cidr(net, bits) => ip.is_some_and(|ip| in_cidr(ip, *net, *bits)),
+            Rule::Cidr(net) => ip.is_some_and(|ip| net.contains(&ip)),
             Rule::Ip(want, want_port) => {
                 ip == Some(*want) && want_port.as_deref().is_none_or(|p| p == port)
             }
@@ -571,7 +572,7 @@ fn split_host_port(s: &str) -> Option<(&str, &str)> {
 
 /// `ip/bits`; with `lenient`, IPv4 octets may have leading zeros (client-go's
 /// `ParseCIDRSloppy`).
-fn parse_cidr(s: &str, lenient: bool) -> Option<(IpAddr, u8)> {
+fn parse_cidr(s: &str, lenient: bool) -> Option<IpNet> {
     let (addr, bits) = s.split_once('/')?;
     if bits.is_empty() || bits.len() > 3 || !bits.bytes().all(|b| b.is_ascii_digit()) {
         return None;
@@ -593,22 +594,8 @@ fn parse_cidr(s: &str, lenient: bool) -> Option<(IpAddr, u8)> {
     } else {
         addr.parse().ok()?
     };
-    let max = if ip.is_ipv4() { 32 } else { 128 };
-    (bits <= max).then_some((ip, bits))
-}
-
-fn in_cidr(ip: IpAddr, net: IpAddr, bits: u8) -> bool {
-    match (ip, net) {
-        (IpAddr::V4(a), IpAddr::V4(n)) => {
-            let mask = u32::MAX.checked_shl(32 - u32::from(bits)).unwrap_or(0);
-            u32::from(a) & mask == u32::from(n) & mask
-        }
-        (IpAddr::V6(a), IpAddr::V6(n)) => {
-            let mask = u128::MAX.checked_shl(128 - u32::from(bits)).unwrap_or(0);
-            u128::from(a) & mask == u128::from(n) & mask
-        }
-        _ => false,
-    }
+    // Fails on a prefix longer than the address.
+    IpNet::new(ip, bits).ok()
 }
 
 #[cfg(test)]
