@@ -397,10 +397,59 @@ impl fmt::Display for Action {
     }
 }
 
+/// A field that other steps read back from a plan (the history record, the undo's drift check,
+/// the fleet's rollout follower), typed. The [`FieldChange::path`] text stays the one the plan
+/// shows and saves; it is made by [`Field::path`] and read by [`Field::parse`], the one place
+/// that knows its syntax. The route fields are only shown, so they keep their path text only.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Field<'a> {
+    /// The image of the named container of a Deployment:
+    /// `spec.template.spec.containers[name=<container>].image`.
+    Image { container: &'a str },
+    /// `spec.minReplicas` of a HorizontalPodAutoscaler.
+    MinReplicas,
+    /// `spec.maxReplicas` of a HorizontalPodAutoscaler.
+    MaxReplicas,
+    /// The whole object (`.`): a create or a delete.
+    Whole,
+}
+
+impl<'a> Field<'a> {
+    const IMAGE_PREFIX: &'static str = "spec.template.spec.containers[name=";
+    const IMAGE_SUFFIX: &'static str = "].image";
+
+    /// The path text of the field, as shown and saved.
+    pub fn path(self) -> String {
+        match self {
+            Field::Image { container } => {
+                format!("{}{container}{}", Self::IMAGE_PREFIX, Self::IMAGE_SUFFIX)
+            }
+            Field::MinReplicas => "spec.minReplicas".into(),
+            Field::MaxReplicas => "spec.maxReplicas".into(),
+            Field::Whole => ".".into(),
+        }
+    }
+
+    /// The field a path text names, `None` for one that is not typed (a route's field).
+    pub fn parse(path: &'a str) -> Option<Field<'a>> {
+        Some(match path {
+            "spec.minReplicas" => Field::MinReplicas,
+            "spec.maxReplicas" => Field::MaxReplicas,
+            "." => Field::Whole,
+            _ => Field::Image {
+                container: path
+                    .strip_prefix(Self::IMAGE_PREFIX)?
+                    .strip_suffix(Self::IMAGE_SUFFIX)?,
+            },
+        })
+    }
+}
+
 /// One leaf value (or owned sub-tree) that the run changes. `None` means absent.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FieldChange {
-    /// A readable path, e.g. `spec.template.spec.containers[name=web].image`.
+    /// A readable path, e.g. `spec.template.spec.containers[name=web].image`; typed by
+    /// [`FieldChange::field`].
     pub path: String,
     pub before: Option<FieldValue>,
     pub after: Option<FieldValue>,
@@ -415,6 +464,16 @@ impl FieldChange {
         }
     }
 
+    /// A change of a typed [`Field`], its path made by [`Field::path`].
+    pub fn of(field: Field<'_>, before: Option<Value>, after: Option<Value>) -> Self {
+        FieldChange::new(field.path(), before, after)
+    }
+
+    /// The typed field this change's path names, `None` for a route's field.
+    pub fn field(&self) -> Option<Field<'_>> {
+        Field::parse(&self.path)
+    }
+
     /// The whole object (path `.`) going from `before` to `after`: the views' own values, not
     /// copies (a delete of a large route held its paths twice).
     pub fn whole(before: Option<&View>, after: Option<&View>) -> Self {
@@ -425,7 +484,7 @@ impl FieldChange {
             })
         };
         FieldChange {
-            path: ".".into(),
+            path: Field::Whole.path(),
             before: before.map(whole),
             after: after.map(whole),
         }
@@ -1109,6 +1168,30 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    #[test]
+    fn a_typed_field_is_written_and_read_back_as_the_path_plans_have_saved() {
+        for (field, path) in [
+            (
+                Field::Image { container: "web" },
+                "spec.template.spec.containers[name=web].image",
+            ),
+            (Field::MinReplicas, "spec.minReplicas"),
+            (Field::MaxReplicas, "spec.maxReplicas"),
+            (Field::Whole, "."),
+        ] {
+            assert_eq!(field.path(), path);
+            assert_eq!(Field::parse(path), Some(field));
+            assert_eq!(FieldChange::of(field, None, None).field(), Some(field));
+        }
+        for route in [
+            "spec.rules[0].http.paths",
+            "metadata.annotations[nginx.ingress.kubernetes.io/auth-url]",
+            "spec.template.spec.containers[name=web].command",
+        ] {
+            assert_eq!(Field::parse(route), None, "{route}");
+        }
+    }
+
     /// A view made from a value it keeps (a maker's simplest form).
     struct Fixed(Value);
 
@@ -1254,11 +1337,11 @@ mod tests {
     }
 
     fn min(before: i64, after: i64) -> FieldChange {
-        FieldChange::new("spec.minReplicas", Some(json!(before)), Some(json!(after)))
+        FieldChange::of(Field::MinReplicas, Some(json!(before)), Some(json!(after)))
     }
 
     fn max(before: i64, after: i64) -> FieldChange {
-        FieldChange::new("spec.maxReplicas", Some(json!(before)), Some(json!(after)))
+        FieldChange::of(Field::MaxReplicas, Some(json!(before)), Some(json!(after)))
     }
 
     #[test]
