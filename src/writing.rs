@@ -24,6 +24,7 @@ use crate::planning::Member;
 use crate::settings::{FleetSettings, Settings};
 use crate::wait::{self, Followed, WaitError, Waited};
 use appupdate_kube::cluster::Cluster;
+use appupdate_model::plan::Field;
 use appupdate_model::report::Report;
 use appupdate_model::text::Untrusted;
 use appupdate_plan::history;
@@ -418,10 +419,9 @@ fn planned_image(plan: &appupdate_plan::updaters::Plan) -> Option<(String, Strin
         .filter(|c| c.kind == appupdate_model::plan::Kind::Deployment)
         .flat_map(|c| c.fields.iter())
         .find_map(|f| {
-            let container = f
-                .path
-                .strip_prefix("spec.template.spec.containers[name=")?
-                .strip_suffix("].image")?;
+            let Some(Field::Image { container }) = f.field() else {
+                return None;
+            };
             Some((container.to_owned(), f.after()?.as_str()?.to_owned()))
         })
 }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use console::Style;
 use serde_json::Value;
 
-use crate::plan::{Action, ObjectChange};
+use crate::plan::{Action, Field, ObjectChange};
 use crate::text::Untrusted;
 
 /// The fate of one planned object.
@@ -114,7 +114,7 @@ pub fn describe_fields(change: &ObjectChange) -> String {
         .fields
         .iter()
         // A whole object (a route created or deleted again by an undo): the line says it.
-        .filter(|f| f.path != ".")
+        .filter(|f| f.field() != Some(Field::Whole))
         .map(|f| {
             // The last key: `maxReplicas`, or a bracketed one (`metadata.annotations[a.b/c]`).
             let leaf = match f.path.strip_suffix(']').and_then(|p| p.rsplit_once('[')) {

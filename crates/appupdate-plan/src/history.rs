@@ -67,7 +67,7 @@ use serde_json::{Value, json};
 
 use appupdate_model::intent::{self, RouteSet, RoutesChange, RoutesHeader};
 use appupdate_model::names;
-use appupdate_model::plan::{Action, Base, Kind, ObjectChange, PatchType, Write};
+use appupdate_model::plan::{Action, Base, Field, Kind, ObjectChange, PatchType, Write};
 use appupdate_model::report::{Outcome, Report};
 
 use crate::plan_file::PlanKey;
@@ -363,13 +363,6 @@ fn as_string(v: Option<&Value>) -> Option<String> {
     v.and_then(Value::as_str).map(str::to_owned)
 }
 
-/// The container named in the Deployment updater's field path
-/// `spec.template.spec.containers[name=<c>].image`.
-fn container_of(path: &str) -> Option<&str> {
-    path.strip_prefix("spec.template.spec.containers[name=")?
-        .strip_suffix("].image")
-}
-
 /// The record of a run, or `None` when it wrote nothing. `revision` is set when it is added.
 pub fn record(report: &Report, info: &RunInfo) -> Option<Record> {
     let mut image = None;
@@ -406,7 +399,7 @@ pub fn record(report: &Report, info: &RunInfo) -> Option<Record> {
         match change.kind {
             Kind::Deployment => {
                 for f in &change.fields {
-                    if let Some(container) = container_of(&f.path) {
+                    if let Some(Field::Image { container }) = f.field() {
                         image = Some(ImageChange {
                             container: container.to_owned(),
                             before: as_string(f.before().as_deref()),
@@ -421,9 +414,9 @@ pub fn record(report: &Report, info: &RunInfo) -> Option<Record> {
                         before: f.before().and_then(|v| v.as_i64()),
                         after: f.after().and_then(|v| v.as_i64()),
                     };
-                    match f.path.as_str() {
-                        "spec.minReplicas" => bounds.min = Some(c),
-                        "spec.maxReplicas" => bounds.max = Some(c),
+                    match f.field() {
+                        Some(Field::MinReplicas) => bounds.min = Some(c),
+                        Some(Field::MaxReplicas) => bounds.max = Some(c),
                         _ => {}
                     }
                 }

@@ -40,7 +40,7 @@ use crate::updaters::Plan;
 use crate::updaters::{AutoscalerUpdate, ContainerUpdate};
 use appupdate_model::endpoints_file::EndpointsFile;
 use appupdate_model::intent::{self, flags_to_restore};
-use appupdate_model::plan::{AuthProvider, Kind, RouteStyle};
+use appupdate_model::plan::{AuthProvider, Field, Kind, RouteStyle};
 use appupdate_model::text::Untrusted;
 
 /// A field changed since the record: what it is now and what the record left it at.
@@ -155,20 +155,15 @@ pub fn request(record: &Record) -> Result<Intent, String> {
     Ok(intent)
 }
 
-/// The container named in the Deployment updater's field path.
-fn container_of(path: &str) -> Option<&str> {
-    path.strip_prefix("spec.template.spec.containers[name=")?
-        .strip_suffix("].image")
-}
-
 /// What changed since `record` among the values `plan` (the undo's, made against the live
 /// objects) sets back: each value whose live value is not the one the record left.
 pub fn drift(record: &Record, plan: &Plan) -> Vec<Drift> {
     let mut out = Vec::new();
     for change in plan.changes() {
         for f in &change.fields {
-            let (key, recorded) = match change.kind {
-                Kind::Deployment if container_of(&f.path).is_some() => (
+            let bounds = record.bounds.as_ref();
+            let (key, recorded) = match (change.kind, f.field()) {
+                (Kind::Deployment, Some(Field::Image { .. })) => (
                     "image",
                     record
                         .image
@@ -176,20 +171,14 @@ pub fn drift(record: &Record, plan: &Plan) -> Vec<Drift> {
                         .and_then(|i| i.after.clone())
                         .map(Value::String),
                 ),
-                Kind::HorizontalPodAutoscaler => {
-                    let bounds = record.bounds.as_ref();
-                    match f.path.as_str() {
-                        "spec.minReplicas" => (
-                            "min",
-                            bounds.and_then(|b| b.min.as_ref()?.after).map(Value::from),
-                        ),
-                        "spec.maxReplicas" => (
-                            "max",
-                            bounds.and_then(|b| b.max.as_ref()?.after).map(Value::from),
-                        ),
-                        _ => continue,
-                    }
-                }
+                (Kind::HorizontalPodAutoscaler, Some(Field::MinReplicas)) => (
+                    "min",
+                    bounds.and_then(|b| b.min.as_ref()?.after).map(Value::from),
+                ),
+                (Kind::HorizontalPodAutoscaler, Some(Field::MaxReplicas)) => (
+                    "max",
+                    bounds.and_then(|b| b.max.as_ref()?.after).map(Value::from),
+                ),
                 _ => continue,
             };
             if f.before().as_deref() != recorded.as_ref() {
@@ -236,7 +225,7 @@ pub fn drift(record: &Record, plan: &Plan) -> Vec<Drift> {
             out.push(Drift {
                 key: "routes".into(),
                 reference: format!("the routes of {}", plan.app),
-                path: ".".into(),
+                path: Field::Whole.path(),
                 now: Some(json!(groups_json(&live))),
                 recorded: Some(json!(groups_json(&left))),
                 changed_by: None,
@@ -599,7 +588,7 @@ pub fn refusal(revision: u64, drift: &[Drift], forced: &BTreeSet<String>) -> Opt
                     attachment_value(&d.now),
                     attachment_value(&d.recorded)
                 )
-            } else if d.path == "." {
+            } else if Field::parse(&d.path) == Some(Field::Whole) {
                 let what = routes_difference(d.now.as_ref(), d.recorded.as_ref());
                 format!("{} changed since revision {revision}{what}", d.reference)
             } else {

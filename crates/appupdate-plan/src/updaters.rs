@@ -29,7 +29,7 @@ use serde_json::{Value, json};
 
 use appupdate_model::names;
 use appupdate_model::plan::{
-    Base, FieldChange, Kind, ObjectChange, PatchType, PlanError, RouteStyle, Write,
+    Base, Field, FieldChange, Kind, ObjectChange, PatchType, PlanError, RouteStyle, Write,
 };
 use appupdate_model::text::{self, Untrusted};
 
@@ -447,8 +447,8 @@ impl DeploymentUpdater {
         if let Some(image) = &self.update.image {
             let wanted = json!(image);
             if current.as_ref() != Some(&wanted) {
-                fields.push(FieldChange::new(
-                    format!("spec.template.spec.containers[name={cname}].image"),
+                fields.push(FieldChange::of(
+                    Field::Image { container: &cname },
                     current.clone(),
                     Some(wanted.clone()),
                 ));
@@ -559,24 +559,31 @@ impl AutoscalerUpdater {
 
         let mut fields = Vec::new();
         let mut patch = serde_json::Map::new();
-        let mut check = |field: &str, current: Option<i64>, wanted: Option<i32>| {
-            if let Some(w) = wanted
-                && current != Some(i64::from(w))
-            {
-                fields.push(FieldChange::new(
-                    format!("spec.{field}"),
-                    current.map(|c| json!(c)),
-                    Some(json!(w)),
-                ));
-                patch.insert(field.to_owned(), json!(w));
-            }
-        };
+        let mut check =
+            |typed: Field<'_>, field: &str, current: Option<i64>, wanted: Option<i32>| {
+                if let Some(w) = wanted
+                    && current != Some(i64::from(w))
+                {
+                    fields.push(FieldChange::of(
+                        typed,
+                        current.map(|c| json!(c)),
+                        Some(json!(w)),
+                    ));
+                    patch.insert(field.to_owned(), json!(w));
+                }
+            };
         check(
+            Field::MinReplicas,
             "minReplicas",
             live_bound(live, "minReplicas"),
             self.update.min_replicas,
         );
-        check("maxReplicas", live_max, self.update.max_replicas);
+        check(
+            Field::MaxReplicas,
+            "maxReplicas",
+            live_max,
+            self.update.max_replicas,
+        );
 
         let view = |min: Option<i64>, max: Option<i64>| {
             let mut spec = serde_json::Map::new();

@@ -7,13 +7,17 @@ use super::ingress::{
 use super::nginx_snippet::{
     NginxSnippet, SNIPPET_ANNOTATION, configuration_snippet, snippet_scopes,
 };
+use super::refs::ServiceRef;
 use super::*;
+use crate::updaters::Updater;
 use appupdate_model::endpoints_file::Endpoint;
+use appupdate_model::names;
 use appupdate_model::plan::{
     Action, Base, FieldChange, ObjectChange, PatchType, Recheck, RouteInfo, Write, recheck,
 };
 use appupdate_model::refs::ObjectRef;
 use pretty_assertions::assert_eq;
+use serde_json::json;
 
 type Inherited = Attachment;
 
@@ -819,6 +823,7 @@ mod styles {
     use appupdate_model::plan::{Action, FieldChange, ObjectChange, RouteStyle, Write};
     use pretty_assertions::assert_eq;
     use serde_json::{Value, json};
+    use std::sync::Arc;
 
     const FILE: &str = "endpoints:
   - path: /health
