@@ -4,14 +4,14 @@
 //! This crate is the shell around the pure crates: [`appupdate_model`] (kinds, changes, views,
 //! names, the endpoints file), [`appupdate_plan`] (route styles, planning, plan files, history
 //! records, undo) and [`appupdate_render`] (the diff); none of them does I/O. The pipeline: command-line flags and the environment
-//! become [`settings::Settings`]; the kubeconfig gives a client ([`kube_context`]); the live
+//! become [`settings::Settings`]; the kubeconfig gives a client ([`appupdate_kube::kube_context`]); the live
 //! objects are read in one concurrent round ([`live_state`]); the core's planners turn the
 //! requested updates and the live state into a plan, which is rendered and confirmed
 //! ([`confirm`]); then [`apply`] validates every change with a server-side dry run and writes
 //! each one conditionally, retrying conflicts under the approved-diff guard; with `--wait`,
 //! [`wait`] then follows the Deployment's rollout and the routes written. [`run`] strings these
 //! together, for one cluster or several — a single cluster is a fleet of one, planned by
-//! [`planning`] and written by [`writing`], told as one cluster or as a fleet ([`fleet`]: how
+//! [`planning`] and written by [`writing`], told as one cluster or as a fleet ([`telling`]; [`fleet`]: how
 //! each cluster ended) — and decides what a signal ([`signals`]) does at each stage. One place decides
 //! each of the run's outward choices: [`streams`] which stream every line goes to, [`exit`] the
 //! exit code of every way a run can end ([`error`] holds the failures). [`completion`] answers
