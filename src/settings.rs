@@ -716,27 +716,7 @@ fn plan_key(
     env: &Environment,
     files: &dyn FileReader,
 ) -> Result<Option<PlanKey>, SettingsError> {
-    let (path, named) = match (path, &env.plan_key_file) {
-        (Some(path), _) => {
-            let named = format!("{flag} {}", Untrusted(path.display().to_string()));
-            (path, named)
-        }
-        (None, Some(path)) => {
-            let named = format!("{PLAN_KEY_VAR}={}", Untrusted(path.display().to_string()));
-            (path.clone(), named)
-        }
-        (None, None) => return Ok(None),
-    };
-    let content =
-        files
-            .read_bytes(&path, FileKind::Key)
-            .map_err(|source| SettingsError::KeyUnreadable {
-                key: named.clone(),
-                source,
-            })?;
-    PlanKey::new(content, named.clone())
-        .map(Some)
-        .map_err(|why| SettingsError::Key { key: named, why })
+    key_of(flag, path, PLAN_KEY_VAR, env.plan_key_file.as_ref(), files)
 }
 
 /// The key of `--history-key`, else the one [`HISTORY_KEY_VAR`] names, else none; read and
@@ -746,16 +726,31 @@ fn history_key(
     env: &Environment,
     files: &dyn FileReader,
 ) -> Result<Option<PlanKey>, SettingsError> {
-    let (path, named) = match (path, &env.history_key_file) {
+    key_of(
+        "--history-key",
+        path,
+        HISTORY_KEY_VAR,
+        env.history_key_file.as_ref(),
+        files,
+    )
+}
+
+/// The key in the file `flag` names, else in the one the variable `var` names (`from_var`),
+/// else none; messages name it by the flag or the variable and its file, never by its bytes.
+fn key_of(
+    flag: &str,
+    path: Option<PathBuf>,
+    var: &str,
+    from_var: Option<&PathBuf>,
+    files: &dyn FileReader,
+) -> Result<Option<PlanKey>, SettingsError> {
+    let (path, named) = match (path, from_var) {
         (Some(path), _) => {
-            let named = format!("--history-key {}", Untrusted(path.display().to_string()));
+            let named = format!("{flag} {}", Untrusted(path.display().to_string()));
             (path, named)
         }
         (None, Some(path)) => {
-            let named = format!(
-                "{HISTORY_KEY_VAR}={}",
-                Untrusted(path.display().to_string())
-            );
+            let named = format!("{var}={}", Untrusted(path.display().to_string()));
             (path.clone(), named)
         }
         (None, None) => return Ok(None),
