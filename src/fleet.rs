@@ -219,6 +219,15 @@ pub enum ClusterState {
     },
 }
 
+/// How a cluster where the saved plan was applied already is told: `already applied by this
+/// plan`, with the history's revision of it when one names it.
+pub fn already_applied(revision: Option<u64>) -> String {
+    match revision {
+        Some(revision) => format!("already applied by this plan (revision {revision})"),
+        None => "already applied by this plan".to_owned(),
+    }
+}
+
 /// Every object of `report` was written or already as planned (a signal that came after the
 /// last write does not change that).
 fn objects_done(report: &Report) -> bool {
@@ -347,12 +356,7 @@ impl ClusterEnd {
             ClusterState::AlreadyApplied { revision } => Line::new(
                 Fate::Done,
                 Style::new(),
-                match revision {
-                    Some(revision) => format!(
-                        "{at}: already applied by this plan (revision {revision}), not written again"
-                    ),
-                    None => format!("{at}: already applied by this plan, not written again"),
-                },
+                format!("{at}: {}, not written again", already_applied(*revision)),
             ),
             ClusterState::NotStarted(why) => not_done(
                 Style::new().yellow(),

@@ -467,13 +467,7 @@ impl Writing<'_> {
             return ClusterState::NotStarted(NotStarted::NeverApplied);
         }
         if let Standing::AlreadyApplied { revision } = m.sourced.standing {
-            progress.set(
-                m.index,
-                &match revision {
-                    Some(revision) => format!("already applied by this plan (revision {revision})"),
-                    None => "already applied by this plan".to_owned(),
-                },
-            );
+            progress.set(m.index, &fleet::already_applied(revision));
             return ClusterState::AlreadyApplied { revision };
         }
         if self.interrupt.get().is_some() {
