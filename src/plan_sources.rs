@@ -27,7 +27,7 @@ use crate::settings::{SavedInput, UndoRequest};
 use appupdate_kube::cluster::{Cluster, RequestError};
 use appupdate_kube::describe::Target;
 use appupdate_kube::kube_context::Connection;
-use appupdate_model::plan::{ObjectChange, Recheck, recheck};
+use appupdate_model::plan::{Kind, ObjectChange, Recheck, recheck};
 use appupdate_model::report::{Outcome, Report};
 use appupdate_plan::applied;
 use appupdate_plan::history::Source;
@@ -490,14 +490,31 @@ pub async fn undo(
 
 /// Says, for each part of the routes' attachment changed since the record, who last set it:
 /// the object holding it is read again (listed objects are read without their managedFields)
-/// and its managedFields asked ([`undo::last_changed`]). A read that fails says nothing.
+/// and its managedFields asked ([`undo::last_changed`]). Each object is read once, all at the
+/// same time, however many of its parts changed. A read that fails says nothing.
 async fn changed_by(cluster: &Cluster, holders: &[undo::Holder], drift: &mut [undo::Drift]) {
+    let holder = |d: &undo::Drift| holders.iter().find(|h| h.key == d.key);
+    let mut objects: Vec<(Kind, &str)> = drift
+        .iter()
+        .filter(|d| d.is_attachment())
+        .filter_map(holder)
+        .map(|h| (h.kind, h.name.as_str()))
+        .collect();
+    objects.sort();
+    objects.dedup();
+    let read = join_all(
+        objects
+            .iter()
+            .map(|(kind, name)| async move { cluster.get(*kind, name).await.ok().flatten() }),
+    )
+    .await;
     for d in drift.iter_mut().filter(|d| d.is_attachment()) {
-        let Some(h) = holders.iter().find(|h| h.key == d.key) else {
+        let Some(h) = holder(d) else {
             continue;
         };
-        if let Ok(Some(object)) = cluster.get(h.kind, &h.name).await {
-            d.changed_by = undo::last_changed(&object, h.fields);
+        let at = objects.iter().position(|o| *o == (h.kind, h.name.as_str()));
+        if let Some(object) = at.and_then(|i| read[i].as_ref()) {
+            d.changed_by = undo::last_changed(object, h.fields);
         }
     }
 }
