@@ -466,7 +466,7 @@ pub async fn write(
         .0
 }
 
-/// [`write`], and `companion` sent together with the last write round: it is called with the
+/// [`write()`], and `companion` sent together with the last write round: it is called with the
 /// report the run would end with if every write of that round lands (the writes before it have
 /// all landed by then), and its future runs concurrently with the round's writes. `None` when
 /// the last round never started (an earlier round failed, a signal came, or nothing was left to

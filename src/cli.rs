@@ -269,6 +269,8 @@ pub struct UpdateArgs {
 
     /// nginx-auth: URL of the auth service that checks the token of paths with scopes
     /// (http[s]://host[:port][/path]; default: the live Ingresses').
+    // The brackets are the help text's own, not links.
+    #[allow(rustdoc::broken_intra_doc_links)]
     #[arg(
         long,
         value_name = "URL",
@@ -340,6 +342,7 @@ pub struct UpdateArgs {
     /// After the writes, send a GET without a token for each path with scopes to this address
     /// of the gateway or ingress controller (http[s]://HOST[:PORT]), with each route's host,
     /// and require 401 or 403 (exit 9 otherwise).
+    #[allow(rustdoc::broken_intra_doc_links)]
     #[arg(
         long,
         value_name = "URL",

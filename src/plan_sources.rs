@@ -44,7 +44,6 @@ use appupdate_plan::updaters::Plan;
 pub struct Sourced {
     pub plan: Plan,
     pub source: Source,
-    pub saved_plan: bool,
     /// The history ConfigMap as read while planning (an undo, an image change), so that
     /// recording does not read it again; `None`: not read yet.
     pub config_map: Option<Option<Value>>,
@@ -54,7 +53,8 @@ pub struct Sourced {
     /// planning moved into the plan): held with the plan, so that a run that ends once the plan
     /// is shown does not free them one by one either.
     pub live: Option<LiveState>,
-    /// The checksum of the saved plan this is (`apply FILE`), for the history record.
+    /// The checksum of the saved plan this is (`apply FILE`; `None`: not a saved plan), for the
+    /// history record.
     pub plan_checksum: Option<String>,
     /// The revision of the history whose record names this saved plan's checksum (a log
     /// entry, not a lock: anyone who may write the ConfigMap can add or remove one).
@@ -389,7 +389,6 @@ pub async fn undo(
                     Vec::new(),
                 ),
                 source: Source::Update,
-                saved_plan: false,
                 config_map: Some(cm),
                 standing: Standing::LeftAlone,
                 live: None,
@@ -479,7 +478,6 @@ pub async fn undo(
         source: Source::Undo {
             revision: record.revision,
         },
-        saved_plan: false,
         config_map: Some(cm),
         live: Some(live),
         plan_checksum: None,

@@ -44,39 +44,84 @@ pub(crate) struct Planned {
     pub order: FleetOrder,
     /// The contexts by index (a run over one cluster: the one it connected to).
     pub contexts: Vec<String>,
-    pub members: Vec<Member>,
-    /// Left out (`--skip-unreachable`), by index: the reason, and the error.
-    pub skipped: Vec<(usize, String, AppError)>,
-    /// Could not be planned, by index.
-    pub failed: Vec<(usize, AppError)>,
+    /// What planning made of each context, in the order of `contexts`.
+    pub clusters: Vec<Planning>,
+}
+
+/// What planning made of one context of the run.
+pub(crate) enum Planning {
+    /// Planned: its plan, and whether it may be written ([`Standing`]).
+    Planned(Box<Member>),
+    /// Left out (`--skip-unreachable`): its context, why, and the error.
+    Skipped {
+        context: String,
+        reason: String,
+        error: AppError,
+    },
+    /// Could not be planned.
+    Failed(AppError),
 }
 
 impl Planned {
+    /// The clusters that were planned, in order.
+    pub fn members(&self) -> impl Iterator<Item = &Member> {
+        self.clusters.iter().filter_map(|c| match c {
+            Planning::Planned(m) => Some(&**m),
+            _ => None,
+        })
+    }
+
+    /// The clusters that were planned, in order, to change.
+    pub fn members_mut(&mut self) -> impl Iterator<Item = &mut Member> {
+        self.clusters.iter_mut().filter_map(|c| match c {
+            Planning::Planned(m) => Some(&mut **m),
+            _ => None,
+        })
+    }
+
+    /// Whether a context could not be planned.
+    pub fn any_failed(&self) -> bool {
+        self.clusters
+            .iter()
+            .any(|c| matches!(c, Planning::Failed(_)))
+    }
+
+    /// The first context that could not be planned: its error, taken out of the run.
+    pub fn take_failure(&mut self) -> Option<AppError> {
+        let at = self
+            .clusters
+            .iter()
+            .position(|c| matches!(c, Planning::Failed(_)))?;
+        match self.clusters.remove(at) {
+            Planning::Failed(e) => Some(e),
+            _ => None,
+        }
+    }
+
     /// Whether any planned cluster has something to change.
     pub fn has_changes(&self) -> bool {
-        self.members.iter().any(|m| m.sourced.plan.has_changes())
+        self.members().any(|m| m.sourced.plan.has_changes())
     }
 
     /// The plans as the fleet's views show them: by context, the skipped ones with theirs.
     pub fn fleet_plan(&self) -> FleetPlan<'_> {
-        let mut members: Vec<(usize, PlanMember<'_>)> = self
-            .members
+        let members = self
+            .clusters
             .iter()
-            .map(|m| (m.index, PlanMember::Planned(&m.sourced.plan)))
-            .collect();
-        members.extend(self.skipped.iter().map(|(i, reason, _)| {
-            (
-                *i,
-                PlanMember::Skipped {
-                    context: self.contexts[*i].as_str(),
+            .filter_map(|c| match c {
+                Planning::Planned(m) => Some(PlanMember::Planned(&m.sourced.plan)),
+                Planning::Skipped {
+                    context, reason, ..
+                } => Some(PlanMember::Skipped {
+                    context: context.as_str(),
                     reason: reason.as_str(),
-                },
-            )
-        }));
-        members.sort_by_key(|(i, _)| *i);
+                }),
+                Planning::Failed(_) => None,
+            })
+            .collect();
         FleetPlan {
             app: &self.app,
-            members: members.into_iter().map(|(_, m)| m).collect(),
+            members,
             waves: &self.order.waves,
         }
     }
@@ -127,6 +172,23 @@ pub(crate) async fn plan_all(
             .map(|context| plan_one(&loaded, settings, *context)),
     )
     .await;
+    let clusters: Vec<Planning> = results
+        .into_iter()
+        .enumerate()
+        .map(|(index, result)| match result {
+            Ok(mut member) => {
+                member.index = index;
+                member.sourced.fleet_run.clone_from(&run_id);
+                Planning::Planned(Box::new(member))
+            }
+            Err(error) if fleet.skip_unreachable && skippable(&error) => Planning::Skipped {
+                context: names.get(index).cloned().unwrap_or_default(),
+                reason: error.to_string(),
+                error,
+            },
+            Err(error) => Planning::Failed(error),
+        })
+        .collect();
     let mut planned = Planned {
         app: settings.app.clone(),
         order: FleetOrder {
@@ -136,25 +198,10 @@ pub(crate) async fn plan_all(
             stop_after: settings.stop_after_wave(),
         },
         contexts: names,
-        members: Vec::new(),
-        skipped: Vec::new(),
-        failed: Vec::new(),
+        clusters,
     };
-    for (index, result) in results.into_iter().enumerate() {
-        match result {
-            Ok(mut member) => {
-                member.index = index;
-                member.sourced.fleet_run.clone_from(&run_id);
-                planned.members.push(member);
-            }
-            Err(e) if fleet.skip_unreachable && skippable(&e) => {
-                planned.skipped.push((index, e.to_string(), e));
-            }
-            Err(e) => planned.failed.push((index, e)),
-        }
-    }
     if !several {
-        let context = planned.members.first().map(|m| &m.cluster.conn.context);
+        let context = planned.members().next().map(|m| &m.cluster.conn.context);
         planned.contexts = vec![context.cloned().unwrap_or_default()];
     }
     one_context_per_cluster(&planned)?;
@@ -334,7 +381,7 @@ async fn plan_one(
         // free them one by one.)
         sourced.live = None;
     }
-    if let (true, Some(checksum)) = (sourced.saved_plan, sourced.plan_checksum.clone()) {
+    if let Some(checksum) = sourced.plan_checksum.clone() {
         // A saved plan is shown under the context it is applied through, and as it is now:
         // every object re-read and re-planned by its updater under the guard.
         sourced.plan.context = cluster.conn.context.clone();
@@ -439,7 +486,6 @@ async fn source(
             return Ok(Sourced {
                 plan,
                 source,
-                saved_plan: true,
                 config_map: Some(cm),
                 standing: Standing::Ready,
                 live: None,
@@ -469,7 +515,6 @@ async fn source(
     Ok(Sourced {
         plan,
         source: Source::Update,
-        saved_plan: false,
         // Recording adds to the history as read here (and reads it only if it was not).
         config_map: live.history.take(),
         standing: Standing::Ready,
@@ -498,8 +543,9 @@ pub(crate) fn connected(conn: Connection, verbose: u8, prefix: Option<String>) -
 /// Two contexts that point at the same API server and namespace would write the same objects
 /// twice (and a plan file's plan for them would be applied twice): refused, naming both.
 fn one_context_per_cluster(planned: &Planned) -> Result<(), AppError> {
-    for (k, m) in planned.members.iter().enumerate() {
-        if let Some(other) = planned.members[..k].iter().find(|o| {
+    let members: Vec<&Member> = planned.members().collect();
+    for (k, m) in members.iter().enumerate() {
+        if let Some(other) = members[..k].iter().find(|o| {
             o.cluster.conn.server == m.cluster.conn.server
                 && o.cluster.namespace() == m.cluster.namespace()
         }) {

@@ -21,7 +21,7 @@ use crate::exit::Ending;
 use crate::fleet::ClusterState;
 use crate::fleet_progress::FleetProgress;
 use crate::plan_sources::Standing;
-use crate::planning::{self, Planned};
+use crate::planning::{self, Member, Planned};
 use crate::settings::{FleetSettings, HistorySettings, SavePlan, Settings};
 use crate::signals::Signals;
 use crate::streams::{self, Streams};
@@ -157,14 +157,12 @@ impl<T: Telling> Run<'_, T> {
     /// ends the run with nothing written anywhere.
     fn refused(&self, planned: &mut Planned) -> Option<Ending> {
         let drifted = planned
-            .members
-            .iter()
+            .members()
             .any(|m| matches!(m.sourced.standing, Standing::Drifted(_)));
         let refused = planned
-            .members
-            .iter()
+            .members()
             .any(|m| matches!(m.sourced.standing, Standing::Refused(_)));
-        if !drifted && !refused && planned.failed.is_empty() {
+        if !drifted && !refused && !planned.any_failed() {
             return None;
         }
         self.telling.refused(self.streams, planned, drifted)
@@ -180,7 +178,7 @@ impl<T: Telling> Run<'_, T> {
             streams,
         } = *self;
         // The writes do not need the live objects as read: planning is over.
-        for m in &mut planned.members {
+        for m in planned.members_mut() {
             m.sourced.live = None;
         }
         let interrupt = InterruptFlag::default();
@@ -193,12 +191,13 @@ impl<T: Telling> Run<'_, T> {
             progress.finish();
         };
         let follow = telling.follows_while_writing(settings);
+        let members: Vec<&Member> = planned.members().collect();
         let states = {
             let applying = writing::apply_all(
                 settings,
                 fleet,
                 &planned.order,
-                &planned.members,
+                &members,
                 follow,
                 &interrupt,
                 &progress,
@@ -232,8 +231,7 @@ impl<T: Telling> Run<'_, T> {
             .unwrap_or_else(|_| k8s_openapi::jiff::Timestamp::now())
             .to_string();
         let origins: Vec<Origin> = planned
-            .members
-            .iter()
+            .members()
             .map(|m| Origin {
                 context: m.cluster.conn.context.clone(),
                 server: m.cluster.conn.server.clone(),
@@ -241,8 +239,7 @@ impl<T: Telling> Run<'_, T> {
             })
             .collect();
         let entries: Vec<(&Plan, &Origin, &Source)> = planned
-            .members
-            .iter()
+            .members()
             .zip(&origins)
             .map(|(m, origin)| (&m.sourced.plan, origin, &m.sourced.source))
             .collect();
@@ -295,8 +292,7 @@ fn write_new(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
 fn unseen_removals(planned: &Planned, telling: &impl Telling) -> Option<String> {
     use appupdate_model::plan::Action;
     let routes: Vec<String> = planned
-        .members
-        .iter()
+        .members()
         .flat_map(|m| {
             let context = &m.cluster.conn.context;
             m.sourced.plan.changes().filter_map(move |c| {

@@ -18,7 +18,7 @@ use crate::fleet::{ClusterEnd, ClusterState, FleetEnd, NotStarted};
 use crate::fleet_progress::FleetProgress;
 use crate::history_store;
 use crate::plan_sources::Standing;
-use crate::planning::{Member, Planned};
+use crate::planning::{Member, Planned, Planning};
 use crate::settings::Settings;
 use crate::signals::Signals;
 use crate::streams::{self, Streams};
@@ -104,13 +104,12 @@ pub(crate) struct Fleet;
 
 impl Telling for OneCluster {
     fn before_showing(&self, streams: &Streams, planned: &mut Planned) -> Option<Ending> {
-        if let Some((_, e)) = planned.failed.pop() {
+        if let Some(e) = planned.take_failure() {
             return Some(Ending::Failed(e));
         }
         // A saved plan that no longer holds is refused before it is shown.
         let refused = planned
-            .members
-            .iter_mut()
+            .members_mut()
             .find_map(|m| m.sourced.standing.take_drifted())?;
         let _ = streams.report(&refused);
         Some(Ending::Applied(refused))
@@ -122,7 +121,7 @@ impl Telling for OneCluster {
         streams: &Streams,
         planned: &Planned,
     ) -> Result<(), AppError> {
-        if let Some(m) = planned.members.first() {
+        if let Some(m) = planned.members().next() {
             streams.plan(&m.sourced.plan)?;
             if let Some(w) = frozen_history(settings, m) {
                 streams::notice(&w);
@@ -133,8 +132,7 @@ impl Telling for OneCluster {
 
     fn refused(&self, _: &Streams, planned: &mut Planned, _: bool) -> Option<Ending> {
         let refusal = planned
-            .members
-            .iter_mut()
+            .members_mut()
             .find_map(|m| m.sourced.standing.take_refusal())?;
         Some(Ending::Failed(refusal))
     }
@@ -148,7 +146,7 @@ impl Telling for OneCluster {
     }
 
     fn question(&self, _: &Streams, planned: &Planned) -> Result<String, AppError> {
-        let Some(m) = planned.members.first() else {
+        let Some(m) = planned.members().next() else {
             return Ok(String::new());
         };
         let plan = &m.sourced.plan;
@@ -188,7 +186,7 @@ impl Telling for OneCluster {
         mut states: Vec<Option<ClusterState>>,
         interrupted: Option<Interruption>,
     ) -> Ending {
-        match (planned.members.first(), states.pop()) {
+        match (planned.members().next(), states.pop()) {
             (Some(member), Some(Some(state))) => {
                 OneCluster::afterwards(settings, streams, signals, member, state, interrupted).await
             }
@@ -295,10 +293,14 @@ impl Telling for Fleet {
         streams: &Streams,
         planned: &Planned,
     ) -> Result<(), AppError> {
-        if !planned.members.is_empty() || !planned.skipped.is_empty() {
+        if planned
+            .clusters
+            .iter()
+            .any(|c| !matches!(c, Planning::Failed(_)))
+        {
             streams.fleet_plan(&planned.fleet_plan())?;
         }
-        for m in &planned.members {
+        for m in planned.members() {
             if let Some(w) = frozen_history(settings, m) {
                 streams::notice(&format!("[{}] {w}", Untrusted(&m.cluster.conn.context)));
             }
@@ -484,28 +486,30 @@ fn end_of(
     changes_pending: bool,
     interrupted: Option<Interruption>,
 ) -> FleetEnd {
-    let canary = |i: usize| planned.order.canary.contains(&planned.contexts[i]);
-    let mut ends: Vec<(usize, ClusterEnd)> = Vec::new();
-    let end = |i: usize, namespace: Option<String>, state: ClusterState| ClusterEnd {
-        canary: canary(i),
-        context: planned.contexts[i].clone(),
-        namespace,
-        state,
-    };
-    for m in &mut planned.members {
-        let namespace = Some(m.cluster.namespace().to_owned());
-        ends.push((m.index, end(m.index, namespace, state(m))));
+    // The clusters that were not planned end here; the planned ones stay for the views.
+    let clusters = std::mem::take(&mut planned.clusters);
+    let mut ends = Vec::with_capacity(clusters.len());
+    for (c, context) in clusters.into_iter().zip(&planned.contexts) {
+        let (namespace, state) = match c {
+            Planning::Planned(mut m) => {
+                let state = state(&mut m);
+                let namespace = m.cluster.namespace().to_owned();
+                planned.clusters.push(Planning::Planned(m));
+                (Some(namespace), state)
+            }
+            Planning::Skipped { error, .. } => (None, ClusterState::Skipped(error)),
+            Planning::Failed(error) => (None, ClusterState::Failed(error)),
+        };
+        ends.push(ClusterEnd {
+            canary: planned.order.canary.contains(context),
+            context: context.clone(),
+            namespace,
+            state,
+        });
     }
-    for (i, _, e) in planned.skipped.drain(..) {
-        ends.push((i, end(i, None, ClusterState::Skipped(e))));
-    }
-    for (i, e) in planned.failed.drain(..) {
-        ends.push((i, end(i, None, ClusterState::Failed(e))));
-    }
-    ends.sort_by_key(|(i, _)| *i);
     FleetEnd {
         app: planned.app.clone(),
-        clusters: ends.into_iter().map(|(_, e)| e).collect(),
+        clusters: ends,
         interrupted,
         changes_pending,
     }

@@ -61,7 +61,7 @@ pub(crate) async fn apply_all(
     settings: &Settings,
     fleet: &FleetSettings,
     order: &FleetOrder,
-    members: &[Member],
+    members: &[&Member],
     follow: bool,
     interrupt: &InterruptFlag,
     progress: &Arc<FleetProgress>,
@@ -195,7 +195,7 @@ fn not_started(
 }
 
 /// The groups of clusters in the order they are written.
-fn groups<'a>(order: &FleetOrder, members: &'a [Member], follow: bool) -> (Order, Vec<Group<'a>>) {
+fn groups<'a>(order: &FleetOrder, members: &[&'a Member], follow: bool) -> (Order, Vec<Group<'a>>) {
     if !order.waves.is_empty() {
         let waves = order
             .waves
@@ -203,6 +203,7 @@ fn groups<'a>(order: &FleetOrder, members: &'a [Member], follow: bool) -> (Order
             .map(|wave| Group {
                 members: members
                     .iter()
+                    .copied()
                     .filter(|m| wave.contains(&m.cluster.conn.context))
                     .collect(),
                 follow,
@@ -212,6 +213,7 @@ fn groups<'a>(order: &FleetOrder, members: &'a [Member], follow: bool) -> (Order
     }
     let (canaries, rest): (Vec<&Member>, Vec<&Member>) = members
         .iter()
+        .copied()
         .partition(|m| order.canary.contains(&m.cluster.conn.context));
     if canaries.is_empty() {
         return (
@@ -242,7 +244,7 @@ fn groups<'a>(order: &FleetOrder, members: &'a [Member], follow: bool) -> (Order
 /// how each cluster ended).
 async fn dry_run_all(
     settings: &Settings,
-    members: &[Member],
+    members: &[&Member],
     interrupt: &InterruptFlag,
     progress: &Arc<FleetProgress>,
     states: &mut [Option<ClusterState>],
@@ -627,7 +629,7 @@ async fn write_and_record(
             .unwrap_or_default(),
         user: prepared.user,
         source: sourced.source.clone(),
-        saved_plan: sourced.saved_plan,
+        saved_plan: sourced.plan_checksum.is_some(),
         routes: plan.routes.as_ref().map(|r| r.header.clone()),
         plan_checksum: sourced.plan_checksum.clone(),
         fleet_run: sourced.fleet_run.clone(),

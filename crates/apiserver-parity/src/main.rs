@@ -44,6 +44,8 @@ struct Cli {
     #[arg(long, value_name = "DIR", default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/sequences"))]
     sequences: PathBuf,
     /// Write the reference server's answers as fixtures into DIR/<sequence>/ (replacing them).
+    // `<sequence>` is the help text's own, not HTML.
+    #[allow(rustdoc::invalid_html_tags)]
     #[arg(long, value_name = "DIR")]
     record: Option<PathBuf>,
     /// List every differing step (and up to six differences in each), not only the first of

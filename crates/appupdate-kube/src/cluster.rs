@@ -489,7 +489,7 @@ impl<'de> Deserialize<'de> for ListItems {
 }
 
 /// One listed object: an object whose `metadata` is read without `managedFields` ([`Level`]),
-/// every array and object in it at its exact size ([`compact_json`]).
+/// every array and object in it at its exact size ([`appupdate_model::compact_json`]).
 struct LiveItem(Value);
 
 impl<'de> Deserialize<'de> for LiveItem {

@@ -23,7 +23,7 @@ use crate::refs::{AuthUrl, ObjectRef, RouteFlags, ServiceRef, parse_host, parse_
 use crate::route_style::{AuthProvider, RouteInfo, RouteStyle};
 
 /// The most scope groups and paths a recorded route set may hold (a record is at most
-/// [`appupdate_plan::history::RECORD_BUDGET`] bytes gzip'd; this bounds what planning one may cost).
+/// `appupdate_plan::history::RECORD_BUDGET` bytes gzip'd; this bounds what planning one may cost).
 pub const MAX_PATHS: usize = 20_000;
 
 /// Where routes attach and how they authenticate, as the flags that would set it.

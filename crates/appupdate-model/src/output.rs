@@ -1,6 +1,6 @@
 //! The plan as data (`-o json` / `-o yaml`) for automation.
 //!
-//! Same place in the pipeline as [`appupdate_render::diff_render`]: the plan is computed, then either
+//! Same place in the pipeline as `appupdate_render::diff_render`: the plan is computed, then either
 //! rendered for people or printed here as one document on stdout. The document has its own
 //! serialisation types ([`PlanDocument`] and friends) rather than deriving from the plan's
 //! internal types, so a refactoring of [`crate::plan`] cannot silently change what pipelines

@@ -184,7 +184,7 @@ impl Updater {
 }
 
 /// Why a saved plan's updater is refused: it is not one an ordinary run makes for the plan's
-/// application. Each reads as the end of "the plan was edited: <object>: …".
+/// application. Each reads as the end of "the plan was edited: `<object>`: …".
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum Refusal {
     #[error("it names the updater type {0:?}, which kubectl-appupdate does not save")]

@@ -4,7 +4,7 @@
 //! rules. A large plan shows thousands of views, and serde-saphyr spent most of the time of
 //! rendering one: every scalar goes through a generic serializer and a dozen quoting checks.
 //! The views are almost always the same shapes — maps of maps and compact sequences of maps,
-//! plain names, paths, integers, one multi-line snippet — so [`write`] writes those shapes
+//! plain names, paths, integers, one multi-line snippet — so [`write()`] writes those shapes
 //! itself and answers `None` for anything else (a float, a null, a string a reader could
 //! misread or that needs quotes, a sequence in a sequence, non-ASCII text, …), where the caller
 //! falls back to serde-saphyr for the whole view. Every answer it does give is serde-saphyr's
@@ -219,7 +219,7 @@ fn reserved_word(s: &str) -> bool {
 }
 
 /// A view as YAML by serde-saphyr with the diff's options: what the diff writes for a view
-/// [`write`] declines (`diff_render::yaml_of`), and the reference the tests hold [`write`] to.
+/// [`write()`] declines (`diff_render::yaml_of`), and the reference the tests hold [`write()`] to.
 pub fn saphyr(view: &Value) -> String {
     let options = serde_saphyr::ser_options! {
         indent_step: 2,

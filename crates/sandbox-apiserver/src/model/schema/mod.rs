@@ -33,7 +33,7 @@ pub enum T {
     Time,
     /// Free-form JSON (RawExtension, FieldsV1): kept as sent.
     Any,
-    /// A struct: index into [`TYPES`].
+    /// A struct: index into [`generated::TYPES`].
     Obj(usize),
     List(&'static T, L),
     /// `map[string]X`; `true` when the map is atomic (`+mapType=atomic`).
