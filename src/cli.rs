@@ -137,9 +137,12 @@ pub struct ApplyArgs {
           help_heading = "Fleet")]
     pub stop_after_wave: Option<u32>,
 
-    /// How long --canary follows a rollout and routes, e.g. 5m (0: no bound).
+    #[command(flatten)]
+    pub follow: FollowArgs,
+
+    /// How long --wait and --canary follow a rollout and routes, e.g. 5m (0: no bound).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "5m",
-          help_heading = "Fleet")]
+          help_heading = "After the writes")]
     pub timeout: Duration,
 }
 
@@ -410,7 +413,7 @@ pub struct UpdateArgs {
     pub dry_run: bool,
 
     /// Save the plan to FILE instead of applying it (apply it later with `apply FILE`).
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["yes", "wait"], help_heading = "Behaviour")]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["yes", "wait", "undo_on_failure"], help_heading = "Behaviour")]
     pub plan_out: Option<PathBuf>,
 
     /// Sign the saved plan with the key in KEYFILE (HMAC-SHA-256; default:
@@ -427,16 +430,52 @@ pub struct UpdateArgs {
     #[arg(long, requires = "dry_run", help_heading = "Behaviour")]
     pub detailed_exitcode: bool,
 
-    /// After the writes, wait for the Deployment rollout (with --image) and for each route
-    /// written to be taken up: an HTTPRoute accepted with its references resolved by every
-    /// parent Gateway, an Ingress given an address.
-    #[arg(long, help_heading = "Behaviour")]
-    pub wait: bool,
+    #[command(flatten)]
+    pub follow: FollowArgs,
 
     /// How long --wait (and --canary) follows a rollout and routes, e.g. 5m (0: no bound).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "5m",
           help_heading = "Behaviour")]
     pub timeout: Duration,
+}
+
+/// What happens after the writes, for an update (or undo) and `apply FILE` alike: `--wait` and
+/// what ends it.
+#[derive(Debug, Args)]
+pub struct FollowArgs {
+    /// After the writes, wait for the Deployment rollout (with --image) and for each route
+    /// written to be taken up: an HTTPRoute accepted with its references resolved by every
+    /// parent Gateway, an Ingress given an address. When the rollout does not complete, the
+    /// error says why, from the new pods and their events.
+    #[arg(long, help_heading = "After the writes")]
+    pub wait: bool,
+
+    /// When the run fails after writing (a rollout not completed, a route not taken up, a
+    /// --verify-url path left open), put back what this run changed, from what it read
+    /// before writing: exit 10 when the application is as it was, 11 when it could not be
+    /// put back completely (listed). Implies --wait.
+    #[arg(
+        long,
+        visible_alias = "rollback-on-failure",
+        help_heading = "After the writes"
+    )]
+    pub undo_on_failure: bool,
+
+    /// Stop waiting (exit 7) as soon as the rollout cannot succeed without someone acting: an
+    /// image the registry says does not exist, an invalid image name, a container config
+    /// error that persists, a crash loop, the progress deadline. --fail-fast=false waits
+    /// until --timeout. (Per cluster; --stop-on-failure is about the other clusters of a
+    /// fleet.)
+    #[arg(long, value_name = "BOOL", default_value_t = true, num_args = 0..=1,
+          default_missing_value = "true", action = clap::ArgAction::Set,
+          help_heading = "After the writes")]
+    pub fail_fast: bool,
+
+    /// With --fail-fast: the restarts of a crash-looping container that end the wait.
+    #[arg(long, value_name = "N", default_value_t = 3,
+          value_parser = clap::value_parser!(u32).range(1..),
+          help_heading = "After the writes")]
+    pub crash_restarts: u32,
 }
 
 /// The flags an update (or undo) and `apply FILE` both take, declared once. `--timeout` is

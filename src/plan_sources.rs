@@ -438,6 +438,45 @@ pub async fn undo(
             });
         }
     }
+    let recording = recording.then(|| cm.clone());
+    let mut undone = undo_record(cluster, app, record, recording).await?;
+    undone.sourced.config_map = Some(cm);
+    let mut drift = std::mem::take(&mut undone.drift);
+    let mut refusal = undo::refusal(record.revision, &drift, &request.force);
+    if refusal.is_some() && drift.iter().any(undo::Drift::is_attachment) {
+        changed_by(cluster, &undone.holders, &mut drift).await;
+        refusal = undo::refusal(record.revision, &drift, &request.force);
+    }
+    if let Some(message) = refusal {
+        undone.sourced.standing = Standing::Refused(Box::new(AppError::Drift { message }));
+    }
+    Ok(undone.sourced)
+}
+
+/// An undo's plan, and what changed since the record it undoes.
+pub struct UndoPlanned {
+    pub sourced: Sourced,
+    /// The values changed since the record ([`undo::drift`]): the caller decides.
+    pub drift: Vec<undo::Drift>,
+    /// Where the live attachment of the routes is held (to say who changed it).
+    pub holders: Vec<undo::Holder>,
+}
+
+/// The undo of `record` (read from the history, or a run's own, held in memory) planned
+/// against the live objects as an ordinary run would ([`undo::request`]), with what changed
+/// since it. `history`: the history as read, when the undo records its own change (its
+/// planned revision goes into the change-cause annotation).
+pub async fn undo_record(
+    cluster: &Cluster,
+    app: &str,
+    record: &history::Record,
+    history: Option<Option<Value>>,
+) -> Result<UndoPlanned, AppError> {
+    let whose = format!(
+        "{app} in namespace {:?} (context {:?})",
+        cluster.namespace(),
+        cluster.conn.context
+    );
     let intent = undo::request(record).map_err(|why| AppError::NotUndoable {
         message: format!(
             "not undone: revision {} of {whose} cannot be undone: {why}; nothing was written",
@@ -457,32 +496,29 @@ pub async fn undo(
     };
     let mut live = read_live(cluster, &req, req.needs()).await?;
     // The history as read: the undo's own record is planned to be its next revision.
-    live.history = recording.then(|| cm.clone());
+    live.history = history;
     // Where the live attachment is read from, before planning takes the live routes.
     let holders = match record.endpoints {
         Some(_) => undo::holders(app, &live),
         None => Vec::new(),
     };
     let plan = planner::build_plan(&req, &mut live)?;
-    let mut drift = undo::drift(record, &plan);
-    let mut refusal = undo::refusal(record.revision, &drift, &request.force);
-    if refusal.is_some() && drift.iter().any(undo::Drift::is_attachment) {
-        changed_by(cluster, &holders, &mut drift).await;
-        refusal = undo::refusal(record.revision, &drift, &request.force);
-    }
-    Ok(Sourced {
-        standing: refusal.map_or(Standing::Ready, |message| {
-            Standing::Refused(Box::new(AppError::Drift { message }))
-        }),
-        plan,
-        source: Source::Undo {
-            revision: record.revision,
+    let drift = undo::drift(record, &plan);
+    Ok(UndoPlanned {
+        sourced: Sourced {
+            standing: Standing::Ready,
+            plan,
+            source: Source::Undo {
+                revision: record.revision,
+            },
+            config_map: None,
+            live: Some(live),
+            plan_checksum: None,
+            recorded_by: None,
+            fleet_run: None,
         },
-        config_map: Some(cm),
-        live: Some(live),
-        plan_checksum: None,
-        recorded_by: None,
-        fleet_run: None,
+        drift,
+        holders,
     })
 }
 

@@ -390,6 +390,8 @@ pub struct Settings {
     pub retries: u32,
     /// `--timeout`: how long `--wait` and a canary follow a rollout and routes (zero: no bound).
     pub wait_timeout: Duration,
+    /// After the writes: `--wait` and what ends it.
+    pub follow: Follow,
     pub verbose: u8,
     pub can_prompt: bool,
     pub stderr_is_terminal: bool,
@@ -434,11 +436,33 @@ pub struct WriteFlags {
     pub dry_run: bool,
     /// `--detailed-exitcode`: a plan with changes ends with its own exit code.
     pub detailed_exitcode: bool,
-    /// `--wait`: after the writes, follow the rollout and the routes.
-    pub wait: bool,
     /// `--verify-url`: after the writes, check that the paths with scopes refuse a request
     /// without a token.
     pub verify: Option<ProbeSettings>,
+}
+
+/// After the writes: `--wait`, and what it does when the rollout cannot complete.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Follow {
+    /// `--wait` (or `--undo-on-failure`, which implies it): follow the rollout and the routes.
+    pub wait: bool,
+    /// `--undo-on-failure`: a run that fails after writing puts back what it changed.
+    pub undo_on_failure: bool,
+    /// `--fail-fast`: the wait ends as soon as the rollout cannot succeed.
+    pub fail_fast: bool,
+    /// `--crash-restarts`: the restarts of a crash-looping container that end the wait.
+    pub crash_restarts: u32,
+}
+
+impl Follow {
+    fn of(args: &crate::cli::FollowArgs) -> Follow {
+        Follow {
+            wait: args.wait || args.undo_on_failure,
+            undo_on_failure: args.undo_on_failure,
+            fail_fast: args.fail_fast,
+            crash_restarts: args.crash_restarts,
+        }
+    }
 }
 
 /// The changes asked for by flags.
@@ -494,9 +518,9 @@ impl Settings {
         self.writes().is_some_and(|w| w.detailed_exitcode)
     }
 
-    /// `--wait`.
+    /// `--wait` (or `--undo-on-failure`), and not a run that only plans.
     pub fn wait(&self) -> bool {
-        self.writes().is_some_and(|w| w.wait)
+        self.follow.wait && !self.dry_run()
     }
 
     /// `--verify-url`, resolved.
@@ -795,7 +819,7 @@ impl Settings {
         }
         let cluster = resolve_cluster(args.cluster, env)?;
         let fleet = FleetSettings::resolve(args.run.fleet, &cluster, 0)?;
-        if fleet.as_ref().is_some_and(|f| f.bake.is_some()) && !args.wait {
+        if fleet.as_ref().is_some_and(|f| f.bake.is_some()) && !args.follow.wait {
             return Err(SettingsError::Invalid(
                 "--bake watches each wave after its rollout: add --wait".into(),
             ));
@@ -853,7 +877,6 @@ impl Settings {
         let writes = WriteFlags {
             dry_run: args.dry_run,
             detailed_exitcode: args.detailed_exitcode,
-            wait: args.wait,
             verify,
         };
         // clap keeps --undo and --to-revision apart from every change flag.
@@ -898,6 +921,7 @@ impl Settings {
             color_stderr: decide_color(args.run.color, env, env.stderr_is_terminal),
             retries: args.run.retries,
             wait_timeout: args.timeout,
+            follow: Follow::of(&args.follow),
             verbose: args.run.verbose,
             can_prompt: env.can_prompt,
             stderr_is_terminal: env.stderr_is_terminal,
@@ -953,9 +977,9 @@ impl Settings {
         let cluster = resolve_cluster(cluster, env)?;
         let waves_given = !args.run.fleet.wave.is_empty();
         let mut fleet = FleetSettings::resolve(args.run.fleet, &cluster, file.clusters.len())?;
-        if fleet.as_ref().is_some_and(|f| f.bake.is_some()) {
+        if fleet.as_ref().is_some_and(|f| f.bake.is_some()) && !args.follow.wait {
             return Err(SettingsError::Invalid(
-                "--bake watches each wave after its rollout, which apply FILE does not follow: apply without --bake".into(),
+                "--bake watches each wave after its rollout: add --wait".into(),
             ));
         }
         // The plan's waves, unless --wave gives others.
@@ -989,6 +1013,7 @@ impl Settings {
             color_stderr: decide_color(args.run.color, env, env.stderr_is_terminal),
             retries: args.run.retries,
             wait_timeout: args.timeout,
+            follow: Follow::of(&args.follow),
             verbose: args.run.verbose,
             can_prompt: env.can_prompt,
             stderr_is_terminal: env.stderr_is_terminal,

@@ -98,6 +98,40 @@ impl Drift {
     }
 }
 
+/// `record` without the values in `drift`: what a run that failed puts back of its own changes
+/// when someone else has moved some of them since it wrote them (`--undo-on-failure` leaves
+/// those as they are, and lists them). The routes go back together or not at all: a drift in
+/// them or in any part of their attachment leaves every route as it is.
+pub fn without(record: &Record, drift: &[Drift]) -> Record {
+    let mut kept = record.clone();
+    for d in drift {
+        match d.key.as_str() {
+            "image" => kept.image = None,
+            "min" | "max" => {
+                if let Some(bounds) = kept.bounds.as_mut() {
+                    if d.key == "min" {
+                        bounds.min = None;
+                    } else {
+                        bounds.max = None;
+                    }
+                }
+            }
+            _ => {
+                kept.endpoints = None;
+                kept.routes.clear();
+            }
+        }
+    }
+    if kept
+        .bounds
+        .as_ref()
+        .is_some_and(|b| b.min.is_none() && b.max.is_none())
+    {
+        kept.bounds = None;
+    }
+    kept
+}
+
 /// What the undo of a record asks the planner for: the values before its run.
 #[derive(Clone, Debug, Default)]
 pub struct Intent {
@@ -641,6 +675,34 @@ mod tests {
     use appupdate_model::intent::{AttachmentRecord, GroupRecord, RouteSet, RoutesChange};
     use appupdate_model::plan::{Action, RouteStyle, Write};
     use proptest::prelude::*;
+
+    fn drifted(key: &str) -> Drift {
+        Drift {
+            key: key.into(),
+            reference: String::new(),
+            path: String::new(),
+            now: None,
+            recorded: None,
+            changed_by: None,
+        }
+    }
+
+    #[test]
+    fn a_put_back_leaves_out_exactly_what_moved_since_the_run_wrote_it() {
+        let r = record(None);
+        let kept = without(&r, &[drifted("image")]);
+        assert_eq!(kept.image, None);
+        assert_eq!(kept.bounds, r.bounds, "the bounds still go back");
+        let kept = without(&r, &[drifted("max")]);
+        assert_eq!(kept.bounds, None, "the only bound changed moved: none left");
+        assert_eq!(kept.image, r.image);
+        let kept = without(&r, &[]);
+        assert_eq!(kept.image, r.image);
+        assert_eq!(kept.bounds, r.bounds);
+        let intent = request(&without(&r, &[drifted("image")])).unwrap();
+        assert_eq!(intent.container_update.image, None);
+        assert_eq!(intent.autoscaler_update.max_replicas, Some(5));
+    }
 
     fn record(endpoints: Option<RoutesChange>) -> Record {
         Record {
