@@ -7,10 +7,12 @@
 //! sees.
 //!
 //! When a rollout does not complete, [`explain()`] says why from the new ReplicaSet's pods and
-//! events, and [`judge`] decides whether it still can.
+//! events (found with [`replica_set`]'s selectors), and [`judge`] decides whether it still
+//! can.
 
 pub mod explain;
 pub mod judge;
+pub mod replica_set;
 
 pub use explain::{Explanation, explain};
 pub use judge::{Hopeless, Judge};
