@@ -62,7 +62,8 @@ pub struct Explanation {
     /// The newest Warning events of the named pods.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub events: Vec<PodEvent>,
-    /// Why pods and events could not be read (`forbidden`), when they could not.
+    /// What could not be read, and why: `forbidden` (the pods), `events forbidden` (only their
+    /// events; the pods' reasons are there).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unreadable: Option<String>,
 }

@@ -233,9 +233,10 @@ impl fmt::Display for Hopeless {
             } => {
                 write!(
                     f,
-                    "container {} (pod {}) keeps crashing: {restarts} restarts",
+                    "container {} (pod {}) keeps crashing: {restarts} restart{}",
                     Untrusted(container),
-                    Untrusted(pod)
+                    Untrusted(pod),
+                    if *restarts == 1 { "" } else { "s" }
                 )?;
                 match (last_reason, exit_code) {
                     (Some(r), Some(c)) => write!(f, ", last {}, exit {c}", Untrusted(r)),
@@ -299,11 +300,9 @@ impl Judge {
     }
 
     /// One observation, `elapsed` after the wait began: why the rollout cannot succeed, if it
-    /// cannot (see the module docs). An unreadable explanation decides nothing.
+    /// cannot (see the module docs). Only what was read counts: an explanation whose pods could
+    /// not be read decides nothing; one whose events could not be read, by the pods alone.
     pub fn observe(&mut self, elapsed: Duration, e: &Explanation) -> Option<Hopeless> {
-        if e.unreadable.is_some() {
-            return None;
-        }
         let mut verdict = None;
         let mut keep = |h: Option<Hopeless>| {
             if verdict.is_none() {

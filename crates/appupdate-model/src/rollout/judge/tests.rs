@@ -356,6 +356,16 @@ fn reasons_that_cannot_be_read_decide_nothing() {
 }
 
 #[test]
+fn pods_read_without_their_events_are_judged_by_themselves() {
+    let mut e = explain(&json!({}), &[crashing(3)], &[]);
+    e.unreadable = Some("events forbidden".into());
+    assert!(matches!(
+        Judge::default().observe(secs(0), &e),
+        Some(Hopeless::CrashLoop { .. })
+    ));
+}
+
+#[test]
 fn the_verdict_is_data_too() {
     let (_, message) = NOT_FOUND[0];
     let pods = [pulling("web-a", "ErrImagePull", message)];
