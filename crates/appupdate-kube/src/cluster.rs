@@ -162,7 +162,8 @@ impl Cluster {
         &self.conn.namespace
     }
 
-    async fn send<T: DeserializeOwned>(
+    /// Sends `req` within `--request-timeout`, logging it for `-v` as `what`.
+    pub(crate) async fn send<T: DeserializeOwned>(
         &self,
         what: &str,
         req: http::Request<Vec<u8>>,
@@ -195,7 +196,8 @@ impl Cluster {
         result
     }
 
-    fn build(
+    /// A request kube built, or its failure to build one as a [`RequestError`].
+    pub(crate) fn build(
         r: Result<http::Request<Vec<u8>>, kube::core::request::Error>,
     ) -> Result<http::Request<Vec<u8>>, RequestError> {
         r.map_err(|e| RequestError::Kube(kube::Error::BuildRequest(e)))

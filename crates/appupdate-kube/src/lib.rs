@@ -2,8 +2,9 @@
 //! user and namespace ([`selection`], [`kube_context`]: kubectl's selection rules and
 //! credentials), which proxy ([`proxy`]: kubectl's rules) and the TCP leg through it
 //! ([`proxy_connector`]), one HTTP/2 connection per cluster ([`transport`]), the cluster client
-//! that sends every request ([`cluster`]) and watches an object ([`watch`]), and how a failure
-//! of any of them is worded ([`describe`]); `--verify-url`'s requests to the routing layer, over
+//! that sends every request ([`cluster`]), watches an object ([`watch`]) and reads what explains
+//! a rollout that goes wrong ([`evidence`]), and how a failure of any of them is worded
+//! ([`describe`]); `--verify-url`'s requests to the routing layer, over
 //! the same connector without credentials ([`probe`]); and every file the plugin reads, each
 //! within a bound ([`files`]).
 //!
@@ -13,6 +14,7 @@
 
 pub mod cluster;
 pub mod describe;
+pub mod evidence;
 pub mod files;
 pub mod kube_context;
 pub mod probe;

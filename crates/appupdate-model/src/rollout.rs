@@ -5,6 +5,17 @@
 //! is updated, no old replica is left, and every updated replica is available. The plugin's
 //! `wait` does the watching and calls [`rollout_state`] on every version of the Deployment it
 //! sees.
+//!
+//! When a rollout does not complete, [`explain()`] says why from the new ReplicaSet's pods and
+//! events (found with [`replica_set`]'s selectors), and [`judge`] decides whether it still
+//! can.
+
+pub mod explain;
+pub mod judge;
+pub mod replica_set;
+
+pub use explain::{Explanation, explain};
+pub use judge::{Hopeless, Judge};
 
 use std::fmt;
 
@@ -145,6 +156,33 @@ pub fn rollout_state(deployment: &Value) -> RolloutState {
         return RolloutState::Unavailable { available, updated };
     }
     RolloutState::Complete { replicas: updated }
+}
+
+/// One object of `tests/data/rollout-failures` (a list's whole `…List`), by its file name
+/// without `.json`; built in (the crate reads no files).
+#[cfg(test)]
+pub(crate) fn fixture(name: &str) -> Value {
+    macro_rules! files {
+        ($($file:literal),* $(,)?) => {
+            match name {
+                $($file => include_str!(concat!("../tests/data/rollout-failures/", $file, ".json")),)*
+                other => panic!("no fixture {other}"),
+            }
+        };
+    }
+    let text = files![
+        "deployment-quota",
+        "events-image-not-found",
+        "events-unschedulable",
+        "pod-config-error",
+        "pod-crash-loop-oom",
+        "pod-err-image-pull",
+        "pod-image-pull-backoff",
+        "pod-image-pull-backoff-before-1.32",
+        "pod-init-crash",
+        "pod-unschedulable",
+    ];
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
 #[cfg(test)]
