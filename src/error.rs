@@ -32,6 +32,9 @@ pub enum Stage {
         name: String,
         namespace: String,
         rollout: bool,
+        /// With `--undo-on-failure`: the command that undoes the run (a signal starts no
+        /// writes, so nothing was put back).
+        undo: Option<String>,
     },
     /// `--verify-url`: asking the address `url` whether auth is enforced; the writes are done.
     Verifying { url: String },
@@ -39,6 +42,19 @@ pub enum Stage {
 
 impl Stage {
     fn what_happened(&self) -> String {
+        let said = self.said();
+        match self {
+            Stage::Waiting {
+                undo: Some(undo), ..
+            } => format!(
+                "{said}; nothing was put back (a signal starts no writes): undo this run with {}",
+                Untrusted(undo)
+            ),
+            _ => said,
+        }
+    }
+
+    fn said(&self) -> String {
         match self {
             Stage::Planning => "interrupted: nothing was changed".into(),
             Stage::Writing => "interrupted again: exiting now; requests already sent may or may not have been applied — run again to see the state".into(),
@@ -46,6 +62,7 @@ impl Stage {
                 name,
                 namespace,
                 rollout: false,
+                ..
             } => format!(
                 "stopped waiting: the changes were applied; the routes of {} are taken up by their controllers in their own time (kubectl get httproutes,ingresses -n {} -l app={} shows their status)",
                 Untrusted(name),
@@ -56,6 +73,7 @@ impl Stage {
                 name,
                 namespace,
                 rollout: true,
+                ..
             } => format!(
                 "stopped waiting: the changes were applied and the rollout goes on (kubectl rollout status deployment/{} -n {})",
                 Untrusted(name),
@@ -117,7 +135,7 @@ pub enum AppError {
     /// `--wait`: the changes were applied but the rollout did not complete, or a route was not
     /// taken up.
     #[error(transparent)]
-    Rollout(#[from] WaitError),
+    Rollout(Box<WaitError>),
     /// `--verify-url`: a path with scopes did not refuse a request without a token (the lines
     /// before say which); the message says what to do.
     #[error("{message}")]
@@ -156,6 +174,40 @@ pub enum AppError {
     /// A saved plan whose objects show it was applied already.
     #[error("{message}")]
     AppliedAlready { message: String },
+    /// `--undo-on-failure`: the run failed after writing (`failure`, said before putting
+    /// back), and what it changed was put back: completely (`left` empty, exit 10) or not
+    /// (exit 11, `left` says what is where).
+    #[error("{}", put_back_message(.left, .where_))]
+    PutBack {
+        failure: Box<AppError>,
+        /// What is not as it was before the run, one line each, escaped.
+        left: Vec<String>,
+        /// `web in namespace "shop" (context "prod")`, escaped.
+        where_: String,
+    },
+}
+
+fn put_back_message(left: &[String], where_: &str) -> String {
+    if left.is_empty() {
+        format!(
+            "the run failed after writing (above), and was put back: what it changed in {where_} is as it was before it (--undo-on-failure)"
+        )
+    } else {
+        let mut message = format!(
+            "the run failed after writing (above), and was NOT put back completely (--undo-on-failure): in {where_}"
+        );
+        for line in left {
+            message.push_str("\n  - ");
+            message.push_str(line);
+        }
+        message
+    }
+}
+
+impl From<WaitError> for AppError {
+    fn from(e: WaitError) -> AppError {
+        AppError::Rollout(Box::new(e))
+    }
 }
 
 impl AppError {

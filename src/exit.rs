@@ -32,19 +32,11 @@ pub enum ExitCode {
     /// `--verify-url`: a path with scopes answered a request without a token with something
     /// other than 401 or 403, or did not answer.
     AuthNotEnforced = 9,
-    /// A run that failed after writing and then put its own changes back: the application is
-    /// as it was before the run. Allocated for `--undo-on-failure`; no run ends with it yet.
-    #[expect(
-        dead_code,
-        reason = "allocated for --undo-on-failure; no run ends with it yet"
-    )]
+    /// `--undo-on-failure`: the run failed after writing and then put its own changes back:
+    /// the application is as it was before the run.
     PutBack = 10,
-    /// A run that failed after writing and could not put all of its changes back. Allocated
-    /// for `--undo-on-failure`; no run ends with it yet.
-    #[expect(
-        dead_code,
-        reason = "allocated for --undo-on-failure; no run ends with it yet"
-    )]
+    /// `--undo-on-failure`: the run failed after writing and could not put all of its changes
+    /// back (the message lists what is where).
     NotPutBack = 11,
     /// Interrupted by SIGINT (Ctrl-C).
     Interrupted = 130,
@@ -207,6 +199,8 @@ fn failed(err: &AppError) -> ExitCode {
         AppError::Interrupted { signal, .. } => signalled(*signal),
         AppError::Rollout(_) => ExitCode::RolloutIncomplete,
         AppError::AuthNotEnforced { .. } => ExitCode::AuthNotEnforced,
+        AppError::PutBack { left, .. } if left.is_empty() => ExitCode::PutBack,
+        AppError::PutBack { .. } => ExitCode::NotPutBack,
     }
 }
 
@@ -322,6 +316,7 @@ mod tests {
                 namespace: "shop".into(),
                 after: std::time::Duration::from_secs(1),
                 last: "1 of 2".into(),
+                why: Box::default(),
             })),
         }
     }

@@ -584,6 +584,9 @@ struct ObjectOutcomeDoc {
 struct RolloutDoc {
     complete: bool,
     message: String,
+    /// Why it did not complete, from its new pods and their events, as data.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasons: Option<appupdate_model::rollout::Explanation>,
 }
 
 fn object_outcomes(report: &Report) -> Vec<ObjectOutcomeDoc> {
@@ -619,10 +622,12 @@ fn rollout_doc(rollout: &Option<Result<Waited, WaitError>>) -> Option<RolloutDoc
         Ok(waited) => RolloutDoc {
             complete: true,
             message: waited.summary(),
+            reasons: None,
         },
         Err(e) => RolloutDoc {
             complete: false,
             message: e.to_string(),
+            reasons: e.explanation().cloned(),
         },
     })
 }

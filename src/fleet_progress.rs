@@ -204,4 +204,9 @@ impl wait::Progress for RolloutLine {
                 .set(self.index, &Untrusted(state.to_string()).to_string());
         }
     }
+
+    fn reason(&mut self, reason: &str) {
+        self.progress
+            .set(self.index, &format!("following the rollout: {reason}"));
+    }
 }

@@ -28,6 +28,7 @@ pub(crate) mod history_store;
 pub(crate) mod live_state;
 pub(crate) mod plan_sources;
 pub(crate) mod planning;
+pub(crate) mod put_back;
 pub(crate) mod run;
 pub mod settings;
 pub(crate) mod signals;

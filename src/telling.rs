@@ -19,6 +19,7 @@ use crate::fleet_progress::FleetProgress;
 use crate::history_store;
 use crate::plan_sources::Standing;
 use crate::planning::{Member, Planned, Planning};
+use crate::put_back;
 use crate::settings::Settings;
 use crate::signals::Signals;
 use crate::streams::{self, Streams};
@@ -216,7 +217,7 @@ impl OneCluster {
     ) -> Ending {
         let cluster = &member.cluster;
         let image = settings.changes_image();
-        let (followed, afterwards, report) = match state {
+        let (followed, afterwards, report, recorded) = match state {
             ClusterState::Applied {
                 report, recorded, ..
             } => {
@@ -241,6 +242,7 @@ impl OneCluster {
                     Followed::after_writes(&report, image),
                     afterwards,
                     Some(report),
+                    recorded,
                 )
             }
             // Nothing to write: `--wait` follows the rollout and the routes (a re-run after a
@@ -249,6 +251,7 @@ impl OneCluster {
                 Followed::without_writes(&member.sourced.plan, image),
                 verify::Afterwards::NothingChanged,
                 None,
+                history_store::Recorded::Nothing,
             ),
             ClusterState::Refused(report) => {
                 let _ = streams.report(&report);
@@ -275,10 +278,43 @@ impl OneCluster {
         } else {
             Ok(())
         };
-        match verified(rollout, probes, afterwards, settings, signals, streams).await {
-            Ok(()) => report.map_or(Ending::Done, Ending::Applied),
-            Err(e) => Ending::Failed(e),
+        let failure = match verified(rollout, probes, afterwards, settings, signals, streams).await
+        {
+            Ok(()) => return report.map_or(Ending::Done, Ending::Applied),
+            Err(e @ AppError::Interrupted { .. }) => return Ending::Failed(e),
+            Err(e) => e,
+        };
+        let Some(report) = report.filter(|_| settings.follow.undo_on_failure) else {
+            return Ending::Failed(failure);
+        };
+        // The failure first, then what putting back does.
+        streams::notice(&format!(
+            "error: {failure}\nputting back what this run changed (--undo-on-failure)"
+        ));
+        let target = WaitTarget::of(cluster, &settings.app);
+        let mut progress = rollout_progress(settings, streams, &target, &Followed::default());
+        let putting_back =
+            put_back::put_back(settings, member, &report, &recorded, progress.as_mut());
+        let back = tokio::select! {
+            back = putting_back => back,
+            signal = signals.recv() => {
+                return Ending::Failed(AppError::Interrupted { signal, stage: Stage::Writing });
+            }
+        };
+        if let Some(undone) = &back.report {
+            let _ = streams.report(undone);
+            let _ = streams.recorded(&back.recorded);
         }
+        Ending::Failed(AppError::PutBack {
+            failure: Box::new(failure),
+            left: back.left,
+            where_: format!(
+                "{} in namespace {:?} (context {:?})",
+                Untrusted(&settings.app),
+                Untrusted(cluster.namespace()),
+                Untrusted(&cluster.conn.context)
+            ),
+        })
     }
 }
 
@@ -591,11 +627,43 @@ async fn follow_written(
     streams: &Streams,
 ) -> Result<(), AppError> {
     let target = WaitTarget::of(cluster, &settings.app);
-    let color = streams.color(streams::Kind::Notice);
     if followed.is_empty() {
         return Ok(());
     }
-    let mut progress: Box<dyn wait::Progress> = if settings.stderr_is_terminal {
+    let mut progress = rollout_progress(settings, streams, &target, followed);
+    let following = wait::follow_in(
+        cluster,
+        &settings.app,
+        followed,
+        settings.wait_timeout,
+        wait::Stop::of(&settings.follow),
+        progress.as_mut(),
+    );
+    tokio::select! {
+        result = following => result.map(|_| ()).map_err(AppError::from),
+        signal = signals.recv() => Err(AppError::Interrupted {
+            signal,
+            stage: Stage::Waiting {
+                name: target.name.clone(),
+                namespace: target.namespace.clone(),
+                rollout: followed.rollout,
+                undo: settings.follow.undo_on_failure.then(|| {
+                    verify::undo_command(&settings.app, cluster.namespace(), &cluster.conn.context)
+                }),
+            },
+        }),
+    }
+}
+
+/// How `--wait` shows what it follows: bars on a terminal, plain lines otherwise (stderr).
+fn rollout_progress(
+    settings: &Settings,
+    streams: &Streams,
+    target: &WaitTarget,
+    followed: &Followed,
+) -> Box<dyn wait::Progress> {
+    let color = streams.color(streams::Kind::Notice);
+    if settings.stderr_is_terminal && !followed.is_empty() {
         Box::new(wait::Bar::new(
             &target.reference(),
             followed,
@@ -608,24 +676,6 @@ async fn follow_written(
             &target.reference(),
             color,
         ))
-    };
-    let following = wait::follow_in(
-        cluster,
-        &settings.app,
-        followed,
-        settings.wait_timeout,
-        progress.as_mut(),
-    );
-    tokio::select! {
-        result = following => result.map(|_| ()).map_err(AppError::Rollout),
-        signal = signals.recv() => Err(AppError::Interrupted {
-            signal,
-            stage: Stage::Waiting {
-                name: target.name.clone(),
-                namespace: target.namespace.clone(),
-                rollout: followed.rollout,
-            },
-        }),
     }
 }
 

@@ -405,6 +405,7 @@ async fn bake_wave(
             kubectl_ref: format!("deployment/{app}"),
             namespace: m.cluster.namespace().to_owned(),
             state: format!("it regressed during the bake: {what}"),
+            why: Box::default(),
         });
         match state {
             ClusterState::Applied { rollout, .. } | ClusterState::Unchanged { rollout } => {
@@ -570,6 +571,7 @@ impl Writing<'_> {
                 &m.sourced.plan.app,
                 followed,
                 self.settings.wait_timeout,
+                wait::Stop::of(&self.settings.follow),
                 &mut line,
             ) => {
                 match &result {

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use appupdate_model::rollout::Explanation;
 use appupdate_model::route_status::Refusal;
 use appupdate_model::text::Untrusted;
 
@@ -10,12 +11,13 @@ use appupdate_model::text::Untrusted;
 pub enum WaitError {
     /// Only the rollout was still pending.
     #[error(
-        "timed out after {after} waiting for the rollout of {target}: {last}; the changes were applied, the rollout may still finish (kubectl rollout status {kubectl} -n {ns})",
+        "timed out after {after} waiting for the rollout of {target}: {last}; the changes were applied, the rollout may still finish (kubectl rollout status {kubectl} -n {ns}){why}",
         after = format_duration(*.after),
         target = Untrusted(.target),
         last = Untrusted(.last),
         kubectl = Untrusted(.kubectl_ref),
-        ns = Untrusted(.namespace)
+        ns = Untrusted(.namespace),
+        why = because(.why)
     )]
     Timeout {
         target: String,
@@ -24,19 +26,42 @@ pub enum WaitError {
         after: Duration,
         /// What it was still waiting for.
         last: String,
+        /// Why, from the new pods (empty when nothing was read).
+        why: Box<Explanation>,
     },
     #[error(
-        "the rollout of {target} failed: {state}; the changes were applied (kubectl rollout status {kubectl} -n {ns})",
+        "the rollout of {target} failed: {state}; the changes were applied (kubectl rollout status {kubectl} -n {ns}){why}",
         target = Untrusted(.target),
         state = Untrusted(.state),
         kubectl = Untrusted(.kubectl_ref),
-        ns = Untrusted(.namespace)
+        ns = Untrusted(.namespace),
+        why = because(.why)
     )]
     Failed {
         target: String,
         kubectl_ref: String,
         namespace: String,
         state: String,
+        why: Box<Explanation>,
+    },
+    /// `--fail-fast`: the rollout cannot succeed without someone acting.
+    #[error(
+        "the rollout of {target} cannot succeed without someone acting: {hopeless}; stopped waiting after {after} (--fail-fast=false waits until --timeout); the changes were applied (kubectl rollout status {kubectl} -n {ns}){why}",
+        target = Untrusted(.target),
+        hopeless = .hopeless,
+        after = format_duration(*.after),
+        kubectl = Untrusted(.kubectl_ref),
+        ns = Untrusted(.namespace),
+        why = because(.why)
+    )]
+    CannotSucceed {
+        target: String,
+        kubectl_ref: String,
+        namespace: String,
+        after: Duration,
+        /// Which rule ended the wait, escaped.
+        hopeless: String,
+        why: Box<Explanation>,
     },
     #[error(
         "{} was deleted while waiting for its rollout; the changes had been applied",
@@ -64,14 +89,15 @@ pub enum WaitError {
     },
     /// Routes (and maybe the rollout) were still pending.
     #[error(
-        "timed out after {after} waiting for {pending} in namespace {ns:?} (context {ctx:?}); the changes were applied and may still be taken up (kubectl get -n {ns_arg} -o yaml {refs} shows their status), or undo them with {undo}",
+        "timed out after {after} waiting for {pending} in namespace {ns:?} (context {ctx:?}); the changes were applied and may still be taken up (kubectl get -n {ns_arg} -o yaml {refs} shows their status), or undo them with {undo}{why}",
         after = format_duration(*.after),
         pending = pending_list(.pending),
         refs = pending_refs(.pending),
         ns = Untrusted(.namespace),
         ns_arg = Untrusted(.namespace),
         ctx = Untrusted(.context),
-        undo = Untrusted(.undo)
+        undo = Untrusted(.undo),
+        why = because(.why)
     )]
     Pending {
         after: Duration,
@@ -80,6 +106,7 @@ pub enum WaitError {
         namespace: String,
         context: String,
         undo: String,
+        why: Box<Explanation>,
     },
     #[error(
         "{} was deleted while waiting for it to be taken up; the changes had been applied",
@@ -101,10 +128,33 @@ impl WaitError {
             self,
             WaitError::Timeout { .. }
                 | WaitError::Failed { .. }
+                | WaitError::CannotSucceed { .. }
                 | WaitError::Deleted { .. }
                 | WaitError::Watch { .. }
         )
     }
+}
+
+impl WaitError {
+    /// Why the rollout did not complete, from its new pods, when they were read.
+    pub fn explanation(&self) -> Option<&Explanation> {
+        match self {
+            WaitError::Timeout { why, .. }
+            | WaitError::Failed { why, .. }
+            | WaitError::CannotSucceed { why, .. }
+            | WaitError::Pending { why, .. } => Some(why.as_ref()).filter(|w| !w.is_empty()),
+            _ => None,
+        }
+    }
+}
+
+/// The explanation's lines, each on its own indented line after the message (escaped by
+/// [`Explanation::lines`]); nothing when nothing was read.
+fn because(why: &Explanation) -> String {
+    why.lines()
+        .iter()
+        .map(|line| format!("\n  {line}"))
+        .collect()
 }
 
 /// An object the wait was still waiting for when the time ran out.

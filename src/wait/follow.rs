@@ -3,13 +3,15 @@
 
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use futures::{Stream, StreamExt};
+use serde_json::Value;
 
-use super::{Followed, PendingObject, Progress, Subject, WaitError, Waited};
+use super::{Followed, PendingObject, Progress, Stop, Subject, WaitError, Waited};
 use appupdate_kube::cluster::Cluster;
 use appupdate_kube::watch::Observation;
 use appupdate_model::plan::Kind;
-use appupdate_model::rollout::{RolloutState, rollout_state};
+use appupdate_model::rollout::{Explanation, Judge, RolloutState, rollout_state};
 use appupdate_model::route_status::{RouteState, route_state};
 use appupdate_model::text::Untrusted;
 
@@ -60,6 +62,43 @@ impl WaitTarget {
     }
 }
 
+/// Why a rollout is not done, from its new pods and their events: read only once something is
+/// wrong (a rollout not complete after [`LOOK_AFTER`]), then every [`LOOK_EVERY`] while it
+/// stays so, and once more when the wait ends without it.
+pub trait Explain {
+    fn explain<'a>(&'a self, deployment: &'a Value) -> BoxFuture<'a, Explanation>;
+}
+
+impl Explain for Cluster {
+    fn explain<'a>(&'a self, deployment: &'a Value) -> BoxFuture<'a, Explanation> {
+        Box::pin(async move {
+            match self.rollout_evidence(deployment).await {
+                Ok(evidence) => evidence.explain(deployment),
+                Err(e) => e.explanation(),
+            }
+        })
+    }
+}
+
+/// A healthy rollout that completes within this long costs no read of its pods.
+pub const LOOK_AFTER: Duration = Duration::from_secs(5);
+/// While a rollout stays incomplete, its pods are read again this often.
+pub const LOOK_EVERY: Duration = Duration::from_secs(3);
+
+async fn until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// What woke the follower.
+enum Woken {
+    Observed(Option<(usize, Observation)>),
+    TimedOut,
+    Look,
+}
+
 /// Where one subject of the wait stands.
 #[derive(Default)]
 struct Seen {
@@ -74,17 +113,24 @@ struct Seen {
 /// Consumes observations of the `subjects` (each tagged with its index) until every one is
 /// done, one fails, or `timeout` (None: no bound) runs out. Pure apart from time: tests feed it
 /// a stream of observations.
+#[allow(clippy::too_many_arguments)]
 pub async fn follow_observations<S>(
     observations: S,
     subjects: &[Subject],
     target: &WaitTarget,
     timeout: Option<Duration>,
+    stop: Stop,
+    explainer: &dyn Explain,
     progress: &mut dyn Progress,
 ) -> Result<Waited, WaitError>
 where
     S: Stream<Item = (usize, Observation)>,
 {
-    let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
+    let started = tokio::time::Instant::now();
+    let deadline = timeout.map(|t| started + t);
+    let mut look_at: Option<tokio::time::Instant> = None;
+    let mut deployment: Option<Value> = None;
+    let mut judge = Judge::new(stop.crash_restarts);
     let mut observations = std::pin::pin!(observations);
     let mut seen: Vec<Seen> = subjects.iter().map(|_| Seen::default()).collect();
     let mut rollout: Option<RolloutState> = None;
@@ -97,12 +143,44 @@ where
         if seen.iter().all(|s| s.done) {
             break Ok(());
         }
-        let next = match deadline {
-            Some(at) => match tokio::time::timeout_at(at, observations.next()).await {
-                Ok(next) => next,
-                Err(_) => break Err(timed_out(subjects, &seen, target, timeout)),
-            },
-            None => observations.next().await,
+        let woken = tokio::select! {
+            biased;
+            next = observations.next() => Woken::Observed(next),
+            () = until(deadline) => Woken::TimedOut,
+            () = until(look_at) => Woken::Look,
+        };
+        let next = match woken {
+            Woken::Observed(next) => next,
+            Woken::TimedOut => {
+                let why = match &deployment {
+                    Some(d) if rollout.as_ref().is_none_or(|s| !s.is_complete()) => {
+                        Some(explainer.explain(d).await)
+                    }
+                    _ => None,
+                };
+                break Err(timed_out(subjects, &seen, target, timeout, why));
+            }
+            Woken::Look => {
+                look_at = Some(tokio::time::Instant::now() + LOOK_EVERY);
+                let Some(d) = &deployment else { continue };
+                let why = explainer.explain(d).await;
+                if let Some(reason) = why.current() {
+                    progress.reason(&reason);
+                }
+                if stop.fail_fast
+                    && let Some(hopeless) = judge.observe(started.elapsed(), &why)
+                {
+                    break Err(WaitError::CannotSucceed {
+                        target: target.described(),
+                        kubectl_ref: format!("deployment/{}", target.name),
+                        namespace: target.namespace.clone(),
+                        after: started.elapsed(),
+                        hopeless: hopeless.to_string(),
+                        why: Box::new(why),
+                    });
+                }
+                continue;
+            }
         };
         let Some((i, observation)) = next else {
             let i = seen.iter().position(|s| !s.done).unwrap_or(0);
@@ -154,23 +232,31 @@ where
                 match subject {
                     Subject::Rollout => {
                         let state = rollout_state(&obj);
+                        if state.is_complete() {
+                            look_at = None;
+                        } else if look_at.is_none() {
+                            look_at = Some(started + LOOK_AFTER);
+                        }
                         // A failure is said once, by the error; progress shows only the way there.
                         if !matches!(state, RolloutState::DeadlineExceeded { .. }) {
                             progress.update(&state);
                         }
                         match state {
                             RolloutState::DeadlineExceeded { .. } => {
+                                let why = explainer.explain(&obj).await;
                                 break Err(WaitError::Failed {
                                     target: target.described(),
                                     kubectl_ref: format!("deployment/{}", target.name),
                                     namespace: target.namespace.clone(),
                                     state: state.to_string(),
+                                    why: Box::new(why),
                                 });
                             }
                             state => {
                                 at.done = state.is_complete();
                                 at.last = Some(state.to_string());
                                 rollout = Some(state);
+                                deployment = Some(obj);
                             }
                         }
                     }
@@ -224,7 +310,9 @@ fn timed_out(
     seen: &[Seen],
     target: &WaitTarget,
     timeout: Option<Duration>,
+    why: Option<Explanation>,
 ) -> WaitError {
+    let why = Box::new(why.unwrap_or_default());
     let waiting_for = |s: &Seen| match (&s.last, &s.problem) {
         (Some(last), _) => last.clone(),
         (None, Some(problem)) => format!("no status seen yet ({problem})"),
@@ -239,6 +327,7 @@ fn timed_out(
             namespace: target.namespace.clone(),
             after: timeout.unwrap_or_default(),
             last: waiting_for(s),
+            why,
         };
     }
     WaitError::Pending {
@@ -257,6 +346,7 @@ fn timed_out(
         namespace: target.namespace.clone(),
         context: target.context.clone(),
         undo: target.undo(),
+        why,
     }
 }
 
@@ -271,6 +361,7 @@ pub async fn follow_in(
     app: &str,
     followed: &Followed,
     wait_timeout: Duration,
+    stop: Stop,
     progress: &mut dyn Progress,
 ) -> Result<Waited, WaitError> {
     let target = WaitTarget::of(cluster, app);
@@ -284,5 +375,14 @@ pub async fn follow_in(
     });
     let observations = futures::stream::select_all(streams);
     let timeout = Some(wait_timeout).filter(|t| !t.is_zero());
-    follow_observations(observations, &subjects, &target, timeout, progress).await
+    follow_observations(
+        observations,
+        &subjects,
+        &target,
+        timeout,
+        stop,
+        cluster,
+        progress,
+    )
+    .await
 }

@@ -27,7 +27,27 @@ use appupdate_model::text::Untrusted;
 use appupdate_plan::updaters::Plan;
 
 pub use self::error::{PendingObject, WaitError, format_duration};
+#[cfg(test)]
+use self::follow::{LOOK_AFTER, LOOK_EVERY};
 pub use self::follow::{WaitTarget, follow_in};
+
+/// What ends a wait before `--timeout`, besides a refusal or the progress deadline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stop {
+    /// `--fail-fast`: as soon as the rollout cannot succeed without someone acting.
+    pub fail_fast: bool,
+    /// `--crash-restarts`.
+    pub crash_restarts: u32,
+}
+
+impl Stop {
+    pub fn of(follow: &crate::settings::Follow) -> Stop {
+        Stop {
+            fail_fast: follow.fail_fast,
+            crash_restarts: follow.crash_restarts,
+        }
+    }
+}
 pub use self::progress::{Bar, Lines, Progress};
 
 /// One object `--wait` follows.

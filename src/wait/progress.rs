@@ -16,6 +16,9 @@ pub trait Progress {
     fn route(&mut self, route: &RouteRef, state: &RouteState);
     /// The wait ended; `state` is the last rollout state seen (complete or not).
     fn finish(&mut self, state: Option<&RolloutState>);
+    /// Why the rollout is not done yet, from its new pods (escaped):
+    /// `web-7d9c-x2kq: ImagePullBackOff`.
+    fn reason(&mut self, reason: &str);
 }
 
 /// A route's line: `<reference> accepted by …` once taken up, else `Waiting for <reference>: …`.
@@ -38,6 +41,8 @@ pub struct Lines<W: Write> {
     reference: String,
     color: bool,
     last: Option<String>,
+    /// The last reason told.
+    last_reason: Option<String>,
     /// The last line of each route.
     last_route: Vec<(RouteRef, String)>,
 }
@@ -49,6 +54,7 @@ impl<W: Write> Lines<W> {
             reference: reference.to_owned(),
             color,
             last: None,
+            last_reason: None,
             last_route: Vec::new(),
         }
     }
@@ -97,6 +103,18 @@ impl<W: Write> Progress for Lines<W> {
     }
 
     fn finish(&mut self, _state: Option<&RolloutState>) {}
+
+    fn reason(&mut self, reason: &str) {
+        if self.last_reason.as_deref() == Some(reason) {
+            return;
+        }
+        let line = format!(
+            "Waiting for the rollout of {}: {reason}",
+            Untrusted(&self.reference)
+        );
+        self.write_line(&line);
+        self.last_reason = Some(reason.to_owned());
+    }
 }
 
 /// indicatif on the terminal (stderr): a bar for the rollout (updated replicas of the desired
@@ -191,6 +209,12 @@ impl Progress for Bar {
             } else {
                 *ready = None;
             }
+        }
+    }
+
+    fn reason(&mut self, reason: &str) {
+        if let Some(bar) = &self.rollout {
+            bar.set_message(reason.to_owned());
         }
     }
 

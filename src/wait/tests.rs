@@ -2,10 +2,11 @@ use std::time::Duration;
 
 use futures::StreamExt;
 
-use super::follow::follow_observations;
+use super::follow::{Explain, follow_observations};
 use super::*;
 use appupdate_kube::watch::Observation;
 use appupdate_model::plan::ObjectChange;
+use appupdate_model::rollout::Explanation;
 use serde_json::{Value, json};
 
 fn deployment(generation: i64, replicas: i64, status: Value) -> Value {
@@ -14,6 +15,185 @@ fn deployment(generation: i64, replicas: i64, status: Value) -> Value {
         "spec": {"replicas": replicas},
         "status": status,
     })
+}
+
+const FAIL_FAST: Stop = Stop {
+    fail_fast: true,
+    crash_restarts: 3,
+};
+
+/// Answers each look at the pods with the next of `answers` (the last one again once they run
+/// out; nothing wrong when there are none), counting the looks.
+#[derive(Default)]
+struct Scripted {
+    answers: Vec<Explanation>,
+    looks: std::sync::atomic::AtomicUsize,
+}
+
+impl Explain for Scripted {
+    fn explain<'a>(&'a self, _: &'a Value) -> futures::future::BoxFuture<'a, Explanation> {
+        let n = self.looks.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let answer = self
+            .answers
+            .get(n)
+            .or(self.answers.last())
+            .cloned()
+            .unwrap_or_default();
+        Box::pin(async move { answer })
+    }
+}
+
+/// A pod of the new ReplicaSet that cannot pull its image: containerd's words for a tag that
+/// does not exist.
+fn image_not_found() -> Explanation {
+    let pod = json!({
+        "metadata": {"name": "web-7d9c-x2kq", "labels": {"pod-template-hash": "7d9c"}},
+        "status": {"phase": "Pending", "containerStatuses": [{
+            "name": "web", "ready": false, "restartCount": 0, "image": "nginx:notfound",
+            "state": {"waiting": {"reason": "ErrImagePull", "message": "failed to pull and unpack image \"docker.io/library/nginx:notfound\": failed to resolve reference \"docker.io/library/nginx:notfound\": docker.io/library/nginx:notfound: not found"}}
+        }]}
+    });
+    appupdate_model::rollout::explain(&deployment(2, 1, json!({})), &[pod], &[])
+}
+
+/// Stuck half-way: the controller saw the change, the new replica is not available.
+fn stuck_half_way() -> Observation {
+    Observation::Object(deployment(
+        2,
+        1,
+        json!({"observedGeneration": 2, "replicas": 2, "updatedReplicas": 1, "availableReplicas": 1}),
+    ))
+}
+
+fn follow_stuck(
+    answers: Vec<Explanation>,
+    stop: Stop,
+    timeout: Duration,
+) -> (Result<Waited, WaitError>, String, usize) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
+        .build()
+        .unwrap();
+    let mut lines = Lines::new(Vec::new(), "deployment.apps/web", false);
+    let stream =
+        futures::stream::iter(vec![(0, stuck_half_way())]).chain(futures::stream::pending());
+    let explainer = Scripted {
+        answers,
+        looks: Default::default(),
+    };
+    let r = rt.block_on(follow_observations(
+        stream,
+        &[Subject::Rollout],
+        &target(),
+        Some(timeout),
+        stop,
+        &explainer,
+        &mut lines,
+    ));
+    let looks = explainer.looks.load(std::sync::atomic::Ordering::SeqCst);
+    (r, String::from_utf8(lines.into_inner()).unwrap(), looks)
+}
+
+#[test]
+fn an_image_the_registry_does_not_have_ends_the_wait_at_the_second_look_and_says_why() {
+    let (r, lines, looks) =
+        follow_stuck(vec![image_not_found()], FAIL_FAST, Duration::from_secs(600));
+    let e = r.expect_err("the wait ends early");
+    assert!(matches!(e, WaitError::CannotSucceed { .. }), "{e:?}");
+    assert_eq!(
+        looks, 2,
+        "two observations of the same verdict, then no more"
+    );
+    let message = e.to_string();
+    assert!(
+        message.contains("cannot succeed without someone acting"),
+        "{message}"
+    );
+    assert!(message.contains("web-7d9c-x2kq"), "{message}");
+    assert!(message.contains("ErrImagePull"), "{message}");
+    assert!(
+        message.contains("--fail-fast=false waits until --timeout"),
+        "{message}"
+    );
+    assert!(
+        lines.contains(
+            "Waiting for the rollout of deployment.apps/web: web-7d9c-x2kq: ErrImagePull"
+        ),
+        "the progress shows the current reason: {lines}"
+    );
+    match e {
+        WaitError::CannotSucceed { after, .. } => {
+            assert_eq!(after, LOOK_AFTER + LOOK_EVERY, "stopped at the second look")
+        }
+        _ => unreachable!(),
+    }
+}
+
+#[test]
+fn without_fail_fast_the_wait_runs_to_its_timeout_and_the_timeout_says_why() {
+    let stop = Stop {
+        fail_fast: false,
+        ..FAIL_FAST
+    };
+    let (r, _, looks) = follow_stuck(vec![image_not_found()], stop, Duration::from_secs(30));
+    let e = r.expect_err("timed out");
+    assert!(matches!(e, WaitError::Timeout { .. }), "{e:?}");
+    assert!(looks >= 3, "it kept looking: {looks}");
+    let message = e.to_string();
+    assert!(message.starts_with("timed out after 30s"), "{message}");
+    assert!(
+        message.contains("\n  pod web-7d9c-x2kq"),
+        "the reasons follow, one per line: {message}"
+    );
+    assert_eq!(e.explanation(), Some(&image_not_found()));
+}
+
+#[test]
+fn a_wait_with_nothing_wrong_to_say_times_out_as_before() {
+    let (r, _, _) = follow_stuck(Vec::new(), FAIL_FAST, Duration::from_secs(30));
+    let e = r.expect_err("timed out");
+    assert!(matches!(e, WaitError::Timeout { .. }), "{e:?}");
+    assert_eq!(e.explanation(), None);
+    assert!(!e.to_string().contains('\n'), "{e}");
+}
+
+#[test]
+fn a_rollout_that_completes_soon_costs_no_look_at_its_pods() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
+        .build()
+        .unwrap();
+    let mut lines = Lines::new(Vec::new(), "deployment.apps/web", false);
+    let done = Observation::Object(deployment(
+        2,
+        1,
+        json!({"observedGeneration": 2, "replicas": 1, "updatedReplicas": 1, "availableReplicas": 1}),
+    ));
+    // Half-way at once, complete 4 s later: before the first look.
+    let stream = futures::stream::iter(vec![(0, stuck_half_way())]).chain(
+        futures::stream::once(async move {
+            tokio::time::sleep(LOOK_AFTER - Duration::from_secs(1)).await;
+            (0, done)
+        })
+        .chain(futures::stream::pending()),
+    );
+    let explainer = Scripted {
+        answers: vec![image_not_found()],
+        looks: Default::default(),
+    };
+    let r = rt.block_on(follow_observations(
+        stream,
+        &[Subject::Rollout],
+        &target(),
+        Some(Duration::from_secs(60)),
+        FAIL_FAST,
+        &explainer,
+        &mut lines,
+    ));
+    assert!(r.is_ok(), "{r:?}");
+    assert_eq!(explainer.looks.load(std::sync::atomic::Ordering::SeqCst), 0);
 }
 
 fn target() -> WaitTarget {
@@ -51,6 +231,8 @@ fn run(
         &[Subject::Rollout],
         &target(),
         timeout,
+        FAIL_FAST,
+        &Scripted::default(),
         &mut lines,
     ));
     let r = r.map(|waited| waited.rollout.expect("a complete rollout"));
@@ -190,6 +372,8 @@ fn run_all(
         &followed.subjects(),
         &target(),
         timeout,
+        FAIL_FAST,
+        &Scripted::default(),
         &mut lines,
     ));
     (r, String::from_utf8(lines.into_inner()).unwrap())
