@@ -124,6 +124,16 @@ fn fleet(end: &FleetEnd) -> ExitCode {
             ClusterState::Refused(report) => applied(report),
             ClusterState::Unchanged { rollout: r } => rollout(r),
             ClusterState::Applied {
+                put_back: Some(back),
+                ..
+            } => {
+                if back.left.is_empty() {
+                    ExitCode::PutBack
+                } else {
+                    ExitCode::NotPutBack
+                }
+            }
+            ClusterState::Applied {
                 report, rollout: r, ..
             } => match applied(report) {
                 ExitCode::Ok => rollout(r),
@@ -303,6 +313,7 @@ mod tests {
             report: report(outcomes),
             recorded: crate::history_store::Recorded::Nothing,
             rollout: None,
+            put_back: None,
         }
     }
 
@@ -318,6 +329,7 @@ mod tests {
                 last: "1 of 2".into(),
                 why: Box::default(),
             })),
+            put_back: None,
         }
     }
 

@@ -209,6 +209,9 @@ pub enum ClusterState {
         report: Report,
         recorded: Recorded,
         rollout: Option<Result<Waited, WaitError>>,
+        /// `--undo-on-failure`: what putting this cluster back left as it is (`None`: not
+        /// put back).
+        put_back: Option<PutBackEnd>,
     },
     NotStarted(NotStarted),
     /// A saved plan this cluster's objects show was applied already (`revision`: the history's
@@ -295,6 +298,26 @@ impl ClusterState {
     }
 }
 
+/// What putting a cluster back did (`--undo-on-failure`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PutBackEnd {
+    /// What is not as it was before the run, one line each (escaped); empty: all put back.
+    pub left: Vec<String>,
+    /// The put-back's own history record.
+    pub revision: Option<u64>,
+}
+
+impl PutBackEnd {
+    /// `; put back: as it was before the run` or `; NOT put back completely: …`.
+    fn said(&self) -> String {
+        if self.left.is_empty() {
+            "; put back: as it was before the run".into()
+        } else {
+            format!("; NOT put back completely: {}", self.left.join("; "))
+        }
+    }
+}
+
 /// One cluster and its end.
 #[derive(Debug)]
 pub struct ClusterEnd {
@@ -361,6 +384,18 @@ impl ClusterEnd {
             ClusterState::NotStarted(why) => not_done(
                 Style::new().yellow(),
                 format!("{at}: NOT started: {}", why.why()),
+            ),
+            ClusterState::Applied {
+                report,
+                put_back: Some(back),
+                ..
+            } if objects_done(report) => not_done(
+                if back.left.is_empty() {
+                    Style::new().yellow().bold()
+                } else {
+                    Style::new().red().bold()
+                },
+                format!("{at}: updated{}", back.said()),
             ),
             ClusterState::Applied { report, .. } => {
                 let tripped = report
@@ -567,6 +602,22 @@ struct OutcomeDoc {
     revision: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     rollout: Option<RolloutDoc>,
+    /// `--undo-on-failure`: what putting this cluster back did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    put_back: Option<PutBackDoc>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct PutBackDoc {
+    /// Everything this run changed here is as it was before it.
+    complete: bool,
+    /// What is not, one line each.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    left: Vec<String>,
+    /// The put-back's own history record.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    revision: Option<u64>,
 }
 
 #[derive(Serialize)]
@@ -640,6 +691,7 @@ fn outcome_doc(end: Option<&ClusterEnd>, planned: bool) -> OutcomeDoc {
         objects: Vec::new(),
         revision: None,
         rollout: None,
+        put_back: None,
     };
     let Some(end) = end else {
         return empty(if planned { "planned" } else { "skipped" }, None);
@@ -672,6 +724,7 @@ fn outcome_doc(end: Option<&ClusterEnd>, planned: bool) -> OutcomeDoc {
             report,
             recorded,
             rollout,
+            put_back,
         } => {
             let tripped = report
                 .entries
@@ -700,6 +753,11 @@ fn outcome_doc(end: Option<&ClusterEnd>, planned: bool) -> OutcomeDoc {
                 objects: object_outcomes(report),
                 revision,
                 rollout: rollout_doc(rollout),
+                put_back: put_back.as_ref().map(|b| PutBackDoc {
+                    complete: b.left.is_empty(),
+                    left: b.left.clone(),
+                    revision: b.revision,
+                }),
             }
         }
     }
@@ -1108,6 +1166,7 @@ mod document_props {
                                 target: s[13].clone(),
                                 message: s[15].clone(),
                             })),
+                            put_back: None,
                         },
                     },
                     ClusterEnd {

@@ -175,3 +175,98 @@ fn drift_line(d: &undo::Drift) -> String {
         shown(&d.recorded)
     )
 }
+
+/// `--undo-on-failure` over several clusters, once their writes (and rollouts) are done: a
+/// cluster whose rollout or routes failed after its writes is put back. When that failure
+/// stopped the run — more failed clusters than `--max-failed` (waves), or any failure with
+/// `--stop-on-failure` (`--canary`, `--contexts`) — every cluster this run changed is put back,
+/// the last wave (or the clusters after the canary) first. Clusters not started stay as they
+/// are. Each cluster's state says what its put-back did.
+pub(crate) async fn put_back_fleet(
+    settings: &Settings,
+    fleet: &FleetSettings,
+    order: &FleetOrder,
+    members: &[&Member],
+    states: &mut [ClusterState],
+    progress: &std::sync::Arc<FleetProgress>,
+) {
+    let failed_after_writing = |s: &ClusterState| matches!(s, ClusterState::Applied { report, rollout: Some(Err(_)), .. } if report.any_written());
+    let failed = states.iter().filter(|s| failed_after_writing(s)).count();
+    if failed == 0 {
+        return;
+    }
+    let stopped = if order.waves.is_empty() {
+        fleet.stop_on_failure
+    } else {
+        failed > order.max_failed
+    };
+    // The last wave first; without waves, the clusters after the canary before the canary.
+    let rank = |m: &Member| match order.wave_of(&m.cluster.conn.context) {
+        Some(wave) => wave,
+        None if order.canary.contains(&m.cluster.conn.context) => 0,
+        None => 1,
+    };
+    let mut chosen: Vec<&Member> = members
+        .iter()
+        .copied()
+        .filter(|m| match states.get(m.index) {
+            Some(s @ ClusterState::Applied { report, .. }) if report.any_written() => {
+                stopped || failed_after_writing(s)
+            }
+            _ => false,
+        })
+        .collect();
+    chosen.sort_by_key(|m| std::cmp::Reverse(rank(m)));
+    let mut groups: Vec<Vec<&Member>> = Vec::new();
+    for m in chosen {
+        match groups.last_mut() {
+            Some(g) if g.first().is_some_and(|f| rank(f) == rank(m)) => g.push(m),
+            _ => groups.push(vec![m]),
+        }
+    }
+    for group in groups {
+        let jobs = group.iter().map(|m| {
+            let state = states.get(m.index);
+            async move {
+                let Some(ClusterState::Applied {
+                    report, recorded, ..
+                }) = state
+                else {
+                    return (m.index, None);
+                };
+                progress.busy(m.index, "putting back what this run changed");
+                let mut line = crate::fleet_progress::RolloutLine {
+                    progress: progress.clone(),
+                    index: m.index,
+                };
+                let back = put_back(settings, m, report, recorded, &mut line).await;
+                progress.set(
+                    m.index,
+                    if back.left.is_empty() {
+                        "put back: as it was before the run"
+                    } else {
+                        "NOT put back completely"
+                    },
+                );
+                let revision = match &back.recorded {
+                    Recorded::Revision { revision, .. } => Some(*revision),
+                    _ => None,
+                };
+                (
+                    m.index,
+                    Some(crate::fleet::PutBackEnd {
+                        left: back.left,
+                        revision,
+                    }),
+                )
+            }
+        });
+        for (index, end) in futures::future::join_all(jobs).await {
+            if let (Some(end), Some(ClusterState::Applied { put_back, .. })) =
+                (end, states.get_mut(index))
+            {
+                *put_back = Some(end);
+            }
+        }
+    }
+}

@@ -22,6 +22,7 @@ use crate::fleet::ClusterState;
 use crate::fleet_progress::FleetProgress;
 use crate::plan_sources::Standing;
 use crate::planning::{self, Member, Planned};
+use crate::put_back;
 use crate::settings::{FleetSettings, HistorySettings, SavePlan, Settings};
 use crate::signals::Signals;
 use crate::streams::{self, Streams};
@@ -192,7 +193,7 @@ impl<T: Telling> Run<'_, T> {
         };
         let follow = telling.follows_while_writing(settings);
         let members: Vec<&Member> = planned.members().collect();
-        let states = {
+        let mut states = {
             let applying = writing::apply_all(
                 settings,
                 fleet,
@@ -216,6 +217,25 @@ impl<T: Telling> Run<'_, T> {
                 }
             }
         };
+        // Where the rollouts are followed while writing (a fleet), a failed run is put back
+        // here; a signal starts no writes, so it puts nothing back.
+        if follow && settings.follow.undo_on_failure && interrupt.get().is_none() {
+            let putting_back = put_back::put_back_fleet(
+                settings,
+                fleet,
+                &planned.order,
+                &members,
+                &mut states,
+                &progress,
+            );
+            tokio::select! {
+                () = putting_back => {}
+                signal = signals.recv() => {
+                    stopped(&progress);
+                    return Ending::Failed(AppError::Interrupted { signal, stage: Stage::Writing });
+                }
+            }
+        }
         stopped(&progress);
         let states: Vec<Option<ClusterState>> = states.into_iter().map(Some).collect();
         telling

@@ -532,6 +532,7 @@ impl Writing<'_> {
                     report,
                     recorded,
                     rollout,
+                    put_back: None,
                 }
             }
         };
@@ -575,9 +576,13 @@ impl Writing<'_> {
                 &mut line,
             ) => {
                 match &result {
+                    // The first line: the reasons follow in the report.
                     Err(e) if e.is_rollout() => progress.set(
                         m.index,
-                        &format!("rollout NOT complete: {}", Untrusted(e.to_string())),
+                        &format!(
+                            "rollout NOT complete: {}",
+                            Untrusted(e.to_string().lines().next().unwrap_or_default())
+                        ),
                     ),
                     Err(e) => progress.set(
                         m.index,
