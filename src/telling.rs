@@ -278,6 +278,9 @@ impl OneCluster {
         } else {
             Ok(())
         };
+        if settings.wait() && report.as_ref().is_some_and(changed_autoscaler) {
+            autoscaler_warnings(cluster, &settings.app).await;
+        }
         let failure = match verified(rollout, probes, afterwards, settings, signals, streams).await
         {
             Ok(()) => return report.map_or(Ending::Done, Ending::Applied),
@@ -652,6 +655,32 @@ async fn follow_written(
                 }),
             },
         }),
+    }
+}
+
+/// Whether `report` wrote the HorizontalPodAutoscaler.
+fn changed_autoscaler(report: &appupdate_model::report::Report) -> bool {
+    use appupdate_model::plan::{Action, Kind};
+    use appupdate_model::report::Outcome;
+    report.entries.iter().any(|(c, o)| {
+        c.kind == Kind::HorizontalPodAutoscaler
+            && c.action() != Action::Unchanged
+            && matches!(o, Outcome::Applied | Outcome::AlreadyDone)
+    })
+}
+
+/// After the bounds changed and the wait: an autoscaler that says it cannot scale is named
+/// (a warning; the bounds were written). A read that fails says nothing.
+async fn autoscaler_warnings(cluster: &Cluster, app: &str) {
+    use appupdate_model::plan::Kind;
+    let Ok(Some(hpa)) = cluster.get(Kind::HorizontalPodAutoscaler, app).await else {
+        return;
+    };
+    for trouble in appupdate_model::rollout::autoscaler_trouble(&hpa) {
+        streams::notice(&format!(
+            "warning: horizontalpodautoscaler.autoscaling/{}: {trouble}",
+            Untrusted(app)
+        ));
     }
 }
 

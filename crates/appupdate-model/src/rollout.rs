@@ -185,8 +185,57 @@ pub(crate) fn fixture(name: &str) -> Value {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
+/// What an autoscaler says it cannot do, after its bounds changed: each of its
+/// `ScalingActive` and `AbleToScale` conditions that is `False`, as
+/// `ScalingActive=False (FailedGetResourceMetric): <message>` (escaped). A warning, not a
+/// failure: the bounds were written, and the autoscaler may recover on its own.
+pub fn autoscaler_trouble(hpa: &Value) -> Vec<String> {
+    hpa.pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|c| {
+            matches!(
+                c.get("type").and_then(Value::as_str),
+                Some("ScalingActive" | "AbleToScale")
+            ) && c.get("status").and_then(Value::as_str) == Some("False")
+        })
+        .map(|c| {
+            let field = |k: &str| c.get(k).and_then(Value::as_str).unwrap_or_default();
+            let mut line = format!("{}=False", crate::text::Untrusted(field("type")));
+            if !field("reason").is_empty() {
+                line.push_str(&format!(" ({})", crate::text::Untrusted(field("reason"))));
+            }
+            if !field("message").is_empty() {
+                line.push_str(&format!(
+                    ": {}",
+                    crate::text::Untrusted(crate::text::one_line(field("message")))
+                ));
+            }
+            line
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn an_autoscaler_that_cannot_scale_is_named_with_its_reason() {
+        let hpa = serde_json::json!({"status": {"conditions": [
+            {"type": "AbleToScale", "status": "True", "reason": "SucceededGetScale"},
+            {"type": "ScalingActive", "status": "False", "reason": "FailedGetResourceMetric",
+             "message": "the HPA was unable to compute the replica count: failed to get cpu utilization\u{1b}[31m"}
+        ]}});
+        let lines = super::autoscaler_trouble(&hpa);
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(
+            lines[0].starts_with("ScalingActive=False (FailedGetResourceMetric): the HPA was unable"),
+            "{lines:?}"
+        );
+        assert!(!lines[0].contains('\u{1b}'), "escaped: {lines:?}");
+        assert!(super::autoscaler_trouble(&serde_json::json!({})).is_empty());
+    }
+
     use super::*;
     use serde_json::json;
 
