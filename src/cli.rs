@@ -51,12 +51,15 @@ Exit codes:
   4    not confirmed (answered no, or no terminal and no --yes): nothing was changed
   5    stopped by the approved-diff guard: the live object changed since the plan was shown
   6    failed after some writes: the output lists what was and was not applied
-  7    --wait: the changes were applied but the rollout did not complete in --timeout
-       or exceeded its progress deadline, or a route was refused by its Gateway or not
+  7    --wait: the changes were applied but the rollout did not complete in --timeout,
+       cannot succeed (--fail-fast: the error says why) or exceeded its progress deadline, or a route was refused by its Gateway or not
        taken up in --timeout (--canary: the other clusters were not started)
   8    several clusters with --skip-unreachable: clusters were left out (listed)
   9    --verify-url: a path with scopes answered a request without a token with
        something other than 401/403, or not at all (listed)
+  10   --undo-on-failure: it failed after writing, and was put back as it was
+  11   --undo-on-failure: it failed after writing, and was NOT put back completely
+       (what is where is listed)
   130  interrupted (SIGINT, Ctrl-C); 143 terminated (SIGTERM; Ctrl-Break on Windows)
   Several clusters: the worst cluster's code (6 when one failed after another
   was written).
