@@ -45,106 +45,25 @@ pub(crate) async fn put_back(
     recorded: &Recorded,
     progress: &mut dyn wait::Progress,
 ) -> PutBack {
-    let cluster = &member.cluster;
-    let app = settings.app.as_str();
     let mut done = PutBack {
         report: None,
         recorded: Recorded::Nothing,
         left: Vec::new(),
         rollout: None,
     };
-    let plan = &member.sourced.plan;
-    let info = history::RunInfo {
-        time: String::new(),
-        user: String::new(),
-        source: member.sourced.source.clone(),
-        saved_plan: member.sourced.plan_checksum.is_some(),
-        routes: plan.routes.as_ref().map(|r| r.header.clone()),
-        plan_checksum: member.sourced.plan_checksum.clone(),
-        fleet_run: member.sourced.fleet_run.clone(),
-    };
-    let Some(mut record) = history::record(report, &info) else {
+    let Some(undoing) = plan(settings, member, report, recorded, &mut done.left).await else {
         return done;
     };
-    record.revision = match recorded {
-        Recorded::Revision { revision, .. } => *revision,
-        _ => 0,
-    };
-    let history_read = if settings.history_max > 0 {
-        history_store::read(cluster, app).await.ok()
-    } else {
-        None
-    };
-    let planned = match plan_sources::undo_record(cluster, app, &record, history_read.clone()).await
-    {
-        Ok(p) => p,
-        Err(e) => {
-            done.left.push(format!("nothing was put back: {e}"));
-            return done;
-        }
-    };
-    let planned = if planned.drift.is_empty() {
-        planned
-    } else {
-        for d in &planned.drift {
-            done.left.push(drift_line(d));
-        }
-        let kept = undo::without(&record, &planned.drift);
-        match plan_sources::undo_record(cluster, app, &kept, history_read).await {
-            Ok(p) => p,
-            Err(e) => {
-                done.left.push(format!("nothing else was put back: {e}"));
-                return done;
-            }
-        }
-    };
-    if !planned.sourced.plan.has_changes() {
+    let Some((report, recorded)) = write(settings, &undoing, &mut done).await else {
         return done;
-    }
-    let undoing = Member {
-        index: 0,
-        cluster: cluster.clone(),
-        sourced: planned.sourced,
     };
-    let states = writing::apply_all(
-        settings,
-        &FleetSettings::one(),
-        &FleetOrder::default(),
-        &[&undoing],
-        false,
-        &InterruptFlag::default(),
-        &FleetProgress::hidden(),
-    )
-    .await;
-    let (report, recorded) = match states.into_iter().next() {
-        Some(ClusterState::Applied {
-            report, recorded, ..
-        }) => (report, recorded),
-        Some(ClusterState::Refused(report)) => {
-            done.left.push(
-                "the put-back was refused by the server's dry run: nothing of it was written"
-                    .into(),
-            );
-            done.report = Some(report);
-            return done;
-        }
-        Some(ClusterState::Failed(e)) => {
-            done.left.push(format!("the put-back failed: {e}"));
-            return done;
-        }
-        _ => return done,
-    };
-    if !report.went_as_planned() {
-        done.left
-            .push("the put-back's writes did not all land (listed above)".into());
-    }
     let followed = Followed::after_writes(&report, false);
     done.report = Some(report);
     done.recorded = recorded;
     if !followed.is_empty() {
         let rollout = wait::follow_in(
-            cluster,
-            app,
+            &member.cluster,
+            &settings.app,
             &followed,
             settings.wait_timeout,
             wait::Stop::of(&settings.follow),
@@ -158,6 +77,103 @@ pub(crate) async fn put_back(
         done.rollout = Some(rollout);
     }
     done
+}
+
+/// The put-back of `member`'s run as a cluster to write (`None`: nothing to put back, or it
+/// cannot be planned — `left` then says why): the record the run would keep, undone against
+/// the objects as they are now, less what moved since the run wrote it (listed in `left`).
+async fn plan(
+    settings: &Settings,
+    member: &Member,
+    report: &Report,
+    recorded: &Recorded,
+    left: &mut Vec<String>,
+) -> Option<Member> {
+    let cluster = &member.cluster;
+    let app = settings.app.as_str();
+    let info = history::RunInfo {
+        time: String::new(),
+        user: String::new(),
+        source: member.sourced.source.clone(),
+        saved_plan: member.sourced.plan_checksum.is_some(),
+        routes: member
+            .sourced
+            .plan
+            .routes
+            .as_ref()
+            .map(|r| r.header.clone()),
+        plan_checksum: member.sourced.plan_checksum.clone(),
+        fleet_run: member.sourced.fleet_run.clone(),
+    };
+    let mut record = history::record(report, &info)?;
+    record.revision = match recorded {
+        Recorded::Revision { revision, .. } => *revision,
+        _ => 0,
+    };
+    let history_read = if settings.history_max > 0 {
+        history_store::read(cluster, app).await.ok()
+    } else {
+        None
+    };
+    let mut planned = plan_sources::undo_record(cluster, app, &record, history_read.clone())
+        .await
+        .map_err(|e| left.push(format!("nothing was put back: {e}")))
+        .ok()?;
+    if !planned.drift.is_empty() {
+        left.extend(planned.drift.iter().map(drift_line));
+        let kept = undo::without(&record, &planned.drift);
+        planned = plan_sources::undo_record(cluster, app, &kept, history_read)
+            .await
+            .map_err(|e| left.push(format!("nothing else was put back: {e}")))
+            .ok()?;
+    }
+    planned.sourced.plan.has_changes().then(|| Member {
+        index: 0,
+        cluster: cluster.clone(),
+        sourced: planned.sourced,
+    })
+}
+
+/// The put-back's writes, as any run's: dry run, the guard, the writes, its history record.
+async fn write(
+    settings: &Settings,
+    undoing: &Member,
+    done: &mut PutBack,
+) -> Option<(Report, Recorded)> {
+    let states = writing::apply_all(
+        settings,
+        &FleetSettings::one(),
+        &FleetOrder::default(),
+        &[undoing],
+        false,
+        &InterruptFlag::default(),
+        &FleetProgress::hidden(),
+    )
+    .await;
+    match states.into_iter().next() {
+        Some(ClusterState::Applied {
+            report, recorded, ..
+        }) => {
+            if !report.went_as_planned() {
+                done.left
+                    .push("the put-back's writes did not all land (listed above)".into());
+            }
+            Some((report, recorded))
+        }
+        Some(ClusterState::Refused(report)) => {
+            done.left.push(
+                "the put-back was refused by the server's dry run: nothing of it was written"
+                    .into(),
+            );
+            done.report = Some(report);
+            None
+        }
+        Some(ClusterState::Failed(e)) => {
+            done.left.push(format!("the put-back failed: {e}"));
+            None
+        }
+        _ => None,
+    }
 }
 
 /// `image of deployment.apps/web: now "x", this run wrote "y": left as it is`.

@@ -12,7 +12,7 @@ use appupdate_kube::cluster::Cluster;
 use appupdate_kube::watch::Observation;
 use appupdate_model::plan::Kind;
 use appupdate_model::rollout::{Explanation, Judge, RolloutState, rollout_state};
-use appupdate_model::route_status::{RouteState, route_state};
+use appupdate_model::route_status::{RouteRef, RouteState, route_state};
 use appupdate_model::text::Untrusted;
 
 /// Where the followed objects are, for messages: the application's namespace and context.
@@ -111,8 +111,9 @@ struct Seen {
 }
 
 /// Consumes observations of the `subjects` (each tagged with its index) until every one is
-/// done, one fails, or `timeout` (None: no bound) runs out. Pure apart from time: tests feed it
-/// a stream of observations.
+/// done, one fails, or `timeout` (None: no bound) runs out, looking at the rollout's pods
+/// through `explainer` once it is late. Pure apart from time: tests feed it a stream of
+/// observations and scripted explanations.
 #[allow(clippy::too_many_arguments)]
 pub async fn follow_observations<S>(
     observations: S,
@@ -126,182 +127,245 @@ pub async fn follow_observations<S>(
 where
     S: Stream<Item = (usize, Observation)>,
 {
-    let started = tokio::time::Instant::now();
-    let deadline = timeout.map(|t| started + t);
-    let mut look_at: Option<tokio::time::Instant> = None;
-    let mut deployment: Option<Value> = None;
-    let mut judge = Judge::new(stop.crash_restarts);
-    let mut observations = std::pin::pin!(observations);
-    let mut seen: Vec<Seen> = subjects.iter().map(|_| Seen::default()).collect();
-    let mut rollout: Option<RolloutState> = None;
-    let mut routes: Vec<Option<RouteState>> = subjects.iter().map(|_| None).collect();
-    let described = |s: &Subject| match s {
-        Subject::Rollout => target.described(),
-        Subject::Route(r) => target.describe(&r.reference()),
+    let mut f = Following {
+        subjects,
+        target,
+        stop,
+        explainer,
+        started: tokio::time::Instant::now(),
+        look_at: None,
+        deployment: None,
+        judge: Judge::new(stop.crash_restarts),
+        seen: subjects.iter().map(|_| Seen::default()).collect(),
+        rollout: None,
+        routes: subjects.iter().map(|_| None).collect(),
     };
+    let deadline = timeout.map(|t| f.started + t);
+    let mut observations = std::pin::pin!(observations);
     let result = loop {
-        if seen.iter().all(|s| s.done) {
+        if f.seen.iter().all(|s| s.done) {
             break Ok(());
         }
         let woken = tokio::select! {
             biased;
             next = observations.next() => Woken::Observed(next),
             () = until(deadline) => Woken::TimedOut,
-            () = until(look_at) => Woken::Look,
+            () = until(f.look_at) => Woken::Look,
         };
-        let next = match woken {
-            Woken::Observed(next) => next,
-            Woken::TimedOut => {
-                let why = match &deployment {
-                    Some(d) if rollout.as_ref().is_none_or(|s| !s.is_complete()) => {
-                        Some(explainer.explain(d).await)
-                    }
-                    _ => None,
-                };
-                break Err(timed_out(subjects, &seen, target, timeout, why));
+        let ended = match woken {
+            Woken::Observed(Some((i, observation))) => f.observed(i, observation, progress).await,
+            Woken::Observed(None) => Some(f.watch_ended()),
+            Woken::TimedOut => Some(f.timed_out(timeout).await),
+            Woken::Look => f.look(progress).await,
+        };
+        if let Some(e) = ended {
+            break Err(e);
+        }
+    };
+    f.finish(result, progress)
+}
+
+/// The follower's state: where each subject stands, and the rollout's pods once looked at.
+struct Following<'a> {
+    subjects: &'a [Subject],
+    target: &'a WaitTarget,
+    stop: Stop,
+    explainer: &'a dyn Explain,
+    started: tokio::time::Instant,
+    /// When to look at the rollout's pods next (`None`: it is not late).
+    look_at: Option<tokio::time::Instant>,
+    /// The Deployment as last seen.
+    deployment: Option<Value>,
+    judge: Judge,
+    seen: Vec<Seen>,
+    rollout: Option<RolloutState>,
+    routes: Vec<Option<RouteState>>,
+}
+
+impl Following<'_> {
+    fn described(&self, s: &Subject) -> String {
+        match s {
+            Subject::Rollout => self.target.described(),
+            Subject::Route(r) => self.target.describe(&r.reference()),
+        }
+    }
+
+    /// A look at the late rollout's pods: the reason shown, and the end of the wait when the
+    /// rollout cannot succeed (`--fail-fast`).
+    async fn look(&mut self, progress: &mut dyn Progress) -> Option<WaitError> {
+        self.look_at = Some(tokio::time::Instant::now() + LOOK_EVERY);
+        let d = self.deployment.as_ref()?;
+        let why = self.explainer.explain(d).await;
+        if let Some(reason) = why.current() {
+            progress.reason(&reason);
+        }
+        if !self.stop.fail_fast {
+            return None;
+        }
+        let hopeless = self.judge.observe(self.started.elapsed(), &why)?;
+        Some(WaitError::CannotSucceed {
+            target: self.target.described(),
+            kubectl_ref: format!("deployment/{}", self.target.name),
+            namespace: self.target.namespace.clone(),
+            after: self.started.elapsed(),
+            hopeless: hopeless.to_string(),
+            why: Box::new(why),
+        })
+    }
+
+    /// `--timeout` ran out: what was pending, and why the rollout was, from its pods.
+    async fn timed_out(&self, timeout: Option<Duration>) -> WaitError {
+        let why = match &self.deployment {
+            Some(d) if self.rollout.as_ref().is_none_or(|s| !s.is_complete()) => {
+                Some(self.explainer.explain(d).await)
             }
-            Woken::Look => {
-                look_at = Some(tokio::time::Instant::now() + LOOK_EVERY);
-                let Some(d) = &deployment else { continue };
-                let why = explainer.explain(d).await;
-                if let Some(reason) = why.current() {
-                    progress.reason(&reason);
-                }
-                if stop.fail_fast
-                    && let Some(hopeless) = judge.observe(started.elapsed(), &why)
-                {
-                    break Err(WaitError::CannotSucceed {
-                        target: target.described(),
-                        kubectl_ref: format!("deployment/{}", target.name),
-                        namespace: target.namespace.clone(),
-                        after: started.elapsed(),
-                        hopeless: hopeless.to_string(),
-                        why: Box::new(why),
-                    });
-                }
-                continue;
-            }
+            _ => None,
         };
-        let Some((i, observation)) = next else {
-            let i = seen.iter().position(|s| !s.done).unwrap_or(0);
-            let message = "the watch ended unexpectedly".to_owned();
-            break Err(match subjects.get(i) {
-                Some(Subject::Route(r)) => WaitError::RouteWatch {
-                    target: target.describe(&r.reference()),
-                    message,
-                },
-                _ => WaitError::Watch {
-                    target: target.described(),
-                    message,
-                },
-            });
-        };
-        let (Some(subject), Some(at)) = (subjects.get(i), seen.get_mut(i)) else {
-            continue;
-        };
+        timed_out(self.subjects, &self.seen, self.target, timeout, why)
+    }
+
+    fn watch_ended(&self) -> WaitError {
+        let i = self.seen.iter().position(|s| !s.done).unwrap_or(0);
+        let message = "the watch ended unexpectedly".to_owned();
+        match self.subjects.get(i) {
+            Some(Subject::Route(r)) => WaitError::RouteWatch {
+                target: self.target.describe(&r.reference()),
+                message,
+            },
+            _ => WaitError::Watch {
+                target: self.target.described(),
+                message,
+            },
+        }
+    }
+
+    /// The `i`th subject's new observation; the error that ends the wait, if it does.
+    async fn observed(
+        &mut self,
+        i: usize,
+        observation: Observation,
+        progress: &mut dyn Progress,
+    ) -> Option<WaitError> {
+        let subject = self.subjects.get(i)?.clone();
+        let done = self.seen.get(i)?.done;
         match observation {
-            Observation::Gone => {
-                break Err(match subject {
-                    Subject::Rollout => WaitError::Deleted {
-                        target: described(subject),
-                    },
-                    Subject::Route(_) => WaitError::RouteDeleted {
-                        target: described(subject),
-                    },
-                });
-            }
-            Observation::Problem { message, fatal } => {
-                if fatal {
-                    break Err(match subject {
-                        Subject::Rollout => WaitError::Watch {
-                            target: described(subject),
-                            message,
-                        },
-                        Subject::Route(_) => WaitError::RouteWatch {
-                            target: described(subject),
-                            message,
-                        },
-                    });
-                }
-                at.problem = Some(message);
+            Observation::Gone => Some(match subject {
+                Subject::Rollout => WaitError::Deleted {
+                    target: self.described(&subject),
+                },
+                Subject::Route(_) => WaitError::RouteDeleted {
+                    target: self.described(&subject),
+                },
+            }),
+            Observation::Problem { message, fatal } if fatal => Some(match subject {
+                Subject::Rollout => WaitError::Watch {
+                    target: self.described(&subject),
+                    message,
+                },
+                Subject::Route(_) => WaitError::RouteWatch {
+                    target: self.described(&subject),
+                    message,
+                },
+            }),
+            Observation::Problem { message, .. } => {
+                self.seen[i].problem = Some(message);
+                None
             }
             // A completed rollout stays complete, as for `kubectl rollout status`.
-            Observation::Object(_) if matches!(subject, Subject::Rollout) && at.done => {}
+            Observation::Object(_) if matches!(subject, Subject::Rollout) && done => None,
             Observation::Object(obj) => {
-                at.problem = None;
-                match subject {
-                    Subject::Rollout => {
-                        let state = rollout_state(&obj);
-                        if state.is_complete() {
-                            look_at = None;
-                        } else if look_at.is_none() {
-                            look_at = Some(started + LOOK_AFTER);
-                        }
-                        // A failure is said once, by the error; progress shows only the way there.
-                        if !matches!(state, RolloutState::DeadlineExceeded { .. }) {
-                            progress.update(&state);
-                        }
-                        match state {
-                            RolloutState::DeadlineExceeded { .. } => {
-                                let why = explainer.explain(&obj).await;
-                                break Err(WaitError::Failed {
-                                    target: target.described(),
-                                    kubectl_ref: format!("deployment/{}", target.name),
-                                    namespace: target.namespace.clone(),
-                                    state: state.to_string(),
-                                    why: Box::new(why),
-                                });
-                            }
-                            state => {
-                                at.done = state.is_complete();
-                                at.last = Some(state.to_string());
-                                rollout = Some(state);
-                                deployment = Some(obj);
-                            }
-                        }
-                    }
-                    Subject::Route(route) => {
-                        let Some(state) = route_state(route.kind, &obj) else {
-                            at.done = true;
-                            continue;
-                        };
-                        if let RouteState::Refused(refusal) = state {
-                            break Err(WaitError::Refused {
-                                target: described(subject),
-                                refusal: Box::new(refusal),
-                                undo: target.undo(),
-                            });
-                        }
-                        progress.route(route, &state);
-                        at.done = state.is_ready();
-                        at.last = Some(match &state {
-                            RouteState::Ready(what) | RouteState::Pending(what) => what.clone(),
-                            RouteState::Refused(r) => r.to_string(),
-                        });
-                        if let Some(slot) = routes.get_mut(i) {
-                            *slot = Some(state);
-                        }
-                    }
+                self.seen[i].problem = None;
+                match &subject {
+                    Subject::Rollout => self.rollout_seen(i, obj, progress).await,
+                    Subject::Route(route) => self.route_seen(i, route, &obj, progress),
                 }
             }
         }
-    };
-    let complete = rollout.as_ref().filter(|s| s.is_complete());
-    match &result {
-        Ok(()) => progress.finish(complete),
-        Err(_) => progress.finish(rollout.as_ref()),
     }
-    result.map(|()| Waited {
-        rollout: complete.cloned(),
-        routes: subjects
-            .iter()
-            .zip(routes)
-            .filter_map(|(s, state)| match (s, state) {
-                (Subject::Route(r), Some(state)) => Some((r.clone(), state)),
-                _ => None,
-            })
-            .collect(),
-    })
+
+    async fn rollout_seen(
+        &mut self,
+        i: usize,
+        obj: Value,
+        progress: &mut dyn Progress,
+    ) -> Option<WaitError> {
+        let state = rollout_state(&obj);
+        if state.is_complete() {
+            self.look_at = None;
+        } else if self.look_at.is_none() {
+            self.look_at = Some(self.started + LOOK_AFTER);
+        }
+        if let RolloutState::DeadlineExceeded { .. } = state {
+            // A failure is said once, by the error; progress shows only the way there.
+            let why = self.explainer.explain(&obj).await;
+            return Some(WaitError::Failed {
+                target: self.target.described(),
+                kubectl_ref: format!("deployment/{}", self.target.name),
+                namespace: self.target.namespace.clone(),
+                state: state.to_string(),
+                why: Box::new(why),
+            });
+        }
+        progress.update(&state);
+        self.seen[i].done = state.is_complete();
+        self.seen[i].last = Some(state.to_string());
+        self.rollout = Some(state);
+        self.deployment = Some(obj);
+        None
+    }
+
+    fn route_seen(
+        &mut self,
+        i: usize,
+        route: &RouteRef,
+        obj: &Value,
+        progress: &mut dyn Progress,
+    ) -> Option<WaitError> {
+        let Some(state) = route_state(route.kind, obj) else {
+            self.seen[i].done = true;
+            return None;
+        };
+        if let RouteState::Refused(refusal) = state {
+            return Some(WaitError::Refused {
+                target: self.target.describe(&route.reference()),
+                refusal: Box::new(refusal),
+                undo: self.target.undo(),
+            });
+        }
+        progress.route(route, &state);
+        self.seen[i].done = state.is_ready();
+        self.seen[i].last = Some(match &state {
+            RouteState::Ready(what) | RouteState::Pending(what) => what.clone(),
+            RouteState::Refused(r) => r.to_string(),
+        });
+        self.routes[i] = Some(state);
+        None
+    }
+
+    /// The end: progress finished, and what was followed when everything was done.
+    fn finish(
+        self,
+        result: Result<(), WaitError>,
+        progress: &mut dyn Progress,
+    ) -> Result<Waited, WaitError> {
+        let complete = self.rollout.as_ref().filter(|s| s.is_complete());
+        match &result {
+            Ok(()) => progress.finish(complete),
+            Err(_) => progress.finish(self.rollout.as_ref()),
+        }
+        result.map(|()| Waited {
+            rollout: complete.cloned(),
+            routes: self
+                .subjects
+                .iter()
+                .zip(self.routes)
+                .filter_map(|(s, state)| match (s, state) {
+                    (Subject::Route(r), Some(state)) => Some((r.clone(), state)),
+                    _ => None,
+                })
+                .collect(),
+        })
+    }
 }
 
 /// The timeout's error: the rollout's own when it alone was pending, else every pending object.
