@@ -229,7 +229,8 @@ mod tests {
         let lines = super::autoscaler_trouble(&hpa);
         assert_eq!(lines.len(), 1, "{lines:?}");
         assert!(
-            lines[0].starts_with("ScalingActive=False (FailedGetResourceMetric): the HPA was unable"),
+            lines[0]
+                .starts_with("ScalingActive=False (FailedGetResourceMetric): the HPA was unable"),
             "{lines:?}"
         );
         assert!(!lines[0].contains('\u{1b}'), "escaped: {lines:?}");
