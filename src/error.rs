@@ -32,6 +32,8 @@ pub enum Stage {
         name: String,
         namespace: String,
         rollout: bool,
+        /// Why the rollout was not done yet, from its pods, when they were looked at (escaped).
+        reason: Option<String>,
         /// With `--undo-on-failure`: the command that undoes the run (a signal starts no
         /// writes, so nothing was put back).
         undo: Option<String>,
@@ -42,7 +44,14 @@ pub enum Stage {
 
 impl Stage {
     fn what_happened(&self) -> String {
-        let said = self.said();
+        let mut said = self.said();
+        if let Stage::Waiting {
+            reason: Some(reason),
+            ..
+        } = self
+        {
+            said.push_str(&format!("; it was waiting on {reason}"));
+        }
         match self {
             Stage::Waiting {
                 undo: Some(undo), ..

@@ -642,20 +642,22 @@ async fn follow_written(
         wait::Stop::of(&settings.follow),
         progress.as_mut(),
     );
-    tokio::select! {
-        result = following => result.map(|_| ()).map_err(AppError::from),
-        signal = signals.recv() => Err(AppError::Interrupted {
-            signal,
-            stage: Stage::Waiting {
-                name: target.name.clone(),
-                namespace: target.namespace.clone(),
-                rollout: followed.rollout,
-                undo: settings.follow.undo_on_failure.then(|| {
-                    verify::undo_command(&settings.app, cluster.namespace(), &cluster.conn.context)
-                }),
-            },
-        }),
-    }
+    let signal = tokio::select! {
+        result = following => return result.map(|_| ()).map_err(AppError::from),
+        signal = signals.recv() => signal,
+    };
+    Err(AppError::Interrupted {
+        signal,
+        stage: Stage::Waiting {
+            name: target.name.clone(),
+            namespace: target.namespace.clone(),
+            rollout: followed.rollout,
+            reason: progress.last_reason(),
+            undo: settings.follow.undo_on_failure.then(|| {
+                verify::undo_command(&settings.app, cluster.namespace(), &cluster.conn.context)
+            }),
+        },
+    })
 }
 
 /// Whether `report` wrote the HorizontalPodAutoscaler.

@@ -19,6 +19,10 @@ pub trait Progress {
     /// Why the rollout is not done yet, from its new pods (escaped):
     /// `web-7d9c-x2kq: ImagePullBackOff`.
     fn reason(&mut self, reason: &str);
+    /// The last reason told, if any.
+    fn last_reason(&self) -> Option<String> {
+        None
+    }
 }
 
 /// A route's line: `<reference> accepted by …` once taken up, else `Waiting for <reference>: …`.
@@ -115,6 +119,10 @@ impl<W: Write> Progress for Lines<W> {
         self.write_line(&line);
         self.last_reason = Some(reason.to_owned());
     }
+
+    fn last_reason(&self) -> Option<String> {
+        self.last_reason.clone()
+    }
 }
 
 /// indicatif on the terminal (stderr): a bar for the rollout (updated replicas of the desired
@@ -128,6 +136,7 @@ pub struct Bar {
     reference: String,
     color: bool,
     out: Box<dyn Write + Send>,
+    last_reason: Option<String>,
 }
 
 impl Bar {
@@ -185,6 +194,7 @@ impl Bar {
             reference: reference.to_owned(),
             color,
             out,
+            last_reason: None,
         }
     }
 }
@@ -216,6 +226,11 @@ impl Progress for Bar {
         if let Some(bar) = &self.rollout {
             bar.set_message(reason.to_owned());
         }
+        self.last_reason = Some(reason.to_owned());
+    }
+
+    fn last_reason(&self) -> Option<String> {
+        self.last_reason.clone()
     }
 
     fn finish(&mut self, state: Option<&RolloutState>) {
