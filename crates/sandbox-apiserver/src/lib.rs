@@ -42,6 +42,7 @@ mod sandbox;
 mod store;
 
 pub use control::parse_rollout;
+pub use controllers::cluster::{KubeletTimings, NODE_IP, NODE_NAME, SCHEDULER_INSTANCE};
 pub use controllers::rollout::Rollout;
 pub use http::auth::Identity;
 pub use http::faults::{Fault, Mutation, Trigger};
