@@ -2,7 +2,7 @@
 //! `SetDefaults_Pod`; generation 1 on create and +1 on a spec change; status reset to `Pending`
 //! with its QoS class; the admission a default cluster runs on a new pod (ServiceAccount:
 //! `serviceAccountName: default` and the `kube-api-access-<random>` projected volume mounted
-//! in every container; DefaultTolerationSeconds; Priority; ResourceQuota's `pods` and
+//! in every container; DefaultTolerationSeconds; Priority (0, `PreemptLowerPriority`); ResourceQuota's `pods` and
 //! `count/pods`); validation of the pod spec and of updates (only images, labels,
 //! annotations and the few mutable fields may change); the `status` subresource; the field
 //! selectors pods support; the `kubectl get pods` columns (READY, STATUS as `printPod` derives
@@ -88,9 +88,10 @@ impl Kind for Pod {
         };
         admit_service_account(spec);
         admit_default_tolerations(spec);
-        // Priority: no PriorityClass exists, so priority 0 (a pod naming a class would be
-        // refused; none of ours does).
+        // Priority: no PriorityClass exists, so priority 0 and the default preemption policy
+        // (a pod naming a class would be refused; none of ours does).
         set_default(spec, "priority", json!(0));
+        set_default(spec, "preemptionPolicy", json!("PreemptLowerPriority"));
     }
 
     fn validate_admission(

@@ -1386,7 +1386,7 @@ impl State {
             return Err(status::invalid(k.api(), name, &errs));
         }
         let now = time::now_rfc3339();
-        managed_fields::apply_update(
+        managed_fields::apply_status_update_with_annotations(
             &managed_fields::Update {
                 root_type: k.schema(),
                 manager,
