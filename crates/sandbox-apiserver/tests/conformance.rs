@@ -21,6 +21,11 @@
 //!   like `kinds/`.
 //! * `tests/fixtures/webhook/`: the API server passing on a snippet refusal of a webhook named
 //!   like ingress-nginx's, replayed with `IngressNginxWebhook::SnippetsDisabled`.
+//! * `tests/fixtures/rollout-failures/<kind>/` (`tools/record_fixtures.py` with
+//!   `tools/rollout-<kind>-cases.yaml`): recorded on kube-apiserver v1.33.3 with its controllers,
+//!   the real scheduler and the stand-in kubelet — rollouts that fail five ways — and replayed
+//!   on a sandbox running `Rollout::Auto`, waiting for the states the recording waited for and
+//!   mapping the names a cluster generates (see that folder's README).
 //!
 //! Recorded uids and timestamps inside request bodies (PUT bodies are objects as last read)
 //! are replaced by the sandbox's values read from the same object, as a real client would have

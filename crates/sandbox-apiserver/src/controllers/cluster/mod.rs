@@ -83,6 +83,8 @@ pub struct Cluster {
     /// Pod creations refused per ReplicaSet (uid): attempts so far, the next try, and the
     /// aggregated FailedCreate event once there are ten.
     refused: HashMap<String, Refused>,
+    /// The status the deployment controller last wrote, per Deployment (uid).
+    written: HashMap<String, Value>,
     /// Pod IPs handed out.
     next_ip: u32,
     ips: HashMap<String, String>,
@@ -139,7 +141,7 @@ impl Cluster {
                 break;
             }
         }
-        deployment::write_statuses(st, &staged);
+        deployment::write_statuses(self, st, &staged);
         deployment::deadlines(st, pass, &mut due);
         self.forget_gone(st);
         due.0
@@ -162,6 +164,11 @@ impl Cluster {
             .retain(|(k, _, _)| pods.contains(k) || rss.contains(k));
         self.proven.retain(|k| rss.contains(k));
         self.refused.retain(|k, _| rss.contains(k));
+        let deployments: HashSet<String> = list(st, &kinds::DEPLOYMENT, None)
+            .iter()
+            .map(|d| uid(d).to_string())
+            .collect();
+        self.written.retain(|k, _| deployments.contains(k));
     }
 }
 

@@ -22,8 +22,10 @@ const CONTROLLER: Source<'static> = Source {
     manager: "kube-controller-manager",
 };
 
-/// After ten refused creations the recorder folds later ones into one event.
-const SIMILAR_EVENTS: u32 = 10;
+/// The recorder posts nine similar events (same object, reason, differing messages) one by one;
+/// from the tenth, they are folded into one `(combined from similar events)` event whose count
+/// grows (as recorded, `tests/data/rollout-failures/quota-exceeded.json`).
+const SIMILAR_EVENTS: u32 = 9;
 
 pub(super) fn sync_all(cl: &mut Cluster, st: &mut State, pass: &Pass, due: &mut Due) -> bool {
     let mut changed = false;
