@@ -1,6 +1,8 @@
 //! An in-memory Kubernetes API server that behaves like kube-apiserver v1.28 for the objects
 //! kubectl-appupdate touches: namespaces, Deployments, Services, HorizontalPodAutoscalers,
-//! Ingresses and IngressClasses, ConfigMaps, and the Gateway API's custom resources.
+//! Ingresses and IngressClasses, ConfigMaps, the Gateway API's custom resources — and the
+//! ReplicaSets, Pods, Events and ResourceQuotas of a cluster that runs what it is given (as
+//! v1.33 stores them), for explaining rollouts that fail.
 //!
 //! It is test, demo and benchmark infrastructure. [`Sandbox::start`] runs one instance on its own
 //! thread and tokio runtime on `127.0.0.1:0` (TLS with a generated CA, or plain HTTP), writes a
@@ -18,7 +20,7 @@
 //! 1. [`model`] — schema, names, quantities, time, Go-style JSON, Status errors, selectors;
 //! 2. [`kinds`] — one file per kind implementing the [`kinds::Kind`] strategy trait;
 //! 3. [`store`] — objects, revisions, watch events, managed fields, patches;
-//! 4. [`controllers`] — the rollout simulation, a client of the store;
+//! 4. [`controllers`] — the rollout simulation and the cluster it runs, clients of the store;
 //! 5. [`api`] — the handlers: get, list, watch, writes, tables, discovery;
 //! 6. [`http`] — connections, TLS, the request log, faults as a middleware, auth, routing;
 //! 7. [`control`] — the `/sandbox/…` control surface and the demo application;
@@ -42,6 +44,7 @@ mod sandbox;
 mod store;
 
 pub use control::parse_rollout;
+pub use controllers::cluster::{KubeletTimings, NODE_IP, NODE_NAME, SCHEDULER_INSTANCE};
 pub use controllers::rollout::Rollout;
 pub use http::auth::Identity;
 pub use http::faults::{Fault, Mutation, Trigger};

@@ -14,6 +14,7 @@ use serde_json::Value;
 use tokio::sync::watch;
 
 use crate::control::{Control, demo};
+use crate::controllers::cluster::KubeletTimings;
 use crate::controllers::rollout::{self, Controller, Rollout};
 use crate::http::auth::{Identity, Tokens};
 use crate::http::faults::{COMPETITOR, Fault};
@@ -36,6 +37,9 @@ pub struct SandboxOptions {
     pub initial_resource_version: u64,
     /// Deployment rollout simulation (default: off, like a cluster without controllers).
     pub rollout: Rollout,
+    /// How the simulated kubelet paces repeated failures in `Rollout::Auto` (default: as the
+    /// reference cluster's stand-in kubelet, a restart every 2 s, ImagePullBackOff after 1.5 s).
+    pub kubelet: KubeletTimings,
     /// Also write each logged request as one JSON line here.
     pub request_log: Option<RequestLogSink>,
     /// With TLS, offer only `http/1.1` by ALPN (default: `h2` and `http/1.1`), for clients'
@@ -76,6 +80,7 @@ impl Default for SandboxOptions {
             port: 0,
             initial_resource_version: 100,
             rollout: Rollout::Off,
+            kubelet: KubeletTimings::default(),
             request_log: None,
             http1_only: false,
             install_crds: true,
@@ -158,7 +163,7 @@ impl Sandbox {
         let mut state = State::new(opts.initial_resource_version);
         state.set_service_cidr(&opts.service_cidr);
         let store: Arc<Store> = Arc::new(Store::new(state));
-        let rollout = Controller::new(opts.rollout);
+        let rollout = Controller::new(opts.rollout, opts.kubelet);
         let server = Arc::new(Server::new(
             store.clone(),
             Tokens::generate(tls.is_some()),
@@ -427,6 +432,11 @@ impl Sandbox {
     /// Switch the rollout simulation; existing Deployments are considered again.
     pub fn set_rollout(&self, rollout: Rollout) {
         self.rollout.set_mode(rollout);
+    }
+
+    /// Change how the simulated kubelet paces repeated failures (from its next step).
+    pub fn set_kubelet_timings(&self, timings: KubeletTimings) {
+        self.rollout.set_kubelet(timings);
     }
 
     /// The rollout simulation has nothing left to do: every change so far has been considered

@@ -21,6 +21,11 @@
 //!   like `kinds/`.
 //! * `tests/fixtures/webhook/`: the API server passing on a snippet refusal of a webhook named
 //!   like ingress-nginx's, replayed with `IngressNginxWebhook::SnippetsDisabled`.
+//! * `tests/fixtures/rollout-failures/<kind>/` (`tools/record_fixtures.py` with
+//!   `tools/rollout-<kind>-cases.yaml`): recorded on kube-apiserver v1.33.3 with its controllers,
+//!   the real scheduler and the stand-in kubelet — rollouts that fail five ways — and replayed
+//!   on a sandbox running `Rollout::Auto`, waiting for the states the recording waited for and
+//!   mapping the names a cluster generates (see that folder's README).
 //!
 //! Recorded uids and timestamps inside request bodies (PUT bodies are objects as last read)
 //! are replaced by the sandbox's values read from the same object, as a real client would have
@@ -34,12 +39,39 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use sandbox_apiserver::{
-    GatewayApiChannel, GatewayApiVersion, Identity, IngressNginxWebhook, Sandbox, SandboxOptions,
+    GatewayApiChannel, GatewayApiVersion, Identity, IngressNginxWebhook, Rollout, Sandbox,
+    SandboxOptions,
 };
 use serde_json::{Map, Value, json};
 
 /// Fixtures the sandbox is allowed to differ on, with the reason. Aim: empty.
 const ALLOWED: &[(&str, &str)] = &[];
+
+/// What the recording's cluster is called that the sandbox calls otherwise: its node, its
+/// scheduler's instance (`default-scheduler-<host>`) and the stand-in kubelet's field manager.
+const CLUSTER_NAMES: &[(&str, &str)] = &[
+    ("fake-node-1", sandbox_apiserver::NODE_NAME),
+    (
+        "default-scheduler-vm",
+        sandbox_apiserver::SCHEDULER_INSTANCE,
+    ),
+    ("fake-kubelet", "kubelet"),
+];
+
+/// Keys holding timestamps (normalised to `<time>`, checked to be RFC 3339).
+const TIME_KEYS: &[&str] = &[
+    "creationTimestamp",
+    "time",
+    "lastTransitionTime",
+    "lastUpdateTime",
+    "startTime",
+    "startedAt",
+    "finishedAt",
+    "firstTimestamp",
+    "lastTimestamp",
+    "eventTime",
+    "lastObservedTime",
+];
 
 /// Headers whose values are compared (when either side has them).
 const COMPARED_HEADERS: &[&str] = &[
@@ -56,6 +88,13 @@ const COMPARED_HEADERS: &[&str] = &[
 struct Replay {
     /// resourceVersions and table ages are not compared (only checked to be well formed).
     relaxed: bool,
+    /// Recorded on a cluster with controllers (`rollout-failures/`): names the controllers
+    /// generate, the node's and the kubelet's names, pod IPs, container ids and restart
+    /// counts are mapped or normalised, lists are compared in a name-independent order, and
+    /// fixtures may wait for a state before their request ([`await_state`]).
+    cluster: bool,
+    /// Generated names: recorded → ours.
+    names: HashMap<String, String>,
     uids: HashMap<String, String>,
     ips: HashMap<String, String>,
     /// Object key → (recorded object, our object), from the last response carrying it.
@@ -84,7 +123,10 @@ fn is_uuid(s: &str) -> bool {
 
 fn is_timestamp(s: &str) -> bool {
     let b = s.as_bytes();
-    b.len() == 20 && b[4] == b'-' && b[10] == b'T' && b[19] == b'Z'
+    let seconds = b.len() == 20 && b[19] == b'Z';
+    // metav1.MicroTime: `2026-12-06T22:22:38.047221Z`.
+    let micro = b.len() == 27 && b[19] == b'.' && b[26] == b'Z';
+    (seconds || micro) && b[4] == b'-' && b[10] == b'T'
 }
 
 /// `duration.HumanDuration`'s output: `0s`, `5m3s`, `2d`.
@@ -137,6 +179,16 @@ impl Replay {
                         ("clusterIP", Value::String(a), Value::String(b)) => {
                             Self::map(&mut self.ips, a, b, "cluster IP", problems);
                         }
+                        (
+                            "name" | "generateName" | "pod-template-hash",
+                            Value::String(a),
+                            Value::String(b),
+                        ) if self.cluster && a != b => {
+                            Self::map(&mut self.names, a, b, "name", problems);
+                        }
+                        ("message", Value::String(a), Value::String(b)) if self.cluster => {
+                            self.learn_from_text(a, b, problems);
+                        }
                         ("clusterIPs", Value::Array(a), Value::Array(b)) => {
                             for (x, y) in a.iter().zip(b) {
                                 if let (Some(x), Some(y)) = (x.as_str(), y.as_str()) {
@@ -154,6 +206,27 @@ impl Replay {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// Names a text quotes before any answer has shown them (a Deployment's condition names
+    /// its new ReplicaSet): when the two texts are the same but for generated names, those
+    /// names correspond.
+    fn learn_from_text(&mut self, recorded: &str, ours: &str, problems: &mut Vec<String>) {
+        static NAME: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+        let re = NAME.get_or_init(|| regex::Regex::new(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)+").unwrap());
+        let recorded = self.map_names(recorded);
+        if recorded == ours || re.replace_all(&recorded, "#") != re.replace_all(ours, "#") {
+            return;
+        }
+        let pairs: Vec<(String, String)> = re
+            .find_iter(&recorded)
+            .zip(re.find_iter(ours))
+            .map(|(a, b)| (a.as_str().to_string(), b.as_str().to_string()))
+            .filter(|(a, b)| a != b)
+            .collect();
+        for (a, b) in pairs {
+            Self::map(&mut self.names, &a, &b, "name", problems);
         }
     }
 
@@ -242,6 +315,27 @@ impl Replay {
         for (a, b) in self.uids.iter().chain(self.ips.iter()) {
             out = out.replace(a.as_str(), b);
         }
+        if self.cluster {
+            out = self.map_names(&out);
+        }
+        out
+    }
+
+    /// A recorded text with the names of the recording's cluster replaced by ours: the
+    /// generated names learned so far (longest first, so that a pod's name goes before its
+    /// ReplicaSet's), the node, the scheduler's instance, the stand-in kubelet's field manager.
+    fn map_names(&self, s: &str) -> String {
+        let mut out = s.to_string();
+        let mut names: Vec<(&String, &String)> = self.names.iter().collect();
+        names.sort_by_key(|(a, _)| std::cmp::Reverse(a.len()));
+        for (a, b) in names {
+            out = out.replace(a.as_str(), b);
+        }
+        for (a, b) in CLUSTER_NAMES {
+            if out == *a || out.contains(a) {
+                out = out.replace(a, b);
+            }
+        }
         out
     }
 }
@@ -274,7 +368,36 @@ fn normalize(
             let mut out = Map::new();
             for (k, x) in m {
                 let p = format!("{path}/{k}");
+                let key = if replay.cluster {
+                    cluster_key(k, replay, recorded)
+                } else {
+                    k.clone()
+                };
                 let nv = match (k.as_str(), x) {
+                    (t, Value::String(s)) if replay.cluster && TIME_KEYS.contains(&t) => {
+                        if !recorded && !is_timestamp(s) {
+                            problems.push(format!("{p}: {s:?} is not an RFC 3339 timestamp"));
+                        }
+                        json!("<time>")
+                    }
+                    ("containerID", Value::String(s)) if replay.cluster => {
+                        let hex = s.strip_prefix("containerd://").unwrap_or("");
+                        if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+                            problems.push(format!("{p}: {s:?} is not a containerd id"));
+                        }
+                        json!("<container-id>")
+                    }
+                    ("podIP" | "ip", Value::String(s)) if replay.cluster => {
+                        if !s.starts_with("10.244.") {
+                            problems.push(format!("{p}: {s:?} is not a pod IP"));
+                        }
+                        json!("<pod-ip>")
+                    }
+                    ("restartCount", Value::Number(n))
+                        if replay.cluster && n.as_u64() != Some(0) =>
+                    {
+                        json!("<restarts>")
+                    }
                     ("uid", Value::String(s)) => {
                         if !recorded && !is_uuid(s) {
                             problems.push(format!("{p}: {s:?} is not a UUID v4"));
@@ -311,14 +434,26 @@ fn normalize(
                             .iter()
                             .map(|c| match c.as_str() {
                                 Some(t) if is_age(t) => json!("<age>"),
+                                Some(t) if replay.cluster && is_restarts(t) => json!("<restarts>"),
+                                Some(t) if replay.cluster && t.starts_with("10.244.") => {
+                                    json!("<pod-ip>")
+                                }
                                 _ => normalize(c, replay, recorded, problems, &p),
                             })
                             .collect(),
                     ),
+                    (_, Value::String(s)) if replay.cluster => {
+                        let s = if recorded {
+                            replay.map_message(s)
+                        } else {
+                            s.clone()
+                        };
+                        json!(varying_counts(&s))
+                    }
                     ("message", Value::String(s)) if recorded => json!(replay.map_message(s)),
                     _ => normalize(x, replay, recorded, problems, &p),
                 };
-                out.insert(k.clone(), nv);
+                out.insert(key, nv);
             }
             Value::Object(out)
         }
@@ -328,8 +463,52 @@ fn normalize(
                 .map(|(i, x)| normalize(x, replay, recorded, problems, &format!("{path}/{i}")))
                 .collect(),
         ),
+        Value::String(s) if replay.cluster => {
+            let s = if recorded {
+                replay.map_message(s)
+            } else {
+                s.clone()
+            };
+            json!(varying_counts(&s))
+        }
         other => other.clone(),
     }
+}
+
+/// A map key of a cluster fixture: managedFields keys name pods' IPs and owners' uids.
+fn cluster_key(k: &str, replay: &Replay, recorded: bool) -> String {
+    if k.starts_with("k:{\"ip\":") {
+        return "k:{\"ip\":\"<pod-ip>\"}".into();
+    }
+    if recorded {
+        replay.map_message(k)
+    } else {
+        k.to_string()
+    }
+}
+
+/// What a text says that depends on when it is looked at (a crash-looping container's back-off)
+/// or names what no other answer names (the pod a quota refused, whose generated name was
+/// never stored).
+fn varying_counts(s: &str) -> String {
+    static BACK_OFF: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    static REFUSED: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let back_off = BACK_OFF.get_or_init(|| regex::Regex::new(r"back-off \d+s restarting").unwrap());
+    let refused = REFUSED
+        .get_or_init(|| regex::Regex::new(r#"pods \\?"[a-z0-9-]+\\?" is forbidden"#).unwrap());
+    let s = back_off.replace_all(s, "back-off <n>s restarting");
+    refused
+        .replace_all(&s, "pods \"<refused pod>\" is forbidden")
+        .into_owned()
+}
+
+/// A RESTARTS cell with a last restart: `2 (5s ago)`.
+fn is_restarts(s: &str) -> bool {
+    s.split_once(" (").is_some_and(|(n, rest)| {
+        n.parse::<u64>().is_ok()
+            && rest.ends_with(" ago)")
+            && is_age(rest.trim_end_matches(" ago)"))
+    })
 }
 
 /// The first difference between two JSON values (key order included).
@@ -552,6 +731,9 @@ fn replay_one(sb: &Sandbox, replay: &mut Replay, fixture: &Value) -> Vec<String>
         replay_watch(sb, replay, fixture, &mut problems);
         return problems;
     }
+    if let Some(cond) = fixture.get("await") {
+        await_state(sb, replay, cond, &mut problems);
+    }
     let token = token_for(sb, req["user"].as_str().unwrap());
     let headers = request_headers(req);
     let hv: Vec<(&str, &str)> = headers
@@ -559,11 +741,16 @@ fn replay_one(sb: &Sandbox, replay: &mut Replay, fixture: &Value) -> Vec<String>
         .map(|(k, v)| (k.as_str(), v.as_str()))
         .collect();
     let body = request_body(replay, req);
+    let path = if replay.cluster {
+        replay.map_message(req["path"].as_str().unwrap())
+    } else {
+        req["path"].as_str().unwrap().to_string()
+    };
     let r = common::request(
         sb,
         token.as_deref(),
         req["method"].as_str().unwrap(),
-        req["path"].as_str().unwrap(),
+        &path,
         &hv,
         body.as_deref(),
     );
@@ -586,11 +773,144 @@ fn replay_one(sb: &Sandbox, replay: &mut Replay, fixture: &Value) -> Vec<String>
             }
         }
         recorded => match serde_json::from_slice::<Value>(&r.body) {
+            Ok(ours) if replay.cluster => {
+                let recorded = sorted_items(recorded, replay, true);
+                let ours = sorted_items(&ours, replay, false);
+                compare_json(replay, &recorded, &ours, &mut problems)
+            }
             Ok(ours) => compare_json(replay, recorded, &ours, &mut problems),
             Err(e) => problems.push(format!("body is not JSON ({e}): {}", r.text())),
         },
     }
     problems
+}
+
+/// Cluster fixtures: poll the sandbox until it reaches the state the recording waited for
+/// (what the recorded `await` names: a value at a JSON pointer whose `*` segments match every
+/// item of a list, equal to `equals` or at least `at_least`).
+fn await_state(sb: &Sandbox, replay: &Replay, cond: &Value, problems: &mut Vec<String>) {
+    let path = replay.map_message(cond["path"].as_str().unwrap());
+    let pointer = cond["pointer"].as_str().unwrap();
+    let token = sb.token(Identity::Admin);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let r = common::request(sb, Some(&token), "GET", &path, &[], None);
+        let values = pointer_values(&r.json(), pointer);
+        let reached = match (cond.get("equals"), cond.get("at_least")) {
+            (Some(want), _) => values.iter().any(|v| v == want),
+            (None, Some(n)) => values
+                .iter()
+                .any(|v| v.as_f64().zip(n.as_f64()).is_some_and(|(v, n)| v >= n)),
+            _ => panic!("await needs equals or at_least: {cond}"),
+        };
+        if reached {
+            return;
+        }
+        if Instant::now() > deadline {
+            problems.push(format!(
+                "the sandbox never reached {cond}: {}",
+                r.text().chars().take(600).collect::<String>()
+            ));
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn pointer_values(doc: &Value, pointer: &str) -> Vec<Value> {
+    let mut cur = vec![doc.clone()];
+    for part in pointer.split('/').skip(1) {
+        let part = part.replace("~1", "/").replace("~0", "~");
+        cur = cur
+            .into_iter()
+            .flat_map(|c| match (&c, part.as_str()) {
+                (Value::Array(a), "*") => a.clone(),
+                (Value::Array(a), i) => i
+                    .parse::<usize>()
+                    .ok()
+                    .and_then(|i| a.get(i).cloned())
+                    .into_iter()
+                    .collect(),
+                (Value::Object(m), k) => m.get(k).cloned().into_iter().collect(),
+                _ => Vec::new(),
+            })
+            .collect();
+    }
+    cur
+}
+
+/// A list's items (or a Table's rows) in an order both clusters agree on: the real server
+/// sorts by name, and names differ. The key is what identifies an item besides its name — its
+/// reason, message, images, revision, cells — with the names known so far written as ours and
+/// the others blanked out.
+fn sorted_items(v: &Value, replay: &Replay, recorded: bool) -> Value {
+    let mut v = v.clone();
+    for list in ["items", "rows"] {
+        if let Some(items) = v.get_mut(list).and_then(Value::as_array_mut) {
+            items.sort_by_cached_key(|item| item_key(item, replay, recorded));
+        }
+    }
+    sort_managed_fields(&mut v, &|m: &str| {
+        if recorded {
+            replay.map_message(m)
+        } else {
+            m.to_string()
+        }
+    });
+    v
+}
+
+/// managedFields entries by operation, manager and subresource: the server orders them by
+/// time first, at a resolution of a second, and the two clusters' timings differ (as the
+/// differential check compares them).
+fn sort_managed_fields(v: &mut Value, manager: &dyn Fn(&str) -> String) {
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m.iter_mut() {
+                if k == "managedFields"
+                    && let Some(entries) = x.as_array_mut()
+                {
+                    entries.sort_by_cached_key(|e| {
+                        ["operation", "manager", "subresource"]
+                            .map(|f| manager(e.get(f).and_then(Value::as_str).unwrap_or("")))
+                    });
+                } else {
+                    sort_managed_fields(x, manager);
+                }
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(|x| sort_managed_fields(x, manager)),
+        _ => {}
+    }
+}
+
+fn item_key(item: &Value, replay: &Replay, recorded: bool) -> (String, String) {
+    static GENERATED: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let generated = GENERATED.get_or_init(|| {
+        regex::Regex::new(
+            r"-[a-z0-9]{5,10}\b|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|\d+",
+        )
+        .unwrap()
+    });
+    let parts = json!([
+        item.get("cells"),
+        item.get("reason"),
+        item.get("type"),
+        item.get("message"),
+        item.pointer("/involvedObject/kind"),
+        item.pointer("/involvedObject/name"),
+        item.pointer("/metadata/annotations/deployment.kubernetes.io~1revision"),
+        item.pointer("/spec/containers/0/image"),
+        item.pointer("/spec/template/spec/containers/0/image"),
+        item.pointer("/status/phase"),
+    ])
+    .to_string();
+    let named = if recorded {
+        replay.map_message(&parts)
+    } else {
+        parts
+    };
+    (generated.replace_all(&named, "#").into_owned(), named)
 }
 
 /// Replay every fixture of `tests/fixtures/<folder>` on `sb`; panics listing the fixtures not
@@ -600,6 +920,25 @@ fn replay_folder(
     expected: usize,
     sb: &Sandbox,
     relaxed: bool,
+    allowed: &[(&str, &str)],
+) {
+    replay_folder_with(
+        folder,
+        expected,
+        sb,
+        Replay {
+            relaxed,
+            ..Replay::default()
+        },
+        allowed,
+    );
+}
+
+fn replay_folder_with(
+    folder: &str,
+    expected: usize,
+    sb: &Sandbox,
+    mut replay: Replay,
     allowed: &[(&str, &str)],
 ) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -618,10 +957,6 @@ fn replay_folder(
         "expected the {expected} recorded fixtures in {}",
         dir.display()
     );
-    let mut replay = Replay {
-        relaxed,
-        ..Replay::default()
-    };
     let mut failures = Vec::new();
     let mut reproduced = 0;
     for f in &files {
@@ -748,4 +1083,57 @@ fn every_recorded_exchange_with_the_snippet_webhook_is_reproduced() {
     })
     .unwrap();
     replay_folder("webhook", 8, &sb, true, &[]);
+}
+
+/// A sandbox running the cluster of `Rollout::Auto`, as the rollout failures were recorded on
+/// a cluster with controllers, the real scheduler and the stand-in kubelet.
+fn cluster_sandbox() -> Sandbox {
+    Sandbox::start(SandboxOptions {
+        tls: true,
+        rollout: Rollout::Auto {
+            delay: Duration::from_millis(400),
+        },
+        ..Default::default()
+    })
+    .unwrap()
+}
+
+fn replay_rollout_failure(kind: &str, expected: usize) {
+    let sb = cluster_sandbox();
+    replay_folder_with(
+        &format!("rollout-failures/{kind}"),
+        expected,
+        &sb,
+        Replay {
+            relaxed: true,
+            cluster: true,
+            ..Replay::default()
+        },
+        &[],
+    );
+}
+
+#[test]
+fn a_rollout_to_an_image_that_does_not_exist_fails_as_recorded() {
+    replay_rollout_failure("image-not-found", 24);
+}
+
+#[test]
+fn a_rollout_whose_container_crashes_fails_as_recorded() {
+    replay_rollout_failure("crash-loop", 12);
+}
+
+#[test]
+fn a_rollout_that_needs_a_missing_secret_fails_as_recorded() {
+    replay_rollout_failure("missing-secret", 9);
+}
+
+#[test]
+fn a_rollout_that_requests_too_much_cpu_fails_as_recorded() {
+    replay_rollout_failure("insufficient-cpu", 12);
+}
+
+#[test]
+fn a_rollout_beyond_a_resource_quota_fails_as_recorded() {
+    replay_rollout_failure("quota-exceeded", 14);
 }

@@ -533,3 +533,58 @@ fn kubectl_manages_config_maps_ingress_classes_and_http_routes() {
             .is_none()
     );
 }
+
+#[test]
+fn kubectl_shows_the_pods_replica_sets_and_events_of_a_failing_rollout() {
+    if !kubectl_available() {
+        return;
+    }
+    let sb = Sandbox::start(SandboxOptions {
+        rollout: sandbox_apiserver::Rollout::Auto {
+            delay: Duration::from_millis(200),
+        },
+        kubelet: sandbox_apiserver::KubeletTimings {
+            pull_backoff_after: Duration::from_millis(100),
+            ..Default::default()
+        },
+        ..Default::default()
+    })
+    .unwrap();
+    sb.seed_demo_app("demo", "web").unwrap();
+    let (k, _dir) = setup(&sb, "kubectl-pods");
+    k.ok(&["rollout", "status", "deployment/web", "--timeout=20s"]);
+    k.ok(&[
+        "set",
+        "image",
+        "deployment/web",
+        "app=registry.example.com/web:notfound",
+    ]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let pods = loop {
+        let out = k.ok(&["get", "pods", "-l", "app=web", "-o", "wide"]);
+        if out.contains("ImagePullBackOff") {
+            break out;
+        }
+        assert!(Instant::now() < deadline, "no ImagePullBackOff: {out}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(pods.starts_with("NAME"), "{pods}");
+    assert!(pods.contains("0/1     ImagePullBackOff"), "{pods}");
+    assert!(pods.contains("1/1     Running"), "{pods}");
+    assert!(pods.contains(sandbox_apiserver::NODE_NAME), "{pods}");
+    let rs = k.ok(&["get", "rs", "-o", "wide"]);
+    assert!(rs.contains("DESIRED   CURRENT   READY"), "{rs}");
+    assert!(rs.contains("registry.example.com/web:notfound"), "{rs}");
+    let events = k.ok(&["get", "events", "--field-selector", "reason=BackOff"]);
+    assert!(
+        events.contains("Back-off pulling image \"registry.example.com/web:notfound\""),
+        "{events}"
+    );
+    let described = k.ok(&["describe", "pods", "-l", "app=web"]);
+    assert!(
+        described.contains("ErrImagePull") || described.contains("ImagePullBackOff"),
+        "{described}"
+    );
+    let status = k.run(&["rollout", "status", "deployment/web", "--timeout=1s"]);
+    assert!(!status.status.success(), "the rollout never completes");
+}

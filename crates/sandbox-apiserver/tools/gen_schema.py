@@ -23,6 +23,10 @@ ROOTS = [
     ("api/networking/v1", "IngressClass"),
     ("api/authentication/v1", "SelfSubjectReview"),
     ("api/authorization/v1", "SelfSubjectAccessReview"),
+    ("api/apps/v1", "ReplicaSet"),
+    ("api/core/v1", "Pod"),
+    ("api/core/v1", "Event"),
+    ("api/core/v1", "ResourceQuota"),
 ]
 
 # Go struct field order (k8s.io/api v1.28) for the types a user of this emulator reads most.
@@ -172,6 +176,37 @@ ORDER = {
     "PortStatus": "port protocol error",
     "NamespaceCondition": "type status lastTransitionTime reason message",
     "IngressPortStatus": "port protocol error",
+    # ReplicaSets, Pods, Events and ResourceQuotas (what controllers and kubelets write), in the
+    # Go struct order of k8s.io/api v1.33, the release their fixtures were recorded from.
+    "ReplicaSet": "metadata spec status",
+    "ReplicaSetSpec": "replicas minReadySeconds selector template",
+    "ReplicaSetStatus": "replicas fullyLabeledReplicas readyReplicas availableReplicas terminatingReplicas observedGeneration conditions",
+    "ReplicaSetCondition": "type status lastTransitionTime reason message",
+    "Pod": "metadata spec status",
+    "PodStatus": "observedGeneration phase conditions message reason nominatedNodeName hostIP hostIPs podIP podIPs startTime initContainerStatuses containerStatuses qosClass ephemeralContainerStatuses resize resourceClaimStatuses",
+    "PodCondition": "type observedGeneration status lastProbeTime lastTransitionTime reason message",
+    "PodIP": "ip",
+    "HostIP": "ip",
+    "PodResourceClaimStatus": "name resourceClaimName",
+    "ContainerStatus": "name state lastState ready restartCount image imageID containerID started allocatedResources resources volumeMounts user allocatedResourcesStatus stopSignal",
+    "ContainerState": "waiting running terminated",
+    "ContainerStateWaiting": "reason message",
+    "ContainerStateRunning": "startedAt",
+    "ContainerStateTerminated": "exitCode signal reason message startedAt finishedAt containerID",
+    "ContainerUser": "linux",
+    "LinuxContainerUser": "uid gid supplementalGroups",
+    "VolumeMountStatus": "name mountPath readOnly recursiveReadOnly",
+    "ResourceStatus": "name resources",
+    "ResourceHealth": "resourceID health",
+    "Event": "metadata involvedObject reason message source firstTimestamp lastTimestamp count type eventTime series action related reportingComponent reportingInstance",
+    "EventSource": "component host",
+    "EventSeries": "count lastObservedTime",
+    "ObjectReference": "kind namespace name uid apiVersion resourceVersion fieldPath",
+    "ResourceQuota": "metadata spec status",
+    "ResourceQuotaSpec": "hard scopes scopeSelector",
+    "ResourceQuotaStatus": "hard used",
+    "ScopeSelector": "matchExpressions",
+    "ScopedResourceSelectorRequirement": "scopeName operator values",
 }
 
 # Optional (OpenAPI) fields that are Go *values*, not pointers: always serialised, as the zero
@@ -196,6 +231,15 @@ VALUE = {
     "HorizontalPodAutoscalerCondition.lastTransitionTime",
     "NamespaceCondition.lastTransitionTime",
     "ResourceFieldSelector.divisor",
+    "ReplicaSet.metadata", "ReplicaSet.spec", "ReplicaSet.status", "ReplicaSetSpec.template",
+    "ReplicaSetCondition.lastTransitionTime",
+    "Pod.metadata", "Pod.spec", "Pod.status", "PodCondition.lastProbeTime",
+    "PodCondition.lastTransitionTime", "ContainerStatus.state", "ContainerStatus.lastState",
+    "ContainerStateRunning.startedAt", "ContainerStateTerminated.startedAt",
+    "ContainerStateTerminated.finishedAt",
+    "Event.source", "Event.firstTimestamp", "Event.lastTimestamp", "Event.eventTime",
+    "Event.reportingComponent", "Event.reportingInstance", "EventSeries.lastObservedTime",
+    "ResourceQuota.metadata", "ResourceQuota.spec", "ResourceQuota.status",
 }
 # Optional scalar fields that are plain Go values with omitempty (a zero value is dropped);
 # other optional scalars are pointers (a zero value is kept).
@@ -211,6 +255,11 @@ OMITZERO_SCALARS = {
     "KeyToPath.mode", "PersistentVolumeClaimVolumeSource.readOnly", "Probe.initialDelaySeconds",
     "Probe.timeoutSeconds", "Probe.periodSeconds", "Probe.successThreshold", "Probe.failureThreshold",
     "SubjectAccessReviewStatus.denied",
+    "ReplicaSetSpec.minReadySeconds", "ReplicaSetStatus.fullyLabeledReplicas",
+    "ReplicaSetStatus.readyReplicas", "ReplicaSetStatus.availableReplicas",
+    "ReplicaSetStatus.observedGeneration", "PodStatus.observedGeneration",
+    "PodCondition.observedGeneration", "ContainerStateTerminated.signal", "Event.count",
+    "EventSeries.count", "VolumeMountStatus.readOnly",
 }
 # Optional string fields that are Go pointers (an empty string is kept).
 PTR_STRINGS = {
@@ -219,9 +268,11 @@ PTR_STRINGS = {
     "PodSpec.runtimeClassName", "PodSpec.preemptionPolicy", "SecretVolumeSource.defaultMode",
     "ServiceSpec.trafficDistribution", "IngressClassParametersReference.apiGroup",
     "IngressClassParametersReference.scope", "IngressClassParametersReference.namespace",
+    "ContainerStatus.stopSignal", "PodResourceClaimStatus.resourceClaimName",
+    "VolumeMountStatus.recursiveReadOnly",
 }
 # Required fields that are Go pointers without omitempty: serialised as null when absent.
-REQUIRED_POINTERS = {"DeploymentSpec.selector", "HTTPIngressPath.pathType"}
+REQUIRED_POINTERS = {"DeploymentSpec.selector", "HTTPIngressPath.pathType", "ReplicaSetSpec.selector"}
 # Server-side-apply list keys where they differ from the strategic-merge key.
 SSA_KEYS = {
     "Container.ports": ["containerPort", "protocol"],
@@ -293,7 +344,7 @@ SCALARS = {
     "crate::apimachinery::pkg::util::intstr::IntOrString": "IntOrStr",
     "crate::apimachinery::pkg::api::resource::Quantity": "Quantity",
     "crate::apimachinery::pkg::apis::meta::v1::Time": "Time",
-    "crate::apimachinery::pkg::apis::meta::v1::MicroTime": "Time",
+    "crate::apimachinery::pkg::apis::meta::v1::MicroTime": "MicroTime",
     "crate::apimachinery::pkg::runtime::RawExtension": "Any",
     "crate::apimachinery::pkg::apis::meta::v1::FieldsV1": "Any",
     "crate::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSON": "Any",
@@ -397,7 +448,8 @@ def go_type(expr):
     if isinstance(expr, str):
         return {"T::Str": "string", "T::I32": "int32", "T::I64": "int64", "T::F64": "float64",
                 "T::Bool": "bool", "T::Bytes": "[]uint8", "T::IntOrStr": "intstr.IntOrString",
-                "T::Quantity": "resource.Quantity", "T::Time": "v1.Time", "T::Any": "runtime.RawExtension"}[expr]
+                "T::Quantity": "resource.Quantity", "T::Time": "v1.Time", "T::MicroTime": "v1.MicroTime",
+                "T::Any": "runtime.RawExtension"}[expr]
     if expr[0] == "OBJ":
         t = types[expr[1]]
         return "%s.%s" % (t["pkg"], t["name"])
@@ -437,7 +489,7 @@ for key in order:
             omit, ptr = (True, False) if fq in OMITZERO_SCALARS else (True, True)
         elif is_scalar and expr == "T::Str":
             omit, ptr = (True, True) if fq in PTR_STRINGS else (True, False)
-        elif is_scalar and expr == "T::Time":
+        elif is_scalar and expr in ("T::Time", "T::MicroTime"):
             omit, ptr = True, True
         elif is_scalar:
             omit, ptr = True, True

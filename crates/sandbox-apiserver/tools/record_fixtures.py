@@ -22,6 +22,16 @@ A case:
   fill: {pointer: /data/big, char: x, count: 1048577}   # a long string at a JSON pointer
   expect: 201                      # fail the recording when the status differs
   sleep_after: 1.2                 # seconds to wait after the case (timestamps one second apart)
+  await:                           # before sending, poll (as admin) until a state is reached;
+    path: /api/v1/namespaces/$NS/pods?labelSelector=app%3Dweb   # written into the fixture, so
+    pointer: /items/*/status/containerStatuses/0/state/waiting/reason   # a replay waits too;
+    equals: ImagePullBackOff       # `*` matches every item of a list; or `at_least: 2` (number)
+    timeout: 60                    # seconds (default 60)
+  capture:                         # after the case: names for later paths ($POD…), each a
+    POD: "resp['items'][0]['metadata']['name']"   # Python expression over the response `resp`
+
+A path may use `$NS` and every name captured so far (`$POD`); captured values are substituted
+before the fixture is written, so fixtures hold what the real server named.
 
 Requests go out like curl's (User-Agent curl/8.5.0, HTTP/1.1), so managedFields name the
 manager `curl`, as in the recorded fixtures. Bearer tokens are read from the tokens file and
@@ -62,14 +72,52 @@ def set_pointer(doc, pointer, value):
     cur[parts[-1]] = value
 
 
-def substitute(v, ns):
+def substitute(v, ns, names=None):
     if isinstance(v, str):
+        # Longest names first, so that $PODUID is not read as $POD followed by "UID".
+        for k in sorted(names or {}, key=len, reverse=True):
+            v = v.replace("$" + k, names[k])
         return v.replace("$NS", ns)
     if isinstance(v, list):
-        return [substitute(x, ns) for x in v]
+        return [substitute(x, ns, names) for x in v]
     if isinstance(v, dict):
-        return {substitute(k, ns): substitute(x, ns) for k, x in v.items()}
+        return {substitute(k, ns, names): substitute(x, ns, names) for k, x in v.items()}
     return v
+
+
+def pointer_values(doc, pointer):
+    """The values at a JSON pointer whose `*` segments match every item of a list."""
+    parts = [p.replace("~1", "/").replace("~0", "~") for p in pointer.split("/")[1:]]
+    cur = [doc]
+    for p in parts:
+        nxt = []
+        for c in cur:
+            if p == "*" and isinstance(c, list):
+                nxt.extend(c)
+            elif isinstance(c, list) and p.isdigit() and int(p) < len(c):
+                nxt.append(c[int(p)])
+            elif isinstance(c, dict) and p in c:
+                nxt.append(c[p])
+        cur = nxt
+    return cur
+
+
+def state_reached(doc, cond):
+    values = pointer_values(doc, cond["pointer"])
+    if "equals" in cond:
+        return any(v == cond["equals"] for v in values)
+    if "at_least" in cond:
+        return any(isinstance(v, (int, float)) and v >= cond["at_least"] for v in values)
+    raise SystemExit("await needs equals or at_least: %r" % cond)
+
+
+def send(url, ctx, method, path, data, headers):
+    conn = http.client.HTTPSConnection(url.hostname, url.port, context=ctx)
+    conn.request(method, path, body=data, headers=headers)
+    resp = conn.getresponse()
+    raw = resp.read()
+    conn.close()
+    return resp, raw
 
 
 def main():
@@ -96,8 +144,21 @@ def main():
     ctx = ssl.create_default_context(cafile=args.ca)
     responses = {}
     width = max(2, len(str(len(cases))))
+    names = {}
     for i, case in enumerate(cases):
-        case = substitute(case, args.namespace)
+        case = substitute(case, args.namespace, names)
+        if "await" in case:
+            cond = case["await"]
+            deadline = time.time() + cond.get("timeout", 60)
+            auth = {"User-Agent": "curl/8.5.0", "Accept": "application/json",
+                    "Authorization": "Bearer " + tokens["admin"]}
+            while True:
+                _, raw = send(url, ctx, "GET", cond["path"], None, auth)
+                if state_reached(json.loads(raw), cond):
+                    break
+                if time.time() > deadline:
+                    sys.exit("%s: %s never reached: %s" % (case["name"], cond, raw[:800]))
+                time.sleep(0.2)
         method = case["method"]
         path = case["path"]
         user = case.get("user", "admin")
@@ -112,13 +173,9 @@ def main():
         if body is not None:
             headers["Content-Type"] = case.get("content_type", "application/json")
             data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
-        conn = http.client.HTTPSConnection(url.hostname, url.port, context=ctx)
-        send = {"User-Agent": "curl/8.5.0", "Accept": "*/*", "Authorization": "Bearer " + tokens[user]}
-        send.update(headers)
-        conn.request(method, path, body=data, headers=send)
-        resp = conn.getresponse()
-        raw = resp.read()
-        conn.close()
+        sent = {"User-Agent": "curl/8.5.0", "Accept": "*/*", "Authorization": "Bearer " + tokens[user]}
+        sent.update(headers)
+        resp, raw = send(url, ctx, method, path, data, sent)
         try:
             rbody = json.loads(raw)
         except ValueError:
@@ -140,11 +197,11 @@ def main():
             request["headers"] = headers
         if body is not None:
             request["body"] = body
-        fixture = {
-            "description": case["description"],
-            "request": request,
-            "response": {"status": resp.status, "headers": rheaders, "body": rbody},
-        }
+        fixture = {"description": case["description"]}
+        if "await" in case:
+            fixture["await"] = {k: v for k, v in case["await"].items() if k != "timeout"}
+        fixture["request"] = request
+        fixture["response"] = {"status": resp.status, "headers": rheaders, "body": rbody}
         name = "%0*d-%s.json" % (width, i, case["name"])
         with open(os.path.join(args.out, name), "w") as f:
             json.dump(fixture, f, indent=2, ensure_ascii=False)
@@ -152,6 +209,8 @@ def main():
         print("%s %d %s %s" % (name, resp.status, method, path))
         if "expect" in case and case["expect"] != resp.status:
             sys.exit("%s: expected %s, got %d: %s" % (case["name"], case["expect"], resp.status, raw[:500]))
+        for var, expr in (case.get("capture") or {}).items():
+            names[var] = str(eval(expr, {}, {"resp": rbody}))  # the cases file is ours
         if "sleep_after" in case:
             time.sleep(case["sleep_after"])
 

@@ -631,8 +631,13 @@ mod tests {
         assert!(resource_list(&reg, "apps", "v9").is_none());
         assert_eq!(apis(&reg), docs().apis, "no CRD is installed");
         assert_eq!(aggregated_apis(&reg).1, AGGREGATED_APIS_ETAG);
-        assert!(generic_resource("", "v1", "pods").is_some());
+        assert!(generic_resource("", "v1", "secrets").is_some());
+        assert!(generic_resource("apps", "v1", "statefulsets").is_some());
         assert!(generic_resource("apps", "v1", "deployments").is_none());
+        assert!(
+            generic_resource("", "v1", "pods").is_none(),
+            "pods are stored"
+        );
         assert_eq!(
             api("127.0.0.1:1")["serverAddressByClientCIDRs"][0]["serverAddress"],
             json!("127.0.0.1:1")

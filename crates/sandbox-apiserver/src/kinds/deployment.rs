@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use super::pod::{default_pod_spec, validate_pod_spec};
+use super::pod_template::{default_pod_spec, validate_pod_spec};
 use super::table::{age, age_column, column, i, name_column, selector_text, st};
 use super::validate::{
     go_label_selector, go_string_map, label_selector_is_empty, obj, s, selector_matches,
@@ -345,22 +345,11 @@ fn validate_strategy(strategy: &Value, errs: &mut Vec<FieldError>) {
     }
 }
 
-fn validate_deployment_spec(spec: &Value, old: Option<&Value>) -> Vec<FieldError> {
+/// `ValidatePodTemplateSpecForReplicaSet` of `spec.template` (Deployments and ReplicaSets):
+/// the selector matches the template's labels, the template's metadata and pod spec.
+pub(super) fn validate_template_for_replica_set(spec: &Value) -> Vec<FieldError> {
     let mut errs = Vec::new();
-    validate_nonnegative(spec.get("replicas"), "spec.replicas", &mut errs);
     let sel = spec.get("selector").unwrap_or(&Value::Null);
-    if sel.is_null() {
-        errs.push(FieldError::required("spec.selector", ""));
-    } else {
-        errs.extend(validate_label_selector(sel, "spec.selector"));
-        if label_selector_is_empty(sel) {
-            errs.push(FieldError::invalid(
-                "spec.selector",
-                &go_label_selector(sel),
-                "empty selector is invalid for deployment",
-            ));
-        }
-    }
     let template = spec.get("template").unwrap_or(&Value::Null);
     let tmeta = template.get("metadata").unwrap_or(&Value::Null);
     let tlabels = obj(tmeta, "labels");
@@ -383,6 +372,46 @@ fn validate_deployment_spec(spec: &Value, old: Option<&Value>) -> Vec<FieldError
     ));
     let pod = template.get("spec").unwrap_or(&Value::Null);
     errs.extend(validate_pod_spec(pod, "spec.template.spec", true));
+    errs
+}
+
+/// `spec.selector`: required, valid, not empty.
+pub(super) fn validate_workload_selector(spec: &Value) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let sel = spec.get("selector").unwrap_or(&Value::Null);
+    if sel.is_null() {
+        errs.push(FieldError::required("spec.selector", ""));
+    } else {
+        errs.extend(validate_label_selector(sel, "spec.selector"));
+        if label_selector_is_empty(sel) {
+            errs.push(FieldError::invalid(
+                "spec.selector",
+                &go_label_selector(sel),
+                "empty selector is invalid for deployment",
+            ));
+        }
+    }
+    errs
+}
+
+/// The apps/v1 strategies' rule: `spec.selector` cannot change.
+pub(super) fn validate_selector_immutable(spec: &Value, old: Option<&Value>) -> Vec<FieldError> {
+    let sel = spec.get("selector").unwrap_or(&Value::Null);
+    match old.and_then(|o| o.get("selector")) {
+        Some(old_sel) if old_sel != sel && !sel.is_null() => vec![FieldError::invalid(
+            "spec.selector",
+            &go_label_selector(sel),
+            "field is immutable",
+        )],
+        _ => Vec::new(),
+    }
+}
+
+fn validate_deployment_spec(spec: &Value, old: Option<&Value>) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    validate_nonnegative(spec.get("replicas"), "spec.replicas", &mut errs);
+    errs.extend(validate_workload_selector(spec));
+    errs.extend(validate_template_for_replica_set(spec));
     validate_strategy(spec.get("strategy").unwrap_or(&Value::Null), &mut errs);
     validate_nonnegative(
         spec.get("minReadySeconds"),
@@ -412,16 +441,6 @@ fn validate_deployment_spec(spec: &Value, old: Option<&Value>) -> Vec<FieldError
             ));
         }
     }
-    if let Some(old) = old
-        && let Some(old_sel) = old.get("selector")
-        && old_sel != sel
-        && !sel.is_null()
-    {
-        errs.push(FieldError::invalid(
-            "spec.selector",
-            &go_label_selector(sel),
-            "field is immutable",
-        ));
-    }
+    errs.extend(validate_selector_immutable(spec, old));
     errs
 }

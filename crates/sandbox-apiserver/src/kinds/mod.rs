@@ -13,12 +13,16 @@
 mod config_map;
 pub mod custom;
 mod deployment;
+mod event;
 mod hpa;
 mod hpa_v1;
 mod ingress;
 mod ingress_class;
 mod namespace;
 mod pod;
+mod pod_template;
+mod replica_set;
+mod resource_quota;
 mod review;
 mod service;
 mod table;
@@ -32,11 +36,16 @@ use crate::model::object::with_type_meta;
 use crate::model::schema::{self, DecodeError, Decoded};
 use crate::model::status::{FieldError, StatusBody};
 
+pub use config_map::CONFIG_MAP;
 pub use custom::{GatewayApiChannel, GatewayApiVersion};
 pub use deployment::DEPLOYMENT;
+pub use event::EVENT;
 pub use ingress::{INGRESS_NGINX_CLASS, INGRESS_NGINX_CONTROLLER, IngressNginxWebhook};
 pub use ingress_class::IS_DEFAULT_CLASS;
 pub use namespace::NAMESPACE;
+pub use pod::{POD, is_terminal};
+pub use replica_set::REPLICA_SET;
+pub use resource_quota::{POD_COUNTS, RESOURCE_QUOTA};
 pub use review::validate_access_review;
 
 /// The reviews a create answers without storing anything.
@@ -73,6 +82,10 @@ pub static KINDS: &[&dyn Kind] = &[
     &ingress::INGRESS,
     &config_map::CONFIG_MAP,
     &ingress_class::INGRESS_CLASS,
+    &replica_set::REPLICA_SET,
+    &pod::POD,
+    &event::EVENT,
+    &resource_quota::RESOURCE_QUOTA,
 ];
 
 /// Every kind the sandbox knows: the built-in [`KINDS`], then the custom resources of the

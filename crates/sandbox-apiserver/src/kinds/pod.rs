@@ -1,557 +1,630 @@
-//! The pod template inside workload kinds (Deployment today; DaemonSets, StatefulSets and Jobs
-//! would share it): `SetDefaults_PodSpec` and the defaulters of everything in it, and
-//! `ValidatePodTemplateSpec`'s checks that clients can trip.
+//! Pod (`v1`), as kube-apiserver v1.33 stores it: the pod template's defaults plus
+//! `SetDefaults_Pod`; generation 1 on create and +1 on a spec change; status reset to `Pending`
+//! with its QoS class; the admission a default cluster runs on a new pod (ServiceAccount:
+//! `serviceAccountName: default` and the `kube-api-access-<random>` projected volume mounted
+//! in every container; DefaultTolerationSeconds; Priority (0, `PreemptLowerPriority`); ResourceQuota's `pods` and
+//! `count/pods`); validation of the pod spec and of updates (only images, labels,
+//! annotations and the few mutable fields may change); the `status` subresource; the field
+//! selectors pods support; the `kubectl get pods` columns (READY, STATUS as `printPod` derives
+//! it, RESTARTS, AGE, IP, NODE…); a DELETE answers with the pod.
 
 use serde_json::{Map, Value, json};
 
-use super::set_default;
-use super::validate::{arr, obj, s, validate_nonnegative};
-use crate::model::names::{is_dns1123_label, is_valid_port_name, port_range_msg, regex_error};
-use crate::model::quantity;
-use crate::model::status::{FieldError, go_quote};
+use super::pod_template::{default_pod_spec, validate_pod_spec};
+use super::resource_quota::{RESOURCE_QUOTA, exceeded_quota};
+use super::table::{age, age_column, column, human_duration, name_column, st};
+use super::validate::arr;
+use super::{Admission, Generation, Kind, map_mut, map_mut_in, set_default};
+use crate::model::ApiResource;
+use crate::model::names::is_dns1123_label;
+use crate::model::schema;
+use crate::model::status::{FieldError, StatusBody};
+use crate::model::time;
 
-/// SetDefaults_PodSpec and the defaulters of everything inside a pod template.
-pub(super) fn default_pod_spec(pod: &mut Map<String, Value>) {
-    // The v1 conversion: serviceAccountName from the deprecated serviceAccount when empty, and
-    // the deprecated field mirrors it back.
-    let sa_name = pod
-        .get("serviceAccountName")
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-        .or_else(|| {
-            pod.get("serviceAccount")
-                .and_then(Value::as_str)
-                .filter(|s| !s.is_empty())
-        })
-        .map(str::to_string);
-    if let Some(sa) = sa_name {
-        pod.insert("serviceAccountName".into(), json!(sa));
-        pod.insert("serviceAccount".into(), json!(sa));
-    }
-    set_default(pod, "restartPolicy", json!("Always"));
-    set_default(pod, "terminationGracePeriodSeconds", json!(30));
-    set_default(pod, "dnsPolicy", json!("ClusterFirst"));
-    set_default(pod, "securityContext", json!({}));
-    set_default(pod, "schedulerName", json!("default-scheduler"));
-    // hostNetwork → hostPort defaulting is Pod-only in v1.28 (the
-    // DefaultHostNetworkHostPortsInPodTemplates gate is off), so templates keep hostPort unset.
-    for list in ["containers", "initContainers"] {
-        if let Some(Value::Array(cs)) = pod.get_mut(list) {
-            for c in cs.iter_mut().filter_map(Value::as_object_mut) {
-                default_container(c);
-            }
-        }
-    }
-    if let Some(Value::Array(vols)) = pod.get_mut("volumes") {
-        for v in vols.iter_mut().filter_map(Value::as_object_mut) {
-            default_volume(v);
-        }
-    }
-}
+pub struct Pod;
 
-fn image_pull_policy(image: &str) -> &'static str {
-    // parsers.ParseImageName: no tag and no digest means "latest".
-    let (name, digest) = match image.split_once('@') {
-        Some((n, d)) => (n, Some(d)),
-        None => (image, None),
-    };
-    let last = name.rsplit('/').next().unwrap_or(name);
-    let tag = last.split_once(':').map(|(_, t)| t);
-    match (tag, digest) {
-        (Some("latest"), _) => "Always",
-        (None, None) => "Always",
-        _ => "IfNotPresent",
-    }
-}
+pub static POD: Pod = Pod;
 
-fn default_probe(p: &mut Map<String, Value>) {
-    set_default(p, "timeoutSeconds", json!(1));
-    set_default(p, "periodSeconds", json!(10));
-    set_default(p, "successThreshold", json!(1));
-    set_default(p, "failureThreshold", json!(3));
-    default_handler(p);
-}
+static API: ApiResource = ApiResource {
+    group: "",
+    version: "v1",
+    api_version: "v1",
+    resource: "pods",
+    kind: "Pod",
+    list_kind: "PodList",
+    namespaced: true,
+};
 
-fn default_handler(h: &mut Map<String, Value>) {
-    if let Some(Value::Object(g)) = h.get_mut("httpGet") {
-        set_default(g, "path", json!("/"));
-        set_default(g, "scheme", json!("HTTP"));
-    }
-}
-
-fn default_container(c: &mut Map<String, Value>) {
-    set_default(c, "terminationMessagePath", json!("/dev/termination-log"));
-    set_default(c, "terminationMessagePolicy", json!("File"));
-    let image = c
-        .get("image")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_string();
-    set_default(c, "imagePullPolicy", json!(image_pull_policy(&image)));
-    if let Some(Value::Array(ports)) = c.get_mut("ports") {
-        for p in ports.iter_mut().filter_map(Value::as_object_mut) {
-            set_default(p, "protocol", json!("TCP"));
-        }
-    }
-    if let Some(Value::Array(env)) = c.get_mut("env") {
-        for e in env.iter_mut() {
-            if let Some(Value::Object(fr)) = e.pointer_mut("/valueFrom/fieldRef") {
-                set_default(fr, "apiVersion", json!("v1"));
-            }
-        }
-    }
-    for probe in ["livenessProbe", "readinessProbe", "startupProbe"] {
-        if let Some(Value::Object(p)) = c.get_mut(probe) {
-            default_probe(p);
-        }
-    }
-    if let Some(Value::Object(lc)) = c.get_mut("lifecycle") {
-        for h in ["postStart", "preStop"] {
-            if let Some(Value::Object(hm)) = lc.get_mut(h) {
-                default_handler(hm);
-            }
-        }
-    }
-}
-
-const VOLUME_SOURCES: &[&str] = &[
-    "hostPath",
-    "emptyDir",
-    "gcePersistentDisk",
-    "awsElasticBlockStore",
-    "gitRepo",
-    "secret",
-    "nfs",
-    "iscsi",
-    "glusterfs",
-    "persistentVolumeClaim",
-    "rbd",
-    "flexVolume",
-    "cinder",
-    "cephfs",
-    "flocker",
-    "downwardAPI",
-    "fc",
-    "azureFile",
-    "configMap",
-    "vsphereVolume",
-    "quobyte",
-    "azureDisk",
-    "photonPersistentDisk",
-    "projected",
-    "portworxVolume",
-    "scaleIO",
-    "storageos",
-    "csi",
-    "ephemeral",
-    "image",
+/// The field selectors the v1 Pod conversion accepts (`spec.host` aside).
+const FIELD_LABELS: &[&str] = &[
+    "spec.nodeName",
+    "spec.restartPolicy",
+    "spec.schedulerName",
+    "spec.serviceAccountName",
+    "spec.hostNetwork",
+    "status.phase",
+    "status.podIP",
+    "status.podIPs",
+    "status.nominatedNodeName",
 ];
 
-fn default_volume(v: &mut Map<String, Value>) {
-    if !VOLUME_SOURCES.iter().any(|s| v.contains_key(*s)) {
-        v.insert("emptyDir".into(), json!({}));
-    }
-    for src in ["secret", "configMap", "downwardAPI", "projected"] {
-        if let Some(Value::Object(m)) = v.get_mut(src) {
-            set_default(m, "defaultMode", json!(420));
-        }
-    }
-    if let Some(Value::Object(m)) = v.get_mut("hostPath")
-        && !m.contains_key("type")
-    {
-        m.insert("type".into(), json!(""));
-    }
-    if let Some(items) = v.get_mut("downwardAPI").and_then(|d| d.get_mut("items")) {
-        default_downward_items(items);
-    }
-    if let Some(Value::Array(sources)) = v.get_mut("projected").and_then(|p| p.get_mut("sources")) {
-        for src in sources.iter_mut() {
-            if let Some(items) = src.get_mut("downwardAPI").and_then(|d| d.get_mut("items")) {
-                default_downward_items(items);
-            }
-            if let Some(Value::Object(t)) = src.get_mut("serviceAccountToken") {
-                set_default(t, "expirationSeconds", json!(3600));
-            }
-        }
-    }
-}
+/// Where the ServiceAccount admission mounts the token volume.
+const TOKEN_MOUNT_PATH: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
 
-/// SetDefaults_ObjectFieldSelector inside downward API volume items.
-fn default_downward_items(items: &mut Value) {
-    for it in items.as_array_mut().into_iter().flatten() {
-        if let Some(Value::Object(fr)) = it.get_mut("fieldRef") {
-            set_default(fr, "apiVersion", json!("v1"));
-        }
+impl Kind for Pod {
+    fn api(&self) -> &'static ApiResource {
+        &API
     }
-}
 
-/// `<p>.name` of a volume or container: required, a DNS-1123 label, unique among its siblings
-/// (`seen`, to which it is added).
-fn unique_label_name<'a>(
-    name: &'a str,
-    p: &str,
-    seen: &mut Vec<&'a str>,
-    errs: &mut Vec<FieldError>,
-) {
-    if name.is_empty() {
-        errs.push(FieldError::required(format!("{p}.name"), ""));
-        return;
+    fn schema(&self) -> usize {
+        schema::POD
     }
-    for m in is_dns1123_label(name) {
-        errs.push(FieldError::invalid(
-            format!("{p}.name"),
-            &go_quote(name),
-            &m,
-        ));
-    }
-    if seen.contains(&name) {
-        errs.push(FieldError::duplicate(format!("{p}.name"), &go_quote(name)));
-    }
-    seen.push(name);
-}
 
-pub(super) fn validate_pod_spec(pod: &Value, path: &str, template: bool) -> Vec<FieldError> {
-    let mut errs = Vec::new();
-    let mut volume_names: Vec<&str> = Vec::new();
-    for (i, v) in arr(pod, "volumes").iter().enumerate() {
-        let p = format!("{path}.volumes[{i}]");
-        unique_label_name(s(v, "name"), &p, &mut volume_names, &mut errs);
+    fn generation(&self) -> Generation {
+        Generation::Spec
     }
-    let containers = arr(pod, "containers");
-    if containers.is_empty() {
-        errs.push(FieldError::required(format!("{path}.containers"), ""));
-    }
-    let mut names: Vec<&str> = Vec::new();
-    for (i, c) in arr(pod, "initContainers").iter().enumerate() {
-        errs.extend(validate_container(
-            c,
-            &format!("{path}.initContainers[{i}]"),
-            &mut names,
-            &volume_names,
-        ));
-    }
-    for (i, c) in containers.iter().enumerate() {
-        errs.extend(validate_container(
-            c,
-            &format!("{path}.containers[{i}]"),
-            &mut names,
-            &volume_names,
-        ));
-    }
-    let rp = s(pod, "restartPolicy");
-    if template && rp != "Always" {
-        errs.push(FieldError::not_supported(
-            format!("{path}.restartPolicy"),
-            &go_quote(rp),
-            &["Always"],
-        ));
-    }
-    let dns = s(pod, "dnsPolicy");
-    if !["ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"].contains(&dns) {
-        errs.push(FieldError::not_supported(
-            format!("{path}.dnsPolicy"),
-            &go_quote(dns),
-            &["ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"],
-        ));
-    }
-    validate_nonnegative(
-        pod.get("terminationGracePeriodSeconds"),
-        &format!("{path}.terminationGracePeriodSeconds"),
-        &mut errs,
-    );
-    errs
-}
 
-/// `validateProbe` (and the liveness and startup probes' success threshold of 1): exactly one
-/// handler, non-negative timings.
-fn validate_probe(pr: &Value, p: &str, threshold_one: bool, errs: &mut Vec<FieldError>) {
-    let mut handlers = 0;
-    for h in ["exec", "httpGet", "tcpSocket", "grpc"] {
-        let Some(hv) = pr.get(h).filter(|v| !v.is_null()) else {
-            continue;
+    fn default(&self, obj: &mut Value) {
+        let Some(spec) = map_mut(obj, "spec") else {
+            return;
         };
-        let hp = format!("{p}.{h}");
-        if handlers > 0 {
-            errs.push(FieldError::forbidden(
-                &hp,
-                "may not specify more than 1 handler type",
-            ));
-            continue;
-        }
-        handlers += 1;
-        match h {
-            "exec" if arr(hv, "command").is_empty() => {
-                errs.push(FieldError::required(format!("{hp}.command"), ""));
-            }
-            "httpGet" => {
-                if s(hv, "path").is_empty() {
-                    errs.push(FieldError::required(format!("{hp}.path"), ""));
-                }
-                port_num_or_name(hv.get("port"), &format!("{hp}.port"), errs);
-                let scheme = s(hv, "scheme");
-                if !["HTTP", "HTTPS"].contains(&scheme) {
-                    errs.push(FieldError::not_supported(
-                        format!("{hp}.scheme"),
-                        &go_quote(scheme),
-                        &["HTTP", "HTTPS"],
-                    ));
-                }
-            }
-            "tcpSocket" => port_num_or_name(hv.get("port"), &format!("{hp}.port"), errs),
-            _ => {}
-        }
+        default_pod_spec(spec);
+        default_pod(spec);
     }
-    if handlers == 0 {
-        errs.push(FieldError::required(p, "must specify a handler type"));
-    }
-    for f in [
-        "initialDelaySeconds",
-        "timeoutSeconds",
-        "periodSeconds",
-        "successThreshold",
-        "failureThreshold",
-    ] {
-        validate_nonnegative(pr.get(f), &format!("{p}.{f}"), errs);
-    }
-    if let Some(t) = pr
-        .get("terminationGracePeriodSeconds")
-        .and_then(Value::as_i64)
-        && t <= 0
-    {
-        errs.push(FieldError::invalid(
-            format!("{p}.terminationGracePeriodSeconds"),
-            &t.to_string(),
-            "must be greater than 0",
-        ));
-    }
-    if threshold_one
-        && let Some(st) = pr.get("successThreshold").and_then(Value::as_i64)
-        && st != 1
-    {
-        errs.push(FieldError::invalid(
-            format!("{p}.successThreshold"),
-            &st.to_string(),
-            "must be 1",
-        ));
-    }
-}
 
-/// `ValidatePortNumOrName`.
-fn port_num_or_name(port: Option<&Value>, p: &str, errs: &mut Vec<FieldError>) {
-    match port {
-        Some(Value::Number(n)) => {
-            let n = n.as_i64().unwrap_or(0);
-            if !(1..=65535).contains(&n) {
-                errs.push(FieldError::invalid(p, &n.to_string(), port_range_msg()));
-            }
-        }
-        Some(Value::String(name)) => {
-            for m in is_valid_port_name(name) {
-                errs.push(FieldError::invalid(p, &go_quote(name), &m));
-            }
-        }
-        _ => errs.push(FieldError::invalid(p, "0", port_range_msg())),
-    }
-}
-
-fn validate_container<'a>(
-    c: &'a Value,
-    p: &str,
-    names: &mut Vec<&'a str>,
-    volumes: &[&str],
-) -> Vec<FieldError> {
-    let mut errs = Vec::new();
-    unique_label_name(s(c, "name"), p, names, &mut errs);
-    let image = s(c, "image");
-    if image.is_empty() {
-        errs.push(FieldError::required(format!("{p}.image"), ""));
-    } else if image.trim() != image {
-        errs.push(FieldError::invalid(
-            format!("{p}.image"),
-            &go_quote(image),
-            "must not have leading or trailing whitespace",
-        ));
-    }
-    validate_ports(c, p, &mut errs);
-    validate_env(c, p, &mut errs);
-    for (j, m) in arr(c, "volumeMounts").iter().enumerate() {
-        let n = s(m, "name");
-        if !volumes.contains(&n) {
-            errs.push(FieldError {
-                cause: "FieldValueNotFound",
-                field: format!("{p}.volumeMounts[{j}].name"),
-                body: format!("Not found: {}", go_quote(n)),
-            });
-        }
-        if s(m, "mountPath").is_empty() {
-            errs.push(FieldError::required(
-                format!("{p}.volumeMounts[{j}].mountPath"),
-                "",
-            ));
-        }
-    }
-    for probe in ["livenessProbe", "readinessProbe", "startupProbe"] {
-        if let Some(pr) = c.get(probe).filter(|v| v.is_object()) {
-            validate_probe(
-                pr,
-                &format!("{p}.{probe}"),
-                probe != "readinessProbe",
-                &mut errs,
+    fn prepare_create(&self, obj: &mut Value) {
+        let qos = qos_class(obj.get("spec").unwrap_or(&Value::Null));
+        if let Some(m) = obj.as_object_mut() {
+            m.insert(
+                "status".into(),
+                json!({"phase": "Pending", "qosClass": qos}),
             );
         }
     }
-    let ipp = s(c, "imagePullPolicy");
-    if !["Always", "IfNotPresent", "Never"].contains(&ipp) {
-        errs.push(FieldError::not_supported(
-            format!("{p}.imagePullPolicy"),
-            &go_quote(ipp),
-            &["Always", "IfNotPresent", "Never"],
-        ));
+
+    fn admit_create(&self, obj: &mut Value, _admission: &Admission<'_>) {
+        let Some(spec) = map_mut(obj, "spec") else {
+            return;
+        };
+        admit_service_account(spec);
+        admit_default_tolerations(spec);
+        // Priority: no PriorityClass exists, so priority 0 and the default preemption policy
+        // (a pod naming a class would be refused; none of ours does).
+        set_default(spec, "priority", json!(0));
+        set_default(spec, "preemptionPolicy", json!("PreemptLowerPriority"));
     }
-    let tmp = s(c, "terminationMessagePolicy");
-    if !["File", "FallbackToLogsOnError"].contains(&tmp) {
-        errs.push(FieldError::not_supported(
-            format!("{p}.terminationMessagePolicy"),
-            &go_quote(tmp),
-            &["File", "FallbackToLogsOnError"],
-        ));
+
+    fn validate_admission(
+        &self,
+        obj: &Value,
+        old: Option<&Value>,
+        admission: &Admission<'_>,
+    ) -> Result<(), StatusBody> {
+        if old.is_some() {
+            return Ok(());
+        }
+        let ns = st(obj, "/metadata/namespace");
+        let quotas: Vec<&Value> = admission
+            .objects
+            .all(&RESOURCE_QUOTA)
+            .into_iter()
+            .filter(|q| st(q, "/metadata/namespace") == ns)
+            .collect();
+        if quotas.is_empty() {
+            return Ok(());
+        }
+        let used = admission
+            .objects
+            .all(&POD)
+            .into_iter()
+            .filter(|p| st(p, "/metadata/namespace") == ns && !is_terminal(p))
+            .count();
+        match exceeded_quota(&quotas, used as i64) {
+            Some(message) => Err(StatusBody::new(
+                403,
+                "Forbidden",
+                format!(
+                    "pods \"{}\" is forbidden: {message}",
+                    st(obj, "/metadata/name")
+                ),
+                Some(json!({"name": st(obj, "/metadata/name"), "kind": "pods"})),
+            )),
+            None => Ok(()),
+        }
     }
-    validate_resources(c, p, &mut errs);
-    errs
+
+    fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
+        let spec = obj.get("spec").unwrap_or(&Value::Null);
+        let mut errs = validate_pod_spec(spec, "spec", false);
+        if let Some(old) = old {
+            errs.extend(validate_pod_update(
+                spec,
+                old.get("spec").unwrap_or(&Value::Null),
+            ));
+        }
+        errs
+    }
+
+    fn warnings_on_create(&self, obj: &Value) -> Vec<String> {
+        let msgs = is_dns1123_label(st(obj, "/metadata/name"));
+        if msgs.is_empty() {
+            return Vec::new();
+        }
+        vec![format!(
+            "metadata.name: this is used in the Pod's hostname, which can result in surprising behavior; a DNS label is recommended: [{}]",
+            msgs.join(" ")
+        )]
+    }
+
+    fn field_labels(&self) -> &'static [&'static str] {
+        FIELD_LABELS
+    }
+
+    fn field_value(&self, obj: &Value, label: &str) -> Option<String> {
+        Some(match label {
+            "spec.hostNetwork" => obj
+                .pointer("/spec/hostNetwork")
+                .and_then(Value::as_bool)
+                .unwrap_or(false)
+                .to_string(),
+            "status.podIP" => obj
+                .pointer("/status/podIPs/0/ip")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+            // Accepted by the conversion but not a selectable field: it matches "".
+            "status.podIPs" => String::new(),
+            other => {
+                let ptr = format!("/{}", other.replace('.', "/"));
+                st(obj, &ptr).to_string()
+            }
+        })
+    }
+
+    fn returns_deleted_object(&self) -> bool {
+        true
+    }
+
+    fn table_columns(&self) -> Vec<Value> {
+        vec![
+            name_column(),
+            column(
+                "Ready",
+                "string",
+                "",
+                "The aggregate readiness state of this pod for accepting traffic.",
+                0,
+            ),
+            column(
+                "Status",
+                "string",
+                "",
+                "The aggregate status of the containers in this pod.",
+                0,
+            ),
+            column(
+                "Restarts",
+                "string",
+                "",
+                "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted.",
+                0,
+            ),
+            age_column(),
+            column(
+                "IP",
+                "string",
+                "",
+                "podIP address allocated to the pod. Routable at least within the cluster. Empty if not yet allocated.",
+                1,
+            ),
+            column(
+                "Node",
+                "string",
+                "",
+                "NodeName indicates in which node this pod is scheduled. If empty, this pod is a candidate for scheduling by the scheduler defined in schedulerName. Once this field is set, the kubelet for this node becomes responsible for the lifecycle of this pod. This field should not be used to express a desire for the pod to be scheduled on a specific node. https://kubernetes.io/docs/concepts/scheduling-eviction/assign-pod-node/#nodename",
+                1,
+            ),
+            column(
+                "Nominated Node",
+                "string",
+                "",
+                "nominatedNodeName is set only when this pod preempts other pods on the node, but it cannot be scheduled right away as preemption victims receive their graceful termination periods. This field does not guarantee that the pod will be scheduled on this node. Scheduler may decide to place the pod elsewhere if other nodes become available sooner. Scheduler may also decide to give the resources on this node to a higher priority pod that is created after preemption. As a result, this field may be different than PodSpec.nodeName when the pod is scheduled.",
+                1,
+            ),
+            column(
+                "Readiness Gates",
+                "string",
+                "",
+                "If specified, all readiness gates will be evaluated for pod readiness. A pod is ready when all its containers are ready AND all conditions specified in the readiness gates have status equal to \"True\" More info: https://git.k8s.io/enhancements/keps/sig-network/580-pod-readiness-gates",
+                1,
+            ),
+        ]
+    }
+
+    fn table_cells(&self, obj: &Value, now: i64) -> Vec<Value> {
+        let row = print_pod(obj, now);
+        vec![
+            json!(st(obj, "/metadata/name")),
+            json!(row.ready),
+            json!(row.reason),
+            json!(row.restarts),
+            json!(age(obj, now)),
+            json!(none_if_empty(
+                obj.pointer("/status/podIPs/0/ip")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+            )),
+            json!(none_if_empty(st(obj, "/spec/nodeName"))),
+            json!(none_if_empty(st(obj, "/status/nominatedNodeName"))),
+            json!(readiness_gates(obj)),
+        ]
+    }
 }
 
-/// `<p>.ports`: names (unique, IANA service names), container and host ports, protocols.
-fn validate_ports(c: &Value, p: &str, errs: &mut Vec<FieldError>) {
-    let mut port_names: Vec<&str> = Vec::new();
-    for (j, port) in arr(c, "ports").iter().enumerate() {
-        let pp = format!("{p}.ports[{j}]");
-        let pname = s(port, "name");
-        if !pname.is_empty() {
-            for m in is_valid_port_name(pname) {
-                errs.push(FieldError::invalid(
-                    format!("{pp}.name"),
-                    &go_quote(pname),
-                    &m,
-                ));
-            }
-            if port_names.contains(&pname) {
-                errs.push(FieldError::duplicate(
-                    format!("{pp}.name"),
-                    &go_quote(pname),
-                ));
-            }
-            port_names.push(pname);
-        }
-        let cp = port
-            .get("containerPort")
-            .and_then(Value::as_i64)
-            .unwrap_or(0);
-        if cp == 0 {
-            errs.push(FieldError::required(format!("{pp}.containerPort"), ""));
-        } else if !(1..=65535).contains(&cp) {
-            errs.push(FieldError::invalid(
-                format!("{pp}.containerPort"),
-                &cp.to_string(),
-                port_range_msg(),
-            ));
-        }
-        if let Some(hp) = port.get("hostPort").and_then(Value::as_i64)
-            && hp != 0
-            && !(1..=65535).contains(&hp)
-        {
-            errs.push(FieldError::invalid(
-                format!("{pp}.hostPort"),
-                &hp.to_string(),
-                port_range_msg(),
-            ));
-        }
-        let proto = s(port, "protocol");
-        if !["SCTP", "TCP", "UDP"].contains(&proto) {
-            errs.push(FieldError::not_supported(
-                format!("{pp}.protocol"),
-                &go_quote(proto),
-                &["SCTP", "TCP", "UDP"],
-            ));
-        }
+fn none_if_empty(s: &str) -> String {
+    if s.is_empty() {
+        "<none>".into()
+    } else {
+        s.to_string()
     }
 }
 
-/// `<p>.env`: names, and `value` and `valueFrom` not both.
-fn validate_env(c: &Value, p: &str, errs: &mut Vec<FieldError>) {
-    for (j, e) in arr(c, "env").iter().enumerate() {
-        let ep = format!("{p}.env[{j}]");
-        let n = s(e, "name");
-        if n.is_empty() {
-            errs.push(FieldError::required(format!("{ep}.name"), ""));
-        } else {
-            let b = n.as_bytes();
-            let ok = !b[0].is_ascii_digit()
-                && b.iter().all(|&ch| {
-                    ch.is_ascii_alphanumeric() || ch == b'_' || ch == b'-' || ch == b'.'
-                });
-            if !ok {
-                errs.push(FieldError::invalid(
-                    format!("{ep}.name"),
-                    &go_quote(n),
-                    &regex_error(
-                        "a valid environment variable name must consist of alphabetic characters, digits, '_', '-', or '.', and must not start with a digit",
-                        "[-._a-zA-Z][-._a-zA-Z0-9]*",
-                        &["my.env-name", "MY_ENV.NAME", "MyEnvName1"],
-                    ),
-                ));
+/// `SetDefaults_Pod`: requests default to limits, service links on.
+fn default_pod(spec: &mut Map<String, Value>) {
+    for list in ["containers", "initContainers"] {
+        if let Some(Value::Array(cs)) = spec.get_mut(list) {
+            for c in cs.iter_mut().filter_map(Value::as_object_mut) {
+                let Some(limits) = c
+                    .get("resources")
+                    .and_then(|r| r.get("limits"))
+                    .and_then(Value::as_object)
+                    .cloned()
+                else {
+                    continue;
+                };
+                let Some(res) = map_mut_in(c, "resources") else {
+                    continue;
+                };
+                let Some(req) = map_mut_in(res, "requests") else {
+                    continue;
+                };
+                for (k, v) in limits {
+                    req.entry(k).or_insert(v);
+                }
             }
         }
-        if e.get("value")
-            .is_some_and(|v| v.as_str().is_some_and(|s| !s.is_empty()))
-            && e.get("valueFrom").is_some()
-        {
-            errs.push(FieldError::invalid(
-                format!("{ep}.valueFrom"),
-                "\"\"",
-                "may not be specified when `value` is not empty",
-            ));
+    }
+    set_default(spec, "enableServiceLinks", json!(true));
+}
+
+/// The ServiceAccount admission plugin: the `default` account, and its token, the cluster's CA
+/// and the namespace in a projected volume mounted read-only in every container.
+fn admit_service_account(spec: &mut Map<String, Value>) {
+    set_default(spec, "serviceAccountName", json!("default"));
+    let account = spec
+        .get("serviceAccountName")
+        .cloned()
+        .unwrap_or(json!("default"));
+    spec.insert("serviceAccount".into(), account);
+    if spec.get("automountServiceAccountToken") == Some(&json!(false)) {
+        return;
+    }
+    let volume = format!("kube-api-access-{}", crate::model::names::random_suffix(5));
+    let mut mounted = false;
+    for list in ["initContainers", "containers"] {
+        if let Some(Value::Array(cs)) = spec.get_mut(list) {
+            for c in cs.iter_mut().filter_map(Value::as_object_mut) {
+                let has = c
+                    .get("volumeMounts")
+                    .and_then(Value::as_array)
+                    .is_some_and(|ms| {
+                        ms.iter().any(|m| {
+                            m.get("mountPath").and_then(Value::as_str) == Some(TOKEN_MOUNT_PATH)
+                        })
+                    });
+                if has {
+                    continue;
+                }
+                let mounts = c.entry("volumeMounts").or_insert_with(|| json!([]));
+                if let Some(ms) = mounts.as_array_mut() {
+                    ms.push(
+                        json!({"name": volume, "readOnly": true, "mountPath": TOKEN_MOUNT_PATH}),
+                    );
+                    mounted = true;
+                }
+            }
         }
+    }
+    if !mounted {
+        return;
+    }
+    let vols = spec.entry("volumes").or_insert_with(|| json!([]));
+    if let Some(vs) = vols.as_array_mut() {
+        vs.push(json!({
+            "name": volume,
+            "projected": {
+                "sources": [
+                    {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+                    {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+                    {"downwardAPI": {"items": [{"path": "namespace", "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}},
+                ],
+                "defaultMode": 420,
+            },
+        }));
     }
 }
 
-/// `<p>.resources`: no negative quantity, requests at most the limits.
-fn validate_resources(c: &Value, p: &str, errs: &mut Vec<FieldError>) {
-    for (res_kind, res) in ["limits", "requests"]
+/// DefaultTolerationSeconds: tolerate a not-ready or unreachable node for five minutes.
+fn admit_default_tolerations(spec: &mut Map<String, Value>) {
+    let tolerations: Vec<Value> = spec
+        .get("tolerations")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let tolerates = |key: &str| {
+        tolerations.iter().any(|t| {
+            let k = t.get("key").and_then(Value::as_str).unwrap_or("");
+            let e = t.get("effect").and_then(Value::as_str).unwrap_or("");
+            (k == key || k.is_empty()) && (e == "NoExecute" || e.is_empty())
+        })
+    };
+    let mut add = Vec::new();
+    for key in [
+        "node.kubernetes.io/not-ready",
+        "node.kubernetes.io/unreachable",
+    ] {
+        if !tolerates(key) {
+            add.push(json!({"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}));
+        }
+    }
+    if add.is_empty() {
+        return;
+    }
+    let list = spec.entry("tolerations").or_insert_with(|| json!([]));
+    if let Some(a) = list.as_array_mut() {
+        a.extend(add);
+    }
+}
+
+/// `GetPodQOS`: BestEffort without any request or limit; Guaranteed when every container has
+/// cpu and memory limits equal to its requests; Burstable otherwise.
+pub fn qos_class(spec: &Value) -> &'static str {
+    let containers: Vec<&Value> = arr(spec, "containers")
         .iter()
-        .filter_map(|k| c.get("resources").and_then(|r| obj(r, k)).map(|m| (*k, m)))
-    {
-        for (name, q) in res {
-            if let Some(q) = q.as_str()
-                && q.starts_with('-')
-            {
-                errs.push(FieldError::invalid(
-                    format!("{p}.resources.{res_kind}[{name}]"),
-                    &go_quote(q),
-                    "must be greater than or equal to 0",
-                ));
-            }
+        .chain(arr(spec, "initContainers"))
+        .collect();
+    let compute = |m: Option<&Map<String, Value>>| -> Vec<(String, String)> {
+        m.into_iter()
+            .flatten()
+            .filter(|(k, _)| k.as_str() == "cpu" || k.as_str() == "memory")
+            .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string()))
+            .collect()
+    };
+    let mut any = false;
+    let mut guaranteed = true;
+    for c in &containers {
+        let req = compute(c.pointer("/resources/requests").and_then(Value::as_object));
+        let lim = compute(c.pointer("/resources/limits").and_then(Value::as_object));
+        let nonzero = |v: &Vec<(String, String)>| {
+            v.iter()
+                .any(|(_, q)| crate::model::quantity::to_f64(q).is_some_and(|x| x != 0.0))
+        };
+        if nonzero(&req) || nonzero(&lim) {
+            any = true;
+        }
+        let has_both = ["cpu", "memory"]
+            .iter()
+            .all(|r| lim.iter().any(|(k, _)| k == r));
+        let equal = req
+            .iter()
+            .all(|(k, v)| lim.iter().any(|(lk, lv)| lk == k && lv == v));
+        if !has_both || !equal {
+            guaranteed = false;
         }
     }
-    if let (Some(limits), Some(requests)) = (
-        c.get("resources").and_then(|r| obj(r, "limits")),
-        c.get("resources").and_then(|r| obj(r, "requests")),
-    ) {
-        for (name, req) in requests {
-            let (Some(req_s), Some(lim)) = (req.as_str(), limits.get(name).and_then(Value::as_str))
-            else {
-                continue;
-            };
-            if let (Some(a), Some(b)) = (quantity::to_f64(req_s), quantity::to_f64(lim))
-                && a > b
-            {
-                errs.push(FieldError::invalid(
-                    format!("{p}.resources.requests"),
-                    &go_quote(req_s),
-                    &format!("must be less than or equal to {name} limit of {lim}"),
-                ));
+    if !any {
+        "BestEffort"
+    } else if guaranteed {
+        "Guaranteed"
+    } else {
+        "Burstable"
+    }
+}
+
+/// A pod whose phase is `Succeeded` or `Failed`.
+pub fn is_terminal(pod: &Value) -> bool {
+    matches!(st(pod, "/status/phase"), "Succeeded" | "Failed")
+}
+
+/// `ValidatePodUpdate`'s rule on the spec: only the images, `activeDeadlineSeconds`, added
+/// tolerations and `terminationGracePeriodSeconds` may change. (The real message goes on
+/// with a diff of the two specs; the sandbox stops after the rule.)
+fn validate_pod_update(new: &Value, old: &Value) -> Vec<FieldError> {
+    let strip = |spec: &Value| {
+        let mut s = spec.clone();
+        for list in ["containers", "initContainers"] {
+            if let Some(Value::Array(cs)) = s.get_mut(list) {
+                for c in cs.iter_mut().filter_map(Value::as_object_mut) {
+                    c.remove("image");
+                }
             }
         }
+        if let Some(m) = s.as_object_mut() {
+            m.remove("activeDeadlineSeconds");
+            m.remove("terminationGracePeriodSeconds");
+            m.remove("tolerations");
+        }
+        s
+    };
+    let old_tolerations = arr(old, "tolerations");
+    let new_tolerations = arr(new, "tolerations");
+    let tolerations_kept = old_tolerations.iter().all(|t| new_tolerations.contains(t));
+    if strip(new) == strip(old) && tolerations_kept {
+        return Vec::new();
     }
+    vec![FieldError::forbidden(
+        "spec",
+        "pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)",
+    )]
+}
+
+/// What `printPod` shows in the READY, STATUS and RESTARTS columns.
+pub struct PodRow {
+    pub ready: String,
+    pub reason: String,
+    pub restarts: String,
+}
+
+/// `printPod`'s READY, STATUS and RESTARTS (`now`: unix seconds).
+pub fn print_pod(pod: &Value, now: i64) -> PodRow {
+    let spec = pod.get("spec").unwrap_or(&Value::Null);
+    let status = pod.get("status").unwrap_or(&Value::Null);
+    let total = arr(spec, "containers").len()
+        + arr(spec, "initContainers")
+            .iter()
+            .filter(|c| c.get("restartPolicy").and_then(Value::as_str) == Some("Always"))
+            .count();
+    let mut ready = 0;
+    let mut restarts: i64 = 0;
+    let mut last_restart: Option<i64> = None;
+    let phase = st(status, "/phase");
+    let mut reason = match st(status, "/reason") {
+        "" => phase.to_string(),
+        r => r.to_string(),
+    };
+    if arr(status, "conditions").iter().any(|c| {
+        c.get("type").and_then(Value::as_str) == Some("PodScheduled")
+            && c.get("reason").and_then(Value::as_str) == Some("SchedulingGated")
+    }) {
+        reason = "SchedulingGated".into();
+    }
+    let finished = |c: &Value| {
+        c.pointer("/lastState/terminated/finishedAt")
+            .and_then(Value::as_str)
+            .and_then(time::parse_rfc3339)
+    };
+    let init_statuses = arr(status, "initContainerStatuses");
+    let mut initializing = false;
+    for (i, c) in init_statuses.iter().enumerate() {
+        restarts += c.get("restartCount").and_then(Value::as_i64).unwrap_or(0);
+        if let Some(t) = finished(c) {
+            last_restart = Some(last_restart.map_or(t, |l| l.max(t)));
+        }
+        let terminated = c.pointer("/state/terminated");
+        let waiting_reason = c
+            .pointer("/state/waiting/reason")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        match terminated {
+            Some(t) if t.get("exitCode").and_then(Value::as_i64) == Some(0) => continue,
+            Some(t) => {
+                let r = t.get("reason").and_then(Value::as_str).unwrap_or("");
+                reason = if r.is_empty() {
+                    format!(
+                        "Init:ExitCode:{}",
+                        t.get("exitCode").and_then(Value::as_i64).unwrap_or(0)
+                    )
+                } else {
+                    format!("Init:{r}")
+                };
+            }
+            None if !waiting_reason.is_empty() && waiting_reason != "PodInitializing" => {
+                reason = format!("Init:{waiting_reason}");
+            }
+            None => reason = format!("Init:{i}/{}", arr(spec, "initContainers").len()),
+        }
+        initializing = true;
+        break;
+    }
+    let initialized = arr(status, "conditions").iter().any(|c| {
+        c.get("type").and_then(Value::as_str) == Some("Initialized")
+            && c.get("status").and_then(Value::as_str) == Some("True")
+    });
+    if !initializing || initialized {
+        restarts = 0;
+        last_restart = None;
+        let mut has_running = false;
+        for c in arr(status, "containerStatuses").iter().rev() {
+            restarts += c.get("restartCount").and_then(Value::as_i64).unwrap_or(0);
+            if let Some(t) = finished(c) {
+                last_restart = Some(last_restart.map_or(t, |l| l.max(t)));
+            }
+            let waiting = c
+                .pointer("/state/waiting/reason")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            let terminated = c.pointer("/state/terminated");
+            if !waiting.is_empty() {
+                reason = waiting.to_string();
+            } else if let Some(t) = terminated {
+                let r = t.get("reason").and_then(Value::as_str).unwrap_or("");
+                reason = if r.is_empty() {
+                    format!(
+                        "ExitCode:{}",
+                        t.get("exitCode").and_then(Value::as_i64).unwrap_or(0)
+                    )
+                } else {
+                    r.to_string()
+                };
+            } else if c.get("ready") == Some(&json!(true)) && c.pointer("/state/running").is_some()
+            {
+                has_running = true;
+                ready += 1;
+            }
+        }
+        if reason == "Completed" && has_running {
+            let pod_ready = arr(status, "conditions").iter().any(|c| {
+                c.get("type").and_then(Value::as_str) == Some("Ready")
+                    && c.get("status").and_then(Value::as_str) == Some("True")
+            });
+            reason = if pod_ready { "Running" } else { "NotReady" }.into();
+        }
+    }
+    let deleting = pod
+        .pointer("/metadata/deletionTimestamp")
+        .is_some_and(|t| !t.is_null());
+    if deleting && st(status, "/reason") == "NodeLost" {
+        reason = "Unknown".into();
+    } else if deleting && !matches!(phase, "Succeeded" | "Failed") {
+        reason = "Terminating".into();
+    }
+    let restarts = match last_restart {
+        Some(t) if restarts != 0 => format!("{restarts} ({} ago)", human_duration(now - t)),
+        _ => restarts.to_string(),
+    };
+    PodRow {
+        ready: format!("{ready}/{total}"),
+        reason,
+        restarts,
+    }
+}
+
+/// The READINESS GATES cell: true gates of all, `<none>` without any.
+fn readiness_gates(pod: &Value) -> String {
+    let gates = pod
+        .pointer("/spec/readinessGates")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    if gates.is_empty() {
+        return "<none>".into();
+    }
+    let conditions = pod
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let ok = gates
+        .iter()
+        .filter(|g| {
+            let ty = g.get("conditionType");
+            conditions
+                .iter()
+                .find(|c| c.get("type") == ty)
+                .is_some_and(|c| c.get("status") == Some(&json!("True")))
+        })
+        .count();
+    format!("{ok}/{}", gates.len())
 }
 
 #[cfg(test)]
@@ -559,53 +632,62 @@ mod tests {
     use super::*;
 
     #[test]
-    fn pull_policy_follows_the_tag() {
-        assert_eq!(image_pull_policy("nginx:1.25"), "IfNotPresent");
-        assert_eq!(image_pull_policy("nginx"), "Always");
-        assert_eq!(image_pull_policy("nginx:latest"), "Always");
-        assert_eq!(image_pull_policy("localhost:5000/nginx"), "Always");
+    fn the_status_column_shows_the_waiting_reason_and_restarts_how_long_ago() {
+        let now = 1_000_000;
+        let finished = time::format_rfc3339(now - 5);
+        let pod = json!({
+            "spec": {"containers": [{"name": "app"}]},
+            "status": {"phase": "Running", "containerStatuses": [{
+                "name": "app", "ready": false, "restartCount": 3,
+                "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+                "lastState": {"terminated": {"exitCode": 1, "reason": "Error", "finishedAt": finished}},
+            }]},
+        });
+        let row = print_pod(&pod, now);
+        assert_eq!(row.ready, "0/1");
+        assert_eq!(row.reason, "CrashLoopBackOff");
+        assert_eq!(row.restarts, "3 (5s ago)");
+        let running = json!({
+            "spec": {"containers": [{"name": "app"}]},
+            "status": {"phase": "Running", "containerStatuses": [{"name": "app", "ready": true, "restartCount": 0, "state": {"running": {}}}]},
+        });
+        let row = print_pod(&running, now);
         assert_eq!(
-            image_pull_policy("registry.example.com/web:1.0"),
-            "IfNotPresent"
+            (
+                row.ready.as_str(),
+                row.reason.as_str(),
+                row.restarts.as_str()
+            ),
+            ("1/1", "Running", "0")
         );
-        assert_eq!(image_pull_policy("nginx@sha256:abc"), "IfNotPresent");
     }
 
     #[test]
-    fn pod_template_defaults_match_v1_28() {
-        let mut pod: Map<String, Value> = serde_json::from_value(json!({
-            "hostNetwork": true,
-            "containers": [{"name": "a", "image": "x", "ports": [{"containerPort": 80}],
-                "env": [{"name": "N", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}],
-                "readinessProbe": {"tcpSocket": {"port": 80}}}],
-            "volumes": [{"name": "tmp"}, {"name": "cfg", "configMap": {"name": "c"}},
-                {"name": "token", "projected": {"sources": [{"serviceAccountToken": {"path": "t"}}]}},
-                {"name": "info", "downwardAPI": {"items": [{"path": "n", "fieldRef": {"fieldPath": "metadata.name"}}]}}]
-        }))
-        .unwrap_or_default();
-        default_pod_spec(&mut pod);
-        let c = &pod["containers"][0];
+    fn qos_classes() {
         assert_eq!(
-            c["ports"][0],
-            json!({"containerPort": 80, "protocol": "TCP"}),
-            "no hostPort in templates"
-        );
-        assert_eq!(c["imagePullPolicy"], json!("Always"));
-        assert_eq!(
-            c["env"][0]["valueFrom"]["fieldRef"]["apiVersion"],
-            json!("v1")
-        );
-        assert_eq!(c["readinessProbe"]["periodSeconds"], json!(10));
-        assert_eq!(pod["volumes"][0]["emptyDir"], json!({}));
-        assert_eq!(pod["volumes"][1]["configMap"]["defaultMode"], json!(420));
-        assert_eq!(
-            pod["volumes"][2]["projected"]["sources"][0]["serviceAccountToken"]["expirationSeconds"],
-            json!(3600)
+            qos_class(&json!({"containers": [{"name": "a"}]})),
+            "BestEffort"
         );
         assert_eq!(
-            pod["volumes"][3]["downwardAPI"]["items"][0]["fieldRef"]["apiVersion"],
-            json!("v1")
+            qos_class(&json!({"containers": [{"resources": {"requests": {"cpu": "100"}}}]})),
+            "Burstable"
         );
-        assert_eq!(pod["volumes"][3]["downwardAPI"]["defaultMode"], json!(420));
+        assert_eq!(
+            qos_class(
+                &json!({"containers": [{"resources": {"limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "1", "memory": "1Gi"}}}]})
+            ),
+            "Guaranteed"
+        );
+    }
+
+    #[test]
+    fn only_images_and_a_few_fields_of_a_pod_may_change() {
+        let old = json!({"containers": [{"name": "a", "image": "x:1"}], "restartPolicy": "Always"});
+        let image =
+            json!({"containers": [{"name": "a", "image": "x:2"}], "restartPolicy": "Always"});
+        assert!(validate_pod_update(&image, &old).is_empty());
+        let policy =
+            json!({"containers": [{"name": "a", "image": "x:1"}], "restartPolicy": "Never"});
+        assert_eq!(validate_pod_update(&policy, &old).len(), 1);
     }
 }

@@ -287,6 +287,16 @@ pub fn is_wildcard_dns1123_subdomain(host: &str) -> bool {
     }
 }
 
+/// `utilrand.String(n)`: `n` characters of the alphabet generated names use (no vowels, no
+/// look-alike digits), as in `generateName` suffixes and pod names.
+pub fn random_suffix(n: usize) -> String {
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let bytes = *uuid::Uuid::new_v4().as_bytes();
+    (0..n)
+        .map(|i| char::from(ALPHABET[bytes[i % 16] as usize % ALPHABET.len()]))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -34,6 +34,31 @@ pub fn parse_rfc3339(s: &str) -> Option<i64> {
         .map(OffsetDateTime::unix_timestamp)
 }
 
+/// Now, as `metav1.MicroTime` writes it (`2026-11-30T11:48:25.123456Z`).
+pub fn now_rfc3339_micro() -> String {
+    let now = OffsetDateTime::now_utc();
+    format_rfc3339_micro(now.unix_timestamp(), now.microsecond())
+}
+
+/// `2026-11-30T11:48:25.123456Z`: `metav1.MicroTime`'s layout (`RFC3339Micro`).
+pub fn format_rfc3339_micro(secs: i64, micros: u32) -> String {
+    let base = format_rfc3339(secs);
+    match base.strip_suffix('Z') {
+        Some(b) => format!("{b}.{micros:06}Z"),
+        None => base,
+    }
+}
+
+/// Parse an RFC 3339 time to unix seconds and microseconds (the rest of the fraction dropped).
+pub fn parse_rfc3339_micro(s: &str) -> Option<(i64, u32)> {
+    if !matches!(s.as_bytes().get(10), Some(b'T' | b't')) {
+        return None;
+    }
+    OffsetDateTime::parse(s, &Rfc3339)
+        .ok()
+        .map(|t| (t.unix_timestamp(), t.microsecond()))
+}
+
 /// `time.Time.String()` of a UTC time: `2001-01-01 00:00:00 +0000 UTC` (how validation
 /// messages print a `metav1.Time`).
 pub fn go_string(rfc3339: &str) -> Option<String> {
@@ -63,5 +88,10 @@ mod tests {
         );
         assert_eq!(parse_rfc3339("1970-01-01T00:00:00Z"), Some(0));
         assert_eq!(parse_rfc3339("nope"), None);
+        assert_eq!(
+            parse_rfc3339_micro("2026-11-30T11:48:25.1234567Z")
+                .map(|(s, us)| format_rfc3339_micro(s, us)),
+            Some("2026-11-30T11:48:25.123456Z".to_string())
+        );
     }
 }

@@ -467,6 +467,17 @@ pub struct Update<'a> {
 /// Compute the new `managedFields` for `new` (canonical, replaced in place), given the live
 /// object (`None` on create: compared with the zero object).
 pub fn apply_update(u: &Update<'_>, live: Option<&Value>, new: &mut Value) {
+    apply_update_keeping(u, live, new, false);
+}
+
+/// [`apply_update`] of a write to the `status` subresource of a kind whose status strategy
+/// keeps the annotations the write carries (`apps/v1`: the deployment controller records its
+/// revision annotation with its status), so that they are the writer's fields too.
+pub fn apply_status_update_with_annotations(u: &Update<'_>, live: Option<&Value>, new: &mut Value) {
+    apply_update_keeping(u, live, new, true);
+}
+
+fn apply_update_keeping(u: &Update<'_>, live: Option<&Value>, new: &mut Value, annotations: bool) {
     let zero = schema::zero_struct(schema::type_def(u.root_type));
     let live_clean = without_managed_fields(live.unwrap_or(&zero));
     let base = decode(new)
@@ -494,9 +505,28 @@ pub fn apply_update(u: &Update<'_>, live: Option<&Value>, new: &mut Value) {
         .collect();
     let ignored = if u.subresource == "status" {
         // The status subresource only ever writes status.
-        let mut all = Set::default();
-        for f in ["f:metadata", "f:spec"] {
-            all = all.union(&Set::path(&[f]));
+        let mut all = Set::path(&["f:spec"]);
+        if annotations {
+            for f in [
+                "f:name",
+                "f:generateName",
+                "f:namespace",
+                "f:selfLink",
+                "f:uid",
+                "f:resourceVersion",
+                "f:generation",
+                "f:creationTimestamp",
+                "f:deletionTimestamp",
+                "f:deletionGracePeriodSeconds",
+                "f:labels",
+                "f:ownerReferences",
+                "f:finalizers",
+                "f:managedFields",
+            ] {
+                all = all.union(&Set::path(&["f:metadata", f]));
+            }
+        } else {
+            all = all.union(&Set::path(&["f:metadata"]));
         }
         all
     } else {

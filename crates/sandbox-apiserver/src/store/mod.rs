@@ -22,6 +22,7 @@ use serde_json::{Value, json};
 
 use crate::kinds::{self, Admission, Allocators, Deletion, Kind, Objects, Subresource, Webhooks};
 use crate::model::gojson;
+use crate::model::names::random_suffix;
 use crate::model::object::{meta_mut, meta_str};
 use crate::model::schema;
 use crate::model::status::{self, FieldError, StatusBody};
@@ -174,14 +175,6 @@ pub struct State {
 
 const HISTORY_LIMIT: usize = 100_000;
 
-fn random_suffix(n: usize) -> String {
-    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-    let bytes = *uuid::Uuid::new_v4().as_bytes();
-    (0..n)
-        .map(|i| char::from(ALPHABET[bytes[i % 16] as usize % ALPHABET.len()]))
-        .collect()
-}
-
 fn etcd_key(k: &dyn Kind, ns: &str, name: &str) -> String {
     let prefix = k.storage_prefix();
     if ns.is_empty() {
@@ -267,9 +260,35 @@ impl State {
         &mut self,
         k: &'static dyn Kind,
         ns: &str,
+        obj: Value,
+        warnings: Vec<String>,
+        ctx: &WriteCtx,
+    ) -> Result<Outcome, StatusBody> {
+        self.create_decoded_with(k, ns, obj, warnings, ctx, None)
+    }
+
+    /// A create by a component whose writes the field manager records differently from what
+    /// this version's fields would give: the scheduler posts `events.k8s.io/v1` Events, whose
+    /// managedFields name that API's fields (`fields`: the `fieldsV1` recorded, `time` set).
+    pub fn create_with_fields(
+        &mut self,
+        k: &'static dyn Kind,
+        ns: &str,
+        obj: Value,
+        ctx: &WriteCtx,
+        fields: Value,
+    ) -> Result<Outcome, StatusBody> {
+        self.create_decoded_with(k, ns, obj, Vec::new(), ctx, Some(fields))
+    }
+
+    fn create_decoded_with(
+        &mut self,
+        k: &'static dyn Kind,
+        ns: &str,
         mut obj: Value,
         warnings: Vec<String>,
         ctx: &WriteCtx,
+        fields: Option<Value>,
     ) -> Result<Outcome, StatusBody> {
         {
             let meta = meta_mut(&mut obj);
@@ -302,6 +321,9 @@ impl State {
             None,
             &mut obj,
         );
+        if let Some(f) = fields {
+            meta_mut(&mut obj).insert("managedFields".into(), f);
+        }
         k.admit_create(&mut obj, &self.admission());
         obj = schema::normalize(k.schema(), &obj);
         if k.api().namespaced && !self.namespace_exists(ns) {
@@ -1277,6 +1299,99 @@ impl State {
                 manager,
                 api_version: k.api().api_version,
                 subresource,
+                now: &now,
+            },
+            Some(&old),
+            &mut obj,
+        );
+        obj = schema::normalize(k.schema(), &obj);
+        if obj == old {
+            return Ok(kinds::to_wire(k, &old));
+        }
+        self.rv += 1;
+        meta_mut(&mut obj).insert("resourceVersion".into(), json!(self.rv.to_string()));
+        self.objects.insert(key, obj.clone());
+        self.emit(k, "MODIFIED", &obj, Some(old));
+        Ok(kinds::to_wire(k, &obj))
+    }
+}
+
+impl State {
+    /// A write the field manager does not record (the `binding` subresource: the scheduler
+    /// setting a pod's node and its PodScheduled condition).
+    pub fn untracked_update(
+        &mut self,
+        k: &'static dyn Kind,
+        ns: &str,
+        name: &str,
+        mutate: &mut dyn FnMut(&mut Value),
+    ) -> Result<Value, StatusBody> {
+        let key = key(k, ns, name);
+        let Some(old) = self.objects.get(&key).cloned() else {
+            return Err(status::not_found(k.api(), name));
+        };
+        let mut obj = old.clone();
+        mutate(&mut obj);
+        obj = schema::normalize(k.schema(), &obj);
+        if obj == old {
+            return Ok(kinds::to_wire(k, &old));
+        }
+        self.rv += 1;
+        meta_mut(&mut obj).insert("resourceVersion".into(), json!(self.rv.to_string()));
+        self.objects.insert(key, obj.clone());
+        self.emit(k, "MODIFIED", &obj, Some(old));
+        Ok(kinds::to_wire(k, &obj))
+    }
+
+    /// A controller's write to the `status` subresource of an `apps/v1` kind, whose status
+    /// strategy keeps the annotations the write carries (the deployment controller records
+    /// `deployment.kubernetes.io/revision` with its status): `mutate` may change `status` and
+    /// `metadata.annotations`, nothing else is kept.
+    pub fn system_status_update(
+        &mut self,
+        k: &'static dyn Kind,
+        ns: &str,
+        name: &str,
+        manager: &str,
+        mutate: &mut dyn FnMut(&mut Value),
+    ) -> Result<Value, StatusBody> {
+        let key = key(k, ns, name);
+        let Some(old) = self.objects.get(&key).cloned() else {
+            return Err(status::not_found(k.api(), name));
+        };
+        let mut wire = kinds::to_wire(k, &old);
+        mutate(&mut wire);
+        let decoded = match k.decode(&wire) {
+            Ok(d) => d.value,
+            Err(e) => return Err(status::bad_request(e.to_string())),
+        };
+        let mut obj = old.clone();
+        if let Some(m) = obj.as_object_mut() {
+            m.insert(
+                "status".into(),
+                decoded.get("status").cloned().unwrap_or(Value::Null),
+            );
+        }
+        match decoded.pointer("/metadata/annotations") {
+            Some(a) if a.as_object().is_some_and(|m| !m.is_empty()) => {
+                meta_mut(&mut obj).insert("annotations".into(), a.clone());
+            }
+            _ => {
+                meta_mut(&mut obj).remove("annotations");
+            }
+        }
+        obj = schema::normalize(k.schema(), &obj);
+        let errs = kinds::validate_status(k, &obj, &old);
+        if !errs.is_empty() {
+            return Err(status::invalid(k.api(), name, &errs));
+        }
+        let now = time::now_rfc3339();
+        managed_fields::apply_status_update_with_annotations(
+            &managed_fields::Update {
+                root_type: k.schema(),
+                manager,
+                api_version: k.api().api_version,
+                subresource: "status",
                 now: &now,
             },
             Some(&old),

@@ -6336,6 +6336,1172 @@ pub static TYPES: &[TypeDef] = &[
             },
         ],
     },
+    // 169
+    TypeDef {
+        name: "ReplicaSetSpec",
+        go_name: "v1.ReplicaSetSpec",
+        atomic: false,
+        fields: &[
+            FieldDef {
+                name: "replicas",
+                ty: T::I32,
+                omitempty: true,
+                ptr: true,
+                go_type: "int32",
+            },
+            FieldDef {
+                name: "minReadySeconds",
+                ty: T::I32,
+                omitempty: true,
+                ptr: false,
+                go_type: "int32",
+            },
+            FieldDef {
+                name: "selector",
+                ty: T::Obj(4),
+                omitempty: false,
+                ptr: true,
+                go_type: "v1.LabelSelector",
+            },
+            FieldDef {
+                name: "template",
+                ty: T::Obj(102),
+                omitempty: false,
+                ptr: false,
+                go_type: "v1.PodTemplateSpec",
+            },
+        ],
+    },
+    // 170
+    TypeDef {
+        name: "ReplicaSetCondition",
+        go_name: "v1.ReplicaSetCondition",
+        atomic: false,
+        fields: &[
+            FieldDef {
+                name: "type",
+                ty: T::Str,
+                omitempty: false,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "status",
+                ty: T::Str,
+                omitempty: false,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "lastTransitionTime",
+                ty: T::Time,
+                omitempty: false,
+                ptr: false,
+                go_type: "v1.Time",
+            },
+            FieldDef {
+                name: "reason",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "message",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+        ],
+    },
+    // 171
+    TypeDef {
+        name: "ReplicaSetStatus",
+        go_name: "v1.ReplicaSetStatus",
+        atomic: false,
+        fields: &[
+            FieldDef {
+                name: "replicas",
+                ty: T::I32,
+                omitempty: false,
+                ptr: false,
+                go_type: "int32",
+            },
+            FieldDef {
+                name: "fullyLabeledReplicas",
+                ty: T::I32,
+                omitempty: true,
+                ptr: false,
+                go_type: "int32",
+            },
+            FieldDef {
+                name: "readyReplicas",
+                ty: T::I32,
+                omitempty: true,
+                ptr: false,
+                go_type: "int32",
+            },
+            FieldDef {
+                name: "availableReplicas",
+                ty: T::I32,
+                omitempty: true,
+                ptr: false,
+                go_type: "int32",
+            },
+            FieldDef {
+                name: "terminatingReplicas",
+                ty: T::I32,
+                omitempty: true,
+                ptr: true,
+                go_type: "int32",
+            },
+            FieldDef {
+                name: "observedGeneration",
+                ty: T::I64,
+                omitempty: true,
+                ptr: false,
+                go_type: "int64",
+            },
+            FieldDef {
+                name: "conditions",
+                ty: T::List(
+                    &T::Obj(170),
+                    L::Map {
+                        merge_key: "type",
+                        keys: &["type"],
+                    },
+                ),
+                omitempty: true,
+                ptr: false,
+                go_type: "[]v1.ReplicaSetCondition",
+            },
+        ],
+    },
+    // 172
+    TypeDef {
+        name: "ReplicaSet",
+        go_name: "v1.ReplicaSet",
+        atomic: false,
+        fields: &[
+            FieldDef {
+                name: "metadata",
+                ty: T::Obj(2),
+                omitempty: false,
+                ptr: false,
+                go_type: "v1.ObjectMeta",
+            },
+            FieldDef {
+                name: "spec",
+                ty: T::Obj(169),
+                omitempty: false,
+                ptr: false,
+                go_type: "v1.ReplicaSetSpec",
+            },
+            FieldDef {
+                name: "status",
+                ty: T::Obj(171),
+                omitempty: false,
+                ptr: false,
+                go_type: "v1.ReplicaSetStatus",
+            },
+        ],
+    },
+    // 173
+    TypeDef {
+        name: "PodCondition",
+        go_name: "v1.PodCondition",
+        atomic: false,
+        fields: &[
+            FieldDef {
+                name: "type",
+                ty: T::Str,
+                omitempty: false,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "observedGeneration",
+                ty: T::I64,
+                omitempty: true,
+                ptr: false,
+                go_type: "int64",
+            },
+            FieldDef {
+                name: "status",
+                ty: T::Str,
+                omitempty: false,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "lastProbeTime",
+                ty: T::Time,
+                omitempty: false,
+                ptr: false,
+                go_type: "v1.Time",
+            },
+            FieldDef {
+                name: "lastTransitionTime",
+                ty: T::Time,
+                omitempty: false,
+                ptr: false,
+                go_type: "v1.Time",
+            },
+            FieldDef {
+                name: "reason",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "message",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+        ],
+    },
+    // 174
+    TypeDef {
+        name: "ResourceHealth",
+        go_name: "v1.ResourceHealth",
+        atomic: false,
+        fields: &[
+            FieldDef {
+                name: "resourceID",
+                ty: T::Str,
+                omitempty: false,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "health",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+        ],
+    },
+    // 175
+    TypeDef {
+        name: "ResourceStatus",
+        go_name: "v1.ResourceStatus",
+        atomic: false,
+        fields: &[
+            FieldDef {
+                name: "name",
+                ty: T::Str,
+                omitempty: false,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "resources",
+                ty: T::List(
+                    &T::Obj(174),
+                    L::Map {
+                        merge_key: "resourceID",
+                        keys: &["resourceID"],
+                    },
+                ),
+                omitempty: true,
+                ptr: false,
+                go_type: "[]v1.ResourceHealth",
+            },
+        ],
+    },
+    // 176
+    TypeDef {
+        name: "ContainerStateRunning",
+        go_name: "v1.ContainerStateRunning",
+        atomic: false,
+        fields: &[FieldDef {
+            name: "startedAt",
+            ty: T::Time,
+            omitempty: false,
+            ptr: false,
+            go_type: "v1.Time",
+        }],
+    },
+    // 177
+    TypeDef {
+        name: "ContainerStateTerminated",
+        go_name: "v1.ContainerStateTerminated",
+        atomic: false,
+        fields: &[
+            FieldDef {
+                name: "exitCode",
+                ty: T::I32,
+                omitempty: false,
+                ptr: false,
+                go_type: "int32",
+            },
+            FieldDef {
+                name: "signal",
+                ty: T::I32,
+                omitempty: true,
+                ptr: false,
+                go_type: "int32",
+            },
+            FieldDef {
+                name: "reason",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "message",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "startedAt",
+                ty: T::Time,
+                omitempty: false,
+                ptr: false,
+                go_type: "v1.Time",
+            },
+            FieldDef {
+                name: "finishedAt",
+                ty: T::Time,
+                omitempty: false,
+                ptr: false,
+                go_type: "v1.Time",
+            },
+            FieldDef {
+                name: "containerID",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+        ],
+    },
+    // 178
+    TypeDef {
+        name: "ContainerStateWaiting",
+        go_name: "v1.ContainerStateWaiting",
+        atomic: false,
+        fields: &[
+            FieldDef {
+                name: "reason",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "message",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+        ],
+    },
+    // 179
+    TypeDef {
+        name: "ContainerState",
+        go_name: "v1.ContainerState",
+        atomic: false,
+        fields: &[
+            FieldDef {
+                name: "waiting",
+                ty: T::Obj(178),
+                omitempty: true,
+                ptr: true,
+                go_type: "v1.ContainerStateWaiting",
+            },
+            FieldDef {
+                name: "running",
+                ty: T::Obj(176),
+                omitempty: true,
+                ptr: true,
+                go_type: "v1.ContainerStateRunning",
+            },
+            FieldDef {
+                name: "terminated",
+                ty: T::Obj(177),
+                omitempty: true,
+                ptr: true,
+                go_type: "v1.ContainerStateTerminated",
+            },
+        ],
+    },
+    // 180
+    TypeDef {
+        name: "LinuxContainerUser",
+        go_name: "v1.LinuxContainerUser",
+        atomic: false,
+        fields: &[
+            FieldDef {
+                name: "uid",
+                ty: T::I64,
+                omitempty: false,
+                ptr: false,
+                go_type: "int64",
+            },
+            FieldDef {
+                name: "gid",
+                ty: T::I64,
+                omitempty: false,
+                ptr: false,
+                go_type: "int64",
+            },
+            FieldDef {
+                name: "supplementalGroups",
+                ty: T::List(&T::I64, L::Atomic),
+                omitempty: true,
+                ptr: false,
+                go_type: "[]int64",
+            },
+        ],
+    },
+    // 181
+    TypeDef {
+        name: "ContainerUser",
+        go_name: "v1.ContainerUser",
+        atomic: false,
+        fields: &[FieldDef {
+            name: "linux",
+            ty: T::Obj(180),
+            omitempty: true,
+            ptr: true,
+            go_type: "v1.LinuxContainerUser",
+        }],
+    },
+    // 182
+    TypeDef {
+        name: "VolumeMountStatus",
+        go_name: "v1.VolumeMountStatus",
+        atomic: false,
+        fields: &[
+            FieldDef {
+                name: "name",
+                ty: T::Str,
+                omitempty: false,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "mountPath",
+                ty: T::Str,
+                omitempty: false,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "readOnly",
+                ty: T::Bool,
+                omitempty: true,
+                ptr: false,
+                go_type: "bool",
+            },
+            FieldDef {
+                name: "recursiveReadOnly",
+                ty: T::Str,
+                omitempty: true,
+                ptr: true,
+                go_type: "string",
+            },
+        ],
+    },
+    // 183
+    TypeDef {
+        name: "ContainerStatus",
+        go_name: "v1.ContainerStatus",
+        atomic: false,
+        fields: &[
+            FieldDef {
+                name: "name",
+                ty: T::Str,
+                omitempty: false,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "state",
+                ty: T::Obj(179),
+                omitempty: false,
+                ptr: false,
+                go_type: "v1.ContainerState",
+            },
+            FieldDef {
+                name: "lastState",
+                ty: T::Obj(179),
+                omitempty: false,
+                ptr: false,
+                go_type: "v1.ContainerState",
+            },
+            FieldDef {
+                name: "ready",
+                ty: T::Bool,
+                omitempty: false,
+                ptr: false,
+                go_type: "bool",
+            },
+            FieldDef {
+                name: "restartCount",
+                ty: T::I32,
+                omitempty: false,
+                ptr: false,
+                go_type: "int32",
+            },
+            FieldDef {
+                name: "image",
+                ty: T::Str,
+                omitempty: false,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "imageID",
+                ty: T::Str,
+                omitempty: false,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "containerID",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "started",
+                ty: T::Bool,
+                omitempty: true,
+                ptr: true,
+                go_type: "bool",
+            },
+            FieldDef {
+                name: "allocatedResources",
+                ty: T::Map(&T::Quantity, false),
+                omitempty: true,
+                ptr: false,
+                go_type: "map[string]resource.Quantity",
+            },
+            FieldDef {
+                name: "resources",
+                ty: T::Obj(37),
+                omitempty: true,
+                ptr: true,
+                go_type: "v1.ResourceRequirements",
+            },
+            FieldDef {
+                name: "volumeMounts",
+                ty: T::List(
+                    &T::Obj(182),
+                    L::Map {
+                        merge_key: "mountPath",
+                        keys: &["mountPath"],
+                    },
+                ),
+                omitempty: true,
+                ptr: false,
+                go_type: "[]v1.VolumeMountStatus",
+            },
+            FieldDef {
+                name: "user",
+                ty: T::Obj(181),
+                omitempty: true,
+                ptr: true,
+                go_type: "v1.ContainerUser",
+            },
+            FieldDef {
+                name: "allocatedResourcesStatus",
+                ty: T::List(
+                    &T::Obj(175),
+                    L::Map {
+                        merge_key: "name",
+                        keys: &["name"],
+                    },
+                ),
+                omitempty: true,
+                ptr: false,
+                go_type: "[]v1.ResourceStatus",
+            },
+            FieldDef {
+                name: "stopSignal",
+                ty: T::Str,
+                omitempty: true,
+                ptr: true,
+                go_type: "string",
+            },
+        ],
+    },
+    // 184
+    TypeDef {
+        name: "HostIP",
+        go_name: "v1.HostIP",
+        atomic: false,
+        fields: &[FieldDef {
+            name: "ip",
+            ty: T::Str,
+            omitempty: false,
+            ptr: false,
+            go_type: "string",
+        }],
+    },
+    // 185
+    TypeDef {
+        name: "PodIP",
+        go_name: "v1.PodIP",
+        atomic: false,
+        fields: &[FieldDef {
+            name: "ip",
+            ty: T::Str,
+            omitempty: false,
+            ptr: false,
+            go_type: "string",
+        }],
+    },
+    // 186
+    TypeDef {
+        name: "PodResourceClaimStatus",
+        go_name: "v1.PodResourceClaimStatus",
+        atomic: false,
+        fields: &[
+            FieldDef {
+                name: "name",
+                ty: T::Str,
+                omitempty: false,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "resourceClaimName",
+                ty: T::Str,
+                omitempty: true,
+                ptr: true,
+                go_type: "string",
+            },
+        ],
+    },
+    // 187
+    TypeDef {
+        name: "PodStatus",
+        go_name: "v1.PodStatus",
+        atomic: false,
+        fields: &[
+            FieldDef {
+                name: "observedGeneration",
+                ty: T::I64,
+                omitempty: true,
+                ptr: false,
+                go_type: "int64",
+            },
+            FieldDef {
+                name: "phase",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "conditions",
+                ty: T::List(
+                    &T::Obj(173),
+                    L::Map {
+                        merge_key: "type",
+                        keys: &["type"],
+                    },
+                ),
+                omitempty: true,
+                ptr: false,
+                go_type: "[]v1.PodCondition",
+            },
+            FieldDef {
+                name: "message",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "reason",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "nominatedNodeName",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "hostIP",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "hostIPs",
+                ty: T::List(
+                    &T::Obj(184),
+                    L::Map {
+                        merge_key: "ip",
+                        keys: &["ip"],
+                    },
+                ),
+                omitempty: true,
+                ptr: false,
+                go_type: "[]v1.HostIP",
+            },
+            FieldDef {
+                name: "podIP",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "podIPs",
+                ty: T::List(
+                    &T::Obj(185),
+                    L::Map {
+                        merge_key: "ip",
+                        keys: &["ip"],
+                    },
+                ),
+                omitempty: true,
+                ptr: false,
+                go_type: "[]v1.PodIP",
+            },
+            FieldDef {
+                name: "startTime",
+                ty: T::Time,
+                omitempty: true,
+                ptr: true,
+                go_type: "v1.Time",
+            },
+            FieldDef {
+                name: "initContainerStatuses",
+                ty: T::List(&T::Obj(183), L::Atomic),
+                omitempty: true,
+                ptr: false,
+                go_type: "[]v1.ContainerStatus",
+            },
+            FieldDef {
+                name: "containerStatuses",
+                ty: T::List(&T::Obj(183), L::Atomic),
+                omitempty: true,
+                ptr: false,
+                go_type: "[]v1.ContainerStatus",
+            },
+            FieldDef {
+                name: "qosClass",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "ephemeralContainerStatuses",
+                ty: T::List(&T::Obj(183), L::Atomic),
+                omitempty: true,
+                ptr: false,
+                go_type: "[]v1.ContainerStatus",
+            },
+            FieldDef {
+                name: "resize",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "resourceClaimStatuses",
+                ty: T::List(
+                    &T::Obj(186),
+                    L::Map {
+                        merge_key: "name",
+                        keys: &["name"],
+                    },
+                ),
+                omitempty: true,
+                ptr: false,
+                go_type: "[]v1.PodResourceClaimStatus",
+            },
+        ],
+    },
+    // 188
+    TypeDef {
+        name: "Pod",
+        go_name: "v1.Pod",
+        atomic: false,
+        fields: &[
+            FieldDef {
+                name: "metadata",
+                ty: T::Obj(2),
+                omitempty: false,
+                ptr: false,
+                go_type: "v1.ObjectMeta",
+            },
+            FieldDef {
+                name: "spec",
+                ty: T::Obj(101),
+                omitempty: false,
+                ptr: false,
+                go_type: "v1.PodSpec",
+            },
+            FieldDef {
+                name: "status",
+                ty: T::Obj(187),
+                omitempty: false,
+                ptr: false,
+                go_type: "v1.PodStatus",
+            },
+        ],
+    },
+    // 189
+    TypeDef {
+        name: "ObjectReference",
+        go_name: "v1.ObjectReference",
+        atomic: true,
+        fields: &[
+            FieldDef {
+                name: "kind",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "namespace",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "name",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "uid",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "apiVersion",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "resourceVersion",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "fieldPath",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+        ],
+    },
+    // 190
+    TypeDef {
+        name: "EventSeries",
+        go_name: "v1.EventSeries",
+        atomic: false,
+        fields: &[
+            FieldDef {
+                name: "count",
+                ty: T::I32,
+                omitempty: true,
+                ptr: false,
+                go_type: "int32",
+            },
+            FieldDef {
+                name: "lastObservedTime",
+                ty: T::MicroTime,
+                omitempty: false,
+                ptr: false,
+                go_type: "v1.MicroTime",
+            },
+        ],
+    },
+    // 191
+    TypeDef {
+        name: "EventSource",
+        go_name: "v1.EventSource",
+        atomic: false,
+        fields: &[
+            FieldDef {
+                name: "component",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "host",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+        ],
+    },
+    // 192
+    TypeDef {
+        name: "Event",
+        go_name: "v1.Event",
+        atomic: false,
+        fields: &[
+            FieldDef {
+                name: "metadata",
+                ty: T::Obj(2),
+                omitempty: false,
+                ptr: false,
+                go_type: "v1.ObjectMeta",
+            },
+            FieldDef {
+                name: "involvedObject",
+                ty: T::Obj(189),
+                omitempty: false,
+                ptr: false,
+                go_type: "v1.ObjectReference",
+            },
+            FieldDef {
+                name: "reason",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "message",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "source",
+                ty: T::Obj(191),
+                omitempty: false,
+                ptr: false,
+                go_type: "v1.EventSource",
+            },
+            FieldDef {
+                name: "firstTimestamp",
+                ty: T::Time,
+                omitempty: false,
+                ptr: false,
+                go_type: "v1.Time",
+            },
+            FieldDef {
+                name: "lastTimestamp",
+                ty: T::Time,
+                omitempty: false,
+                ptr: false,
+                go_type: "v1.Time",
+            },
+            FieldDef {
+                name: "count",
+                ty: T::I32,
+                omitempty: true,
+                ptr: false,
+                go_type: "int32",
+            },
+            FieldDef {
+                name: "type",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "eventTime",
+                ty: T::MicroTime,
+                omitempty: false,
+                ptr: false,
+                go_type: "v1.MicroTime",
+            },
+            FieldDef {
+                name: "series",
+                ty: T::Obj(190),
+                omitempty: true,
+                ptr: true,
+                go_type: "v1.EventSeries",
+            },
+            FieldDef {
+                name: "action",
+                ty: T::Str,
+                omitempty: true,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "related",
+                ty: T::Obj(189),
+                omitempty: true,
+                ptr: true,
+                go_type: "v1.ObjectReference",
+            },
+            FieldDef {
+                name: "reportingComponent",
+                ty: T::Str,
+                omitempty: false,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "reportingInstance",
+                ty: T::Str,
+                omitempty: false,
+                ptr: false,
+                go_type: "string",
+            },
+        ],
+    },
+    // 193
+    TypeDef {
+        name: "ScopedResourceSelectorRequirement",
+        go_name: "v1.ScopedResourceSelectorRequirement",
+        atomic: false,
+        fields: &[
+            FieldDef {
+                name: "scopeName",
+                ty: T::Str,
+                omitempty: false,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "operator",
+                ty: T::Str,
+                omitempty: false,
+                ptr: false,
+                go_type: "string",
+            },
+            FieldDef {
+                name: "values",
+                ty: T::List(&T::Str, L::Atomic),
+                omitempty: true,
+                ptr: false,
+                go_type: "[]string",
+            },
+        ],
+    },
+    // 194
+    TypeDef {
+        name: "ScopeSelector",
+        go_name: "v1.ScopeSelector",
+        atomic: true,
+        fields: &[FieldDef {
+            name: "matchExpressions",
+            ty: T::List(&T::Obj(193), L::Atomic),
+            omitempty: true,
+            ptr: false,
+            go_type: "[]v1.ScopedResourceSelectorRequirement",
+        }],
+    },
+    // 195
+    TypeDef {
+        name: "ResourceQuotaSpec",
+        go_name: "v1.ResourceQuotaSpec",
+        atomic: false,
+        fields: &[
+            FieldDef {
+                name: "hard",
+                ty: T::Map(&T::Quantity, false),
+                omitempty: true,
+                ptr: false,
+                go_type: "map[string]resource.Quantity",
+            },
+            FieldDef {
+                name: "scopes",
+                ty: T::List(&T::Str, L::Atomic),
+                omitempty: true,
+                ptr: false,
+                go_type: "[]string",
+            },
+            FieldDef {
+                name: "scopeSelector",
+                ty: T::Obj(194),
+                omitempty: true,
+                ptr: true,
+                go_type: "v1.ScopeSelector",
+            },
+        ],
+    },
+    // 196
+    TypeDef {
+        name: "ResourceQuotaStatus",
+        go_name: "v1.ResourceQuotaStatus",
+        atomic: false,
+        fields: &[
+            FieldDef {
+                name: "hard",
+                ty: T::Map(&T::Quantity, false),
+                omitempty: true,
+                ptr: false,
+                go_type: "map[string]resource.Quantity",
+            },
+            FieldDef {
+                name: "used",
+                ty: T::Map(&T::Quantity, false),
+                omitempty: true,
+                ptr: false,
+                go_type: "map[string]resource.Quantity",
+            },
+        ],
+    },
+    // 197
+    TypeDef {
+        name: "ResourceQuota",
+        go_name: "v1.ResourceQuota",
+        atomic: false,
+        fields: &[
+            FieldDef {
+                name: "metadata",
+                ty: T::Obj(2),
+                omitempty: false,
+                ptr: false,
+                go_type: "v1.ObjectMeta",
+            },
+            FieldDef {
+                name: "spec",
+                ty: T::Obj(195),
+                omitempty: false,
+                ptr: false,
+                go_type: "v1.ResourceQuotaSpec",
+            },
+            FieldDef {
+                name: "status",
+                ty: T::Obj(196),
+                omitempty: false,
+                ptr: false,
+                go_type: "v1.ResourceQuotaStatus",
+            },
+        ],
+    },
 ];
 
 pub const OBJECT_META: usize = 2;
@@ -6348,3 +7514,7 @@ pub const CONFIG_MAP: usize = 157;
 pub const INGRESS_CLASS: usize = 160;
 pub const SELF_SUBJECT_REVIEW: usize = 163;
 pub const SELF_SUBJECT_ACCESS_REVIEW: usize = 168;
+pub const REPLICA_SET: usize = 172;
+pub const POD: usize = 188;
+pub const EVENT: usize = 192;
+pub const RESOURCE_QUOTA: usize = 197;

@@ -14,8 +14,9 @@ use serde_json::{Map, Value};
 use super::quantity;
 
 pub use generated::{
-    CONFIG_MAP, DEPLOYMENT, HORIZONTAL_POD_AUTOSCALER, INGRESS, INGRESS_CLASS, NAMESPACE,
-    OBJECT_META, SELF_SUBJECT_ACCESS_REVIEW, SELF_SUBJECT_REVIEW, SERVICE,
+    CONFIG_MAP, DEPLOYMENT, EVENT, HORIZONTAL_POD_AUTOSCALER, INGRESS, INGRESS_CLASS, NAMESPACE,
+    OBJECT_META, POD, REPLICA_SET, RESOURCE_QUOTA, SELF_SUBJECT_ACCESS_REVIEW, SELF_SUBJECT_REVIEW,
+    SERVICE,
 };
 
 /// A field's type.
@@ -31,6 +32,8 @@ pub enum T {
     IntOrStr,
     Quantity,
     Time,
+    /// `metav1.MicroTime`: RFC 3339 with microseconds.
+    MicroTime,
     /// Free-form JSON (RawExtension, FieldsV1): kept as sent.
     Any,
     /// A struct: index into [`generated::TYPES`].
@@ -219,7 +222,7 @@ fn unstructured_err(ty: &T, v: &Value) -> DecodeError {
                 other => json_kind(other),
             }
         ),
-        T::Time => format!(
+        T::Time | T::MicroTime => format!(
             "json: cannot unmarshal {} into Go value of type string",
             json_kind(v)
         ),
@@ -380,7 +383,7 @@ impl Walker {
                     n.as_i64().is_some() || n.as_f64().is_some_and(|f| f.fract() == 0.0)
                 }
                 (T::F64, Value::Number(_)) => true,
-                (T::Bytes | T::Time, Value::String(_)) => true,
+                (T::Bytes | T::Time | T::MicroTime, Value::String(_)) => true,
                 (T::IntOrStr, Value::String(_)) => true,
                 (T::IntOrStr, Value::Number(n)) => n.as_i64().is_some(),
                 (T::Quantity | T::Any, _) => true,
@@ -465,6 +468,19 @@ impl Walker {
                 },
                 other => Err(self.type_err(json_kind(other), struct_name, "string")),
             },
+            T::MicroTime => match v {
+                Value::String(s) => match super::time::parse_rfc3339_micro(s) {
+                    Some((secs, us)) => Ok(Some(Value::String(super::time::format_rfc3339_micro(
+                        secs, us,
+                    )))),
+                    None => Err(DecodeError::Other(format!(
+                        "parsing time {:?} as \"2006-01-02T15:04:05.000000Z07:00\": cannot parse {:?} as \"2006\"",
+                        format!("\"{s}\""),
+                        format!("{s}\"")
+                    ))),
+                },
+                other => Err(self.type_err(json_kind(other), struct_name, "string")),
+            },
             T::Any => Ok(Some(v.clone())),
             T::Obj(i) => {
                 let td = type_def(*i);
@@ -519,7 +535,7 @@ fn join_path(base: &str, key: &str) -> String {
 fn zero_elem(ty: &T) -> Value {
     match ty {
         T::Obj(i) => zero_struct(type_def(*i)),
-        T::List(..) | T::Map(..) | T::Any | T::Time | T::Bytes => Value::Null,
+        T::List(..) | T::Map(..) | T::Any | T::Time | T::MicroTime | T::Bytes => Value::Null,
         other => zero(other),
     }
 }
@@ -531,7 +547,7 @@ pub fn zero(ty: &T) -> Value {
         T::I32 | T::I64 | T::F64 | T::IntOrStr => Value::from(0),
         T::Bool => Value::Bool(false),
         T::Quantity => Value::String("0".into()),
-        T::Time | T::Bytes | T::Any | T::List(..) | T::Map(..) => Value::Null,
+        T::Time | T::MicroTime | T::Bytes | T::Any | T::List(..) | T::Map(..) => Value::Null,
         T::Obj(i) => zero_struct(type_def(*i)),
     }
 }
