@@ -26,6 +26,7 @@ mod interrupt_e2e;
 mod prompt_pty;
 mod proxy_e2e;
 mod racing_writers_e2e;
+mod rollout_failures_e2e;
 mod route_planner_props;
 mod routes_e2e;
 mod secrets_e2e;
