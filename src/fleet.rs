@@ -258,6 +258,13 @@ impl ClusterState {
             }
             ClusterState::Unchanged { .. } => "already as planned",
             ClusterState::Applied {
+                put_back: Some(back),
+                ..
+            } if back.left.is_empty() => "put back as it was",
+            ClusterState::Applied {
+                put_back: Some(_), ..
+            } => "NOT put back completely",
+            ClusterState::Applied {
                 report, rollout, ..
             } => {
                 let tripped = report
@@ -470,11 +477,18 @@ impl ClusterEnd {
                 .into_iter()
                 .map(|line| Line::new(Fate::Done, Style::new().green(), line))
                 .collect(),
-            Some(Err(e)) => vec![Line::new(
-                Fate::NotDone,
-                Style::new().red(),
-                Untrusted(e.to_string()).to_string(),
-            )],
+            // The reasons follow the message, a line each.
+            Some(Err(e)) => e
+                .to_string()
+                .lines()
+                .map(|line| {
+                    Line::new(
+                        Fate::NotDone,
+                        Style::new().red(),
+                        Untrusted(line).to_string(),
+                    )
+                })
+                .collect(),
         }
     }
 }
@@ -536,8 +550,19 @@ impl FleetEnd {
                 }
             }
             let ways: Vec<String> = ways.iter().map(|(w, k)| format!("{k} {w}")).collect();
+            let all_back = self.clusters.iter().all(|c| match &c.state {
+                ClusterState::Applied { put_back, .. } if c.written() => {
+                    put_back.as_ref().is_some_and(|b| b.left.is_empty())
+                }
+                _ => true,
+            });
+            let how = if all_back {
+                "The run failed and was put back (--undo-on-failure)"
+            } else {
+                "The fleet is partly updated"
+            };
             format!(
-                "The fleet is partly updated: {} (of {}, listed above).",
+                "{how}: {} (of {}, listed above).",
                 ways.join(", "),
                 clusters(n)
             )

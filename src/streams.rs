@@ -383,8 +383,15 @@ impl Streams {
     fn error(&self, err: &AppError) -> io::Result<()> {
         // One line, escaped as a whole: the messages escape the values they quote, and this
         // also covers what a library's error text may quote (a parser's view of a file, an
-        // operating system's message).
-        let line = Untrusted(err.to_string());
+        // operating system's message). A failed rollout's reasons and a put-back's list are
+        // lines of their own, each built from escaped values: their line feeds stay.
+        let message = err.to_string();
+        let line = match err {
+            AppError::Rollout(_) | AppError::PutBack { .. } => {
+                text::escape_lines(&message).into_owned()
+            }
+            _ => Untrusted(&message).to_string(),
+        };
         match err {
             // clap's help and version on stdout, its errors (with usage) on stderr; its messages
             // quote the command line, whose values may come from anywhere.

@@ -65,7 +65,10 @@ fn an_image_that_does_not_exist_ends_the_wait_early_and_says_why() {
         "{err}"
     );
     assert!(err.contains("not found"), "the kubelet's words: {err}");
-    assert!(err.contains("  pod web-"), "the pod is named: {err}");
+    assert!(
+        err.lines().any(|l| l.starts_with("  pod web-")),
+        "the pod is named, on a line of its own: {err}"
+    );
     // The change stays: --undo-on-failure was not asked for.
     assert_eq!(env.image(), MISSING_IMAGE);
 }
@@ -87,7 +90,7 @@ fn without_fail_fast_the_timeout_ends_the_wait_and_still_says_why() {
     let err = stderr(&o);
     assert!(err.contains("timed out after 12s"), "{err}");
     assert!(!err.contains("cannot succeed"), "{err}");
-    assert!(err.contains("  pod web-"), "{err}");
+    assert!(err.lines().any(|l| l.starts_with("  pod web-")), "{err}");
 }
 
 #[test]
