@@ -253,6 +253,12 @@ fn a_fleet_that_fails_in_its_second_wave_puts_back_waves_one_and_two_and_leaves_
     assert_eq!(by("w1")["outcome"]["putBack"]["complete"], true);
     assert_eq!(by("w2")["outcome"]["putBack"]["complete"], true);
     assert_eq!(by("w2")["outcome"]["rollout"]["complete"], false);
+    assert_eq!(
+        by("w2")["outcome"]["rollout"]["reasons"]["replicaFailure"]["reason"],
+        "FailedCreate",
+        "the reasons are data: {}",
+        by("w2")["outcome"]
+    );
     assert!(by("w3")["outcome"]["putBack"].is_null());
     assert_eq!(by("w3")["outcome"]["status"], "not-started");
 }
@@ -287,4 +293,49 @@ fn a_signal_during_the_wait_puts_nothing_back_and_gives_the_undo_command() {
         "{err}"
     );
     assert_eq!(env.image(), GOOD_IMAGE, "no write after the signal");
+}
+
+#[cfg(unix)]
+#[test]
+fn a_value_moved_by_someone_else_during_the_wait_is_not_put_back_but_listed_and_exits_11() {
+    use common::running::Running;
+    let env = env();
+    let (min, max) = env.bounds();
+    let new_max = (max + 2).to_string();
+    let mut run = Running::start(
+        &env,
+        &[
+            "web",
+            "--image",
+            MISSING_IMAGE,
+            "--max",
+            &new_max,
+            "--yes",
+            "--undo-on-failure",
+            "--timeout",
+            "10m",
+        ],
+    );
+    run.wait_for_stderr("Waiting for the rollout of deployment.apps/web");
+    // Someone else moves the bound this run just wrote.
+    env.sb
+        .update(
+            "/apis/autoscaling/v2/namespaces/shop/horizontalpodautoscalers/web",
+            |hpa| hpa["spec"]["maxReplicas"] = serde_json::json!(max + 5),
+        )
+        .expect("the autoscaler is updated");
+    let (code, _, err) = run.finish();
+    assert_eq!(code, 11, "{err}");
+    assert!(err.contains("NOT put back completely"), "{err}");
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("  - max of ") && l.contains("left as it is")),
+        "{err}"
+    );
+    assert_eq!(env.image(), OLD_IMAGE, "the image is put back");
+    assert_eq!(
+        env.bounds(),
+        (min, max + 5),
+        "the moved bound is left as it is"
+    );
 }
