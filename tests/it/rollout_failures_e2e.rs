@@ -339,3 +339,35 @@ fn a_value_moved_by_someone_else_during_the_wait_is_not_put_back_but_listed_and_
         "the moved bound is left as it is"
     );
 }
+
+#[test]
+fn an_account_that_may_not_list_the_pods_is_told_the_reasons_are_not_readable() {
+    let env = env();
+    env.sb.inject(sandbox_apiserver::Fault::Status {
+        method: Some("GET".into()),
+        path_prefix: "/apis/apps/v1/namespaces/shop/replicasets".into(),
+        status: 403,
+        count: 1000,
+    });
+    let o = env.run(&[
+        "web",
+        "--image",
+        MISSING_IMAGE,
+        "--yes",
+        "--wait",
+        "--timeout",
+        "12s",
+    ]);
+    assert_code(&o, 7);
+    let err = stderr(&o);
+    assert!(
+        err.contains("timed out after 12s"),
+        "no reasons, no early stop: {err}"
+    );
+    assert!(
+        err.lines().any(|l| l
+            .trim_start()
+            .starts_with("reasons not readable: forbidden")),
+        "{err}"
+    );
+}
