@@ -70,11 +70,7 @@ fn follow_stuck(
     stop: Stop,
     timeout: Duration,
 ) -> (Result<Waited, WaitError>, String, usize) {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .start_paused(true)
-        .build()
-        .unwrap();
+    let rt = paused_runtime();
     let mut lines = Lines::new(Vec::new(), "deployment.apps/web", false);
     let stream =
         futures::stream::iter(vec![(0, stuck_half_way())]).chain(futures::stream::pending());
@@ -160,11 +156,7 @@ fn a_wait_with_nothing_wrong_to_say_times_out_as_before() {
 
 #[test]
 fn a_rollout_that_completes_soon_costs_no_look_at_its_pods() {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .start_paused(true)
-        .build()
-        .unwrap();
+    let rt = paused_runtime();
     let mut lines = Lines::new(Vec::new(), "deployment.apps/web", false);
     let done = Observation::Object(deployment(
         2,
@@ -196,6 +188,15 @@ fn a_rollout_that_completes_soon_costs_no_look_at_its_pods() {
     assert_eq!(explainer.looks.load(std::sync::atomic::Ordering::SeqCst), 0);
 }
 
+/// A runtime whose clock moves only when every task waits: timeouts without waiting.
+fn paused_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
+        .build()
+        .unwrap()
+}
+
 fn target() -> WaitTarget {
     WaitTarget {
         namespace: "shop".into(),
@@ -216,11 +217,7 @@ fn run(
     obs: Vec<Observation>,
     timeout: Option<Duration>,
 ) -> (Result<RolloutState, WaitError>, String) {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .start_paused(true)
-        .build()
-        .unwrap();
+    let rt = paused_runtime();
     let mut lines = Lines::new(Vec::new(), "deployment.apps/web", false);
     // After the given observations the stream stays open and silent, like an idle watch.
     let stream = futures::stream::iter(obs)
@@ -353,11 +350,7 @@ fn run_all(
     obs: Vec<(usize, Observation)>,
     timeout: Option<Duration>,
 ) -> (Result<Waited, WaitError>, String) {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .start_paused(true)
-        .build()
-        .unwrap();
+    let rt = paused_runtime();
     let followed = Followed {
         rollout: true,
         routes: vec![

@@ -33,6 +33,21 @@ fn env() -> Env {
     Env::with_options(rolling())
 }
 
+/// `web --image IMAGE --yes --wait --timeout TIMEOUT` and `extra`.
+fn update_and_wait(env: &Env, image: &str, timeout: &str, extra: &[&str]) -> std::process::Output {
+    let mut args = vec![
+        "web",
+        "--image",
+        image,
+        "--yes",
+        "--wait",
+        "--timeout",
+        timeout,
+    ];
+    args.extend_from_slice(extra);
+    env.run(&args)
+}
+
 fn history_revisions(env: &Env) -> usize {
     let o = env.run(&["history", "web", "-o", "json"]);
     assert_code(&o, 0);
@@ -44,15 +59,7 @@ fn history_revisions(env: &Env) -> usize {
 fn an_image_that_does_not_exist_ends_the_wait_early_and_says_why() {
     let env = env();
     assert_eq!(env.image(), OLD_IMAGE);
-    let o = env.run(&[
-        "web",
-        "--image",
-        MISSING_IMAGE,
-        "--yes",
-        "--wait",
-        "--timeout",
-        "10m",
-    ]);
+    let o = update_and_wait(&env, MISSING_IMAGE, "10m", &[]);
     assert_code(&o, 7);
     let err = stderr(&o);
     assert!(
@@ -76,16 +83,7 @@ fn an_image_that_does_not_exist_ends_the_wait_early_and_says_why() {
 #[test]
 fn without_fail_fast_the_timeout_ends_the_wait_and_still_says_why() {
     let env = env();
-    let o = env.run(&[
-        "web",
-        "--image",
-        MISSING_IMAGE,
-        "--yes",
-        "--wait",
-        "--fail-fast=false",
-        "--timeout",
-        "12s",
-    ]);
+    let o = update_and_wait(&env, MISSING_IMAGE, "12s", &["--fail-fast=false"]);
     assert_code(&o, 7);
     let err = stderr(&o);
     assert!(err.contains("timed out after 12s"), "{err}");
@@ -96,17 +94,7 @@ fn without_fail_fast_the_timeout_ends_the_wait_and_still_says_why() {
 #[test]
 fn a_crash_loop_ends_the_wait_once_it_restarted_as_often_as_asked() {
     let env = env();
-    let o = env.run(&[
-        "web",
-        "--image",
-        CRASHING_IMAGE,
-        "--yes",
-        "--wait",
-        "--crash-restarts",
-        "2",
-        "--timeout",
-        "10m",
-    ]);
+    let o = update_and_wait(&env, CRASHING_IMAGE, "10m", &["--crash-restarts", "2"]);
     assert_code(&o, 7);
     let err = stderr(&o);
     assert!(
@@ -120,15 +108,7 @@ fn a_crash_loop_ends_the_wait_once_it_restarted_as_often_as_asked() {
 fn undo_on_failure_puts_the_image_back_and_exits_10() {
     let env = env();
     let before = history_revisions(&env);
-    let o = env.run(&[
-        "web",
-        "--image",
-        MISSING_IMAGE,
-        "--yes",
-        "--undo-on-failure",
-        "--timeout",
-        "10m",
-    ]);
+    let o = update_and_wait(&env, MISSING_IMAGE, "10m", &["--undo-on-failure"]);
     assert_code(&o, 10);
     let err = stderr(&o);
     assert!(
@@ -145,17 +125,12 @@ fn undo_on_failure_puts_the_image_back_and_exits_10() {
 #[test]
 fn undo_on_failure_works_without_a_history() {
     let env = env();
-    let o = env.run(&[
-        "web",
-        "--image",
+    let o = update_and_wait(
+        &env,
         MISSING_IMAGE,
-        "--yes",
-        "--rollback-on-failure",
-        "--history-max",
-        "0",
-        "--timeout",
         "10m",
-    ]);
+        &["--rollback-on-failure", "--history-max", "0"],
+    );
     assert_code(&o, 10);
     assert_eq!(env.image(), OLD_IMAGE);
 }
@@ -163,15 +138,7 @@ fn undo_on_failure_works_without_a_history() {
 #[test]
 fn undo_on_failure_leaves_a_healthy_rollout_alone() {
     let env = env();
-    let o = env.run(&[
-        "web",
-        "--image",
-        GOOD_IMAGE,
-        "--yes",
-        "--undo-on-failure",
-        "--timeout",
-        "2m",
-    ]);
+    let o = update_and_wait(&env, GOOD_IMAGE, "2m", &["--undo-on-failure"]);
     assert_code(&o, 0);
     assert!(!stderr(&o).contains("putting back"), "{}", stderr(&o));
     assert_eq!(env.image(), GOOD_IMAGE);
@@ -349,15 +316,7 @@ fn an_account_that_may_not_list_the_pods_is_told_the_reasons_are_not_readable() 
         status: 403,
         count: 1000,
     });
-    let o = env.run(&[
-        "web",
-        "--image",
-        MISSING_IMAGE,
-        "--yes",
-        "--wait",
-        "--timeout",
-        "12s",
-    ]);
+    let o = update_and_wait(&env, MISSING_IMAGE, "12s", &[]);
     assert_code(&o, 7);
     let err = stderr(&o);
     assert!(
