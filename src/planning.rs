@@ -16,6 +16,7 @@ use k8s_openapi::jiff::Timestamp;
 use crate::error::AppError;
 use crate::fleet::FleetOrder;
 use crate::history_store;
+use crate::image_check::{self, SharedCheck};
 use crate::plan_sources::{self, Rechecked, Sourced, Standing};
 use crate::settings::{
     Changes, FleetSettings, Mode, Settings, SettingsError, UndoRequest, WaveSpec,
@@ -28,6 +29,7 @@ use appupdate_plan::fleet_plan::{FleetPlan, Member as PlanMember};
 use appupdate_plan::history::{self, Source};
 use appupdate_plan::plan_file::ClusterPlan;
 use appupdate_plan::planner::{self, UpdateRequest};
+use appupdate_plan::updaters::ContainerUpdate;
 
 /// A cluster that was planned.
 pub(crate) struct Member {
@@ -166,12 +168,17 @@ pub(crate) async fn plan_all(
     } else {
         vec![None]
     };
+    // The image is checked once for the run, while every cluster is connected and read.
+    let check = image_check::start(settings);
     let results = join_all(
         targets
             .iter()
-            .map(|context| plan_one(&loaded, settings, *context)),
+            .map(|context| plan_one(&loaded, settings, *context, &check)),
     )
     .await;
+    if image_check::image_of(settings).is_some() {
+        image_check::warn_once(settings, &check.clone().await);
+    }
     let clusters: Vec<Planning> = results
         .into_iter()
         .enumerate()
@@ -356,6 +363,7 @@ async fn plan_one(
     loaded: &Loaded,
     settings: &Settings,
     context: Option<&str>,
+    check: &SharedCheck,
 ) -> Result<Member, AppError> {
     let conn = loaded
         .connect(&settings.cluster, context, streams::warning)
@@ -374,7 +382,7 @@ async fn plan_one(
             }
         }
     };
-    let mut sourced = source(settings, &cluster, target).await?;
+    let mut sourced = source(settings, &cluster, target, check).await?;
     if settings.fleet.is_some() {
         // A fleet holds every member's plan at once; the live objects are not needed past
         // planning. (One cluster keeps them: a run that ends once the plan is shown does not
@@ -453,6 +461,7 @@ async fn source(
     settings: &Settings,
     cluster: &Cluster,
     target: Target<'_>,
+    check: &SharedCheck,
 ) -> Result<Sourced, AppError> {
     let changes = match target {
         Target::Change(changes) => changes,
@@ -495,7 +504,8 @@ async fn source(
             });
         }
     };
-    let request = UpdateRequest {
+    let written: ContainerUpdate;
+    let mut request = UpdateRequest {
         app: &settings.app,
         namespace: cluster.namespace(),
         context: &cluster.conn.context,
@@ -510,8 +520,40 @@ async fn source(
     // Read with the objects, in the same round: an image change names the revision its record
     // is planned to get, and a history that cannot take the record is said with the plan.
     needs.history = settings.history_max > 0;
-    let mut live = plan_sources::read_live(cluster, &request, needs).await?;
-    let plan = planner::build_plan(&request, &mut live)?;
+    // The image check (started once for the run) and the nodes' platforms, beside the reads.
+    let image = image_check::image_of(settings);
+    let nodes = async {
+        match image {
+            Some(_) => Some(image_check::node_list(cluster).await),
+            None => None,
+        }
+    };
+    let (live, checked, nodes) = tokio::join!(
+        plan_sources::read_live(cluster, &request, needs),
+        check.clone(),
+        nodes
+    );
+    let mut live = live?;
+    let mut image_notes = Vec::new();
+    if let (Some(image), Some(checked), Some(nodes)) = (image, checked, nodes) {
+        let judged = image_check::judge(
+            settings,
+            cluster,
+            image,
+            &checked,
+            nodes,
+            live.deployment.as_ref(),
+            changes.container.as_deref(),
+        )
+        .await?;
+        image_notes = judged.notes;
+        if let Some(image) = judged.write {
+            written = ContainerUpdate { image: Some(image) };
+            request.container_update = &written;
+        }
+    }
+    let mut plan = planner::build_plan(&request, &mut live)?;
+    plan.image_notes = image_notes;
     Ok(Sourced {
         plan,
         source: Source::Update,

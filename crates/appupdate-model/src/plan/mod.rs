@@ -240,6 +240,9 @@ pub struct Plan<U> {
     pub objects: Vec<Planned<U>>,
     /// Present when the run publishes endpoints.
     pub routes: Option<RoutesPlan>,
+    /// What the image check found (`image NAME → sha256:… (PLATFORMS)`) and which platform
+    /// check ran, one line each, escaped; empty when the check is off.
+    pub image_notes: Vec<String>,
 }
 
 /// Counts in the terraform style.
@@ -302,6 +305,7 @@ impl<U> Plan<U> {
             context,
             objects,
             routes: None,
+            image_notes: Vec::new(),
         }
     }
 

@@ -1,0 +1,317 @@
+//! The image check against a real registry on loopback (Debian's `docker-registry`, the CNCF
+//! distribution registry): a missing tag and a missing platform refused before any write, a
+//! registry that cannot be reached or cannot tell (a warning under `auto`, a refusal under
+//! `require`), a private registry with and without the docker config's credentials,
+//! `--pin-digest`, an image pinned by an admission controller that is the same image, and a
+//! fleet that checks the image once. Only these tests turn the check on.
+//!
+//! The sandbox serves no node list, so the platforms are checked against the live image's; every
+//! live image is on the test's registry (nothing leaves the machine).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use crate::common;
+
+use common::registry::{self, Registry};
+use common::*;
+
+/// Sets the live image (the check off, as in every other test).
+fn set_live(env: &Env, image: &str) {
+    let o = env.run(&["web", "--image", image, "--yes"]);
+    assert_code(&o, 0);
+    assert_eq!(env.image(), image);
+}
+
+/// The plugin with the check on (`auto` unless the args say otherwise), no docker config.
+fn checked(env: &Env, args: &[&str]) -> std::process::Output {
+    let mut c = env.cmd();
+    c.env_remove(IMAGE_CHECK_VAR)
+        .env("DOCKER_CONFIG", env.dir.path().join("no-docker-config"))
+        .args(args);
+    c.output().expect("binary runs")
+}
+
+#[test]
+fn a_tag_the_registry_does_not_have_is_refused_before_any_write() {
+    let Some(reg) = Registry::start() else { return };
+    let env = Env::new();
+    reg.push_index("web", "1", &[("linux", "amd64"), ("linux", "arm64")]);
+    set_live(&env, &reg.image("web:1"));
+    let missing = reg.image("web:9");
+    let o = checked(&env, &["web", "--image", &missing, "--yes"]);
+    assert_code(&o, 3);
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!(
+            "--image {missing}: {missing} does not exist: the registry has no tag 9 in web; nothing was written"
+        )),
+        "{err}"
+    );
+    assert_eq!(env.image(), reg.image("web:1"));
+    assert_eq!(env.app_writes().len(), 1, "only the setup's write");
+}
+
+#[test]
+fn an_image_that_exists_is_shown_with_its_digest_and_platforms() {
+    let Some(reg) = Registry::start() else { return };
+    let env = Env::new();
+    reg.push_index("web", "1", &[("linux", "amd64"), ("linux", "arm64")]);
+    let digest = reg.push_index("web", "2", &[("linux", "amd64"), ("linux", "arm64")]);
+    set_live(&env, &reg.image("web:1"));
+    let new = reg.image("web:2");
+    let o = checked(&env, &["web", "--image", &new, "--yes"]);
+    assert_code(&o, 0);
+    let out = stdout(&o);
+    assert!(
+        out.contains(&format!(
+            "image {new} → {digest} (linux/amd64, linux/arm64)"
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "platforms checked against the live image {} (linux/amd64, linux/arm64)",
+            reg.image("web:1")
+        )),
+        "{out}"
+    );
+    assert!(!stderr(&o).contains("Warning"), "{}", stderr(&o));
+    assert_eq!(env.image(), new);
+}
+
+#[test]
+fn an_image_without_a_platform_the_live_one_has_is_refused() {
+    let Some(reg) = Registry::start() else { return };
+    let env = Env::new();
+    reg.push_index("web", "1", &[("linux", "amd64"), ("linux", "arm64")]);
+    reg.push_single("web", "3", "linux", "amd64");
+    set_live(&env, &reg.image("web:1"));
+    let new = reg.image("web:3");
+    let o = checked(&env, &["web", "--image", &new, "--yes"]);
+    assert_code(&o, 3);
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!(
+            "--image {new}: it has no image for linux/arm64, which the live image {} has",
+            reg.image("web:1")
+        )),
+        "{err}"
+    );
+    assert!(err.contains("it is built for linux/amd64"), "{err}");
+    assert!(err.contains("nothing was written"), "{err}");
+    assert_eq!(env.image(), reg.image("web:1"));
+}
+
+#[test]
+fn an_unreachable_registry_is_a_warning_under_auto_and_a_refusal_under_require() {
+    let env = Env::new();
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap()
+    };
+    let image = format!("{closed}/web:2");
+    let o = checked(
+        &env,
+        &[
+            "web",
+            "--image",
+            &image,
+            "--image-check",
+            "require",
+            "--yes",
+        ],
+    );
+    assert_code(&o, 3);
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!("--image {image}: the image could not be checked (--image-check require): cannot reach the registry {closed}: connection refused; nothing was written")),
+        "{err}"
+    );
+    assert_eq!(env.image(), fleet::OLD_IMAGE);
+
+    let o = checked(&env, &["web", "--image", &image, "--yes"]);
+    assert_code(&o, 0);
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!("Warning: the image {image} was not checked: cannot reach the registry {closed}: connection refused; going on (--image-check auto)")),
+        "{err}"
+    );
+    assert_eq!(err.matches("was not checked").count(), 1, "one line: {err}");
+    assert_eq!(env.image(), image);
+}
+
+#[test]
+fn a_private_registry_cannot_tell_without_credentials_and_passes_with_the_docker_config() {
+    let Some(reg) = Registry::start_private() else {
+        return;
+    };
+    let env = Env::new();
+    reg.push_index("web", "1", &[("linux", "amd64")]);
+    let digest = reg.push_index("web", "2", &[("linux", "amd64")]);
+    set_live(&env, &reg.image("web:1"));
+    let image = reg.image("web:2");
+    // Without credentials: a warning under auto, a refusal under require.
+    let o = checked(&env, &["web", "--image", &image, "--dry-run"]);
+    assert_code(&o, 0);
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!("Warning: the image {image} was not checked: the registry {} refuses to show web (401 Unauthorized) without credentials (none in the docker config); going on (--image-check auto)", reg.addr)),
+        "{err}"
+    );
+    let o = checked(
+        &env,
+        &[
+            "web",
+            "--image",
+            &image,
+            "--image-check",
+            "require",
+            "--yes",
+        ],
+    );
+    assert_code(&o, 3);
+    assert!(
+        stderr(&o).contains(&format!("--image {image}: the image could not be checked (--image-check require): the registry {} refuses to show web (401 Unauthorized) without credentials", reg.addr)),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(env.image(), reg.image("web:1"));
+
+    // With the docker config's credentials (DOCKER_CONFIG/config.json, `auths`).
+    let docker = env.dir.path().join("docker");
+    std::fs::create_dir_all(&docker).unwrap();
+    use base64::Engine as _;
+    let auth = base64::engine::general_purpose::STANDARD.encode(format!(
+        "{}:{}",
+        registry::USER,
+        registry::PASSWORD
+    ));
+    std::fs::write(
+        docker.join("config.json"),
+        format!(r#"{{"auths": {{"{}": {{"auth": "{auth}"}}}}}}"#, reg.addr),
+    )
+    .unwrap();
+    let mut c = env.cmd();
+    c.env_remove(IMAGE_CHECK_VAR)
+        .env("DOCKER_CONFIG", &docker)
+        .args([
+            "web",
+            "--image",
+            &image,
+            "--image-check",
+            "require",
+            "--yes",
+        ]);
+    let o = c.output().unwrap();
+    assert_code(&o, 0);
+    let out = stdout(&o);
+    assert!(
+        out.contains(&format!("image {image} → {digest} (linux/amd64)")),
+        "{out}"
+    );
+    assert!(
+        out.contains("platforms checked against the live image"),
+        "{out}"
+    );
+    assert!(!stderr(&o).contains("Warning"), "{}", stderr(&o));
+    assert!(!stderr(&o).contains(registry::PASSWORD), "no secret shown");
+    assert_eq!(env.image(), image);
+}
+
+#[test]
+fn pin_digest_writes_the_tag_with_its_digest() {
+    let Some(reg) = Registry::start() else { return };
+    let env = Env::new();
+    reg.push_index("web", "1", &[("linux", "amd64")]);
+    let digest = reg.push_index("web", "2", &[("linux", "amd64"), ("linux", "arm64")]);
+    set_live(&env, &reg.image("web:1"));
+    let o = checked(
+        &env,
+        &[
+            "web",
+            "--image",
+            &reg.image("web:2"),
+            "--pin-digest",
+            "--yes",
+        ],
+    );
+    assert_code(&o, 0);
+    assert_eq!(env.image(), format!("{}@{digest}", reg.image("web:2")));
+    // Without the check there is no digest to pin.
+    let o = env.run(&["web", "--image", &reg.image("web:2"), "--pin-digest"]);
+    assert_code(&o, 3);
+    assert!(stderr(&o).contains("--pin-digest writes the digest the image check finds"));
+}
+
+#[test]
+fn a_live_image_pinned_to_the_tags_digest_is_no_change() {
+    let Some(reg) = Registry::start() else { return };
+    let env = Env::new();
+    let digest = reg.push_index("web", "2", &[("linux", "amd64")]);
+    let tag = reg.image("web:2");
+    // As an admission controller that pins tags (Kyverno's mutateDigest) would have left it.
+    set_live(&env, &format!("{tag}@{digest}"));
+    let o = checked(&env, &["web", "--image", &tag, "--yes"]);
+    assert_code(&o, 0);
+    let out = stdout(&o);
+    assert!(out.contains("No changes."), "{out}");
+    assert!(
+        out.contains("is this image (the tag's digest): no change"),
+        "{out}"
+    );
+    assert_eq!(env.image(), format!("{tag}@{digest}"));
+    // Another digest is a change.
+    let moved = reg.push_index("web", "2", &[("linux", "amd64"), ("linux", "arm64")]);
+    assert_ne!(moved, digest);
+    let o = checked(&env, &["web", "--image", &tag, "--yes"]);
+    assert_code(&o, 0);
+    assert_eq!(env.image(), tag);
+}
+
+#[test]
+fn a_fleet_checks_the_image_once() {
+    let Some(reg) = Registry::start() else { return };
+    let fleet = fleet::Fleet::new(&["eu-1", "eu-2", "us-1"]);
+    reg.push_index("web", "1", &[("linux", "amd64")]);
+    let digest = reg.push_index("web", "2", &[("linux", "amd64")]);
+    let image = reg.image("web:2");
+    // Live images on this registry too: the sandboxes list no nodes, so each cluster compares
+    // with its live image (resolved per cluster; the new one once for all).
+    for name in ["eu-1", "eu-2", "us-1"] {
+        fleet.set_image(name, &reg.image("web:1"));
+    }
+    let mut c = fleet.cmd();
+    c.env_remove(IMAGE_CHECK_VAR)
+        .env("DOCKER_CONFIG", fleet.dir.path().join("none"))
+        .args([
+            "web",
+            "--contexts",
+            "eu-1,eu-2,us-1",
+            "--image",
+            &image,
+            "--yes",
+        ]);
+    let o = c.output().unwrap();
+    assert_code(&o, 0);
+    let out = stdout(&o);
+    assert!(
+        out.contains(&format!("image {image} → {digest} (linux/amd64)")),
+        "{out}"
+    );
+    for name in ["eu-1", "eu-2", "us-1"] {
+        assert_eq!(fleet.image(name), image);
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while reg.gets("/v2/web/manifests/2") == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the registry logged the check"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(
+        reg.gets("/v2/web/manifests/2"),
+        1,
+        "one check for three clusters"
+    );
+}
