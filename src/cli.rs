@@ -132,6 +132,9 @@ pub struct ApplyArgs {
     pub history_key: HistoryKeyArgs,
 
     #[command(flatten)]
+    pub image_check: ApplyImageArgs,
+
+    #[command(flatten)]
     pub run: RunArgs,
 
     /// Apply the waves up to this one (from 1) and stop; applying the same file again carries
@@ -651,6 +654,21 @@ pub struct ImageCheckArgs {
     /// (needs the image check).
     #[arg(long, requires = "image", help_heading = "Image")]
     pub pin_digest: bool,
+}
+
+/// `apply FILE`'s image check: an unpinned plan's tag must still name the digest it named when
+/// the plan was made.
+#[derive(Debug, Args)]
+pub struct ApplyImageArgs {
+    /// Check that the tag of an unpinned plan's image still names the digest the plan recorded
+    /// (auto: a registry that cannot tell is a warning; require: a refusal; off: no check;
+    /// default: $APPUPDATE_IMAGE_CHECK, else auto).
+    #[arg(long, value_enum, value_name = "MODE", help_heading = "Image")]
+    pub image_check: Option<ImageCheckChoice>,
+
+    /// Speak plain HTTP to this registry (HOST or HOST:PORT). Repeatable.
+    #[arg(long, value_name = "HOST", help_heading = "Image")]
+    pub insecure_registry: Vec<String>,
 }
 
 /// `--image-check`.

@@ -18,6 +18,7 @@ use appupdate_model::image::{
     ImageRef, PlacementNeeds, Platform, missing_platforms, node_platforms, platform_list,
     same_image,
 };
+use appupdate_model::plan::CheckedImage;
 use appupdate_model::text::Untrusted;
 
 /// What the registry said of the image, shared by every cluster of the run.
@@ -33,7 +34,51 @@ pub(crate) fn image_of(settings: &Settings) -> Option<&str> {
     }
     match &settings.mode {
         Mode::Update { changes, .. } => changes.container_update.image.as_deref(),
-        _ => None,
+        // A saved plan's image, when the plan did not pin it: every cluster of a plan writes
+        // the same one.
+        Mode::Apply { saved, .. } => saved
+            .file
+            .clusters
+            .iter()
+            .filter_map(|c| c.plan.image_checked.as_ref())
+            .find(|i| !i.pinned)
+            .map(|i| i.image.as_str()),
+        Mode::Undo { .. } => None,
+    }
+}
+
+/// `apply FILE` of a plan that did not pin its image: the tag must still name the digest the
+/// plan recorded, or what was reviewed is no longer what would run (exit 5, nothing written).
+pub(crate) fn saved_still_holds(
+    settings: &Settings,
+    recorded: &CheckedImage,
+    checked: &Result<Resolved, Unresolved>,
+) -> Result<(), AppError> {
+    if recorded.pinned {
+        return Ok(());
+    }
+    let file = settings
+        .saved()
+        .map(|s| Untrusted(&s.name).to_string())
+        .unwrap_or_default();
+    let image = Untrusted(&recorded.image);
+    let old = Untrusted(&recorded.digest);
+    let moved = |now: String| AppError::Drift {
+        message: format!(
+            "{file} was made when the image {image} was {old}, and {now}: what was reviewed is no longer what the tag means, so nothing was written; make the plan again (with --pin-digest a plan writes the digest, and the tag moving changes nothing)"
+        ),
+    };
+    match checked {
+        Ok(r) if r.digest == recorded.digest => Ok(()),
+        Ok(r) => Err(moved(format!("the tag now names {}", Untrusted(&r.digest)))),
+        Err(Unresolved::NotFound(why)) => Err(moved(format!("now {why}"))),
+        Err(why) if settings.image_check.mode == ImageCheckMode::Require => Err(AppError::Image {
+            message: format!(
+                "{file}: the image {image} could not be checked (--image-check require): {why}; nothing was written"
+            ),
+        }),
+        // Said once by [`warn_once`].
+        Err(_) => Ok(()),
     }
 }
 
@@ -91,6 +136,8 @@ pub(crate) async fn node_list(cluster: &Cluster) -> Result<Vec<Platform>, String
 pub(crate) struct Judged {
     pub notes: Vec<String>,
     pub write: Option<String>,
+    /// The digest the tag named, when the registry told it.
+    pub digest: Option<String>,
 }
 
 /// The container the change is for, in the live Deployment: the named one, else the only one.
@@ -140,6 +187,7 @@ pub(crate) async fn judge(
             return Ok(Judged {
                 notes: vec![format!("image {shown}: not checked ({why})")],
                 write: None,
+                digest: None,
             });
         }
     };
@@ -260,5 +308,9 @@ pub(crate) async fn judge(
                 live.to_owned()
             })
     };
-    Ok(Judged { notes, write })
+    Ok(Judged {
+        notes,
+        write,
+        digest: Some(resolved.digest.clone()),
+    })
 }

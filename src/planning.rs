@@ -24,6 +24,7 @@ use crate::settings::{
 use crate::streams;
 use appupdate_kube::cluster::{Cluster, RequestLog};
 use appupdate_kube::kube_context::{Connection, Loaded};
+use appupdate_model::plan::CheckedImage;
 use appupdate_model::text::Untrusted;
 use appupdate_plan::fleet_plan::{FleetPlan, Member as PlanMember};
 use appupdate_plan::history::{self, Source};
@@ -382,7 +383,20 @@ async fn plan_one(
             }
         }
     };
-    let mut sourced = source(settings, &cluster, target, check).await?;
+    let saved_image = match &target {
+        Target::Saved { plan, .. } => plan.plan.image_checked.clone(),
+        _ => None,
+    };
+    let (sourced, checked) = tokio::join!(source(settings, &cluster, target, check), async {
+        match &saved_image {
+            Some(_) => check.clone().await,
+            None => None,
+        }
+    });
+    let mut sourced = sourced?;
+    if let (Some(recorded), Some(checked)) = (&saved_image, checked) {
+        image_check::saved_still_holds(settings, recorded, &checked)?;
+    }
     if settings.fleet.is_some() {
         // A fleet holds every member's plan at once; the live objects are not needed past
         // planning. (One cluster keeps them: a run that ends once the plan is shown does not
@@ -535,6 +549,7 @@ async fn source(
     );
     let mut live = live?;
     let mut image_notes = Vec::new();
+    let mut image_checked = None;
     if let (Some(image), Some(checked), Some(nodes)) = (image, checked, nodes) {
         let judged = image_check::judge(
             settings,
@@ -547,6 +562,11 @@ async fn source(
         )
         .await?;
         image_notes = judged.notes;
+        image_checked = judged.digest.map(|digest| CheckedImage {
+            image: image.to_owned(),
+            digest,
+            pinned: settings.image_check.pin_digest,
+        });
         if let Some(image) = judged.write {
             written = ContainerUpdate { image: Some(image) };
             request.container_update = &written;
@@ -554,6 +574,7 @@ async fn source(
     }
     let mut plan = planner::build_plan(&request, &mut live)?;
     plan.image_notes = image_notes;
+    plan.image_checked = image_checked;
     Ok(Sourced {
         plan,
         source: Source::Update,

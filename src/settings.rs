@@ -1119,6 +1119,22 @@ impl Settings {
         }
         approved(&name, &file, &app, &args.app, &args.checksum)?;
         let cluster = resolve_cluster(cluster, env)?;
+        let checks_an_image = file.clusters.iter().any(|c| {
+            c.plan
+                .image_checked
+                .as_ref()
+                .is_some_and(|image| !image.pinned)
+        });
+        let image_check = ImageCheck::resolve(
+            ImageCheckArgs {
+                image_check: args.image_check.image_check,
+                insecure_registry: args.image_check.insecure_registry,
+                pin_digest: false,
+            },
+            checks_an_image,
+            env,
+            files,
+        )?;
         let waves_given = !args.run.fleet.wave.is_empty();
         let mut fleet = FleetSettings::resolve(args.run.fleet, &cluster, file.clusters.len())?;
         if fleet.as_ref().is_some_and(|f| f.bake.is_some()) && !args.follow.wait {
@@ -1164,7 +1180,7 @@ impl Settings {
             history_max: args.run.history_max,
             history_key: history_key(args.history_key.history_key, env, files)?,
             fleet,
-            image_check: ImageCheck::off(),
+            image_check,
         })
     }
 }

@@ -315,3 +315,64 @@ fn a_fleet_checks_the_image_once() {
         "one check for three clusters"
     );
 }
+
+/// `--plan-out` then `apply FILE`, each with the check on; the tag moves in between.
+fn plan_then_move_then_apply(pin: bool) -> (Env, Registry, String, std::process::Output) {
+    let reg = Registry::start().expect("checked by the caller");
+    let env = Env::new();
+    reg.push_index("web", "1", &[("linux", "amd64")]);
+    let reviewed = reg.push_index("web", "2", &[("linux", "amd64")]);
+    set_live(&env, &reg.image("web:1"));
+    let plan = env.dir.path().join("plan.json");
+    let plan = plan.to_str().unwrap();
+    let image = reg.image("web:2");
+    let mut args = vec!["web", "--image", &image, "--plan-out", plan];
+    if pin {
+        args.push("--pin-digest");
+    }
+    let o = checked(&env, &args);
+    assert_code(&o, 0);
+    let saved = std::fs::read_to_string(plan).unwrap();
+    assert!(
+        saved.contains(&reviewed),
+        "the file records the digest: {saved}"
+    );
+    let moved = reg.push_index("web", "2", &[("linux", "amd64"), ("linux", "arm64")]);
+    assert_ne!(moved, reviewed);
+    let o = checked(&env, &["apply", plan, "--yes"]);
+    (env, reg, reviewed, o)
+}
+
+#[test]
+fn an_unpinned_saved_plan_whose_tag_moved_is_refused() {
+    if registry::binary().is_none() {
+        eprintln!("SKIPPED: docker-registry is not installed");
+        return;
+    }
+    let (env, reg, reviewed, o) = plan_then_move_then_apply(false);
+    assert_code(&o, 5);
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!(
+            "was made when the image {} was {reviewed}, and the tag now names sha256:",
+            reg.image("web:2")
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains("what was reviewed is no longer what the tag means, so nothing was written"),
+        "{err}"
+    );
+    assert_eq!(env.image(), reg.image("web:1"));
+}
+
+#[test]
+fn a_pinned_saved_plan_is_applied_after_its_tag_moved() {
+    if registry::binary().is_none() {
+        eprintln!("SKIPPED: docker-registry is not installed");
+        return;
+    }
+    let (env, reg, reviewed, o) = plan_then_move_then_apply(true);
+    assert_code(&o, 0);
+    assert_eq!(env.image(), format!("{}@{reviewed}", reg.image("web:2")));
+}

@@ -1,4 +1,4 @@
-//! The image check's pure parts ([`appupdate_kube::registry`] sends the requests): an image
+//! The image check's pure parts (`appupdate_kube::registry` sends the requests): an image
 //! reference normalised as containerd normalises it, a registry's `WWW-Authenticate`
 //! challenge, a manifest or index and the platforms it names, which platforms the nodes of a
 //! pod template need, and the credentials of a docker `config.json`.
