@@ -400,14 +400,19 @@ impl Session<'_> {
             })?;
             let mut config = kube::Config::new(origin_uri);
             config.connect_timeout = Some(self.settings.timeout.max(Duration::from_secs(1)));
-            let client = crate::transport::plain_client(&config, proxy.as_ref()).map_err(|e| {
-                Unresolved::Unreachable(format!(
-                    "cannot set up TLS: {}",
+            // Reading the system's trusted roots takes tens of milliseconds of CPU: on a
+            // thread of its own, so that the cluster's requests go on meanwhile.
+            let for_client = proxy.clone();
+            let client = tokio::task::spawn_blocking(move || {
+                crate::transport::plain_client(&config, for_client.as_ref()).map_err(|e| {
                     appupdate_model::text::one_line(
-                        &appupdate_model::text::error_chain(&e).join(": ")
+                        &appupdate_model::text::error_chain(&e).join(": "),
                     )
-                ))
-            })?;
+                })
+            })
+            .await
+            .map_err(|_| Unresolved::Unusable("the client was not set up".into()))?
+            .map_err(|e| Unresolved::Unreachable(format!("cannot set up TLS: {e}")))?;
             self.clients.insert(origin.clone(), client);
         }
         let Some(client) = self.clients.get(&origin) else {
