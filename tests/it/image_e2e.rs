@@ -5,15 +5,19 @@
 //! `--pin-digest`, an image pinned by an admission controller that is the same image, and a
 //! fleet that checks the image once. Only these tests turn the check on.
 //!
-//! The sandbox serves no node list, so the platforms are checked against the live image's; every
-//! live image is on the test's registry (nothing leaves the machine).
+//! The sandbox serves no node list, so the platforms are checked against the live image's, except
+//! behind a [`Front`] that answers the node list as a real API server does; every live image is
+//! on the test's registry (nothing leaves the machine).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::common;
 
+use common::front::{Front, Refusal};
 use common::registry::{self, Registry};
 use common::*;
+use sandbox_apiserver::{Sandbox, SandboxOptions};
+use serde_json::{Value, json};
 
 /// Sets the live image (the check off, as in every other test).
 fn set_live(env: &Env, image: &str) {
@@ -375,4 +379,186 @@ fn a_pinned_saved_plan_is_applied_after_its_tag_moved() {
     let (env, reg, reviewed, o) = plan_then_move_then_apply(true);
     assert_code(&o, 0);
     assert_eq!(env.image(), format!("{}@{reviewed}", reg.image("web:2")));
+}
+
+/// The demo application behind a [`Front`] that answers `GET /api/v1/nodes` with `code` and
+/// `body`, through a kubeconfig of context `front`.
+fn behind_front(code: u16, body: Value) -> (Env, Front) {
+    let sb = Sandbox::start(SandboxOptions {
+        tls: false,
+        ..SandboxOptions::default()
+    })
+    .unwrap();
+    sb.seed_demo_app(NS, APP).unwrap();
+    let front = Front::start(sb.addr());
+    front.refuse(Refusal {
+        method: "GET",
+        path: "/api/v1/nodes".into(),
+        dry_run: None,
+        code,
+        status: body,
+        count: 100,
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    let config = json!({
+        "apiVersion": "v1", "kind": "Config",
+        "clusters": [{"name": "front", "cluster": {"server": format!("http://{}", front.addr)}}],
+        "users": [{"name": "admin", "user": {"token": sb.token(sandbox_apiserver::Identity::Admin)}}],
+        "contexts": [{"name": "front", "context": {"cluster": "front", "user": "admin", "namespace": NS}}],
+        "current-context": "front",
+    });
+    std::fs::write(&kubeconfig, serde_json::to_string(&config).unwrap()).unwrap();
+    (
+        Env {
+            sb,
+            dir,
+            kubeconfig,
+        },
+        front,
+    )
+}
+
+/// Nodes as a `PartialObjectMetadataList`: names and the os/arch labels.
+fn nodes(platforms: &[(&str, &str)]) -> Value {
+    let items: Vec<Value> = platforms
+        .iter()
+        .enumerate()
+        .map(|(i, (os, arch))| {
+            json!({"metadata": {"name": format!("node-{i}"), "labels": {
+                "kubernetes.io/os": os, "kubernetes.io/arch": arch, "kubernetes.io/hostname": format!("node-{i}")
+            }}})
+        })
+        .collect();
+    json!({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": {}, "items": items})
+}
+
+#[test]
+fn an_image_without_the_platform_of_nodes_the_pods_can_land_on_is_refused() {
+    let Some(reg) = Registry::start() else { return };
+    let (env, _front) = behind_front(200, nodes(&[("linux", "amd64"), ("linux", "arm64")]));
+    reg.push_single("web", "3", "linux", "amd64");
+    let new = reg.image("web:3");
+    let o = checked(&env, &["web", "--image", &new, "--yes"]);
+    assert_code(&o, 3);
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!("--image {new}: it has no image for linux/arm64, the platform of nodes the pods of web can land on in context front (it is built for linux/amd64)")),
+        "{err}"
+    );
+    assert!(err.contains("nothing was written"), "{err}");
+    assert!(env.app_writes().is_empty());
+}
+
+#[test]
+fn a_template_pinned_to_one_architecture_needs_only_that_platform() {
+    let Some(reg) = Registry::start() else { return };
+    let (env, _front) = behind_front(200, nodes(&[("linux", "amd64"), ("linux", "arm64")]));
+    env.sb
+        .update(
+            &format!("/apis/apps/v1/namespaces/{NS}/deployments/{APP}"),
+            |d: &mut Value| {
+                d["spec"]["template"]["spec"]["nodeSelector"] =
+                    json!({"kubernetes.io/arch": "amd64"});
+            },
+        )
+        .unwrap();
+    let digest = reg.push_single("web", "3", "linux", "amd64");
+    let new = reg.image("web:3");
+    let o = checked(&env, &["web", "--image", &new, "--yes"]);
+    assert_code(&o, 0);
+    let out = stdout(&o);
+    assert!(
+        out.contains(&format!("image {new} → {digest} (linux/amd64)")),
+        "{out}"
+    );
+    assert!(
+        out.contains("platforms checked against the nodes the pods can land on: linux/amd64"),
+        "{out}"
+    );
+    assert_eq!(env.image(), new);
+}
+
+#[test]
+fn where_nodes_may_not_be_listed_the_live_image_decides_and_the_plan_says_so() {
+    let Some(reg) = Registry::start() else { return };
+    let forbidden = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+        "message": "nodes is forbidden: User \"admin\" cannot list resource \"nodes\" in API group \"\" at the cluster scope",
+        "reason": "Forbidden", "code": 403});
+    let (env, _front) = behind_front(403, forbidden);
+    reg.push_index("web", "1", &[("linux", "amd64")]);
+    reg.push_single("web", "2", "linux", "amd64");
+    set_live(&env, &reg.image("web:1"));
+    let o = checked(&env, &["web", "--image", &reg.image("web:2"), "--yes"]);
+    assert_code(&o, 0);
+    let out = stdout(&o);
+    assert!(
+        out.contains(&format!(
+            "platforms checked against the live image {} (linux/amd64): nodes may not be listed (403)",
+            reg.image("web:1")
+        )),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_credential_helper_gives_the_private_registrys_credentials() {
+    let Some(reg) = Registry::start_private() else {
+        return;
+    };
+    let env = Env::new();
+    reg.push_index("web", "1", &[("linux", "amd64")]);
+    let digest = reg.push_index("web", "2", &[("linux", "amd64")]);
+    set_live(&env, &reg.image("web:1"));
+    // `docker-credential-apptest get`: the registry's address on stdin, JSON on stdout.
+    let bin = env.dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let asked = env.dir.path().join("asked");
+    let helper = bin.join("docker-credential-apptest");
+    std::fs::write(
+        &helper,
+        format!(
+            "#!/bin/sh\n[ \"$1\" = get ] || exit 1\nread server\nprintf '%s' \"$server\" > '{}'\nprintf '{{\"ServerURL\":\"%s\",\"Username\":\"{}\",\"Secret\":\"{}\"}}' \"$server\"\n",
+            asked.display(),
+            registry::USER,
+            registry::PASSWORD
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&helper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let docker = env.dir.path().join("docker");
+    std::fs::create_dir_all(&docker).unwrap();
+    std::fs::write(docker.join("config.json"), r#"{"credsStore": "apptest"}"#).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let image = reg.image("web:2");
+    let mut c = env.cmd();
+    c.env_remove(IMAGE_CHECK_VAR)
+        .env("DOCKER_CONFIG", &docker)
+        .env("PATH", path)
+        .args([
+            "web",
+            "--image",
+            &image,
+            "--image-check",
+            "require",
+            "--yes",
+        ]);
+    let o = c.output().unwrap();
+    assert_code(&o, 0);
+    let out = stdout(&o);
+    assert!(
+        out.contains(&format!("image {image} → {digest} (linux/amd64)")),
+        "{out}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&asked).unwrap(),
+        reg.addr.to_string()
+    );
+    assert!(!stderr(&o).contains(registry::PASSWORD));
+    assert_eq!(env.image(), image);
 }

@@ -554,6 +554,79 @@ mod tests {
         );
     }
 
+    /// A registry that asks for a bearer token (`401` with `WWW-Authenticate: Bearer`), the
+    /// token endpoint it names, and the manifest for that token: one request per line of the
+    /// flow, in order, each on a connection of its own (`Connection: close`).
+    async fn token_registry() -> (
+        std::net::SocketAddr,
+        std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    ) {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = seen.clone();
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                let mut buf = vec![0u8; 8192];
+                let n = socket.read(&mut buf).await.unwrap_or(0);
+                let head = String::from_utf8_lossy(&buf[..n]).into_owned();
+                let line = head.lines().next().unwrap_or_default().to_owned();
+                let bearer = head
+                    .lines()
+                    .any(|l| l.eq_ignore_ascii_case("authorization: Bearer tok-123"));
+                log.lock().unwrap().push(format!("{line} bearer={bearer}"));
+                let index = r#"{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[{"digest":"sha256:aa","platform":{"os":"linux","architecture":"arm64"}}]}"#;
+                let answer = if line
+                    .starts_with("GET /token?service=fake&scope=repository%3Aweb%3Apull ")
+                {
+                    let token = r#"{"token": "tok-123"}"#;
+                    format!(
+                        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{token}",
+                        token.len()
+                    )
+                } else if line.starts_with("GET /v2/web/manifests/1 ") && bearer {
+                    format!(
+                        "HTTP/1.1 200 OK\r\nContent-Type: application/vnd.oci.image.index.v1+json\r\nDocker-Content-Digest: sha256:feed\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{index}",
+                        index.len()
+                    )
+                } else {
+                    format!(
+                        "HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Bearer realm=\"http://{addr}/token\",service=\"fake\",scope=\"repository:web:pull\"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                    )
+                };
+                let _ = socket.write_all(answer.as_bytes()).await;
+            }
+        });
+        (addr, seen)
+    }
+
+    #[tokio::test]
+    async fn a_bearer_challenge_is_answered_with_an_anonymous_token() {
+        let (addr, seen) = token_registry().await;
+        let settings = RegistrySettings {
+            timeout: Duration::from_secs(5),
+            ..RegistrySettings::default()
+        };
+        let resolved = resolve(&format!("{addr}/web:1"), &settings).await.unwrap();
+        assert_eq!(resolved.digest, "sha256:feed");
+        assert_eq!(
+            appupdate_model::image::platform_list(&resolved.platforms),
+            "linux/arm64"
+        );
+        assert_eq!(resolved.requests, 3);
+        let seen = seen.lock().unwrap().clone();
+        assert_eq!(
+            seen,
+            vec![
+                "GET /v2/web/manifests/1 HTTP/1.1 bearer=false".to_owned(),
+                "GET /token?service=fake&scope=repository%3Aweb%3Apull HTTP/1.1 bearer=false"
+                    .to_owned(),
+                "GET /v2/web/manifests/1 HTTP/1.1 bearer=true".to_owned(),
+            ]
+        );
+    }
+
     /// Nothing listens: the check says it could not reach the registry, naming it.
     #[tokio::test]
     async fn a_registry_that_is_not_there_is_unreachable() {

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod fleet;
+pub mod front;
 pub mod gate;
 pub mod kubeconfig;
 pub mod pty;
