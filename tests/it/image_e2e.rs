@@ -562,3 +562,50 @@ fn a_credential_helper_gives_the_private_registrys_credentials() {
     assert!(!stderr(&o).contains(registry::PASSWORD));
     assert_eq!(env.image(), image);
 }
+
+#[test]
+fn the_registry_is_reached_through_the_proxy_the_environment_names() {
+    let Some(reg) = Registry::start() else { return };
+    let env = Env::new();
+    reg.push_index("web", "1", &[("linux", "amd64")]);
+    let digest = reg.push_index("web", "2", &[("linux", "amd64")]);
+    // A name only the proxy can reach (it sends everything to the registry), spoken to in plain
+    // HTTP as --insecure-registry allows.
+    let host = format!("registry.test:{}", reg.addr.port());
+    let proxy = test_proxies::TestProxy::start(
+        test_proxies::Kind::Http,
+        test_proxies::Options {
+            upstream: Some(reg.addr),
+            ..test_proxies::Options::default()
+        },
+    )
+    .unwrap();
+    set_live(&env, &format!("{host}/web:1"));
+    let image = format!("{host}/web:2");
+    let mut c = env.cmd();
+    c.env_remove(IMAGE_CHECK_VAR)
+        .env("DOCKER_CONFIG", env.dir.path().join("none"))
+        .env("HTTP_PROXY", proxy.url())
+        .args([
+            "web",
+            "--image",
+            &image,
+            "--insecure-registry",
+            &host,
+            "--dry-run",
+        ]);
+    let o = c.output().unwrap();
+    assert_code(&o, 0);
+    let out = stdout(&o);
+    assert!(
+        out.contains(&format!("image {image} → {digest} (linux/amd64)")),
+        "{out}\n{}",
+        stderr(&o)
+    );
+    let stats = proxy.stats();
+    assert!(
+        stats.targets.iter().all(|t| *t == host) && !stats.targets.is_empty(),
+        "{:?}",
+        stats.targets
+    );
+}
