@@ -609,3 +609,40 @@ fn the_registry_is_reached_through_the_proxy_the_environment_names() {
         stats.targets
     );
 }
+
+/// An admission controller that pins tags (Kyverno's `mutateDigest`) rewrote the image written:
+/// undo takes it as the image the record wrote, and writes back the exact string it recorded.
+#[test]
+fn an_undo_over_an_image_pinned_at_admission_is_not_drift() {
+    let env = Env::new();
+    let o = env.run(&["web", "--image", "registry.example.com/web:2.0", "--yes"]);
+    assert_code(&o, 0);
+    let pinned = format!("registry.example.com/web:2.0@sha256:{}", "ab".repeat(32));
+    env.sb
+        .update(
+            &format!("/apis/apps/v1/namespaces/{NS}/deployments/{APP}"),
+            |d: &mut Value| {
+                d["spec"]["template"]["spec"]["containers"][0]["image"] = json!(pinned);
+            },
+        )
+        .unwrap();
+    let o = env.run(&["web", "--undo", "--yes"]);
+    assert_code(&o, 0);
+    assert_eq!(env.image(), fleet::OLD_IMAGE);
+    // Another image is still drift.
+    let o = env.run(&["web", "--image", "registry.example.com/web:3.0", "--yes"]);
+    assert_code(&o, 0);
+    env.sb
+        .update(
+            &format!("/apis/apps/v1/namespaces/{NS}/deployments/{APP}"),
+            |d: &mut Value| {
+                d["spec"]["template"]["spec"]["containers"][0]["image"] = json!(format!(
+                    "registry.example.com/web:4.0@sha256:{}",
+                    "ab".repeat(32)
+                ));
+            },
+        )
+        .unwrap();
+    let o = env.run(&["web", "--undo", "--yes"]);
+    assert_code(&o, 5);
+}

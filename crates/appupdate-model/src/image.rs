@@ -154,6 +154,19 @@ pub fn same_image(a: &str, b: &str, resolved: Option<&str>) -> bool {
     }
 }
 
+/// Whether `live` is `recorded` pinned to a digest (`name:tag@sha256:…`), as an admission
+/// controller that pins tags (Kyverno's `mutateDigest`) rewrites what was written: the image
+/// written, not a change by someone else. Without the registry the digest cannot be compared,
+/// but it was the tag's when the controller pinned it, at the write.
+pub fn pinned_at_admission(live: &str, recorded: &str) -> bool {
+    if recorded.contains('@') {
+        return false;
+    }
+    live.strip_prefix(recorded)
+        .and_then(|rest| rest.strip_prefix("@sha256:"))
+        .is_some_and(|hex| hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
 /// An operating system and architecture (and variant): `linux/arm64/v8`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize)]
 pub struct Platform {
@@ -667,6 +680,19 @@ mod tests {
         assert!(!same_image("web:2", "web:2@sha256:d", None));
         assert!(!same_image("web:3", "web:2@sha256:d", Some("sha256:d")));
         assert!(!same_image("other:2", "web:2@sha256:d", Some("sha256:d")));
+    }
+
+    #[test]
+    fn a_tag_pinned_at_admission_is_the_image_written() {
+        let d = "sha256:4d3cb5e3a8d6b1f0e7c2a9b8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a2b1c0d9e8";
+        assert!(pinned_at_admission(&format!("web:2@{d}"), "web:2"));
+        assert!(!pinned_at_admission(&format!("web:3@{d}"), "web:2"));
+        assert!(!pinned_at_admission("web:2@sha256:short", "web:2"));
+        assert!(!pinned_at_admission(
+            &format!("web:2@{d}"),
+            &format!("web:2@{d}")
+        ));
+        assert!(!pinned_at_admission("web:2", "web:2"));
     }
 
     #[test]
