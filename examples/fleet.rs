@@ -109,6 +109,9 @@ fn one_run(kubeconfig: &std::path::Path) -> i32 {
         "registry.example.com/web:2.0".into(),
         "--canary".into(),
         "eu-1".into(),
+        // The sandboxes play no registry, and nothing leaves the machine.
+        "--image-check".into(),
+        "off".into(),
     ];
     args.extend(std::env::args_os().skip(1));
     kubectl_appupdate::main_with_args(args)
@@ -128,6 +131,8 @@ fn waves_demo(kubeconfig: &std::path::Path, dir: &std::path::Path) -> i32 {
         "registry.example.com/web:2.0",
         "--plan-out",
         &plan,
+        "--image-check",
+        "off",
     ]);
     steps.push(save);
     steps.push(vec!["apply", &plan, "--stop-after-wave", "1", "--yes"]);

@@ -132,6 +132,9 @@ pub struct ApplyArgs {
     pub history_key: HistoryKeyArgs,
 
     #[command(flatten)]
+    pub image_check: ApplyImageArgs,
+
+    #[command(flatten)]
     pub run: RunArgs,
 
     /// Apply the waves up to this one (from 1) and stop; applying the same file again carries
@@ -367,6 +370,9 @@ pub struct UpdateArgs {
         help_heading = "Routes"
     )]
     pub verify_url_ca: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub image_check: ImageCheckArgs,
 
     /// Undo the newest recorded change: image, bounds and routes back to their values before it.
     #[arg(long, conflicts_with_all = ["image", "min_replicas", "max_replicas", "endpoints"],
@@ -626,6 +632,51 @@ pub struct FleetArgs {
     /// instead of stopping the run (the exit code is then 8).
     #[arg(long, help_heading = "Fleet")]
     pub skip_unreachable: bool,
+}
+
+/// The image check: what `--image` names, resolved in its registry before anything is written
+/// (docs/images.md).
+#[derive(Debug, Args)]
+pub struct ImageCheckArgs {
+    /// Check the new image in its registry before writing: its tag exists and it has the
+    /// platforms of the nodes the pods can land on. auto: a registry that cannot tell or
+    /// cannot be reached is a warning; require: a refusal (exit 3); off: no check (default:
+    /// $APPUPDATE_IMAGE_CHECK, else auto).
+    #[arg(long, value_enum, value_name = "MODE", help_heading = "Image")]
+    pub image_check: Option<ImageCheckChoice>,
+
+    /// Speak plain HTTP to this registry (HOST or HOST:PORT, as in the image name); loopback
+    /// registries always are. Repeatable.
+    #[arg(long, value_name = "HOST", help_heading = "Image")]
+    pub insecure_registry: Vec<String>,
+
+    /// Write the image as name:tag@sha256:DIGEST, the digest the registry gave for the tag
+    /// (needs the image check).
+    #[arg(long, requires = "image", help_heading = "Image")]
+    pub pin_digest: bool,
+}
+
+/// `apply FILE`'s image check: an unpinned plan's tag must still name the digest it named when
+/// the plan was made.
+#[derive(Debug, Args)]
+pub struct ApplyImageArgs {
+    /// Check that the tag of an unpinned plan's image still names the digest the plan recorded
+    /// (auto: a registry that cannot tell is a warning; require: a refusal; off: no check;
+    /// default: $APPUPDATE_IMAGE_CHECK, else auto).
+    #[arg(long, value_enum, value_name = "MODE", help_heading = "Image")]
+    pub image_check: Option<ImageCheckChoice>,
+
+    /// Speak plain HTTP to this registry (HOST or HOST:PORT). Repeatable.
+    #[arg(long, value_name = "HOST", help_heading = "Image")]
+    pub insecure_registry: Vec<String>,
+}
+
+/// `--image-check`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ImageCheckChoice {
+    Auto,
+    Require,
+    Off,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

@@ -180,6 +180,11 @@ pub enum AppError {
     /// key, its signature; or it was recorded without what undoing it needs.
     #[error("{message}")]
     NotUndoable { message: String },
+    /// The image check refused the image before anything was written: the registry says the
+    /// tag does not exist, the image lacks a platform the pods need, or (`--image-check
+    /// require`) the registry could not tell.
+    #[error("{message}")]
+    Image { message: String },
     /// A saved plan whose objects show it was applied already.
     #[error("{message}")]
     AppliedAlready { message: String },

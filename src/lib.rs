@@ -25,6 +25,7 @@ pub(crate) mod exit;
 pub(crate) mod fleet;
 pub(crate) mod fleet_progress;
 pub(crate) mod history_store;
+pub(crate) mod image_check;
 pub(crate) mod live_state;
 pub(crate) mod plan_sources;
 pub(crate) mod planning;

@@ -16,6 +16,7 @@ use k8s_openapi::jiff::Timestamp;
 use crate::error::AppError;
 use crate::fleet::FleetOrder;
 use crate::history_store;
+use crate::image_check::{self, SharedCheck};
 use crate::plan_sources::{self, Rechecked, Sourced, Standing};
 use crate::settings::{
     Changes, FleetSettings, Mode, Settings, SettingsError, UndoRequest, WaveSpec,
@@ -23,11 +24,13 @@ use crate::settings::{
 use crate::streams;
 use appupdate_kube::cluster::{Cluster, RequestLog};
 use appupdate_kube::kube_context::{Connection, Loaded};
+use appupdate_model::plan::CheckedImage;
 use appupdate_model::text::Untrusted;
 use appupdate_plan::fleet_plan::{FleetPlan, Member as PlanMember};
 use appupdate_plan::history::{self, Source};
 use appupdate_plan::plan_file::ClusterPlan;
 use appupdate_plan::planner::{self, UpdateRequest};
+use appupdate_plan::updaters::ContainerUpdate;
 
 /// A cluster that was planned.
 pub(crate) struct Member {
@@ -166,12 +169,17 @@ pub(crate) async fn plan_all(
     } else {
         vec![None]
     };
+    // The image is checked once for the run, while every cluster is connected and read.
+    let check = image_check::start(settings);
     let results = join_all(
         targets
             .iter()
-            .map(|context| plan_one(&loaded, settings, *context)),
+            .map(|context| plan_one(&loaded, settings, *context, &check)),
     )
     .await;
+    if image_check::image_of(settings).is_some() {
+        image_check::warn_once(settings, &check.clone().await);
+    }
     let clusters: Vec<Planning> = results
         .into_iter()
         .enumerate()
@@ -356,6 +364,7 @@ async fn plan_one(
     loaded: &Loaded,
     settings: &Settings,
     context: Option<&str>,
+    check: &SharedCheck,
 ) -> Result<Member, AppError> {
     let conn = loaded
         .connect(&settings.cluster, context, streams::warning)
@@ -374,7 +383,20 @@ async fn plan_one(
             }
         }
     };
-    let mut sourced = source(settings, &cluster, target).await?;
+    let saved_image = match &target {
+        Target::Saved { plan, .. } => plan.plan.image_checked.clone(),
+        _ => None,
+    };
+    let (sourced, checked) = tokio::join!(source(settings, &cluster, target, check), async {
+        match &saved_image {
+            Some(_) => check.clone().await,
+            None => None,
+        }
+    });
+    let mut sourced = sourced?;
+    if let (Some(recorded), Some(checked)) = (&saved_image, checked) {
+        image_check::saved_still_holds(settings, recorded, &checked)?;
+    }
     if settings.fleet.is_some() {
         // A fleet holds every member's plan at once; the live objects are not needed past
         // planning. (One cluster keeps them: a run that ends once the plan is shown does not
@@ -453,6 +475,7 @@ async fn source(
     settings: &Settings,
     cluster: &Cluster,
     target: Target<'_>,
+    check: &SharedCheck,
 ) -> Result<Sourced, AppError> {
     let changes = match target {
         Target::Change(changes) => changes,
@@ -495,7 +518,8 @@ async fn source(
             });
         }
     };
-    let request = UpdateRequest {
+    let written: ContainerUpdate;
+    let mut request = UpdateRequest {
         app: &settings.app,
         namespace: cluster.namespace(),
         context: &cluster.conn.context,
@@ -510,8 +534,47 @@ async fn source(
     // Read with the objects, in the same round: an image change names the revision its record
     // is planned to get, and a history that cannot take the record is said with the plan.
     needs.history = settings.history_max > 0;
-    let mut live = plan_sources::read_live(cluster, &request, needs).await?;
-    let plan = planner::build_plan(&request, &mut live)?;
+    // The image check (started once for the run) and the nodes' platforms, beside the reads.
+    let image = image_check::image_of(settings);
+    let nodes = async {
+        match image {
+            Some(_) => Some(image_check::node_list(cluster).await),
+            None => None,
+        }
+    };
+    let (live, checked, nodes) = tokio::join!(
+        plan_sources::read_live(cluster, &request, needs),
+        check.clone(),
+        nodes
+    );
+    let mut live = live?;
+    let mut image_notes = Vec::new();
+    let mut image_checked = None;
+    if let (Some(image), Some(checked), Some(nodes)) = (image, checked, nodes) {
+        let judged = image_check::judge(
+            settings,
+            cluster,
+            image,
+            &checked,
+            nodes,
+            live.deployment.as_ref(),
+            changes.container.as_deref(),
+        )
+        .await?;
+        image_notes = judged.notes;
+        image_checked = judged.digest.map(|digest| CheckedImage {
+            image: image.to_owned(),
+            digest,
+            pinned: settings.image_check.pin_digest,
+        });
+        if let Some(image) = judged.write {
+            written = ContainerUpdate { image: Some(image) };
+            request.container_update = &written;
+        }
+    }
+    let mut plan = planner::build_plan(&request, &mut live)?;
+    plan.image_notes = image_notes;
+    plan.image_checked = image_checked;
     Ok(Sourced {
         plan,
         source: Source::Update,

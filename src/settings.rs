@@ -10,11 +10,12 @@ use std::collections::BTreeSet;
 
 use crate::cli::{
     ApplyArgs, AuthProviderChoice, ClusterArgs, ColorChoice, FleetArgs, HistoryArgs, HistoryFormat,
-    OutputFormat, RoutesChoice, UpdateArgs,
+    ImageCheckArgs, ImageCheckChoice, OutputFormat, RoutesChoice, UpdateArgs,
 };
 use appupdate_kube::files::{self, FileKind};
 use appupdate_kube::probe::{self, ProbeSettings};
 use appupdate_kube::proxy::ProxyEnv;
+use appupdate_kube::registry::RegistrySettings;
 use appupdate_kube::selection::{ClusterSelection, ContextSelector, KubeconfigSource};
 use appupdate_model::endpoints_file::{self, EndpointsError, EndpointsFile};
 use appupdate_model::names;
@@ -83,6 +84,9 @@ pub const PLAN_KEY_VAR: &str = "APPUPDATE_PLAN_KEY_FILE";
 /// (when a command has no `--history-key`).
 pub const HISTORY_KEY_VAR: &str = "APPUPDATE_HISTORY_KEY_FILE";
 
+/// The environment variable for `--image-check`'s mode when the flag is not given.
+pub const IMAGE_CHECK_VAR: &str = "APPUPDATE_IMAGE_CHECK";
+
 /// What the process was started with, captured once.
 #[derive(Clone, Debug, Default)]
 pub struct Environment {
@@ -108,6 +112,10 @@ pub struct Environment {
     pub plan_key_file: Option<PathBuf>,
     /// `APPUPDATE_HISTORY_KEY_FILE` ([`HISTORY_KEY_VAR`]), when set and not empty.
     pub history_key_file: Option<PathBuf>,
+    /// `APPUPDATE_IMAGE_CHECK` ([`IMAGE_CHECK_VAR`]), when set and not empty.
+    pub image_check: Option<String>,
+    /// `DOCKER_CONFIG`: the directory of the docker `config.json`, when set and not empty.
+    pub docker_config: Option<PathBuf>,
 }
 
 impl Environment {
@@ -139,6 +147,12 @@ impl Environment {
                 .filter(|v| !v.is_empty())
                 .map(PathBuf::from),
             history_key_file: var(HISTORY_KEY_VAR)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from),
+            image_check: var(IMAGE_CHECK_VAR)
+                .filter(|v| !v.is_empty())
+                .map(|v| v.to_string_lossy().into_owned()),
+            docker_config: var("DOCKER_CONFIG")
                 .filter(|v| !v.is_empty())
                 .map(PathBuf::from),
         }
@@ -402,6 +416,133 @@ pub struct Settings {
     pub history_key: Option<PlanKey>,
     /// A run over several clusters.
     pub fleet: Option<FleetSettings>,
+    /// The check of `--image` in its registry.
+    pub image_check: ImageCheck,
+}
+
+/// `--image-check`'s mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ImageCheckMode {
+    /// Refuse what the registry says cannot run; warn when it cannot tell or cannot be reached.
+    Auto,
+    /// Refuse unless the registry shows the image can run.
+    Require,
+    /// No check.
+    Off,
+}
+
+/// The check of the image an update writes, in its registry (docs/images.md).
+#[derive(Clone, Debug)]
+pub struct ImageCheck {
+    pub mode: ImageCheckMode,
+    /// `--pin-digest`: write `name:tag@digest`.
+    pub pin_digest: bool,
+    pub registry: RegistrySettings,
+    /// Why the docker config was not used (unreadable, not JSON): said as a warning when the
+    /// check runs.
+    pub config_problem: Option<String>,
+}
+
+impl ImageCheck {
+    /// No check (an undo, a saved plan, `--image-check off`).
+    pub fn off() -> ImageCheck {
+        ImageCheck {
+            mode: ImageCheckMode::Off,
+            pin_digest: false,
+            registry: RegistrySettings::default(),
+            config_problem: None,
+        }
+    }
+
+    /// The flags and the environment, resolved; the docker config is read only when an image
+    /// is checked.
+    pub fn resolve(
+        args: ImageCheckArgs,
+        checks_an_image: bool,
+        env: &Environment,
+        files: &dyn FileReader,
+    ) -> Result<ImageCheck, SettingsError> {
+        let mode = match args.image_check {
+            Some(ImageCheckChoice::Auto) => ImageCheckMode::Auto,
+            Some(ImageCheckChoice::Require) => ImageCheckMode::Require,
+            Some(ImageCheckChoice::Off) => ImageCheckMode::Off,
+            None => match env.image_check.as_deref().map(str::trim) {
+                None | Some("auto") => ImageCheckMode::Auto,
+                Some("require") => ImageCheckMode::Require,
+                Some("off") => ImageCheckMode::Off,
+                Some(other) => {
+                    return Err(SettingsError::Invalid(format!(
+                        "{IMAGE_CHECK_VAR}={:?}: use auto, require or off",
+                        Untrusted(other)
+                    )));
+                }
+            },
+        };
+        if args.pin_digest && mode == ImageCheckMode::Off {
+            return Err(SettingsError::Invalid(
+                "--pin-digest writes the digest the image check finds: drop --image-check off (or APPUPDATE_IMAGE_CHECK=off)".into(),
+            ));
+        }
+        let mut insecure = Vec::new();
+        for host in &args.insecure_registry {
+            let host = host.trim().to_ascii_lowercase();
+            if host.is_empty() || host.contains(['/', '@', ' ']) {
+                return Err(SettingsError::Invalid(format!(
+                    "--insecure-registry {:?}: name a registry as HOST or HOST:PORT, as in the image name",
+                    Untrusted(&host)
+                )));
+            }
+            insecure.push(host);
+        }
+        let mut check = ImageCheck {
+            mode,
+            pin_digest: args.pin_digest,
+            registry: RegistrySettings {
+                insecure,
+                proxy_env: env.proxy.clone(),
+                docker_config: None,
+                timeout: appupdate_kube::registry::DEFAULT_TIMEOUT,
+                user_agent: concat!(
+                    "kubectl-appupdate/",
+                    env!("CARGO_PKG_VERSION"),
+                    " (image check)"
+                )
+                .to_owned(),
+            },
+            config_problem: None,
+        };
+        if mode == ImageCheckMode::Off || !checks_an_image {
+            return Ok(check);
+        }
+        let path = match (&env.docker_config, &env.home) {
+            (Some(dir), _) => dir.join("config.json"),
+            (None, Some(home)) => home.join(".docker").join("config.json"),
+            (None, None) => return Ok(check),
+        };
+        let shown = Untrusted(path.display().to_string());
+        match files.read(&path, FileKind::DockerConfig) {
+            Ok(text) => match appupdate_model::image::DockerConfig::parse(&text) {
+                Ok(config) => check.registry.docker_config = Some(config),
+                Err(why) => {
+                    check.config_problem =
+                        Some(format!("the docker config {shown} is not used: {why}"))
+                }
+            },
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                check.config_problem = Some(format!(
+                    "the docker config {shown} is not used: {}",
+                    Untrusted(e.to_string())
+                ))
+            }
+        }
+        Ok(check)
+    }
+
+    /// Whether the check runs.
+    pub fn on(&self) -> bool {
+        self.mode != ImageCheckMode::Off
+    }
 }
 
 /// What a run does. `history NAME` is a command of its own ([`HistorySettings`]).
@@ -874,6 +1015,8 @@ impl Settings {
                 Untrusted(id)
             )));
         }
+        let checks_an_image = args.image.is_some() && !args.undo && args.to_revision.is_none();
+        let image_check = ImageCheck::resolve(args.image_check, checks_an_image, env, files)?;
         let writes = WriteFlags {
             dry_run: args.dry_run,
             detailed_exitcode: args.detailed_exitcode,
@@ -928,6 +1071,7 @@ impl Settings {
             history_max: args.run.history_max,
             history_key: history_key(args.history_key.history_key, env, files)?,
             fleet,
+            image_check,
         })
     }
 
@@ -975,6 +1119,22 @@ impl Settings {
         }
         approved(&name, &file, &app, &args.app, &args.checksum)?;
         let cluster = resolve_cluster(cluster, env)?;
+        let checks_an_image = file.clusters.iter().any(|c| {
+            c.plan
+                .image_checked
+                .as_ref()
+                .is_some_and(|image| !image.pinned)
+        });
+        let image_check = ImageCheck::resolve(
+            ImageCheckArgs {
+                image_check: args.image_check.image_check,
+                insecure_registry: args.image_check.insecure_registry,
+                pin_digest: false,
+            },
+            checks_an_image,
+            env,
+            files,
+        )?;
         let waves_given = !args.run.fleet.wave.is_empty();
         let mut fleet = FleetSettings::resolve(args.run.fleet, &cluster, file.clusters.len())?;
         if fleet.as_ref().is_some_and(|f| f.bake.is_some()) && !args.follow.wait {
@@ -1020,6 +1180,7 @@ impl Settings {
             history_max: args.run.history_max,
             history_key: history_key(args.history_key.history_key, env, files)?,
             fleet,
+            image_check,
         })
     }
 }

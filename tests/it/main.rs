@@ -18,6 +18,7 @@ mod fleet_e2e;
 mod fleet_props;
 mod fuzz;
 mod history_e2e;
+mod image_e2e;
 mod impersonation_e2e;
 mod ingress_e2e;
 mod ingress_races_e2e;

@@ -280,6 +280,19 @@ impl Cluster {
         }
     }
 
+    /// LIST the cluster's nodes as metadata only (`PartialObjectMetadataList`: names and
+    /// labels, no status): where the image check finds the platforms pods can land on.
+    pub async fn list_node_metadata(&self) -> Result<Value, RequestError> {
+        let mut req = Self::build(Request::new("/api/v1/nodes").list(&ListParams::default()))?;
+        req.headers_mut().insert(
+            http::header::ACCEPT,
+            http::HeaderValue::from_static(
+                "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json",
+            ),
+        );
+        self.send("list nodes (metadata)", req).await
+    }
+
     /// LIST the cluster's IngressClasses (cluster-scoped, no selector).
     pub async fn list_ingress_classes(&self) -> Result<Vec<Value>, RequestError> {
         let req = Self::build(

@@ -26,6 +26,8 @@ pub enum FileKind {
     Kubeconfig,
     Certificate,
     Key,
+    /// A docker `config.json` (the image check's credentials).
+    DockerConfig,
 }
 
 impl FileKind {
@@ -35,7 +37,7 @@ impl FileKind {
         match self {
             FileKind::Plan => 128 * MIB,
             FileKind::Endpoints | FileKind::Kubeconfig => 16 * MIB,
-            FileKind::Certificate => 4 * MIB,
+            FileKind::Certificate | FileKind::DockerConfig => 4 * MIB,
             FileKind::Key => 64 * 1024,
         }
     }
@@ -47,6 +49,7 @@ impl FileKind {
             FileKind::Kubeconfig => "a kubeconfig",
             FileKind::Certificate => "a CA file",
             FileKind::Key => "a key file",
+            FileKind::DockerConfig => "a docker config",
         }
     }
 }

@@ -20,6 +20,7 @@ pub mod kube_context;
 pub mod probe;
 pub mod proxy;
 pub mod proxy_connector;
+pub mod registry;
 pub mod selection;
 pub mod transport;
 pub mod watch;

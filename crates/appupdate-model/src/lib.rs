@@ -12,6 +12,7 @@
 
 pub mod compact_json;
 pub mod endpoints_file;
+pub mod image;
 pub mod intent;
 pub mod names;
 pub mod output;

@@ -315,6 +315,10 @@ struct ClusterDoc<O> {
     /// for the history record of the run that applies it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     routes: Option<appupdate_model::intent::RoutesHeader>,
+    /// The image the plan writes and its digest when the plan was made, when the image check
+    /// ran: `apply FILE` refuses an unpinned plan whose tag means another digest since.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    image: Option<appupdate_model::plan::CheckedImage>,
     /// [`ObjectOut`] when written, [`ObjectIn`] when read.
     objects: Vec<O>,
 }
@@ -428,6 +432,7 @@ pub fn render_in_waves(
             source: (*source).clone(),
             plan: serde_json::to_value(output::document(plan)).unwrap_or(Value::Null),
             routes: plan.routes.as_ref().map(|r| r.header.clone()),
+            image: plan.image_checked.clone(),
             objects,
         });
     }
@@ -658,6 +663,7 @@ fn cluster_plan(c: ClusterDoc<ObjectIn>) -> Result<ClusterPlan, String> {
         ));
     }
     let mut plan = Plan::new(c.app, c.namespace, c.context.clone(), objects);
+    plan.image_checked = c.image;
     if let Some(header) = c.routes {
         plan.routes = Some(appupdate_model::plan::RoutesPlan {
             style: header

@@ -215,7 +215,15 @@ pub fn drift(record: &Record, plan: &Plan) -> Vec<Drift> {
                 ),
                 _ => continue,
             };
-            if f.before().as_deref() != recorded.as_ref() {
+            // An image an admission controller pinned to its digest when it was written is
+            // the image the record wrote.
+            let pinned = match (f.before().as_deref(), recorded.as_ref()) {
+                (Some(Value::String(now)), Some(Value::String(left))) if key == "image" => {
+                    appupdate_model::image::pinned_at_admission(now, left)
+                }
+                _ => false,
+            };
+            if f.before().as_deref() != recorded.as_ref() && !pinned {
                 out.push(Drift {
                     key: key.into(),
                     reference: change.reference(),

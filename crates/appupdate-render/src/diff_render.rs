@@ -66,10 +66,23 @@ pub fn render_plan(out: &mut impl Write, plan: &Plan, opts: &RenderOptions) -> i
         }
         writeln!(out)?;
     }
+    image_notes(out, plan, &styles)?;
     for change in plan.changes().filter(|c| c.is_change()) {
         render_change(out, change, opts)?;
     }
     paint(out, &styles.summary, &plan.summary().to_string())?;
+    writeln!(out)
+}
+
+/// What the image check found, before the objects (nothing when it did not run).
+fn image_notes(out: &mut impl Write, plan: &Plan, styles: &Styles) -> io::Result<()> {
+    if plan.image_notes.is_empty() {
+        return Ok(());
+    }
+    for note in &plan.image_notes {
+        paint(out, &styles.note, note)?;
+        writeln!(out)?;
+    }
     writeln!(out)
 }
 
@@ -135,6 +148,7 @@ pub fn render_fleet(
         paint(out, &styles.header, &heading)?;
         writeln!(out)?;
         writeln!(out)?;
+        image_notes(out, plan, &styles)?;
         for change in plan.changes().filter(|c| c.is_change()) {
             render_change(out, change, opts)?;
         }

@@ -4,9 +4,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod fleet;
+pub mod front;
 pub mod gate;
 pub mod kubeconfig;
 pub mod pty;
+pub mod registry;
 pub mod running;
 
 use std::path::{Path, PathBuf};
@@ -150,15 +152,21 @@ pub fn scrub(cmd: &mut std::process::Command) -> &mut std::process::Command {
     for var in BEHAVIOUR_VARS {
         cmd.env_remove(var);
     }
-    cmd
+    cmd.env(IMAGE_CHECK_VAR, "off")
 }
 
-/// The binary with a scrubbed environment.
+/// The image check is off in every test but the image tests (tests/it/image_e2e.rs), which
+/// turn it on against a registry of their own on loopback: the tests' images are on no
+/// registry, and nothing may leave the machine.
+pub const IMAGE_CHECK_VAR: &str = "APPUPDATE_IMAGE_CHECK";
+
+/// The binary with a scrubbed environment (and the image check off).
 pub fn plugin() -> Command {
     let mut c = Command::cargo_bin("kubectl-appupdate").expect("binary built");
     for var in BEHAVIOUR_VARS {
         c.env_remove(var);
     }
+    c.env(IMAGE_CHECK_VAR, "off");
     c
 }
 

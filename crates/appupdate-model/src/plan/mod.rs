@@ -240,6 +240,24 @@ pub struct Plan<U> {
     pub objects: Vec<Planned<U>>,
     /// Present when the run publishes endpoints.
     pub routes: Option<RoutesPlan>,
+    /// What the image check found (`image NAME → sha256:… (PLATFORMS)`) and which platform
+    /// check ran, one line each, escaped; empty when the check is off.
+    pub image_notes: Vec<String>,
+    /// The image the plan writes and the digest its registry gave for it when the plan was
+    /// made (a saved plan keeps it inside its checksum); `None` when it was not checked.
+    pub image_checked: Option<CheckedImage>,
+}
+
+/// The image a plan writes, as the image check resolved it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CheckedImage {
+    /// `--image` as given (`name:tag`).
+    pub image: String,
+    /// What the tag named: the index's digest for a multi-platform image.
+    pub digest: String,
+    /// The plan writes `image@digest` (`--pin-digest`): the tag moving later changes nothing.
+    pub pinned: bool,
 }
 
 /// Counts in the terraform style.
@@ -302,6 +320,8 @@ impl<U> Plan<U> {
             context,
             objects,
             routes: None,
+            image_notes: Vec::new(),
+            image_checked: None,
         }
     }
 

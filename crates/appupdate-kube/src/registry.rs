@@ -1,0 +1,649 @@
+//! The image check's client: what a tag means in its registry, over the OCI distribution API
+//! (`GET /v2/<name>/manifests/<tag>`, then the config blob of a single-platform image), with
+//! the credentials docker would use. The pure parts (names, challenges, manifests, the docker
+//! config) are [`appupdate_model::image`]'s.
+//!
+//! Each registry is reached over the API server's connector ([`crate::transport::plain_client`]):
+//! TLS checked against the system's trusted roots, HTTP/1.1, the proxy the environment chooses
+//! for the registry by kubectl's rules ([`crate::proxy::from_environment`]: `HTTPS_PROXY`,
+//! `NO_PROXY`, never for loopback). Plain HTTP only for `localhost`, `127.0.0.0/8`, `::1` and the
+//! hosts of `--insecure-registry`.
+//!
+//! Credentials: none first; on `401` with a `Bearer` challenge, a token from its realm (with the
+//! user's Basic credentials when there are some, anonymous otherwise), cached for the image's
+//! other requests; on a `Basic` challenge, the user's Basic credentials. Those come from the
+//! docker config's `credHelpers`, `auths` or `credsStore`; a helper
+//! (`docker-credential-<name> get`) runs only when a registry asks, without a terminal (the
+//! server's address on stdin, its answer on stdout, stderr discarded), within
+//! [`HELPER_TIMEOUT`].
+//!
+//! Bounded: the whole check of one image within [`RegistrySettings::timeout`]; bodies within
+//! [`BODY_LIMIT`].
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, LOCATION, USER_AGENT, WWW_AUTHENTICATE};
+use http::{HeaderValue, Request, StatusCode};
+use http_body_util::BodyExt;
+use hyper_util::client::legacy::Client;
+use kube::client::Body;
+
+use crate::describe::{Unanswered, classify};
+use crate::proxy::{ProxyEnv, Target};
+use crate::proxy_connector::find_proxy_error;
+use crate::transport::Connector;
+use appupdate_model::image::{
+    self, CredentialSource, DockerConfig, ImageRef, Manifest, Platform, parse_challenge,
+};
+use appupdate_model::text::Untrusted;
+
+/// The default bound on the check of one image, from the first connection to the last answer.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+/// The bound on one run of a credential helper.
+pub const HELPER_TIMEOUT: Duration = Duration::from_secs(10);
+/// The most bytes of a manifest, a config blob or a token answer read.
+pub const BODY_LIMIT: usize = 4 * 1024 * 1024;
+
+type Plain = Client<Connector, Body>;
+
+/// What the check needs, resolved by the plugin's `settings`.
+#[derive(Clone, Debug, Default)]
+pub struct RegistrySettings {
+    /// `--insecure-registry`: hosts (with their port) spoken to in plain HTTP.
+    pub insecure: Vec<String>,
+    /// The proxy variables, for kubectl's choice of proxy per registry.
+    pub proxy_env: ProxyEnv,
+    /// The docker config (`$DOCKER_CONFIG/config.json`, else `~/.docker/config.json`), when
+    /// there is one.
+    pub docker_config: Option<DockerConfig>,
+    /// The bound on the check of one image.
+    pub timeout: Duration,
+    /// The `User-Agent` sent.
+    pub user_agent: String,
+}
+
+/// What the registry says a reference is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Resolved {
+    pub image: ImageRef,
+    /// The digest of what the tag names: the index's when it is one.
+    pub digest: String,
+    /// The platforms it runs on (attestations left out).
+    pub platforms: Vec<Platform>,
+    /// The requests it took (tokens, manifest, config blob).
+    pub requests: u32,
+}
+
+/// Why a reference could not be resolved.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Unresolved {
+    /// The registry lets us read the repository and says the tag (or digest) is not in it.
+    NotFound(String),
+    /// The registry does not tell: it asks for credentials we do not have or refuses them
+    /// (401, 403), or it does not name the repository to us (`NAME_UNKNOWN`).
+    CannotTell(String),
+    /// No answer: the connection, TLS, the proxy, the name.
+    Unreachable(String),
+    /// The check took longer than its bound.
+    TimedOut(Duration),
+    /// The answer cannot be used (not a manifest, a malformed reference).
+    Unusable(String),
+}
+
+impl std::fmt::Display for Unresolved {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unresolved::NotFound(why)
+            | Unresolved::CannotTell(why)
+            | Unresolved::Unreachable(why)
+            | Unresolved::Unusable(why) => f.write_str(why),
+            Unresolved::TimedOut(d) => {
+                write!(f, "the registry did not answer within {}s", d.as_secs_f64())
+            }
+        }
+    }
+}
+
+/// Resolves `reference` in its registry (see the module docs), within the settings' bound.
+pub async fn resolve(reference: &str, settings: &RegistrySettings) -> Result<Resolved, Unresolved> {
+    let bound = if settings.timeout.is_zero() {
+        DEFAULT_TIMEOUT
+    } else {
+        settings.timeout
+    };
+    match tokio::time::timeout(bound, resolve_unbounded(reference, settings)).await {
+        Ok(r) => r,
+        Err(_) => Err(Unresolved::TimedOut(bound)),
+    }
+}
+
+async fn resolve_unbounded(
+    reference: &str,
+    settings: &RegistrySettings,
+) -> Result<Resolved, Unresolved> {
+    let image = ImageRef::parse(reference).map_err(Unresolved::Unusable)?;
+    let scheme = if image::plain_http(&image.registry, &settings.insecure) {
+        "http"
+    } else {
+        "https"
+    };
+    let mut session = Session {
+        settings,
+        base: format!("{scheme}://{}", image.api_host()),
+        registry: image.registry.clone(),
+        repository: image.repository.clone(),
+        clients: HashMap::new(),
+        authorization: None,
+        credentials: None,
+        requests: 0,
+    };
+    let shown = Untrusted(image.to_string()).to_string();
+    let url = format!(
+        "{}/v2/{}/manifests/{}",
+        session.base,
+        image.repository,
+        image.manifest_reference()
+    );
+    let answer = session.get(&url, image::ACCEPT).await?;
+    match answer.status {
+        StatusCode::OK => {}
+        StatusCode::NOT_FOUND => {
+            let codes = image::error_codes(&answer.body);
+            if codes.iter().any(|c| c == "NAME_UNKNOWN") {
+                return Err(Unresolved::CannotTell(format!(
+                    "the registry {} does not know the repository {}{}",
+                    Untrusted(&image.registry),
+                    Untrusted(&image.repository),
+                    session.credentials_note()
+                )));
+            }
+            return Err(Unresolved::NotFound(format!(
+                "{shown} does not exist: the registry has no {} {} in {}",
+                if image.digest.is_some() {
+                    "manifest"
+                } else {
+                    "tag"
+                },
+                Untrusted(image.manifest_reference()),
+                Untrusted(&image.repository)
+            )));
+        }
+        StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => {
+            return Err(Unresolved::CannotTell(format!(
+                "the registry {} refuses to show {} ({}){}",
+                Untrusted(&image.registry),
+                Untrusted(&image.repository),
+                answer.status,
+                session.credentials_note()
+            )));
+        }
+        other => {
+            return Err(Unresolved::Unreachable(format!(
+                "the registry {} answered {other}",
+                Untrusted(&image.registry)
+            )));
+        }
+    }
+    let digest = answer
+        .header_digest
+        .clone()
+        .filter(|d| d.starts_with("sha256:"))
+        .unwrap_or_else(|| sha256_digest(&answer.body));
+    let platforms = match image::parse_manifest(answer.content_type.as_deref(), &answer.body)
+        .map_err(Unresolved::Unusable)?
+    {
+        Manifest::Index { platforms } => platforms,
+        Manifest::Image { config } => {
+            let url = format!("{}/v2/{}/blobs/{}", session.base, image.repository, config);
+            let blob = session.get(&url, "*/*").await?;
+            if blob.status != StatusCode::OK {
+                return Err(Unresolved::Unusable(format!(
+                    "the registry {} has no config blob for {shown} ({})",
+                    Untrusted(&image.registry),
+                    blob.status
+                )));
+            }
+            image::config_platform(&blob.body).into_iter().collect()
+        }
+    };
+    Ok(Resolved {
+        image,
+        digest,
+        platforms,
+        requests: session.requests,
+    })
+}
+
+/// `sha256:<hex>` of `body`: a manifest's digest when the registry does not send it.
+pub fn sha256_digest(body: &[u8]) -> String {
+    use sha2::Digest as _;
+    let hash = sha2::Sha256::digest(body);
+    let hex: String = hash.iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
+}
+
+/// An answer, read.
+struct Answer {
+    status: StatusCode,
+    content_type: Option<String>,
+    header_digest: Option<String>,
+    challenge: Option<String>,
+    location: Option<String>,
+    body: Vec<u8>,
+}
+
+/// The requests of one image's check: one client per origin, the authorization earned.
+struct Session<'a> {
+    settings: &'a RegistrySettings,
+    /// `https://host[:port]` of the registry.
+    base: String,
+    registry: String,
+    repository: String,
+    clients: HashMap<String, Plain>,
+    /// The `Authorization` the registry accepted (a token, or Basic credentials).
+    authorization: Option<HeaderValue>,
+    /// The user's credentials for the registry, once looked up (`Some(None)`: none).
+    credentials: Option<Option<(String, String)>>,
+    requests: u32,
+}
+
+impl Session<'_> {
+    /// What a refusal says about the credentials.
+    fn credentials_note(&self) -> &'static str {
+        match &self.credentials {
+            Some(Some(_)) => " with the credentials of the docker config",
+            _ => " without credentials (none in the docker config)",
+        }
+    }
+
+    /// GET `url`, answering the registry's challenge once, following a redirect (a blob's
+    /// storage) up to three times without our credentials when it leaves the registry.
+    async fn get(&mut self, url: &str, accept: &str) -> Result<Answer, Unresolved> {
+        let mut answer = self.send(url, accept, self.authorization.clone()).await?;
+        if answer.status == StatusCode::UNAUTHORIZED
+            && let Some(challenge) = answer.challenge.as_deref().and_then(parse_challenge)
+            && let Some(authorization) = self.answer_challenge(&challenge).await?
+        {
+            answer = self.send(url, accept, Some(authorization.clone())).await?;
+            if answer.status != StatusCode::UNAUTHORIZED {
+                self.authorization = Some(authorization);
+            }
+        }
+        let mut hops = 0;
+        while answer.status.is_redirection() && hops < 3 {
+            let Some(location) = answer.location.clone() else {
+                break;
+            };
+            let next = if location.starts_with('/') {
+                format!("{}{location}", self.base)
+            } else {
+                location
+            };
+            let same = next.starts_with(&format!("{}/", self.base));
+            let authorization = if same {
+                self.authorization.clone()
+            } else {
+                None
+            };
+            answer = self.send(&next, accept, authorization).await?;
+            hops += 1;
+        }
+        Ok(answer)
+    }
+
+    /// The `Authorization` a challenge asks for, when we can give one.
+    async fn answer_challenge(
+        &mut self,
+        challenge: &image::Challenge,
+    ) -> Result<Option<HeaderValue>, Unresolved> {
+        let credentials = self.credentials().await;
+        if challenge.scheme.eq_ignore_ascii_case("basic") {
+            return Ok(credentials.map(|(u, p)| basic(&u, &p)));
+        }
+        if !challenge.scheme.eq_ignore_ascii_case("bearer") {
+            return Ok(None);
+        }
+        let Some(realm) = challenge.params.get("realm") else {
+            return Ok(None);
+        };
+        let mut query: Vec<(String, String)> = Vec::new();
+        if let Some(service) = challenge.params.get("service") {
+            query.push(("service".into(), service.clone()));
+        }
+        let scope = challenge
+            .params
+            .get("scope")
+            .cloned()
+            .unwrap_or_else(|| format!("repository:{}:pull", self.repository));
+        query.push(("scope".into(), scope));
+        let encoded: Vec<String> = query
+            .iter()
+            .map(|(k, v)| {
+                format!(
+                    "{k}={}",
+                    percent_encoding::utf8_percent_encode(v, percent_encoding::NON_ALPHANUMERIC)
+                )
+            })
+            .collect();
+        let sep = if realm.contains('?') { '&' } else { '?' };
+        let url = format!("{realm}{sep}{}", encoded.join("&"));
+        if !url.starts_with("https://") && !url.starts_with("http://") {
+            return Ok(None);
+        }
+        let answer = self
+            .send(
+                &url,
+                "application/json",
+                credentials.map(|(u, p)| basic(&u, &p)),
+            )
+            .await?;
+        if answer.status != StatusCode::OK {
+            return Ok(None);
+        }
+        let token: serde_json::Value = serde_json::from_slice(&answer.body).map_err(|_| {
+            Unresolved::Unusable(format!(
+                "the token service of {} did not answer with JSON",
+                Untrusted(&self.registry)
+            ))
+        })?;
+        let token = token
+            .get("token")
+            .or_else(|| token.get("access_token"))
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default();
+        if token.is_empty() {
+            return Ok(None);
+        }
+        Ok(HeaderValue::from_str(&format!("Bearer {token}")).ok())
+    }
+
+    /// The user's credentials for the registry, looked up once.
+    async fn credentials(&mut self) -> Option<(String, String)> {
+        if let Some(known) = &self.credentials {
+            return known.clone();
+        }
+        let found = match self
+            .settings
+            .docker_config
+            .as_ref()
+            .and_then(|c| c.credentials_for(&self.registry))
+        {
+            None => None,
+            Some(CredentialSource::Basic { username, password }) => Some((username, password)),
+            Some(CredentialSource::Helper(name)) => run_helper(&name, &self.registry).await,
+        };
+        self.credentials = Some(found.clone());
+        found
+    }
+
+    async fn send(
+        &mut self,
+        url: &str,
+        accept: &str,
+        authorization: Option<HeaderValue>,
+    ) -> Result<Answer, Unresolved> {
+        let uri: http::Uri = url.parse().map_err(|_| {
+            Unresolved::Unusable(format!("{:?} is not a valid URL", Untrusted(url)))
+        })?;
+        let origin = format!(
+            "{}://{}",
+            uri.scheme_str().unwrap_or("https"),
+            uri.authority().map(|a| a.as_str()).unwrap_or_default()
+        );
+        let target = Target::from_uri(&uri);
+        let proxy = crate::proxy::from_environment(&target, &self.settings.proxy_env)
+            .map_err(|e| Unresolved::Unreachable(e.to_string()))?;
+        if !self.clients.contains_key(&origin) {
+            let origin_uri: http::Uri = origin.parse().map_err(|_| {
+                Unresolved::Unusable(format!("{:?} is not a valid URL", Untrusted(url)))
+            })?;
+            let mut config = kube::Config::new(origin_uri);
+            config.connect_timeout = Some(self.settings.timeout.max(Duration::from_secs(1)));
+            // Reading the system's trusted roots takes tens of milliseconds of CPU: on a
+            // thread of its own, so that the cluster's requests go on meanwhile.
+            let for_client = proxy.clone();
+            let client = tokio::task::spawn_blocking(move || {
+                crate::transport::plain_client(&config, for_client.as_ref()).map_err(|e| {
+                    appupdate_model::text::one_line(
+                        &appupdate_model::text::error_chain(&e).join(": "),
+                    )
+                })
+            })
+            .await
+            .map_err(|_| Unresolved::Unusable("the client was not set up".into()))?
+            .map_err(|e| Unresolved::Unreachable(format!("cannot set up TLS: {e}")))?;
+            self.clients.insert(origin.clone(), client);
+        }
+        let Some(client) = self.clients.get(&origin) else {
+            return Err(Unresolved::Unusable("no client".into()));
+        };
+        let mut builder = Request::get(uri).header(ACCEPT, accept);
+        if let Ok(agent) = HeaderValue::from_str(&self.settings.user_agent) {
+            builder = builder.header(USER_AGENT, agent);
+        }
+        if let Some(auth) = authorization {
+            builder = builder.header(AUTHORIZATION, auth);
+        }
+        if origin.starts_with("http://")
+            && let Some(auth) = proxy
+                .as_ref()
+                .filter(|p| matches!(p.url.scheme.as_str(), "http" | "https"))
+                .and_then(|p| crate::proxy_connector::basic_authorization(&p.url))
+        {
+            builder = builder.header(http::header::PROXY_AUTHORIZATION, auth);
+        }
+        let request = builder
+            .body(Body::empty())
+            .map_err(|_| Unresolved::Unusable("the request cannot be built".into()))?;
+        self.requests += 1;
+        let response = client.request(request).await.map_err(|e| {
+            Unresolved::Unreachable(format!(
+                "cannot reach the registry {}: {}",
+                Untrusted(&self.registry),
+                reason(&e)
+            ))
+        })?;
+        let (parts, body) = response.into_parts();
+        let header = |name: http::header::HeaderName| {
+            parts
+                .headers
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        let body = http_body_util::Limited::new(body, BODY_LIMIT)
+            .collect()
+            .await
+            .map_err(|_| {
+                Unresolved::Unusable(format!(
+                    "the registry {}'s answer is larger than {} MiB or was cut short",
+                    Untrusted(&self.registry),
+                    BODY_LIMIT / (1024 * 1024)
+                ))
+            })?
+            .to_bytes()
+            .to_vec();
+        Ok(Answer {
+            status: parts.status,
+            content_type: header(CONTENT_TYPE),
+            header_digest: header(http::header::HeaderName::from_static(
+                "docker-content-digest",
+            )),
+            challenge: header(WWW_AUTHENTICATE),
+            location: header(LOCATION),
+            body,
+        })
+    }
+}
+
+fn basic(username: &str, password: &str) -> HeaderValue {
+    use base64::Engine as _;
+    let encoded =
+        base64::engine::general_purpose::STANDARD.encode(format!("{username}:{password}"));
+    let mut value = HeaderValue::from_str(&format!("Basic {encoded}"))
+        .unwrap_or_else(|_| HeaderValue::from_static("Basic"));
+    value.set_sensitive(true);
+    value
+}
+
+/// `docker-credential-<name> get` for `registry`: its server address on stdin, its answer on
+/// stdout; no terminal (stderr discarded, its own process group), within [`HELPER_TIMEOUT`],
+/// killed when it runs longer. `None` when it fails or has nothing for the registry.
+async fn run_helper(name: &str, registry: &str) -> Option<(String, String)> {
+    use tokio::io::AsyncWriteExt as _;
+    if name.is_empty() || name.contains(['/', '\\']) {
+        return None;
+    }
+    let server = if registry == image::DOCKER_HUB {
+        "https://index.docker.io/v1/".to_owned()
+    } else {
+        registry.to_owned()
+    };
+    let mut command = tokio::process::Command::new(format!("docker-credential-{name}"));
+    command
+        .arg("get")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true);
+    #[cfg(unix)]
+    command.process_group(0);
+    let run = async {
+        let mut child = command.spawn().ok()?;
+        if let Some(mut stdin) = child.stdin.take() {
+            stdin.write_all(server.as_bytes()).await.ok()?;
+            drop(stdin);
+        }
+        let output = child.wait_with_output().await.ok()?;
+        if !output.status.success() {
+            return None;
+        }
+        match image::helper_answer(&output.stdout).ok()?? {
+            CredentialSource::Basic { username, password } => Some((username, password)),
+            CredentialSource::Helper(_) => None,
+        }
+    };
+    tokio::time::timeout(HELPER_TIMEOUT, run).await.ok()?
+}
+
+/// Why no answer came, in a few words: the proxy's failure names the proxy.
+fn reason(e: &hyper_util::client::legacy::Error) -> String {
+    if let Some(proxy) = find_proxy_error(e) {
+        return proxy.to_string();
+    }
+    match classify(e) {
+        Unanswered::Refused => "connection refused".into(),
+        Unanswered::TimedOut => "timed out".into(),
+        Unanswered::ClosedEarly => "the connection was closed before an answer".into(),
+        Unanswered::Tls(detail) => format!("TLS failure ({detail})"),
+        Unanswered::Unresolved(detail) => format!("cannot resolve the name ({detail})"),
+        Unanswered::Credentials(detail) | Unanswered::Other(detail) => detail,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_body_without_a_digest_header_is_digested() {
+        assert_eq!(
+            sha256_digest(b""),
+            "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
+    }
+
+    /// A registry that asks for a bearer token (`401` with `WWW-Authenticate: Bearer`), the
+    /// token endpoint it names, and the manifest for that token: one request per line of the
+    /// flow, in order, each on a connection of its own (`Connection: close`).
+    async fn token_registry() -> (
+        std::net::SocketAddr,
+        std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    ) {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = seen.clone();
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                let mut buf = vec![0u8; 8192];
+                let n = socket.read(&mut buf).await.unwrap_or(0);
+                let head = String::from_utf8_lossy(&buf[..n]).into_owned();
+                let line = head.lines().next().unwrap_or_default().to_owned();
+                let bearer = head
+                    .lines()
+                    .any(|l| l.eq_ignore_ascii_case("authorization: Bearer tok-123"));
+                log.lock().unwrap().push(format!("{line} bearer={bearer}"));
+                let index = r#"{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[{"digest":"sha256:aa","platform":{"os":"linux","architecture":"arm64"}}]}"#;
+                let answer = if line
+                    .starts_with("GET /token?service=fake&scope=repository%3Aweb%3Apull ")
+                {
+                    let token = r#"{"token": "tok-123"}"#;
+                    format!(
+                        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{token}",
+                        token.len()
+                    )
+                } else if line.starts_with("GET /v2/web/manifests/1 ") && bearer {
+                    format!(
+                        "HTTP/1.1 200 OK\r\nContent-Type: application/vnd.oci.image.index.v1+json\r\nDocker-Content-Digest: sha256:feed\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{index}",
+                        index.len()
+                    )
+                } else {
+                    format!(
+                        "HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Bearer realm=\"http://{addr}/token\",service=\"fake\",scope=\"repository:web:pull\"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                    )
+                };
+                let _ = socket.write_all(answer.as_bytes()).await;
+            }
+        });
+        (addr, seen)
+    }
+
+    #[tokio::test]
+    async fn a_bearer_challenge_is_answered_with_an_anonymous_token() {
+        let (addr, seen) = token_registry().await;
+        let settings = RegistrySettings {
+            timeout: Duration::from_secs(5),
+            ..RegistrySettings::default()
+        };
+        let resolved = resolve(&format!("{addr}/web:1"), &settings).await.unwrap();
+        assert_eq!(resolved.digest, "sha256:feed");
+        assert_eq!(
+            appupdate_model::image::platform_list(&resolved.platforms),
+            "linux/arm64"
+        );
+        assert_eq!(resolved.requests, 3);
+        let seen = seen.lock().unwrap().clone();
+        assert_eq!(
+            seen,
+            vec![
+                "GET /v2/web/manifests/1 HTTP/1.1 bearer=false".to_owned(),
+                "GET /token?service=fake&scope=repository%3Aweb%3Apull HTTP/1.1 bearer=false"
+                    .to_owned(),
+                "GET /v2/web/manifests/1 HTTP/1.1 bearer=true".to_owned(),
+            ]
+        );
+    }
+
+    /// Nothing listens: the check says it could not reach the registry, naming it.
+    #[tokio::test]
+    async fn a_registry_that_is_not_there_is_unreachable() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        drop(listener);
+        let settings = RegistrySettings {
+            timeout: Duration::from_secs(5),
+            ..RegistrySettings::default()
+        };
+        let err = resolve(&format!("{addr}/web:1"), &settings)
+            .await
+            .unwrap_err();
+        let Unresolved::Unreachable(why) = err else {
+            panic!("unreachable: {err:?}")
+        };
+        assert!(why.contains(&addr.to_string()), "{why}");
+        assert!(why.contains("connection refused"), "{why}");
+    }
+}
