@@ -139,6 +139,14 @@ pub(crate) async fn plan_all(
     } else {
         (Vec::new(), Vec::new())
     };
+    // kubectl's credential plugin policy, for every context before any client is built: a
+    // plugin it does not allow is never started, and a fleet with one is refused whole.
+    let checked: Vec<Option<&str>> = if several {
+        names.iter().map(|c| Some(c.as_str())).collect()
+    } else {
+        vec![None]
+    };
+    loaded.check_credential_plugins(&settings.cluster, &checked)?;
     if let Some(saved) = settings.saved() {
         plan_sources::check_age(saved, Timestamp::now())?;
     }

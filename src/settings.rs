@@ -16,6 +16,7 @@ use appupdate_kube::files::{self, FileKind};
 use appupdate_kube::probe::{self, ProbeSettings};
 use appupdate_kube::proxy::ProxyEnv;
 use appupdate_kube::selection::{ClusterSelection, ContextSelector, KubeconfigSource};
+use appupdate_kube::selection::{CredentialPolicySource, KubercSource};
 use appupdate_model::endpoints_file::{self, EndpointsError, EndpointsFile};
 use appupdate_model::names;
 use appupdate_model::plan::{AuthProvider, RouteStyle};
@@ -108,6 +109,12 @@ pub struct Environment {
     pub plan_key_file: Option<PathBuf>,
     /// `APPUPDATE_HISTORY_KEY_FILE` ([`HISTORY_KEY_VAR`]), when set and not empty.
     pub history_key_file: Option<PathBuf>,
+    /// `KUBERC`: kubectl's preferences file, or `off`.
+    pub kuberc: Option<OsString>,
+    /// `KUBECTL_KUBERC`: `false` turns kubectl's preferences file off.
+    pub kubectl_kuberc: Option<OsString>,
+    /// `PATH`, where a credential plugin named by its basename is looked up.
+    pub path: Option<OsString>,
 }
 
 impl Environment {
@@ -141,6 +148,9 @@ impl Environment {
             history_key_file: var(HISTORY_KEY_VAR)
                 .filter(|v| !v.is_empty())
                 .map(PathBuf::from),
+            kuberc: var("KUBERC"),
+            kubectl_kuberc: var("KUBECTL_KUBERC"),
+            path: var("PATH"),
         }
     }
 }
@@ -162,6 +172,23 @@ pub fn kubeconfig_source(flag: Option<PathBuf>, env: &Environment) -> Kubeconfig
     match &env.home {
         Some(home) => KubeconfigSource::Home(home.join(".kube").join("config")),
         None => KubeconfigSource::Nowhere,
+    }
+}
+
+/// kubectl's rule for its preferences file: `KUBECTL_KUBERC=false` or `KUBERC=off` turn it
+/// off; else `KUBERC`; else `~/.kube/kuberc` (`%USERPROFILE%\.kube\kuberc` on Windows).
+pub fn kuberc_source(env: &Environment) -> KubercSource {
+    if env.kubectl_kuberc.as_ref().is_some_and(|v| v == "false")
+        || env.kuberc.as_ref().is_some_and(|v| v == "off")
+    {
+        return KubercSource::Off;
+    }
+    if let Some(path) = env.kuberc.as_ref().filter(|v| !v.is_empty()) {
+        return KubercSource::Env(PathBuf::from(path));
+    }
+    match &env.home {
+        Some(home) => KubercSource::Home(home.join(".kube").join("kuberc")),
+        None => KubercSource::Nowhere,
     }
 }
 
@@ -206,6 +233,10 @@ pub fn resolve_cluster(
         as_groups: args.as_group,
         request_timeout: args.request_timeout.filter(|d| !d.is_zero()),
         proxy_env: env.proxy.clone(),
+        credential_policy: CredentialPolicySource {
+            kuberc: kuberc_source(env),
+            path: env.path.clone(),
+        },
     })
 }
 
@@ -1473,6 +1504,38 @@ mod tests {
         assert_eq!(
             s.cluster.kubeconfig,
             KubeconfigSource::Home(PathBuf::from("/home/u/.kube/config"))
+        );
+    }
+
+    #[test]
+    fn kuberc_location_is_kubectls() {
+        let env = |kuberc: Option<&str>, switch: Option<&str>| Environment {
+            home: Some(PathBuf::from("/home/u")),
+            kuberc: kuberc.map(OsString::from),
+            kubectl_kuberc: switch.map(OsString::from),
+            ..Default::default()
+        };
+        let home = KubercSource::Home(PathBuf::from("/home/u/.kube/kuberc"));
+        assert_eq!(kuberc_source(&env(None, None)), home);
+        assert_eq!(kuberc_source(&env(Some(""), None)), home);
+        assert_eq!(kuberc_source(&env(None, Some("true"))), home);
+        assert_eq!(
+            kuberc_source(&env(Some("/etc/kuberc"), None)),
+            KubercSource::Env(PathBuf::from("/etc/kuberc"))
+        );
+        assert_eq!(kuberc_source(&env(Some("off"), None)), KubercSource::Off);
+        assert_eq!(
+            kuberc_source(&env(Some("/etc/kuberc"), Some("false"))),
+            KubercSource::Off
+        );
+        assert_eq!(
+            kuberc_source(&Environment::default()),
+            KubercSource::Nowhere
+        );
+        let s = resolve(&["web", "--max", "3"], &env(Some("/etc/kuberc"), None)).unwrap();
+        assert_eq!(
+            s.cluster.credential_policy.kuberc,
+            KubercSource::Env(PathBuf::from("/etc/kuberc"))
         );
     }
 

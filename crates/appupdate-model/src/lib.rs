@@ -13,6 +13,7 @@
 pub mod compact_json;
 pub mod endpoints_file;
 pub mod intent;
+pub mod kuberc;
 pub mod names;
 pub mod output;
 pub mod plan;
