@@ -16,6 +16,7 @@ pub mod intent;
 pub mod kuberc;
 pub mod names;
 pub mod output;
+pub mod owners;
 pub mod plan;
 pub mod refs;
 pub mod report;
