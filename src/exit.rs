@@ -194,6 +194,7 @@ fn failed(err: &AppError) -> ExitCode {
         | AppError::Kubeconfig(_)
         | AppError::Plan(_)
         | AppError::UnseenRemoval { .. }
+        | AppError::Owned { .. }
         | AppError::SavedPlan(_) => ExitCode::Usage,
         AppError::Request { .. }
         | AppError::NotFound { .. }

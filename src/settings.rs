@@ -413,6 +413,8 @@ pub struct Settings {
     pub mode: Mode,
     pub cluster: ClusterSelection,
     pub yes: bool,
+    /// `--force-conflicts`: write fields other tools own.
+    pub force_conflicts: bool,
     pub output: OutputFormat,
     /// Colour on stdout.
     pub color: bool,
@@ -947,6 +949,7 @@ impl Settings {
             mode,
             cluster,
             yes: args.run.yes,
+            force_conflicts: args.run.force_conflicts,
             output: args.run.output,
             color: decide_color(args.run.color, env, env.stdout_is_terminal),
             color_stderr: decide_color(args.run.color, env, env.stderr_is_terminal),
@@ -1039,6 +1042,7 @@ impl Settings {
             },
             cluster,
             yes: args.run.yes,
+            force_conflicts: args.run.force_conflicts,
             output: args.run.output,
             color: decide_color(args.run.color, env, env.stdout_is_terminal),
             color_stderr: decide_color(args.run.color, env, env.stderr_is_terminal),

@@ -27,6 +27,14 @@ use serde_json::Value;
 /// This tool's field manager: never an owner.
 pub const OWN_MANAGER: &str = "kubectl-appupdate";
 
+/// The owners of one object a plan changes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ObjectOwners {
+    /// The object, as the plan names it (`deployment/web`).
+    pub object: String,
+    pub owners: Vec<Owner>,
+}
+
 /// Who owns changed fields of an object.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Owner {
