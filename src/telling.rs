@@ -123,7 +123,7 @@ impl Telling for OneCluster {
         planned: &Planned,
     ) -> Result<(), AppError> {
         if let Some(m) = planned.members().next() {
-            streams.plan(&m.sourced.plan)?;
+            streams.plan(&m.sourced.plan, &m.sourced.owners)?;
             if let Some(w) = frozen_history(settings, m) {
                 streams::notice(&w);
             }

@@ -176,3 +176,40 @@ fn a_helm_4_apply_manager_holding_the_image_blocks_it() {
     );
     assert!(env.app_writes().is_empty());
 }
+
+/// `-o json` carries the owners with a machine-readable reason, as the schema says.
+#[test]
+fn the_json_plan_names_the_owner_with_a_reason() {
+    let env = Env::new();
+    helm_managed(&env);
+    let o = env.run(&["web", "--image", NEW, "--dry-run", "-o", "json"]);
+    assert_code(&o, 0);
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        doc["owners"],
+        json!([{
+            "object": "deployment.apps/web",
+            "tool": "helm",
+            "name": "shop/web",
+            "fields": [],
+            "reason": "object-owned",
+            "consequence": "the next `helm upgrade` of release shop/web may revert this",
+        }])
+    );
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/schema/plan.schema.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator.iter_errors(&doc).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    // Nobody else: no owners at all in the document.
+    let env = Env::new();
+    let o = env.run(&["web", "--image", NEW, "--dry-run", "-o", "json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(doc.get("owners").is_none(), "{doc}");
+}
