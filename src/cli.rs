@@ -498,6 +498,11 @@ pub struct RunArgs {
     #[arg(short = 'y', long, help_heading = "Behaviour")]
     pub yes: bool,
 
+    /// Write fields that Helm, Argo CD, Flux, kapp or another server-side applier owns (by
+    /// managedFields, labels and annotations); without it, --yes refuses such a change.
+    #[arg(long, help_heading = "Behaviour")]
+    pub force_conflicts: bool,
+
     /// Attempts per write when the server reports a conflict (re-read, re-check, retry).
     #[arg(long, value_name = "N", default_value_t = 5,
           value_parser = clap::value_parser!(u32).range(1..=100), help_heading = "Behaviour")]

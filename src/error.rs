@@ -115,6 +115,9 @@ pub enum AppError {
     /// write: nobody saw the removal.
     #[error("{message}")]
     UnseenRemoval { message: String },
+    /// `--yes` without `--force-conflicts`, and a change to fields another tool owns.
+    #[error("{message}")]
+    Owned { message: String },
     /// A read failed, before any write.
     #[error("{}", .source.describe(.verb, .target))]
     Request {

@@ -195,6 +195,7 @@ fn failed(err: &AppError) -> ExitCode {
         | AppError::Plan(_)
         | AppError::UnseenRemoval { .. }
         | AppError::Image { .. }
+        | AppError::Owned { .. }
         | AppError::SavedPlan(_) => ExitCode::Usage,
         AppError::Request { .. }
         | AppError::NotFound { .. }

@@ -61,6 +61,9 @@ pub struct Sourced {
     pub recorded_by: Option<u64>,
     /// The run over several clusters this cluster's change is part of (for its record).
     pub fleet_run: Option<String>,
+    /// Who else owns fields the plan changes, from the live objects as read
+    /// ([`appupdate_model::owners`]).
+    pub owners: Vec<appupdate_model::owners::ObjectOwners>,
 }
 
 /// Where a cluster's plan stands once planned: to be written, or why it is not.
@@ -395,6 +398,7 @@ pub async fn undo(
                 plan_checksum: None,
                 recorded_by: None,
                 fleet_run: None,
+                owners: Vec::new(),
             });
         };
         let revision = record.revision;
@@ -516,6 +520,7 @@ pub async fn undo_record(
             plan_checksum: None,
             recorded_by: None,
             fleet_run: None,
+            owners: Vec::new(),
         },
         drift,
         holders,

@@ -130,6 +130,37 @@ impl Planned {
     }
 }
 
+/// Who else owns the fields the plan changes in the Deployment and its autoscaler, from the
+/// live objects as read for the plan (their managedFields, labels and annotations: no request
+/// of its own).
+fn owners_of(sourced: &Sourced) -> Vec<appupdate_model::owners::ObjectOwners> {
+    use appupdate_model::plan::Kind;
+    let Some(live) = &sourced.live else {
+        return Vec::new();
+    };
+    sourced
+        .plan
+        .changes()
+        .filter(|c| c.write.is_some() && !c.fields.is_empty())
+        .filter_map(|c| {
+            let object = match c.kind {
+                Kind::Deployment => live.deployment.as_ref(),
+                Kind::HorizontalPodAutoscaler => live.autoscaler.as_ref(),
+                _ => None,
+            }?;
+            if object["metadata"]["name"].as_str() != Some(c.name.as_str()) {
+                return None;
+            }
+            let changed: Vec<String> = c.fields.iter().map(|f| f.path.clone()).collect();
+            let owners = appupdate_model::owners::owners(object, &changed);
+            (!owners.is_empty()).then(|| appupdate_model::owners::ObjectOwners {
+                object: c.reference(),
+                owners,
+            })
+        })
+        .collect()
+}
+
 /// The contexts of the run, each connected, read and planned, all at once.
 pub(crate) async fn plan_all(
     settings: &Settings,
@@ -142,6 +173,14 @@ pub(crate) async fn plan_all(
     } else {
         (Vec::new(), Vec::new())
     };
+    // kubectl's credential plugin policy, for every context before any client is built: a
+    // plugin it does not allow is never started, and a fleet with one is refused whole.
+    let checked: Vec<Option<&str>> = if several {
+        names.iter().map(|c| Some(c.as_str())).collect()
+    } else {
+        vec![None]
+    };
+    loaded.check_credential_plugins(&settings.cluster, &checked)?;
     if let Some(saved) = settings.saved() {
         plan_sources::check_age(saved, Timestamp::now())?;
     }
@@ -397,6 +436,7 @@ async fn plan_one(
     if let (Some(recorded), Some(checked)) = (&saved_image, checked) {
         image_check::saved_still_holds(settings, recorded, &checked)?;
     }
+    sourced.owners = owners_of(&sourced);
     if settings.fleet.is_some() {
         // A fleet holds every member's plan at once; the live objects are not needed past
         // planning. (One cluster keeps them: a run that ends once the plan is shown does not
@@ -515,6 +555,7 @@ async fn source(
                 plan_checksum: Some(checksum),
                 recorded_by,
                 fleet_run: None,
+                owners: Vec::new(),
             });
         }
     };
@@ -585,6 +626,7 @@ async fn source(
         plan_checksum: None,
         recorded_by: None,
         fleet_run: None,
+        owners: Vec::new(),
     })
 }
 

@@ -111,6 +111,7 @@ impl<T: Telling> Run<'_, T> {
         if let Some(ending) = self.refused(planned) {
             return ending;
         }
+        tell_owners(planned, telling);
         let has_changes = planned.has_changes();
         let changes_pending = settings.detailed_exitcode() && has_changes;
         if let Some(save) = settings.save() {
@@ -130,6 +131,14 @@ impl<T: Telling> Run<'_, T> {
             && let Some(message) = unseen_removals(planned, telling)
         {
             return Ending::Failed(AppError::UnseenRemoval { message });
+        }
+        // Nobody reads the plan under --yes: a change to fields another tool owns is refused
+        // before any write, unless --force-conflicts says to write anyway.
+        if settings.yes
+            && !settings.force_conflicts
+            && let Some(message) = owned(planned, telling)
+        {
+            return Ending::Failed(AppError::Owned { message });
         }
         if has_changes && !settings.yes {
             let asked = tokio::select! {
@@ -309,6 +318,68 @@ fn write_new(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
 /// The routes a plan updates that carry what their style does not write (`RouteInfo::foreign`:
 /// ingress-nginx annotations, HTTPRoute filters), which the update removes: the refusal of a
 /// run under `--yes`, naming each route and what it loses; `None` when there are none.
+/// Each owner of each changed object, one line each on stderr after the plan:
+/// `owner: deployment/web: Helm release shop/web holds .spec…image (apply-conflict): the next
+/// `helm upgrade` of release shop/web will conflict on .spec…image`.
+fn tell_owners(planned: &Planned, telling: &impl Telling) {
+    for m in planned.members() {
+        let at = telling.located(&m.cluster.conn.context);
+        for object in &m.sourced.owners {
+            for owner in &object.owners {
+                let holds = if owner.fields.is_empty() {
+                    "owns the whole object".to_owned()
+                } else {
+                    format!(
+                        "holds {}",
+                        owner
+                            .fields
+                            .iter()
+                            .map(|f| format!(".{f}"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                };
+                streams::notice(&format!(
+                    "owner: {}{at}: {} {} ({}): {}",
+                    Untrusted(&object.object),
+                    Untrusted(&owner.name()),
+                    Untrusted(&holds),
+                    owner.reason.code(),
+                    Untrusted(&owner.consequence())
+                ));
+            }
+        }
+    }
+}
+
+/// The refusal of a change to fields other tools own, when there is one.
+fn owned(planned: &Planned, telling: &impl Telling) -> Option<String> {
+    let owned: Vec<String> = planned
+        .members()
+        .flat_map(|m| {
+            let at = telling.located(&m.cluster.conn.context);
+            m.sourced.owners.iter().flat_map(move |object| {
+                let at = at.clone();
+                object.owners.iter().map(move |owner| {
+                    format!(
+                        "{}{at} is owned by {} ({})",
+                        Untrusted(&object.object),
+                        Untrusted(&owner.name()),
+                        Untrusted(&owner.consequence())
+                    )
+                })
+            })
+        })
+        .collect();
+    if owned.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "not applied: {}; change it through its owner, or pass --force-conflicts to write anyway; nothing was written",
+        owned.join("; ")
+    ))
+}
+
 fn unseen_removals(planned: &Planned, telling: &impl Telling) -> Option<String> {
     use appupdate_model::plan::Action;
     let routes: Vec<String> = planned

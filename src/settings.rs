@@ -17,6 +17,7 @@ use appupdate_kube::probe::{self, ProbeSettings};
 use appupdate_kube::proxy::ProxyEnv;
 use appupdate_kube::registry::RegistrySettings;
 use appupdate_kube::selection::{ClusterSelection, ContextSelector, KubeconfigSource};
+use appupdate_kube::selection::{CredentialPolicySource, KubercSource};
 use appupdate_model::endpoints_file::{self, EndpointsError, EndpointsFile};
 use appupdate_model::names;
 use appupdate_model::plan::{AuthProvider, RouteStyle};
@@ -116,6 +117,12 @@ pub struct Environment {
     pub image_check: Option<String>,
     /// `DOCKER_CONFIG`: the directory of the docker `config.json`, when set and not empty.
     pub docker_config: Option<PathBuf>,
+    /// `KUBERC`: kubectl's preferences file, or `off`.
+    pub kuberc: Option<OsString>,
+    /// `KUBECTL_KUBERC`: `false` turns kubectl's preferences file off.
+    pub kubectl_kuberc: Option<OsString>,
+    /// `PATH`, where a credential plugin named by its basename is looked up.
+    pub path: Option<OsString>,
 }
 
 impl Environment {
@@ -155,6 +162,9 @@ impl Environment {
             docker_config: var("DOCKER_CONFIG")
                 .filter(|v| !v.is_empty())
                 .map(PathBuf::from),
+            kuberc: var("KUBERC"),
+            kubectl_kuberc: var("KUBECTL_KUBERC"),
+            path: var("PATH"),
         }
     }
 }
@@ -176,6 +186,23 @@ pub fn kubeconfig_source(flag: Option<PathBuf>, env: &Environment) -> Kubeconfig
     match &env.home {
         Some(home) => KubeconfigSource::Home(home.join(".kube").join("config")),
         None => KubeconfigSource::Nowhere,
+    }
+}
+
+/// kubectl's rule for its preferences file: `KUBECTL_KUBERC=false` or `KUBERC=off` turn it
+/// off; else `KUBERC`; else `~/.kube/kuberc` (`%USERPROFILE%\.kube\kuberc` on Windows).
+pub fn kuberc_source(env: &Environment) -> KubercSource {
+    if env.kubectl_kuberc.as_ref().is_some_and(|v| v == "false")
+        || env.kuberc.as_ref().is_some_and(|v| v == "off")
+    {
+        return KubercSource::Off;
+    }
+    if let Some(path) = env.kuberc.as_ref().filter(|v| !v.is_empty()) {
+        return KubercSource::Env(PathBuf::from(path));
+    }
+    match &env.home {
+        Some(home) => KubercSource::Home(home.join(".kube").join("kuberc")),
+        None => KubercSource::Nowhere,
     }
 }
 
@@ -220,6 +247,10 @@ pub fn resolve_cluster(
         as_groups: args.as_group,
         request_timeout: args.request_timeout.filter(|d| !d.is_zero()),
         proxy_env: env.proxy.clone(),
+        credential_policy: CredentialPolicySource {
+            kuberc: kuberc_source(env),
+            path: env.path.clone(),
+        },
     })
 }
 
@@ -396,6 +427,8 @@ pub struct Settings {
     pub mode: Mode,
     pub cluster: ClusterSelection,
     pub yes: bool,
+    /// `--force-conflicts`: write fields other tools own.
+    pub force_conflicts: bool,
     pub output: OutputFormat,
     /// Colour on stdout.
     pub color: bool,
@@ -1059,6 +1092,7 @@ impl Settings {
             mode,
             cluster,
             yes: args.run.yes,
+            force_conflicts: args.run.force_conflicts,
             output: args.run.output,
             color: decide_color(args.run.color, env, env.stdout_is_terminal),
             color_stderr: decide_color(args.run.color, env, env.stderr_is_terminal),
@@ -1168,6 +1202,7 @@ impl Settings {
             },
             cluster,
             yes: args.run.yes,
+            force_conflicts: args.run.force_conflicts,
             output: args.run.output,
             color: decide_color(args.run.color, env, env.stdout_is_terminal),
             color_stderr: decide_color(args.run.color, env, env.stderr_is_terminal),
@@ -1634,6 +1669,38 @@ mod tests {
         assert_eq!(
             s.cluster.kubeconfig,
             KubeconfigSource::Home(PathBuf::from("/home/u/.kube/config"))
+        );
+    }
+
+    #[test]
+    fn kuberc_location_is_kubectls() {
+        let env = |kuberc: Option<&str>, switch: Option<&str>| Environment {
+            home: Some(PathBuf::from("/home/u")),
+            kuberc: kuberc.map(OsString::from),
+            kubectl_kuberc: switch.map(OsString::from),
+            ..Default::default()
+        };
+        let home = KubercSource::Home(PathBuf::from("/home/u/.kube/kuberc"));
+        assert_eq!(kuberc_source(&env(None, None)), home);
+        assert_eq!(kuberc_source(&env(Some(""), None)), home);
+        assert_eq!(kuberc_source(&env(None, Some("true"))), home);
+        assert_eq!(
+            kuberc_source(&env(Some("/etc/kuberc"), None)),
+            KubercSource::Env(PathBuf::from("/etc/kuberc"))
+        );
+        assert_eq!(kuberc_source(&env(Some("off"), None)), KubercSource::Off);
+        assert_eq!(
+            kuberc_source(&env(Some("/etc/kuberc"), Some("false"))),
+            KubercSource::Off
+        );
+        assert_eq!(
+            kuberc_source(&Environment::default()),
+            KubercSource::Nowhere
+        );
+        let s = resolve(&["web", "--max", "3"], &env(Some("/etc/kuberc"), None)).unwrap();
+        assert_eq!(
+            s.cluster.credential_policy.kuberc,
+            KubercSource::Env(PathBuf::from("/etc/kuberc"))
         );
     }
 

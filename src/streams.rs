@@ -163,7 +163,12 @@ impl Streams {
     ///
     /// Written as it is rendered, through a buffer of whole lines ([`Streams::writer`]): a
     /// plan of thousands of objects is never held as text.
-    pub fn plan(&self, plan: &Plan) -> io::Result<()> {
+    /// The plan, with who else owns what it changes in the `-o json|yaml` document.
+    pub fn plan(
+        &self,
+        plan: &Plan,
+        owners: &[appupdate_model::owners::ObjectOwners],
+    ) -> io::Result<()> {
         let mut out = io::BufWriter::with_capacity(1 << 16, self.writer(Kind::Plan));
         match self.output {
             OutputFormat::Diff => {
@@ -174,10 +179,12 @@ impl Streams {
                 diff_render::render_plan(&mut out, plan, &opts)?;
             }
             OutputFormat::Json => {
-                output::write_document(&mut out, output::Format::Json, &output::document(plan))?;
+                let doc = output::document(plan).with_owners(owners);
+                output::write_document(&mut out, output::Format::Json, &doc)?;
             }
             OutputFormat::Yaml => {
-                output::write_document(&mut out, output::Format::Yaml, &output::document(plan))?;
+                let doc = output::document(plan).with_owners(owners);
+                output::write_document(&mut out, output::Format::Yaml, &doc)?;
             }
         }
         out.flush()

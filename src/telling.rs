@@ -123,7 +123,7 @@ impl Telling for OneCluster {
         planned: &Planned,
     ) -> Result<(), AppError> {
         if let Some(m) = planned.members().next() {
-            streams.plan(&m.sourced.plan)?;
+            streams.plan(&m.sourced.plan, &m.sourced.owners)?;
             if let Some(w) = frozen_history(settings, m) {
                 streams::notice(&w);
             }
@@ -152,8 +152,27 @@ impl Telling for OneCluster {
         };
         let plan = &m.sourced.plan;
         let summary = plan.summary();
+        let mut owners: Vec<String> = m
+            .sourced
+            .owners
+            .iter()
+            .flat_map(|o| {
+                o.owners
+                    .iter()
+                    .map(|owner| Untrusted(&owner.name()).to_string())
+            })
+            .collect();
+        owners.dedup();
+        let owned = if owners.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " This overrides what {} own(s) (see the owner lines above).",
+                owners.join(", ")
+            )
+        };
         Ok(format!(
-            "Apply these changes to {} in namespace {} (context {}): {} to create, {} to update, {} to delete.",
+            "Apply these changes to {} in namespace {} (context {}): {} to create, {} to update, {} to delete.{owned}",
             Untrusted(&plan.app),
             Untrusted(&plan.namespace),
             Untrusted(&plan.context),

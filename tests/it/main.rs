@@ -24,6 +24,8 @@ mod ingress_e2e;
 mod ingress_races_e2e;
 mod injection;
 mod interrupt_e2e;
+mod kuberc_e2e;
+mod owners_e2e;
 mod prompt_pty;
 mod proxy_e2e;
 mod racing_writers_e2e;

@@ -158,3 +158,35 @@ fn the_question_fits_narrow_terminals_and_is_drawn_once() {
         assert_eq!(exit_code(&mut p), 4, "{columns}");
     }
 }
+
+/// A Helm-managed Deployment: the owner is named after the plan and the question says what it
+/// overrides; answering y writes it (the terminal user saw it, unlike --yes).
+#[test]
+fn the_question_names_the_owner_it_overrides() {
+    let env = Env::new();
+    env.sb
+        .update("/apis/apps/v1/namespaces/shop/deployments/web", |d| {
+            d["metadata"]["labels"]["app.kubernetes.io/managed-by"] = "Helm".into();
+            d["metadata"]["annotations"]["meta.helm.sh/release-name"] = "web".into();
+            d["metadata"]["annotations"]["meta.helm.sh/release-namespace"] = "shop".into();
+        })
+        .unwrap();
+    let mut p = spawn(
+        &env,
+        &[
+            "web",
+            "--image",
+            "registry.example.com/web:2.0",
+            "--color",
+            "never",
+        ],
+    );
+    p.exp_string("owner: deployment.apps/web: Helm release shop/web")
+        .unwrap();
+    pty::wait_for_prompt(&mut p, "This overrides what Helm release shop/web own(s)");
+    pty::answer(&mut p, &["y", "\r"]);
+    p.exp_string("deployment.apps/web updated").unwrap();
+    p.exp_eof().unwrap();
+    assert_eq!(exit_code(&mut p), 0);
+    assert_eq!(env.image(), "registry.example.com/web:2.0");
+}

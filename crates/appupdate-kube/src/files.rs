@@ -8,6 +8,7 @@
 //! | plan file (`apply FILE`) | 128 MiB | a saved plan of 1 000 scope groups is about 40 MB, and a fleet's file holds one plan per cluster |
 //! | endpoints file | 16 MiB | 10 000 endpoints are about 0.5 MB |
 //! | kubeconfig (each file) | 16 MiB | a context with its certificates is a few KB |
+//! | kuberc (kubectl's preferences) | 1 MiB | aliases, defaults and a credential plugin policy are a few KB |
 //! | CA file (`--verify-url-ca`) | 4 MiB | the whole public web PKI's roots are about 0.2 MB |
 //! | key file (`--sign-key`, `--verify-key`) | 64 KiB | a key is 16 bytes or more: `openssl rand -hex 32` makes 65 |
 //!
@@ -24,6 +25,8 @@ pub enum FileKind {
     Plan,
     Endpoints,
     Kubeconfig,
+    /// kubectl's preferences file.
+    Kuberc,
     Certificate,
     Key,
     /// A docker `config.json` (the image check's credentials).
@@ -37,6 +40,7 @@ impl FileKind {
         match self {
             FileKind::Plan => 128 * MIB,
             FileKind::Endpoints | FileKind::Kubeconfig => 16 * MIB,
+            FileKind::Kuberc => MIB,
             FileKind::Certificate | FileKind::DockerConfig => 4 * MIB,
             FileKind::Key => 64 * 1024,
         }
@@ -47,6 +51,7 @@ impl FileKind {
             FileKind::Plan => "a plan file",
             FileKind::Endpoints => "an endpoints file",
             FileKind::Kubeconfig => "a kubeconfig",
+            FileKind::Kuberc => "a kuberc",
             FileKind::Certificate => "a CA file",
             FileKind::Key => "a key file",
             FileKind::DockerConfig => "a docker config",

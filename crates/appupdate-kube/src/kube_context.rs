@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use kube::config::{KubeConfigOptions, Kubeconfig, LoadDataError};
 
+use crate::credential_policy::CredentialPolicy;
 use crate::describe::{describe_auth_error, one_line};
 use crate::files;
 use crate::proxy;
@@ -133,12 +134,41 @@ pub enum KubeconfigError {
     /// The proxy from the environment cannot be used.
     #[error(transparent)]
     Proxy(proxy::SelectError),
+    /// kubectl's credential plugin policy (kuberc) does not let the user's exec plugin run: it
+    /// was not started.
+    #[error("{0}")]
+    CredentialPluginNotAllowed(Box<PluginRefused>),
     #[error("cannot set up a client for context {:?}: {}", Untrusted(.context), one_line(&client_setup_reason(.source)))]
     Client {
         context: String,
         #[source]
         source: kube::Error,
     },
+}
+
+/// An exec credential plugin kubectl's credential plugin policy does not allow.
+#[derive(Debug)]
+pub struct PluginRefused {
+    pub kuberc: PathBuf,
+    pub plugin: String,
+    pub user: String,
+    pub context: String,
+    pub why: crate::credential_policy::Refusal,
+}
+
+impl std::fmt::Display for PluginRefused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "kuberc {} does not allow the credential plugin {:?} of user {:?} (context {:?}): {}; the plugin was not run — {}",
+            shown(&self.kuberc),
+            Untrusted(&self.plugin),
+            Untrusted(&self.user),
+            Untrusted(&self.context),
+            self.why,
+            self.why.what_to_do()
+        )
+    }
 }
 
 /// File names come from the command line and the environment: escaped, as every name in
@@ -509,6 +539,8 @@ pub struct Loaded {
     kubeconfig: Kubeconfig,
     /// The files it came from, for messages.
     files: String,
+    /// kubectl's credential plugin policy (its kuberc), read once.
+    credential_policy: CredentialPolicy,
 }
 
 impl Loaded {
@@ -518,7 +550,28 @@ impl Loaded {
         Ok(Loaded {
             kubeconfig,
             files: list(&files),
+            credential_policy: CredentialPolicy::load(&sel.credential_policy),
         })
+    }
+
+    /// Checks, for each of `contexts` (`None`: `sel.context`, else the current one), that the
+    /// user's exec credential plugin, if any, is one kubectl's credential plugin policy lets
+    /// run; before any client is built, so that a fleet is refused as a whole.
+    pub fn check_credential_plugins(
+        &self,
+        sel: &ClusterSelection,
+        contexts: &[Option<&str>],
+    ) -> Result<(), KubeconfigError> {
+        for context in contexts {
+            let selected = select(
+                &self.kubeconfig,
+                sel,
+                context.or(sel.context.as_deref()),
+                &self.files,
+            )?;
+            check_plugin(&self.kubeconfig, &self.credential_policy, &selected)?;
+        }
+        Ok(())
     }
 
     /// The contexts of a run over several clusters: every context in `named` (`--context`,
@@ -595,6 +648,7 @@ impl Loaded {
         connect_to(
             &self.kubeconfig,
             &self.files,
+            &self.credential_policy,
             sel,
             context.or(sel.context.as_deref()),
             on_warning,
@@ -612,20 +666,55 @@ pub async fn connect(
     Loaded::load(sel)?.connect(sel, None, on_warning).await
 }
 
+/// The exec plugin of the selected user (the first entry of its name, as kube's loader finds
+/// it), checked against the credential plugin policy.
+fn check_plugin(
+    kubeconfig: &Kubeconfig,
+    policy: &CredentialPolicy,
+    selected: &Selected,
+) -> Result<(), KubeconfigError> {
+    let Some(user) = &selected.user else {
+        return Ok(());
+    };
+    let command = kubeconfig
+        .auth_infos
+        .iter()
+        .find(|u| &u.name == user)
+        .and_then(|u| u.auth_info.as_ref())
+        .and_then(|a| a.exec.as_ref())
+        .and_then(|e| e.command.as_deref());
+    let Some(command) = command else {
+        return Ok(());
+    };
+    policy.check(command).map_err(|why| {
+        KubeconfigError::CredentialPluginNotAllowed(Box::new(PluginRefused {
+            kuberc: policy.file.clone().unwrap_or_default(),
+            plugin: command.to_owned(),
+            user: user.clone(),
+            context: selected.context.clone(),
+            why,
+        }))
+    })
+}
+
 async fn connect_to(
     kubeconfig: &Kubeconfig,
     files: &str,
+    credential_policy: &CredentialPolicy,
     sel: &ClusterSelection,
     context: Option<&str>,
     on_warning: fn(&str),
 ) -> Result<Connection, KubeconfigError> {
     let files = files.to_owned();
+    let selected = select(kubeconfig, sel, context, &files)?;
+    // Before kube sees the kubeconfig: it may run the plugin while loading it.
+    check_plugin(kubeconfig, credential_policy, &selected)?;
     let Selected {
         context,
         cluster,
         namespace,
         user,
-    } = select(kubeconfig, sel, context, &files)?;
+    } = selected;
     let mut kubeconfig = selected_only(kubeconfig, sel, &context, &cluster);
 
     // The cluster's proxy-url is ours to interpret (kubectl's rules, `crate::proxy`). Left

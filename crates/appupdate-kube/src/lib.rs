@@ -13,6 +13,7 @@
 #![deny(clippy::print_stdout, clippy::print_stderr, clippy::dbg_macro)]
 
 pub mod cluster;
+pub mod credential_policy;
 pub mod describe;
 pub mod evidence;
 pub mod files;

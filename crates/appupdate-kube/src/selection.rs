@@ -22,6 +22,28 @@ pub enum KubeconfigSource {
     Nowhere,
 }
 
+/// Where kubectl's preferences file (kuberc) is, for its credential plugin policy.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum KubercSource {
+    /// `KUBERC=off` or `KUBECTL_KUBERC=false`: no kuberc, every plugin may run.
+    Off,
+    /// `KUBERC=PATH`: the file must be there.
+    Env(PathBuf),
+    /// `~/.kube/kuberc` (`%USERPROFILE%\.kube\kuberc` on Windows): none when missing.
+    Home(PathBuf),
+    /// No variable and no home directory.
+    #[default]
+    Nowhere,
+}
+
+/// What deciding whether a kubeconfig's exec plugin may run needs: the kuberc, and the `PATH`
+/// a basename is looked up on (as Go's `exec.LookPath` does).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CredentialPolicySource {
+    pub kuberc: KubercSource,
+    pub path: Option<std::ffi::OsString>,
+}
+
 /// `--context-selector REGEX`: as typed, and compiled to match whole context names.
 #[derive(Clone, Debug)]
 pub struct ContextSelector {
@@ -85,4 +107,6 @@ pub struct ClusterSelection {
     pub request_timeout: Option<Duration>,
     /// The proxy variables, for when the kubeconfig sets no `proxy-url`.
     pub proxy_env: ProxyEnv,
+    /// Which exec credential plugins kubectl's preferences allow.
+    pub credential_policy: CredentialPolicySource,
 }

@@ -38,6 +38,58 @@ pub struct PlanDocument<'a> {
     pub routes: Option<RoutesDoc<'a>>,
     /// Every object the run looked at, in write order, unchanged ones included.
     pub objects: Vec<ObjectDoc<'a>>,
+    /// Who else owns fields the plan changes ([`crate::owners`]); left out when nobody.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub owners: Vec<OwnerDoc<'a>>,
+}
+
+/// One owner of fields the plan changes in one object.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OwnerDoc<'a> {
+    /// The object, as the plan names it (`deployment.apps/web`).
+    pub object: &'a str,
+    /// `helm`, `argocd`, `flux-kustomization`, `flux-helmrelease`, `kapp` or `field-manager`.
+    pub tool: &'static str,
+    /// The release, application, Kustomization, HelmRelease, kapp app or field manager.
+    pub name: &'a str,
+    /// The changed fields it holds; empty when it owns the whole object.
+    pub fields: &'a [String],
+    /// `apply-conflict`, `update-takes-back` or `object-owned`.
+    pub reason: &'static str,
+    /// What follows, in words.
+    pub consequence: String,
+}
+
+impl<'a> PlanDocument<'a> {
+    /// The document with the owners of the objects it changes.
+    pub fn with_owners(mut self, owners: &'a [crate::owners::ObjectOwners]) -> Self {
+        use crate::owners::Who;
+        self.owners = owners
+            .iter()
+            .flat_map(|o| {
+                o.owners.iter().map(move |owner| {
+                    let (tool, name) = match &owner.who {
+                        Who::Helm { release } => ("helm", release),
+                        Who::ArgoCd { application } => ("argocd", application),
+                        Who::FluxKustomization { name } => ("flux-kustomization", name),
+                        Who::FluxHelmRelease { name } => ("flux-helmrelease", name),
+                        Who::Kapp { app } => ("kapp", app),
+                        Who::Manager { manager } => ("field-manager", manager),
+                    };
+                    OwnerDoc {
+                        object: &o.object,
+                        tool,
+                        name,
+                        fields: &owner.fields,
+                        reason: owner.reason.code(),
+                        consequence: owner.consequence(),
+                    }
+                })
+            })
+            .collect();
+        self
+    }
 }
 
 /// How the plan publishes the endpoints.
@@ -210,6 +262,7 @@ pub fn document<U>(plan: &Plan<U>) -> PlanDocument<'_> {
             notes: &r.notes,
         }),
         objects: plan.changes().map(object_doc).collect(),
+        owners: Vec::new(),
     }
 }
 

@@ -145,6 +145,8 @@ pub const BEHAVIOUR_VARS: &[&str] = &[
     "REQUEST_METHOD",
     "APPUPDATE_PLAN_KEY_FILE",
     "APPUPDATE_HISTORY_KEY_FILE",
+    "KUBERC",
+    "KUBECTL_KUBERC",
 ];
 
 /// Removes [`BEHAVIOUR_VARS`] from a command's environment.

@@ -1,0 +1,215 @@
+//! Who else owns the application: an object whose labels or managedFields name another owner
+//! of a field the run changes is refused under `--yes` (exit 3, nothing written) unless
+//! `--force-conflicts`; the owner is named after the plan either way.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use serde_json::json;
+
+use crate::common::{Env, assert_code, stderr};
+
+const DEPLOY: &str = "/apis/apps/v1/namespaces/shop/deployments/web";
+const NEW: &str = "registry.example.com/web:2.0";
+
+fn helm_managed(env: &Env) {
+    env.sb
+        .update(DEPLOY, |d| {
+            d["metadata"]["labels"]["app.kubernetes.io/managed-by"] = json!("Helm");
+            d["metadata"]["annotations"]["meta.helm.sh/release-name"] = json!("web");
+            d["metadata"]["annotations"]["meta.helm.sh/release-namespace"] = json!("shop");
+        })
+        .unwrap();
+}
+
+#[test]
+fn a_helm_release_is_named_and_yes_is_refused_before_any_write() {
+    let env = Env::new();
+    helm_managed(&env);
+    let before = env.image();
+    let o = env.run(&["web", "--image", NEW, "--yes"]);
+    assert_code(&o, 3);
+    let err = stderr(&o);
+    assert!(err.contains("owner: deployment.apps/web"), "{err}");
+    assert!(err.contains("Helm release shop/web"), "{err}");
+    assert!(err.contains("--force-conflicts"), "{err}");
+    assert!(err.contains("nothing was written"), "{err}");
+    assert!(env.app_writes().is_empty(), "{:?}", env.app_writes());
+    assert_eq!(env.image(), before);
+}
+
+#[test]
+fn force_conflicts_writes_anyway() {
+    let env = Env::new();
+    helm_managed(&env);
+    let o = env.run(&["web", "--image", NEW, "--yes", "--force-conflicts"]);
+    assert_code(&o, 0);
+    assert!(
+        stderr(&o).contains("Helm release shop/web"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(env.image(), NEW);
+}
+
+#[test]
+fn a_dry_run_names_the_owner_and_writes_nothing() {
+    let env = Env::new();
+    helm_managed(&env);
+    let o = env.run(&["web", "--image", NEW, "--dry-run"]);
+    assert_code(&o, 0);
+    assert!(stderr(&o).contains("object-owned"), "{}", stderr(&o));
+    assert!(env.app_writes().is_empty());
+}
+
+#[test]
+fn an_argo_cd_tracking_id_copied_from_another_object_is_not_an_owner() {
+    let env = Env::new();
+    env.sb
+        .update(DEPLOY, |d| {
+            d["metadata"]["labels"]["app.kubernetes.io/instance"] = json!("shop-apps");
+            d["metadata"]["annotations"]["argocd.argoproj.io/tracking-id"] =
+                json!("shop-apps:apps/Deployment:shop/api");
+        })
+        .unwrap();
+    let o = env.run(&["web", "--image", NEW, "--yes"]);
+    assert_code(&o, 0);
+    assert!(!stderr(&o).contains("owner:"), "{}", stderr(&o));
+    assert_eq!(env.image(), NEW);
+}
+
+#[test]
+fn an_argo_cd_tracked_deployment_is_refused() {
+    let env = Env::new();
+    env.sb
+        .update(DEPLOY, |d| {
+            d["metadata"]["annotations"]["argocd.argoproj.io/tracking-id"] =
+                json!("shop-apps:apps/Deployment:shop/web");
+        })
+        .unwrap();
+    let o = env.run(&["web", "--image", NEW, "--yes"]);
+    assert_code(&o, 3);
+    assert!(
+        stderr(&o).contains("Argo CD application shop-apps may revert this"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(env.app_writes().is_empty());
+}
+
+#[test]
+fn objects_changed_by_people_and_by_this_tool_have_no_owner() {
+    let env = Env::new();
+    // kubectl set image, then this tool itself, twice.
+    env.sb
+        .update(DEPLOY, |d| {
+            d["spec"]["template"]["spec"]["containers"][0]["image"] =
+                json!("registry.example.com/web:1.5");
+        })
+        .unwrap();
+    let o = env.run(&["web", "--image", NEW, "--yes"]);
+    assert_code(&o, 0);
+    let o = env.run(&["web", "--image", "registry.example.com/web:3.0", "--yes"]);
+    assert_code(&o, 0);
+    assert!(!stderr(&o).contains("owner:"), "{}", stderr(&o));
+}
+
+/// Helm 4: the Helm labels, and managedFields in which `helm` applies. Only what its apply
+/// holds blocks: here the labels, not the image.
+#[test]
+fn a_helm_4_apply_manager_holding_only_labels_does_not_block_the_image() {
+    let env = Env::new();
+    helm_managed(&env);
+    env.sb
+        .update(DEPLOY, |d| {
+            let fields = d["metadata"]["managedFields"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            let mut fields = fields;
+            fields.push(json!({
+                "manager": "helm", "operation": "Apply", "apiVersion": "apps/v1",
+                "fieldsType": "FieldsV1",
+                "fieldsV1": {"f:metadata": {"f:labels": {"f:app.kubernetes.io/managed-by": {}}}},
+            }));
+            d["metadata"]["managedFields"] = json!(fields);
+        })
+        .unwrap();
+    let managers: Vec<String> = env.deployment()["metadata"]["managedFields"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e["manager"].as_str().map(str::to_owned))
+        .collect();
+    assert!(managers.iter().any(|m| m == "helm"), "{managers:?}");
+    let o = env.run(&["web", "--image", NEW, "--yes"]);
+    assert_code(&o, 0);
+    assert_eq!(env.image(), NEW);
+}
+
+/// Helm 4 with the image in its apply: the next `helm upgrade` would conflict on it.
+#[test]
+fn a_helm_4_apply_manager_holding_the_image_blocks_it() {
+    let env = Env::new();
+    helm_managed(&env);
+    env.sb
+        .update(DEPLOY, |d| {
+            let mut fields = d["metadata"]["managedFields"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            fields.push(json!({
+                "manager": "helm", "operation": "Apply", "apiVersion": "apps/v1",
+                "fieldsType": "FieldsV1",
+                "fieldsV1": {"f:spec": {"f:template": {"f:spec": {"f:containers": {
+                    "k:{\"name\":\"app\"}": {".": {}, "f:image": {}, "f:name": {}}
+                }}}}},
+            }));
+            d["metadata"]["managedFields"] = json!(fields);
+        })
+        .unwrap();
+    let o = env.run(&["web", "--image", NEW, "--yes"]);
+    assert_code(&o, 3);
+    let err = stderr(&o);
+    assert!(err.contains("(apply-conflict)"), "{err}");
+    assert!(
+        err.contains("the next `helm upgrade` of release shop/web will conflict on .spec.template.spec.containers[name=app].image"),
+        "{err}"
+    );
+    assert!(env.app_writes().is_empty());
+}
+
+/// `-o json` carries the owners with a machine-readable reason, as the schema says.
+#[test]
+fn the_json_plan_names_the_owner_with_a_reason() {
+    let env = Env::new();
+    helm_managed(&env);
+    let o = env.run(&["web", "--image", NEW, "--dry-run", "-o", "json"]);
+    assert_code(&o, 0);
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        doc["owners"],
+        json!([{
+            "object": "deployment.apps/web",
+            "tool": "helm",
+            "name": "shop/web",
+            "fields": [],
+            "reason": "object-owned",
+            "consequence": "the next `helm upgrade` of release shop/web may revert this",
+        }])
+    );
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/schema/plan.schema.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator.iter_errors(&doc).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    // Nobody else: no owners at all in the document.
+    let env = Env::new();
+    let o = env.run(&["web", "--image", NEW, "--dry-run", "-o", "json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(doc.get("owners").is_none(), "{doc}");
+}
