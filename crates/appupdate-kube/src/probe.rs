@@ -173,8 +173,9 @@ fn request(probe: &Probe, settings: &ProbeSettings) -> Result<Request<Body>, Str
         .map_err(|_| "the path is not a valid URL path".to_owned())
 }
 
-/// Why no answer came, in a few words: the proxy's failure names the proxy.
-fn reason(e: &hyper_util::client::legacy::Error) -> String {
+/// Why no answer came, in a few words: the proxy's failure names the proxy. (The image
+/// check's registry requests say it the same way.)
+pub(crate) fn reason(e: &hyper_util::client::legacy::Error) -> String {
     if let Some(proxy) = find_proxy_error(e) {
         return proxy.to_string();
     }

@@ -29,9 +29,8 @@ use http_body_util::BodyExt;
 use hyper_util::client::legacy::Client;
 use kube::client::Body;
 
-use crate::describe::{Unanswered, classify};
+use crate::probe::reason;
 use crate::proxy::{ProxyEnv, Target};
-use crate::proxy_connector::find_proxy_error;
 use crate::transport::Connector;
 use appupdate_model::image::{
     self, CredentialSource, DockerConfig, ImageRef, Manifest, Platform, parse_challenge,
@@ -525,21 +524,6 @@ async fn run_helper(name: &str, registry: &str) -> Option<(String, String)> {
         }
     };
     tokio::time::timeout(HELPER_TIMEOUT, run).await.ok()?
-}
-
-/// Why no answer came, in a few words: the proxy's failure names the proxy.
-fn reason(e: &hyper_util::client::legacy::Error) -> String {
-    if let Some(proxy) = find_proxy_error(e) {
-        return proxy.to_string();
-    }
-    match classify(e) {
-        Unanswered::Refused => "connection refused".into(),
-        Unanswered::TimedOut => "timed out".into(),
-        Unanswered::ClosedEarly => "the connection was closed before an answer".into(),
-        Unanswered::Tls(detail) => format!("TLS failure ({detail})"),
-        Unanswered::Unresolved(detail) => format!("cannot resolve the name ({detail})"),
-        Unanswered::Credentials(detail) | Unanswered::Other(detail) => detail,
-    }
 }
 
 #[cfg(test)]
