@@ -211,10 +211,18 @@ pub(crate) async fn put_back_fleet(
     if failed == 0 {
         return;
     }
+    // The failure budget is a wave's: one wave over it stops the run.
     let stopped = if order.waves.is_empty() {
         fleet.stop_on_failure
     } else {
-        failed > order.max_failed
+        order.waves.iter().any(|wave| {
+            members
+                .iter()
+                .filter(|m| wave.contains(&m.cluster.conn.context))
+                .filter(|m| states.get(m.index).is_some_and(failed_after_writing))
+                .count()
+                > order.max_failed
+        })
     };
     // The last wave first; without waves, the clusters after the canary before the canary.
     let rank = |m: &Member| match order.wave_of(&m.cluster.conn.context) {

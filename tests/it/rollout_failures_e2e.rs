@@ -171,18 +171,25 @@ fn a_saved_plan_applied_with_undo_on_failure_is_put_back_too() {
 /// Three waves of one cluster each; in the second, a quota of 2 pods leaves no room for the
 /// new pods, so its rollout never completes (the old pods stay, so putting it back does).
 fn three_waves() -> Fleet {
+    three_waves_failing_in(&["w2"])
+}
+
+/// Three waves of one cluster each, `failing` with a quota of 2 pods.
+fn three_waves_failing_in(failing: &[&str]) -> Fleet {
     let fleet = Fleet::with(&["w1", "w2", "w3"], |_| rolling());
-    fleet
-        .sb("w2")
-        .create(
-            "/api/v1/namespaces/shop/resourcequotas",
-            serde_json::json!({
-                "apiVersion": "v1", "kind": "ResourceQuota",
-                "metadata": {"name": "pods"},
-                "spec": {"hard": {"pods": "2"}}
-            }),
-        )
-        .expect("the quota is created");
+    for name in failing {
+        fleet
+            .sb(name)
+            .create(
+                "/api/v1/namespaces/shop/resourcequotas",
+                serde_json::json!({
+                    "apiVersion": "v1", "kind": "ResourceQuota",
+                    "metadata": {"name": "pods"},
+                    "spec": {"hard": {"pods": "2"}}
+                }),
+            )
+            .expect("the quota is created");
+    }
     fleet
 }
 
@@ -328,5 +335,44 @@ fn an_account_that_may_not_list_the_pods_is_told_the_reasons_are_not_readable() 
             .trim_start()
             .starts_with("reasons not readable: forbidden")),
         "{err}"
+    );
+}
+
+#[test]
+fn within_each_waves_failure_budget_only_the_failed_clusters_are_put_back_and_the_run_goes_on() {
+    // One failure in wave 1 and one in wave 2: each wave within --max-failed 1.
+    let fleet = three_waves_failing_in(&["w1", "w2"]);
+    let o = fleet.run(&[
+        "web",
+        "--wave",
+        "w1",
+        "--wave",
+        "w2",
+        "--wave",
+        "w3",
+        "--max-failed",
+        "1",
+        "--image",
+        GOOD_IMAGE,
+        "--yes",
+        "--undo-on-failure",
+        "--timeout",
+        "8s",
+    ]);
+    assert_code(&o, 10);
+    assert_eq!(
+        fleet.image("w1"),
+        OLD_IMAGE,
+        "wave 1's failed cluster is put back"
+    );
+    assert_eq!(
+        fleet.image("w2"),
+        OLD_IMAGE,
+        "wave 2's failed cluster is put back"
+    );
+    assert_eq!(
+        fleet.image("w3"),
+        GOOD_IMAGE,
+        "wave 3 went on, within the budget"
     );
 }
