@@ -189,6 +189,13 @@ fn three_waves_failing_in(failing: &[&str]) -> Fleet {
                 }),
             )
             .expect("the quota is created");
+        // The quota refuses new pods once it has counted the ones running.
+        common::running::wait_until("the quota to count the running pods", || {
+            fleet
+                .sb(name)
+                .get("/api/v1/namespaces/shop/resourcequotas/pods")
+                .is_some_and(|q| q["status"]["used"]["pods"] == "2")
+        });
     }
     fleet
 }
