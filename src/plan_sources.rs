@@ -66,6 +66,22 @@ pub struct Sourced {
     pub owners: Vec<appupdate_model::owners::ObjectOwners>,
 }
 
+impl Sourced {
+    /// What the run's history record says about the run besides its report: when, who, and
+    /// where the plan came from.
+    pub fn run_info(&self, time: String, user: String) -> history::RunInfo {
+        history::RunInfo {
+            time,
+            user,
+            source: self.source.clone(),
+            saved_plan: self.plan_checksum.is_some(),
+            routes: self.plan.routes.as_ref().map(|r| r.header.clone()),
+            plan_checksum: self.plan_checksum.clone(),
+            fleet_run: self.fleet_run.clone(),
+        }
+    }
+}
+
 /// Where a cluster's plan stands once planned: to be written, or why it is not.
 #[derive(Debug)]
 pub enum Standing {

@@ -91,20 +91,7 @@ async fn plan(
 ) -> Option<Member> {
     let cluster = &member.cluster;
     let app = settings.app.as_str();
-    let info = history::RunInfo {
-        time: String::new(),
-        user: String::new(),
-        source: member.sourced.source.clone(),
-        saved_plan: member.sourced.plan_checksum.is_some(),
-        routes: member
-            .sourced
-            .plan
-            .routes
-            .as_ref()
-            .map(|r| r.header.clone()),
-        plan_checksum: member.sourced.plan_checksum.clone(),
-        fleet_run: member.sourced.fleet_run.clone(),
-    };
+    let info = member.sourced.run_info(String::new(), String::new());
     let mut record = history::record(report, &info)?;
     record.revision = match recorded {
         Recorded::Revision { revision, .. } => *revision,

@@ -629,18 +629,13 @@ async fn write_and_record(
         let report = apply::write(cluster, plan, ready, opts, interrupt).await;
         return (report, Recorded::Nothing);
     };
-    let info = history::RunInfo {
-        time: k8s_openapi::jiff::Timestamp::now()
+    let info = sourced.run_info(
+        k8s_openapi::jiff::Timestamp::now()
             .round(k8s_openapi::jiff::Unit::Second)
             .map(|t| t.to_string())
             .unwrap_or_default(),
-        user: prepared.user,
-        source: sourced.source.clone(),
-        saved_plan: sourced.plan_checksum.is_some(),
-        routes: plan.routes.as_ref().map(|r| r.header.clone()),
-        plan_checksum: sourced.plan_checksum.clone(),
-        fleet_run: sourced.fleet_run.clone(),
-    };
+        prepared.user,
+    );
     let config_map_read = &prepared.config_map;
     let with_last_round = |expected: &Report| {
         let record = history::record(expected, &info);
