@@ -32,52 +32,11 @@ use serde_json::Value;
 /// follow from an earlier divergence of their sequence (an object the sandbox did not create,
 /// a version it did not bump) are listed too: they pass once that one is fixed.
 const PENDING: &[(&str, &str)] = &[
-    // Server-side apply (application/apply-patch+yaml) is not emulated: the sandbox answers
-    // 415 (see the README's "What is not emulated"). A YAML merge patch is then 404 instead of
-    // 400, as the object the apply would have created does not exist.
-    (
-        "content-types/17-apply-patch-creates.json",
-        "/status: real 201, sandbox 415",
-    ),
-    (
-        "content-types/18-apply-patch-conflict.json",
-        "/status: real 409, sandbox 415",
-    ),
-    (
-        "content-types/19-apply-patch-force.json",
-        "/status: real 200, sandbox 415",
-    ),
-    (
-        "content-types/20-patch-yaml-merge.json",
-        "/status: real 400, sandbox 404",
-    ),
-    (
-        "field-validation/14-apply-unknown-strict.json",
-        "/status: real 500, sandbox 415",
-    ),
     // Writes through autoscaling/v1 are converted by the real server; the sandbox serves that
     // version for reads only and refuses writes (405).
     (
         "hpa-autoscaling-v1/14-patch-v1.json",
         "/status: real 200, sandbox 405",
-    ),
-    // Server-side apply is not emulated (415); the later steps' resourceVersions follow from
-    // the apply the sandbox did not make.
-    (
-        "managed-fields/07-apply-by-d.json",
-        "/status: real 200, sandbox 415",
-    ),
-    (
-        "managed-fields/09-reset-managed-fields.json",
-        "/body/metadata/resourceVersion: real \"<rv:Deployment/web#7>\", sandbox \"<rv:Deployment/web#6>\"",
-    ),
-    (
-        "managed-fields/10-get-after-reset.json",
-        "/body/metadata/resourceVersion: real \"<rv:Deployment/web#7>\", sandbox \"<rv:Deployment/web#6>\"",
-    ),
-    (
-        "managed-fields/11-set-managed-fields-invalid.json",
-        "/body/metadata/resourceVersion: real \"<rv:Deployment/web#7>\", sandbox \"<rv:Deployment/web#6>\"",
     ),
 ];
 

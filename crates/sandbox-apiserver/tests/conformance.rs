@@ -26,6 +26,11 @@
 //!   the real scheduler and the stand-in kubelet — rollouts that fail five ways — and replayed
 //!   on a sandbox running `Rollout::Auto`, waiting for the states the recording waited for and
 //!   mapping the names a cluster generates (see that folder's README).
+//! * `tests/fixtures/server-side-apply/` (`tools/record_fixtures.py` with
+//!   `tools/server-side-apply-cases.yaml`): recorded on kube-apiserver v1.33.3 — applies that
+//!   create, change, share, conflict, force and prune, on Deployments, Services, HPAs,
+//!   Ingresses and ConfigMaps; the recording server's deployment controller acted on the
+//!   Deployments, and what it wrote is left out of the comparison (see that folder's README).
 //!
 //! Recorded uids and timestamps inside request bodies (PUT bodies are objects as last read)
 //! are replaced by the sandbox's values read from the same object, as a real client would have
@@ -93,6 +98,13 @@ struct Replay {
     /// counts are mapped or normalised, lists are compared in a name-independent order, and
     /// fixtures may wait for a state before their request ([`await_state`]).
     cluster: bool,
+    /// Recorded on a server whose kube-controller-manager ran, replayed on a sandbox without
+    /// its rollout simulation: what the deployment controller wrote to a Deployment (`status`,
+    /// the `deployment.kubernetes.io/revision` annotation, its own managedFields entry and the
+    /// annotation in the entries of managers who took it over) is removed from both sides,
+    /// and managedFields entries are compared by operation and manager (the server orders them
+    /// by time first, at a resolution of a second).
+    deployment_controller: bool,
     /// Generated names: recorded → ours.
     names: HashMap<String, String>,
     uids: HashMap<String, String>,
@@ -778,11 +790,72 @@ fn replay_one(sb: &Sandbox, replay: &mut Replay, fixture: &Value) -> Vec<String>
                 let ours = sorted_items(&ours, replay, false);
                 compare_json(replay, &recorded, &ours, &mut problems)
             }
+            Ok(mut ours) if replay.deployment_controller => {
+                let mut recorded = recorded.clone();
+                if without_deployment_controller(&mut recorded, false) {
+                    without_deployment_controller(&mut ours, true);
+                }
+                for v in [&mut recorded, &mut ours] {
+                    sort_managed_fields(v, &|m: &str| m.to_string());
+                    // The server lists an apply's conflicts manager by manager in the order
+                    // of a Go map: compare them grouped by manager, in the message's order.
+                    if let Some(Value::Array(causes)) = v.pointer_mut("/details/causes") {
+                        causes.sort_by_key(|c| c.get("message").map(Value::to_string));
+                    }
+                }
+                compare_json(replay, &recorded, &ours, &mut problems)
+            }
             Ok(ours) => compare_json(replay, recorded, &ours, &mut problems),
             Err(e) => problems.push(format!("body is not JSON ({e}): {}", r.text())),
         },
     }
     problems
+}
+
+/// Remove what a deployment controller wrote to a Deployment (see
+/// [`Replay::deployment_controller`]); false (and nothing removed) when `v` is not a
+/// Deployment the controller acted on, unless `anyway` (the sandbox's answer to the same
+/// request, where no controller ran).
+fn without_deployment_controller(v: &mut Value, anyway: bool) -> bool {
+    const REVISION: &str = "deployment.kubernetes.io/revision";
+    let acted_on = v.get("kind") == Some(&json!("Deployment"))
+        && v.pointer("/metadata/annotations")
+            .and_then(Value::as_object)
+            .is_some_and(|a| a.contains_key(REVISION));
+    if !acted_on && !anyway {
+        return false;
+    }
+    if let Some(m) = v.as_object_mut() {
+        m.shift_remove("status");
+    }
+    if let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+        if let Some(Value::Object(a)) = meta.get_mut("annotations") {
+            a.shift_remove(REVISION);
+            if a.is_empty() {
+                meta.shift_remove("annotations");
+            }
+        }
+        if let Some(Value::Array(entries)) = meta.get_mut("managedFields") {
+            entries.retain(|e| e.get("manager") != Some(&json!("kube-controller-manager")));
+            for e in entries.iter_mut() {
+                let Some(Value::Object(fm)) = e.pointer_mut("/fieldsV1/f:metadata") else {
+                    continue;
+                };
+                if let Some(Value::Object(fa)) = fm.get_mut("f:annotations") {
+                    fa.shift_remove(&format!("f:{REVISION}"));
+                    if fa.keys().all(|k| k == ".") {
+                        fm.shift_remove("f:annotations");
+                    }
+                }
+                if fm.is_empty()
+                    && let Some(Value::Object(f)) = e.get_mut("fieldsV1")
+                {
+                    f.shift_remove("f:metadata");
+                }
+            }
+        }
+    }
+    acted_on
 }
 
 /// Cluster fixtures: poll the sandbox until it reaches the state the recording waited for
@@ -997,6 +1070,23 @@ fn every_recorded_exchange_is_reproduced() {
     })
     .unwrap();
     replay_folder("k8s", 83, &sb, false, ALLOWED);
+}
+
+#[test]
+fn every_recorded_server_side_apply_exchange_is_reproduced() {
+    // Recorded from v1.33.3 with its kube-controller-manager running (see the folder's README).
+    let sb = Sandbox::start(SandboxOptions::default()).unwrap();
+    replay_folder_with(
+        "server-side-apply",
+        41,
+        &sb,
+        Replay {
+            relaxed: true,
+            deployment_controller: true,
+            ..Replay::default()
+        },
+        &[],
+    );
 }
 
 #[test]

@@ -241,7 +241,7 @@ fn write_options(
     };
     let mut errs = Vec::new();
     if verb == "patch" {
-        if content_type != "application/apply-patch+yaml" {
+        if content_type != APPLY_PATCH {
             if query_get(query, "force").is_some() {
                 errs.push(FieldError::forbidden(
                     "force",
@@ -317,6 +317,14 @@ fn outcome_reply(out: Outcome, pretty: bool) -> Reply {
             .push(("Warning".into(), format!("299 - {}", status::go_quote(&w))));
     }
     r
+}
+
+/// Server-side apply's patch type.
+const APPLY_PATCH: &str = "application/apply-patch+yaml";
+
+/// `strconv.ParseBool`'s true values (`force=true`).
+fn parse_bool(v: &str) -> bool {
+    matches!(v, "1" | "t" | "T" | "TRUE" | "true" | "True")
 }
 
 /// The 415 of a body in a media type the verb does not consume.
@@ -541,6 +549,16 @@ impl Request<'_> {
     }
 
     fn patch(&self) -> Result<Outcome, StatusBody> {
+        if self.content_type == APPLY_PATCH && self.k.encoding() == kinds::Encoding::GoStruct {
+            return self.ctx.store.write().apply(
+                self.k,
+                self.ns(),
+                &self.info.name,
+                self.body,
+                self.write,
+                query_get(self.query, "force").is_some_and(parse_bool),
+            );
+        }
         if !self.consumes(self.k.patch_types()) {
             return Err(self.unsupported_patch());
         }

@@ -15,8 +15,8 @@ use crate::model::schema::{self, L, T};
 /// FieldsV1 path elements (`f:name`, `k:{"name":"web"}`, `v:"x"`).
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct Set {
-    member: bool,
-    children: BTreeMap<String, Set>,
+    pub(super) member: bool,
+    pub(super) children: BTreeMap<String, Set>,
 }
 
 impl Set {
@@ -24,7 +24,7 @@ impl Set {
         !self.member && self.children.is_empty()
     }
 
-    fn insert(&mut self, path: &[String]) {
+    pub(super) fn insert(&mut self, path: &[String]) {
         match path.split_first() {
             None => self.member = true,
             Some((first, rest)) => self.children.entry(first.clone()).or_default().insert(rest),
@@ -132,7 +132,7 @@ impl Set {
         Some(s)
     }
 
-    fn path(elems: &[&str]) -> Set {
+    pub(super) fn path(elems: &[&str]) -> Set {
         let mut s = Set::default();
         let p: Vec<String> = elems.iter().map(|e| e.to_string()).collect();
         s.insert(&p);
@@ -141,7 +141,7 @@ impl Set {
 }
 
 /// `PathElement.Compare` of two FieldsV1 path elements.
-fn element_cmp(a: &str, b: &str) -> Ordering {
+pub(super) fn element_cmp(a: &str, b: &str) -> Ordering {
     let rank = |s: &str| match s.get(..2) {
         Some("f:") => 0,
         Some("k:") => 1,
@@ -214,14 +214,16 @@ fn value_cmp(a: &Value, b: &Value) -> Ordering {
 }
 
 #[derive(Default)]
-struct Comparison {
-    added: Set,
-    modified: Set,
-    removed: Set,
+pub(super) struct Comparison {
+    pub(super) added: Set,
+    pub(super) modified: Set,
+    pub(super) removed: Set,
 }
 
-/// The `k:`/`v:` path element of a list item.
-fn item_element(strategy: &L, item: &Value) -> Option<String> {
+/// The `k:`/`v:` path element of a list item. A key field the item leaves out takes its
+/// default where the schema has one (`protocol` of a port: `TCP`), as structured-merge-diff
+/// reads an applied configuration's ports.
+pub(super) fn item_element(strategy: &L, item: &Value) -> Option<String> {
     match strategy {
         L::Set => Some(format!("v:{}", serde_json::to_string(item).ok()?)),
         L::Map { keys, .. } => {
@@ -229,8 +231,14 @@ fn item_element(strategy: &L, item: &Value) -> Option<String> {
             names.sort();
             let mut m = Map::new();
             for k in names {
-                if let Some(v) = item.get(*k) {
-                    m.insert((*k).to_string(), v.clone());
+                match item.get(*k) {
+                    Some(v) if !v.is_null() => {
+                        m.insert((*k).to_string(), v.clone());
+                    }
+                    _ if *k == "protocol" => {
+                        m.insert((*k).to_string(), json!("TCP"));
+                    }
+                    _ => {}
                 }
             }
             if m.is_empty() {
@@ -247,7 +255,7 @@ fn item_element(strategy: &L, item: &Value) -> Option<String> {
 
 type FieldTypeFn<'a> = Box<dyn Fn(&str) -> Option<&'static T> + 'a>;
 
-fn compare(
+pub(super) fn compare(
     lhs: Option<&Value>,
     rhs: Option<&Value>,
     ty: &T,
@@ -369,7 +377,7 @@ pub struct Entry {
 }
 
 impl Entry {
-    fn same_identity(
+    pub(super) fn same_identity(
         &self,
         manager: &str,
         operation: &str,
@@ -400,6 +408,12 @@ impl Entry {
     }
 }
 
+/// `isResetManagedFields`: an update that sets `managedFields` to one empty entry clears them.
+/// (An empty list does too on the real server; the sandbox's decoding drops it first.)
+fn is_reset(v: Option<&Value>) -> bool {
+    matches!(v, Some(Value::Array(a)) if a.len() == 1 && a[0].as_object().is_some_and(Map::is_empty))
+}
+
 /// Decode `metadata.managedFields`; `None` when absent, empty or malformed (the server then
 /// keeps the live object's entries).
 pub fn decode(obj: &Value) -> Option<Vec<Entry>> {
@@ -425,7 +439,7 @@ pub fn decode(obj: &Value) -> Option<Vec<Entry>> {
     Some(out)
 }
 
-fn strip_set() -> Set {
+pub(super) fn strip_set() -> Set {
     let mut s = Set::default();
     for p in [
         &["f:apiVersion"][..],
@@ -446,7 +460,7 @@ fn strip_set() -> Set {
     s
 }
 
-fn without_managed_fields(v: &Value) -> Value {
+pub(super) fn without_managed_fields(v: &Value) -> Value {
     let mut v = v.clone();
     if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
         m.remove("managedFields");
@@ -480,9 +494,23 @@ pub fn apply_status_update_with_annotations(u: &Update<'_>, live: Option<&Value>
 fn apply_update_keeping(u: &Update<'_>, live: Option<&Value>, new: &mut Value, annotations: bool) {
     let zero = schema::zero_struct(schema::type_def(u.root_type));
     let live_clean = without_managed_fields(live.unwrap_or(&zero));
-    let base = decode(new)
-        .or_else(|| live.and_then(decode))
-        .unwrap_or_default();
+    // decodeLiveOrNew: the request's own managedFields, unless it resets them (`[{}]`) or
+    // has none (then the live object's).
+    let base = if is_reset(new.pointer("/metadata/managedFields")) {
+        Vec::new()
+    } else {
+        decode(new)
+            .or_else(|| live.and_then(decode))
+            .unwrap_or_default()
+    };
+    // skipNonAppliedManager: an existing object without managedFields is not tracked.
+    if base.is_empty() && live.is_some_and(|l| !crate::model::object::meta_str(l, "uid").is_empty())
+    {
+        if let Some(meta) = new.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.remove("managedFields");
+        }
+        return;
+    }
     let new_clean = without_managed_fields(new);
     let mut cmp = Comparison::default();
     compare(
@@ -561,6 +589,13 @@ fn apply_update_keeping(u: &Update<'_>, live: Option<&Value>, new: &mut Value, a
         e.set = e.set.difference(&strip);
     }
     entries.retain(|e| !e.set.is_empty());
+    set_entries(new, entries);
+}
+
+/// Write `entries` as `metadata.managedFields`, in the server's order: by operation (`Apply`
+/// before `Update`), then time (to the second; an entry without a time first), manager, API
+/// version and subresource. No entries: no `managedFields`.
+pub fn set_entries(obj: &mut Value, mut entries: Vec<Entry>) {
     entries.sort_by(|a, b| {
         a.operation
             .cmp(&b.operation)
@@ -573,7 +608,7 @@ fn apply_update_keeping(u: &Update<'_>, live: Option<&Value>, new: &mut Value, a
             .then_with(|| a.api_version.cmp(&b.api_version))
             .then_with(|| a.subresource.cmp(&b.subresource))
     });
-    if let Some(meta) = new.get_mut("metadata").and_then(Value::as_object_mut) {
+    if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
         if entries.is_empty() {
             meta.remove("managedFields");
         } else {

@@ -6,10 +6,12 @@
 //! * [`decode`] — request bodies into a kind's canonical object;
 //! * [`patch`] — JSON merge patch, JSON patch and strategic merge patch;
 //! * [`managed_fields`] — `metadata.managedFields` as structured-merge-diff computes them;
+//! * [`apply`] — server-side apply: merging, field ownership, conflicts;
 //! * [`select`] — label and field selectors for a kind.
 //!
 //! Uses [`crate::kinds`] (each kind's strategy) and [`crate::model`].
 
+pub mod apply;
 mod decode;
 pub mod managed_fields;
 pub mod patch;
@@ -146,6 +148,57 @@ pub fn patch_shared(
         if unchanged {
             return Ok(st.commit(computed));
         }
+    }
+}
+
+/// Whether an update records its managed fields as an `Update` of its manager, or comes with
+/// them (a server-side apply computed them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tracking {
+    Update,
+    Given,
+}
+
+/// The body of an apply patch: YAML (JSON is YAML) into a map, as `yaml.Unmarshal` decodes it
+/// (numbers are float64 there: an integral one is written as an integer).
+fn decode_apply_body(body: &[u8]) -> Result<Value, StatusBody> {
+    let text = String::from_utf8_lossy(body);
+    let mut v: Value = if text.trim().is_empty() {
+        Value::Null
+    } else {
+        serde_saphyr::from_str(&text).map_err(|e| {
+            status::bad_request(format!(
+                "error decoding YAML: error converting YAML to JSON: yaml: {e}"
+            ))
+        })?
+    };
+    match &v {
+        Value::Object(_) => {}
+        Value::Null => v = json!({}),
+        other => {
+            let what = match other {
+                Value::Array(_) => "array",
+                Value::String(_) => "string",
+                Value::Number(_) => "number",
+                _ => "bool",
+            };
+            return Err(status::bad_request(format!(
+                "error decoding YAML: error unmarshaling JSON: while decoding JSON: json: cannot unmarshal {what} into Go value of type map[string]interface {{}}"
+            )));
+        }
+    }
+    apply::integral_numbers(&mut v);
+    Ok(v)
+}
+
+/// `schema.ParseGroupVersion` (a malformed one: the empty group/version).
+fn parse_group_version(av: &str) -> (String, String) {
+    let parts: Vec<&str> = av.split('/').collect();
+    match parts.as_slice() {
+        [""] => (String::new(), String::new()),
+        [v] => (String::new(), (*v).to_string()),
+        [g, v] => ((*g).to_string(), (*v).to_string()),
+        _ => (String::new(), String::new()),
     }
 }
 
@@ -321,8 +374,14 @@ impl State {
             None,
             &mut obj,
         );
-        if let Some(f) = fields {
-            meta_mut(&mut obj).insert("managedFields".into(), f);
+        match fields {
+            Some(Value::Array(a)) if a.is_empty() => {
+                meta_mut(&mut obj).remove("managedFields");
+            }
+            Some(f) => {
+                meta_mut(&mut obj).insert("managedFields".into(), f);
+            }
+            None => {}
         }
         k.admit_create(&mut obj, &self.admission());
         obj = schema::normalize(k.schema(), &obj);
@@ -524,7 +583,9 @@ impl State {
         warnings: Vec<String>,
         ctx: &WriteCtx,
     ) -> Result<Outcome, StatusBody> {
-        self.exclusively(|st, alloc| st.compute_update(k, key, obj, old, warnings, ctx, alloc))
+        self.exclusively(|st, alloc| {
+            st.compute_update(k, key, obj, old, warnings, ctx, alloc, Tracking::Update)
+        })
     }
 
     /// Computes a write with the store's allocators at hand (the computation only reads the
@@ -552,6 +613,7 @@ impl State {
         warnings: Vec<String>,
         ctx: &WriteCtx,
         alloc: &mut Allocators,
+        tracking: Tracking,
     ) -> Result<Computed, StatusBody> {
         let name = key.3.clone();
         kinds::prepare_update(k, &mut obj, &old);
@@ -574,17 +636,19 @@ impl State {
         }
         let now = time::now_rfc3339();
         tracked = schema::normalize(k.schema(), &tracked);
-        managed_fields::apply_update(
-            &managed_fields::Update {
-                root_type: k.schema(),
-                manager: &ctx.manager,
-                api_version: k.api().api_version,
-                subresource: "",
-                now: &now,
-            },
-            Some(&old),
-            &mut tracked,
-        );
+        if tracking == Tracking::Update {
+            managed_fields::apply_update(
+                &managed_fields::Update {
+                    root_type: k.schema(),
+                    manager: &ctx.manager,
+                    api_version: k.api().api_version,
+                    subresource: "",
+                    now: &now,
+                },
+                Some(&old),
+                &mut tracked,
+            );
+        }
         match tracked.pointer("/metadata/managedFields") {
             Some(mf) => {
                 meta_mut(&mut obj).insert("managedFields".into(), mf.clone());
@@ -701,8 +765,116 @@ impl State {
         kinds::default_and_normalize(k, &mut obj);
         self.check_update_preconditions(ctx.inject_conflict, false, k, ns, name, &obj, &old)
             .map_err(|e| with_warnings(e, &warnings))?;
-        self.compute_update(k, key, obj, old, warnings.clone(), ctx, alloc)
-            .map_err(|e| with_warnings(e, &warnings))
+        self.compute_update(
+            k,
+            key,
+            obj,
+            old,
+            warnings.clone(),
+            ctx,
+            alloc,
+            Tracking::Update,
+        )
+        .map_err(|e| with_warnings(e, &warnings))
+    }
+
+    /// PATCH with `application/apply-patch+yaml`: server-side apply as `ctx.manager` (the
+    /// field manager's checks, then [`apply::apply`]), then the registry's update — or its
+    /// create, when the object does not exist.
+    pub fn apply(
+        &mut self,
+        k: &'static dyn Kind,
+        ns: &str,
+        name: &str,
+        body: &[u8],
+        ctx: &WriteCtx,
+        force: bool,
+    ) -> Result<Outcome, StatusBody> {
+        let mut config = decode_apply_body(body)?;
+        let text =
+            |v: &Value, key: &str| v.get(key).and_then(Value::as_str).unwrap_or("").to_string();
+        let api = k.api();
+        let (group, version) = parse_group_version(&text(&config, "apiVersion"));
+        let kind = text(&config, "kind");
+        if (group.as_str(), version.as_str(), kind.as_str()) != (api.group, api.version, api.kind) {
+            return Err(status::bad_request(format!(
+                "invalid object type: {group}/{version}, Kind={kind}"
+            )));
+        }
+        if config
+            .pointer("/metadata/managedFields")
+            .is_some_and(|v| !v.is_null())
+        {
+            return Err(status::bad_request("metadata.managedFields must be nil"));
+        }
+        if let Some(m) = config.as_object_mut() {
+            m.remove("apiVersion");
+            m.remove("kind");
+        }
+        let gvk = format!("{}/{}, Kind={}", api.group, api.version, api.kind);
+        if let Some(errs) = apply::validate(&config, &schema::T::Obj(k.schema())) {
+            let meta = config.get("metadata").cloned().unwrap_or(Value::Null);
+            return Err(status::unknown_error(&format!(
+                "failed to create typed patch object ({}/{}; {gvk}): {errs}",
+                text(&meta, "namespace"),
+                text(&meta, "name")
+            )));
+        }
+        let key = key(k, ns, name);
+        let live = self.objects.get(&key).cloned();
+        let now = time::now_rfc3339();
+        let applied = apply::apply(
+            &apply::Apply {
+                root_type: k.schema(),
+                manager: &ctx.manager,
+                api_version: api.api_version,
+                force,
+                now: &now,
+            },
+            live.as_ref(),
+            &config,
+        )
+        .map_err(|c| apply::conflict_status(&c))?;
+        let mut obj = applied.object;
+        if applied.changed {
+            obj = schema::from_unstructured(k.schema(), &obj)
+                .map_err(|e| {
+                    status::unknown_error(&format!(
+                        "failed to convert new object ({ns}/{name}; {gvk}) to proper version ({}): {e}",
+                        api.api_version
+                    ))
+                })?
+                .value;
+            kinds::default_and_normalize(k, &mut obj);
+        }
+        managed_fields::set_entries(&mut obj, applied.entries);
+        check_namespace_and_name(k, ns, name, &obj)?;
+        match live {
+            None => {
+                let fields = obj
+                    .pointer("/metadata/managedFields")
+                    .cloned()
+                    .unwrap_or_else(|| json!([]));
+                self.create_decoded_with(k, ns, obj, Vec::new(), ctx, Some(fields))
+            }
+            Some(old) => {
+                if k.api().namespaced {
+                    meta_mut(&mut obj).insert("namespace".into(), json!(ns));
+                }
+                self.check_update_preconditions(
+                    ctx.inject_conflict,
+                    false,
+                    k,
+                    ns,
+                    name,
+                    &obj,
+                    &old,
+                )?;
+                self.exclusively(|st, alloc| {
+                    st.compute_update(k, key, obj, old, Vec::new(), ctx, alloc, Tracking::Given)
+                })
+            }
+        }
     }
 
     /// DELETE an object with `options` (a DeleteOptions object). Objects with finalizers, or
