@@ -360,6 +360,56 @@ impl Sandbox {
             })
     }
 
+    /// Server-side apply `config` (a whole configuration, with `apiVersion` and `kind`) to the
+    /// object at `object_path` as field manager `manager`, as a PATCH with `Content-Type:
+    /// application/apply-patch+yaml` and `?fieldManager=<manager>` would — creating the object
+    /// when it does not exist. How a test makes an object the way Helm 4 (`helm`), Argo CD
+    /// with server-side apply (`argocd-controller`) or `kubectl apply --server-side` make it:
+    /// an `Apply` managedFields entry owning exactly what `config` sets. Another manager's
+    /// field that the apply would change is the 409 Conflict a client would get (see
+    /// [`Sandbox::force_apply`]). Not logged.
+    pub fn apply(
+        &self,
+        object_path: &str,
+        manager: &str,
+        config: Value,
+    ) -> Result<Value, StatusBody> {
+        self.apply_as(object_path, manager, config, false)
+    }
+
+    /// [`Sandbox::apply`] with `force=true`: the fields other managers own are taken from them.
+    pub fn force_apply(
+        &self,
+        object_path: &str,
+        manager: &str,
+        config: Value,
+    ) -> Result<Value, StatusBody> {
+        self.apply_as(object_path, manager, config, true)
+    }
+
+    fn apply_as(
+        &self,
+        object_path: &str,
+        manager: &str,
+        config: Value,
+        force: bool,
+    ) -> Result<Value, StatusBody> {
+        let (k, ns, name) = resolve(&self.server.registry, object_path)?;
+        let bytes = serde_json::to_vec(&config).map_err(|e| status::bad_request(e.to_string()))?;
+        let ctx = WriteCtx {
+            manager: manager.into(),
+            dry_run: false,
+            field_validation: FieldValidation::Strict,
+            inject_conflict: false,
+            skip_webhooks: false,
+        };
+        self.server
+            .store
+            .write()
+            .apply(k, &ns, &name, &bytes, &ctx, force)
+            .map(|o| o.body)
+    }
+
     /// A controller's status write: mutate the object now through its `status` subresource
     /// (manager `sandbox-controller`; only `status` is kept from the mutation) — how a test
     /// publishes a GatewayClass's `status.supportedFeatures`.

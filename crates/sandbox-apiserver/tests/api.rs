@@ -98,6 +98,62 @@ fn library_handle_reads_and_writes_through_the_server_paths() {
 }
 
 #[test]
+fn the_handle_applies_as_a_named_field_manager() {
+    let sb = sandbox();
+    namespace(&sb, "shop");
+    let path = format!("{DEPLOYMENTS}/web");
+    // Create on apply: one Apply entry owning exactly the configuration's fields.
+    let web = sb
+        .apply(&path, "helm", deployment("web", "nginx:1.25"))
+        .unwrap();
+    let entries = web["metadata"]["managedFields"].as_array().unwrap();
+    assert_eq!(entries.len(), 1, "{web}");
+    assert_eq!(entries[0]["manager"], "helm");
+    assert_eq!(entries[0]["operation"], "Apply");
+    let fields = &entries[0]["fieldsV1"];
+    assert_eq!(
+        fields.pointer("/f:spec/f:template/f:spec/f:containers/k:{\"name\":\"web\"}/f:image"),
+        Some(&json!({}))
+    );
+    assert!(fields.pointer("/f:spec/f:replicas").is_none(), "{fields}");
+    assert_eq!(web["spec"]["replicas"], 1, "defaulted");
+
+    // Another manager's Update takes the image; the next apply of another value conflicts.
+    sb.update(&path, |d| {
+        d["spec"]["template"]["spec"]["containers"][0]["image"] = json!("nginx:1.26");
+    })
+    .unwrap();
+    let refused = sb
+        .apply(&path, "helm", deployment("web", "nginx:1.27"))
+        .unwrap_err();
+    assert_eq!(refused.code, 409);
+    assert_eq!(
+        refused.message,
+        "Apply failed with 1 conflict: conflict with \"sandbox-competitor\" using apps/v1: .spec.template.spec.containers[name=\"web\"].image"
+    );
+    assert_eq!(
+        sb.get(&path).unwrap()["spec"]["template"]["spec"]["containers"][0]["image"],
+        "nginx:1.26"
+    );
+
+    // force_apply takes it back.
+    let web = sb
+        .force_apply(&path, "helm", deployment("web", "nginx:1.27"))
+        .unwrap();
+    assert_eq!(
+        web["spec"]["template"]["spec"]["containers"][0]["image"],
+        "nginx:1.27"
+    );
+    let managers: Vec<&str> = web["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["manager"].as_str().unwrap())
+        .collect();
+    assert_eq!(managers, ["helm"], "the competitor lost its only field");
+}
+
+#[test]
 fn seed_demo_app_creates_the_demo_objects() {
     let sb = sandbox();
     sb.seed_demo_app("demo", "web").unwrap();

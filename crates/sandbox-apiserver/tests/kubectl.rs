@@ -1,6 +1,6 @@
 //! kubectl as a real client: TLS, the generated kubeconfig, discovery, tables, create/replace,
-//! the three patch types, label, delete, watch, and the read-only identity; plus the standalone
-//! `sandbox-apiserver serve` command.
+//! the three patch types and server-side apply, label, delete, watch, and the read-only identity;
+//! plus the standalone `sandbox-apiserver serve` command.
 #![allow(clippy::unwrap_used)]
 
 mod common;
@@ -587,4 +587,143 @@ fn kubectl_shows_the_pods_replica_sets_and_events_of_a_failing_rollout() {
     );
     let status = k.run(&["rollout", "status", "deployment/web", "--timeout=1s"]);
     assert!(!status.status.success(), "the rollout never completes");
+}
+
+/// A Deployment as a Helm 4 chart renders it: the labels and annotations Helm sets.
+const HELM_DEPLOYMENT_YAML: &str = "apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  labels:
+    app.kubernetes.io/name: web
+    app.kubernetes.io/instance: web
+    app.kubernetes.io/managed-by: Helm
+    helm.sh/chart: web-0.1.0
+  annotations:
+    meta.helm.sh/release-name: web
+    meta.helm.sh/release-namespace: demo
+spec:
+  replicas: 2
+  selector:
+    matchLabels:
+      app.kubernetes.io/name: web
+  template:
+    metadata:
+      labels:
+        app.kubernetes.io/name: web
+    spec:
+      containers:
+      - name: app
+        image: nginx:1.25
+        ports:
+        - containerPort: 8080
+";
+
+/// The managedFields entries of an object: (manager, operation).
+fn managers(obj: &serde_json::Value) -> Vec<(String, String)> {
+    obj.pointer("/metadata/managedFields")
+        .and_then(serde_json::Value::as_array)
+        .map(|entries| {
+            entries
+                .iter()
+                .map(|e| {
+                    (
+                        e["manager"].as_str().unwrap_or("").to_string(),
+                        e["operation"].as_str().unwrap_or("").to_string(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn kubectl_applies_server_side_as_a_named_field_manager() {
+    if !kubectl_available() {
+        return;
+    }
+    let sb = Sandbox::start(SandboxOptions::default()).unwrap();
+    sb.create(
+        "/api/v1/namespaces",
+        serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "demo"}}),
+    )
+    .unwrap();
+    let (k, dir) = setup(&sb, "ssa");
+    let file = dir.path().join("web.yaml");
+    std::fs::write(&file, HELM_DEPLOYMENT_YAML).unwrap();
+    let file = file.to_str().unwrap();
+    let path = "/apis/apps/v1/namespaces/demo/deployments/web";
+
+    let out = k.ok(&[
+        "apply",
+        "--server-side",
+        "--field-manager",
+        "helm",
+        "-f",
+        file,
+    ]);
+    assert!(
+        out.contains("deployment.apps/web serverside-applied"),
+        "{out}"
+    );
+    let web = sb.get(path).unwrap();
+    assert_eq!(managers(&web), [("helm".to_string(), "Apply".to_string())]);
+    let helm = &web["metadata"]["managedFields"][0]["fieldsV1"];
+    assert!(
+        helm.pointer("/f:metadata/f:labels/f:app.kubernetes.io~1managed-by")
+            .is_some(),
+        "{helm}"
+    );
+    assert!(
+        helm.pointer("/f:spec/f:template/f:spec/f:containers/k:{\"name\":\"app\"}/f:image")
+            .is_some(),
+        "{helm}"
+    );
+    assert!(
+        helm.pointer("/f:spec/f:revisionHistoryLimit").is_none(),
+        "defaults are nobody's: {helm}"
+    );
+
+    // kubectl set image takes the image; helm's next apply conflicts on it.
+    k.ok(&["set", "image", "deployment/web", "app=nginx:1.26"]);
+    let refused = k.run(&[
+        "apply",
+        "--server-side",
+        "--field-manager",
+        "helm",
+        "-f",
+        file,
+    ]);
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success(), "{err}");
+    assert!(
+        err.contains("Apply failed with 1 conflict: conflict with \"kubectl-set\" using apps/v1: .spec.template.spec.containers[name=\"app\"].image"),
+        "{err}"
+    );
+    let web = sb.get(path).unwrap();
+    assert_eq!(
+        web["spec"]["template"]["spec"]["containers"][0]["image"], "nginx:1.26",
+        "a refused apply changes nothing"
+    );
+
+    let out = k.ok(&[
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        "--field-manager",
+        "helm",
+        "-f",
+        file,
+    ]);
+    assert!(out.contains("serverside-applied"), "{out}");
+    let web = sb.get(path).unwrap();
+    assert_eq!(
+        web["spec"]["template"]["spec"]["containers"][0]["image"],
+        "nginx:1.25"
+    );
+    assert_eq!(
+        managers(&web),
+        [("helm".to_string(), "Apply".to_string())],
+        "kubectl-set lost its only field"
+    );
 }

@@ -790,6 +790,20 @@ impl State {
         ctx: &WriteCtx,
         force: bool,
     ) -> Result<Outcome, StatusBody> {
+        if k.encoding() == kinds::Encoding::Unstructured {
+            // Custom resources' apply is not emulated: the 415 of a type they do not take.
+            let mut accepted: Vec<&str> = k.patch_types().to_vec();
+            accepted.push("application/apply-patch+yaml");
+            return Err(StatusBody::new(
+                415,
+                "UnsupportedMediaType",
+                format!(
+                    "the body of the request was in an unknown format - accepted media types include: {}",
+                    accepted.join(", ")
+                ),
+                None,
+            ));
+        }
         let mut config = decode_apply_body(body)?;
         let text =
             |v: &Value, key: &str| v.get(key).and_then(Value::as_str).unwrap_or("").to_string();
