@@ -213,3 +213,88 @@ fn the_json_plan_names_the_owner_with_a_reason() {
     let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert!(doc.get("owners").is_none(), "{doc}");
 }
+
+/// A Deployment as a Helm 4 chart renders it (the labels and annotations Helm sets), for
+/// `kubectl apply --server-side --field-manager helm`: what Helm 4 sends.
+const HELM_4_DEPLOYMENT: &str = "apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  labels:
+    app: web
+    app.kubernetes.io/name: web
+    app.kubernetes.io/instance: web
+    app.kubernetes.io/managed-by: Helm
+    helm.sh/chart: web-0.1.0
+  annotations:
+    meta.helm.sh/release-name: web
+    meta.helm.sh/release-namespace: shop
+spec:
+  selector:
+    matchLabels:
+      app: web
+  template:
+    metadata:
+      labels:
+        app: web
+    spec:
+      containers:
+      - name: app
+        image: registry.example.com/web:1.0
+        ports:
+        - name: http
+          containerPort: 8080
+";
+
+/// Helm 4 for real: the Deployment is made by a server-side apply as `helm` (the real
+/// kubectl's `apply --server-side --field-manager helm`), not by writing managedFields by hand.
+/// Its apply holds the image: the change is refused under `--yes`; with `--force-conflicts`
+/// it is written, and Helm's next apply of the same chart then conflicts on the image, as the
+/// plan said it would.
+#[test]
+fn a_deployment_applied_server_side_by_helm_is_owned_and_helms_next_apply_conflicts() {
+    let env = Env::new();
+    let manifest = env.write_file("web.yaml", HELM_4_DEPLOYMENT);
+    let helm_apply = || {
+        let mut c = std::process::Command::new("kubectl");
+        crate::common::scrub(&mut c)
+            .env("HOME", env.dir.path())
+            .arg("--kubeconfig")
+            .arg(&env.kubeconfig)
+            .args(["apply", "--server-side", "--field-manager", "helm", "-f"])
+            .arg(&manifest)
+            .output()
+            .unwrap()
+    };
+    env.sb.delete(DEPLOY).unwrap();
+    let o = helm_apply();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let entries = env.deployment()["metadata"]["managedFields"].clone();
+    assert_eq!(entries.as_array().map(Vec::len), Some(1), "{entries}");
+    assert_eq!(entries[0]["manager"], "helm");
+    assert_eq!(entries[0]["operation"], "Apply");
+    env.sb.clear_requests();
+
+    let o = env.run(&["web", "--image", NEW, "--yes"]);
+    assert_code(&o, 3);
+    let err = stderr(&o);
+    assert!(err.contains("owner: deployment.apps/web"), "{err}");
+    assert!(err.contains("(apply-conflict)"), "{err}");
+    assert!(
+        err.contains("the next `helm upgrade` of release shop/web will conflict on .spec.template.spec.containers[name=app].image"),
+        "{err}"
+    );
+    assert!(env.app_writes().is_empty(), "{:?}", env.app_writes());
+    assert_eq!(env.image(), "registry.example.com/web:1.0");
+
+    let o = env.run(&["web", "--image", NEW, "--yes", "--force-conflicts"]);
+    assert_code(&o, 0);
+    assert_eq!(env.image(), NEW);
+    let o = helm_apply();
+    assert!(!o.status.success(), "helm's next apply goes through");
+    let err = stderr(&o);
+    assert!(
+        err.contains("conflict with \"kubectl-appupdate\" using apps/v1: .spec.template.spec.containers[name=\"app\"].image"),
+        "{err}"
+    );
+}
