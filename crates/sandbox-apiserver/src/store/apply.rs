@@ -876,3 +876,162 @@ pub fn integral_numbers(v: &mut Value) {
         _ => {}
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::model::schema::canonicalize;
+
+    fn deployment(containers: Value) -> Value {
+        json!({"metadata": {"name": "web"}, "spec": {"selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": containers}}}})
+    }
+
+    fn names(v: &Value) -> Vec<&str> {
+        v.pointer("/spec/template/spec/containers")
+            .and_then(Value::as_array)
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap())
+            .collect()
+    }
+
+    const ROOT: T = T::Obj(schema::DEPLOYMENT);
+
+    #[test]
+    fn a_port_without_protocol_is_keyed_with_the_default() {
+        let config =
+            deployment(json!([{"name": "app", "image": "x", "ports": [{"containerPort": 8080}]}]));
+        let set = to_field_set(&config, &ROOT).to_fields_v1();
+        assert_eq!(
+            set.pointer("/f:spec/f:template/f:spec/f:containers/k:{\"name\":\"app\"}/f:ports"),
+            Some(
+                &json!({"k:{\"containerPort\":8080,\"protocol\":\"TCP\"}": {".": {}, "f:containerPort": {}}})
+            )
+        );
+        assert_eq!(
+            set.pointer("/f:spec/f:selector"),
+            Some(&json!({})),
+            "an atomic struct is one field"
+        );
+    }
+
+    #[test]
+    fn list_items_merge_by_key_in_the_configurations_order() {
+        let c = |n: &str| json!({"name": n, "image": n});
+        let live = canonicalize(
+            schema::DEPLOYMENT,
+            &deployment(json!([c("a"), c("b"), c("c")])),
+        )
+        .unwrap()
+        .value;
+        let config = deployment(json!([c("c"), {"name": "a", "image": "a2"}]));
+        let merged = merge(Some(&live), Some(&config), &ROOT).unwrap();
+        // b, which the configuration does not list, stays before the shared items it preceded.
+        assert_eq!(names(&merged), ["b", "c", "a"]);
+        assert_eq!(
+            merged["spec"]["template"]["spec"]["containers"][2]["image"],
+            "a2"
+        );
+    }
+
+    #[test]
+    fn paths_print_as_structured_merge_diff_prints_them() {
+        assert_eq!(pe_string("f:spec"), ".spec");
+        assert_eq!(pe_string("k:{\"name\":\"app\"}"), "[name=\"app\"]");
+        assert_eq!(
+            pe_string("k:{\"port\":443,\"protocol\":\"TCP\"}"),
+            "[port=443,protocol=\"TCP\"]"
+        );
+        assert_eq!(pe_string("v:\"example.com/x\""), "[=\"example.com/x\"]");
+        assert_eq!(pe_string("i:3"), "[3]");
+    }
+
+    #[test]
+    fn conflicts_are_grouped_by_manager_in_the_message() {
+        let c = |id: &str, m: &str, f: &str| Conflict {
+            manager_id: id.into(),
+            manager: m.into(),
+            field: f.into(),
+        };
+        let s = conflict_status(&[
+            c("a", "\"helm\"", ".spec.replicas"),
+            c("a", "\"helm\"", ".spec.paused"),
+            c("b", "\"kubectl-set\" using apps/v1", ".spec.paused"),
+        ]);
+        assert_eq!(s.code, 409);
+        assert_eq!(
+            s.message,
+            "Apply failed with 3 conflicts: conflicts with \"helm\":\n- .spec.replicas\n- .spec.paused\nconflicts with \"kubectl-set\" using apps/v1:\n- .spec.paused"
+        );
+        assert_eq!(
+            s.details.unwrap()["causes"][2]["message"],
+            "conflict with \"kubectl-set\" using apps/v1"
+        );
+    }
+
+    #[test]
+    fn an_unknown_field_stops_the_check_of_its_map() {
+        let config = json!({"metadata": {"name": "web"}, "spec": {"bogus": 1, "other": 2}});
+        assert_eq!(
+            validate(&config, &ROOT).as_deref(),
+            Some(".spec.bogus: field not declared in schema")
+        );
+        let config = deployment(json!([{"image": "x"}]));
+        assert_eq!(
+            validate(&config, &ROOT).as_deref(),
+            Some(
+                ".spec.template.spec.containers: element 0: associative list with keys has an element that omits key field \"name\" (and doesn't have default value)"
+            )
+        );
+    }
+
+    #[test]
+    fn what_the_applier_no_longer_applies_goes_unless_another_manager_owns_it() {
+        let a = |manager: &str, live: Option<&Value>, config: Value| {
+            apply(
+                &Apply {
+                    root_type: schema::DEPLOYMENT,
+                    manager,
+                    api_version: "apps/v1",
+                    force: false,
+                    now: "2026-12-07T00:00:00Z",
+                },
+                live,
+                &config,
+            )
+            .unwrap()
+        };
+        let with = |entries: Vec<Entry>, obj: Value| {
+            let mut obj = canonicalize(schema::DEPLOYMENT, &obj).unwrap().value;
+            mf::set_entries(&mut obj, entries);
+            obj
+        };
+        let first = a(
+            "helm",
+            None,
+            json!({"metadata": {"name": "web", "labels": {"a": "1", "b": "2"}}}),
+        );
+        let live = with(first.entries, first.object);
+        let shared = a(
+            "argocd-controller",
+            Some(&live),
+            json!({"metadata": {"name": "web", "labels": {"b": "2"}}}),
+        );
+        assert!(!shared.changed, "the same value: only ownership changes");
+        let live = with(shared.entries, shared.object);
+        let second = a("helm", Some(&live), json!({"metadata": {"name": "web"}}));
+        assert_eq!(
+            second.object["metadata"]["labels"],
+            json!({"b": "2"}),
+            "a is gone, b is argocd-controller's too"
+        );
+        let managers: Vec<&str> = second.entries.iter().map(|e| e.manager.as_str()).collect();
+        assert_eq!(
+            managers,
+            ["argocd-controller"],
+            "helm owns nothing any more"
+        );
+    }
+}
