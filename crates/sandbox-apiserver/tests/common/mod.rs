@@ -64,16 +64,26 @@ fn tls_config(ca_der: &[u8]) -> Arc<rustls::ClientConfig> {
 
 impl Conn {
     pub fn open(sb: &Sandbox) -> Conn {
-        let tcp = TcpStream::connect(sb.addr()).unwrap();
-        tcp.set_read_timeout(Some(Duration::from_millis(100)))
-            .unwrap();
+        let mut tcp = TcpStream::connect(sb.addr()).unwrap();
         let io: Box<dyn Io> = match sb.ca_der() {
             Some(ca) => {
                 let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
-                let conn = rustls::ClientConnection::new(tls_config(ca), name).unwrap();
+                let mut conn = rustls::ClientConnection::new(tls_config(ca), name).unwrap();
+                // The handshake gets a generous bound of its own: on a busy machine it can take
+                // longer than the short read timeout the body reads poll with.
+                tcp.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+                while conn.is_handshaking() {
+                    conn.complete_io(&mut tcp).unwrap();
+                }
+                tcp.set_read_timeout(Some(Duration::from_millis(100)))
+                    .unwrap();
                 Box::new(rustls::StreamOwned::new(conn, tcp))
             }
-            None => Box::new(tcp),
+            None => {
+                tcp.set_read_timeout(Some(Duration::from_millis(100)))
+                    .unwrap();
+                Box::new(tcp)
+            }
         };
         Conn {
             io,
