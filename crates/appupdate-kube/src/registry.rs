@@ -367,6 +367,12 @@ impl Session<'_> {
         referrer: &str,
         digest: &str,
     ) -> Result<Option<Verdict>, Unresolved> {
+        if !cosign::is_sha256_digest(referrer) {
+            return Ok(Some(Verdict::Unreadable(format!(
+                "a referrer's digest {:?} is not a sha256 digest",
+                Untrusted(referrer)
+            ))));
+        }
         let Some(manifest) = self.manifest(referrer, cosign::ACCEPT_MANIFEST).await? else {
             return Ok(Some(Verdict::Unreadable(format!(
                 "the referrer {} is listed but not in the registry",
@@ -406,6 +412,12 @@ impl Session<'_> {
     /// A blob of the repository, checked against its digest; `Err(why)` (inner) when it is
     /// missing or is not what its digest says.
     async fn blob(&mut self, digest: &str) -> Result<Result<Vec<u8>, String>, Unresolved> {
+        if !cosign::is_sha256_digest(digest) {
+            return Ok(Err(format!(
+                "a blob's digest {:?} is not a sha256 digest",
+                Untrusted(digest)
+            )));
+        }
         let url = format!("{}/v2/{}/blobs/{digest}", self.base, self.repository);
         let answer = self.get(&url, "*/*").await?;
         match answer.status {

@@ -223,6 +223,12 @@ pub fn sha256_digest(bytes: &[u8]) -> String {
     format!("sha256:{hex}")
 }
 
+/// Whether `digest` is `sha256:<64 hex>`: the only digests a signature's manifests and blobs
+/// are asked by (a registry's answer names them, and they go into request paths).
+pub fn is_sha256_digest(digest: &str) -> bool {
+    sha256_hex(digest).is_some()
+}
+
 /// The hex of a `sha256:<64 hex>` digest; `None` for anything else.
 fn sha256_hex(digest: &str) -> Option<&str> {
     digest
@@ -904,6 +910,9 @@ mod tests {
             format!("sha256-{}", &DIGEST[7..])
         );
         assert_eq!(signature_tag("sha256:short"), None);
+        assert!(is_sha256_digest(DIGEST));
+        assert!(!is_sha256_digest(&format!("{DIGEST}/../x")));
+        assert!(!is_sha256_digest("sha512:11"));
     }
 
     #[test]
