@@ -1174,7 +1174,7 @@ mod tests {
             let value: &[&str] = match arg.as_str() {
                 "container" | "force-undo" | "auth-url" | "gateway" | "auth-service"
                 | "ingress-class" | "host" | "tls-secret" | "as-group" | "sign-key"
-                | "verify-url" | "verify-url-ca" => &["x"],
+                | "verify-url" | "verify-url-ca" | "image-key" => &["x"],
                 "routes" => &["gateway"],
                 "auth-provider" => &["filter"],
                 _ => &[],
