@@ -659,6 +659,20 @@ pub struct ImageCheckArgs {
     /// (needs the image check).
     #[arg(long, requires = "image", help_heading = "Image")]
     pub pin_digest: bool,
+
+    /// Require a cosign signature of the image by this public key (cosign.pub: PEM, ECDSA
+    /// P-256 or P-384) over the digest that is written, in either of cosign's layouts (the
+    /// sha256-….sig tag, or v3's Sigstore bundle among the image's referrers); else nothing is
+    /// written (exit 3), even under --image-check auto. No transparency log is checked (none
+    /// can be offline): this is what cosign verify --key KEYFILE --insecure-ignore-tlog
+    /// checks.
+    #[arg(
+        long,
+        value_name = "KEYFILE",
+        requires = "image",
+        help_heading = "Image"
+    )]
+    pub image_key: Option<PathBuf>,
 }
 
 /// `apply FILE`'s image check: an unpinned plan's tag must still name the digest it named when
@@ -674,6 +688,12 @@ pub struct ApplyImageArgs {
     /// Speak plain HTTP to this registry (HOST or HOST:PORT). Repeatable.
     #[arg(long, value_name = "HOST", help_heading = "Image")]
     pub insecure_registry: Vec<String>,
+
+    /// Require a cosign signature by this public key (PEM) over the digest the plan writes,
+    /// checked again now: the recorded digest of a pinned plan, the tag's of an unpinned one.
+    /// No transparency log is checked (what cosign verify --insecure-ignore-tlog checks).
+    #[arg(long, value_name = "KEYFILE", help_heading = "Image")]
+    pub image_key: Option<PathBuf>,
 }
 
 /// `--image-check`.
@@ -761,6 +781,11 @@ const NEEDS: &[(&str, &str, &str)] = &[
         "container",
         "image",
         "--container only selects the container for --image; add --image",
+    ),
+    (
+        "image_key",
+        "image",
+        "--image-key requires a signature of the image --image writes; add --image",
     ),
     (
         "allow_empty_endpoints",
@@ -1149,7 +1174,7 @@ mod tests {
             let value: &[&str] = match arg.as_str() {
                 "container" | "force-undo" | "auth-url" | "gateway" | "auth-service"
                 | "ingress-class" | "host" | "tls-secret" | "as-group" | "sign-key"
-                | "verify-url" | "verify-url-ca" => &["x"],
+                | "verify-url" | "verify-url-ca" | "image-key" => &["x"],
                 "routes" => &["gateway"],
                 "auth-provider" => &["filter"],
                 _ => &[],

@@ -47,14 +47,49 @@ pub(crate) fn image_of(settings: &Settings) -> Option<&str> {
     }
 }
 
+/// What the check asks the registry for: [`image_of`], except that with `--image-key` a saved
+/// plan that pinned its image has it checked too, by the digest it recorded (for the
+/// signature only: the tag may have moved).
+fn reference_of(settings: &Settings) -> Option<String> {
+    match &settings.mode {
+        Mode::Apply { saved, .. }
+            if settings.image_check.on() && settings.image_check.key.is_some() =>
+        {
+            saved
+                .file
+                .clusters
+                .iter()
+                .filter_map(|c| c.plan.image_checked.as_ref())
+                .find(|i| !i.pinned)
+                .or_else(|| {
+                    saved
+                        .file
+                        .clusters
+                        .iter()
+                        .find_map(|c| c.plan.image_checked.as_ref())
+                })
+                .map(|i| {
+                    if i.pinned {
+                        ImageRef::pinned(&i.image, &i.digest)
+                    } else {
+                        i.image.clone()
+                    }
+                })
+        }
+        _ => image_of(settings).map(str::to_owned),
+    }
+}
+
 /// `apply FILE` of a plan that did not pin its image: the tag must still name the digest the
 /// plan recorded, or what was reviewed is no longer what would run (exit 5, nothing written).
+/// With `--image-key`, the digest written (pinned or not) must carry a signature by it (exit 3).
 pub(crate) fn saved_still_holds(
     settings: &Settings,
     recorded: &CheckedImage,
     checked: &Result<Resolved, Unresolved>,
 ) -> Result<(), AppError> {
-    if recorded.pinned {
+    let key = settings.image_check.key.as_ref();
+    if recorded.pinned && key.is_none() {
         return Ok(());
     }
     let file = settings
@@ -68,10 +103,25 @@ pub(crate) fn saved_still_holds(
             "{file} was made when the image {image} was {old}, and {now}: what was reviewed is no longer what the tag means, so nothing was written; make the plan again (with --pin-digest a plan writes the digest, and the tag moving changes nothing)"
         ),
     };
+    let signed = |r: &Resolved| match (key, &r.signature) {
+        (Some(k), Some(Err(unsigned))) => Err(AppError::Image {
+            message: format!(
+                "{file}: the image {image}: {}; nothing was written",
+                unsigned.explain(&r.digest, &k.named)
+            ),
+        }),
+        _ => Ok(()),
+    };
     match checked {
-        Ok(r) if r.digest == recorded.digest => Ok(()),
+        Ok(r) if recorded.pinned || r.digest == recorded.digest => signed(r),
         Ok(r) => Err(moved(format!("the tag now names {}", Untrusted(&r.digest)))),
-        Err(Unresolved::NotFound(why)) => Err(moved(format!("now {why}"))),
+        Err(Unresolved::NotFound(why)) if !recorded.pinned => Err(moved(format!("now {why}"))),
+        Err(why) if key.is_some() => Err(AppError::Image {
+            message: format!(
+                "{file}: the image {image} could not be checked ({} needs its signature): {why}; nothing was written",
+                key.map(|k| k.named.as_str()).unwrap_or_default()
+            ),
+        }),
         Err(why) if settings.image_check.mode == ImageCheckMode::Require => Err(AppError::Image {
             message: format!(
                 "{file}: the image {image} could not be checked (--image-check require): {why}; nothing was written"
@@ -82,10 +132,12 @@ pub(crate) fn saved_still_holds(
     }
 }
 
-/// Starts the check (nothing to do without an image to check).
+/// Starts the check (nothing to do without an image to check). With `--image-key`, the
+/// signature is looked for in the same check: once for a whole fleet.
 pub(crate) fn start(settings: &Settings) -> SharedCheck {
-    let image = image_of(settings).map(str::to_owned);
+    let image = reference_of(settings);
     let registry = settings.image_check.registry.clone();
+    let key = settings.image_check.key.as_ref().map(|k| k.key.clone());
     if image.is_some()
         && let Some(problem) = &settings.image_check.config_problem
     {
@@ -93,19 +145,22 @@ pub(crate) fn start(settings: &Settings) -> SharedCheck {
     }
     async move {
         let image = image?;
-        Some(Arc::new(registry::resolve(&image, &registry).await))
+        Some(Arc::new(
+            registry::resolve_signed(&image, &registry, key.as_deref()).await,
+        ))
     }
     .boxed()
     .shared()
 }
 
 /// Under `auto`, a registry that cannot tell or cannot be reached is a warning, said once for
-/// the run (a refusal is said by the clusters' planning).
+/// the run (a refusal is said by the clusters' planning). Not with `--image-key`: a signature
+/// that cannot be checked is a refusal.
 pub(crate) fn warn_once(settings: &Settings, checked: &Checked) {
     let (Some(image), Some(checked)) = (image_of(settings), checked) else {
         return;
     };
-    if settings.image_check.mode != ImageCheckMode::Auto {
+    if settings.image_check.mode != ImageCheckMode::Auto || settings.image_check.key.is_some() {
         return;
     }
     match checked.as_ref() {
@@ -138,6 +193,8 @@ pub(crate) struct Judged {
     pub write: Option<String>,
     /// The digest the tag named, when the registry told it.
     pub digest: Option<String>,
+    /// `--image-key`'s fingerprint, when a signature by it over `digest` was verified.
+    pub signed_by: Option<String>,
 }
 
 /// The container the change is for, in the live Deployment: the named one, else the only one.
@@ -170,14 +227,18 @@ pub(crate) async fn judge(
     let refuse = |what: String| AppError::Image {
         message: format!("--image {shown}: {what}; nothing was written"),
     };
+    let key = check.key.as_ref();
     let resolved = match checked {
         Ok(r) => r,
         Err(Unresolved::NotFound(why)) => return Err(refuse(why.clone())),
-        Err(why) if check.mode == ImageCheckMode::Require || check.pin_digest => {
-            let flag = if check.mode == ImageCheckMode::Require {
-                "--image-check require"
+        // A signature that cannot be checked fails closed, under `auto` too.
+        Err(why) if key.is_some() || check.mode == ImageCheckMode::Require || check.pin_digest => {
+            let flag = if let Some(k) = key {
+                format!("{} needs its signature", k.named)
+            } else if check.mode == ImageCheckMode::Require {
+                "--image-check require".to_owned()
             } else {
-                "--pin-digest needs its digest"
+                "--pin-digest needs its digest".to_owned()
             };
             return Err(refuse(format!(
                 "the image could not be checked ({flag}): {why}"
@@ -188,6 +249,7 @@ pub(crate) async fn judge(
                 notes: vec![format!("image {shown}: not checked ({why})")],
                 write: None,
                 digest: None,
+                signed_by: None,
             });
         }
     };
@@ -201,6 +263,22 @@ pub(crate) async fn judge(
             platform_list(&resolved.platforms)
         }
     )];
+    // The signature first: an image not signed by the key is refused whatever it runs on.
+    let signed_by = match (key, &resolved.signature) {
+        (None, _) => None,
+        (Some(k), Some(Ok(layout))) => {
+            notes.push(format!(
+                "signature: cosign, by {} ({}; no transparency log checked)",
+                k.named,
+                layout.describe()
+            ));
+            Some(k.key.fingerprint().to_owned())
+        }
+        (Some(k), Some(Err(unsigned))) => {
+            return Err(refuse(unsigned.explain(&resolved.digest, &k.named)));
+        }
+        (Some(_), None) => return Err(refuse("its signature was not looked for".to_owned())),
+    };
     let context = Untrusted(&cluster.conn.context);
     let template = deployment.and_then(|d| d.pointer("/spec/template/spec"));
     let needs = template
@@ -312,5 +390,6 @@ pub(crate) async fn judge(
         notes,
         write,
         digest: Some(resolved.digest.clone()),
+        signed_by,
     })
 }

@@ -607,6 +607,7 @@ async fn source(
             image: image.to_owned(),
             digest,
             pinned: settings.image_check.pin_digest,
+            signed_by: judged.signed_by,
         });
         if let Some(image) = judged.write {
             written = ContainerUpdate { image: Some(image) };

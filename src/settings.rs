@@ -3,7 +3,8 @@
 
 use std::ffi::OsString;
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use std::collections::BTreeSet;
@@ -474,6 +475,15 @@ pub struct ImageCheck {
     /// Why the docker config was not used (unreadable, not JSON): said as a warning when the
     /// check runs.
     pub config_problem: Option<String>,
+    /// `--image-key`: the image must carry a cosign signature by this key.
+    pub key: Option<ImageKey>,
+}
+
+/// `--image-key`'s key, and how messages name it (`--image-key cosign.pub`).
+#[derive(Clone, Debug)]
+pub struct ImageKey {
+    pub key: Arc<appupdate_model::cosign::PublicKey>,
+    pub named: String,
 }
 
 impl ImageCheck {
@@ -484,6 +494,7 @@ impl ImageCheck {
             pin_digest: false,
             registry: RegistrySettings::default(),
             config_problem: None,
+            key: None,
         }
     }
 
@@ -516,6 +527,15 @@ impl ImageCheck {
                 "--pin-digest writes the digest the image check finds: drop --image-check off (or APPUPDATE_IMAGE_CHECK=off)".into(),
             ));
         }
+        let key = match args.image_key {
+            Some(_) if mode == ImageCheckMode::Off => {
+                return Err(SettingsError::Invalid(
+                    "--image-key requires a signature the image check verifies in the registry: drop --image-check off (or APPUPDATE_IMAGE_CHECK=off)".into(),
+                ));
+            }
+            Some(path) => Some(image_key(&path, files)?),
+            None => None,
+        };
         let mut insecure = Vec::new();
         for host in &args.insecure_registry {
             let host = host.trim().to_ascii_lowercase();
@@ -543,6 +563,7 @@ impl ImageCheck {
                 .to_owned(),
             },
             config_problem: None,
+            key,
         };
         if mode == ImageCheckMode::Off || !checks_an_image {
             return Ok(check);
@@ -917,6 +938,27 @@ fn plan_key(
     key_of(flag, path, PLAN_KEY_VAR, env.plan_key_file.as_ref(), files)
 }
 
+/// `--image-key`'s file: a cosign public key.
+fn image_key(path: &Path, files: &dyn FileReader) -> Result<ImageKey, SettingsError> {
+    let named = format!("--image-key {}", Untrusted(path.display().to_string()));
+    let content =
+        files
+            .read_bytes(path, FileKind::Key)
+            .map_err(|source| SettingsError::KeyUnreadable {
+                key: named.clone(),
+                source,
+            })?;
+    match appupdate_model::cosign::PublicKey::from_pem(&content) {
+        Ok(key) => Ok(ImageKey {
+            key: Arc::new(key),
+            named,
+        }),
+        Err(why) => Err(SettingsError::Invalid(format!(
+            "{named}: {why}; --image-key takes a cosign public key (PEM)"
+        ))),
+    }
+}
+
 /// The key of `--history-key`, else the one [`HISTORY_KEY_VAR`] names, else none; read and
 /// checked as a plan key is.
 fn history_key(
@@ -1153,17 +1195,26 @@ impl Settings {
         }
         approved(&name, &file, &app, &args.app, &args.checksum)?;
         let cluster = resolve_cluster(cluster, env)?;
+        // A pinned plan's image is checked only for its signature (--image-key).
+        let with_key = args.image_check.image_key.is_some();
         let checks_an_image = file.clusters.iter().any(|c| {
             c.plan
                 .image_checked
                 .as_ref()
-                .is_some_and(|image| !image.pinned)
+                .is_some_and(|image| !image.pinned || with_key)
         });
+        if with_key && !checks_an_image {
+            return Err(SettingsError::Invalid(format!(
+                "--image-key: {} records no image resolved by the image check (it was made without --image, or with --image-check off), so there is no digest whose signature to verify; nothing was sent",
+                Untrusted(&name)
+            )));
+        }
         let image_check = ImageCheck::resolve(
             ImageCheckArgs {
                 image_check: args.image_check.image_check,
                 insecure_registry: args.image_check.insecure_registry,
                 pin_digest: false,
+                image_key: args.image_check.image_key,
             },
             checks_an_image,
             env,

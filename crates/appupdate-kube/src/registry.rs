@@ -17,6 +17,11 @@
 //! server's address on stdin, its answer on stdout, stderr discarded), within
 //! [`HELPER_TIMEOUT`].
 //!
+//! With a key (`--image-key`), the digest's cosign signatures are fetched too, in the same
+//! session (its credentials, its bound): the Sigstore bundles among its referrers (the referrers
+//! API, else the tag schema's `sha256-<hex>` index), then the `sha256-<hex>.sig` tag; each is
+//! judged by [`appupdate_model::cosign`], and the first that verifies ends the search.
+//!
 //! Bounded: the whole check of one image within [`RegistrySettings::timeout`]; bodies within
 //! [`BODY_LIMIT`].
 
@@ -32,6 +37,7 @@ use kube::client::Body;
 use crate::probe::reason;
 use crate::proxy::{ProxyEnv, Target};
 use crate::transport::Connector;
+use appupdate_model::cosign::{self, Layout, PublicKey, Unsigned, Verdict};
 use appupdate_model::image::{
     self, CredentialSource, DockerConfig, ImageRef, Manifest, Platform, parse_challenge,
 };
@@ -70,8 +76,11 @@ pub struct Resolved {
     pub digest: String,
     /// The platforms it runs on (attestations left out).
     pub platforms: Vec<Platform>,
-    /// The requests it took (tokens, manifest, config blob).
+    /// The requests it took (tokens, manifest, config blob, signatures).
     pub requests: u32,
+    /// With a key: where a signature by it over [`Resolved::digest`] was found, or why none
+    /// was.
+    pub signature: Option<Result<Layout, Unsigned>>,
 }
 
 /// Why a reference could not be resolved.
@@ -106,12 +115,22 @@ impl std::fmt::Display for Unresolved {
 
 /// Resolves `reference` in its registry (see the module docs), within the settings' bound.
 pub async fn resolve(reference: &str, settings: &RegistrySettings) -> Result<Resolved, Unresolved> {
+    resolve_signed(reference, settings, None).await
+}
+
+/// [`resolve`], and with `key`, the search for a cosign signature by it over the digest found
+/// ([`Resolved::signature`]), within the same bound.
+pub async fn resolve_signed(
+    reference: &str,
+    settings: &RegistrySettings,
+    key: Option<&PublicKey>,
+) -> Result<Resolved, Unresolved> {
     let bound = if settings.timeout.is_zero() {
         DEFAULT_TIMEOUT
     } else {
         settings.timeout
     };
-    match tokio::time::timeout(bound, resolve_unbounded(reference, settings)).await {
+    match tokio::time::timeout(bound, resolve_unbounded(reference, settings, key)).await {
         Ok(r) => r,
         Err(_) => Err(Unresolved::TimedOut(bound)),
     }
@@ -120,6 +139,7 @@ pub async fn resolve(reference: &str, settings: &RegistrySettings) -> Result<Res
 async fn resolve_unbounded(
     reference: &str,
     settings: &RegistrySettings,
+    key: Option<&PublicKey>,
 ) -> Result<Resolved, Unresolved> {
     let image = ImageRef::parse(reference).map_err(Unresolved::Unusable)?;
     let scheme = if image::plain_http(&image.registry, &settings.insecure) {
@@ -206,11 +226,16 @@ async fn resolve_unbounded(
             image::config_platform(&blob.body).into_iter().collect()
         }
     };
+    let signature = match key {
+        Some(key) => Some(session.signatures(key, &digest).await?),
+        None => None,
+    };
     Ok(Resolved {
         image,
         digest,
         platforms,
         requests: session.requests,
+        signature,
     })
 }
 
@@ -248,6 +273,182 @@ struct Session<'a> {
 }
 
 impl Session<'_> {
+    /// The cosign signatures of `digest` (see the module docs): where one by `key` is, or why
+    /// none is. `Err` when the registry does not let them be read.
+    async fn signatures(
+        &mut self,
+        key: &PublicKey,
+        digest: &str,
+    ) -> Result<Result<Layout, Unsigned>, Unresolved> {
+        let mut verdicts: Vec<(Layout, Verdict)> = Vec::new();
+        let (layout, index) = self.referrers(digest).await?;
+        if let Some(index) = index {
+            let listed = match cosign::bundle_referrers(&index) {
+                Ok(listed) => listed,
+                Err(why) => {
+                    verdicts.push((layout, Verdict::Unreadable(why)));
+                    Vec::new()
+                }
+            };
+            for referrer in listed.iter().take(cosign::MAX_SIGNATURES) {
+                if let Some(verdict) = self.bundle(key, referrer, digest).await? {
+                    let verified = verdict == Verdict::Verified;
+                    verdicts.push((layout, verdict));
+                    if verified {
+                        return Ok(Ok(layout));
+                    }
+                }
+            }
+        }
+        let Some(tag) = cosign::signature_tag(digest) else {
+            return Ok(cosign::fold(&verdicts));
+        };
+        let answer = self.manifest(&tag, cosign::ACCEPT_MANIFEST).await?;
+        if let Some(body) = answer {
+            match cosign::signature_layers(&body) {
+                Ok(layers) => {
+                    for layer in layers.iter().take(cosign::MAX_SIGNATURES) {
+                        let verdict = match self.blob(&layer.digest).await? {
+                            Ok(payload) => cosign::verify_simple_signing(
+                                key,
+                                &payload,
+                                layer.signature.as_deref(),
+                                digest,
+                            ),
+                            Err(why) => Verdict::Unreadable(why),
+                        };
+                        let verified = verdict == Verdict::Verified;
+                        verdicts.push((Layout::Tag, verdict));
+                        if verified {
+                            return Ok(Ok(Layout::Tag));
+                        }
+                    }
+                }
+                Err(why) => verdicts.push((Layout::Tag, Verdict::Unreadable(why))),
+            }
+        }
+        Ok(cosign::fold(&verdicts))
+    }
+
+    /// The referrers of `digest`: the referrers API's index, else (a registry without the API:
+    /// 404, 400, 406, or an answer that is not an index) the tag schema's index at
+    /// `sha256-<hex>`; `None` when neither lists anything.
+    async fn referrers(&mut self, digest: &str) -> Result<(Layout, Option<Vec<u8>>), Unresolved> {
+        let url = format!("{}/v2/{}/referrers/{digest}", self.base, self.repository);
+        let answer = self.get(&url, cosign::ACCEPT_INDEX).await?;
+        match answer.status {
+            StatusCode::OK
+                if answer
+                    .content_type
+                    .as_deref()
+                    .is_some_and(|t| t.starts_with(cosign::ACCEPT_INDEX)) =>
+            {
+                return Ok((Layout::BundleReferrers, Some(answer.body)));
+            }
+            StatusCode::OK
+            | StatusCode::NOT_FOUND
+            | StatusCode::BAD_REQUEST
+            | StatusCode::NOT_ACCEPTABLE => {}
+            status => return Err(self.refused("its referrers", status)),
+        }
+        let Some(tag) = cosign::referrers_tag(digest) else {
+            return Ok((Layout::BundleTag, None));
+        };
+        Ok((
+            Layout::BundleTag,
+            self.manifest(&tag, cosign::ACCEPT_INDEX).await?,
+        ))
+    }
+
+    /// A referrer's bundle, judged; `None` when the referrer is not a bundle.
+    async fn bundle(
+        &mut self,
+        key: &PublicKey,
+        referrer: &str,
+        digest: &str,
+    ) -> Result<Option<Verdict>, Unresolved> {
+        if !cosign::is_sha256_digest(referrer) {
+            return Ok(Some(Verdict::Unreadable(format!(
+                "a referrer's digest {:?} is not a sha256 digest",
+                Untrusted(referrer)
+            ))));
+        }
+        let Some(manifest) = self.manifest(referrer, cosign::ACCEPT_MANIFEST).await? else {
+            return Ok(Some(Verdict::Unreadable(format!(
+                "the referrer {} is listed but not in the registry",
+                Untrusted(referrer)
+            ))));
+        };
+        if sha256_digest(&manifest) != referrer {
+            return Ok(Some(Verdict::Unreadable(format!(
+                "the registry's manifest {} does not have that digest",
+                Untrusted(referrer)
+            ))));
+        }
+        let Some(layer) = cosign::bundle_layer(&manifest) else {
+            return Ok(None);
+        };
+        Ok(Some(match self.blob(&layer).await? {
+            Ok(bundle) => cosign::verify_bundle(key, &bundle, digest),
+            Err(why) => Verdict::Unreadable(why),
+        }))
+    }
+
+    /// A manifest of the repository by tag or digest; `None` when the registry has none.
+    async fn manifest(
+        &mut self,
+        reference: &str,
+        accept: &str,
+    ) -> Result<Option<Vec<u8>>, Unresolved> {
+        let url = format!("{}/v2/{}/manifests/{reference}", self.base, self.repository);
+        let answer = self.get(&url, accept).await?;
+        match answer.status {
+            StatusCode::OK => Ok(Some(answer.body)),
+            StatusCode::NOT_FOUND => Ok(None),
+            status => Err(self.refused(&format!("the manifest {}", Untrusted(reference)), status)),
+        }
+    }
+
+    /// A blob of the repository, checked against its digest; `Err(why)` (inner) when it is
+    /// missing or is not what its digest says.
+    async fn blob(&mut self, digest: &str) -> Result<Result<Vec<u8>, String>, Unresolved> {
+        if !cosign::is_sha256_digest(digest) {
+            return Ok(Err(format!(
+                "a blob's digest {:?} is not a sha256 digest",
+                Untrusted(digest)
+            )));
+        }
+        let url = format!("{}/v2/{}/blobs/{digest}", self.base, self.repository);
+        let answer = self.get(&url, "*/*").await?;
+        match answer.status {
+            StatusCode::OK if sha256_digest(&answer.body) == digest => Ok(Ok(answer.body)),
+            StatusCode::OK => Ok(Err(format!(
+                "the registry's blob {} does not have that digest",
+                Untrusted(digest)
+            ))),
+            StatusCode::NOT_FOUND => Ok(Err(format!(
+                "the blob {} is not in the registry",
+                Untrusted(digest)
+            ))),
+            status => Err(self.refused(&format!("the blob {}", Untrusted(digest)), status)),
+        }
+    }
+
+    /// A signature request the registry did not answer: it refuses (cannot tell) or fails.
+    fn refused(&self, what: &str, status: StatusCode) -> Unresolved {
+        let registry = Untrusted(&self.registry);
+        let repository = Untrusted(&self.repository);
+        match status {
+            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => Unresolved::CannotTell(format!(
+                "the registry {registry} refuses to show {what} in {repository} ({status}){}",
+                self.credentials_note()
+            )),
+            status => Unresolved::Unreachable(format!(
+                "the registry {registry} answered {status} for {what} in {repository}"
+            )),
+        }
+    }
+
     /// What a refusal says about the credentials.
     fn credentials_note(&self) -> &'static str {
         match &self.credentials {
@@ -609,6 +810,129 @@ mod tests {
                 "GET /v2/web/manifests/1 HTTP/1.1 bearer=true".to_owned(),
             ]
         );
+    }
+
+    /// The recorded cosign fixtures (tests/data/cosign, made by its make-fixtures.py).
+    const FIXTURES: &str = include_str!("../../../tests/data/cosign/fixtures.json");
+    const COSIGN_PUB: &[u8] = include_bytes!("../../../tests/data/cosign/cosign.pub");
+    const OTHER_PUB: &[u8] = include_bytes!("../../../tests/data/cosign/other.pub");
+
+    /// A registry with the referrers API (distribution 2.8 has none), serving the fixtures'
+    /// bundle-signed image: its index, the referrers API's answer for it, the referrer manifest
+    /// and the blobs. Everything else is 404: the tag schema's index is not there. Each request
+    /// line is logged.
+    async fn referrers_registry() -> (
+        std::net::SocketAddr,
+        std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+        String,
+    ) {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let fx: serde_json::Value = serde_json::from_str(FIXTURES).unwrap();
+        let image = fx["images"]["bundleLayout"].clone();
+        let digest = image["digest"].as_str().unwrap().to_owned();
+        let mut routes: HashMap<String, (String, String)> = HashMap::new();
+        for m in fx["manifests"].as_array().unwrap() {
+            let text = m["text"].as_str().unwrap().to_owned();
+            let media = m["mediaType"].as_str().unwrap().to_owned();
+            let reference = m["reference"].as_str().unwrap();
+            // Only what a registry with the API holds: no tag schema index.
+            if reference.starts_with("sha256-") {
+                continue;
+            }
+            routes.insert(
+                format!("/v2/web/manifests/{reference}"),
+                (media.clone(), text.clone()),
+            );
+            routes.insert(
+                format!("/v2/web/manifests/{}", m["digest"].as_str().unwrap()),
+                (media, text),
+            );
+        }
+        for (d, text) in fx["blobs"].as_object().unwrap() {
+            routes.insert(
+                format!("/v2/web/blobs/{d}"),
+                (
+                    "application/octet-stream".into(),
+                    text.as_str().unwrap().to_owned(),
+                ),
+            );
+        }
+        routes.insert(
+            format!("/v2/web/referrers/{digest}"),
+            (
+                "application/vnd.oci.image.index.v1+json".into(),
+                fx["signatures"]["bundleLayout"]["referrersApi"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned(),
+            ),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = seen.clone();
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                let mut buf = vec![0u8; 8192];
+                let n = socket.read(&mut buf).await.unwrap_or(0);
+                let head = String::from_utf8_lossy(&buf[..n]).into_owned();
+                let line = head.lines().next().unwrap_or_default().to_owned();
+                let path = line
+                    .split_whitespace()
+                    .nth(1)
+                    .unwrap_or_default()
+                    .to_owned();
+                log.lock().unwrap().push(path.clone());
+                let answer = match routes.get(&path) {
+                    Some((media, body)) => format!(
+                        "HTTP/1.1 200 OK\r\nContent-Type: {media}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                        body.len()
+                    ),
+                    None => {
+                        "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                            .to_owned()
+                    }
+                };
+                let _ = socket.write_all(answer.as_bytes()).await;
+            }
+        });
+        (addr, seen, digest)
+    }
+
+    #[tokio::test]
+    async fn a_bundle_is_found_through_the_referrers_api() {
+        let (addr, seen, digest) = referrers_registry().await;
+        let settings = RegistrySettings {
+            timeout: Duration::from_secs(5),
+            ..RegistrySettings::default()
+        };
+        let key = PublicKey::from_pem(COSIGN_PUB).unwrap();
+        let image = format!("{addr}/web:signed-bundle");
+        let resolved = resolve_signed(&image, &settings, Some(&key)).await.unwrap();
+        assert_eq!(resolved.digest, digest);
+        assert_eq!(resolved.signature, Some(Ok(Layout::BundleReferrers)));
+        let seen = seen.lock().unwrap().clone();
+        let hex = digest.trim_start_matches("sha256:");
+        assert_eq!(seen[1], format!("/v2/web/referrers/{digest}"), "{seen:?}");
+        assert!(
+            !seen.iter().any(|p| p.contains(&format!("sha256-{hex}"))),
+            "neither the tag schema's index nor the .sig tag is asked once a bundle verifies: {seen:?}"
+        );
+        assert_eq!(
+            resolved.requests, 4,
+            "index, referrers, referrer, bundle: {seen:?}"
+        );
+
+        // Another key: the one bundle is not its; the .sig tag is looked for too.
+        let other = PublicKey::from_pem(OTHER_PUB).unwrap();
+        let resolved = resolve_signed(&image, &settings, Some(&other))
+            .await
+            .unwrap();
+        assert_eq!(resolved.signature, Some(Err(Unsigned::OtherKeys(1))));
+        // Without a key, nothing but the index.
+        let resolved = resolve(&image, &settings).await.unwrap();
+        assert_eq!(resolved.signature, None);
+        assert_eq!(resolved.requests, 1);
     }
 
     /// Nothing listens: the check says it could not reach the registry, naming it.

@@ -11,6 +11,7 @@
 #![deny(clippy::print_stdout, clippy::print_stderr, clippy::dbg_macro)]
 
 pub mod compact_json;
+pub mod cosign;
 pub mod endpoints_file;
 pub mod image;
 pub mod intent;

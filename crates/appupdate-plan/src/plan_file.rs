@@ -111,6 +111,10 @@ pub enum KeyError {
         "the key is shorter than {MIN_KEY_BYTES} bytes; a key needs at least {MIN_KEY_BYTES}, e.g. from openssl rand -hex 32"
     )]
     TooShort,
+    #[error(
+        "it is a PEM public key, which anyone may read: this key is a shared secret (e.g. from openssl rand -hex 32); a cosign public key that images must be signed with goes to --image-key"
+    )]
+    PublicKey,
 }
 
 impl PlanKey {
@@ -123,6 +127,9 @@ impl PlanKey {
             if content.last() == Some(&b'\r') {
                 content.pop();
             }
+        }
+        if appupdate_model::cosign::is_pem_public_key(&content) {
+            return Err(KeyError::PublicKey);
         }
         match content.len() {
             0 => Err(KeyError::Empty),
@@ -1194,6 +1201,9 @@ mod tests {
         assert_eq!(new(b"0123456789abcdef\n"), Ok(()));
         // Raw bytes, not text.
         assert_eq!(new(&[0xff; 16]), Ok(()));
+        // A public key is no secret: a cosign.pub given where a shared key belongs.
+        let public = b"-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEbSrBgZyltVC2pbNujV5/55mFHsUA\n-----END PUBLIC KEY-----\n";
+        assert_eq!(new(public), Err(KeyError::PublicKey));
         assert_eq!(
             KeyError::TooShort.to_string(),
             "the key is shorter than 16 bytes; a key needs at least 16, e.g. from openssl rand -hex 32"

@@ -258,6 +258,10 @@ pub struct CheckedImage {
     pub digest: String,
     /// The plan writes `image@digest` (`--pin-digest`): the tag moving later changes nothing.
     pub pinned: bool,
+    /// `--image-key`: the fingerprint (`sha256:` of its DER) of the key whose cosign signature
+    /// over `digest` was verified when the plan was made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signed_by: Option<String>,
 }
 
 /// Counts in the terraform style.
