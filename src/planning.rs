@@ -130,10 +130,13 @@ impl Planned {
     }
 }
 
-/// Who else owns the fields the plan changes in the Deployment and its autoscaler, from the
-/// live objects as read for the plan (their managedFields, labels and annotations: no request
-/// of its own).
+/// Who else owns the fields the plan changes, from the live objects as read for the plan (no
+/// request of its own): the Deployment's and the autoscaler's managedFields, labels and
+/// annotations, and the marks kept of each listed route and policy
+/// ([`appupdate_model::owners::Marks`]; their listing drops their managedFields, and planning
+/// frees them).
 fn owners_of(sourced: &Sourced) -> Vec<appupdate_model::owners::ObjectOwners> {
+    use appupdate_model::owners::{self, ObjectOwners};
     use appupdate_model::plan::Kind;
     let Some(live) = &sourced.live else {
         return Vec::new();
@@ -141,19 +144,28 @@ fn owners_of(sourced: &Sourced) -> Vec<appupdate_model::owners::ObjectOwners> {
     sourced
         .plan
         .changes()
-        .filter(|c| c.write.is_some() && !c.fields.is_empty())
+        .filter(|c| c.write.is_some() && !c.fields.is_empty() && c.live.is_some())
         .filter_map(|c| {
-            let object = match c.kind {
-                Kind::Deployment => live.deployment.as_ref(),
-                Kind::HorizontalPodAutoscaler => live.autoscaler.as_ref(),
-                _ => None,
-            }?;
-            if object["metadata"]["name"].as_str() != Some(c.name.as_str()) {
-                return None;
-            }
             let changed: Vec<String> = c.fields.iter().map(|f| f.path.clone()).collect();
-            let owners = appupdate_model::owners::owners(object, &changed);
-            (!owners.is_empty()).then(|| appupdate_model::owners::ObjectOwners {
+            let owners = match c.kind {
+                Kind::Deployment | Kind::HorizontalPodAutoscaler => {
+                    let object = match c.kind {
+                        Kind::Deployment => live.deployment.as_ref(),
+                        _ => live.autoscaler.as_ref(),
+                    }?;
+                    if object["metadata"]["name"].as_str() != Some(c.name.as_str()) {
+                        return None;
+                    }
+                    owners::owners(object, &changed)
+                }
+                Kind::Ingress | Kind::HttpRoute | Kind::SecurityPolicy => live
+                    .marks
+                    .iter()
+                    .find(|m| m.kind == c.kind && m.name == c.name)?
+                    .marks
+                    .owners(&changed),
+            };
+            (!owners.is_empty()).then(|| ObjectOwners {
                 object: c.reference(),
                 owners,
             })

@@ -298,3 +298,152 @@ fn a_deployment_applied_server_side_by_helm_is_owned_and_helms_next_apply_confli
         "{err}"
     );
 }
+
+/// The seeded public Ingress (scopes []), which an endpoints change that adds a path updates.
+const PUBLIC: &str = "web-e3b0c44298fc1c14";
+
+/// The seeded endpoints, and one path more for the public group.
+const MORE: &str = "endpoints:
+  - path: /health
+  - path: /unprotected
+  - path: /more
+  - path: /protected/user
+    scopes: [user]
+";
+
+fn add_managed_field(object: &mut serde_json::Value, entry: serde_json::Value) {
+    let mut fields = object["metadata"]["managedFields"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    fields.push(entry);
+    object["metadata"]["managedFields"] = json!(fields);
+}
+
+/// A route the plan changes is read in a list, which drops managedFields: what owner detection
+/// needs of them is kept while the list is read. A Helm 4 release (its labels, and an Apply
+/// manager holding the rules) owns the rules the run changes; the annotations it does not hold.
+#[test]
+fn the_owner_of_an_ingress_is_named_and_yes_is_refused() {
+    let env = Env::new();
+    env.sb
+        .update(&crate::common::ingress_path(PUBLIC), |i| {
+            i["metadata"]["labels"]["app.kubernetes.io/managed-by"] = json!("Helm");
+            i["metadata"]["annotations"]["meta.helm.sh/release-name"] = json!("web");
+            i["metadata"]["annotations"]["meta.helm.sh/release-namespace"] = json!("shop");
+            add_managed_field(
+                i,
+                json!({
+                    "manager": "helm", "operation": "Apply", "apiVersion": "networking.k8s.io/v1",
+                    "fieldsType": "FieldsV1",
+                    "fieldsV1": {"f:metadata": {"f:labels": {"f:app.kubernetes.io/managed-by": {}}},
+                                 "f:spec": {"f:rules": {}}},
+                }),
+            );
+        })
+        .unwrap();
+    let before = env.ingresses();
+    let file = env.write_file("endpoints.yaml", MORE);
+    let o = env.run(&["web", "--endpoints", file.to_str().unwrap(), "--yes"]);
+    assert_code(&o, 3);
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!(
+            "owner: ingress.networking.k8s.io/{PUBLIC}: Helm release shop/web holds .spec.rules"
+        )),
+        "{err}"
+    );
+    assert!(err.contains("(apply-conflict)"), "{err}");
+    assert!(
+        err.contains("the next `helm upgrade` of release shop/web will conflict on .spec.rules"),
+        "{err}"
+    );
+    assert!(err.contains("--force-conflicts"), "{err}");
+    assert!(env.app_writes().is_empty(), "{:?}", env.app_writes());
+    assert_eq!(env.ingresses(), before);
+    // The same list, no request more: one LIST of Ingresses, and no GET of one.
+    let reads: Vec<String> = env
+        .sb
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "GET" && r.path.contains("/ingresses"))
+        .map(|r| r.path)
+        .collect();
+    assert_eq!(
+        reads,
+        ["/apis/networking.k8s.io/v1/namespaces/shop/ingresses"],
+        "{reads:?}"
+    );
+    // The plan as data names it too.
+    let o = env.run(&[
+        "web",
+        "--endpoints",
+        file.to_str().unwrap(),
+        "--dry-run",
+        "-o",
+        "json",
+    ]);
+    assert_code(&o, 0);
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        doc["owners"][0]["object"],
+        json!(format!("ingress.networking.k8s.io/{PUBLIC}"))
+    );
+    assert_eq!(doc["owners"][0]["reason"], json!("apply-conflict"));
+    // --force-conflicts writes the path.
+    let o = env.run(&[
+        "web",
+        "--endpoints",
+        file.to_str().unwrap(),
+        "--yes",
+        "--force-conflicts",
+    ]);
+    assert_code(&o, 0);
+    let public = env
+        .ingresses()
+        .into_iter()
+        .find(|i| i["metadata"]["name"] == PUBLIC)
+        .unwrap();
+    assert!(
+        crate::common::paths_of(&public)
+            .iter()
+            .any(|p| p.contains("/more")),
+        "{:?}",
+        crate::common::paths_of(&public)
+    );
+}
+
+/// An Argo CD tracking id copied onto an Ingress from another object names that object's
+/// owner, not this one's.
+#[test]
+fn an_argo_cd_tracking_id_copied_onto_an_ingress_is_not_an_owner() {
+    let env = Env::new();
+    env.sb
+        .update(&crate::common::ingress_path(PUBLIC), |i| {
+            i["metadata"]["annotations"]["argocd.argoproj.io/tracking-id"] =
+                json!("shop-apps:networking.k8s.io/Ingress:shop/web-04f8996da763b7a9");
+        })
+        .unwrap();
+    let file = env.write_file("endpoints.yaml", MORE);
+    let o = env.run(&["web", "--endpoints", file.to_str().unwrap(), "--yes"]);
+    assert_code(&o, 0);
+    assert!(!stderr(&o).contains("owner:"), "{}", stderr(&o));
+    // Its own id, on the same Ingress, is an owner.
+    env.sb
+        .update(&crate::common::ingress_path(PUBLIC), |i| {
+            i["metadata"]["annotations"]["argocd.argoproj.io/tracking-id"] =
+                json!(format!("shop-apps:networking.k8s.io/Ingress:shop/{PUBLIC}"));
+        })
+        .unwrap();
+    let file = env.write_file(
+        "endpoints.yaml",
+        &MORE.replace("  - path: /more\n", "  - path: /more\n  - path: /most\n"),
+    );
+    let o = env.run(&["web", "--endpoints", file.to_str().unwrap(), "--yes"]);
+    assert_code(&o, 3);
+    assert!(
+        stderr(&o).contains("Argo CD application shop-apps may revert this"),
+        "{}",
+        stderr(&o)
+    );
+}

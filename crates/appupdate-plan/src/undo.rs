@@ -773,6 +773,7 @@ mod tests {
             ingress_classes: Some(vec![json!({"metadata": {"name": "nginx",
                 "annotations": {"ingressclass.kubernetes.io/is-default-class": "true"}}})]),
             gateway_support: None,
+            marks: Vec::new(),
         }
     }
 
