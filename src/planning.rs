@@ -460,7 +460,7 @@ async fn plan_one(
         // every object re-read and re-planned by its updater under the guard.
         sourced.plan.context = cluster.conn.context.clone();
         match plan_sources::recheck_saved(&cluster, &mut sourced.plan, &checksum).await? {
-            Rechecked::Holds => {}
+            Rechecked::Holds(owners) => sourced.owners = owners,
             Rechecked::Refused(report) => sourced.standing = Standing::Drifted(report),
             Rechecked::Applied if settings.fleet.is_some() => {
                 // A run over several clusters that stopped after a wave, or failed in one:
@@ -553,7 +553,12 @@ async fn source(
             // revision.
             let stored = history::History::from_config_map(cm.as_ref(), &app);
             let recorded_by = plan_sources::applied_by(&stored, &checksum);
-            let ClusterPlan { plan, source, .. } = *target;
+            let ClusterPlan {
+                plan,
+                source,
+                owners,
+                ..
+            } = *target;
             let mut plan = plan;
             for p in &mut plan.objects {
                 p.mark = Some(checksum.clone());
@@ -568,6 +573,7 @@ async fn source(
                 recorded_by,
                 fleet_run: None,
                 owners: Vec::new(),
+                owners_in_plan: Some(owners),
             });
         }
     };
@@ -639,6 +645,7 @@ async fn source(
         recorded_by: None,
         fleet_run: None,
         owners: Vec::new(),
+        owners_in_plan: None,
     })
 }
 

@@ -447,3 +447,100 @@ fn an_argo_cd_tracking_id_copied_onto_an_ingress_is_not_an_owner() {
         stderr(&o)
     );
 }
+
+/// A saved plan records the owners it saw, and `apply FILE` finds them again in the objects as
+/// they are: an object that became Helm-managed after the plan was written is refused under
+/// `--yes`, saying the plan did not show that owner; `--force-conflicts` writes it.
+#[test]
+fn a_saved_plan_whose_object_became_helm_managed_since_is_refused() {
+    let env = Env::new();
+    let file = env.dir.path().join("plan.json");
+    let o = env.run(&["web", "--image", NEW, "--plan-out", file.to_str().unwrap()]);
+    assert_code(&o, 0);
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert!(
+        saved["content"]["clusters"][0].get("owners").is_none(),
+        "{saved}"
+    );
+    helm_managed(&env);
+    let before = env.image();
+    let o = env.run(&["apply", file.to_str().unwrap(), "--yes"]);
+    assert_code(&o, 3);
+    let err = stderr(&o);
+    assert!(
+        err.contains(
+            "owner: deployment.apps/web: Helm release shop/web owns the whole object (object-owned)"
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("deployment.apps/web is owned by Helm release shop/web (the next `helm upgrade` of release shop/web may revert this), which {} did not show: it became an owner after the plan was written", file.display())),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "(not in {}: an owner since the plan was written)",
+            file.display()
+        )),
+        "{err}"
+    );
+    assert!(err.contains("--force-conflicts"), "{err}");
+    assert!(env.app_writes().is_empty(), "{:?}", env.app_writes());
+    assert_eq!(env.image(), before);
+    let o = env.run(&[
+        "apply",
+        file.to_str().unwrap(),
+        "--yes",
+        "--force-conflicts",
+    ]);
+    assert_code(&o, 0);
+    assert_eq!(env.image(), NEW);
+}
+
+/// A plan made of a Helm-managed object records the owner inside its checksum; applying it
+/// under `--yes` still needs `--force-conflicts`, as the plan said.
+#[test]
+fn a_saved_plan_that_showed_the_owner_still_needs_force_conflicts() {
+    let env = Env::new();
+    helm_managed(&env);
+    let file = env.dir.path().join("plan.json");
+    let o = env.run(&["web", "--image", NEW, "--plan-out", file.to_str().unwrap()]);
+    assert_code(&o, 0);
+    assert!(
+        stderr(&o).contains("owner: deployment.apps/web"),
+        "{}",
+        stderr(&o)
+    );
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(
+        saved["content"]["clusters"][0]["owners"],
+        json!([{"object": "deployment.apps/web", "tool": "helm", "name": "shop/web",
+                "fields": [], "reason": "object-owned"}])
+    );
+    assert_eq!(
+        saved["content"]["clusters"][0]["plan"]["owners"][0]["tool"],
+        json!("helm")
+    );
+    let o = env.run(&["apply", file.to_str().unwrap(), "--yes"]);
+    assert_code(&o, 3);
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!(", as {} showed;", file.display())),
+        "{err}"
+    );
+    assert!(
+        !err.contains("an owner since the plan was written"),
+        "{err}"
+    );
+    assert!(env.app_writes().is_empty(), "{:?}", env.app_writes());
+    let o = env.run(&[
+        "apply",
+        file.to_str().unwrap(),
+        "--yes",
+        "--force-conflicts",
+    ]);
+    assert_code(&o, 0);
+    assert_eq!(env.image(), NEW);
+}
