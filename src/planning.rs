@@ -126,6 +126,11 @@ impl Planned {
             app: &self.app,
             members,
             waves: &self.order.waves,
+            owners: self
+                .members()
+                .filter(|m| !m.sourced.owners.is_empty())
+                .map(|m| (m.sourced.plan.context.as_str(), &m.sourced.owners[..]))
+                .collect(),
         }
     }
 }

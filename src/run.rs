@@ -131,13 +131,20 @@ impl<T: Telling> Run<'_, T> {
             return Ending::Failed(AppError::UnseenRemoval { message });
         }
         // Nobody reads the plan under --yes: a change to fields another tool owns is refused
-        // before any write, unless --force-conflicts says to write anyway.
-        if settings.yes
-            && !settings.force_conflicts
-            && let Some(message) =
-                owned(planned, telling, settings.saved().map(|s| s.name.as_str()))
-        {
-            return Ending::Failed(AppError::Owned { message });
+        // before any write, unless --force-conflicts says to write anyway; in a fleet, each
+        // cluster with owners is refused with its own, and nothing is written anywhere.
+        if settings.yes && !settings.force_conflicts {
+            let saved = settings.saved().map(|s| s.name.as_str());
+            let mut any = false;
+            for m in planned.members_mut() {
+                if let Some(message) = owned(m, telling, saved) {
+                    m.sourced.standing = Standing::Refused(Box::new(AppError::Owned { message }));
+                    any = true;
+                }
+            }
+            if any && let Some(ending) = self.refused(planned) {
+                return ending;
+            }
         }
         if has_changes && !settings.yes {
             let asked = tokio::select! {
@@ -385,26 +392,26 @@ fn since_the_plan(
     }
 }
 
-/// The refusal of a change to fields other tools own, when there is one. Applying a saved
-/// plan (`saved`: its file) refuses alike, whether the plan showed the owner or not (its
-/// reviewer approved a plan that named the owner, not overriding it under `--yes`); each owner
-/// the plan did not show is said to be new since.
-fn owned(planned: &Planned, telling: &impl Telling, saved: Option<&str>) -> Option<String> {
-    let owned: Vec<String> = planned
-        .members()
-        .flat_map(|m| {
-            let at = telling.located(&m.cluster.conn.context);
-            m.sourced.owners.iter().flat_map(move |object| {
-                let at = at.clone();
-                object.owners.iter().map(move |owner| {
-                    format!(
-                        "{}{at} is owned by {} ({}){}",
-                        Untrusted(&object.object),
-                        Untrusted(&owner.name()),
-                        Untrusted(&owner.consequence()),
-                        since_the_plan(&m.sourced, &object.object, owner, saved)
-                    )
-                })
+/// The refusal of a cluster's change to fields other tools own, when there is one. Applying
+/// a saved plan (`saved`: its file) refuses alike, whether the plan showed the owner or not
+/// (its reviewer approved a plan that named the owner, not overriding it under `--yes`); each
+/// owner the plan did not show is said to be new since.
+fn owned(m: &Member, telling: &impl Telling, saved: Option<&str>) -> Option<String> {
+    let at = telling.located(&m.cluster.conn.context);
+    let owned: Vec<String> = m
+        .sourced
+        .owners
+        .iter()
+        .flat_map(|object| {
+            let at = &at;
+            object.owners.iter().map(move |owner| {
+                format!(
+                    "{}{at} is owned by {} ({}){}",
+                    Untrusted(&object.object),
+                    Untrusted(&owner.name()),
+                    Untrusted(&owner.consequence()),
+                    since_the_plan(&m.sourced, &object.object, owner, saved)
+                )
             })
         })
         .collect();

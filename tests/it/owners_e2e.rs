@@ -544,3 +544,83 @@ fn a_saved_plan_that_showed_the_owner_still_needs_force_conflicts() {
     assert_code(&o, 0);
     assert_eq!(env.image(), NEW);
 }
+
+/// A fleet with one Helm-managed cluster: its owner is named after the plan and in the
+/// question, its plan in the fleet document carries it, and under `--yes` that cluster is
+/// refused (exit 3, reason `owned`) while the others are not started: nothing is written
+/// anywhere. `--force-conflicts` writes every cluster.
+#[test]
+fn a_fleet_with_one_helm_managed_cluster_is_refused_there_and_written_nowhere() {
+    use crate::common::fleet::{DEPLOY as FLEET_DEPLOY, Fleet, NEW_IMAGE, OLD_IMAGE, writes};
+    let fleet = Fleet::new(&["eu-1", "us-1"]);
+    fleet
+        .sb("us-1")
+        .update(FLEET_DEPLOY, |d| {
+            d["metadata"]["labels"]["app.kubernetes.io/managed-by"] = json!("Helm");
+            d["metadata"]["annotations"]["meta.helm.sh/release-name"] = json!("web");
+            d["metadata"]["annotations"]["meta.helm.sh/release-namespace"] = json!("shop");
+        })
+        .unwrap();
+    let args = [
+        "web",
+        "--contexts",
+        "eu-1,us-1",
+        "--image",
+        NEW_IMAGE,
+        "--yes",
+    ];
+    let o = fleet.run(&args);
+    assert_code(&o, 3);
+    let err = stderr(&o);
+    assert!(
+        err.contains("owner: deployment.apps/web in context \"us-1\": Helm release shop/web owns the whole object (object-owned)"),
+        "{err}"
+    );
+    assert!(!err.contains("in context \"eu-1\": Helm"), "{err}");
+    assert!(
+        err.contains("context us-1 (namespace shop): NOT updated: not applied: deployment.apps/web in context \"us-1\" is owned by Helm release shop/web"),
+        "{err}"
+    );
+    assert!(
+        err.contains("context eu-1 (namespace shop): NOT started: another cluster's change is to fields another tool owns (--yes without --force-conflicts), so nothing was written anywhere"),
+        "{err}"
+    );
+    for name in ["eu-1", "us-1"] {
+        assert!(writes(fleet.sb(name)).is_empty(), "{name}");
+        assert_eq!(fleet.image(name), OLD_IMAGE, "{name}");
+    }
+    // The fleet document: the owner in us-1's plan, and each cluster's outcome.
+    let mut json_args = args.to_vec();
+    json_args.extend(["-o", "json"]);
+    let o = fleet.run(&json_args);
+    assert_code(&o, 3);
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    crate::fleet_e2e::assert_valid_fleet_document(&doc);
+    let cluster = |name: &str| {
+        doc["clusters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["context"] == name)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(
+        cluster("us-1")["plan"]["owners"],
+        json!([{"object": "deployment.apps/web", "tool": "helm", "name": "shop/web", "fields": [],
+                "reason": "object-owned",
+                "consequence": "the next `helm upgrade` of release shop/web may revert this"}])
+    );
+    assert!(cluster("eu-1")["plan"].get("owners").is_none(), "{doc}");
+    assert_eq!(cluster("us-1")["outcome"]["status"], json!("failed"));
+    assert_eq!(cluster("us-1")["outcome"]["reason"], json!("owned"));
+    assert_eq!(cluster("eu-1")["outcome"]["status"], json!("not-started"));
+    // Written everywhere with --force-conflicts.
+    let mut forced = args.to_vec();
+    forced.push("--force-conflicts");
+    let o = fleet.run(&forced);
+    assert_code(&o, 0);
+    for name in ["eu-1", "us-1"] {
+        assert_eq!(fleet.image(name), NEW_IMAGE, "{name}");
+    }
+}
