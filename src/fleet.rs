@@ -1124,6 +1124,7 @@ mod document_props {
             routes_truncated: false,
             plan_checksum: None,
             fleet_run: None,
+            overridden: Vec::new(),
             signature: None,
         };
         let cm = json!({"binaryData": {

@@ -90,6 +90,7 @@ impl Sourced {
             routes: self.plan.routes.as_ref().map(|r| r.header.clone()),
             plan_checksum: self.plan_checksum.clone(),
             fleet_run: self.fleet_run.clone(),
+            owners: self.owners.clone(),
         }
     }
 }

@@ -624,3 +624,36 @@ fn a_fleet_with_one_helm_managed_cluster_is_refused_there_and_written_nowhere() 
         assert_eq!(fleet.image(name), NEW_IMAGE, "{name}");
     }
 }
+
+/// The history record names the owners a run overrode, and `history` shows them; a run that
+/// overrode nobody says nothing of owners.
+#[test]
+fn the_history_record_names_the_owners_overridden() {
+    let env = Env::new();
+    let o = env.run(&["web", "--max", "7", "--yes"]);
+    assert_code(&o, 0);
+    helm_managed(&env);
+    let o = env.run(&["web", "--image", NEW, "--yes", "--force-conflicts"]);
+    assert_code(&o, 0);
+    let o = env.run(&["history", "web"]);
+    assert_code(&o, 0);
+    let table = crate::common::stdout(&o);
+    let lines: Vec<&str> = table.lines().collect();
+    assert_eq!(lines.len(), 3, "{table}");
+    assert!(!lines[1].contains("overrode"), "{table}");
+    assert!(
+        lines[2].ends_with(&format!(
+            "image registry.example.com/web:1.0 → {NEW}; overrode Helm release shop/web (deployment.apps/web)"
+        )),
+        "{table}"
+    );
+    let o = env.run(&["history", "web", "-o", "json"]);
+    assert_code(&o, 0);
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(doc["records"][0].get("overridden").is_none(), "{doc}");
+    assert_eq!(
+        doc["records"][1]["overridden"],
+        json!([{"object": "deployment.apps/web", "tool": "helm", "name": "shop/web",
+                "reason": "object-owned"}])
+    );
+}

@@ -189,6 +189,13 @@ fn the_question_names_the_owner_it_overrides() {
     p.exp_eof().unwrap();
     assert_eq!(exit_code(&mut p), 0);
     assert_eq!(env.image(), "registry.example.com/web:2.0");
+    // The confirmed run overrode the owner: its record says so.
+    let o = env.run(&["history", "web"]);
+    assert!(
+        stdout(&o).contains("; overrode Helm release shop/web (deployment.apps/web)"),
+        "{}",
+        stdout(&o)
+    );
 }
 
 /// A fleet with one Helm-managed cluster: the one question names that owner and its cluster;

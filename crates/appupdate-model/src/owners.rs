@@ -133,17 +133,24 @@ impl Who {
     }
 }
 
+impl std::fmt::Display for Who {
+    /// The owner as a plan names it: `Helm release shop/web`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Who::Helm { release } => write!(f, "Helm release {release}"),
+            Who::ArgoCd { application } => write!(f, "Argo CD application {application}"),
+            Who::FluxKustomization { name } => write!(f, "Flux Kustomization {name}"),
+            Who::FluxHelmRelease { name } => write!(f, "Flux HelmRelease {name}"),
+            Who::Kapp { app } => write!(f, "kapp app {app}"),
+            Who::Manager { manager } => write!(f, "field manager {manager}"),
+        }
+    }
+}
+
 impl Owner {
     /// The owner as a plan names it: `Helm release shop/web`.
     pub fn name(&self) -> String {
-        match &self.who {
-            Who::Helm { release } => format!("Helm release {release}"),
-            Who::ArgoCd { application } => format!("Argo CD application {application}"),
-            Who::FluxKustomization { name } => format!("Flux Kustomization {name}"),
-            Who::FluxHelmRelease { name } => format!("Flux HelmRelease {name}"),
-            Who::Kapp { app } => format!("kapp app {app}"),
-            Who::Manager { manager } => format!("field manager {manager}"),
-        }
+        self.who.to_string()
     }
 
     /// What follows, in the plan's words: `the next `helm upgrade` of release shop/web will

@@ -750,6 +750,7 @@ mod tests {
             routes_truncated: false,
             plan_checksum: None,
             fleet_run: None,
+            overridden: Vec::new(),
             signature: None,
         }
     }
