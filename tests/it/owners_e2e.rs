@@ -311,37 +311,43 @@ const MORE: &str = "endpoints:
     scopes: [user]
 ";
 
-fn add_managed_field(object: &mut serde_json::Value, entry: serde_json::Value) {
-    let mut fields = object["metadata"]["managedFields"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    fields.push(entry);
-    object["metadata"]["managedFields"] = json!(fields);
-}
-
 /// A route the plan changes is read in a list, which drops managedFields: what owner detection
-/// needs of them is kept while the list is read. A Helm 4 release (its labels, and an Apply
-/// manager holding the rules) owns the rules the run changes; the annotations it does not hold.
+/// needs of them is kept while the list is read. A Helm 4 release takes the Ingress over (a
+/// server-side apply as `helm`, with Helm's labels and the same rules): it owns the rules the
+/// run changes.
 #[test]
 fn the_owner_of_an_ingress_is_named_and_yes_is_refused() {
     let env = Env::new();
+    let path = crate::common::ingress_path(PUBLIC);
+    let live = env.sb.get(&path).unwrap();
+    let mut labels = live["metadata"]["labels"].clone();
+    labels["app.kubernetes.io/managed-by"] = json!("Helm");
     env.sb
-        .update(&crate::common::ingress_path(PUBLIC), |i| {
-            i["metadata"]["labels"]["app.kubernetes.io/managed-by"] = json!("Helm");
-            i["metadata"]["annotations"]["meta.helm.sh/release-name"] = json!("web");
-            i["metadata"]["annotations"]["meta.helm.sh/release-namespace"] = json!("shop");
-            add_managed_field(
-                i,
-                json!({
-                    "manager": "helm", "operation": "Apply", "apiVersion": "networking.k8s.io/v1",
-                    "fieldsType": "FieldsV1",
-                    "fieldsV1": {"f:metadata": {"f:labels": {"f:app.kubernetes.io/managed-by": {}}},
-                                 "f:spec": {"f:rules": {}}},
-                }),
-            );
-        })
+        .force_apply(
+            &path,
+            "helm",
+            json!({
+                "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+                "metadata": {"name": PUBLIC, "namespace": "shop", "labels": labels,
+                             "annotations": {"meta.helm.sh/release-name": "web",
+                                             "meta.helm.sh/release-namespace": "shop"}},
+                "spec": live["spec"].clone(),
+            }),
+        )
         .unwrap();
+    let helm: Vec<serde_json::Value> = env.sb.get(&path).unwrap()["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["manager"] == "helm")
+        .cloned()
+        .collect();
+    assert_eq!(helm.len(), 1, "{helm:?}");
+    assert_eq!(helm[0]["operation"], json!("Apply"));
+    assert!(
+        helm[0]["fieldsV1"]["f:spec"]["f:rules"].is_object(),
+        "{helm:?}"
+    );
     let before = env.ingresses();
     let file = env.write_file("endpoints.yaml", MORE);
     let o = env.run(&["web", "--endpoints", file.to_str().unwrap(), "--yes"]);
