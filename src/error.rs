@@ -229,12 +229,14 @@ impl From<WaitError> for AppError {
 
 impl AppError {
     /// Why the run refused, as data (`-o json`'s `reason`), for the refusals that share exit
-    /// code 5 with the approved-diff guard: `drift`, `not-undoable`, `applied-already`.
+    /// code 5 with the approved-diff guard: `drift`, `not-undoable`, `applied-already`; and
+    /// for a change to fields another tool owns under `--yes` (exit 3): `owned`.
     pub fn refusal_reason(&self) -> Option<&'static str> {
         match self {
             AppError::Drift { .. } => Some("drift"),
             AppError::NotUndoable { .. } => Some("not-undoable"),
             AppError::AppliedAlready { .. } => Some("applied-already"),
+            AppError::Owned { .. } => Some("owned"),
             _ => None,
         }
     }

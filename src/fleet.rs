@@ -137,6 +137,9 @@ pub enum NotStarted {
     /// Another cluster's saved plan no longer holds (its re-check, before the plan is shown):
     /// nothing is written anywhere.
     PlanRefusedElsewhere,
+    /// Under `--yes` without `--force-conflicts`, another cluster's change is to fields another
+    /// tool owns: nothing is written anywhere.
+    OwnedElsewhere,
     /// Another cluster failed, and `--stop-on-failure` is on.
     AfterFailure,
     /// A canary did not apply or did not roll out.
@@ -160,6 +163,9 @@ impl NotStarted {
             NotStarted::PlanRefusedElsewhere => {
                 "the saved plan no longer holds in another cluster, so nothing was written anywhere"
             }
+            NotStarted::OwnedElsewhere => {
+                "another cluster's change is to fields another tool owns (--yes without --force-conflicts), so nothing was written anywhere"
+            }
             NotStarted::AfterFailure => "another cluster failed (--stop-on-failure)",
             NotStarted::Canary => "the canary did not apply and roll out",
             NotStarted::EarlierWave => {
@@ -175,7 +181,9 @@ impl NotStarted {
 
     fn code(self) -> &'static str {
         match self {
-            NotStarted::RefusedElsewhere | NotStarted::PlanRefusedElsewhere => "refused-elsewhere",
+            NotStarted::RefusedElsewhere
+            | NotStarted::PlanRefusedElsewhere
+            | NotStarted::OwnedElsewhere => "refused-elsewhere",
             NotStarted::AfterFailure => "after-failure",
             NotStarted::Canary => "canary",
             NotStarted::EarlierWave => "earlier-wave",
@@ -872,7 +880,7 @@ pub fn document<'a>(
                         .map(|(_, s)| *s),
                     canary: cluster_end.is_some_and(|c| c.canary) || canaries.contains(&context),
                     wave: order.wave_of(&context),
-                    plan: plan.map(output::document),
+                    plan: plan.map(|p| output::document(p).with_owners(fleet.owners_of(&context))),
                     outcome: outcome_doc(cluster_end, plan.is_some()),
                     context,
                 }
@@ -1116,6 +1124,7 @@ mod document_props {
             routes_truncated: false,
             plan_checksum: None,
             fleet_run: None,
+            overridden: Vec::new(),
             signature: None,
         };
         let cm = json!({"binaryData": {
@@ -1166,6 +1175,7 @@ mod document_props {
                     Member::Skipped { context: &skipped, reason: &s[14] },
                 ],
                 waves: &waves,
+                owners: Vec::new(),
             };
             let order = FleetOrder {
                 canary: vec![],

@@ -88,17 +88,19 @@ pub async fn read(cluster: &Cluster, app: &str, needs: Needs) -> Result<LiveStat
         if needs.endpoints {
             cluster.list(Kind::Ingress, &managed_selector(app)).await
         } else {
-            Ok(Vec::new())
+            Ok((Vec::new(), Vec::new()))
         }
     };
     let httproutes = async {
         if !needs.endpoints {
-            return Ok(Listing::Items(Vec::new()));
+            return Ok((Listing::Items(Vec::new()), Vec::new()));
         }
         match cluster.list(Kind::HttpRoute, &managed_selector(app)).await {
-            Ok(items) => Ok(Listing::Items(items)),
-            Err(e) if e.is_not_found() => Ok(Listing::NotServed),
-            Err(e) if e.status_code() == Some(403) && !needs.httproutes => Ok(Listing::Forbidden),
+            Ok((items, marks)) => Ok((Listing::Items(items), marks)),
+            Err(e) if e.is_not_found() => Ok((Listing::NotServed, Vec::new())),
+            Err(e) if e.status_code() == Some(403) && !needs.httproutes => {
+                Ok((Listing::Forbidden, Vec::new()))
+            }
             Err(e) => Err(e),
         }
     };
@@ -120,16 +122,16 @@ pub async fn read(cluster: &Cluster, app: &str, needs: Needs) -> Result<LiveStat
     };
     let policies = async {
         if !needs.endpoints {
-            return Ok(Listing::Items(Vec::new()));
+            return Ok((Listing::Items(Vec::new()), Vec::new()));
         }
         match cluster
             .list(Kind::SecurityPolicy, &managed_selector(app))
             .await
         {
-            Ok(items) => Ok(Listing::Items(items)),
-            Err(e) if e.is_not_found() => Ok(Listing::NotServed),
+            Ok((items, marks)) => Ok((Listing::Items(items), marks)),
+            Err(e) if e.is_not_found() => Ok((Listing::NotServed, Vec::new())),
             Err(e) if e.status_code() == Some(403) && !needs.security_policies => {
-                Ok(Listing::Forbidden)
+                Ok((Listing::Forbidden, Vec::new()))
             }
             Err(e) => Err(e),
         }
@@ -149,6 +151,9 @@ pub async fn read(cluster: &Cluster, app: &str, needs: Needs) -> Result<LiveStat
     let r = r.map_err(|e| failure(cluster, e, "list", &Kind::HttpRoute.resource_name()))?;
     let g = g?;
     let p = p.map_err(|e| failure(cluster, e, "list", &Kind::SecurityPolicy.resource_name()))?;
+    let ((i, mut marks), (r, route_marks), (p, policy_marks)) = (i, r, p);
+    marks.extend(route_marks);
+    marks.extend(policy_marks);
     // `None`: not needed; `Some(None)`: needed and not found.
     let required = |read: Option<Option<Value>>, reference: &str, why: &'static str| {
         read.map(|found| must_exist(cluster, found, reference, why))
@@ -171,6 +176,7 @@ pub async fn read(cluster: &Cluster, app: &str, needs: Needs) -> Result<LiveStat
             gateways: vec![read],
             classes: Vec::new(),
         }),
+        marks,
     })
 }
 

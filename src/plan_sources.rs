@@ -62,11 +62,23 @@ pub struct Sourced {
     /// The run over several clusters this cluster's change is part of (for its record).
     pub fleet_run: Option<String>,
     /// Who else owns fields the plan changes, from the live objects as read
-    /// ([`appupdate_model::owners`]).
+    /// ([`appupdate_model::owners`]); a saved plan's, from its objects as re-read when it is
+    /// applied ([`recheck_saved`]).
     pub owners: Vec<appupdate_model::owners::ObjectOwners>,
+    /// A saved plan's: the owners it recorded when it was made (what its reviewer saw).
+    pub owners_in_plan: Option<Vec<appupdate_model::owners::ObjectOwners>>,
 }
 
 impl Sourced {
+    /// Whether the saved plan being applied did not show `owner` of `object` (it became an
+    /// owner after the plan was written); never for a plan made by this run.
+    pub fn unseen_owner(&self, object: &str, owner: &appupdate_model::owners::Owner) -> bool {
+        self.owners_in_plan.as_ref().is_some_and(|saw| {
+            !saw.iter()
+                .any(|o| o.object == object && o.owners.iter().any(|s| s.who == owner.who))
+        })
+    }
+
     /// What the run's history record says about the run besides its report: when, who, and
     /// where the plan came from.
     pub fn run_info(&self, time: String, user: String) -> history::RunInfo {
@@ -78,6 +90,7 @@ impl Sourced {
             routes: self.plan.routes.as_ref().map(|r| r.header.clone()),
             plan_checksum: self.plan_checksum.clone(),
             fleet_run: self.fleet_run.clone(),
+            owners: self.owners.clone(),
         }
     }
 }
@@ -237,8 +250,9 @@ fn read_failure(
 /// Where a saved plan stands once its objects are read back ([`recheck_saved`]).
 #[derive(Debug)]
 pub enum Rechecked {
-    /// It holds: write what is left (maybe nothing).
-    Holds,
+    /// It holds: write what is left (maybe nothing), with who else owns the fields it
+    /// writes, found in the objects as re-read.
+    Holds(Vec<appupdate_model::owners::ObjectOwners>),
     /// A field it changes is no longer at the value it showed: the report of the refusal, in
     /// which nothing was written.
     Refused(Report),
@@ -252,7 +266,9 @@ pub enum Rechecked {
 /// Re-reads every object `plan` changes and re-plans it with its updater, rebasing the plan
 /// on the objects as they are now (objects someone already brought to the planned values
 /// drop out), and tells from those objects whether the plan of `checksum` was applied already
-/// ([`applied::state`]: its checksum on them, and its values in place).
+/// ([`applied::state`]: its checksum on them, and its values in place). Who else owns the
+/// fields it still writes is found in the same objects ([`appupdate_model::owners`]): no
+/// request of its own.
 pub async fn recheck_saved(
     cluster: &Cluster,
     plan: &mut Plan,
@@ -268,6 +284,7 @@ pub async fn recheck_saved(
     .await;
     let mut outcomes: BTreeMap<usize, Outcome> = BTreeMap::new();
     let mut read_back = Vec::with_capacity(reads.len());
+    let mut owners = Vec::new();
     let mut tripped = false;
     for (i, live) in reads {
         let p = &mut plan.objects[i];
@@ -312,6 +329,18 @@ pub async fn recheck_saved(
             carries: live.as_ref().is_some_and(|l| applied::carries(l, checksum)),
             holds,
         });
+        if let Some(live) = &live
+            && p.change.write.is_some()
+        {
+            let changed: Vec<String> = p.change.fields.iter().map(|f| f.path.clone()).collect();
+            let found = appupdate_model::owners::owners(live, &changed);
+            if !found.is_empty() {
+                owners.push(appupdate_model::owners::ObjectOwners {
+                    object: p.change.reference(),
+                    owners: found,
+                });
+            }
+        }
     }
     match applied::state(&read_back) {
         applied::State::Applied => return Ok(Rechecked::Applied),
@@ -321,7 +350,7 @@ pub async fn recheck_saved(
         applied::State::Pending => {}
     }
     if !tripped {
-        return Ok(Rechecked::Holds);
+        return Ok(Rechecked::Holds(owners));
     }
     let entries = plan
         .objects
@@ -415,6 +444,7 @@ pub async fn undo(
                 recorded_by: None,
                 fleet_run: None,
                 owners: Vec::new(),
+                owners_in_plan: None,
             });
         };
         let revision = record.revision;
@@ -537,6 +567,7 @@ pub async fn undo_record(
             recorded_by: None,
             fleet_run: None,
             owners: Vec::new(),
+            owners_in_plan: None,
         },
         drift,
         holders,

@@ -126,14 +126,22 @@ impl Planned {
             app: &self.app,
             members,
             waves: &self.order.waves,
+            owners: self
+                .members()
+                .filter(|m| !m.sourced.owners.is_empty())
+                .map(|m| (m.sourced.plan.context.as_str(), &m.sourced.owners[..]))
+                .collect(),
         }
     }
 }
 
-/// Who else owns the fields the plan changes in the Deployment and its autoscaler, from the
-/// live objects as read for the plan (their managedFields, labels and annotations: no request
-/// of its own).
+/// Who else owns the fields the plan changes, from the live objects as read for the plan (no
+/// request of its own): the Deployment's and the autoscaler's managedFields, labels and
+/// annotations, and the marks kept of each listed route and policy
+/// ([`appupdate_model::owners::Marks`]; their listing drops their managedFields, and planning
+/// frees them).
 fn owners_of(sourced: &Sourced) -> Vec<appupdate_model::owners::ObjectOwners> {
+    use appupdate_model::owners::{self, ObjectOwners};
     use appupdate_model::plan::Kind;
     let Some(live) = &sourced.live else {
         return Vec::new();
@@ -141,19 +149,28 @@ fn owners_of(sourced: &Sourced) -> Vec<appupdate_model::owners::ObjectOwners> {
     sourced
         .plan
         .changes()
-        .filter(|c| c.write.is_some() && !c.fields.is_empty())
+        .filter(|c| c.write.is_some() && !c.fields.is_empty() && c.live.is_some())
         .filter_map(|c| {
-            let object = match c.kind {
-                Kind::Deployment => live.deployment.as_ref(),
-                Kind::HorizontalPodAutoscaler => live.autoscaler.as_ref(),
-                _ => None,
-            }?;
-            if object["metadata"]["name"].as_str() != Some(c.name.as_str()) {
-                return None;
-            }
             let changed: Vec<String> = c.fields.iter().map(|f| f.path.clone()).collect();
-            let owners = appupdate_model::owners::owners(object, &changed);
-            (!owners.is_empty()).then(|| appupdate_model::owners::ObjectOwners {
+            let owners = match c.kind {
+                Kind::Deployment | Kind::HorizontalPodAutoscaler => {
+                    let object = match c.kind {
+                        Kind::Deployment => live.deployment.as_ref(),
+                        _ => live.autoscaler.as_ref(),
+                    }?;
+                    if object["metadata"]["name"].as_str() != Some(c.name.as_str()) {
+                        return None;
+                    }
+                    owners::owners(object, &changed)
+                }
+                Kind::Ingress | Kind::HttpRoute | Kind::SecurityPolicy => live
+                    .marks
+                    .iter()
+                    .find(|m| m.kind == c.kind && m.name == c.name)?
+                    .marks
+                    .owners(&changed),
+            };
+            (!owners.is_empty()).then(|| ObjectOwners {
                 object: c.reference(),
                 owners,
             })
@@ -448,7 +465,7 @@ async fn plan_one(
         // every object re-read and re-planned by its updater under the guard.
         sourced.plan.context = cluster.conn.context.clone();
         match plan_sources::recheck_saved(&cluster, &mut sourced.plan, &checksum).await? {
-            Rechecked::Holds => {}
+            Rechecked::Holds(owners) => sourced.owners = owners,
             Rechecked::Refused(report) => sourced.standing = Standing::Drifted(report),
             Rechecked::Applied if settings.fleet.is_some() => {
                 // A run over several clusters that stopped after a wave, or failed in one:
@@ -541,7 +558,12 @@ async fn source(
             // revision.
             let stored = history::History::from_config_map(cm.as_ref(), &app);
             let recorded_by = plan_sources::applied_by(&stored, &checksum);
-            let ClusterPlan { plan, source, .. } = *target;
+            let ClusterPlan {
+                plan,
+                source,
+                owners,
+                ..
+            } = *target;
             let mut plan = plan;
             for p in &mut plan.objects {
                 p.mark = Some(checksum.clone());
@@ -556,6 +578,7 @@ async fn source(
                 recorded_by,
                 fleet_run: None,
                 owners: Vec::new(),
+                owners_in_plan: Some(owners),
             });
         }
     };
@@ -628,6 +651,7 @@ async fn source(
         recorded_by: None,
         fleet_run: None,
         owners: Vec::new(),
+        owners_in_plan: None,
     })
 }
 

@@ -32,9 +32,7 @@ use appupdate_kube::kube_context;
 use appupdate_model::report::Interruption;
 use appupdate_model::text::Untrusted;
 use appupdate_plan::history;
-use appupdate_plan::history::Source;
 use appupdate_plan::plan_file::{self, Origin, PlanKey};
-use appupdate_plan::updaters::Plan;
 
 /// One run: what it was asked, how it is told, where it prints.
 struct Run<'a, T: Telling> {
@@ -111,7 +109,7 @@ impl<T: Telling> Run<'_, T> {
         if let Some(ending) = self.refused(planned) {
             return ending;
         }
-        tell_owners(planned, telling);
+        tell_owners(planned, telling, settings.saved().map(|s| s.name.as_str()));
         let has_changes = planned.has_changes();
         let changes_pending = settings.detailed_exitcode() && has_changes;
         if let Some(save) = settings.save() {
@@ -133,12 +131,20 @@ impl<T: Telling> Run<'_, T> {
             return Ending::Failed(AppError::UnseenRemoval { message });
         }
         // Nobody reads the plan under --yes: a change to fields another tool owns is refused
-        // before any write, unless --force-conflicts says to write anyway.
-        if settings.yes
-            && !settings.force_conflicts
-            && let Some(message) = owned(planned, telling)
-        {
-            return Ending::Failed(AppError::Owned { message });
+        // before any write, unless --force-conflicts says to write anyway; in a fleet, each
+        // cluster with owners is refused with its own, and nothing is written anywhere.
+        if settings.yes && !settings.force_conflicts {
+            let saved = settings.saved().map(|s| s.name.as_str());
+            let mut any = false;
+            for m in planned.members_mut() {
+                if let Some(message) = owned(m, telling, saved) {
+                    m.sourced.standing = Standing::Refused(Box::new(AppError::Owned { message }));
+                    any = true;
+                }
+            }
+            if any && let Some(ending) = self.refused(planned) {
+                return ending;
+            }
         }
         if has_changes && !settings.yes {
             let asked = tokio::select! {
@@ -267,10 +273,17 @@ impl<T: Telling> Run<'_, T> {
                 created_at: created_at.clone(),
             })
             .collect();
-        let entries: Vec<(&Plan, &Origin, &Source)> = planned
+        let entries: Vec<plan_file::Saving<'_>> = planned
             .members()
             .zip(&origins)
-            .map(|(m, origin)| (&m.sourced.plan, origin, &m.sourced.source))
+            .map(|(m, origin)| {
+                (
+                    &m.sourced.plan,
+                    origin,
+                    &m.sourced.source,
+                    &m.sourced.owners[..],
+                )
+            })
             .collect();
         let key = save.key.as_ref();
         let saved = plan_file::render_in_waves(&entries, &planned.order.waves, key)?;
@@ -315,17 +328,22 @@ fn write_new(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
     Ok(())
 }
 
-/// The routes a plan updates that carry what their style does not write (`RouteInfo::foreign`:
-/// ingress-nginx annotations, HTTPRoute filters), which the update removes: the refusal of a
-/// run under `--yes`, naming each route and what it loses; `None` when there are none.
 /// Each owner of each changed object, one line each on stderr after the plan:
 /// `owner: deployment/web: Helm release shop/web holds .spec…image (apply-conflict): the next
-/// `helm upgrade` of release shop/web will conflict on .spec…image`.
-fn tell_owners(planned: &Planned, telling: &impl Telling) {
+/// `helm upgrade` of release shop/web will conflict on .spec…image`; applying a saved plan
+/// (`saved`: its file), an owner it did not show is said to be new since.
+fn tell_owners(planned: &Planned, telling: &impl Telling, saved: Option<&str>) {
     for m in planned.members() {
         let at = telling.located(&m.cluster.conn.context);
         for object in &m.sourced.owners {
             for owner in &object.owners {
+                let since = match saved {
+                    Some(file) if m.sourced.unseen_owner(&object.object, owner) => format!(
+                        " (not in {}: an owner since the plan was written)",
+                        Untrusted(file)
+                    ),
+                    _ => String::new(),
+                };
                 let holds = if owner.fields.is_empty() {
                     "owns the whole object".to_owned()
                 } else {
@@ -340,7 +358,7 @@ fn tell_owners(planned: &Planned, telling: &impl Telling) {
                     )
                 };
                 streams::notice(&format!(
-                    "owner: {}{at}: {} {} ({}): {}",
+                    "owner: {}{at}: {} {} ({}): {}{since}",
                     Untrusted(&object.object),
                     Untrusted(&owner.name()),
                     Untrusted(&holds),
@@ -352,22 +370,48 @@ fn tell_owners(planned: &Planned, telling: &impl Telling) {
     }
 }
 
-/// The refusal of a change to fields other tools own, when there is one.
-fn owned(planned: &Planned, telling: &impl Telling) -> Option<String> {
-    let owned: Vec<String> = planned
-        .members()
-        .flat_map(|m| {
-            let at = telling.located(&m.cluster.conn.context);
-            m.sourced.owners.iter().flat_map(move |object| {
-                let at = at.clone();
-                object.owners.iter().map(move |owner| {
-                    format!(
-                        "{}{at} is owned by {} ({})",
-                        Untrusted(&object.object),
-                        Untrusted(&owner.name()),
-                        Untrusted(&owner.consequence())
-                    )
-                })
+/// What the refusal adds of `owner` of `object` when a saved plan (`saved`: its file) is
+/// applied: that the plan did not show it (it became an owner after the plan was written), or
+/// that it did.
+fn since_the_plan(
+    sourced: &crate::plan_sources::Sourced,
+    object: &str,
+    owner: &appupdate_model::owners::Owner,
+    saved: Option<&str>,
+) -> String {
+    let Some(file) = saved else {
+        return String::new();
+    };
+    if sourced.unseen_owner(object, owner) {
+        format!(
+            ", which {} did not show: it became an owner after the plan was written",
+            Untrusted(file)
+        )
+    } else {
+        format!(", as {} showed", Untrusted(file))
+    }
+}
+
+/// The refusal of a cluster's change to fields other tools own, when there is one. Applying
+/// a saved plan (`saved`: its file) refuses alike, whether the plan showed the owner or not
+/// (its reviewer approved a plan that named the owner, not overriding it under `--yes`); each
+/// owner the plan did not show is said to be new since.
+fn owned(m: &Member, telling: &impl Telling, saved: Option<&str>) -> Option<String> {
+    let at = telling.located(&m.cluster.conn.context);
+    let owned: Vec<String> = m
+        .sourced
+        .owners
+        .iter()
+        .flat_map(|object| {
+            let at = &at;
+            object.owners.iter().map(move |owner| {
+                format!(
+                    "{}{at} is owned by {} ({}){}",
+                    Untrusted(&object.object),
+                    Untrusted(&owner.name()),
+                    Untrusted(&owner.consequence()),
+                    since_the_plan(&m.sourced, &object.object, owner, saved)
+                )
             })
         })
         .collect();
@@ -380,6 +424,9 @@ fn owned(planned: &Planned, telling: &impl Telling) -> Option<String> {
     ))
 }
 
+/// The routes a plan updates that carry what their style does not write (`RouteInfo::foreign`:
+/// ingress-nginx annotations, HTTPRoute filters), which the update removes: the refusal of a
+/// run under `--yes`, naming each route and what it loses; `None` when there are none.
 fn unseen_removals(planned: &Planned, telling: &impl Telling) -> Option<String> {
     use appupdate_model::plan::Action;
     let routes: Vec<String> = planned

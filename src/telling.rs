@@ -152,17 +152,7 @@ impl Telling for OneCluster {
         };
         let plan = &m.sourced.plan;
         let summary = plan.summary();
-        let mut owners: Vec<String> = m
-            .sourced
-            .owners
-            .iter()
-            .flat_map(|o| {
-                o.owners
-                    .iter()
-                    .map(|owner| Untrusted(&owner.name()).to_string())
-            })
-            .collect();
-        owners.dedup();
+        let owners = owner_names(m, "");
         let owned = if owners.is_empty() {
             String::new()
         } else {
@@ -367,6 +357,9 @@ impl Telling for Fleet {
     }
 
     fn refused(&self, streams: &Streams, planned: &mut Planned, drifted: bool) -> Option<Ending> {
+        let owned = planned.members().any(|m| {
+            matches!(&m.sourced.standing, Standing::Refused(e) if matches!(**e, AppError::Owned { .. }))
+        });
         let end = end_of(
             planned,
             |m| {
@@ -378,6 +371,8 @@ impl Telling for Fleet {
                     ClusterState::AlreadyApplied { revision }
                 } else if drifted {
                     ClusterState::NotStarted(NotStarted::PlanRefusedElsewhere)
+                } else if owned {
+                    ClusterState::NotStarted(NotStarted::OwnedElsewhere)
                 } else {
                     ClusterState::Planned
                 }
@@ -427,8 +422,20 @@ impl Telling for Fleet {
         } else {
             wave_order(&planned.order.waves)
         };
+        let owners: Vec<String> = planned
+            .members()
+            .flat_map(|m| owner_names(m, &self.located(&m.cluster.conn.context)))
+            .collect();
+        let owned = if owners.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " This overrides what {} own(s) (see the owner lines above).",
+                owners.join(", ")
+            )
+        };
         Ok(format!(
-            "Apply these changes to {} on {} cluster{} ({}{}): {} to create, {} to update, {} to delete in total.",
+            "Apply these changes to {} on {} cluster{} ({}{}): {} to create, {} to update, {} to delete in total.{owned}",
             Untrusted(fleet.app),
             n,
             if n == 1 { "" } else { "s" },
@@ -505,6 +512,19 @@ impl Telling for Fleet {
     fn located(&self, context: &str) -> String {
         format!(" in context {:?}", Untrusted(context))
     }
+}
+
+/// The owners whose fields a cluster's change overrides, each once, escaped and followed by
+/// `at` (where the cluster is, in a fleet).
+fn owner_names(m: &Member, at: &str) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for owner in m.sourced.owners.iter().flat_map(|o| &o.owners) {
+        let name = format!("{}{at}", Untrusted(&owner.name()));
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    names
 }
 
 /// What the fleet question says of the order: which clusters go first (already escaped), when

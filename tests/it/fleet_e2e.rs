@@ -580,7 +580,7 @@ fn schema(name: &str) -> Value {
 }
 
 #[track_caller]
-fn assert_valid_fleet_document(doc: &Value) {
+pub(crate) fn assert_valid_fleet_document(doc: &Value) {
     let plan = schema("plan.schema.json");
     let registry = jsonschema::Registry::new()
         .add(plan["$id"].as_str().unwrap(), plan.clone())

@@ -133,6 +133,7 @@ fn fleet(plans: &[Plan]) -> FleetPlan<'_> {
         app: APP,
         members: plans.iter().map(Member::Planned).collect(),
         waves: &[],
+        owners: Vec::new(),
     }
 }
 

@@ -298,3 +298,368 @@ fn a_deployment_applied_server_side_by_helm_is_owned_and_helms_next_apply_confli
         "{err}"
     );
 }
+
+/// The seeded public Ingress (scopes []), which an endpoints change that adds a path updates.
+const PUBLIC: &str = "web-e3b0c44298fc1c14";
+
+/// The seeded endpoints, and one path more for the public group.
+const MORE: &str = "endpoints:
+  - path: /health
+  - path: /unprotected
+  - path: /more
+  - path: /protected/user
+    scopes: [user]
+";
+
+/// A route the plan changes is read in a list, which drops managedFields: what owner detection
+/// needs of them is kept while the list is read. A Helm 4 release takes the Ingress over (a
+/// server-side apply as `helm`, with Helm's labels and the same rules): it owns the rules the
+/// run changes.
+#[test]
+fn the_owner_of_an_ingress_is_named_and_yes_is_refused() {
+    let env = Env::new();
+    let path = crate::common::ingress_path(PUBLIC);
+    let live = env.sb.get(&path).unwrap();
+    let mut labels = live["metadata"]["labels"].clone();
+    labels["app.kubernetes.io/managed-by"] = json!("Helm");
+    env.sb
+        .force_apply(
+            &path,
+            "helm",
+            json!({
+                "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+                "metadata": {"name": PUBLIC, "namespace": "shop", "labels": labels,
+                             "annotations": {"meta.helm.sh/release-name": "web",
+                                             "meta.helm.sh/release-namespace": "shop"}},
+                "spec": live["spec"].clone(),
+            }),
+        )
+        .unwrap();
+    let helm: Vec<serde_json::Value> = env.sb.get(&path).unwrap()["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["manager"] == "helm")
+        .cloned()
+        .collect();
+    assert_eq!(helm.len(), 1, "{helm:?}");
+    assert_eq!(helm[0]["operation"], json!("Apply"));
+    assert!(
+        helm[0]["fieldsV1"]["f:spec"]["f:rules"].is_object(),
+        "{helm:?}"
+    );
+    let before = env.ingresses();
+    let file = env.write_file("endpoints.yaml", MORE);
+    let o = env.run(&["web", "--endpoints", file.to_str().unwrap(), "--yes"]);
+    assert_code(&o, 3);
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!(
+            "owner: ingress.networking.k8s.io/{PUBLIC}: Helm release shop/web holds .spec.rules"
+        )),
+        "{err}"
+    );
+    assert!(err.contains("(apply-conflict)"), "{err}");
+    assert!(
+        err.contains("the next `helm upgrade` of release shop/web will conflict on .spec.rules"),
+        "{err}"
+    );
+    assert!(err.contains("--force-conflicts"), "{err}");
+    assert!(env.app_writes().is_empty(), "{:?}", env.app_writes());
+    assert_eq!(env.ingresses(), before);
+    // The same list, no request more: one LIST of Ingresses, and no GET of one.
+    let reads: Vec<String> = env
+        .sb
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "GET" && r.path.contains("/ingresses"))
+        .map(|r| r.path)
+        .collect();
+    assert_eq!(
+        reads,
+        ["/apis/networking.k8s.io/v1/namespaces/shop/ingresses"],
+        "{reads:?}"
+    );
+    // The plan as data names it too.
+    let o = env.run(&[
+        "web",
+        "--endpoints",
+        file.to_str().unwrap(),
+        "--dry-run",
+        "-o",
+        "json",
+    ]);
+    assert_code(&o, 0);
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        doc["owners"][0]["object"],
+        json!(format!("ingress.networking.k8s.io/{PUBLIC}"))
+    );
+    assert_eq!(doc["owners"][0]["reason"], json!("apply-conflict"));
+    // --force-conflicts writes the path.
+    let o = env.run(&[
+        "web",
+        "--endpoints",
+        file.to_str().unwrap(),
+        "--yes",
+        "--force-conflicts",
+    ]);
+    assert_code(&o, 0);
+    let public = env
+        .ingresses()
+        .into_iter()
+        .find(|i| i["metadata"]["name"] == PUBLIC)
+        .unwrap();
+    assert!(
+        crate::common::paths_of(&public)
+            .iter()
+            .any(|p| p.contains("/more")),
+        "{:?}",
+        crate::common::paths_of(&public)
+    );
+}
+
+/// An Argo CD tracking id copied onto an Ingress from another object names that object's
+/// owner, not this one's.
+#[test]
+fn an_argo_cd_tracking_id_copied_onto_an_ingress_is_not_an_owner() {
+    let env = Env::new();
+    env.sb
+        .update(&crate::common::ingress_path(PUBLIC), |i| {
+            i["metadata"]["annotations"]["argocd.argoproj.io/tracking-id"] =
+                json!("shop-apps:networking.k8s.io/Ingress:shop/web-04f8996da763b7a9");
+        })
+        .unwrap();
+    let file = env.write_file("endpoints.yaml", MORE);
+    let o = env.run(&["web", "--endpoints", file.to_str().unwrap(), "--yes"]);
+    assert_code(&o, 0);
+    assert!(!stderr(&o).contains("owner:"), "{}", stderr(&o));
+    // Its own id, on the same Ingress, is an owner.
+    env.sb
+        .update(&crate::common::ingress_path(PUBLIC), |i| {
+            i["metadata"]["annotations"]["argocd.argoproj.io/tracking-id"] =
+                json!(format!("shop-apps:networking.k8s.io/Ingress:shop/{PUBLIC}"));
+        })
+        .unwrap();
+    let file = env.write_file(
+        "endpoints.yaml",
+        &MORE.replace("  - path: /more\n", "  - path: /more\n  - path: /most\n"),
+    );
+    let o = env.run(&["web", "--endpoints", file.to_str().unwrap(), "--yes"]);
+    assert_code(&o, 3);
+    assert!(
+        stderr(&o).contains("Argo CD application shop-apps may revert this"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// A saved plan records the owners it saw, and `apply FILE` finds them again in the objects as
+/// they are: an object that became Helm-managed after the plan was written is refused under
+/// `--yes`, saying the plan did not show that owner; `--force-conflicts` writes it.
+#[test]
+fn a_saved_plan_whose_object_became_helm_managed_since_is_refused() {
+    let env = Env::new();
+    let file = env.dir.path().join("plan.json");
+    let o = env.run(&["web", "--image", NEW, "--plan-out", file.to_str().unwrap()]);
+    assert_code(&o, 0);
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert!(
+        saved["content"]["clusters"][0].get("owners").is_none(),
+        "{saved}"
+    );
+    helm_managed(&env);
+    let before = env.image();
+    let o = env.run(&["apply", file.to_str().unwrap(), "--yes"]);
+    assert_code(&o, 3);
+    let err = stderr(&o);
+    assert!(
+        err.contains(
+            "owner: deployment.apps/web: Helm release shop/web owns the whole object (object-owned)"
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("deployment.apps/web is owned by Helm release shop/web (the next `helm upgrade` of release shop/web may revert this), which {} did not show: it became an owner after the plan was written", file.display())),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "(not in {}: an owner since the plan was written)",
+            file.display()
+        )),
+        "{err}"
+    );
+    assert!(err.contains("--force-conflicts"), "{err}");
+    assert!(env.app_writes().is_empty(), "{:?}", env.app_writes());
+    assert_eq!(env.image(), before);
+    let o = env.run(&[
+        "apply",
+        file.to_str().unwrap(),
+        "--yes",
+        "--force-conflicts",
+    ]);
+    assert_code(&o, 0);
+    assert_eq!(env.image(), NEW);
+}
+
+/// A plan made of a Helm-managed object records the owner inside its checksum; applying it
+/// under `--yes` still needs `--force-conflicts`, as the plan said.
+#[test]
+fn a_saved_plan_that_showed_the_owner_still_needs_force_conflicts() {
+    let env = Env::new();
+    helm_managed(&env);
+    let file = env.dir.path().join("plan.json");
+    let o = env.run(&["web", "--image", NEW, "--plan-out", file.to_str().unwrap()]);
+    assert_code(&o, 0);
+    assert!(
+        stderr(&o).contains("owner: deployment.apps/web"),
+        "{}",
+        stderr(&o)
+    );
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(
+        saved["content"]["clusters"][0]["owners"],
+        json!([{"object": "deployment.apps/web", "tool": "helm", "name": "shop/web",
+                "fields": [], "reason": "object-owned"}])
+    );
+    assert_eq!(
+        saved["content"]["clusters"][0]["plan"]["owners"][0]["tool"],
+        json!("helm")
+    );
+    let o = env.run(&["apply", file.to_str().unwrap(), "--yes"]);
+    assert_code(&o, 3);
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!(", as {} showed;", file.display())),
+        "{err}"
+    );
+    assert!(
+        !err.contains("an owner since the plan was written"),
+        "{err}"
+    );
+    assert!(env.app_writes().is_empty(), "{:?}", env.app_writes());
+    let o = env.run(&[
+        "apply",
+        file.to_str().unwrap(),
+        "--yes",
+        "--force-conflicts",
+    ]);
+    assert_code(&o, 0);
+    assert_eq!(env.image(), NEW);
+}
+
+/// A fleet with one Helm-managed cluster: its owner is named after the plan and in the
+/// question, its plan in the fleet document carries it, and under `--yes` that cluster is
+/// refused (exit 3, reason `owned`) while the others are not started: nothing is written
+/// anywhere. `--force-conflicts` writes every cluster.
+#[test]
+fn a_fleet_with_one_helm_managed_cluster_is_refused_there_and_written_nowhere() {
+    use crate::common::fleet::{DEPLOY as FLEET_DEPLOY, Fleet, NEW_IMAGE, OLD_IMAGE, writes};
+    let fleet = Fleet::new(&["eu-1", "us-1"]);
+    fleet
+        .sb("us-1")
+        .update(FLEET_DEPLOY, |d| {
+            d["metadata"]["labels"]["app.kubernetes.io/managed-by"] = json!("Helm");
+            d["metadata"]["annotations"]["meta.helm.sh/release-name"] = json!("web");
+            d["metadata"]["annotations"]["meta.helm.sh/release-namespace"] = json!("shop");
+        })
+        .unwrap();
+    let args = [
+        "web",
+        "--contexts",
+        "eu-1,us-1",
+        "--image",
+        NEW_IMAGE,
+        "--yes",
+    ];
+    let o = fleet.run(&args);
+    assert_code(&o, 3);
+    let err = stderr(&o);
+    assert!(
+        err.contains("owner: deployment.apps/web in context \"us-1\": Helm release shop/web owns the whole object (object-owned)"),
+        "{err}"
+    );
+    assert!(!err.contains("in context \"eu-1\": Helm"), "{err}");
+    assert!(
+        err.contains("context us-1 (namespace shop): NOT updated: not applied: deployment.apps/web in context \"us-1\" is owned by Helm release shop/web"),
+        "{err}"
+    );
+    assert!(
+        err.contains("context eu-1 (namespace shop): NOT started: another cluster's change is to fields another tool owns (--yes without --force-conflicts), so nothing was written anywhere"),
+        "{err}"
+    );
+    for name in ["eu-1", "us-1"] {
+        assert!(writes(fleet.sb(name)).is_empty(), "{name}");
+        assert_eq!(fleet.image(name), OLD_IMAGE, "{name}");
+    }
+    // The fleet document: the owner in us-1's plan, and each cluster's outcome.
+    let mut json_args = args.to_vec();
+    json_args.extend(["-o", "json"]);
+    let o = fleet.run(&json_args);
+    assert_code(&o, 3);
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    crate::fleet_e2e::assert_valid_fleet_document(&doc);
+    let cluster = |name: &str| {
+        doc["clusters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["context"] == name)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(
+        cluster("us-1")["plan"]["owners"],
+        json!([{"object": "deployment.apps/web", "tool": "helm", "name": "shop/web", "fields": [],
+                "reason": "object-owned",
+                "consequence": "the next `helm upgrade` of release shop/web may revert this"}])
+    );
+    assert!(cluster("eu-1")["plan"].get("owners").is_none(), "{doc}");
+    assert_eq!(cluster("us-1")["outcome"]["status"], json!("failed"));
+    assert_eq!(cluster("us-1")["outcome"]["reason"], json!("owned"));
+    assert_eq!(cluster("eu-1")["outcome"]["status"], json!("not-started"));
+    // Written everywhere with --force-conflicts.
+    let mut forced = args.to_vec();
+    forced.push("--force-conflicts");
+    let o = fleet.run(&forced);
+    assert_code(&o, 0);
+    for name in ["eu-1", "us-1"] {
+        assert_eq!(fleet.image(name), NEW_IMAGE, "{name}");
+    }
+}
+
+/// The history record names the owners a run overrode, and `history` shows them; a run that
+/// overrode nobody says nothing of owners.
+#[test]
+fn the_history_record_names_the_owners_overridden() {
+    let env = Env::new();
+    let o = env.run(&["web", "--max", "7", "--yes"]);
+    assert_code(&o, 0);
+    helm_managed(&env);
+    let o = env.run(&["web", "--image", NEW, "--yes", "--force-conflicts"]);
+    assert_code(&o, 0);
+    let o = env.run(&["history", "web"]);
+    assert_code(&o, 0);
+    let table = crate::common::stdout(&o);
+    let lines: Vec<&str> = table.lines().collect();
+    assert_eq!(lines.len(), 3, "{table}");
+    assert!(!lines[1].contains("overrode"), "{table}");
+    assert!(
+        lines[2].ends_with(&format!(
+            "image registry.example.com/web:1.0 → {NEW}; overrode Helm release shop/web (deployment.apps/web)"
+        )),
+        "{table}"
+    );
+    let o = env.run(&["history", "web", "-o", "json"]);
+    assert_code(&o, 0);
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(doc["records"][0].get("overridden").is_none(), "{doc}");
+    assert_eq!(
+        doc["records"][1]["overridden"],
+        json!([{"object": "deployment.apps/web", "tool": "helm", "name": "shop/web",
+                "reason": "object-owned"}])
+    );
+}

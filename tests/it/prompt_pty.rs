@@ -189,4 +189,51 @@ fn the_question_names_the_owner_it_overrides() {
     p.exp_eof().unwrap();
     assert_eq!(exit_code(&mut p), 0);
     assert_eq!(env.image(), "registry.example.com/web:2.0");
+    // The confirmed run overrode the owner: its record says so.
+    let o = env.run(&["history", "web"]);
+    assert!(
+        stdout(&o).contains("; overrode Helm release shop/web (deployment.apps/web)"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+/// A fleet with one Helm-managed cluster: the one question names that owner and its cluster;
+/// answering n writes nothing anywhere.
+#[test]
+fn a_fleets_question_names_the_owner_and_its_cluster() {
+    let fleet = common::fleet::Fleet::new(&["eu-1", "us-1"]);
+    fleet
+        .sb("us-1")
+        .update(common::fleet::DEPLOY, |d| {
+            d["metadata"]["labels"]["app.kubernetes.io/managed-by"] = "Helm".into();
+            d["metadata"]["annotations"]["meta.helm.sh/release-name"] = "web".into();
+            d["metadata"]["annotations"]["meta.helm.sh/release-namespace"] = "shop".into();
+        })
+        .unwrap();
+    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("kubectl-appupdate"));
+    scrub(&mut cmd);
+    cmd.env("TERM", "xterm-256color");
+    cmd.arg("--kubeconfig").arg(&fleet.kubeconfig).args([
+        "web",
+        "--contexts",
+        "eu-1,us-1",
+        "--image",
+        common::fleet::NEW_IMAGE,
+        "--color",
+        "never",
+    ]);
+    let mut p = rexpect::session::spawn_command(cmd, Some(30_000)).expect("spawned in a pty");
+    p.exp_string("owner: deployment.apps/web in context \"us-1\": Helm release shop/web")
+        .unwrap();
+    pty::wait_for_prompt(
+        &mut p,
+        "0 to delete in total. This overrides what Helm release shop/web in context \"us-1\" own(s) (see the owner lines above).",
+    );
+    pty::answer(&mut p, &["n", "\r"]);
+    p.exp_eof().unwrap();
+    assert_eq!(exit_code(&mut p), 4);
+    for name in ["eu-1", "us-1"] {
+        assert!(common::fleet::writes(fleet.sb(name)).is_empty(), "{name}");
+    }
 }

@@ -178,7 +178,7 @@ impl Cluster {
             Ok(req) => self.send::<ListItems>("rollout evidence", req).await,
             Err(e) => Err(e),
         };
-        answer.map(|ListItems(items)| items).map_err(|error| {
+        answer.map(|ListItems(items, _)| items).map_err(|error| {
             let target = Target {
                 reference: what.to_owned(),
                 namespace: self.namespace().to_owned(),

@@ -64,19 +64,11 @@ pub struct OwnerDoc<'a> {
 impl<'a> PlanDocument<'a> {
     /// The document with the owners of the objects it changes.
     pub fn with_owners(mut self, owners: &'a [crate::owners::ObjectOwners]) -> Self {
-        use crate::owners::Who;
         self.owners = owners
             .iter()
             .flat_map(|o| {
                 o.owners.iter().map(move |owner| {
-                    let (tool, name) = match &owner.who {
-                        Who::Helm { release } => ("helm", release),
-                        Who::ArgoCd { application } => ("argocd", application),
-                        Who::FluxKustomization { name } => ("flux-kustomization", name),
-                        Who::FluxHelmRelease { name } => ("flux-helmrelease", name),
-                        Who::Kapp { app } => ("kapp", app),
-                        Who::Manager { manager } => ("field-manager", manager),
-                    };
+                    let (tool, name) = owner.who.parts();
                     OwnerDoc {
                         object: &o.object,
                         tool,

@@ -12,7 +12,9 @@
 //! | an entry with a `subresource` (`status`, `scale`) | no | — |
 //! | this tool's own manager (`kubectl-appupdate`) | no | — |
 //!
-//! A manager that holds only other fields (say, labels) does not own the change.
+//! A manager that holds only other fields (say, labels) does not own the change. A change of
+//! the whole object (`.`: a route or policy deleted) is owned by every owner that holds any of
+//! its fields: its next run puts the object back.
 //!
 //! Labels and annotations name a tool: Helm (`app.kubernetes.io/managed-by: Helm` with
 //! `meta.helm.sh/release-name`/`-namespace`), Argo CD (`argocd.argoproj.io/tracking-id`, trusted
@@ -21,6 +23,11 @@
 //! `helm.toolkit.fluxcd.io/name`/`namespace`), kapp (`kapp.k14s.io/app`). Where managedFields
 //! show that tool's manager, it owns the fields it holds, as above; where they show none of
 //! its managers (stripped, or written by another manager), the whole object counts as owned.
+//!
+//! The Deployment and the autoscaler are read whole ([`owners`]). Routes and policies are read
+//! in lists, which drop managedFields to keep big listings small; what these rules need of each
+//! listed object is kept while the list is read instead ([`Marks`]: the tools its labels name,
+//! and only the entries that may own, [`may_own`], their field sets cut at [`LISTED_DEPTH`]).
 
 use serde_json::Value;
 
@@ -83,19 +90,67 @@ impl Reason {
             Reason::ObjectOwned => "object-owned",
         }
     }
+
+    /// The reason a [`Reason::code`] names (as a saved plan holds it).
+    pub fn from_code(code: &str) -> Option<Reason> {
+        [
+            Reason::ApplyConflict,
+            Reason::TakesBack,
+            Reason::ObjectOwned,
+        ]
+        .into_iter()
+        .find(|r| r.code() == code)
+    }
+}
+
+impl Who {
+    /// The tool, as `-o json` names it (`helm`, `argocd`, `flux-kustomization`,
+    /// `flux-helmrelease`, `kapp`, `field-manager`), and the release, application, Flux
+    /// object, kapp app or manager.
+    pub fn parts(&self) -> (&'static str, &str) {
+        match self {
+            Who::Helm { release } => ("helm", release),
+            Who::ArgoCd { application } => ("argocd", application),
+            Who::FluxKustomization { name } => ("flux-kustomization", name),
+            Who::FluxHelmRelease { name } => ("flux-helmrelease", name),
+            Who::Kapp { app } => ("kapp", app),
+            Who::Manager { manager } => ("field-manager", manager),
+        }
+    }
+
+    /// The owner [`Who::parts`] names (as a saved plan holds it).
+    pub fn from_parts(tool: &str, name: &str) -> Option<Who> {
+        let name = name.to_owned();
+        Some(match tool {
+            "helm" => Who::Helm { release: name },
+            "argocd" => Who::ArgoCd { application: name },
+            "flux-kustomization" => Who::FluxKustomization { name },
+            "flux-helmrelease" => Who::FluxHelmRelease { name },
+            "kapp" => Who::Kapp { app: name },
+            "field-manager" => Who::Manager { manager: name },
+            _ => return None,
+        })
+    }
+}
+
+impl std::fmt::Display for Who {
+    /// The owner as a plan names it: `Helm release shop/web`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Who::Helm { release } => write!(f, "Helm release {release}"),
+            Who::ArgoCd { application } => write!(f, "Argo CD application {application}"),
+            Who::FluxKustomization { name } => write!(f, "Flux Kustomization {name}"),
+            Who::FluxHelmRelease { name } => write!(f, "Flux HelmRelease {name}"),
+            Who::Kapp { app } => write!(f, "kapp app {app}"),
+            Who::Manager { manager } => write!(f, "field manager {manager}"),
+        }
+    }
 }
 
 impl Owner {
     /// The owner as a plan names it: `Helm release shop/web`.
     pub fn name(&self) -> String {
-        match &self.who {
-            Who::Helm { release } => format!("Helm release {release}"),
-            Who::ArgoCd { application } => format!("Argo CD application {application}"),
-            Who::FluxKustomization { name } => format!("Flux Kustomization {name}"),
-            Who::FluxHelmRelease { name } => format!("Flux HelmRelease {name}"),
-            Who::Kapp { app } => format!("kapp app {app}"),
-            Who::Manager { manager } => format!("field manager {manager}"),
-        }
+        self.who.to_string()
     }
 
     /// What follows, in the plan's words: `the next `helm upgrade` of release shop/web will
@@ -134,7 +189,28 @@ impl Owner {
     }
 }
 
+/// The managers Helm, Argo CD, Flux and kapp write with. An `Update` by one of them may make it
+/// an owner; an `Update` by any other manager never does.
+pub const TOOL_MANAGERS: [&str; 5] = [
+    "helm",
+    "argocd-controller",
+    "kustomize-controller",
+    "helm-controller",
+    "kapp",
+];
+
+/// Whether a managedFields entry can make its manager an owner under the table above: not a
+/// subresource's, not this tool's, and an `Apply`, or an `Update` by one of
+/// [`TOOL_MANAGERS`]. Every other entry is dropped as it is read.
+pub fn may_own(manager: &str, operation: &str, subresource: &str) -> bool {
+    subresource.is_empty()
+        && !manager.is_empty()
+        && manager != OWN_MANAGER
+        && (operation == "Apply" || (operation == "Update" && TOOL_MANAGERS.contains(&manager)))
+}
+
 /// A tool named by labels or annotations, and the field managers it writes with.
+#[derive(Clone, Debug, PartialEq, Eq)]
 struct Named {
     who: Who,
     managers: &'static [&'static str],
@@ -258,56 +334,156 @@ pub fn fields_v1_path(readable: &str) -> Vec<String> {
     out
 }
 
-/// Whether a managedFields entry's `fieldsV1` holds `path` (or something under it).
-fn holds(entry: &Value, path: &[String]) -> bool {
-    path.iter()
-        .try_fold(&entry["fieldsV1"], |at, key| at.get(key))
-        .is_some()
+/// The deepest `fieldsV1` path of a field a plan changes in a route or a policy
+/// (`spec.extAuth.http.path`: `f:spec`, `f:extAuth`, `f:http`, `f:path`). A listed object's
+/// field sets are kept this deep ([`FieldSet::read`]'s `depth`).
+pub const LISTED_DEPTH: usize = 4;
+
+/// The keys of a managedFields entry's `fieldsV1`, as a tree. Read from a listed object it is
+/// cut at [`LISTED_DEPTH`] levels: a node whose keys were dropped is `cut`, and holds whatever
+/// is asked below it (so a deeper path is never missed, only possibly over-reported).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FieldSet {
+    keys: Vec<(Box<str>, FieldSet)>,
+    cut: bool,
 }
 
-/// Who else owns the fields `changed` (readable paths) of `object`, the live object as read.
-pub fn owners(object: &Value, changed: &[String]) -> Vec<Owner> {
-    let entries: Vec<&Value> = object["metadata"]["managedFields"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|e| e["subresource"].as_str().is_none_or(str::is_empty))
-        .collect();
-    let paths: Vec<(String, Vec<String>)> = changed
-        .iter()
-        .map(|c| (c.clone(), fields_v1_path(c)))
-        .collect();
-    let tools = named(object);
-    let mut out: Vec<Owner> = Vec::new();
-    for entry in &entries {
-        let manager = entry["manager"].as_str().unwrap_or_default();
-        let operation = entry["operation"].as_str().unwrap_or_default();
-        if manager.is_empty() || manager == OWN_MANAGER {
-            continue;
+impl FieldSet {
+    /// A field set of these keys; `cut` when keys below were dropped.
+    pub fn new(keys: Vec<(Box<str>, FieldSet)>, cut: bool) -> FieldSet {
+        FieldSet { keys, cut }
+    }
+
+    /// `fieldsV1` as read from an object, `depth` levels deep (`usize::MAX`: all of it).
+    pub fn read(fields: &Value, depth: usize) -> FieldSet {
+        let Some(map) = fields.as_object() else {
+            return FieldSet::default();
+        };
+        if depth == 0 {
+            return FieldSet {
+                keys: Vec::new(),
+                cut: !map.is_empty(),
+            };
         }
-        let tool = tools.iter().find(|t| t.managers.contains(&manager));
-        let reason = match operation {
-            "Apply" => Reason::ApplyConflict,
-            "Update" if tool.is_some() || matches!(manager, "helm" | "argocd-controller") => {
-                Reason::TakesBack
+        FieldSet {
+            keys: map
+                .iter()
+                .map(|(k, v)| (k.as_str().into(), FieldSet::read(v, depth - 1)))
+                .collect(),
+            cut: false,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty() && !self.cut
+    }
+
+    /// Whether the set holds `path` (or something under it).
+    fn holds(&self, path: &[String]) -> bool {
+        let mut at = self;
+        for key in path {
+            if at.cut {
+                return true;
             }
-            _ => continue,
-        };
-        let fields: Vec<String> = paths
-            .iter()
-            .filter(|(_, p)| !p.is_empty() && holds(entry, p))
-            .map(|(readable, _)| readable.clone())
-            .collect();
-        if fields.is_empty() {
-            continue;
+            match at.keys.iter().find(|(k, _)| **k == **key) {
+                Some((_, next)) => at = next,
+                None => return false,
+            }
         }
-        let who = match tool {
-            Some(t) => t.who.clone(),
-            None => Who::Manager {
-                manager: manager.to_owned(),
-            },
-        };
-        match out.iter_mut().find(|o| o.who == who && o.reason == reason) {
+        true
+    }
+}
+
+/// A managedFields entry that may make its manager an owner ([`may_own`]): who, whether it
+/// applies, and the fields it holds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    manager: Box<str>,
+    apply: bool,
+    fields: FieldSet,
+}
+
+impl Entry {
+    /// The entry, when it may make its manager an owner; `None` for every other.
+    pub fn new(
+        manager: &str,
+        operation: &str,
+        subresource: &str,
+        fields: FieldSet,
+    ) -> Option<Entry> {
+        may_own(manager, operation, subresource).then(|| Entry {
+            manager: manager.into(),
+            apply: operation == "Apply",
+            fields,
+        })
+    }
+
+    /// The entries of an object's `metadata.managedFields` that may make their managers owners,
+    /// their field sets whole.
+    fn of(object: &Value) -> Vec<Entry> {
+        object["metadata"]["managedFields"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|e| {
+                let text = |k: &str| e[k].as_str().unwrap_or_default();
+                Entry::new(
+                    text("manager"),
+                    text("operation"),
+                    text("subresource"),
+                    FieldSet::read(&e["fieldsV1"], usize::MAX),
+                )
+            })
+            .collect()
+    }
+}
+
+/// What an object says about who else may own its fields: the tools its labels and
+/// annotations name, and the managedFields entries that may make their managers owners. Kept
+/// for each listed route and policy in place of the object's managedFields (which a listing
+/// drops), so that their owners are found from the one LIST, after the objects themselves are
+/// planned and freed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Marks {
+    tools: Vec<Named>,
+    entries: Vec<Entry>,
+}
+
+impl Marks {
+    /// The marks of `object` as read (its labels, annotations and whole managedFields).
+    pub fn of(object: &Value) -> Marks {
+        Marks::new(object, Entry::of(object))
+    }
+
+    /// The marks of `object`'s labels and annotations (its `apiVersion`, `kind`, namespace
+    /// and name tell whether an Argo CD tracking id names it), with its managedFields `entries`
+    /// as read apart.
+    pub fn new(object: &Value, entries: Vec<Entry>) -> Marks {
+        Marks {
+            tools: named(object),
+            entries,
+        }
+    }
+
+    /// Nothing names an owner: no tool's labels, no entry that may own.
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty() && self.entries.is_empty()
+    }
+
+    /// Who else owns the fields `changed` (readable paths; `.`: the whole object, created or
+    /// deleted).
+    pub fn owners(&self, changed: &[String]) -> Vec<Owner> {
+        let whole = changed.iter().any(|c| c == ".");
+        let paths: Vec<(&String, Vec<String>)> = changed
+            .iter()
+            .map(|c| (c, fields_v1_path(c)))
+            .filter(|(_, p)| !p.is_empty())
+            .collect();
+        let mut out: Vec<Owner> = Vec::new();
+        let mut add = |who: Who, fields: Vec<String>, reason: Reason| match out
+            .iter_mut()
+            .find(|o| o.who == who && o.reason == reason)
+        {
             Some(o) => {
                 for f in fields {
                     if !o.fields.contains(&f) {
@@ -320,23 +496,63 @@ pub fn owners(object: &Value, changed: &[String]) -> Vec<Owner> {
                 fields,
                 reason,
             }),
+        };
+        for entry in &self.entries {
+            let manager = &*entry.manager;
+            let tool = self.tools.iter().find(|t| t.managers.contains(&manager));
+            let reason = if entry.apply {
+                Reason::ApplyConflict
+            } else if tool.is_some() || matches!(manager, "helm" | "argocd-controller") {
+                Reason::TakesBack
+            } else {
+                continue;
+            };
+            let who = || match tool {
+                Some(t) => t.who.clone(),
+                None => Who::Manager {
+                    manager: manager.to_owned(),
+                },
+            };
+            if whole && !entry.fields.is_empty() {
+                // Deleting (or replacing) an object its manager holds fields of: its next
+                // run puts them back.
+                add(who(), Vec::new(), Reason::ObjectOwned);
+                continue;
+            }
+            let fields: Vec<String> = paths
+                .iter()
+                .filter(|(_, p)| entry.fields.holds(p))
+                .map(|(readable, _)| (*readable).clone())
+                .collect();
+            if !fields.is_empty() {
+                add(who(), fields, reason);
+            }
         }
-    }
-    for tool in tools {
-        let has_manager = entries.iter().any(|e| {
-            e["manager"]
-                .as_str()
-                .is_some_and(|m| tool.managers.contains(&m))
-        });
-        if !has_manager && !changed.is_empty() {
-            out.push(Owner {
-                who: tool.who,
-                fields: Vec::new(),
-                reason: Reason::ObjectOwned,
-            });
+        for tool in &self.tools {
+            let has_manager = self
+                .entries
+                .iter()
+                .any(|e| tool.managers.contains(&&*e.manager));
+            if !has_manager && !changed.is_empty() {
+                add(tool.who.clone(), Vec::new(), Reason::ObjectOwned);
+            }
         }
+        out
     }
-    out
+}
+
+/// A listed route's or policy's [`Marks`], by its kind and name: kept for the objects whose
+/// marks are not empty.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Marked {
+    pub kind: crate::plan::Kind,
+    pub name: String,
+    pub marks: Marks,
+}
+
+/// Who else owns the fields `changed` (readable paths) of `object`, the live object as read.
+pub fn owners(object: &Value, changed: &[String]) -> Vec<Owner> {
+    Marks::of(object).owners(changed)
 }
 
 #[cfg(test)]
@@ -623,5 +839,142 @@ mod tests {
         );
         // Nothing changed: nothing to own.
         assert!(owners(&object, &[]).is_empty());
+    }
+
+    fn ingress(entries: Vec<Value>, labels: Value, annotations: Value) -> Value {
+        json!({
+            "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+            "metadata": {"name": "web-public", "namespace": "shop", "labels": labels,
+                         "annotations": annotations, "managedFields": entries},
+        })
+    }
+
+    #[test]
+    fn the_owner_of_a_route_holds_its_rules_not_its_annotations() {
+        let (labels, annotations) = helm_labels();
+        let rules = json!({"f:metadata": {"f:labels": {"f:app": {}}}, "f:spec": {"f:rules": {}}});
+        let object = ingress(
+            vec![
+                entry("helm", "Apply", rules),
+                entry(
+                    "kubectl-appupdate",
+                    "Update",
+                    json!({"f:metadata": {"f:annotations": {}}}),
+                ),
+            ],
+            labels,
+            annotations,
+        );
+        let paths = "spec.rules[host=shop.example.com].http.paths";
+        let got = owners(&object, &[paths.to_owned()]);
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].reason, Reason::ApplyConflict);
+        assert_eq!(got[0].fields, [paths]);
+        let auth = "metadata.annotations[nginx.ingress.kubernetes.io/auth-url]";
+        assert!(owners(&object, &[auth.to_owned()]).is_empty());
+        // Deleting it: its next apply puts it back.
+        let whole = owners(&object, &[".".to_owned()]);
+        assert_eq!(
+            whole
+                .iter()
+                .map(|o| (o.name(), o.reason, o.fields.len()))
+                .collect::<Vec<_>>(),
+            [("Helm release shop/web".to_owned(), Reason::ObjectOwned, 0)]
+        );
+        assert_eq!(
+            whole[0].consequence(),
+            "the next `helm upgrade` of release shop/web may revert this"
+        );
+    }
+
+    #[test]
+    fn a_listed_objects_marks_are_cut_but_find_the_same_owners() {
+        let policy = json!({
+            "apiVersion": "gateway.envoyproxy.io/v1alpha1", "kind": "SecurityPolicy",
+            "metadata": {"name": "web-user", "namespace": "shop", "managedFields": [
+                entry("ci-pipeline", "Apply", json!({"f:spec": {"f:extAuth": {"f:http": {
+                    "f:path": {}, "f:backendRefs": {}}}}})),
+                entry("kubectl-edit", "Update", json!({"f:spec": {"f:targetRefs": {}}})),
+                {"manager": "ci-pipeline", "operation": "Apply", "subresource": "status",
+                 "fieldsV1": {"f:status": {}}},
+            ]},
+        });
+        let whole = Marks::of(&policy);
+        // As a listing keeps them: each entry that may own, its field set cut two levels deep.
+        let listed_entries: Vec<Entry> = policy["metadata"]["managedFields"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|e| {
+                let text = |k: &str| e[k].as_str().unwrap_or_default();
+                Entry::new(
+                    text("manager"),
+                    text("operation"),
+                    text("subresource"),
+                    FieldSet::read(&e["fieldsV1"], 2),
+                )
+            })
+            .collect();
+        assert_eq!(listed_entries.len(), 1, "{listed_entries:?}");
+        let listed = Marks::new(&policy, listed_entries);
+        for (changed, owned) in [
+            ("spec.extAuth.http.path", true),
+            ("spec.extAuth.http.backendRefs", true),
+            ("spec.targetRefs", false),
+        ] {
+            for marks in [&whole, &listed] {
+                let got = marks.owners(&[changed.to_owned()]);
+                assert_eq!(!got.is_empty(), owned, "{changed}");
+            }
+        }
+        // Cut above the field: held by whatever is below the cut (never missed).
+        assert!(
+            !listed
+                .owners(&["spec.extAuth.failOpen".to_owned()])
+                .is_empty()
+        );
+        assert!(
+            whole
+                .owners(&["spec.extAuth.failOpen".to_owned()])
+                .is_empty()
+        );
+        // An object nobody else marks has empty marks, and is not kept.
+        assert!(
+            Marks::of(&json!({"metadata": {"managedFields": [
+                entry(OWN_MANAGER, "Update", image_fields()),
+                entry("kubectl-client-side-apply", "Update", image_fields()),
+            ]}}))
+            .is_empty()
+        );
+    }
+
+    #[test]
+    fn every_owner_and_reason_reads_back_from_its_parts() {
+        for who in [
+            Who::Helm {
+                release: "shop/web".into(),
+            },
+            Who::ArgoCd {
+                application: "apps".into(),
+            },
+            Who::FluxKustomization { name: "f/a".into() },
+            Who::FluxHelmRelease { name: "f/b".into() },
+            Who::Kapp { app: "k".into() },
+            Who::Manager {
+                manager: "ci".into(),
+            },
+        ] {
+            let (tool, name) = who.parts();
+            assert_eq!(Who::from_parts(tool, name), Some(who.clone()));
+        }
+        assert_eq!(Who::from_parts("chef", "x"), None);
+        for r in [
+            Reason::ApplyConflict,
+            Reason::TakesBack,
+            Reason::ObjectOwned,
+        ] {
+            assert_eq!(Reason::from_code(r.code()), Some(r));
+        }
+        assert_eq!(Reason::from_code("maybe"), None);
     }
 }

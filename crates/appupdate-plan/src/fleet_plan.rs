@@ -10,6 +10,7 @@
 
 use crate::updaters::Plan;
 use appupdate_model::output::{self, PlanDocument};
+use appupdate_model::owners::ObjectOwners;
 use appupdate_model::plan::Summary;
 
 /// One cluster of the fleet: planned, or left out.
@@ -39,6 +40,8 @@ pub struct FleetPlan<'a> {
     pub members: Vec<Member<'a>>,
     /// The contexts in waves, in the order they are written (`--wave`); empty without.
     pub waves: &'a [Vec<String>],
+    /// Who else owns fields each cluster's plan changes, by context (the clusters with owners).
+    pub owners: Vec<(&'a str, &'a [ObjectOwners])>,
 }
 
 /// Clusters whose plans are identical, shown once: the first one's plan stands for all.
@@ -80,6 +83,14 @@ impl<'a> FleetPlan<'a> {
             Member::Planned(p) => Some(*p),
             Member::Skipped { .. } => None,
         })
+    }
+
+    /// Who else owns fields the plan of `context` changes.
+    pub fn owners_of(&self, context: &str) -> &'a [ObjectOwners] {
+        self.owners
+            .iter()
+            .find(|(c, _)| *c == context)
+            .map_or(&[], |(_, o)| *o)
     }
 
     pub fn skipped(&self) -> impl Iterator<Item = (&'a str, &'a str)> + '_ {
@@ -236,6 +247,7 @@ mod tests {
                 Member::Planned(&c),
             ],
             waves: &[],
+            owners: Vec::new(),
         };
         let sections = fleet.sections();
         assert_eq!(sections.len(), 2);
@@ -258,6 +270,7 @@ mod tests {
             app: "web",
             members: vec![Member::Planned(&a)],
             waves: &[],
+            owners: Vec::new(),
         };
         assert!(!fleet.has_changes());
         assert_eq!(total_line(&fleet), "Total: no changes on any of 1 cluster.");

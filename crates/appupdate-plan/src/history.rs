@@ -261,10 +261,40 @@ pub struct Record {
     /// picks the records by.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fleet_run: Option<String>,
+    /// Who else owned fields the run wrote ([`appupdate_model::owners`]): the owners it
+    /// overrode, with `--force-conflicts` or a yes to the question that named them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub overridden: Vec<Overridden>,
     /// `hmac-sha256:<hex>` with the history key (`--history-key`), over the rest of the record
     /// bound to where it is kept ([`Seal`]); `None`: written without a key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signature: Option<String>,
+}
+
+/// An owner whose fields a run wrote over, as its record keeps it (the `-o json` plan's
+/// owner, less the consequence).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Overridden {
+    /// The object, as the plan names it (`deployment.apps/web`).
+    pub object: String,
+    /// `helm`, `argocd`, `flux-kustomization`, `flux-helmrelease`, `kapp` or `field-manager`.
+    pub tool: String,
+    /// The release, application, Kustomization, HelmRelease, kapp app or field manager.
+    pub name: String,
+    /// The changed fields it held; empty when it owned the whole object.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fields: Vec<String>,
+    /// `apply-conflict`, `update-takes-back` or `object-owned`.
+    pub reason: String,
+}
+
+impl Overridden {
+    /// The owner as the plan named it (`Helm release shop/web`); `None` for a tool this build
+    /// does not know.
+    fn who(&self) -> Option<appupdate_model::owners::Who> {
+        appupdate_model::owners::Who::from_parts(&self.tool, &self.name)
+    }
 }
 
 /// What a run knows about itself besides its report.
@@ -280,6 +310,9 @@ pub struct RunInfo {
     pub plan_checksum: Option<String>,
     /// The run over several clusters this run is part of.
     pub fleet_run: Option<String>,
+    /// Who else owns fields the plan changes: those of the objects the run writes are the
+    /// owners it overrides.
+    pub owners: Vec<appupdate_model::owners::ObjectOwners>,
 }
 
 /// What a record's signature is over besides the record: this name, so that no other
@@ -363,12 +396,17 @@ fn as_string(v: Option<&Value>) -> Option<String> {
     v.and_then(Value::as_str).map(str::to_owned)
 }
 
+/// The most overridden owners a record may list (and fields per owner); a plan changes a few
+/// objects, each with a few owners.
+const MAX_OVERRIDDEN: usize = 256;
+
 /// The record of a run, or `None` when it wrote nothing. `revision` is set when it is added.
 pub fn record(report: &Report, info: &RunInfo) -> Option<Record> {
     let mut image = None;
     let mut bounds = BoundsChange::default();
     let mut routes = Vec::new();
     let mut not_done = false;
+    let mut written: Vec<String> = Vec::new();
     let mut before_groups = intent::Groups::new();
     let mut after_groups = intent::Groups::new();
     for (change, outcome) in &report.entries {
@@ -396,6 +434,7 @@ pub fn record(report: &Report, info: &RunInfo) -> Option<Record> {
         if !change.is_change() {
             continue;
         }
+        written.push(change.reference());
         match change.kind {
             Kind::Deployment => {
                 for f in &change.fields {
@@ -436,6 +475,23 @@ pub fn record(report: &Report, info: &RunInfo) -> Option<Record> {
         _ => None,
     };
     let partial = not_done || report.interrupted.is_some();
+    let overridden = info
+        .owners
+        .iter()
+        .filter(|o| written.contains(&o.object))
+        .flat_map(|o| {
+            o.owners.iter().map(|owner| {
+                let (tool, name) = owner.who.parts();
+                Overridden {
+                    object: o.object.clone(),
+                    tool: tool.to_owned(),
+                    name: name.to_owned(),
+                    fields: owner.fields.clone(),
+                    reason: owner.reason.code().to_owned(),
+                }
+            })
+        })
+        .collect();
     Some(Record {
         revision: 0,
         time: info.time.clone(),
@@ -455,6 +511,7 @@ pub fn record(report: &Report, info: &RunInfo) -> Option<Record> {
         routes_truncated: false,
         plan_checksum: info.plan_checksum.clone(),
         fleet_run: info.fleet_run.clone(),
+        overridden,
         signature: None,
     })
 }
@@ -506,6 +563,19 @@ impl Record {
                 text.push_str("; ");
             }
             text.push_str(&format!("routes: {}", counts.join(", ")));
+        }
+        if !self.overridden.is_empty() {
+            let mut named: Vec<String> = Vec::new();
+            for o in &self.overridden {
+                let who = o
+                    .who()
+                    .map_or_else(|| format!("{} {}", o.tool, o.name), |w| w.to_string());
+                let one = format!("{who} ({})", o.object);
+                if !named.contains(&one) {
+                    named.push(one);
+                }
+            }
+            text.push_str(&format!("; overrode {}", named.join(", ")));
         }
         match self.source {
             Source::Undo { revision } => format!("undo of revision {revision}: {text}"),
@@ -673,6 +743,28 @@ pub fn validate(record: &Record, app: &str) -> Result<(), String> {
     }
     if record.routes.len() > intent::MAX_PATHS {
         return Err(format!("it lists {} route objects", record.routes.len()));
+    }
+    if record.overridden.len() > MAX_OVERRIDDEN {
+        return Err(format!(
+            "it lists {} overridden owners",
+            record.overridden.len()
+        ));
+    }
+    for o in &record.overridden {
+        printable("overridden object", &o.object, 512)?;
+        printable("overridden owner", &o.name, 512)?;
+        if o.who().is_none()
+            || appupdate_model::owners::Reason::from_code(&o.reason).is_none()
+            || o.fields.len() > MAX_OVERRIDDEN
+        {
+            return Err(format!(
+                "it lists an overridden owner of an unknown kind {:?} or reason {:?}",
+                o.tool, o.reason
+            ));
+        }
+        for f in &o.fields {
+            printable("overridden field", f, 1024)?;
+        }
     }
     for r in &record.routes {
         let kind = r
@@ -1151,6 +1243,7 @@ mod tests {
             }),
             plan_checksum: None,
             fleet_run: None,
+            owners: Vec::new(),
         }
     }
 
@@ -1261,6 +1354,91 @@ mod tests {
             r.description(),
             "image r/web:1 → r/web:2, max 5 → 9; routes: 1 created, 1 updated, 1 deleted"
         );
+    }
+
+    #[test]
+    fn a_record_names_the_owners_of_the_objects_it_wrote() {
+        use appupdate_model::owners::{ObjectOwners, Owner, Reason, Who};
+        let owned = |object: &str, who: Who, fields: Vec<String>, reason| ObjectOwners {
+            object: object.into(),
+            owners: vec![Owner {
+                who,
+                fields,
+                reason,
+            }],
+        };
+        let mut report = sample_report();
+        // The autoscaler was not written: its owner was not overridden.
+        report.entries[1].1 = Outcome::NotAttempted;
+        let with_owners = RunInfo {
+            owners: vec![
+                owned(
+                    "deployment.apps/web",
+                    Who::Helm {
+                        release: "shop/web".into(),
+                    },
+                    vec![],
+                    Reason::ObjectOwned,
+                ),
+                owned(
+                    "horizontalpodautoscaler.autoscaling/web",
+                    Who::Manager {
+                        manager: "ci".into(),
+                    },
+                    vec!["spec.maxReplicas".into()],
+                    Reason::ApplyConflict,
+                ),
+                owned(
+                    "ingress.networking.k8s.io/web-b",
+                    Who::Manager {
+                        manager: "ci".into(),
+                    },
+                    vec!["spec.rules[0].http.paths".into()],
+                    Reason::ApplyConflict,
+                ),
+            ],
+            ..info()
+        };
+        let mut r = record(&report, &with_owners).unwrap();
+        assert_eq!(
+            r.overridden,
+            [
+                Overridden {
+                    object: "deployment.apps/web".into(),
+                    tool: "helm".into(),
+                    name: "shop/web".into(),
+                    fields: vec![],
+                    reason: "object-owned".into(),
+                },
+                Overridden {
+                    object: "ingress.networking.k8s.io/web-b".into(),
+                    tool: "field-manager".into(),
+                    name: "ci".into(),
+                    fields: vec!["spec.rules[0].http.paths".into()],
+                    reason: "apply-conflict".into(),
+                },
+            ]
+        );
+        assert!(r.description().ends_with(
+            "; overrode Helm release shop/web (deployment.apps/web), field manager ci (ingress.networking.k8s.io/web-b)"
+        ), "{}", r.description());
+        // Read back as stored, and checked as any record is.
+        r.revision = 1;
+        let cm = stored(std::slice::from_ref(&r));
+        let h = History::from_config_map(Some(&cm), "web");
+        assert_eq!(h.pick(None).unwrap().overridden, r.overridden);
+        let mut forged = r.clone();
+        forged.overridden[0].tool = "chef".into();
+        assert!(
+            validate(&forged, "web")
+                .unwrap_err()
+                .contains("unknown kind \"chef\"")
+        );
+        // Nobody overridden: the record says nothing of owners.
+        let plain = record(&sample_report(), &info()).unwrap();
+        assert!(plain.overridden.is_empty());
+        let json = serde_json::to_value(&plain).unwrap();
+        assert!(json.get("overridden").is_none(), "{json}");
     }
 
     #[test]

@@ -45,4 +45,9 @@ pub struct LiveState {
     pub history: Option<Option<Value>>,
     /// The Gateways of scoped HTTPRoutes and their GatewayClasses, when they were read.
     pub gateway_support: Option<GatewaySupport>,
+    /// Who else may own the listed Ingresses, HTTPRoutes and SecurityPolicies: the marks of
+    /// each one that names another possible owner, kept from the listing (which drops their
+    /// managedFields), so that the plan's owners are found after the routes are planned and
+    /// freed ([`appupdate_model::owners::Marks`]).
+    pub marks: Vec<appupdate_model::owners::Marked>,
 }

@@ -18,7 +18,9 @@
 //!         "context": "prod", "server": "https://…", "namespace": "shop", "app": "web",
 //!         "source": {"type": "update"},
 //!         "plan": { …the `-o json` document… },
-//!         "objects": [ {"updater": {"type": "…", "spec": {…}}, "change": {…}} ]
+//!         "objects": [ {"updater": {"type": "…", "spec": {…}}, "change": {…}} ],
+//!         "owners": [ {"object": "deployment.apps/web", "tool": "helm", "name": "shop/web",
+//!                      "fields": [], "reason": "object-owned"} ]
 //!       }
 //!     ]
 //!   }
@@ -31,7 +33,10 @@
 //! applying needs: the approved change — its guarded fields, the views the diff shows, and the
 //! write with the `resourceVersion` and `uid` it was computed from — and the updater that
 //! computed it, which re-plans the object against the object as it is when the file is applied
-//! (the approved-diff guard, [`appupdate_model::plan::recheck`], then decides).
+//! (the approved-diff guard, [`appupdate_model::plan::recheck`], then decides). `owners`
+//! (left out when nobody) records who else owned fields the plan changes when it was made
+//! ([`appupdate_model::owners`]), as the plan showed them: `apply FILE` finds the owners
+//! again in the objects as they are then, and says which ones the plan did not show.
 //!
 //! `checksum` is SHA-256 over `content` in a canonical form (object keys sorted, no
 //! whitespace), so re-indenting the file keeps it valid while any change of a value, a
@@ -79,6 +84,7 @@ use crate::history::{Source, tool};
 use crate::updaters::{Plan, Planned, Updater};
 use appupdate_model::names;
 use appupdate_model::output;
+use appupdate_model::owners::{ObjectOwners, Owner, Reason, Who};
 use appupdate_model::plan::{Kind, ObjectChange};
 use appupdate_model::text::{Untrusted, without_credentials};
 
@@ -195,7 +201,15 @@ pub struct ClusterPlan {
     pub server: String,
     pub source: Source,
     pub plan: Plan,
+    /// Who else owned fields the plan changes when it was made, as the plan showed them
+    /// ([`appupdate_model::owners`]): `apply FILE` finds the owners again in the objects as
+    /// they are then, and says which of them the plan did not show.
+    pub owners: Vec<ObjectOwners>,
 }
+
+/// One cluster's plan to save: the plan, where it was computed, what it came from, and who
+/// else owned the fields it changes.
+pub type Saving<'a> = (&'a Plan, &'a Origin, &'a Source, &'a [ObjectOwners]);
 
 /// A plan file as read: when it was made, and one plan per cluster.
 #[derive(Clone, Debug)]
@@ -328,6 +342,66 @@ struct ClusterDoc<O> {
     image: Option<appupdate_model::plan::CheckedImage>,
     /// [`ObjectOut`] when written, [`ObjectIn`] when read.
     objects: Vec<O>,
+    /// Who else owned fields the plan changes when it was made (inside the checksum, like
+    /// everything the file holds); left out when nobody did.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    owners: Vec<OwnerDoc>,
+}
+
+/// One owner of fields a saved plan changes in one object: its `-o json` form, less the
+/// consequence (made again from the rest when shown).
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OwnerDoc {
+    object: String,
+    tool: String,
+    name: String,
+    fields: Vec<String>,
+    reason: String,
+}
+
+impl OwnerDoc {
+    fn all(owners: &[ObjectOwners]) -> Vec<OwnerDoc> {
+        owners
+            .iter()
+            .flat_map(|o| {
+                o.owners.iter().map(|owner| {
+                    let (tool, name) = owner.who.parts();
+                    OwnerDoc {
+                        object: o.object.clone(),
+                        tool: tool.to_owned(),
+                        name: name.to_owned(),
+                        fields: owner.fields.clone(),
+                        reason: owner.reason.code().to_owned(),
+                    }
+                })
+            })
+            .collect()
+    }
+
+    /// The owners as read, by object in the order first named; `Err`: why they read as edited.
+    fn read(docs: Vec<OwnerDoc>) -> Result<Vec<ObjectOwners>, String> {
+        let mut out: Vec<ObjectOwners> = Vec::new();
+        for d in docs {
+            let who = Who::from_parts(&d.tool, &d.name)
+                .ok_or_else(|| format!("it names an owner of an unknown kind {:?}", d.tool))?;
+            let reason = Reason::from_code(&d.reason)
+                .ok_or_else(|| format!("it names an owner for an unknown reason {:?}", d.reason))?;
+            let owner = Owner {
+                who,
+                fields: d.fields,
+                reason,
+            };
+            match out.iter_mut().find(|o| o.object == d.object) {
+                Some(o) => o.owners.push(owner),
+                None => out.push(ObjectOwners {
+                    object: d.object,
+                    owners: vec![owner],
+                }),
+            }
+        }
+        Ok(out)
+    }
 }
 
 /// An object as written: its updater and its approved change, as the plan holds them.
@@ -395,10 +469,7 @@ fn checksum(content: &Value) -> String {
 
 /// The text of a plan file holding `plans` (one per cluster), each with where it was computed;
 /// signed when `key` is given.
-pub fn render(
-    plans: &[(&Plan, &Origin, &Source)],
-    key: Option<&PlanKey>,
-) -> Result<String, PlanFileError> {
+pub fn render(plans: &[Saving<'_>], key: Option<&PlanKey>) -> Result<String, PlanFileError> {
     render_in_waves(plans, &[], key).map(|saved| saved.text)
 }
 
@@ -413,16 +484,16 @@ pub struct Rendered {
 /// [`render`] of a plan made in waves (`--wave`): the contexts of each wave, in order; with
 /// the file's checksum.
 pub fn render_in_waves(
-    plans: &[(&Plan, &Origin, &Source)],
+    plans: &[Saving<'_>],
     waves: &[Vec<String>],
     key: Option<&PlanKey>,
 ) -> Result<Rendered, PlanFileError> {
     let created_at = plans
         .first()
-        .map(|(_, o, _)| o.created_at.clone())
+        .map(|(_, o, _, _)| o.created_at.clone())
         .unwrap_or_default();
     let mut clusters = Vec::with_capacity(plans.len());
-    for (plan, origin, source) in plans {
+    for (plan, origin, source, owners) in plans {
         let objects = plan
             .objects
             .iter()
@@ -437,10 +508,12 @@ pub fn render_in_waves(
             namespace: plan.namespace.clone(),
             app: plan.app.clone(),
             source: (*source).clone(),
-            plan: serde_json::to_value(output::document(plan)).unwrap_or(Value::Null),
+            plan: serde_json::to_value(output::document(plan).with_owners(owners))
+                .unwrap_or(Value::Null),
             routes: plan.routes.as_ref().map(|r| r.header.clone()),
             image: plan.image_checked.clone(),
             objects,
+            owners: OwnerDoc::all(owners),
         });
     }
     let content = serde_json::to_value(ContentDoc {
@@ -586,6 +659,7 @@ fn cluster_plan(c: ClusterDoc<ObjectIn>) -> Result<ClusterPlan, String> {
     if let Source::Undo { revision: 0 } = c.source {
         return Err("it undoes revision 0".into());
     }
+    let owners = OwnerDoc::read(c.owners)?;
     let mut objects = Vec::with_capacity(c.objects.len());
     let mut seen = std::collections::BTreeSet::new();
     // Scoped HTTPRoutes without the filter, and the policies planned, to match up.
@@ -688,6 +762,7 @@ fn cluster_plan(c: ClusterDoc<ObjectIn>) -> Result<ClusterPlan, String> {
         server: without_credentials(&c.server).into_owned(),
         source: c.source,
         plan,
+        owners,
     })
 }
 
@@ -783,7 +858,7 @@ mod tests {
     }
 
     fn saved() -> String {
-        render(&[(&plan(), &origin(), &Source::Update)], None).unwrap()
+        render(&[(&plan(), &origin(), &Source::Update, &[])], None).unwrap()
     }
 
     #[test]
@@ -890,6 +965,60 @@ mod tests {
     }
 
     #[test]
+    fn the_owners_a_plan_saw_read_back_and_are_in_its_checksum() {
+        use appupdate_model::owners::{ObjectOwners, Owner, Reason, Who};
+        let owners = vec![ObjectOwners {
+            object: "deployment.apps/web".into(),
+            owners: vec![
+                Owner {
+                    who: Who::Helm {
+                        release: "shop/web".into(),
+                    },
+                    fields: vec![],
+                    reason: Reason::ObjectOwned,
+                },
+                Owner {
+                    who: Who::Manager {
+                        manager: "ci".into(),
+                    },
+                    fields: vec!["spec.maxReplicas".into()],
+                    reason: Reason::ApplyConflict,
+                },
+            ],
+        }];
+        let text = render(&[(&plan(), &origin(), &Source::Update, &owners)], None).unwrap();
+        let read = parse(&text, "p.json", None).unwrap();
+        assert_eq!(read.clusters[0].owners, owners);
+        // The reviewers' document names them as -o json does.
+        let doc: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            doc["content"]["clusters"][0]["plan"]["owners"][1]["consequence"],
+            json!("the next apply by field manager ci will conflict on .spec.maxReplicas")
+        );
+        // Taking one out is an edit the checksum sees.
+        let mut edited = doc.clone();
+        edited["content"]["clusters"][0]["owners"] = json!([]);
+        assert!(matches!(
+            parse(&edited.to_string(), "p.json", None),
+            Err(PlanFileError::Checksum { .. })
+        ));
+        // An owner of no kind this tool names is refused as edited, resealed or not.
+        let mut content = doc["content"].clone();
+        content["clusters"][0]["owners"][0]["tool"] = json!("chef");
+        let forged = json!({"schema": SCHEMA, "checksum": checksum(&content), "content": content});
+        let err = parse(&forged.to_string(), "p.json", None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("an owner of an unknown kind \"chef\""),
+            "{err}"
+        );
+        // Nobody else: the file has no owners at all, as files of earlier builds.
+        let none: Value = serde_json::from_str(&saved()).unwrap();
+        assert!(none["content"]["clusters"][0].get("owners").is_none());
+    }
+
+    #[test]
     fn an_updater_of_another_shape_is_refused_as_edited() {
         let doc: Value = serde_json::from_str(&saved()).unwrap();
         let mut content = doc["content"].clone();
@@ -908,7 +1037,7 @@ mod tests {
     }
 
     fn signed(key: &PlanKey) -> String {
-        render(&[(&plan(), &origin(), &Source::Update)], Some(key)).unwrap()
+        render(&[(&plan(), &origin(), &Source::Update, &[])], Some(key)).unwrap()
     }
 
     /// `text` with `edit` applied to its content and the checksum made again, as someone
@@ -1037,7 +1166,7 @@ mod tests {
                 (Kind::HttpRoute, "legacy", true)
             ]
         );
-        let text = render(&[(&plan, &origin(), &Source::Update)], None).unwrap();
+        let text = render(&[(&plan, &origin(), &Source::Update, &[])], None).unwrap();
         // As planned: the route is updated under its live name, and its new policy takes it.
         assert!(parse(&text, "plan.json", None).is_ok());
         // Said to create the route: a name its style never gives a new one.
@@ -1067,7 +1196,7 @@ mod tests {
     #[test]
     fn a_scoped_httproute_without_its_filter_needs_its_policy_in_the_plan() {
         let plan = envoy_gateway_plan();
-        let text = render(&[(&plan, &origin(), &Source::Update)], None).unwrap();
+        let text = render(&[(&plan, &origin(), &Source::Update, &[])], None).unwrap();
         let read = parse(&text, "plan.json", None).unwrap();
         let kinds: Vec<Kind> = read.clusters[0].plan.changes().map(|c| c.kind).collect();
         assert_eq!(
@@ -1250,11 +1379,11 @@ mod tests {
                 created_at: read.created_at.clone(),
             })
             .collect();
-        let entries: Vec<(&Plan, &Origin, &Source)> = read
+        let entries: Vec<Saving<'_>> = read
             .clusters
             .iter()
             .zip(&origins)
-            .map(|(c, o)| (&c.plan, o, &c.source))
+            .map(|(c, o)| (&c.plan, o, &c.source, &c.owners[..]))
             .collect();
         let again = render_in_waves(&entries, &read.waves, None).unwrap();
         serde_json::from_str(&again.text).unwrap()

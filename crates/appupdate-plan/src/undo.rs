@@ -750,6 +750,7 @@ mod tests {
             routes_truncated: false,
             plan_checksum: None,
             fleet_run: None,
+            overridden: Vec::new(),
             signature: None,
         }
     }
@@ -773,6 +774,7 @@ mod tests {
             ingress_classes: Some(vec![json!({"metadata": {"name": "nginx",
                 "annotations": {"ingressclass.kubernetes.io/is-default-class": "true"}}})]),
             gateway_support: None,
+            marks: Vec::new(),
         }
     }
 
