@@ -19,6 +19,7 @@ mod fleet_props;
 mod fuzz;
 mod history_e2e;
 mod image_e2e;
+mod image_token_e2e;
 mod impersonation_e2e;
 mod ingress_e2e;
 mod ingress_races_e2e;
