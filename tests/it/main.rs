@@ -18,6 +18,7 @@ mod fleet_e2e;
 mod fleet_props;
 mod fuzz;
 mod history_e2e;
+mod image_data_e2e;
 mod image_e2e;
 mod image_token_e2e;
 mod impersonation_e2e;
