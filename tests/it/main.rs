@@ -20,6 +20,7 @@ mod fuzz;
 mod history_e2e;
 mod image_data_e2e;
 mod image_e2e;
+mod image_pinned_e2e;
 mod image_token_e2e;
 mod impersonation_e2e;
 mod ingress_e2e;
