@@ -18,7 +18,7 @@ use appupdate_model::image::{
     ImageRef, PlacementNeeds, Platform, missing_platforms, node_platforms, platform_list,
     same_image,
 };
-use appupdate_model::plan::CheckedImage;
+use appupdate_model::plan::{CheckedImage, ImageReport, PlatformCheck};
 use appupdate_model::text::Untrusted;
 
 /// What the registry said of the image, shared by every cluster of the run.
@@ -195,6 +195,20 @@ pub(crate) struct Judged {
     pub digest: Option<String>,
     /// `--image-key`'s fingerprint, when a signature by it over `digest` was verified.
     pub signed_by: Option<String>,
+    /// All of it as data, for `-o json`.
+    pub report: ImageReport,
+}
+
+/// Platforms as the document names them (`linux/arm64/v8`), their strings as the registry gave
+/// them (the document's writer escapes what needs it).
+fn platform_names(platforms: &[Platform]) -> Vec<String> {
+    platforms
+        .iter()
+        .map(|p| match p.variant.as_deref().filter(|v| !v.is_empty()) {
+            Some(v) => format!("{}/{}/{v}", p.os, p.arch),
+            None => format!("{}/{}", p.os, p.arch),
+        })
+        .collect()
 }
 
 /// The container the change is for, in the live Deployment: the named one, else the only one.
@@ -250,8 +264,21 @@ pub(crate) async fn judge(
                 write: None,
                 digest: None,
                 signed_by: None,
+                report: ImageReport {
+                    reference: image.to_owned(),
+                    written: image.to_owned(),
+                    not_checked: Some(why.to_string()),
+                    ..ImageReport::default()
+                },
             });
         }
+    };
+    let mut report = ImageReport {
+        reference: image.to_owned(),
+        digest: Some(resolved.digest.clone()),
+        platforms: platform_names(&resolved.platforms),
+        pinned: check.pin_digest,
+        ..ImageReport::default()
     };
     let mut notes = vec![format!(
         "image {} → {} ({})",
@@ -288,7 +315,7 @@ pub(crate) async fn judge(
         .and_then(|d| live_container(d, container))
         .and_then(|c| c.get("image"))
         .and_then(Value::as_str);
-    let cannot_tell = |why: String, notes: &mut Vec<String>| -> Result<(), AppError> {
+    let cannot_tell = |why: String, notes: &mut Vec<String>| -> Result<String, AppError> {
         if check.mode == ImageCheckMode::Require {
             return Err(refuse(format!(
                 "its platforms could not be checked (--image-check require): {why}"
@@ -298,7 +325,7 @@ pub(crate) async fn judge(
             "the platforms of the image {shown} were not checked in context {context}: {why}; going on (--image-check auto)"
         ));
         notes.push(format!("platforms not checked: {why}"));
-        Ok(())
+        Ok(why)
     };
     let nodes = nodes.and_then(|list| {
         if list.is_empty() {
@@ -308,10 +335,10 @@ pub(crate) async fn judge(
         }
     });
     if resolved.platforms.is_empty() {
-        cannot_tell(
+        report.not_checked = Some(cannot_tell(
             "the registry names no platform for it".to_owned(),
             &mut notes,
-        )?;
+        )?);
     } else {
         match nodes {
             Ok(list) => {
@@ -327,6 +354,8 @@ pub(crate) async fn judge(
                         platform_list(&missing),
                     )));
                 }
+                report.platform_check = PlatformCheck::Nodes;
+                report.checked_against = platform_names(&admitted);
                 if admitted.is_empty() {
                     notes.push(
                         "platforms: no node matches the pod template's kubernetes.io/os and kubernetes.io/arch constraints".to_owned(),
@@ -339,10 +368,12 @@ pub(crate) async fn judge(
                 }
             }
             Err(why) => match live_image {
-                None => cannot_tell(
-                    format!("{why}, and the Deployment has no live image to compare with"),
-                    &mut notes,
-                )?,
+                None => {
+                    report.not_checked = Some(cannot_tell(
+                        format!("{why}, and the Deployment has no live image to compare with"),
+                        &mut notes,
+                    )?);
+                }
                 Some(live) => match registry::resolve(live, &check.registry).await {
                     Ok(old) => {
                         let missing = missing_platforms(&resolved.platforms, &old.platforms);
@@ -359,14 +390,19 @@ pub(crate) async fn judge(
                             Untrusted(live),
                             platform_list(&old.platforms)
                         ));
+                        report.platform_check = PlatformCheck::LiveImage;
+                        report.checked_against = platform_names(&old.platforms);
+                        report.live_image = Some(live.to_owned());
                     }
-                    Err(e) => cannot_tell(
-                        format!(
-                            "{why}, and the live image {} was not resolved: {e}",
-                            Untrusted(live)
-                        ),
-                        &mut notes,
-                    )?,
+                    Err(e) => {
+                        report.not_checked = Some(cannot_tell(
+                            format!(
+                                "{why}, and the live image {} was not resolved: {e}",
+                                Untrusted(live)
+                            ),
+                            &mut notes,
+                        )?);
+                    }
                 },
             },
         }
@@ -386,10 +422,12 @@ pub(crate) async fn judge(
                 live.to_owned()
             })
     };
+    report.written = write.clone().unwrap_or_else(|| image.to_owned());
     Ok(Judged {
         notes,
         write,
         digest: Some(resolved.digest.clone()),
         signed_by,
+        report,
     })
 }

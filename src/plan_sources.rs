@@ -286,11 +286,21 @@ pub async fn recheck_saved(
     let mut read_back = Vec::with_capacity(reads.len());
     let mut owners = Vec::new();
     let mut tripped = false;
+    // The tag an unpinned plan wrote, and the digest it recorded for it.
+    let recorded = plan.image_checked.clone().filter(|i| !i.pinned);
     for (i, live) in reads {
         let p = &mut plan.objects[i];
         let live = live.map_err(|e| read_failure(cluster, e, "get", p.change.reference()))?;
         let mut holds = false;
-        match applied::replan(p, live.as_ref()) {
+        // An admission controller that pins tags (Kyverno's mutateDigest) rewrote `name:tag`
+        // into `name:tag@D`, D the digest the plan recorded: the plan's value, not drift.
+        let as_written = match (&recorded, &live, p.change.kind) {
+            (Some(r), Some(l), Kind::Deployment) => {
+                appupdate_model::image::as_written(l, &r.image, &r.digest)
+            }
+            _ => None,
+        };
+        match applied::replan(p, as_written.as_ref().or(live.as_ref())) {
             Err(e) => {
                 tripped = true;
                 outcomes.insert(

@@ -614,6 +614,7 @@ async fn source(
     let mut live = live?;
     let mut image_notes = Vec::new();
     let mut image_checked = None;
+    let mut images = Vec::new();
     if let (Some(image), Some(checked), Some(nodes)) = (image, checked, nodes) {
         let judged = image_check::judge(
             settings,
@@ -626,6 +627,7 @@ async fn source(
         )
         .await?;
         image_notes = judged.notes;
+        images.push(judged.report);
         image_checked = judged.digest.map(|digest| CheckedImage {
             image: image.to_owned(),
             digest,
@@ -640,6 +642,7 @@ async fn source(
     let mut plan = planner::build_plan(&request, &mut live)?;
     plan.image_notes = image_notes;
     plan.image_checked = image_checked;
+    plan.images = images;
     Ok(Sourced {
         plan,
         source: Source::Update,

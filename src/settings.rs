@@ -16,7 +16,7 @@ use crate::cli::{
 use appupdate_kube::files::{self, FileKind};
 use appupdate_kube::probe::{self, ProbeSettings};
 use appupdate_kube::proxy::ProxyEnv;
-use appupdate_kube::registry::RegistrySettings;
+use appupdate_kube::registry::{RegistrySettings, RequestLogger};
 use appupdate_kube::selection::{ClusterSelection, ContextSelector, KubeconfigSource};
 use appupdate_kube::selection::{CredentialPolicySource, KubercSource};
 use appupdate_model::endpoints_file::{self, EndpointsError, EndpointsFile};
@@ -486,6 +486,15 @@ pub struct ImageKey {
     pub named: String,
 }
 
+/// With `-v`, the registry's requests as notices, as the cluster's are.
+fn registry_log(verbose: u8) -> RequestLogger {
+    RequestLogger(
+        (verbose > 0).then(|| -> appupdate_kube::cluster::RequestLog {
+            std::sync::Arc::new(crate::streams::notice)
+        }),
+    )
+}
+
 impl ImageCheck {
     /// No check (an undo, a saved plan, `--image-check off`).
     pub fn off() -> ImageCheck {
@@ -561,6 +570,7 @@ impl ImageCheck {
                     " (image check)"
                 )
                 .to_owned(),
+                log: RequestLogger::default(),
             },
             config_problem: None,
             key,
@@ -1091,7 +1101,8 @@ impl Settings {
             )));
         }
         let checks_an_image = args.image.is_some() && !args.undo && args.to_revision.is_none();
-        let image_check = ImageCheck::resolve(args.image_check, checks_an_image, env, files)?;
+        let mut image_check = ImageCheck::resolve(args.image_check, checks_an_image, env, files)?;
+        image_check.registry.log = registry_log(args.run.verbose);
         let writes = WriteFlags {
             dry_run: args.dry_run,
             detailed_exitcode: args.detailed_exitcode,
@@ -1209,7 +1220,7 @@ impl Settings {
                 Untrusted(&name)
             )));
         }
-        let image_check = ImageCheck::resolve(
+        let mut image_check = ImageCheck::resolve(
             ImageCheckArgs {
                 image_check: args.image_check.image_check,
                 insecure_registry: args.image_check.insecure_registry,
@@ -1220,6 +1231,7 @@ impl Settings {
             env,
             files,
         )?;
+        image_check.registry.log = registry_log(args.run.verbose);
         let waves_given = !args.run.fleet.wave.is_empty();
         let mut fleet = FleetSettings::resolve(args.run.fleet, &cluster, file.clusters.len())?;
         if fleet.as_ref().is_some_and(|f| f.bake.is_some()) && !args.follow.wait {

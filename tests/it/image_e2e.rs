@@ -383,7 +383,7 @@ fn a_pinned_saved_plan_is_applied_after_its_tag_moved() {
 
 /// The demo application behind a [`Front`] that answers `GET /api/v1/nodes` with `code` and
 /// `body`, through a kubeconfig of context `front`.
-fn behind_front(code: u16, body: Value) -> (Env, Front) {
+pub(crate) fn behind_front(code: u16, body: Value) -> (Env, Front) {
     let sb = Sandbox::start(SandboxOptions {
         tls: false,
         ..SandboxOptions::default()
@@ -420,7 +420,7 @@ fn behind_front(code: u16, body: Value) -> (Env, Front) {
 }
 
 /// Nodes as a `PartialObjectMetadataList`: names and the os/arch labels.
-fn nodes(platforms: &[(&str, &str)]) -> Value {
+pub(crate) fn nodes(platforms: &[(&str, &str)]) -> Value {
     let items: Vec<Value> = platforms
         .iter()
         .enumerate()

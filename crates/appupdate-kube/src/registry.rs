@@ -24,6 +24,11 @@
 //!
 //! Bounded: the whole check of one image within [`RegistrySettings::timeout`]; bodies within
 //! [`BODY_LIMIT`].
+//!
+//! With `-v`, every request is one line in [`RegistrySettings::log`], as the cluster's are:
+//! method, URL (user information as `…`, and no query but a token request's `service` and
+//! `scope`: a storage redirect's query is a credential), what it asked for, status and time.
+//! Headers (tokens, Basic credentials) are never logged.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -66,6 +71,22 @@ pub struct RegistrySettings {
     pub timeout: Duration,
     /// The `User-Agent` sent.
     pub user_agent: String,
+    /// Where `-v` logs each request (see the module docs).
+    pub log: RequestLogger,
+}
+
+/// Where `-v` logs each registry request, one escaped line each (`None`: nowhere).
+#[derive(Clone, Default)]
+pub struct RequestLogger(pub Option<crate::cluster::RequestLog>);
+
+impl std::fmt::Debug for RequestLogger {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "Some(log)"
+        } else {
+            "None"
+        })
+    }
 }
 
 /// What the registry says a reference is.
@@ -637,13 +658,26 @@ impl Session<'_> {
             .body(Body::empty())
             .map_err(|_| Unresolved::Unusable("the request cannot be built".into()))?;
         self.requests += 1;
+        let started = std::time::Instant::now();
+        let logged = |outcome: &str| {
+            if let Some(log) = &self.settings.log.0 {
+                log(&format!(
+                    "  GET {} (registry {}): {outcome} in {} ms",
+                    Untrusted(logged_url(url)),
+                    requested(url),
+                    started.elapsed().as_millis()
+                ));
+            }
+        };
         let response = client.request(request).await.map_err(|e| {
+            let why = reason(&e);
+            logged(&format!("failed ({why})"));
             Unresolved::Unreachable(format!(
-                "cannot reach the registry {}: {}",
+                "cannot reach the registry {}: {why}",
                 Untrusted(&self.registry),
-                reason(&e)
             ))
         })?;
+        logged(&response.status().to_string());
         let (parts, body) = response.into_parts();
         let header = |name: http::header::HeaderName| {
             parts
@@ -674,6 +708,64 @@ impl Session<'_> {
             location: header(LOCATION),
             body,
         })
+    }
+}
+
+/// What a request asks the registry for, named from its URL for the `-v` line.
+fn requested(url: &str) -> &'static str {
+    let (path, query) = url.split_once('?').unwrap_or((url, ""));
+    if path.contains("/v2/") {
+        if path.contains("/manifests/") {
+            return "manifest";
+        }
+        if path.contains("/blobs/") {
+            return "blob";
+        }
+        if path.contains("/referrers/") {
+            return "referrers";
+        }
+        return "API";
+    }
+    if query
+        .split('&')
+        .any(|p| p.starts_with("scope=") || p.starts_with("service="))
+    {
+        "token"
+    } else {
+        "redirect"
+    }
+}
+
+/// `url` as the `-v` line shows it: user information as `…`, and of its query only a token
+/// request's `service` and `scope` (anything else, as a storage redirect's signature, is `…`).
+fn logged_url(url: &str) -> String {
+    let (rest, query) = match url.split_once('?') {
+        Some((r, q)) => (r, Some(q)),
+        None => (url, None),
+    };
+    let rest = match rest.split_once("://") {
+        Some((scheme, after)) => {
+            let (authority, path) = after.split_at(after.find('/').unwrap_or(after.len()));
+            // User information is `…`, as everywhere a URL is shown (docs/security.md).
+            match authority.rsplit_once('@') {
+                Some((_, host)) => format!("{scheme}://…@{host}{path}"),
+                None => format!("{scheme}://{authority}{path}"),
+            }
+        }
+        None => rest.to_owned(),
+    };
+    let Some(query) = query else {
+        return rest;
+    };
+    let kept: Vec<&str> = query
+        .split('&')
+        .filter(|p| p.starts_with("service=") || p.starts_with("scope="))
+        .collect();
+    let hidden = query.split('&').count() > kept.len();
+    match (kept.is_empty(), hidden) {
+        (true, _) => format!("{rest}?…"),
+        (false, false) => format!("{rest}?{}", kept.join("&")),
+        (false, true) => format!("{rest}?{}&…", kept.join("&")),
     }
 }
 
@@ -730,6 +822,44 @@ async fn run_helper(name: &str, registry: &str) -> Option<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_v_lines_name_the_request_without_credentials() {
+        assert_eq!(
+            requested("http://127.0.0.1:5000/v2/web/manifests/2"),
+            "manifest"
+        );
+        assert_eq!(
+            requested("https://r.example/v2/a/b/blobs/sha256:00"),
+            "blob"
+        );
+        assert_eq!(
+            requested("https://auth.example/token?service=r&scope=repository%3Aweb%3Apull"),
+            "token"
+        );
+        assert_eq!(
+            requested("https://s3.example/blob?X-Amz-Signature=s"),
+            "redirect"
+        );
+        assert_eq!(
+            logged_url(
+                "https://user:pass@auth.example/token?service=r&scope=repository%3Aweb%3Apull"
+            ),
+            "https://…@auth.example/token?service=r&scope=repository%3Aweb%3Apull"
+        );
+        assert_eq!(
+            logged_url("https://auth.example/token?account=me&service=r&scope=s"),
+            "https://auth.example/token?service=r&scope=s&…"
+        );
+        assert_eq!(
+            logged_url("https://s3.example/data?X-Amz-Credential=a&X-Amz-Signature=b"),
+            "https://s3.example/data?…"
+        );
+        assert_eq!(
+            logged_url("http://127.0.0.1:5000/v2/web/manifests/2"),
+            "http://127.0.0.1:5000/v2/web/manifests/2"
+        );
+    }
 
     #[test]
     fn a_body_without_a_digest_header_is_digested() {
@@ -789,11 +919,40 @@ mod tests {
     #[tokio::test]
     async fn a_bearer_challenge_is_answered_with_an_anonymous_token() {
         let (addr, seen) = token_registry().await;
+        let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+        let sink = lines.clone();
         let settings = RegistrySettings {
             timeout: Duration::from_secs(5),
+            log: RequestLogger(Some(std::sync::Arc::new(move |l: &str| {
+                sink.lock().unwrap().push(l.to_owned())
+            }))),
             ..RegistrySettings::default()
         };
         let resolved = resolve(&format!("{addr}/web:1"), &settings).await.unwrap();
+        // -v: one line per request, the token never in them.
+        let lines = lines.lock().unwrap().clone();
+        let shape: Vec<String> = lines
+            .iter()
+            .map(|l| l.split(" in ").next().unwrap_or_default().to_owned())
+            .collect();
+        assert_eq!(
+            shape,
+            vec![
+                format!(
+                    "  GET http://{addr}/v2/web/manifests/1 (registry manifest): 401 Unauthorized"
+                ),
+                format!(
+                    "  GET http://{addr}/token?service=fake&scope=repository%3Aweb%3Apull (registry token): 200 OK"
+                ),
+                format!("  GET http://{addr}/v2/web/manifests/1 (registry manifest): 200 OK"),
+            ]
+        );
+        assert!(
+            lines
+                .iter()
+                .all(|l| l.ends_with(" ms") && !l.contains("tok-123")),
+            "{lines:?}"
+        );
         assert_eq!(resolved.digest, "sha256:feed");
         assert_eq!(
             appupdate_model::image::platform_list(&resolved.platforms),

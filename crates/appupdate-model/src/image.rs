@@ -167,6 +167,30 @@ pub fn pinned_at_admission(live: &str, recorded: &str) -> bool {
         .is_some_and(|hex| hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
+/// `deployment` as a saved plan wrote it, when an admission controller pinned what it wrote:
+/// every container image that reads `written@digest` — `written` a tag (`name:tag`), `digest`
+/// the one the plan recorded for it — spelled `written` again, so that re-planning against it
+/// sees the plan's value in place rather than a change. `None` when no container is so pinned
+/// (another digest is another image: drift).
+pub fn as_written(deployment: &Value, written: &str, digest: &str) -> Option<Value> {
+    if written.contains('@') || !digest.starts_with("sha256:") {
+        return None;
+    }
+    let pinned = format!("{written}@{digest}");
+    let mut copy = deployment.clone();
+    let mut found = false;
+    for c in copy
+        .pointer_mut("/spec/template/spec/containers")?
+        .as_array_mut()?
+    {
+        if c.get("image").and_then(Value::as_str) == Some(pinned.as_str()) {
+            c["image"] = Value::String(written.to_owned());
+            found = true;
+        }
+    }
+    found.then_some(copy)
+}
+
 /// An operating system and architecture (and variant): `linux/arm64/v8`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize)]
 pub struct Platform {
@@ -693,6 +717,47 @@ mod tests {
             &format!("web:2@{d}")
         ));
         assert!(!pinned_at_admission("web:2", "web:2"));
+    }
+
+    #[test]
+    fn a_deployment_pinned_to_the_recorded_digest_reads_as_written() {
+        let d = format!("sha256:{}", "4d".repeat(32));
+        let deployment = |image: &str| {
+            json!({"spec": {"template": {"spec": {"containers": [
+                {"name": "app", "image": image},
+                {"name": "sidecar", "image": "proxy:1"}
+            ]}}}})
+        };
+        assert_eq!(
+            as_written(
+                &deployment(&format!("r.example/web:2@{d}")),
+                "r.example/web:2",
+                &d
+            ),
+            Some(deployment("r.example/web:2"))
+        );
+        let other = format!("sha256:{}", "9a".repeat(32));
+        assert_eq!(
+            as_written(
+                &deployment(&format!("r.example/web:2@{other}")),
+                "r.example/web:2",
+                &d
+            ),
+            None,
+            "another digest is another image"
+        );
+        assert_eq!(
+            as_written(&deployment("r.example/web:2"), "r.example/web:2", &d),
+            None
+        );
+        assert_eq!(
+            as_written(
+                &deployment(&format!("r.example/web:3@{d}")),
+                "r.example/web:2",
+                &d
+            ),
+            None
+        );
     }
 
     #[test]

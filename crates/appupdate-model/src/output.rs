@@ -41,6 +41,49 @@ pub struct PlanDocument<'a> {
     /// Who else owns fields the plan changes ([`crate::owners`]); left out when nobody.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub owners: Vec<OwnerDoc<'a>>,
+    /// What the image check made of each image the plan writes; left out when it did not run.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<ImageDoc<'a>>,
+}
+
+/// One image the plan writes, as the image check found it in its registry and checked it
+/// against the cluster ([`crate::plan::ImageReport`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ImageDoc<'a> {
+    /// `--image` as given.
+    pub reference: &'a str,
+    /// What the plan writes: `reference`, `reference@digest` (`--pin-digest`) or the live
+    /// spelling of the same image.
+    pub written: &'a str,
+    /// The digest the tag names; `null` when the registry did not tell.
+    pub digest: Option<&'a str>,
+    /// The platforms it is built for (`linux/amd64`).
+    pub platforms: &'a [String],
+    /// `nodes`, `live-image` or `none`.
+    pub platform_check: crate::plan::PlatformCheck,
+    /// The platforms it was checked against.
+    pub checked_against: &'a [String],
+    /// With `live-image`: the live image; else `null`.
+    pub live_image: Option<&'a str>,
+    /// Whether the plan writes the digest.
+    pub pinned: bool,
+    /// Why the image or its platforms were not checked; `null` when everything was.
+    pub not_checked: Option<&'a str>,
+}
+
+fn image_doc(r: &crate::plan::ImageReport) -> ImageDoc<'_> {
+    ImageDoc {
+        reference: &r.reference,
+        written: &r.written,
+        digest: r.digest.as_deref(),
+        platforms: &r.platforms,
+        platform_check: r.platform_check,
+        checked_against: &r.checked_against,
+        live_image: r.live_image.as_deref(),
+        pinned: r.pinned,
+        not_checked: r.not_checked.as_deref(),
+    }
 }
 
 /// One owner of fields the plan changes in one object.
@@ -255,6 +298,7 @@ pub fn document<U>(plan: &Plan<U>) -> PlanDocument<'_> {
         }),
         objects: plan.changes().map(object_doc).collect(),
         owners: Vec::new(),
+        images: plan.images.iter().map(image_doc).collect(),
     }
 }
 

@@ -6,7 +6,10 @@
 //! object its kind, name, action, changed fields, the views the diff shows and the endpoints
 //! it serves — that is, the `-o json` document without the context and without the
 //! `resourceVersion` and `uid` each write is conditional on (those differ from cluster to
-//! cluster even when the change is the same).
+//! cluster even when the change is the same) — and the image check's notes. The image is
+//! resolved once for a run, but its platforms are checked per cluster (against its nodes, or
+//! its live image): clusters whose checks found different things are not folded, so every
+//! section's notes hold for each of its clusters.
 
 use crate::updaters::Plan;
 use appupdate_model::output::{self, PlanDocument};
@@ -74,7 +77,7 @@ fn shown(plan: &Plan) -> PlanDocument<'_> {
 
 /// Whether `a` and `b` show the same change (see the module's documentation).
 pub fn same_plan(a: &Plan, b: &Plan) -> bool {
-    a.app == b.app && shown(a) == shown(b)
+    a.app == b.app && a.image_notes == b.image_notes && shown(a) == shown(b)
 }
 
 impl<'a> FleetPlan<'a> {
@@ -106,10 +109,9 @@ impl<'a> FleetPlan<'a> {
         let mut sections: Vec<(PlanDocument, Section<'a>)> = Vec::new();
         for plan in self.plans() {
             let doc = shown(plan);
-            match sections
-                .iter_mut()
-                .find(|(d, s)| *d == doc && s.plan().app == plan.app)
-            {
+            match sections.iter_mut().find(|(d, s)| {
+                *d == doc && s.plan().app == plan.app && s.plan().image_notes == plan.image_notes
+            }) {
                 Some((_, section)) => section.plans.push(plan),
                 None => sections.push((doc, Section { plans: vec![plan] })),
             }
@@ -260,6 +262,35 @@ mod tests {
             total_line(&fleet),
             "Total: 0 to create, 3 to update, 0 to delete, on 3 of 3 clusters. 1 cluster skipped."
         );
+    }
+
+    #[test]
+    fn clusters_whose_platform_checks_differ_are_not_folded() {
+        let note = |p: &str| {
+            vec![
+                "image r.example/web:2 → sha256:d (linux/amd64, linux/arm64)".to_owned(),
+                format!("platforms checked against the nodes the pods can land on: {p}"),
+            ]
+        };
+        let (mut a, mut b, mut c) = (plan("a", "1", 5), plan("b", "1", 5), plan("c", "1", 5));
+        a.image_notes = note("linux/amd64");
+        b.image_notes = note("linux/amd64, linux/arm64");
+        c.image_notes = note("linux/amd64");
+        let fleet = FleetPlan {
+            app: "web",
+            members: vec![
+                Member::Planned(&a),
+                Member::Planned(&b),
+                Member::Planned(&c),
+            ],
+            waves: &[],
+        };
+        let sections = fleet.sections();
+        assert_eq!(sections.len(), 2);
+        assert_eq!(sections[0].contexts(), ["a", "c"]);
+        assert_eq!(sections[1].contexts(), ["b"]);
+        assert_eq!(sections[1].plan().image_notes, b.image_notes);
+        assert!(same_plan(&a, &c) && !same_plan(&a, &b));
     }
 
     #[test]

@@ -71,6 +71,10 @@ pub struct SandboxOptions {
     /// one thread (a current-thread runtime), for a benchmark that runs hundreds of sandboxes
     /// in one process.
     pub worker_threads: usize,
+    /// The nodes `GET /api/v1/nodes` lists (also as `PartialObjectMetadataList`), one per
+    /// `(os, arch)`, labelled as a kubelet labels its Node (default: none, as a cluster without
+    /// nodes). Nodes are not stored: the list is fixed.
+    pub node_platforms: Vec<(String, String)>,
 }
 
 impl Default for SandboxOptions {
@@ -90,6 +94,7 @@ impl Default for SandboxOptions {
             ingress_nginx_webhook: None,
             service_cidr: "10.96.0.0/12".into(),
             worker_threads: 2,
+            node_platforms: Vec::new(),
         }
     }
 }
@@ -173,7 +178,8 @@ impl Sandbox {
                 opts.gateway_api_version,
                 opts.gateway_api_channel,
             )
-            .with_envoy_gateway(opts.install_envoy_gateway),
+            .with_envoy_gateway(opts.install_envoy_gateway)
+            .with_nodes(&opts.node_platforms),
             addr,
             sd_rx.clone(),
             Some(Box::new(Control {

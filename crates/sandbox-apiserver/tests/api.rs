@@ -631,6 +631,54 @@ fn lists_paginate_with_continue_tokens() {
 }
 
 #[test]
+fn the_node_list_answers_with_the_nodes_given_also_as_metadata() {
+    let sb = Sandbox::start(SandboxOptions {
+        node_platforms: vec![
+            ("linux".into(), "amd64".into()),
+            ("linux".into(), "arm64".into()),
+        ],
+        ..SandboxOptions::default()
+    })
+    .unwrap();
+    let list = get(&sb, "/api/v1/nodes").json();
+    assert_eq!(list["kind"], json!("NodeList"));
+    assert_eq!(list["items"][1]["metadata"]["name"], json!("node-1"));
+    assert_eq!(
+        list["items"][1]["metadata"]["labels"]["kubernetes.io/arch"],
+        json!("arm64")
+    );
+    let accept =
+        "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
+    let r = request(
+        &sb,
+        Some(&admin(&sb)),
+        "GET",
+        "/api/v1/nodes",
+        &[("Accept", accept)],
+        None,
+    );
+    let partial = r.json();
+    assert_eq!(partial["kind"], json!("PartialObjectMetadataList"));
+    let labels: Vec<(&str, &str)> = partial["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| {
+            assert_eq!(n["kind"], json!("PartialObjectMetadata"));
+            assert!(n.get("status").is_none(), "metadata only: {n}");
+            let l = &n["metadata"]["labels"];
+            (
+                l["kubernetes.io/os"].as_str().unwrap(),
+                l["kubernetes.io/arch"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(labels, [("linux", "amd64"), ("linux", "arm64")]);
+    // Without nodes given, the list is empty, as before.
+    assert_eq!(get(&sandbox(), "/api/v1/nodes").json()["items"], json!([]));
+}
+
+#[test]
 fn kubectl_style_table_requests_get_tables() {
     let sb = sandbox();
     sb.seed_demo_app("demo", "web").unwrap();

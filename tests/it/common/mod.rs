@@ -10,6 +10,7 @@ pub mod kubeconfig;
 pub mod pty;
 pub mod registry;
 pub mod running;
+pub mod token_auth;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;

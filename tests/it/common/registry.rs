@@ -60,15 +60,26 @@ impl Registry {
         Registry::start_with(true)
     }
 
+    /// An instance with distribution's `auth: token`, trusting `tokens`' signer; the tests'
+    /// own pushes carry a token it minted with push access to `repositories`.
+    pub fn start_token(
+        tokens: &super::token_auth::TokenService,
+        repositories: &[&str],
+    ) -> Option<Registry> {
+        let access: Vec<(&str, &[&str])> = repositories
+            .iter()
+            .map(|r| (*r, &["pull", "push"][..]))
+            .collect();
+        let header = format!("Bearer {}", tokens.mint("pusher", &access));
+        Registry::launch(
+            tokens.registry_auth(),
+            Some(header),
+            tempfile::tempdir().ok()?,
+        )
+    }
+
     fn start_with(private: bool) -> Option<Registry> {
-        let Some(bin) = binary() else {
-            eprintln!(
-                "SKIPPED: docker-registry is not installed (apt-get install -y docker-registry)"
-            );
-            return None;
-        };
         let dir = tempfile::tempdir().expect("temp dir");
-        let port = free_port();
         let htpasswd = dir.path().join("htpasswd");
         std::fs::write(&htpasswd, HTPASSWD).expect("htpasswd written");
         let auth = if private {
@@ -79,6 +90,26 @@ impl Registry {
         } else {
             String::new()
         };
+        let header = private.then(|| {
+            use base64::Engine as _;
+            format!(
+                "Basic {}",
+                base64::engine::general_purpose::STANDARD.encode(format!("{USER}:{PASSWORD}"))
+            )
+        });
+        Registry::launch(auth, header, dir)
+    }
+
+    /// Starts the registry with `auth` (its configuration's `auth:` section, or nothing) and
+    /// `header` as the `Authorization` of the tests' own requests.
+    fn launch(auth: String, header: Option<String>, dir: tempfile::TempDir) -> Option<Registry> {
+        let Some(bin) = binary() else {
+            eprintln!(
+                "SKIPPED: docker-registry is not installed (apt-get install -y docker-registry)"
+            );
+            return None;
+        };
+        let port = free_port();
         let config = format!(
             "version: 0.1\nlog: {{ level: error }}\nstorage: {{ filesystem: {{ rootdirectory: {} }}, delete: {{ enabled: true }} }}\nhttp: {{ addr: 127.0.0.1:{port} }}\n{auth}",
             dir.path().join("data").display()
@@ -101,13 +132,7 @@ impl Registry {
             child,
             log,
             _dir: dir,
-            auth: private.then(|| {
-                use base64::Engine as _;
-                format!(
-                    "Basic {}",
-                    base64::engine::general_purpose::STANDARD.encode(format!("{USER}:{PASSWORD}"))
-                )
-            }),
+            auth: header,
         };
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {

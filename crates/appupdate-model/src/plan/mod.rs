@@ -246,6 +246,49 @@ pub struct Plan<U> {
     /// The image the plan writes and the digest its registry gave for it when the plan was
     /// made (a saved plan keeps it inside its checksum); `None` when it was not checked.
     pub image_checked: Option<CheckedImage>,
+    /// What the image check made of each image the plan writes, as data (`images[]` of the
+    /// `-o json` document); empty when the check did not run.
+    pub images: Vec<ImageReport>,
+}
+
+/// What the image check made of one image, for one cluster: the registry's answer (the same
+/// for every cluster of a run) and the platform check (the cluster's own).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ImageReport {
+    /// `--image` as given.
+    pub reference: String,
+    /// What the plan writes into the container: `reference`, `reference@digest` with
+    /// `--pin-digest`, or the live spelling of the same image (an admission controller pinned it).
+    pub written: String,
+    /// The digest the tag names (an index's for a multi-platform image); `None` when the
+    /// registry did not tell.
+    pub digest: Option<String>,
+    /// The platforms it is built for (`linux/arm64/v8`), attestations left out.
+    pub platforms: Vec<String>,
+    /// Which platform check ran.
+    pub platform_check: PlatformCheck,
+    /// The platforms it was checked against: those of the nodes the pods can land on, or of the
+    /// live image.
+    pub checked_against: Vec<String>,
+    /// The live image, when the platforms were checked against it.
+    pub live_image: Option<String>,
+    /// The plan writes the digest (`--pin-digest`).
+    pub pinned: bool,
+    /// Why the image, or its platforms, were not checked (`--image-check auto` went on).
+    pub not_checked: Option<String>,
+}
+
+/// Which platform check ran for an image (docs/images.md).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PlatformCheck {
+    /// Against the platforms of the nodes the pods can land on.
+    Nodes,
+    /// Against the live image's platforms (the nodes may not be listed, or carry no labels).
+    LiveImage,
+    /// None: the image or its platforms could not be checked (`notChecked` says why).
+    #[default]
+    None,
 }
 
 /// The image a plan writes, as the image check resolved it.
@@ -326,6 +369,7 @@ impl<U> Plan<U> {
             routes: None,
             image_notes: Vec::new(),
             image_checked: None,
+            images: Vec::new(),
         }
     }
 

@@ -38,6 +38,12 @@ pub fn generic_resource(
     match (method.as_str(), info.name.is_empty(), info.verb.as_str()) {
         ("GET", true, "list") => {
             let rv = ctx.store.read().rv;
+            // The nodes the sandbox was started with (`SandboxOptions::node_platforms`).
+            let items: &[serde_json::Value] = if g.group.is_empty() && g.resource == "nodes" {
+                ctx.registry.nodes()
+            } else {
+                &[]
+            };
             match output {
                 Output::Table(version) => {
                     return json_reply(
@@ -65,7 +71,8 @@ pub fn generic_resource(
                 Output::PartialList(version) => {
                     return json_reply(
                         200,
-                        json!({"kind": "PartialObjectMetadataList", "apiVersion": format!("meta.k8s.io/{version}"), "metadata": {"resourceVersion": rv.to_string()}, "items": []}),
+                        json!({"kind": "PartialObjectMetadataList", "apiVersion": format!("meta.k8s.io/{version}"), "metadata": {"resourceVersion": rv.to_string()},
+                            "items": items.iter().map(|o| super::table::partial(o, version)).collect::<Vec<_>>()}),
                         pretty,
                     );
                 }
@@ -73,7 +80,7 @@ pub fn generic_resource(
             }
             json_reply(
                 200,
-                json!({"kind": list_kind, "apiVersion": api_version, "metadata": {"resourceVersion": rv.to_string()}, "items": []}),
+                json!({"kind": list_kind, "apiVersion": api_version, "metadata": {"resourceVersion": rv.to_string()}, "items": items}),
                 pretty,
             )
         }

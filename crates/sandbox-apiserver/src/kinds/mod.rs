@@ -500,12 +500,14 @@ pub enum CrdSet {
 
 /// The kinds one sandbox serves: every built-in kind, and the custom resources when their CRDs
 /// are installed.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Registry {
     kinds: &'static [&'static dyn Kind],
     install_crds: bool,
     gateway_api: (GatewayApiVersion, GatewayApiChannel),
     envoy_gateway: bool,
+    /// What the node list answers with (Nodes are not stored: a fixed list, read-only).
+    nodes: Vec<Value>,
 }
 
 impl Registry {
@@ -541,7 +543,42 @@ impl Registry {
             install_crds,
             gateway_api: (GatewayApiVersion::V1_4_1, GatewayApiChannel::Experimental),
             envoy_gateway: false,
+            nodes: Vec::new(),
         }
+    }
+
+    /// The same registry, whose node list answers with one Node per `(os, arch)`: named
+    /// `node-<i>`, labelled `kubernetes.io/os`, `kubernetes.io/arch` and
+    /// `kubernetes.io/hostname` as a kubelet labels its Node.
+    pub fn with_nodes(mut self, platforms: &[(String, String)]) -> Registry {
+        self.nodes = platforms
+            .iter()
+            .enumerate()
+            .map(|(i, (os, arch))| {
+                let name = format!("node-{i}");
+                serde_json::json!({
+                    "metadata": {
+                        "name": name,
+                        "uid": format!("00000000-0000-4000-8000-{i:012}"),
+                        "resourceVersion": "1",
+                        "creationTimestamp": "2024-01-01T00:00:00Z",
+                        "labels": {
+                            "kubernetes.io/os": os,
+                            "kubernetes.io/arch": arch,
+                            "kubernetes.io/hostname": name,
+                        }
+                    },
+                    "spec": {},
+                    "status": {"nodeInfo": {"operatingSystem": os, "architecture": arch}}
+                })
+            })
+            .collect();
+        self
+    }
+
+    /// The Nodes the node list answers with ([`Registry::with_nodes`]).
+    pub fn nodes(&self) -> &[Value] {
+        &self.nodes
     }
 
     /// The release and channel of the Gateway API CRDs served (when CRDs are installed): which
