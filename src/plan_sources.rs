@@ -64,6 +64,10 @@ pub struct Sourced {
     /// Who else owns fields the plan changes, from the live objects as read
     /// ([`appupdate_model::owners`]).
     pub owners: Vec<appupdate_model::owners::ObjectOwners>,
+    /// Who the server says the user is, for the history record: asked with the reads by a run
+    /// that may record a change, so that recording costs no round before the writes; `None`:
+    /// not asked yet.
+    pub user: Option<String>,
 }
 
 impl Sourced {
@@ -415,6 +419,7 @@ pub async fn undo(
                 recorded_by: None,
                 fleet_run: None,
                 owners: Vec::new(),
+                user: None,
             });
         };
         let revision = record.revision;
@@ -537,6 +542,7 @@ pub async fn undo_record(
             recorded_by: None,
             fleet_run: None,
             owners: Vec::new(),
+            user: None,
         },
         drift,
         holders,
