@@ -2,10 +2,11 @@
 //!
 //! 1. Preflight: every change is sent once with `dryRun=All`, concurrently. Anything the server
 //!    rejects (invalid, forbidden, quota) stops the run with nothing written. A run that writes
-//!    one object skips it ([`unchecked`]): its write is that check ([`crate::writing`]). An HTTPRoute the
-//!    cluster cannot store with its ExternalAuth filter (the filter type refused, or its settings
-//!    pruned: the Gateway API's standard channel) is [`Outcome::Unsupported`], which ends the
-//!    run as bad input does ([`appupdate_plan::routes::external_auth`]).
+//!    one object skips it ([`unchecked`]): its write is that check ([`crate::writing`]). An
+//!    HTTPRoute the cluster cannot store with its ExternalAuth filter (the filter type refused,
+//!    or its settings pruned: the Gateway API's standard channel) is [`Outcome::Unsupported`],
+//!    which ends the run as bad input does ([`appupdate_plan::routes::external_auth`]), and so
+//!    is always dry-run ([`needs_dry_run`]).
 //! 2. Writes, in the rounds of [`write_order`](appupdate_model::plan::write_order): everything that waits for nothing first (the
 //!    Deployment, the HPA, route creates, routes that gain or keep their paths); a route that
 //!    stops serving a path only in a round after the write that serves it elsewhere — so a path

@@ -6,9 +6,10 @@
 //!
 //! Before the first write anywhere: the dry run on every cluster, all at once; any refusal
 //! stops the run with nothing written anywhere. A run that writes one object in one cluster
-//! skips it: that write is its own check ([`writes_one_object`]). Then the writes, with the conditional writes,
-//! retries and guard of [`apply`]; with `--stop-on-failure` (a fleet's default) no new cluster
-//! starts once one failed, and after a signal no new cluster and no new request starts.
+//! skips it: that write is its own check ([`writes_one_object`]). Then the writes, with the
+//! conditional writes, retries and guard of [`apply`]; with `--stop-on-failure` (a fleet's
+//! default) no new cluster starts once one failed, and after a signal no new cluster and no new
+//! request starts.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -344,8 +345,8 @@ async fn dry_run_all(
 /// records it pruned ([`write_and_record`]); whether the history can take it (immutable, at
 /// its highest revision) is known from the read, and said with the plan. The dry run stays
 /// where it protects something: several objects (none is written until all are accepted),
-/// several clusters (nothing written anywhere until every one accepted), and an HTTPRoute that only
-/// the dry run shows the cluster cannot guard ([`apply::needs_dry_run`]).
+/// several clusters (nothing written anywhere until every one accepted), and an HTTPRoute that
+/// only the dry run shows the cluster cannot guard ([`apply::needs_dry_run`]).
 fn writes_one_object(members: &[&Member]) -> bool {
     let [m] = members else {
         return false;
