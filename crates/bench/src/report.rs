@@ -53,7 +53,8 @@ const SETUP: &str = "\
   millisecond granularity, so each hop may take up to ~1 ms more than RTT/2 (the same for both
   contenders).
 * **kubectl-appupdate**: the release binary, `kubectl-appupdate web -n demo --image … [--min 3
-  --max 9 --endpoints FILE] --yes --color never`, one process.
+  --max 9 --endpoints FILE] --image-check off --yes --color never`, one process (the image
+  check asks the image's registry, which the benchmark does not serve).
 * **kubectl**: the command sequence that ends in the same state, each a new process:
   `set image deployment/web app=…`; `patch hpa web --type merge -p '{\"spec\":{\"minReplicas\":3,\"maxReplicas\":9}}'`;
   `apply -f ingresses.yaml` (every desired Ingress — created, updated and unchanged ones — in one
