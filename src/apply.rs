@@ -1,10 +1,12 @@
 //! Applies an approved plan safely.
 //!
 //! 1. Preflight: every change is sent once with `dryRun=All`, concurrently. Anything the server
-//!    rejects (invalid, forbidden, quota) stops the run with nothing written. An HTTPRoute the
-//!    cluster cannot store with its ExternalAuth filter (the filter type refused, or its settings
-//!    pruned: the Gateway API's standard channel) is [`Outcome::Unsupported`], which ends the
-//!    run as bad input does ([`appupdate_plan::routes::external_auth`]).
+//!    rejects (invalid, forbidden, quota) stops the run with nothing written. A run that writes
+//!    one object skips it ([`unchecked`]): its write is that check ([`crate::writing`]). An
+//!    HTTPRoute the cluster cannot store with its ExternalAuth filter (the filter type refused,
+//!    or its settings pruned: the Gateway API's standard channel) is [`Outcome::Unsupported`],
+//!    which ends the run as bad input does ([`appupdate_plan::routes::external_auth`]), and so
+//!    is always dry-run ([`needs_dry_run`]).
 //! 2. Writes, in the rounds of [`write_order`](appupdate_model::plan::write_order): everything that waits for nothing first (the
 //!    Deployment, the HPA, route creates, routes that gain or keep their paths); a route that
 //!    stops serving a path only in a round after the write that serves it elsewhere — so a path
@@ -149,12 +151,7 @@ impl Applier<'_> {
         change: &ObjectChange,
         answer: Result<&Value, &RequestError>,
     ) -> Option<String> {
-        if change.kind != Kind::HttpRoute
-            || !matches!(
-                change.write,
-                Some(Write::Create { .. } | Write::Patch { .. })
-            )
-        {
+        if !needs_dry_run(change) {
             return None;
         }
         let how = match answer {
@@ -395,6 +392,35 @@ impl Preflighted {
     }
 }
 
+/// Whether only the server's dry run can tell that `change` must not be written: an
+/// HTTPRoute's create or patch, which a cluster without the ExternalAuth filter may store
+/// without the filter's settings ([`Applier::missing_filter`]) — written for real, the route
+/// would serve its scoped paths unguarded. Any other change is refused by its write as by its
+/// dry run, with nothing written.
+pub fn needs_dry_run(change: &ObjectChange) -> bool {
+    change.kind == Kind::HttpRoute
+        && matches!(
+            change.write,
+            Some(Write::Create { .. } | Write::Patch { .. })
+        )
+}
+
+/// Every change of `plan` to write as planned, without a dry run: for a run whose one write
+/// is its own check ([`crate::writing`]).
+pub fn unchecked(plan: &Plan) -> Preflighted {
+    let n = plan.objects.len();
+    let mut outcomes: Vec<Option<Outcome>> = vec![None; n];
+    let mut to_send: Vec<Option<Arc<ObjectChange>>> = vec![None; n];
+    for (i, p) in plan.objects.iter().enumerate() {
+        if p.change.is_change() {
+            to_send[i] = Some(Arc::clone(&p.change));
+        } else {
+            outcomes[i] = Some(Outcome::Unchanged);
+        }
+    }
+    Preflighted { outcomes, to_send }
+}
+
 /// Sends every change once with `dryRun=All`, all at once: `Ok` when the server would take
 /// them all, `Err` with the report (nothing written) when it refuses one, the guard trips on
 /// one, or a signal came.
@@ -410,16 +436,10 @@ pub async fn preflight(
         opts,
         interrupt,
     };
-    let n = plan.objects.len();
-    let mut outcomes: Vec<Option<Outcome>> = vec![None; n];
-    let mut to_send: Vec<Option<Arc<ObjectChange>>> = vec![None; n];
-    for (i, p) in plan.objects.iter().enumerate() {
-        if p.change.is_change() {
-            to_send[i] = Some(Arc::clone(&p.change));
-        } else {
-            outcomes[i] = Some(Outcome::Unchanged);
-        }
-    }
+    let Preflighted {
+        mut outcomes,
+        mut to_send,
+    } = unchecked(plan);
 
     // Each change moves into its request and comes back (possibly re-planned) with the
     // result: no copies.
@@ -460,17 +480,23 @@ pub async fn write(
     opts: ApplyOptions,
     interrupt: &InterruptFlag,
 ) -> Report {
-    let no_companion = |_: &Report| std::future::ready(());
+    let no_companion = |_: &Report, _: Settled| std::future::ready(());
     write_with(cluster, plan, ready, opts, interrupt, no_companion)
         .await
         .0
 }
 
+/// What the last write round did, once its writes are done: the report the run ends with
+/// (`None` while they are still in flight). A companion still at work then may stop what the
+/// round made needless (a record's retries, when nothing was written).
+pub type Settled = tokio::sync::watch::Receiver<Option<Report>>;
+
 /// [`write()`], and `companion` sent together with the last write round: it is called with the
 /// report the run would end with if every write of that round lands (the writes before it have
-/// all landed by then), and its future runs concurrently with the round's writes. `None` when
-/// the last round never started (an earlier round failed, a signal came, or nothing was left to
-/// write). This is how a run's history record costs no round of its own.
+/// all landed by then) and with what the round did once it is done ([`Settled`]), and its future
+/// runs concurrently with the round's writes. `None` when the last round never started (an
+/// earlier round failed, a signal came, or nothing was left to write). This is how a run's
+/// history record costs no round of its own.
 pub async fn write_with<F, Fut>(
     cluster: &Cluster,
     plan: &Plan,
@@ -480,7 +506,7 @@ pub async fn write_with<F, Fut>(
     companion: F,
 ) -> (Report, Option<Fut::Output>)
 where
-    F: FnOnce(&Report) -> Fut,
+    F: FnOnce(&Report, Settled) -> Fut,
     Fut: std::future::Future,
 {
     let applier = &Applier {
@@ -528,7 +554,21 @@ where
                     expected[i] = Some(Outcome::Applied);
                 }
                 let expected = finish(plan, expected, false, None);
-                let (results, out) = futures::join!(writes, companion(&expected));
+                let (settled, watching) = tokio::sync::watch::channel(None);
+                let before = &outcomes;
+                let writes = async move {
+                    let results = writes.await;
+                    let mut done = before.clone();
+                    for (i, step) in &results {
+                        done[*i] = Some(match step {
+                            Step::Sent(_) => Outcome::Applied,
+                            Step::Done(o) => o.clone(),
+                        });
+                    }
+                    settled.send_replace(Some(finish(plan, done, false, None)));
+                    results
+                };
+                let (results, out) = futures::join!(writes, companion(&expected, watching));
                 companion_output = Some(out);
                 results
             }

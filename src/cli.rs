@@ -44,7 +44,8 @@ Examples:
 
 Exit codes:
   0    success, or nothing to change
-  1    failed before any write: nothing was changed
+  1    failed with nothing written (the server refused a dry run or, when the run
+       writes one object, that write): nothing was changed
   2    changes pending (only with --detailed-exitcode)
   3    bad flags or input (endpoints file, kubeconfig, values), or scoped routes
        the cluster cannot enforce (no ExternalAuth filter): nothing was changed
@@ -70,8 +71,9 @@ Exit codes:
 ///
 /// Reads the application's Deployment, HorizontalPodAutoscaler, Service and Ingresses
 /// (all labelled app=NAME), shows exactly what would change, asks for confirmation, validates
-/// every change with a server-side dry run, then applies each one conditionally on the version
-/// that was shown, retrying conflicts without ever overwriting a change nobody saw.
+/// the changes with a server-side dry run (a run that changes one object lets its write be the
+/// check), then applies each one conditionally on the version that was shown, retrying
+/// conflicts without ever overwriting a change nobody saw.
 #[derive(Debug, Parser)]
 #[command(
     name = "kubectl appupdate",

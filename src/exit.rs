@@ -9,7 +9,8 @@ use appupdate_model::report::{Interruption, Outcome, Report};
 pub enum ExitCode {
     /// Success, or nothing to change.
     Ok = 0,
-    /// Failed before any write: nothing was changed.
+    /// Failed with nothing written (before any write, or the one write of a run that sends no
+    /// dry run was refused): nothing was changed.
     Failed = 1,
     /// Changes pending (only with `--detailed-exitcode`).
     Changes = 2,

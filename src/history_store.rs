@@ -1,12 +1,12 @@
 //! Reading and adding history records in the cluster (the ConfigMap `<app>-appupdate-history`),
 //! and asking the server who we are. The content is [`appupdate_plan::history`]'s.
 //!
-//! Requests: an applying run reads the ConfigMap and asks who it is (one SelfSubjectReview)
-//! at the same time as its server-side dry run — two more requests, no more rounds; a run
-//! that changes the image or undoes has read the ConfigMap while planning instead — and,
-//! when it writes something, adds its record with one conditional write sent together with its
-//! last round of writes (the record says what they will have done, so it needs no round of its
-//! own). A conflict (another run recorded first) costs one read and one write more; so does a
+//! Requests: a run that may record a change reads the ConfigMap and asks who it is (one
+//! SelfSubjectReview) with its reads, while planning — two more requests, no more rounds (when
+//! that read of the ConfigMap failed, it is read again with the dry run) — and, when it writes
+//! something, adds its record with one conditional write sent together with its last round of
+//! writes (the record says what they will have done, so it needs no round of its own; a run
+//! that writes one object sends no dry run, and its record goes with that one write). A conflict (another run recorded first) costs one read and one write more; so does a
 //! record that said more than the writes did ([`correct`]).
 
 use serde_json::Value;
@@ -126,11 +126,22 @@ pub fn correction_warning(
     )
 }
 
+/// Why a record was not added, with nothing failed.
+#[derive(Debug)]
+pub enum NotAdded {
+    /// The history holds the highest revision.
+    Full(Full),
+    /// After a conflict, the run turned out to have nothing to record.
+    Needless,
+}
+
 /// Adds `record` as the next revision (signed with `key`, when given), keeping `max` records.
 /// `config_map` is the ConfigMap as read earlier in the run (`None`: there was none); a
-/// conflict (another run recorded first) re-reads it and tries again, at most `tries` times in
-/// all, backing off as the writes do. Returns the revision, and the ConfigMap before and after
-/// the write; `Ok(Err)`: nothing written, the history holds the highest revision.
+/// conflict (another run recorded first) re-reads it and tries again, at most three times
+/// `tries` in all ([`write_fresh`]), backing off, unless `needless` says by then that the record
+/// is not needed. Returns the
+/// revision, and the ConfigMap before and after the write; `Ok(Err)`: nothing written.
+#[allow(clippy::too_many_arguments)]
 pub async fn add(
     cluster: &Cluster,
     app: &str,
@@ -139,10 +150,14 @@ pub async fn add(
     max: u32,
     key: Option<&PlanKey>,
     tries: u32,
-) -> Result<Result<(u64, Added), Full>, (RequestError, &'static str)> {
+    needless: impl Fn() -> bool,
+) -> Result<Result<(u64, Added), NotAdded>, (RequestError, &'static str)> {
     let seal = seal(cluster, app, key);
-    let add = |stored: &History, _attempt: u32| {
-        history::add(stored, app, record.clone(), max, seal.as_ref())
+    let add = |stored: &History, attempt: u32| {
+        if attempt > 1 && needless() {
+            return Err(NotAdded::Needless);
+        }
+        history::add(stored, app, record.clone(), max, seal.as_ref()).map_err(NotAdded::Full)
     };
     write_fresh(cluster, app, config_map, tries, add).await
 }
@@ -153,7 +168,7 @@ pub async fn add(
 /// record removed before any other run recorded gives back the records its addition pruned,
 /// and the next run takes its revision number, so the history reads as if it had never been
 /// written. A conflict (another run recorded since) re-reads the ConfigMap and tries again, at
-/// most `tries` times in all, and then only removes it: the other run counted it when it
+/// most three times `tries` in all ([`write_fresh`]), and then only removes it: the other run counted it when it
 /// pruned. A revision no longer stored (later runs pruned it) needs nothing.
 pub async fn correct(
     cluster: &Cluster,
@@ -177,12 +192,32 @@ pub async fn correct(
     Ok(())
 }
 
+/// How long to wait before attempt `attempt + 1` at the history ConfigMap: the writes' delay
+/// ([`crate::apply::backoff`]: from 10 ms, doubling, at most one second), spread over half to
+/// one and a half times it. The ConfigMap is contended only by runs of this tool recording at
+/// the same moment — each run that writes records, and one whose write did not land takes its
+/// record back — and runs that met the same conflict would otherwise retry together again.
+fn backoff(attempt: u32) -> std::time::Duration {
+    let delay = crate::apply::backoff(&ApplyOptions::default(), attempt);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    delay.mul_f64(0.5 + f64::from(nanos % 1000) / 1000.0)
+}
+
 /// Writes the history ConfigMap with the request `make` asks for against it as it stands
 /// (`config_map`: as last read or written; `None`: there is none), given the attempt's number
 /// from 1; `make` answering `Err` stops with nothing written. A conflict (another run wrote it
-/// since), or a ConfigMap created or deleted since, re-reads it and tries again, at most
-/// `tries` times in all, backing off as the writes do. Returns `make`'s answer, with the
-/// ConfigMap before and after the write.
+/// since), or a ConfigMap created or deleted since, re-reads it and tries again, at most three
+/// times `tries` (`--retries`) in all, backing off ([`backoff`]). Returns `make`'s answer, with
+/// the ConfigMap before and after the write.
+///
+/// Three times: only runs of this tool write the ConfigMap, each for a moment, and when many
+/// change the application at once every one of them records — a run that writes one object
+/// sends its record with that write, and takes it back when the write does not land — so a
+/// run whose change landed keeps trying to record it a while longer than an object's write
+/// would.
 async fn write_fresh<T, Stop>(
     cluster: &Cluster,
     app: &str,
@@ -191,6 +226,7 @@ async fn write_fresh<T, Stop>(
     mut make: impl FnMut(&History, u32) -> Result<(Write, T), Stop>,
 ) -> Result<Result<(T, Added), Stop>, (RequestError, &'static str)> {
     let name = history::config_map_name(app);
+    let tries = tries.max(1).saturating_mul(3);
     let mut attempt = 1;
     loop {
         let stored = History::sizes_of(config_map.as_ref());
@@ -214,7 +250,7 @@ async fn write_fresh<T, Stop>(
                 if attempt < tries
                     && (e.is_conflict() || e.is_already_exists() || e.is_not_found()) =>
             {
-                tokio::time::sleep(crate::apply::backoff(&ApplyOptions::default(), attempt)).await;
+                tokio::time::sleep(backoff(attempt)).await;
                 attempt += 1;
                 config_map = cluster
                     .get_config_map(&name)

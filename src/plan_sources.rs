@@ -67,6 +67,10 @@ pub struct Sourced {
     pub owners: Vec<appupdate_model::owners::ObjectOwners>,
     /// A saved plan's: the owners it recorded when it was made (what its reviewer saw).
     pub owners_in_plan: Option<Vec<appupdate_model::owners::ObjectOwners>>,
+    /// Who the server says the user is, for the history record: asked with the reads by a run
+    /// that may record a change, so that recording costs no round before the writes; `None`:
+    /// not asked yet.
+    pub user: Option<String>,
 }
 
 impl Sourced {
@@ -455,6 +459,7 @@ pub async fn undo(
                 fleet_run: None,
                 owners: Vec::new(),
                 owners_in_plan: None,
+                user: None,
             });
         };
         let revision = record.revision;
@@ -578,6 +583,7 @@ pub async fn undo_record(
             fleet_run: None,
             owners: Vec::new(),
             owners_in_plan: None,
+            user: None,
         },
         drift,
         holders,

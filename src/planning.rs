@@ -537,14 +537,17 @@ async fn source(
     let changes = match target {
         Target::Change(changes) => changes,
         Target::Undo(request) => {
-            return plan_sources::undo(
-                cluster,
-                &settings.app,
-                request,
-                settings.history_max > 0,
-                settings.history_key.as_ref(),
-            )
-            .await;
+            let (sourced, user) = tokio::join!(
+                plan_sources::undo(
+                    cluster,
+                    &settings.app,
+                    request,
+                    settings.history_max > 0,
+                    settings.history_key.as_ref(),
+                ),
+                who_for_record(settings, cluster)
+            );
+            return sourced.map(|sourced| Sourced { user, ..sourced });
         }
         Target::Saved {
             checksum,
@@ -552,7 +555,11 @@ async fn source(
         } => {
             let checksum = checksum.to_owned();
             let app = target.plan.app.clone();
-            let cm = history_store::read(cluster, &app).await?;
+            let (cm, user) = tokio::join!(
+                history_store::read(cluster, &app),
+                who_for_record(settings, cluster)
+            );
+            let cm = cm?;
             // The history is the log, not the lock: whether the plan was applied here is told
             // by its objects ([`plan_sources::recheck_saved`]); the record only names the
             // revision.
@@ -579,6 +586,7 @@ async fn source(
                 fleet_run: None,
                 owners: Vec::new(),
                 owners_in_plan: Some(owners),
+                user,
             });
         }
     };
@@ -606,10 +614,11 @@ async fn source(
             None => None,
         }
     };
-    let (live, checked, nodes) = tokio::join!(
+    let (live, checked, nodes, user) = tokio::join!(
         plan_sources::read_live(cluster, &request, needs),
         check.clone(),
-        nodes
+        nodes,
+        who_for_record(settings, cluster)
     );
     let mut live = live?;
     let mut image_notes = Vec::new();
@@ -655,7 +664,18 @@ async fn source(
         fleet_run: None,
         owners: Vec::new(),
         owners_in_plan: None,
+        user,
     })
+}
+
+/// Who the server says the user is, asked beside the reads when the run may record a change
+/// (it may write, and keeps a history): the record then needs no request before the writes,
+/// and rides with the one write of a run that sends no dry run ([`crate::writing`]).
+async fn who_for_record(settings: &Settings, cluster: &Cluster) -> Option<String> {
+    if settings.history_max == 0 || settings.dry_run() || settings.save().is_some() {
+        return None;
+    }
+    Some(history_store::who(cluster).await)
 }
 
 /// The cluster of `conn`; with `-v`, the proxy and every request as notices, each line behind

@@ -5,9 +5,11 @@
 //! budget. A run over one cluster is one group of one, its rollout followed afterwards.
 //!
 //! Before the first write anywhere: the dry run on every cluster, all at once; any refusal
-//! stops the run with nothing written anywhere. Then the writes, with the conditional writes,
-//! retries and guard of [`apply`]; with `--stop-on-failure` (a fleet's default) no new cluster
-//! starts once one failed, and after a signal no new cluster and no new request starts.
+//! stops the run with nothing written anywhere. A run that writes one object in one cluster
+//! skips it: that write is its own check ([`writes_one_object`]). Then the writes, with the
+//! conditional writes, retries and guard of [`apply`]; with `--stop-on-failure` (a fleet's
+//! default) no new cluster starts once one failed, and after a signal no new cluster and no new
+//! request starts.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -239,9 +241,10 @@ fn groups<'a>(order: &FleetOrder, members: &[&'a Member], follow: bool) -> (Orde
     )
 }
 
-/// The dry run everywhere (the history read and who we are ride along): what each cluster
-/// has left to write, by index; `None` when one refused or a signal came (`states` then says
-/// how each cluster ended).
+/// The dry run everywhere (the history read and who we are ride along, unless the reads
+/// brought them): what each cluster has left to write, by index; `None` when one refused or a
+/// signal came (`states` then says how each cluster ended). A run that writes one object sends
+/// no dry run ([`writes_one_object`]).
 async fn dry_run_all(
     settings: &Settings,
     members: &[&Member],
@@ -254,28 +257,38 @@ async fn dry_run_all(
         ..ApplyOptions::default()
     };
     let recording = settings.history_max > 0;
+    let unchecked = writes_one_object(members);
     let preflights = join_all(members.iter().map(|m| async move {
         if !m.sourced.plan.has_changes() {
             progress.set(m.index, "nothing to change");
             return None;
         }
-        progress.busy(m.index, "dry run");
+        if !unchecked {
+            progress.busy(m.index, "dry run");
+        }
         let prepare = async {
             if !recording {
                 return None;
             }
-            Some(match &m.sourced.config_map {
-                Some(cm) => Prepared {
+            Some(match (&m.sourced.config_map, &m.sourced.user) {
+                (Some(cm), Some(user)) => Prepared {
+                    config_map: Ok(cm.clone()),
+                    user: user.clone(),
+                },
+                (Some(cm), None) => Prepared {
                     config_map: Ok(cm.clone()),
                     user: history_store::who(&m.cluster).await,
                 },
-                None => history_store::prepare(&m.cluster, &m.sourced.plan.app).await,
+                (None, _) => history_store::prepare(&m.cluster, &m.sourced.plan.app).await,
             })
         };
-        let (preflight, prepared) = tokio::join!(
-            apply::preflight(&m.cluster, &m.sourced.plan, opts, interrupt),
-            prepare
-        );
+        let preflight = async {
+            if unchecked {
+                return Ok(apply::unchecked(&m.sourced.plan));
+            }
+            apply::preflight(&m.cluster, &m.sourced.plan, opts, interrupt).await
+        };
+        let (preflight, prepared) = tokio::join!(preflight, prepare);
         Some(preflight.map(|preflighted| Ready {
             preflighted,
             prepared,
@@ -288,7 +301,9 @@ async fn dry_run_all(
         match preflight {
             None => {}
             Some(Ok(r)) => {
-                progress.set(m.index, "dry run passed");
+                if !unchecked {
+                    progress.set(m.index, "dry run passed");
+                }
                 ready[m.index] = Some(r);
             }
             // Stopped by a signal: not started, below.
@@ -319,6 +334,28 @@ async fn dry_run_all(
         }
     }
     None
+}
+
+/// Whether the run writes exactly one object, in one cluster, that its write alone can check:
+/// then it sends no dry run, and its write is that check. The dry run is there so that nothing
+/// is written until the server has accepted every change; with one change, the write is
+/// accepted or refused as its dry run would be, and a refused write leaves nothing written
+/// (exit 1, as a refused dry run). The history record that rides with the write is this
+/// tool's own: when the write does not land, the record is corrected or taken back with the
+/// records it pruned ([`write_and_record`]); whether the history can take it (immutable, at
+/// its highest revision) is known from the read, and said with the plan. The dry run stays
+/// where it protects something: several objects (none is written until all are accepted),
+/// several clusters (nothing written anywhere until every one accepted), and an HTTPRoute that
+/// only the dry run shows the cluster cannot guard ([`apply::needs_dry_run`]).
+fn writes_one_object(members: &[&Member]) -> bool {
+    let [m] = members else {
+        return false;
+    };
+    let mut changes = m.sourced.plan.changes().filter(|c| c.is_change());
+    matches!(
+        (changes.next(), changes.next()),
+        (Some(change), None) if !apply::needs_dry_run(change)
+    )
 }
 
 /// `--bake`: waits `bake` (a signal ends it early), then reads each cluster of the wave that
@@ -637,10 +674,28 @@ async fn write_and_record(
         prepared.user,
     );
     let config_map_read = &prepared.config_map;
-    let with_last_round = |expected: &Report| {
-        let record = history::record(expected, &info);
+    let info_ref = &info;
+    let with_last_round = |expected: &Report, settled: apply::Settled| {
+        let record = history::record(expected, info_ref);
+        // Once the round is done and the run has nothing to record (its one write did not
+        // land), a record that met a conflict is not tried again: one write fewer to take back,
+        // and one fewer in the way of the runs recording at the same moment.
+        let needless = move || {
+            settled
+                .borrow()
+                .as_ref()
+                .is_some_and(|done| history::record(done, info_ref).is_none())
+        };
         async move {
-            let added = add_record(cluster, app, config_map_read, record.clone(), settings).await;
+            let added = add_record(
+                cluster,
+                app,
+                config_map_read,
+                record.clone(),
+                settings,
+                needless,
+            )
+            .await;
             (record, added)
         }
     };
@@ -654,7 +709,7 @@ async fn write_and_record(
                 history::config_map_name(app)
             )),
             record => {
-                add_record(cluster, app, config_map_read, record, settings)
+                add_record(cluster, app, config_map_read, record, settings, || false)
                     .await
                     .0
             }
@@ -703,6 +758,9 @@ async fn write_and_record(
                         }
                     }
                 }
+                // The record could not be added, and there is nothing to record: no write of
+                // the run landed (the one write of a run that sends no dry run was refused).
+                (Recorded::Warning(_), _) if done.is_none() => Recorded::Nothing,
                 (recorded, _) => recorded,
             }
         }
@@ -711,13 +769,15 @@ async fn write_and_record(
 }
 
 /// Adds `record` (`None`: the run wrote nothing to record) to the history as read earlier in
-/// the run; with the ConfigMap as the write left it.
+/// the run; with the ConfigMap as the write left it. After a conflict it is tried again unless
+/// `needless` says by then that the run has nothing to record.
 async fn add_record(
     cluster: &Cluster,
     app: &str,
     config_map: &Result<Option<serde_json::Value>, appupdate_kube::cluster::RequestError>,
     record: Option<history::Record>,
     settings: &Settings,
+    needless: impl Fn() -> bool,
 ) -> (history_store::Recorded, Option<history_store::Added>) {
     use history_store::Recorded;
     let Some(record) = record else {
@@ -740,10 +800,14 @@ async fn add_record(
         settings.history_max,
         settings.history_key.as_ref(),
         settings.retries,
+        needless,
     )
     .await
     {
-        Ok(Err(full)) => (Recorded::Warning(history_store::full_warning(&full)), None),
+        Ok(Err(history_store::NotAdded::Full(full))) => {
+            (Recorded::Warning(history_store::full_warning(&full)), None)
+        }
+        Ok(Err(history_store::NotAdded::Needless)) => (Recorded::Nothing, None),
         Ok(Ok((revision, written))) => (
             Recorded::Revision {
                 revision,

@@ -76,7 +76,7 @@ fn identical_plans_are_folded_into_one_section_that_names_their_clusters() {
 }
 
 #[test]
-fn every_cluster_gets_one_connection_and_the_requests_of_a_run_over_one_cluster() {
+fn every_cluster_gets_one_connection_and_the_requests_of_one_cluster_plus_its_dry_run() {
     // The same change over one cluster, without the fleet.
     let single = Fleet::new(&["solo"]);
     assert_code(&single.run(&["web", "--image", NEW_IMAGE, "--yes"]), 0);
@@ -90,15 +90,26 @@ fn every_cluster_gets_one_connection_and_the_requests_of_a_run_over_one_cluster(
         r
     };
     let alone = requests(single.sb("solo"));
-    assert_eq!(alone.len(), 6, "{alone:?}");
+    // The reads (the Deployment, the history, who-am-I), the write and its record: one object
+    // to write, so no dry run.
+    assert_eq!(alone.len(), 5, "{alone:?}");
+    assert!(!alone.iter().any(|(_, _, dry_run)| *dry_run), "{alone:?}");
 
+    // A fleet dry-runs everywhere before the first write: the same requests, and the dry run.
+    let mut with_dry_run = alone.clone();
+    let patch = alone
+        .iter()
+        .find(|(method, path, _)| method == "PATCH" && path.contains("/deployments/"))
+        .expect("the Deployment's write");
+    with_dry_run.push((patch.0.clone(), patch.1.clone(), true));
+    with_dry_run.sort();
     let fleet = Fleet::new(&["eu-1", "eu-2"]);
     let o = update(&fleet, "eu-1,eu-2", &["--yes"]);
     assert_code(&o, 0);
     for name in ["eu-1", "eu-2"] {
         let sb = fleet.sb(name);
         assert_eq!(sb.counters().connections, 1, "{name}");
-        assert_eq!(requests(sb), alone, "{name}");
+        assert_eq!(requests(sb), with_dry_run, "{name}");
     }
 }
 

@@ -42,16 +42,62 @@ fn as_readonly_from_the_admin_context_is_forbidden_names_readonly_and_changes_no
     );
     assert_eq!(lines[1], "Nothing was changed.");
     assert_eq!(env.image(), OLD_IMAGE);
-    // Every request was sent as readonly; none but the refused dry run was a write.
+    // Every request was sent as readonly. The one object's write is its own check (no dry
+    // run): it and the history record that rode with it were the only writes, both refused.
     let requests = env.sb.requests();
     assert!(!requests.is_empty());
     for r in &requests {
         assert_eq!(r.impersonated.as_deref(), Some("readonly"), "{r:?}");
     }
+    assert!(!requests.iter().any(|r| r.dry_run), "{requests:?}");
+    let mut writes: Vec<(String, String, u16)> = env
+        .writes()
+        .into_iter()
+        .map(|r| (r.method, r.path, r.status))
+        .collect();
+    writes.sort();
+    assert_eq!(
+        writes,
+        [
+            (
+                "PATCH".to_owned(),
+                "/apis/apps/v1/namespaces/shop/deployments/web".to_owned(),
+                403
+            ),
+            (
+                "POST".to_owned(),
+                "/api/v1/namespaces/shop/configmaps".to_owned(),
+                403
+            ),
+        ]
+    );
+    let refused: Vec<_> = requests.iter().filter(|r| r.status == 403).collect();
+    assert_eq!(refused.len(), 2, "{refused:?}");
+}
+
+#[test]
+fn as_readonly_two_objects_are_refused_by_their_dry_runs_and_nothing_is_written() {
+    let env = Env::new();
+    let o = env.run(&[
+        "web", "--image", NEW_IMAGE, "--max", "9", "--yes", "--as", "readonly",
+    ]);
+    assert_code(&o, 1);
+    let err = stderr(&o);
+    assert!(err.contains("Nothing was changed."), "{err}");
+    assert!(
+        err.contains("User \"readonly\" cannot patch resource \"deployments\""),
+        "{err}"
+    );
+    assert_eq!(env.image(), OLD_IMAGE);
+    let requests = env.sb.requests();
+    for r in &requests {
+        assert_eq!(r.impersonated.as_deref(), Some("readonly"), "{r:?}");
+    }
+    // Nothing but the refused dry runs was a write.
     assert!(env.writes().is_empty(), "{:?}", env.writes());
     let refused: Vec<_> = requests.iter().filter(|r| r.status == 403).collect();
-    assert_eq!(refused.len(), 1, "{refused:?}");
-    assert!(refused[0].dry_run && refused[0].method == "PATCH");
+    assert_eq!(refused.len(), 2, "{refused:?}");
+    assert!(refused.iter().all(|r| r.dry_run && r.method == "PATCH"));
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! Competing writers that delete, re-create or create an Ingress between the plan and the
-//! write, end to end (issue 4): both right before the dry-run preflight (`Trigger::NextWrite`)
-//! and between the preflight and the real write (`Trigger::NextRealWrite`). The sandbox panics
+//! write, end to end: both right before the dry-run preflight (`Trigger::NextWrite`) and
+//! between the preflight (if any: a run that writes one object sends none) and the real write
+//! (`Trigger::NextRealWrite`). The sandbox panics
 //! on drop if a competitor could not act, so each test really races.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -32,9 +33,18 @@ const ADD_CATALOG_AND_ADMIN: &str = "endpoints:
     scopes: [admin, user]
 ";
 
-/// Drops the [user] group: a delete of USER.
+/// Drops the [user] group: a delete of USER (one object: no dry run, the delete is its own
+/// check).
 const DROP_USER: &str = "endpoints:
   - path: /health
+  - path: /unprotected
+";
+
+/// Drops the [user] group and adds /catalog to the public one: a delete of USER and an update
+/// of PUBLIC, dry-run before either is written.
+const DROP_USER_ADD_CATALOG: &str = "endpoints:
+  - path: /health
+  - path: /catalog
   - path: /unprotected
 ";
 
@@ -109,7 +119,7 @@ fn a_deleted_ingress_recreated_before_the_preflight_is_left_alone() {
         after: Trigger::NextWrite,
         mutate: None,
     });
-    let o = apply_endpoints(&env, DROP_USER);
+    let o = apply_endpoints(&env, DROP_USER_ADD_CATALOG);
     assert_code(&o, 5);
     let err = stderr(&o);
     assert!(
@@ -127,7 +137,8 @@ fn a_deleted_ingress_recreated_before_the_preflight_is_left_alone() {
 }
 
 #[test]
-fn a_deleted_ingress_recreated_after_the_preflight_fails_the_uid_precondition_and_is_left_alone() {
+fn a_deleted_ingress_recreated_before_its_real_delete_fails_the_uid_precondition_and_is_left_alone()
+{
     let env = Env::new();
     let old_uid = env.sb.get(&ingress_path(USER)).unwrap()["metadata"]["uid"].clone();
     env.sb.inject(Fault::CompetingRecreate {

@@ -32,10 +32,43 @@ fn image_only_update_lands_and_says_so() {
     // spec.replicas is the HPA's: never sent, never changed.
     assert_eq!(env.deployment()["spec"]["replicas"], before_replicas);
     assert_eq!(env.bounds(), (2, 5));
-    // One dry run then one real patch, both strategic, carrying the resourceVersion.
+    // One object: no dry run, one real patch (the write is its own check).
     let writes = env.app_writes();
     assert_eq!(writes.len(), 1, "{writes:?}");
     assert_eq!(writes[0].method, "PATCH");
+    let dry_runs: Vec<_> = env
+        .sb
+        .requests()
+        .into_iter()
+        .filter(|r| r.dry_run)
+        .collect();
+    assert!(dry_runs.is_empty(), "{dry_runs:?}");
+}
+
+#[test]
+fn two_objects_are_dry_run_before_either_is_written() {
+    let env = Env::new();
+    let o = env.run(&[
+        "web",
+        "--image",
+        "registry.example.com/web:2.0",
+        "--max",
+        "9",
+        "--yes",
+    ]);
+    assert_code(&o, 0);
+    let log = env.sb.requests();
+    let dry_runs: Vec<_> = log.iter().filter(|r| r.dry_run).map(|r| &r.path).collect();
+    assert_eq!(dry_runs.len(), 2, "{dry_runs:?}");
+    assert!(dry_runs.contains(&&DEPLOY_PATH.to_owned()), "{dry_runs:?}");
+    assert!(dry_runs.contains(&&HPA_PATH.to_owned()), "{dry_runs:?}");
+    // Every dry run came before the first real write.
+    let first_write = log
+        .iter()
+        .position(|r| !r.dry_run && r.method == "PATCH")
+        .unwrap();
+    let last_dry_run = log.iter().rposition(|r| r.dry_run).unwrap();
+    assert!(last_dry_run < first_write, "{log:?}");
 }
 
 /// The Deployment's `kubernetes.io/change-cause`, as kubectl reads it.
@@ -233,6 +266,34 @@ fn conflicts_below_the_retry_bound_are_retried_and_succeed() {
 
 #[test]
 fn conflicts_beyond_the_retry_bound_fail_cleanly_with_nothing_changed() {
+    // Two objects: the conflicts are met by the HPA's dry run, before any write.
+    let env = Env::new();
+    env.sb.inject(Fault::Conflicts {
+        object_path: HPA_PATH.into(),
+        count: 50,
+    });
+    let o = env.run(&[
+        "web",
+        "--image",
+        "registry.example.com/web:2.0",
+        "--max",
+        "9",
+        "--yes",
+        "--retries",
+        "3",
+    ]);
+    assert_code(&o, 1);
+    let err = stderr(&o);
+    assert!(err.contains("still conflicting after 3 attempts"), "{err}");
+    assert!(err.contains("Nothing was changed."), "{err}");
+    assert_eq!(env.bounds(), (2, 5));
+    assert_eq!(env.image(), "registry.example.com/web:1.0");
+    assert!(env.writes().is_empty());
+}
+
+#[test]
+fn conflicts_beyond_the_retry_bound_on_the_one_write_fail_cleanly_with_nothing_changed() {
+    // One object, no dry run: the conflicts are met by the write itself.
     let env = Env::new();
     env.sb.inject(Fault::Conflicts {
         object_path: HPA_PATH.into(),
@@ -243,8 +304,21 @@ fn conflicts_beyond_the_retry_bound_fail_cleanly_with_nothing_changed() {
     let err = stderr(&o);
     assert!(err.contains("still conflicting after 3 attempts"), "{err}");
     assert!(err.contains("Nothing was changed."), "{err}");
+    assert!(!err.contains("warning"), "{err}");
     assert_eq!(env.bounds(), (2, 5));
-    assert!(env.writes().is_empty());
+    // Three attempts, each refused with a conflict; nothing else of the app was written.
+    let writes = env.app_writes();
+    assert_eq!(writes.len(), 3, "{writes:?}");
+    assert!(
+        writes
+            .iter()
+            .all(|w| w.path == HPA_PATH && w.method == "PATCH" && w.status == 409),
+        "{writes:?}"
+    );
+    // The record that rode with the first attempt was taken back: no history.
+    let o = env.run(&["history", "web"]);
+    assert_code(&o, 0);
+    assert!(stderr(&o).contains("No recorded changes"), "{}", stderr(&o));
 }
 
 #[test]

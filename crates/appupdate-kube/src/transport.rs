@@ -26,8 +26,8 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -134,9 +134,40 @@ struct H2OrH1 {
     protocol: Arc<watch::Sender<Protocol>>,
     /// A request is setting up the first connection.
     probing: Arc<AtomicBool>,
+    /// How the last attempt to set up the first connection failed, for the requests that
+    /// waited for it (cleared when another attempt starts).
+    failed: Arc<Mutex<Option<SharedError>>>,
+}
+
+type SharedError = Arc<dyn std::error::Error + Send + Sync>;
+
+/// The failure of the connection a request waited for: every request that waited for the
+/// first connection fails as the one that set it up did (a refused connection, a TLS failure, a
+/// timeout), with that error as its cause, rather than trying again at once — one of several
+/// such retries would wait for another's connection and fail with hyper's "request was
+/// canceled", which says nothing of why.
+#[derive(Debug)]
+struct ConnectionFailed(SharedError);
+
+impl std::fmt::Display for ConnectionFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for ConnectionFailed {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&*self.0)
+    }
 }
 
 impl H2OrH1 {
+    fn failure(&self) -> std::sync::MutexGuard<'_, Option<SharedError>> {
+        self.failed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     async fn send(
         &self,
         parts: http::request::Parts,
@@ -181,13 +212,25 @@ impl tower::Service<Request<Body>> for H2OrH1 {
                 return this.send(parts, bytes).await;
             }
             if this.probing.swap(true, Ordering::SeqCst) {
-                // Another request is setting up the connection: wait for its handshake (or
-                // its failure, then try for ourselves).
+                // Another request is setting up the connection: wait for its handshake, or
+                // fail as it failed (when it was dropped instead, say by --request-timeout,
+                // try for ourselves).
                 let _ = known.changed().await;
+                if let Some(failed) = this.failure().clone() {
+                    return Err(Box::new(ConnectionFailed(failed)) as BoxError);
+                }
                 return this.send(parts, bytes).await;
             }
             let _probe = Probe(&this);
-            this.send(parts, bytes).await
+            *this.failure() = None;
+            match this.send(parts, bytes).await {
+                Err(e) if *this.protocol.borrow() == Protocol::Unknown => {
+                    let failed: SharedError = Arc::from(e);
+                    *this.failure() = Some(failed.clone());
+                    Err(Box::new(ConnectionFailed(failed)) as BoxError)
+                }
+                sent => sent,
+            }
         })
     }
 }
@@ -467,6 +510,7 @@ impl H2OrH1 {
             h1: HyperClient::builder(TokioExecutor::new()).build(connector(config, false, proxy)?),
             protocol,
             probing: Arc::new(AtomicBool::new(false)),
+            failed: Arc::default(),
         })
     }
 }

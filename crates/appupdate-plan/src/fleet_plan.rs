@@ -284,6 +284,7 @@ mod tests {
                 Member::Planned(&c),
             ],
             waves: &[],
+            owners: Vec::new(),
         };
         let sections = fleet.sections();
         assert_eq!(sections.len(), 2);

@@ -550,7 +550,7 @@ pub fn markdown(r: &Results, cores: usize) -> String {
     });
     let _ = writeln!(
         s,
-        "Per cluster, in every plugin run and at every count: {} connection{}, {} request{}; the same update on one cluster without fleet flags sent {} (one read round with the history's read, the dry run with who-am-I, the write with the history record) in **{}** ms median ({}–{}).\n",
+        "Per cluster, in every plugin run and at every count: {} connection{}, {} request{}; the same update on one cluster without fleet flags sent {} (one read round with the history's read and who-am-I, then the write with the history record: with one object to write, no dry run; a fleet of several clusters dry-runs everywhere first) in **{}** ms median ({}–{}).\n",
         connections,
         if connections == 1 { "" } else { "s" },
         if least == most {

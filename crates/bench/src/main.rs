@@ -176,12 +176,13 @@ impl Cell {
     }
 }
 
-/// The request floor of a plan: one concurrent read round, one dry run and one write per
-/// changed object, the write rounds the dependencies between the writes force
-/// (`plan::write_order`: a route that stops serving a path waits for the write that serves it
-/// elsewhere), one connection; and the history of the change: its ConfigMap read and one
-/// SelfSubjectReview during the dry run (two requests, no round), then one conditional write of
-/// the record, sent with the last write round (no round).
+/// The request floor of a plan: one concurrent read round, one dry run per changed object in
+/// a round of its own when there are several (a run that writes one object sends none: its
+/// write is the check), one write per changed object in the write rounds the dependencies
+/// between the writes force (`plan::write_order`: a route that stops serving a path waits for
+/// the write that serves it elsewhere), one connection; and the history of the change: its
+/// ConfigMap read and one SelfSubjectReview with the reads (two requests, no round), then one
+/// conditional write of the record, sent with the last write round (no round).
 #[derive(Clone, Debug, Default)]
 pub struct Floor {
     pub reads: usize,
@@ -198,17 +199,23 @@ impl Floor {
         }
     }
 
+    /// Dry runs: one per change when there are several. (An HTTPRoute's create or patch is
+    /// dry-run even alone; no scenario has one.)
+    pub fn dry_runs(&self) -> usize {
+        if self.changes > 1 { self.changes } else { 0 }
+    }
+
     pub fn requests(&self) -> usize {
-        self.reads + 2 * self.changes + HISTORY_REQUESTS
+        self.reads + self.dry_runs() + self.changes + HISTORY_REQUESTS
     }
 
     pub fn rounds(&self) -> usize {
-        2 + self.write_rounds
+        1 + usize::from(self.dry_runs() > 0) + self.write_rounds
     }
 }
 
 /// What recording the change in the application's history adds to an applying run: the
-/// ConfigMap read and the SelfSubjectReview (in the dry-run round) and the record's write.
+/// ConfigMap read and the SelfSubjectReview (in the read round) and the record's write.
 pub const HISTORY_REQUESTS: usize = 3;
 
 /// The one-off measurements.

@@ -53,7 +53,8 @@ const SETUP: &str = "\
   millisecond granularity, so each hop may take up to ~1 ms more than RTT/2 (the same for both
   contenders).
 * **kubectl-appupdate**: the release binary, `kubectl-appupdate web -n demo --image … [--min 3
-  --max 9 --endpoints FILE] --yes --color never`, one process.
+  --max 9 --endpoints FILE] --image-check off --yes --color never`, one process (the image
+  check asks the image's registry, which the benchmark does not serve).
 * **kubectl**: the command sequence that ends in the same state, each a new process:
   `set image deployment/web app=…`; `patch hpa web --type merge -p '{\"spec\":{\"minReplicas\":3,\"maxReplicas\":9}}'`;
   `apply -f ingresses.yaml` (every desired Ingress — created, updated and unchanged ones — in one
@@ -90,23 +91,24 @@ const SCENARIOS: &str = "\
 
 const FLOOR: &str = "\
 The floor: one concurrent read round (S: the Deployment; M, L: Deployment, HPA, Service and
-the managed-Ingress LIST); one dry-run request per changed object, all in one round; one write
-per changed object, in as many rounds as the dependencies between the writes force
-(`plan::write_order`): a route that stops serving a path waits for the write that serves that
-path elsewhere (a create, or an update of another group's route), and everything else — the
-Deployment, the HPA, creates, routes that gain or keep their paths, routes whose dropped paths
-nobody serves any more — goes in the first write round, so a path served before and after the
-run is served at every moment of it (the one exception, paths that swap groups in a cycle, is in
-the README); then the change's history record: the history ConfigMap's read (in the read
-round, with the Deployment: an image change names the revision its record will get in the
-Deployment's change-cause annotation) and one SelfSubjectReview in the dry-run round (two
-requests, no round of their own) and one
-conditional write of the record sent with the last write round (one request, no round: by then
-every earlier write has landed, so the record says what the writes will have done; when one of
-that round's writes does not land, one more write corrects the record, or takes it back with
-the records it pruned, so the history never lists a change that was not made). The dry run
-stays a round of its own: nothing is written until the server has accepted every change. No discovery; no read repeated without a conflict; one connection
-(one TLS handshake). The \"other\" column counts the SelfSubjectReview.
+the managed-Ingress LIST); when the run changes more than one object, one dry-run request per
+changed object, all in one round of its own, so that nothing is written until the server has
+accepted every change (a run that writes one object, as S does, sends no dry run: its one write
+is that check, and refused it leaves nothing written); one write per changed object, in as many
+rounds as the dependencies between the writes force (`plan::write_order`): a route that stops
+serving a path waits for the write that serves that path elsewhere (a create, or an update of
+another group's route), and everything else — the Deployment, the HPA, creates, routes that gain
+or keep their paths, routes whose dropped paths nobody serves any more — goes in the first write
+round, so a path served before and after the run is served at every moment of it (the one
+exception, paths that swap groups in a cycle, is in the README); then the change's history
+record: the history ConfigMap's read and one SelfSubjectReview in the read round (two requests,
+no round of their own: an image change names the revision its record will get in the
+Deployment's change-cause annotation, and the record names the user) and one conditional write
+of the record sent with the last write round (one request, no round: by then every earlier write
+has landed, so the record says what the writes will have done; when one of that round's writes
+does not land, one more write corrects the record, or takes it back with the records it pruned,
+so the history never lists a change that was not made). No discovery; no read repeated without a
+conflict; one connection (one TLS handshake). The \"other\" column counts the SelfSubjectReview.
 
 Rounds are derived from the sandbox's request log: requests that overlap in time form one
 round — sorted by arrival, a request joins the current round if it reached the server less than
@@ -248,7 +250,7 @@ pub fn markdown(
             sc.name(),
             floor.requests(),
             floor.reads,
-            floor.changes,
+            floor.dry_runs(),
             floor.changes,
             floor.rounds()
         );

@@ -134,7 +134,15 @@ impl Scenario {
         if let Some(e) = endpoints {
             a.extend(["--endpoints".into(), e.display().to_string()]);
         }
-        a.extend(["--yes".into(), "--color".into(), "never".into()]);
+        // The image check asks the image's registry, which the benchmark does not serve:
+        // measured without it.
+        a.extend([
+            "--image-check".into(),
+            "off".into(),
+            "--yes".into(),
+            "--color".into(),
+            "never".into(),
+        ]);
         a
     }
 
