@@ -34,6 +34,7 @@ use sandbox_apiserver::{LoggedRequest, Sandbox, SandboxOptions};
 use serde_json::Value;
 
 mod fleet;
+mod image;
 mod notes;
 mod report;
 mod xl;
@@ -53,11 +54,16 @@ struct Args {
     /// Round-trip times to add, in milliseconds.
     #[arg(long, value_delimiter = ',', default_value = "0,5,20")]
     rtt: Vec<u64>,
-    /// Scenarios to run (S, M, L, `fleet`: one update on several clusters, and `XL`: a dry run
-    /// over 1 000 Ingresses, with the core's growth from 1 000 to 100 000 endpoints). `fleet` or
-    /// `XL` alone measures only that and replaces its section of an existing report.
-    #[arg(long, value_delimiter = ',', default_value = "S,M,L,fleet,XL")]
+    /// Scenarios to run (S, M, L, `fleet`: one update on several clusters, `XL`: a dry run
+    /// over 1 000 Ingresses, with the core's growth from 1 000 to 100 000 endpoints, and
+    /// `image`: M with the image check off and on against a loopback `docker-registry`).
+    /// `fleet`, `XL` or `image` alone measures only that and replaces its section of an existing
+    /// report.
+    #[arg(long, value_delimiter = ',', default_value = "S,M,L,fleet,XL,image")]
     scenarios: Vec<String>,
+    /// Image scenario: the RTT to the cluster and to the registry, in milliseconds.
+    #[arg(long, default_value_t = 20)]
+    image_rtt: u64,
     /// Fleet scenario: the cluster counts.
     #[arg(long, value_delimiter = ',', default_value = "1,4,16,64,256")]
     fleet_sizes: Vec<usize>,
@@ -394,12 +400,21 @@ fn run(args: Args) -> Result<(), String> {
         .iter()
         .any(|s| s.eq_ignore_ascii_case("fleet"));
     let with_xl = args.scenarios.iter().any(|s| s.eq_ignore_ascii_case("xl"));
+    let with_image = args
+        .scenarios
+        .iter()
+        .any(|s| s.eq_ignore_ascii_case("image"));
     let scenarios: Vec<Scenario> = args
         .scenarios
         .iter()
-        .filter(|s| !s.eq_ignore_ascii_case("fleet") && !s.eq_ignore_ascii_case("xl"))
+        .filter(|s| {
+            !s.eq_ignore_ascii_case("fleet")
+                && !s.eq_ignore_ascii_case("xl")
+                && !s.eq_ignore_ascii_case("image")
+        })
         .map(|s| {
-            Scenario::parse(s).ok_or_else(|| format!("unknown scenario {s:?} (S, M, L, fleet, XL)"))
+            Scenario::parse(s)
+                .ok_or_else(|| format!("unknown scenario {s:?} (S, M, L, fleet, XL, image)"))
         })
         .collect::<Result<_, _>>()?;
     let fleet_scenario = Scenario::parse(&args.fleet_scenario).ok_or_else(|| {
@@ -414,8 +429,9 @@ fn run(args: Args) -> Result<(), String> {
     if with_fleet && (args.fleet_sizes.is_empty() || args.fleet_sizes.contains(&0)) {
         return Err("--fleet-sizes must name cluster counts of at least 1".into());
     }
-    let fleet_only = with_fleet && !with_xl && scenarios.is_empty();
-    let xl_only = with_xl && !with_fleet && scenarios.is_empty();
+    let fleet_only = with_fleet && !with_xl && !with_image && scenarios.is_empty();
+    let xl_only = with_xl && !with_fleet && !with_image && scenarios.is_empty();
+    let image_only = with_image && !with_fleet && !with_xl && scenarios.is_empty();
     let mut machine = Machine {
         load_before: load_average(),
         started: now_utc(),
@@ -447,7 +463,7 @@ fn run(args: Args) -> Result<(), String> {
         }
     };
     let mut extras = Extras::default();
-    if !args.no_criterion && !fleet_only {
+    if !args.no_criterion && !fleet_only && !image_only {
         eprintln!("running the criterion benchmark (cargo bench --bench plan)…");
         let ok = Command::new(cargo())
             .args(["bench", "-p", "kubectl-appupdate", "--bench", "plan"])
@@ -495,6 +511,11 @@ fn run(args: Args) -> Result<(), String> {
 
     let sb = Sandbox::start(SandboxOptions {
         tls: true,
+        // Listed by the image check only (the image section); nothing else lists nodes.
+        node_platforms: vec![
+            ("linux".into(), "amd64".into()),
+            ("linux".into(), "amd64".into()),
+        ],
         ..SandboxOptions::default()
     })
     .map_err(|e| format!("cannot start the sandbox: {e}"))?;
@@ -552,6 +573,13 @@ fn run(args: Args) -> Result<(), String> {
         reps: args.reps,
         scenario: fleet_scenario,
     };
+    if image_only {
+        let results = image::measure(&rt, &ctx, args.reps, args.image_rtt)?;
+        let section = image::markdown(&results, machine.cores);
+        write_section(&args.out, &section, image::replace_section, "image")?;
+        let _ = std::fs::remove_dir_all(&dir);
+        return Ok(());
+    }
     if fleet_only && !with_xl {
         let results = fleet::measure(fleet_plan, &rt, &ctx)?;
         let section = fleet::markdown(&results, machine.cores);
@@ -630,6 +658,13 @@ fn run(args: Args) -> Result<(), String> {
         None
     };
 
+    let image_section = if with_image {
+        let results = image::measure(&rt, &ctx, args.reps, args.image_rtt)?;
+        Some(image::markdown(&results, machine.cores))
+    } else {
+        None
+    };
+
     let xl_section = if with_xl {
         Some(xl_section(
             &ctx.plugin,
@@ -686,6 +721,7 @@ fn run(args: Args) -> Result<(), String> {
         args.reps,
         fleet_section.as_deref(),
         xl_section.as_deref(),
+        image_section.as_deref(),
     );
     if let Some(parent) = args.out.parent() {
         let _ = std::fs::create_dir_all(parent);

@@ -13,7 +13,7 @@ pub fn mib(bytes: u64) -> String {
     format!("{:.1} MiB ({bytes} bytes)", bytes as f64 / 1024.0 / 1024.0)
 }
 
-fn ms(x: f64) -> String {
+pub(crate) fn ms(x: f64) -> String {
     if x < 10.0 {
         format!("{x:.1}")
     } else {
@@ -129,6 +129,7 @@ pub fn markdown(
     reps: usize,
     fleet: Option<&str>,
     xl: Option<&str>,
+    image: Option<&str>,
 ) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "# Performance\n");
@@ -144,9 +145,9 @@ pub fn markdown(
          One command: it builds the release plugin, runs the criterion benchmark \
          (`cargo bench -p kubectl-appupdate --bench plan`), runs every scenario at RTT {} ms, \
          measures peak RSS, start-up and size, and writes this file and `{}`. Options: \
-         `--reps N`, `--rtt 0,5,20`, `--scenarios S,M,L,fleet`, `--kubectl PATH`, `--plugin PATH`, \
-         `--no-criterion`, and for the fleet scenario `--fleet-sizes 1,4,16`, `--fleet-rtt 20`, \
-         `--fleet-scenario S`. The CPU benchmark alone: `cargo bench --bench plan`. Not part of \
+         `--reps N`, `--rtt 0,5,20`, `--scenarios S,M,L,fleet,XL,image`, `--kubectl PATH`, `--plugin PATH`, \
+         `--no-criterion`, for the fleet scenario `--fleet-sizes 1,4,16`, `--fleet-rtt 20`, \
+         `--fleet-scenario S`, and for the image section `--image-rtt 20` (it needs `docker-registry` on PATH). The CPU benchmark alone: `cargo bench --bench plan`. Not part of \
          `cargo nextest run` (only the harness's unit tests and a proxy smoke test are).\n",
         rtts.iter()
             .map(u64::to_string)
@@ -232,6 +233,10 @@ pub fn markdown(
             .map(|f| f.to_string_lossy().into_owned())
             .unwrap_or_default()
     );
+    // The image check's cost, beside the wall time it adds to.
+    if let Some(section) = image {
+        let _ = writeln!(s, "{section}");
+    }
 
     let max_rtt = cells.iter().map(|c| c.rtt_ms).max().unwrap_or(0);
     let _ = writeln!(
@@ -498,7 +503,7 @@ pub fn replace_marked(report: &str, section: &str, begin: &str, end: &str) -> St
 mod tests {
     use super::replace_marked;
 
-    /// Each generated section (fleet, XL) through its own markers.
+    /// Each generated section (fleet, XL, image) through its own markers.
     #[test]
     fn only_the_section_between_the_markers_is_replaced() {
         for (begin, end, replace) in [
@@ -508,6 +513,11 @@ mod tests {
                 crate::fleet::replace_section as fn(&str, &str) -> String,
             ),
             (crate::xl::BEGIN, crate::xl::END, crate::xl::replace_section),
+            (
+                crate::image::BEGIN,
+                crate::image::END,
+                crate::image::replace_section,
+            ),
         ] {
             let report = format!("# P\n\nbefore\n\n{begin}\nold\n{end}\n\nafter\n");
             let new = format!("{begin}\nnew\n{end}\n");

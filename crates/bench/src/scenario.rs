@@ -32,7 +32,8 @@ use serde_json::{Value, json};
 pub const NAMESPACE: &str = "demo";
 pub const APP: &str = "web";
 pub const CONTAINER: &str = "app";
-const IMAGE: &str = "registry.example.com/web:2.0";
+/// The image every scenario writes.
+pub const IMAGE: &str = "registry.example.com/web:2.0";
 
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 const CHANGE_CAUSE: &str = "kubernetes.io/change-cause";
