@@ -178,12 +178,14 @@ fn expose_through_the_gateway(env: &Env, timeout: &str) -> std::process::Output 
     env.run(&args)
 }
 
-/// The watch requests sent, as `path?query`.
-fn watches(env: &Env) -> Vec<String> {
+/// The follower's requests (its list by name, and the watch when the list did not already show
+/// the end), as `path?query`. A route its controller took up before the follower's list is
+/// never watched: the list alone ends its wait.
+fn follows(env: &Env) -> Vec<String> {
     env.sb
         .requests()
         .into_iter()
-        .filter(|r| r.method == "GET" && r.query.contains("watch=true"))
+        .filter(|r| r.method == "GET" && r.query.contains("fieldSelector=metadata.name="))
         .map(|r| format!("{}?{}", r.path, r.query))
         .collect()
 }
@@ -224,8 +226,8 @@ fn routes_accepted_by_their_gateway_end_the_wait_with_0() {
             "unexpected stderr line {line:?}"
         );
     }
-    // Each route is watched on its own; no --image, so no rollout is followed.
-    let watched = watches(&env);
+    // Each route is followed on its own; no --image, so no rollout is followed.
+    let watched = follows(&env);
     for name in [PUBLIC, USER] {
         assert!(
             watched
