@@ -478,9 +478,12 @@ async fn plan_one(
     sourced.owners = owners_of(&sourced);
     if settings.fleet.is_some() {
         // A fleet holds every member's plan at once; the live objects are not needed past
-        // planning. (One cluster keeps them: a run that ends once the plan is shown does not
-        // free them one by one.)
+        // planning, nor the history as read where nothing is to be recorded. (One cluster
+        // keeps them: a run that ends once the plan is shown does not free them one by one.)
         sourced.live = None;
+        if !sourced.plan.has_changes() {
+            sourced.config_map = None;
+        }
     }
     if let Some(checksum) = sourced.plan_checksum.clone() {
         // A saved plan is shown under the context it is applied through, and as it is now:
