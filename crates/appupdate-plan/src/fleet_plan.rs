@@ -7,6 +7,10 @@
 //! it serves — that is, the `-o json` document without the context and without the
 //! `resourceVersion` and `uid` each write is conditional on (those differ from cluster to
 //! cluster even when the change is the same).
+//!
+//! A fleet of thousands stays readable: a list of clusters names at most [`NAMED`] of them and
+//! says how many more there are ([`some_names`]); the report does the same for the clusters
+//! that ended the same way.
 
 use crate::updaters::Plan;
 use appupdate_model::output::{self, PlanDocument};
@@ -56,6 +60,28 @@ impl<'a> Section<'a> {
     pub fn contexts(&self) -> Vec<&'a str> {
         self.plans.iter().map(|p| p.context.as_str()).collect()
     }
+}
+
+/// How many names a list of clusters (or namespaces) shows; a longer one shows the first few
+/// and how many more there are.
+pub const NAMED: usize = 8;
+
+/// `names` (each already escaped for the terminal) joined with `, `: every one of them when
+/// there are at most [`NAMED`], else the first [`NAMED`] − 2 and `and N more`.
+pub fn some_names<S: AsRef<str>>(names: &[S]) -> String {
+    if names.len() <= NAMED {
+        return names
+            .iter()
+            .map(AsRef::as_ref)
+            .collect::<Vec<_>>()
+            .join(", ");
+    }
+    let first: Vec<&str> = names[..NAMED - 2].iter().map(AsRef::as_ref).collect();
+    format!(
+        "{} and {} more",
+        first.join(", "),
+        names.len() - first.len()
+    )
 }
 
 /// What a plan shows, without what differs between clusters that get the same change.
@@ -203,6 +229,10 @@ mod tests {
     use std::sync::Arc;
 
     fn plan(context: &str, rv: &str, max: i64) -> Plan {
+        plan_in(context, "shop", rv, max)
+    }
+
+    fn plan_in(context: &str, namespace: &str, rv: &str, max: i64) -> Plan {
         let hpa = AutoscalerUpdater {
             name: "web".into(),
             update: AutoscalerUpdate {
@@ -212,10 +242,10 @@ mod tests {
         };
         let live = json!({"metadata": {"name": "web", "resourceVersion": rv, "uid": format!("u-{rv}")},
             "spec": {"minReplicas": 2, "maxReplicas": max}});
-        let change: ObjectChange = hpa.plan("shop", Some(&live)).unwrap();
+        let change: ObjectChange = hpa.plan(namespace, Some(&live)).unwrap();
         Plan::new(
             "web".into(),
-            "shop".into(),
+            namespace.into(),
             context.into(),
             vec![Planned::new(Updater::Autoscaler(hpa), Arc::new(change))],
         )
@@ -248,6 +278,41 @@ mod tests {
             total_line(&fleet),
             "Total: 0 to create, 3 to update, 0 to delete, on 3 of 3 clusters. 1 cluster skipped."
         );
+    }
+
+    #[test]
+    fn the_same_change_in_another_namespace_is_another_section() {
+        // The views the diff shows name the namespace.
+        let a = plan("a", "10", 5);
+        let b = plan_in("b", "shop-b", "11", 5);
+        let c = plan_in("c", "shop-b", "12", 5);
+        let fleet = FleetPlan {
+            app: "web",
+            members: vec![
+                Member::Planned(&a),
+                Member::Planned(&b),
+                Member::Planned(&c),
+            ],
+            waves: &[],
+        };
+        let sections = fleet.sections();
+        assert_eq!(sections.len(), 2);
+        assert_eq!(sections[1].contexts(), ["b", "c"]);
+    }
+
+    #[test]
+    fn a_long_list_of_names_shows_the_first_few_and_how_many_more() {
+        let names: Vec<String> = (0..2000).map(|i| format!("c{i:04}")).collect();
+        assert_eq!(
+            some_names(&names),
+            "c0000, c0001, c0002, c0003, c0004, c0005 and 1994 more"
+        );
+        assert_eq!(
+            some_names(&names[..NAMED]),
+            "c0000, c0001, c0002, c0003, c0004, c0005, c0006, c0007"
+        );
+        assert_eq!(some_names(&names[..1]), "c0000");
+        assert_eq!(some_names::<&str>(&[]), "");
     }
 
     #[test]
