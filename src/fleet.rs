@@ -1031,6 +1031,69 @@ mod bake_tests {
 }
 
 #[cfg(test)]
+mod told_tests {
+    use super::*;
+
+    fn end(states: Vec<(&str, bool, ClusterState)>) -> FleetEnd {
+        FleetEnd {
+            app: "web".into(),
+            clusters: states
+                .into_iter()
+                .map(|(context, canary, state)| ClusterEnd {
+                    context: context.into(),
+                    canary,
+                    namespace: Some("shop".into()),
+                    state,
+                })
+                .collect(),
+            interrupted: None,
+            changes_pending: false,
+        }
+    }
+
+    fn unchanged() -> ClusterState {
+        ClusterState::Unchanged { rollout: None }
+    }
+
+    fn told(end: &FleetEnd) -> Vec<String> {
+        end.told(|_| String::new())
+            .iter()
+            .map(|t| match t {
+                Told::One(c) => c.heading().text,
+                Told::Many(cs) => group_heading(cs).text,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn more_than_eight_clusters_that_ended_the_same_way_are_told_once_where_the_first_is() {
+        let mut states: Vec<(String, bool, ClusterState)> = (0..12)
+            .map(|i| (format!("c{i:02}"), false, unchanged()))
+            .collect();
+        states[3].2 = ClusterState::NotStarted(NotStarted::Interrupted);
+        states[5].1 = true; // the canary is told on its own
+        let mut fleet = end(states
+            .iter()
+            .map(|(c, k, _)| (c.as_str(), *k, unchanged()))
+            .collect());
+        for (c, (_, _, s)) in fleet.clusters.iter_mut().zip(states) {
+            c.state = s;
+        }
+        assert_eq!(
+            told(&fleet),
+            [
+                "10 clusters (contexts c00, c01, c02, c04, c06, c07 and 4 more; namespace shop): already as planned, nothing to change",
+                "context c03 (namespace shop): NOT started: interrupted before it started",
+                "context c05 (namespace shop, the canary): already as planned, nothing to change",
+            ]
+        );
+        // Eight that ended the same way are each told, as any small fleet is.
+        let eight = end((0..8).map(|_| ("a", false, unchanged())).collect());
+        assert_eq!(told(&eight).len(), 8);
+    }
+}
+
+#[cfg(test)]
 mod wave_props {
     use super::in_waves;
     use proptest::prelude::*;
