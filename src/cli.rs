@@ -606,9 +606,9 @@ pub struct FleetArgs {
           help_heading = "Fleet")]
     pub parallel: Option<u32>,
 
-    /// Clusters connected to at once (default: what the open-files limit allows, ulimit -n
-    /// less 32); a fleet of more is read, dry-run, written and followed in batches, each
-    /// cluster reconnected at each stage.
+    /// Clusters connected to at once (default: 512, or --parallel when larger, within what the
+    /// open-files limit allows: ulimit -n less 32); a fleet of more is read, dry-run, written
+    /// and followed in batches, each cluster reconnected at each stage.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..),
           help_heading = "Fleet")]
     pub max_connections: Option<u32>,

@@ -40,9 +40,9 @@ pub const RESERVED: u64 = 32;
 
 /// The bound when `--max-connections` is not given and the open files allow more (a limit of
 /// 1 024 allows 992). An open connection holds ~60 KB of TLS and HTTP/2 buffers and a cluster
-/// at work the state of its requests: 2 000 clusters at once peaked at 178 MiB for a dry run
-/// and 302 MiB for an apply, in batches of 512 at ~110 and ~150 MiB (docs/performance.md). A
-/// fleet of up to 512 clusters keeps one connection per cluster for the whole run.
+/// at work the state of its requests: 2 000 clusters at once peaked at 192 MiB for a dry run
+/// and 295 MiB for an apply, in batches of 512 at 84 and 121 MiB (docs/performance.md, item
+/// 18). A fleet of up to 512 clusters keeps one connection per cluster for the whole run.
 pub const DEFAULT_MOST: usize = 512;
 
 /// `OPEN_MAX` of macOS's `<sys/syslimits.h>`: what setrlimit(2) says to set the soft limit to
