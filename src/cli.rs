@@ -608,6 +608,13 @@ pub struct FleetArgs {
           help_heading = "Fleet")]
     pub parallel: Option<u32>,
 
+    /// Clusters connected to at once (default: 512, or --parallel when larger, within what the
+    /// open-files limit allows: ulimit -n less 32); a fleet of more is read, dry-run, written
+    /// and followed in batches, each cluster reconnected at each stage.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..),
+          help_heading = "Fleet")]
+    pub max_connections: Option<u32>,
+
     /// Apply to this context first and follow its rollout; the others only once it rolled out
     /// (repeatable).
     #[arg(long, value_name = "CONTEXT", action = clap::ArgAction::Append, help_heading = "Fleet")]

@@ -16,7 +16,7 @@ use appupdate_model::output::{self, PlanDocument, SummaryDoc};
 use appupdate_model::plan::Action;
 use appupdate_model::report::{self, Fate, Interruption, Line, Outcome, Report};
 use appupdate_model::text::Untrusted;
-use appupdate_plan::fleet_plan::{FailureBudget, FleetPlan};
+use appupdate_plan::fleet_plan::{FailureBudget, FleetPlan, NAMED, some_names};
 
 /// The schema of the fleet document.
 pub const SCHEMA_VERSION: &str = "kubectl-appupdate.fleet/v2";
@@ -365,41 +365,47 @@ impl ClusterEnd {
             None if self.canary => format!("context {c} (the canary)"),
             None => format!("context {c}"),
         };
+        let mut line = self.how();
+        line.text = format!("{at}: {}", line.text);
+        line
+    }
+
+    /// How the cluster ended, as its heading says it after where it is.
+    fn how(&self) -> Line {
         let not_done = |style: Style, text: String| Line::new(Fate::NotDone, style, text);
         match &self.state {
             ClusterState::Failed(err) => not_done(
                 Style::new().red(),
-                format!("{at}: NOT updated: {}", Untrusted(err.to_string())),
+                format!("NOT updated: {}", Untrusted(err.to_string())),
             ),
             ClusterState::Skipped(err) => not_done(
                 Style::new().yellow(),
                 format!(
-                    "{at}: skipped (--skip-unreachable): {}",
+                    "skipped (--skip-unreachable): {}",
                     Untrusted(err.to_string())
                 ),
             ),
             ClusterState::Planned => not_done(
                 Style::new().yellow(),
-                format!("{at}: planned, NOT updated: another cluster could not be planned"),
+                "planned, NOT updated: another cluster could not be planned".to_owned(),
             ),
             ClusterState::Refused(_) => not_done(
                 Style::new().red(),
-                format!("{at}: NOT updated: refused before any write"),
+                "NOT updated: refused before any write".to_owned(),
             ),
             ClusterState::Unchanged { .. } => Line::new(
                 Fate::Done,
                 Style::new(),
-                format!("{at}: already as planned, nothing to change"),
+                "already as planned, nothing to change".to_owned(),
             ),
             ClusterState::AlreadyApplied { revision } => Line::new(
                 Fate::Done,
                 Style::new(),
-                format!("{at}: {}, not written again", already_applied(*revision)),
+                format!("{}, not written again", already_applied(*revision)),
             ),
-            ClusterState::NotStarted(why) => not_done(
-                Style::new().yellow(),
-                format!("{at}: NOT started: {}", why.why()),
-            ),
+            ClusterState::NotStarted(why) => {
+                not_done(Style::new().yellow(), format!("NOT started: {}", why.why()))
+            }
             ClusterState::Applied {
                 report,
                 put_back: Some(back),
@@ -410,7 +416,7 @@ impl ClusterEnd {
                 } else {
                     Style::new().red().bold()
                 },
-                format!("{at}: updated{}", back.said()),
+                format!("updated{}", back.said()),
             ),
             ClusterState::Applied { report, .. } => {
                 let tripped = report
@@ -421,13 +427,13 @@ impl ClusterEnd {
                     Line::new(
                         Fate::Done,
                         Style::new().green().bold(),
-                        format!("{at}: updated"),
+                        "updated".to_owned(),
                     )
                 } else if report.interrupted.is_some() {
                     not_done(
                         Style::new().red().bold(),
                         format!(
-                            "{at}: interrupted while writing{}",
+                            "interrupted while writing{}",
                             if report.any_written() {
                                 ", partly updated"
                             } else {
@@ -439,7 +445,7 @@ impl ClusterEnd {
                     not_done(
                         Style::new().red().bold(),
                         format!(
-                            "{at}: stopped by the approved-diff guard{}",
+                            "stopped by the approved-diff guard{}",
                             if report.any_written() {
                                 ", partly updated"
                             } else {
@@ -448,11 +454,11 @@ impl ClusterEnd {
                         ),
                     )
                 } else if report.any_written() {
-                    not_done(Style::new().red().bold(), format!("{at}: partly updated"))
+                    not_done(Style::new().red().bold(), "partly updated".to_owned())
                 } else {
                     not_done(
                         Style::new().red(),
-                        format!("{at}: NOT updated: nothing was changed"),
+                        "NOT updated: nothing was changed".to_owned(),
                     )
                 }
             }
@@ -501,6 +507,74 @@ impl ClusterEnd {
     }
 }
 
+/// Clusters as the report tells them ([`FleetEnd::told`]).
+pub enum Told<'a> {
+    /// A cluster on its own.
+    One(&'a ClusterEnd),
+    /// More than [`NAMED`] clusters that ended the same way, told once.
+    Many(Vec<&'a ClusterEnd>),
+}
+
+impl ClusterEnd {
+    /// What its part of the report says, but where it is: equal for clusters that ended the
+    /// same way; `None` for one told on its own whatever the others did (a canary, one whose
+    /// guard tripped: its new diff is its own).
+    fn ended_as(&self, app: &str, recorded: impl Fn(&Recorded) -> String) -> Option<String> {
+        if self.canary {
+            return None;
+        }
+        if let ClusterState::Applied { report, .. } | ClusterState::Refused(report) = &self.state
+            && report
+                .entries
+                .iter()
+                .any(|(_, o)| matches!(o, Outcome::Tripped { .. }))
+        {
+            return None;
+        }
+        let how = self.how();
+        let mut said = format!("{:?} {}\n", how.fate, how.text);
+        for line in self.objects().iter().chain(&self.rollout(app)) {
+            said.push_str(&format!("{:?} {}\n", line.fate, line.text));
+        }
+        if let ClusterState::Applied { recorded: r, .. } = &self.state {
+            said.push_str(&recorded(r));
+        }
+        Some(said)
+    }
+}
+
+/// The heading of clusters told together: `2000 clusters (contexts c0000, …, c0005 and 1994
+/// more; namespace shop): updated`.
+pub fn group_heading(clusters: &[&ClusterEnd]) -> Line {
+    let contexts: Vec<String> = clusters
+        .iter()
+        .map(|c| Untrusted(&c.context).to_string())
+        .collect();
+    let mut namespaces: Vec<String> = Vec::new();
+    for ns in clusters.iter().filter_map(|c| c.namespace.as_deref()) {
+        let ns = Untrusted(ns).to_string();
+        if !namespaces.contains(&ns) {
+            namespaces.push(ns);
+        }
+    }
+    let namespaces = match namespaces.len() {
+        0 => String::new(),
+        1 => format!("; namespace {}", namespaces[0]),
+        _ => format!("; namespaces {}", some_names(&namespaces)),
+    };
+    let mut line = clusters.first().map_or_else(
+        || Line::new(Fate::Done, Style::new(), String::new()),
+        |c| c.how(),
+    );
+    line.text = format!(
+        "{} clusters (contexts {}{namespaces}): {}",
+        clusters.len(),
+        some_names(&contexts),
+        line.text
+    );
+    line
+}
+
 /// How a run over several clusters ended, cluster by cluster (in the order of the contexts).
 #[derive(Debug)]
 pub struct FleetEnd {
@@ -515,6 +589,43 @@ pub struct FleetEnd {
 impl FleetEnd {
     pub fn any_written(&self) -> bool {
         self.clusters.iter().any(ClusterEnd::written)
+    }
+
+    /// The clusters as the report tells them, in the order of the contexts: each on its own,
+    /// except that more than [`NAMED`] clusters that ended the same way — the same words after
+    /// where they are, the same lines under them (`recorded` says how a history record is
+    /// told) — are told once, where the first of them is, with their count: a fleet of
+    /// thousands that went as planned is a few lines, and the clusters that did not stand out.
+    pub fn told(&self, recorded: impl Fn(&Recorded) -> String) -> Vec<Told<'_>> {
+        let keys: Vec<Option<String>> = self
+            .clusters
+            .iter()
+            .map(|c| c.ended_as(&self.app, &recorded))
+            .collect();
+        let mut count: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+        for key in keys.iter().flatten() {
+            *count.entry(key.as_str()).or_default() += 1;
+        }
+        let mut told = Vec::new();
+        let mut grouped: std::collections::HashSet<&str> = std::collections::HashSet::new();
+        for (c, key) in self.clusters.iter().zip(&keys) {
+            match key.as_deref() {
+                Some(key) if count.get(key).is_some_and(|&n| n > NAMED) => {
+                    if grouped.insert(key) {
+                        let same = self
+                            .clusters
+                            .iter()
+                            .zip(&keys)
+                            .filter(|(_, k)| k.as_deref() == Some(key))
+                            .map(|(c, _)| c)
+                            .collect();
+                        told.push(Told::Many(same));
+                    }
+                }
+                _ => told.push(Told::One(c)),
+            }
+        }
+        told
     }
 
     /// The last line of the report.
@@ -924,6 +1035,69 @@ mod bake_tests {
             bake_regression(Some(&d), new).unwrap(),
             "it is not available (MinimumReplicasUnavailable)"
         );
+    }
+}
+
+#[cfg(test)]
+mod told_tests {
+    use super::*;
+
+    fn end(states: Vec<(&str, bool, ClusterState)>) -> FleetEnd {
+        FleetEnd {
+            app: "web".into(),
+            clusters: states
+                .into_iter()
+                .map(|(context, canary, state)| ClusterEnd {
+                    context: context.into(),
+                    canary,
+                    namespace: Some("shop".into()),
+                    state,
+                })
+                .collect(),
+            interrupted: None,
+            changes_pending: false,
+        }
+    }
+
+    fn unchanged() -> ClusterState {
+        ClusterState::Unchanged { rollout: None }
+    }
+
+    fn told(end: &FleetEnd) -> Vec<String> {
+        end.told(|_| String::new())
+            .iter()
+            .map(|t| match t {
+                Told::One(c) => c.heading().text,
+                Told::Many(cs) => group_heading(cs).text,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn more_than_eight_clusters_that_ended_the_same_way_are_told_once_where_the_first_is() {
+        let mut states: Vec<(String, bool, ClusterState)> = (0..12)
+            .map(|i| (format!("c{i:02}"), false, unchanged()))
+            .collect();
+        states[3].2 = ClusterState::NotStarted(NotStarted::Interrupted);
+        states[5].1 = true; // the canary is told on its own
+        let mut fleet = end(states
+            .iter()
+            .map(|(c, k, _)| (c.as_str(), *k, unchanged()))
+            .collect());
+        for (c, (_, _, s)) in fleet.clusters.iter_mut().zip(states) {
+            c.state = s;
+        }
+        assert_eq!(
+            told(&fleet),
+            [
+                "10 clusters (contexts c00, c01, c02, c04, c06, c07 and 4 more; namespace shop): already as planned, nothing to change",
+                "context c03 (namespace shop): NOT started: interrupted before it started",
+                "context c05 (namespace shop, the canary): already as planned, nothing to change",
+            ]
+        );
+        // Eight that ended the same way are each told, as any small fleet is.
+        let eight = end((0..8).map(|_| ("a", false, unchanged())).collect());
+        assert_eq!(told(&eight).len(), 8);
     }
 }
 

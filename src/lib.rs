@@ -27,6 +27,7 @@ pub(crate) mod fleet_progress;
 pub(crate) mod history_store;
 pub(crate) mod image_check;
 pub(crate) mod live_state;
+pub mod open_files;
 pub(crate) mod plan_sources;
 pub(crate) mod planning;
 pub(crate) mod put_back;

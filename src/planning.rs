@@ -10,7 +10,6 @@
 
 use std::sync::Arc;
 
-use futures::future::join_all;
 use k8s_openapi::jiff::Timestamp;
 
 use crate::error::AppError;
@@ -23,6 +22,7 @@ use crate::settings::{
 };
 use crate::streams;
 use appupdate_kube::cluster::{Cluster, RequestLog};
+use appupdate_kube::connections::ConnectionLimit;
 use appupdate_kube::kube_context::{Connection, Loaded};
 use appupdate_model::plan::CheckedImage;
 use appupdate_model::text::Untrusted;
@@ -183,13 +183,20 @@ pub(crate) async fn plan_all(
     settings: &Settings,
     fleet: &FleetSettings,
 ) -> Result<Planned, AppError> {
-    let loaded = Loaded::load(&settings.cluster)?;
+    let mut loaded = Loaded::load(&settings.cluster)?;
     let several = settings.fleet.is_some();
     let (names, waves) = if several {
         fleet_contexts(&loaded, settings, fleet)?
     } else {
         (Vec::new(), Vec::new())
     };
+    // How many clusters each stage works on at a time.
+    let mut at_once = 1;
+    if several {
+        let limit = connection_limit(fleet, names.len())?;
+        at_once = limit.most();
+        loaded.limit_connections(limit);
+    }
     // kubectl's credential plugin policy, for every context before any client is built: a
     // plugin it does not allow is never started, and a fleet with one is refused whole.
     let checked: Vec<Option<&str>> = if several {
@@ -205,7 +212,7 @@ pub(crate) async fn plan_all(
     let mut resolved;
     let settings = match settings.undo() {
         Some(undo) if several && undo.fleet_run.is_none() && undo.revision.is_none() => {
-            match newest_fleet_run(&loaded, settings, &names).await {
+            match newest_fleet_run(&loaded, settings, &names, at_once).await {
                 Some(id) => {
                     resolved = settings.clone();
                     if let Mode::Undo { request, .. } = &mut resolved.mode {
@@ -227,7 +234,8 @@ pub(crate) async fn plan_all(
     };
     // The image is checked once for the run, while every cluster is connected and read.
     let check = image_check::start(settings);
-    let results = join_all(
+    let results = buffered(
+        at_once,
         targets
             .iter()
             .map(|context| plan_one(&loaded, settings, *context, &check)),
@@ -270,6 +278,29 @@ pub(crate) async fn plan_all(
     }
     one_context_per_cluster(&planned)?;
     Ok(planned)
+}
+
+/// `futures`, `at_once` at a time (at least one), started in order; their outputs in order.
+/// A stage over thousands of clusters holds the state of only as many as have a connection.
+pub(crate) async fn buffered<F: std::future::Future>(
+    at_once: usize,
+    futures: impl IntoIterator<Item = F>,
+) -> Vec<F::Output> {
+    use futures::StreamExt as _;
+    futures::stream::iter(futures)
+        .buffered(at_once.max(1))
+        .collect()
+        .await
+}
+
+/// How many of a fleet's `clusters` may have a connection open at once: what the open-files
+/// limit leaves, or `--max-connections`; a fleet that fits keeps each connection for the whole
+/// run, a larger one is connected to in batches at each stage ([`crate::open_files`]).
+fn connection_limit(fleet: &FleetSettings, clusters: usize) -> Result<ConnectionLimit, AppError> {
+    let soft = crate::open_files::current().and_then(|l| l.soft);
+    let bound = crate::open_files::connection_bound(soft, fleet.max_connections, fleet.parallel)
+        .map_err(SettingsError::Invalid)?;
+    Ok(ConnectionLimit::for_clusters(bound, clusters))
 }
 
 /// A fleet's contexts, in order, and its waves: the names given (or the plan file's), the
@@ -350,19 +381,24 @@ async fn newest_fleet_run(
     loaded: &Loaded,
     settings: &Settings,
     contexts: &[String],
+    at_once: usize,
 ) -> Option<String> {
-    let reads = join_all(contexts.iter().map(|context| async move {
-        let conn = loaded
-            .connect(&settings.cluster, Some(context), streams::warning)
-            .await
-            .ok()?;
-        let cluster = connected(conn, 0, None);
-        let cm = history_store::read(&cluster, &settings.app).await.ok()?;
-        let history = history::History::from_config_map(cm.as_ref(), &settings.app);
-        history
-            .newest_fleet_run()
-            .map(|(id, time)| (time.to_owned(), id.to_owned()))
-    }))
+    let reads = buffered(
+        at_once,
+        contexts.iter().map(|context| async move {
+            let conn = loaded
+                .connect(&settings.cluster, Some(context), streams::warning)
+                .await
+                .ok()?;
+            let cluster = connected(conn, 0, None);
+            let _session = cluster.session().await;
+            let cm = history_store::read(&cluster, &settings.app).await.ok()?;
+            let history = history::History::from_config_map(cm.as_ref(), &settings.app);
+            history
+                .newest_fleet_run()
+                .map(|(id, time)| (time.to_owned(), id.to_owned()))
+        }),
+    )
     .await;
     reads.into_iter().flatten().max().map(|(_, id)| id)
 }
@@ -428,6 +464,9 @@ async fn plan_one(
     // In a fleet, -v names the context on each line.
     let prefix = context.map(|c| format!("[{}] ", Untrusted(c)));
     let cluster = connected(conn, settings.verbose, prefix);
+    // Its connection is open from the first read to the end of its planning (and stays open
+    // when every cluster of the run fits within the limit).
+    let _session = cluster.session().await;
     let target = match &settings.mode {
         Mode::Update { changes, .. } => Target::Change(changes),
         Mode::Undo { request, .. } => Target::Undo(request),
@@ -456,9 +495,12 @@ async fn plan_one(
     sourced.owners = owners_of(&sourced);
     if settings.fleet.is_some() {
         // A fleet holds every member's plan at once; the live objects are not needed past
-        // planning. (One cluster keeps them: a run that ends once the plan is shown does not
-        // free them one by one.)
+        // planning, nor the history as read where nothing is to be recorded. (One cluster
+        // keeps them: a run that ends once the plan is shown does not free them one by one.)
         sourced.live = None;
+        if !sourced.plan.has_changes() {
+            sourced.config_map = None;
+        }
     }
     if let Some(checksum) = sourced.plan_checksum.clone() {
         // A saved plan is shown under the context it is applied through, and as it is now:

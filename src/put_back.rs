@@ -245,6 +245,7 @@ pub(crate) async fn put_back_fleet(
                 else {
                     return (m.index, None);
                 };
+                let _session = m.cluster.session().await;
                 progress.busy(m.index, "putting back what this run changed");
                 let mut line = crate::fleet_progress::RolloutLine {
                     progress: progress.clone(),
@@ -272,7 +273,8 @@ pub(crate) async fn put_back_fleet(
                 )
             }
         });
-        for (index, end) in futures::future::join_all(jobs).await {
+        let at_once = group.first().map_or(1, |m| m.cluster.at_once());
+        for (index, end) in crate::planning::buffered(at_once, jobs).await {
             if let (Some(end), Some(ClusterState::Applied { put_back, .. })) =
                 (end, states.get_mut(index))
             {

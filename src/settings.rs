@@ -260,6 +260,9 @@ pub fn resolve_cluster(
 pub struct FleetSettings {
     /// Clusters written at the same time (≥ 1); `None`: all at once (the default).
     pub parallel: Option<usize>,
+    /// `--max-connections`: clusters connected to at once (≥ 1); `None`: what the open-files
+    /// limit allows (`crate::open_files`).
+    pub max_connections: Option<usize>,
     /// Contexts applied first, whose rollout must complete before the others start.
     pub canary: Vec<String>,
     /// `--wave`: the clusters in order; empty without waves.
@@ -315,6 +318,7 @@ impl FleetSettings {
     pub fn one() -> FleetSettings {
         FleetSettings {
             parallel: None,
+            max_connections: None,
             canary: Vec::new(),
             waves: Vec::new(),
             max_failed: 0,
@@ -354,6 +358,7 @@ impl FleetSettings {
         if !fleet {
             let given = [
                 (args.parallel.is_some(), "--parallel"),
+                (args.max_connections.is_some(), "--max-connections"),
                 (args.stop_on_failure.is_some(), "--stop-on-failure"),
                 (args.skip_unreachable, "--skip-unreachable"),
             ];
@@ -380,6 +385,7 @@ impl FleetSettings {
         let stop_default = waves.is_empty() || args.max_failed.unwrap_or(0) == 0;
         Ok(Some(FleetSettings {
             parallel: args.parallel.map(|n| n as usize),
+            max_connections: args.max_connections.map(|n| n as usize),
             canary,
             waves,
             max_failed: args.max_failed.map_or(0, |n| n as usize),

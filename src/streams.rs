@@ -238,10 +238,18 @@ impl Streams {
     /// How each cluster of a fleet ended: its heading, what the guard stopped (the new diff),
     /// what happened to each object and to the rollout, the history record; then the
     /// closing line.
+    /// More than a few clusters that ended the same way are told once, with their count
+    /// ([`FleetEnd::told`]).
     pub fn fleet_report(&self, end: &FleetEnd) -> io::Result<()> {
         let indented = |line: &report::Line, color: bool| format!("  {}\n", line.render(color));
-        for cluster in &end.clusters {
-            let heading = cluster.heading();
+        for told in end.told(|r| recorded_line(r, "")) {
+            let (heading, cluster) = match told {
+                fleet::Told::One(c) => (c.heading(), c),
+                fleet::Told::Many(cs) => match cs.first() {
+                    Some(first) => (fleet::group_heading(&cs), *first),
+                    None => continue,
+                },
+            };
             let kind = Kind::from(heading.fate);
             self.write(
                 kind,
@@ -324,14 +332,9 @@ impl Streams {
     fn recorded_indented(&self, recorded: &Recorded, indent: &str) -> io::Result<()> {
         match recorded {
             Recorded::Nothing => Ok(()),
-            Recorded::Revision {
-                revision,
-                config_map,
-            } => self.write(
-                Kind::Done,
-                format!("{indent}recorded as revision {revision} in configmap/{config_map}\n")
-                    .as_bytes(),
-            ),
+            Recorded::Revision { .. } => {
+                self.write(Kind::Done, recorded_line(recorded, indent).as_bytes())
+            }
             Recorded::Warning(text) => {
                 let text = if self.color(Kind::Notice) {
                     console::style(text)
@@ -439,6 +442,19 @@ impl Streams {
                 self.write(Kind::Error, format!("{prefix} {line}\n").as_bytes())
             }
         }
+    }
+}
+
+/// The line that says where a run's history record went (`recorded as revision 4 in
+/// configmap/web-appupdate-history`), or its warning (uncoloured); nothing when there is none.
+fn recorded_line(recorded: &Recorded, indent: &str) -> String {
+    match recorded {
+        Recorded::Nothing => String::new(),
+        Recorded::Revision {
+            revision,
+            config_map,
+        } => format!("{indent}recorded as revision {revision} in configmap/{config_map}\n"),
+        Recorded::Warning(text) => format!("{indent}{text}\n"),
     }
 }
 

@@ -29,6 +29,7 @@ use appupdate_kube::probe;
 use appupdate_model::report::Interruption;
 use appupdate_model::text::Untrusted;
 use appupdate_model::verify::{self, Probe};
+use appupdate_plan::fleet_plan;
 use appupdate_plan::history;
 
 /// What a run over one cluster and a run over a fleet tell differently. The run calls these
@@ -439,11 +440,12 @@ impl Telling for Fleet {
             Untrusted(fleet.app),
             n,
             if n == 1 { "" } else { "s" },
-            fleet
-                .plans()
-                .map(|p| Untrusted(&p.context).to_string())
-                .collect::<Vec<_>>()
-                .join(", "),
+            fleet_plan::some_names(
+                &fleet
+                    .plans()
+                    .map(|p| Untrusted(&p.context).to_string())
+                    .collect::<Vec<_>>()
+            ),
             order,
             t.create,
             t.update,
@@ -547,10 +549,11 @@ fn wave_order(waves: &[Vec<String>]) -> String {
     let each: Vec<String> = waves
         .iter()
         .map(|w| {
-            w.iter()
-                .map(|c| Untrusted(c).to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
+            fleet_plan::some_names(
+                &w.iter()
+                    .map(|c| Untrusted(c).to_string())
+                    .collect::<Vec<_>>(),
+            )
         })
         .collect();
     format!("; in {} waves: {}", waves.len(), each.join(", then "))

@@ -15,7 +15,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures::StreamExt;
-use futures::future::join_all;
 
 use crate::apply::{self, ApplyOptions, InterruptFlag, Preflighted};
 use crate::fleet::{self, ClusterState, FleetOrder, NotStarted};
@@ -258,42 +257,47 @@ async fn dry_run_all(
     };
     let recording = settings.history_max > 0;
     let unchecked = writes_one_object(members);
-    let preflights = join_all(members.iter().map(|m| async move {
-        if !m.sourced.plan.has_changes() {
-            progress.set(m.index, "nothing to change");
-            return None;
-        }
-        if !unchecked {
-            progress.busy(m.index, "dry run");
-        }
-        let prepare = async {
-            if !recording {
+    let at_once = members.first().map_or(1, |m| m.cluster.at_once());
+    let preflights = crate::planning::buffered(
+        at_once,
+        members.iter().map(|m| async move {
+            if !m.sourced.plan.has_changes() {
+                progress.set(m.index, "nothing to change");
                 return None;
             }
-            Some(match (&m.sourced.config_map, &m.sourced.user) {
-                (Some(cm), Some(user)) => Prepared {
-                    config_map: Ok(cm.clone()),
-                    user: user.clone(),
-                },
-                (Some(cm), None) => Prepared {
-                    config_map: Ok(cm.clone()),
-                    user: history_store::who(&m.cluster).await,
-                },
-                (None, _) => history_store::prepare(&m.cluster, &m.sourced.plan.app).await,
-            })
-        };
-        let preflight = async {
-            if unchecked {
-                return Ok(apply::unchecked(&m.sourced.plan));
+            let _session = m.cluster.session().await;
+            if !unchecked {
+                progress.busy(m.index, "dry run");
             }
-            apply::preflight(&m.cluster, &m.sourced.plan, opts, interrupt).await
-        };
-        let (preflight, prepared) = tokio::join!(preflight, prepare);
-        Some(preflight.map(|preflighted| Ready {
-            preflighted,
-            prepared,
-        }))
-    }))
+            let prepare = async {
+                if !recording {
+                    return None;
+                }
+                Some(match (&m.sourced.config_map, &m.sourced.user) {
+                    (Some(cm), Some(user)) => Prepared {
+                        config_map: Ok(cm.clone()),
+                        user: user.clone(),
+                    },
+                    (Some(cm), None) => Prepared {
+                        config_map: Ok(cm.clone()),
+                        user: history_store::who(&m.cluster).await,
+                    },
+                    (None, _) => history_store::prepare(&m.cluster, &m.sourced.plan.app).await,
+                })
+            };
+            let preflight = async {
+                if unchecked {
+                    return Ok(apply::unchecked(&m.sourced.plan));
+                }
+                apply::preflight(&m.cluster, &m.sourced.plan, opts, interrupt).await
+            };
+            let (preflight, prepared) = tokio::join!(preflight, prepare);
+            Some(preflight.map(|preflighted| Ready {
+                preflighted,
+                prepared,
+            }))
+        }),
+    )
     .await;
     let mut ready: Vec<Option<Ready>> = (0..states.len()).map(|_| None).collect();
     let mut refused = false;
@@ -389,6 +393,7 @@ async fn bake_wave(
         if !state.as_planned() {
             continue;
         }
+        let _session = m.cluster.session().await;
         let app = &m.sourced.plan.app;
         let image = planned_image(&m.sourced.plan);
         let read = m
@@ -487,7 +492,9 @@ impl Writing<'_> {
         jobs: Vec<(&Member, Option<Ready>)>,
         follow: bool,
     ) -> Vec<(usize, ClusterState)> {
-        let at_once = self.fleet.parallel.unwrap_or(jobs.len()).max(1);
+        // `--parallel` is at most the connections' bound (a larger one was refused).
+        let bound = jobs.first().map_or(1, |(m, _)| m.cluster.at_once());
+        let at_once = self.fleet.parallel.unwrap_or(jobs.len()).min(bound).max(1);
         futures::stream::iter(jobs)
             .map(|(m, r)| async move { (m.index, self.one(m, r, follow).await) })
             .buffer_unordered(at_once)
@@ -510,6 +517,12 @@ impl Writing<'_> {
             progress.set(m.index, &fleet::already_applied(revision));
             return ClusterState::AlreadyApplied { revision };
         }
+        // With more clusters than connections, this waits for a connection: whether the
+        // cluster may start is decided once it has one.
+        let _session = match (&ready, follow) {
+            (None, false) => None,
+            _ => Some(m.cluster.session().await),
+        };
         if self.interrupt.get().is_some() {
             progress.set(m.index, "NOT started: interrupted");
             return ClusterState::NotStarted(NotStarted::Interrupted);

@@ -15,6 +15,7 @@ mod external_auth_e2e;
 mod fault_matrix_e2e;
 mod files_e2e;
 mod fleet_e2e;
+mod fleet_limits_e2e;
 mod fleet_props;
 mod fuzz;
 mod history_e2e;

@@ -163,6 +163,19 @@ impl Cluster {
         &self.conn.namespace
     }
 
+    /// A session on this cluster ([`crate::connections`]): its connection may be open until
+    /// the session (and any other open on it) ends; waits for a permit of the run's limit.
+    pub async fn session(&self) -> crate::connections::Session {
+        self.conn.sessions.open().await
+    }
+
+    /// How many clusters of the run may have a connection open at once: how many of them a
+    /// stage works on at a time (more would only wait for a connection, each holding what its
+    /// work needs meanwhile).
+    pub fn at_once(&self) -> usize {
+        self.conn.sessions.limit().most()
+    }
+
     /// Sends `req` within `--request-timeout`, logging it for `-v` as `what`.
     pub(crate) async fn send<T: DeserializeOwned>(
         &self,

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use kube::config::{KubeConfigOptions, Kubeconfig, LoadDataError};
 
+use crate::connections::{ConnectionLimit, Sessions};
 use crate::credential_policy::CredentialPolicy;
 use crate::describe::{describe_auth_error, one_line};
 use crate::files;
@@ -203,6 +204,9 @@ pub struct Connection {
     pub user: Option<String>,
     /// The user impersonated with `--as` (the server authorizes the requests as them).
     pub as_user: Option<String>,
+    /// When the connection is open: within a session ([`crate::connections`]), each counted
+    /// against the run's limit.
+    pub sessions: std::sync::Arc<crate::connections::Sessions>,
 }
 
 /// Stands in for the cluster's `proxy-url` while kube loads the kubeconfig (never dialled).
@@ -541,6 +545,8 @@ pub struct Loaded {
     files: String,
     /// kubectl's credential plugin policy (its kuberc), read once.
     credential_policy: CredentialPolicy,
+    /// How many of the clients built from it may have a connection open at once.
+    limit: ConnectionLimit,
 }
 
 impl Loaded {
@@ -551,7 +557,13 @@ impl Loaded {
             kubeconfig,
             files: list(&files),
             credential_policy: CredentialPolicy::load(&sel.credential_policy),
+            limit: ConnectionLimit::unbounded(),
         })
+    }
+
+    /// The clients built from now on share `limit` (by default there is none).
+    pub fn limit_connections(&mut self, limit: ConnectionLimit) {
+        self.limit = limit;
     }
 
     /// Checks, for each of `contexts` (`None`: `sel.context`, else the current one), that the
@@ -652,6 +664,7 @@ impl Loaded {
             sel,
             context.or(sel.context.as_deref()),
             on_warning,
+            &self.limit,
         )
         .await
     }
@@ -704,6 +717,7 @@ async fn connect_to(
     sel: &ClusterSelection,
     context: Option<&str>,
     on_warning: fn(&str),
+    limit: &ConnectionLimit,
 ) -> Result<Connection, KubeconfigError> {
     let files = files.to_owned();
     let selected = select(kubeconfig, sel, context, &files)?;
@@ -769,12 +783,11 @@ async fn connect_to(
         proxy::SelectError::Cgi(_) => KubeconfigError::Proxy(source),
     })?;
     let warnings = crate::transport::Warnings::new(on_warning);
-    let client =
-        crate::transport::client(config, proxy.as_ref(), Some(warnings)).map_err(|source| {
-            KubeconfigError::Client {
-                context: context.clone(),
-                source,
-            }
+    let sessions = Sessions::new(limit.clone());
+    let client = crate::transport::client(config, proxy.as_ref(), Some(warnings), &sessions)
+        .map_err(|source| KubeconfigError::Client {
+            context: context.clone(),
+            source,
         })?;
     Ok(Connection {
         client,
@@ -785,6 +798,7 @@ async fn connect_to(
         proxy: proxy.map(|p| p.to_string()),
         user: sel.as_user.clone().or(user),
         as_user: sel.as_user.clone(),
+        sessions,
     })
 }
 

@@ -44,6 +44,8 @@ use tower_http::classify::ServerErrorsFailureClass;
 use tower_http::trace::TraceLayer;
 use tracing::Span;
 
+use crate::connections::Sessions;
+
 type BoxFuture<T> = Pin<Box<dyn Future<Output = Result<T, BoxError>> + Send>>;
 
 /// The server did not negotiate `h2`: nothing was sent on the connection.
@@ -119,6 +121,94 @@ pub type Connector = hyper_timeout::TimeoutConnector<
     hyper_rustls::HttpsConnector<crate::proxy_connector::ProxyConnector>,
 >;
 
+/// A cluster's connector: each connection it opens holds the permit of the session it was
+/// opened in ([`crate::connections`]) until it is closed.
+#[derive(Clone)]
+struct Holding<C> {
+    inner: C,
+    sessions: Arc<Sessions>,
+}
+
+type ClusterConnector = Holding<Connector>;
+
+impl<C> tower::Service<Uri> for Holding<C>
+where
+    C: tower::Service<Uri, Error = BoxError>,
+    C::Response: Send + 'static,
+    C::Future: Send + 'static,
+{
+    type Response = Held<C::Response>;
+    type Error = BoxError;
+    type Future = BoxFuture<Held<C::Response>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, dst: Uri) -> Self::Future {
+        let permit = self.sessions.hold();
+        let connecting = self.inner.call(dst);
+        Box::pin(async move {
+            Ok(Held {
+                io: connecting.await?,
+                _permit: permit,
+            })
+        })
+    }
+}
+
+/// A connection's stream, with the permit it holds until it is dropped.
+struct Held<T> {
+    io: T,
+    _permit: Option<crate::connections::Permit>,
+}
+
+impl<T: hyper::rt::Read + Unpin> hyper::rt::Read for Held<T> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: hyper::rt::ReadBufCursor<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_read(cx, buf)
+    }
+}
+
+impl<T: hyper::rt::Write + Unpin> hyper::rt::Write for Held<T> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+    }
+}
+
+impl<T: Connection> Connection for Held<T> {
+    fn connected(&self) -> hyper_util::client::legacy::connect::Connected {
+        self.io.connected()
+    }
+}
+
 /// HTTP/2 on one connection, else HTTP/1.1 keep-alive for the rest of the run.
 ///
 /// Until the protocol is known, the first request sets up the connection and the others
@@ -129,8 +219,8 @@ pub type Connector = hyper_timeout::TimeoutConnector<
 /// first answer, the concurrent read round would cost one more round trip.
 #[derive(Clone)]
 struct H2OrH1 {
-    h2: HyperClient<RequireH2<Connector>, Body>,
-    h1: HyperClient<Connector, Body>,
+    h2: HyperClient<RequireH2<ClusterConnector>, Body>,
+    h1: HyperClient<ClusterConnector, Body>,
     protocol: Arc<watch::Sender<Protocol>>,
     /// A request is setting up the first connection.
     probing: Arc<AtomicBool>,
@@ -262,7 +352,12 @@ fn connector(
     http.set_nodelay(true);
     let http =
         crate::proxy_connector::ProxyConnector::new(http, proxy, || config.rustls_client_config())?;
-    let tls = config.rustls_client_config()?;
+    let mut tls = config.rustls_client_config()?;
+    // rustls's default keeps TLS sessions for up to 256 servers, its table allocated up front
+    // (~14 KB); a cluster's client talks to one server: 27 MB of a fleet of 2 000 was these
+    // tables. A few are kept, so that a cluster reconnected at the next stage (a fleet larger
+    // than its connection limit, `crate::connections`) resumes its session.
+    tls.resumption = rustls::client::Resumption::in_memory_sessions(4);
     let builder = hyper_rustls::HttpsConnectorBuilder::new()
         .with_tls_config(tls)
         .https_or_http();
@@ -459,15 +554,22 @@ where
 }
 
 /// The client: [`H2OrH1`] for `https://` servers, HTTP/1.1 keep-alive for `http://` ones;
-/// either through `proxy`. The server's warnings go to `warnings` (`None`: nowhere).
+/// either through `proxy`. The server's warnings go to `warnings` (`None`: nowhere). Its
+/// connections are opened and closed in `sessions` ([`Reopening`], [`Holding`]).
 pub fn client(
     mut config: kube::Config,
     proxy: Option<&crate::proxy::Proxy>,
     warnings: Option<Warnings>,
+    sessions: &Arc<Sessions>,
 ) -> Result<kube::Client, kube::Error> {
     if config.cluster_url.scheme_str() != Some("https") {
-        let h1 =
-            HyperClient::builder(TokioExecutor::new()).build(connector(&config, false, proxy)?);
+        let connector = Holding {
+            inner: connector(&config, false, proxy)?,
+            sessions: sessions.clone(),
+        };
+        let h1 = Reopening::new(move || {
+            HyperClient::builder(TokioExecutor::new()).build(connector.clone())
+        });
         // Requests forwarded by an HTTP proxy carry its credentials.
         if let Some(auth) = proxy
             .filter(|p| matches!(p.url.scheme.as_str(), "http" | "https"))
@@ -477,10 +579,88 @@ pub fn client(
                 .headers
                 .push((http::header::PROXY_AUTHORIZATION, auth));
         }
+        sessions.closes_with(h1.closer());
         return stack(config, h1, warnings);
     }
-    let transport = H2OrH1::new(&config, proxy)?;
+    let connectors = H2OrH1Connectors::new(&config, proxy, sessions)?;
+    let transport = Reopening::new(move || connectors.open());
+    sessions.closes_with(transport.closer());
     stack(config, transport, warnings)
+}
+
+/// A transport whose connection can be closed between requests: it holds the transport (and
+/// with it the pool of its open connection) until [`Reopening::closer`]'s function empties it;
+/// the next request then makes a new one, which opens a new connection. The client's
+/// middleware above it — credentials already fetched by an exec plugin among them — stays.
+struct Reopening<S> {
+    slot: Arc<Slot<S>>,
+}
+
+impl<S> Clone for Reopening<S> {
+    fn clone(&self) -> Self {
+        Reopening {
+            slot: self.slot.clone(),
+        }
+    }
+}
+
+struct Slot<S> {
+    open: std::sync::Mutex<Option<S>>,
+    make: Box<dyn Fn() -> S + Send + Sync>,
+}
+
+impl<S: Clone + Send + 'static> Reopening<S> {
+    fn new(make: impl Fn() -> S + Send + Sync + 'static) -> Reopening<S> {
+        Reopening {
+            slot: Arc::new(Slot {
+                open: std::sync::Mutex::new(None),
+                make: Box::new(make),
+            }),
+        }
+    }
+
+    /// The transport, made now if it was closed.
+    fn current(&self) -> S {
+        let mut open = self
+            .slot
+            .open
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        open.get_or_insert_with(|| (self.slot.make)()).clone()
+    }
+
+    /// Empties the slot: the transport's pool, and the idle connection in it, are dropped once
+    /// the requests in flight on it are done.
+    fn closer(&self) -> crate::connections::Close {
+        let slot = Arc::downgrade(&self.slot);
+        Box::new(move || {
+            let closed = slot.upgrade().and_then(|slot| {
+                slot.open
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .take()
+            });
+            drop(closed);
+        })
+    }
+}
+
+impl<S> tower::Service<Request<Body>> for Reopening<S>
+where
+    S: tower::Service<Request<Body>> + Clone + Send + 'static,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        // Both transports are always ready (hyper's client and [`H2OrH1`] say so).
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request<Body>) -> Self::Future {
+        self.current().call(req)
+    }
 }
 
 /// A plain HTTP/1.1 client for requests outside the API (`--verify-url`): the API server's
@@ -494,24 +674,46 @@ pub fn plain_client(
     Ok(HyperClient::builder(TokioExecutor::new()).build(connector(config, false, proxy)?))
 }
 
-impl H2OrH1 {
+/// What an [`H2OrH1`] is made of, made once per cluster: each [`H2OrH1Connectors::open`] is a
+/// new pair of clients (new pools, no connection yet) over them. What the server spoke is kept
+/// from one to the next.
+struct H2OrH1Connectors {
+    h2: RequireH2<ClusterConnector>,
+    h1: ClusterConnector,
+    protocol: Arc<watch::Sender<Protocol>>,
+}
+
+impl H2OrH1Connectors {
     fn new(
         config: &kube::Config,
         proxy: Option<&crate::proxy::Proxy>,
-    ) -> Result<H2OrH1, kube::Error> {
+        sessions: &Arc<Sessions>,
+    ) -> Result<H2OrH1Connectors, kube::Error> {
         let protocol = Arc::new(watch::channel(Protocol::Unknown).0);
-        Ok(H2OrH1 {
+        let holding = |inner| Holding {
+            inner,
+            sessions: sessions.clone(),
+        };
+        Ok(H2OrH1Connectors {
+            h2: RequireH2 {
+                inner: holding(connector(config, true, proxy)?),
+                protocol: protocol.clone(),
+            },
+            h1: holding(connector(config, false, proxy)?),
+            protocol,
+        })
+    }
+
+    fn open(&self) -> H2OrH1 {
+        H2OrH1 {
             h2: HyperClient::builder(TokioExecutor::new())
                 .http2_only(true)
-                .build(RequireH2 {
-                    inner: connector(config, true, proxy)?,
-                    protocol: protocol.clone(),
-                }),
-            h1: HyperClient::builder(TokioExecutor::new()).build(connector(config, false, proxy)?),
-            protocol,
+                .build(self.h2.clone()),
+            h1: HyperClient::builder(TokioExecutor::new()).build(self.h1.clone()),
+            protocol: self.protocol.clone(),
             probing: Arc::new(AtomicBool::new(false)),
             failed: Arc::default(),
-        })
+        }
     }
 }
 
@@ -530,7 +732,7 @@ mod tests {
             kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
                 .await
                 .unwrap();
-        client(config, None, None).unwrap()
+        client(config, None, None, &Sessions::detached()).unwrap()
     }
 
     fn version() -> Request<Vec<u8>> {
@@ -588,6 +790,60 @@ mod tests {
         assert_eq!(sb.counters().connections, 1);
     }
 
+    /// Closing a cluster's connection between rounds closes its socket (on both ends), and the
+    /// next round opens a new connection over the same client.
+    #[tokio::test]
+    async fn a_closed_connection_is_closed_and_the_next_request_opens_another() {
+        let sb = Sandbox::start(SandboxOptions::default()).unwrap();
+        let kubeconfig = Kubeconfig::from_yaml(&sb.kubeconfig_yaml("shop")).unwrap();
+        let config =
+            kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+                .await
+                .unwrap();
+        let limit = crate::connections::ConnectionLimit::new(1);
+        let sessions = Sessions::new(limit.clone());
+        let client = client(config, None, None, &sessions).unwrap();
+        let before = open_descriptors();
+        let session = sessions.open().await;
+        round(&client, 4).await;
+        assert!(open_descriptors() > before || !cfg!(target_os = "linux"));
+        drop(session);
+        // The permit comes back once the connection is gone, not before.
+        let mut permit_back = std::pin::pin!(sessions.open());
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        let session = loop {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the connection was not closed: {} descriptors open, {before} before",
+                open_descriptors()
+            );
+            tokio::select! {
+                session = &mut permit_back => break session,
+                () = tokio::time::sleep(Duration::from_millis(10)) => {}
+            }
+        };
+        if cfg!(target_os = "linux") {
+            // The client's socket is closed; the server's end may take a moment more.
+            while open_descriptors() > before {
+                assert!(
+                    tokio::time::Instant::now() < deadline,
+                    "the server's end stays open"
+                );
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+        round(&client, 4).await;
+        drop(session);
+        assert_eq!(sb.counters().connections, 2);
+        assert_eq!(sb.requests().len(), 8);
+    }
+
+    /// The descriptors this process has open (Linux; elsewhere 0, and the test above checks
+    /// only the connections).
+    fn open_descriptors() -> usize {
+        std::fs::read_dir("/proc/self/fd").map_or(0, Iterator::count)
+    }
+
     #[tokio::test]
     async fn against_a_server_without_http2_every_concurrent_request_falls_back_to_http1() {
         let sb = Sandbox::start(SandboxOptions {
@@ -630,7 +886,10 @@ mod tests {
                 .unwrap_or_else(|_| panic!("timed out waiting until {what}"));
         };
         let url = format!("https://127.0.0.1:{port}/version");
-        let transport = H2OrH1::new(&kube::Config::new(url.parse().unwrap()), None).unwrap();
+        let config = kube::Config::new(url.parse().unwrap());
+        let transport = H2OrH1Connectors::new(&config, None, &Sessions::detached())
+            .unwrap()
+            .open();
         let get = || {
             let mut transport = transport.clone();
             let request = Request::get(url.as_str())

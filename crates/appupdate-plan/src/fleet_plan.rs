@@ -10,6 +10,10 @@
 //! resolved once for a run, but its platforms are checked per cluster (against its nodes, or
 //! its live image): clusters whose checks found different things are not folded, so every
 //! section's notes hold for each of its clusters.
+//!
+//! A fleet of thousands stays readable: a list of clusters names at most [`NAMED`] of them and
+//! says how many more there are ([`some_names`]); the report does the same for the clusters
+//! that ended the same way.
 
 use crate::updaters::Plan;
 use appupdate_model::output::{self, PlanDocument};
@@ -62,6 +66,28 @@ impl<'a> Section<'a> {
     pub fn contexts(&self) -> Vec<&'a str> {
         self.plans.iter().map(|p| p.context.as_str()).collect()
     }
+}
+
+/// How many names a list of clusters (or namespaces) shows; a longer one shows the first few
+/// and how many more there are.
+pub const NAMED: usize = 8;
+
+/// `names` (each already escaped for the terminal) joined with `, `: every one of them when
+/// there are at most [`NAMED`], else the first [`NAMED`] − 2 and `and N more`.
+pub fn some_names<S: AsRef<str>>(names: &[S]) -> String {
+    if names.len() <= NAMED {
+        return names
+            .iter()
+            .map(AsRef::as_ref)
+            .collect::<Vec<_>>()
+            .join(", ");
+    }
+    let first: Vec<&str> = names[..NAMED - 2].iter().map(AsRef::as_ref).collect();
+    format!(
+        "{} and {} more",
+        first.join(", "),
+        names.len() - first.len()
+    )
 }
 
 /// What a plan shows, without what differs between clusters that get the same change.
@@ -216,6 +242,10 @@ mod tests {
     use std::sync::Arc;
 
     fn plan(context: &str, rv: &str, max: i64) -> Plan {
+        plan_in(context, "shop", rv, max)
+    }
+
+    fn plan_in(context: &str, namespace: &str, rv: &str, max: i64) -> Plan {
         let hpa = AutoscalerUpdater {
             name: "web".into(),
             update: AutoscalerUpdate {
@@ -225,10 +255,10 @@ mod tests {
         };
         let live = json!({"metadata": {"name": "web", "resourceVersion": rv, "uid": format!("u-{rv}")},
             "spec": {"minReplicas": 2, "maxReplicas": max}});
-        let change: ObjectChange = hpa.plan("shop", Some(&live)).unwrap();
+        let change: ObjectChange = hpa.plan(namespace, Some(&live)).unwrap();
         Plan::new(
             "web".into(),
-            "shop".into(),
+            namespace.into(),
             context.into(),
             vec![Planned::new(Updater::Autoscaler(hpa), Arc::new(change))],
         )
@@ -292,6 +322,42 @@ mod tests {
         assert_eq!(sections[1].contexts(), ["b"]);
         assert_eq!(sections[1].plan().image_notes, b.image_notes);
         assert!(same_plan(&a, &c) && !same_plan(&a, &b));
+    }
+
+    #[test]
+    fn the_same_change_in_another_namespace_is_another_section() {
+        // The views the diff shows name the namespace.
+        let a = plan("a", "10", 5);
+        let b = plan_in("b", "shop-b", "11", 5);
+        let c = plan_in("c", "shop-b", "12", 5);
+        let fleet = FleetPlan {
+            app: "web",
+            members: vec![
+                Member::Planned(&a),
+                Member::Planned(&b),
+                Member::Planned(&c),
+            ],
+            waves: &[],
+            owners: Vec::new(),
+        };
+        let sections = fleet.sections();
+        assert_eq!(sections.len(), 2);
+        assert_eq!(sections[1].contexts(), ["b", "c"]);
+    }
+
+    #[test]
+    fn a_long_list_of_names_shows_the_first_few_and_how_many_more() {
+        let names: Vec<String> = (0..2000).map(|i| format!("c{i:04}")).collect();
+        assert_eq!(
+            some_names(&names),
+            "c0000, c0001, c0002, c0003, c0004, c0005 and 1994 more"
+        );
+        assert_eq!(
+            some_names(&names[..NAMED]),
+            "c0000, c0001, c0002, c0003, c0004, c0005, c0006, c0007"
+        );
+        assert_eq!(some_names(&names[..1]), "c0000");
+        assert_eq!(some_names::<&str>(&[]), "");
     }
 
     #[test]

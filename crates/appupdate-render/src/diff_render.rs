@@ -87,8 +87,9 @@ fn image_notes(out: &mut impl Write, plan: &Plan, styles: &Styles) -> io::Result
 }
 
 /// Writes the combined plan of a run over several clusters: a header naming the application
-/// and the clusters; then one section per distinct plan — its heading names every cluster
-/// that gets exactly this plan and the namespace, then its objects as [`render_plan`] shows
+/// and the clusters; then one section per distinct plan — its heading names the clusters
+/// that get exactly this plan (at most [`fleet_plan::NAMED`] of them, then how many more:
+/// [`fleet_plan::some_names`]) and the namespace, then its objects as [`render_plan`] shows
 /// them and its summary (for each of those clusters); then the clusters left out
 /// (`--skip-unreachable`) and the totals over every cluster.
 pub fn render_fleet(
@@ -108,7 +109,7 @@ pub fn render_fleet(
         contexts.len(),
         if contexts.len() == 1 { "" } else { "s" },
         if contexts.len() == 1 { "" } else { "s" },
-        contexts.join(", ")
+        fleet_plan::some_names(&contexts)
     );
     paint(out, &styles.header, &header)?;
     writeln!(out)?;
@@ -117,7 +118,7 @@ pub fn render_fleet(
         paint(
             out,
             &styles.header,
-            &format!("  wave {}: {}", i + 1, contexts.join(", ")),
+            &format!("  wave {}: {}", i + 1, fleet_plan::some_names(&contexts)),
         )?;
         writeln!(out)?;
     }
@@ -139,7 +140,7 @@ pub fn render_fleet(
         } else {
             format!(
                 "=== contexts {} (the same plan on {} clusters): {} in namespace {} ===",
-                names.join(", "),
+                fleet_plan::some_names(&names),
                 names.len(),
                 Untrusted(&plan.app),
                 Untrusted(&plan.namespace)
@@ -153,10 +154,10 @@ pub fn render_fleet(
             render_change(out, change, opts)?;
         }
         let summary = plan.summary().to_string();
-        let summary = if names.len() == 1 {
-            summary
-        } else {
-            format!("{summary} (on each of {})", names.join(", "))
+        let summary = match names.len() {
+            1 => summary,
+            n if n > fleet_plan::NAMED => format!("{summary} (on each of these {n} clusters)"),
+            _ => format!("{summary} (on each of {})", names.join(", ")),
         };
         paint(out, &styles.summary, &summary)?;
         writeln!(out)?;

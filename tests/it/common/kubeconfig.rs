@@ -46,3 +46,39 @@ pub fn merged_kubeconfig(clusters: &[(&str, &Sandbox)], namespace: &str) -> Stri
     }
     serde_json::to_string_pretty(&merged).unwrap_or_default()
 }
+
+/// One kubeconfig for one sandbox seen as many clusters: a context per namespace, named after
+/// it, each with the sandbox's cluster and admin user and that namespace (a fleet of
+/// `namespaces.len()` clusters on one server). The current context is the first.
+#[allow(dead_code)] // the benchmark and examples/fleet.rs include this file too
+pub fn namespaces_kubeconfig(sb: &Sandbox, namespaces: &[String]) -> String {
+    let doc: Value = serde_saphyr::from_str(&sb.kubeconfig_yaml("default")).unwrap_or(Value::Null);
+    let admin = doc["contexts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|c| c["name"] == "sandbox")
+        .map(|c| c["context"]["user"].clone())
+        .unwrap_or(Value::Null);
+    let users: Vec<Value> = doc["users"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|u| u["name"] == admin)
+        .cloned()
+        .collect();
+    let contexts: Vec<Value> = namespaces
+        .iter()
+        .map(|ns| json!({"name": ns, "context": {"cluster": "sandbox", "user": admin, "namespace": ns}}))
+        .collect();
+    let merged = json!({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": doc["clusters"],
+        "contexts": contexts,
+        "users": users,
+        "current-context": namespaces.first().map_or("", String::as_str),
+        "preferences": {},
+    });
+    serde_json::to_string(&merged).unwrap_or_default()
+}

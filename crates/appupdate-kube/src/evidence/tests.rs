@@ -110,6 +110,7 @@ fn serving(answers: BTreeMap<&'static str, (u16, Value)>) -> (Cluster, Arc<Mutex
         proxy: None,
         user: None,
         as_user: None,
+        sessions: crate::connections::Sessions::detached(),
     };
     (Cluster::new(conn, None), seen)
 }

@@ -1,0 +1,301 @@
+//! How many connections a run holds open at once, whatever the number of its clusters.
+//!
+//! A cluster's client keeps its connection (one HTTP/2 connection; HTTP/1.1 keep-alive to a
+//! server without it) in a slot of its transport ([`crate::transport`]): the first request
+//! after the slot was emptied opens a new one. A [`Session`] is one stage's work on one cluster
+//! — its reads and planning, its dry run, its writes and rollout, its put-back — and the end of
+//! the last session open on a cluster closes its connection. Opening a session waits for a
+//! permit of the run's one [`ConnectionLimit`], held until that end: so at most that many
+//! clusters have a connection open at any moment, and a stage over more clusters than the
+//! limit goes through them as permits come back (in the order they were asked for: tokio's
+//! semaphore is fair). Sessions nest: a session opened on a cluster that already has one
+//! (the put-back inside a cluster's step, one cluster's reads beside its image check) joins
+//! it without a permit of its own.
+//!
+//! A connection closed at the end of a session is dropped by its own task a moment later: the
+//! permit is therefore held by the session *and* by every connection opened during it
+//! ([`Held`]), and goes back only once both are gone. The bound is on open sockets, not only
+//! on sessions.
+//!
+//! What a session does not bound: a request sent on a cluster outside any session opens the
+//! connection without a permit, and it stays open until a session on that cluster ends. The
+//! plugin opens a session around every stage that talks to a cluster.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+/// The most clusters with a connection open at once, shared by every cluster of a run.
+#[derive(Clone, Debug)]
+pub struct ConnectionLimit {
+    permits: Arc<Semaphore>,
+    most: usize,
+    /// Connections are closed when their cluster's last session ends. Not when every cluster
+    /// of the run fits within the limit: each then keeps its one connection for the whole
+    /// run, as a run within the limit always did (no handshake more).
+    closes: bool,
+}
+
+impl ConnectionLimit {
+    /// At most `most` connections at once (at least 1), each closed at the end of its
+    /// cluster's last session.
+    pub fn new(most: usize) -> ConnectionLimit {
+        let most = most.clamp(1, Semaphore::MAX_PERMITS);
+        ConnectionLimit {
+            permits: Arc::new(Semaphore::new(most)),
+            most,
+            closes: true,
+        }
+    }
+
+    /// At most `most` connections at once for a run over `clusters` clusters: when they all
+    /// fit, each keeps its connection from its first request to the end of the run.
+    pub fn for_clusters(most: usize, clusters: usize) -> ConnectionLimit {
+        let mut limit = ConnectionLimit::new(most);
+        limit.closes = clusters > limit.most;
+        limit
+    }
+
+    /// No bound (a run over one cluster, a client of its own): nothing is closed.
+    pub fn unbounded() -> ConnectionLimit {
+        ConnectionLimit::for_clusters(Semaphore::MAX_PERMITS, 0)
+    }
+
+    /// Whether a cluster's connection is closed at the end of its last session.
+    pub fn closes(&self) -> bool {
+        self.closes
+    }
+
+    /// The bound.
+    pub fn most(&self) -> usize {
+        self.most
+    }
+
+    /// How many sessions are open (connections counted against the limit) right now.
+    pub fn in_use(&self) -> usize {
+        self.most - self.permits.available_permits()
+    }
+}
+
+/// Closes a cluster's connection (drops the idle connection pool of its transport); requests
+/// in flight keep theirs until they are answered.
+pub type Close = Box<dyn Fn() + Send + Sync>;
+
+/// A permit of the limit, shared by a session and the connections opened during it.
+pub type Permit = Arc<OwnedSemaphorePermit>;
+
+struct State {
+    /// Sessions open on the cluster.
+    open: usize,
+    /// The permit the first of them took.
+    permit: Option<Permit>,
+}
+
+/// The sessions of one cluster (shared by the clones of its connection).
+pub struct Sessions {
+    state: Mutex<State>,
+    /// Held while waiting for a permit, so that two tasks of one cluster take one permit.
+    opening: tokio::sync::Mutex<()>,
+    limit: ConnectionLimit,
+    /// Set once the cluster's transport is built ([`Sessions::closes_with`]).
+    close: std::sync::OnceLock<Close>,
+}
+
+impl std::fmt::Debug for Sessions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sessions")
+            .field("limit", &self.limit)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Sessions {
+    /// The sessions of a cluster, counted against `limit`; its transport says how its
+    /// connection is closed ([`Sessions::closes_with`]).
+    pub fn new(limit: ConnectionLimit) -> Arc<Sessions> {
+        Arc::new(Sessions {
+            state: Mutex::new(State {
+                open: 0,
+                permit: None,
+            }),
+            opening: tokio::sync::Mutex::new(()),
+            limit,
+            close: std::sync::OnceLock::new(),
+        })
+    }
+
+    /// The limit its sessions count against.
+    pub fn limit(&self) -> &ConnectionLimit {
+        &self.limit
+    }
+
+    /// Sessions of a client that is not ours to close (a test's): unbounded, closing nothing.
+    pub fn detached() -> Arc<Sessions> {
+        Sessions::new(ConnectionLimit::unbounded())
+    }
+
+    /// How the cluster's connection is closed (the first call counts).
+    pub fn closes_with(&self, close: Close) {
+        let _ = self.close.set(close);
+    }
+
+    /// What a connection opened now holds until it is closed: the permit of the session open
+    /// on the cluster, where connections are closed at the end of sessions (`None` otherwise,
+    /// or outside any session).
+    pub fn hold(&self) -> Option<Permit> {
+        if !self.limit.closes {
+            return None;
+        }
+        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.permit.clone()
+    }
+
+    /// Opens a session: at once when the cluster has one open, else once the limit gives a
+    /// permit. Dropping the future while it waits takes nothing.
+    pub async fn open(self: &Arc<Self>) -> Session {
+        if let Some(joined) = self.join() {
+            return joined;
+        }
+        let _opening = self.opening.lock().await;
+        if let Some(joined) = self.join() {
+            return joined;
+        }
+        // The semaphore is never closed.
+        let permit = self.limit.permits.clone().acquire_owned().await.ok();
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.open += 1;
+        state.permit = permit.map(Arc::new);
+        Session(self.clone())
+    }
+
+    fn join(self: &Arc<Self>) -> Option<Session> {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        (state.open > 0).then(|| {
+            state.open += 1;
+            Session(self.clone())
+        })
+    }
+}
+
+/// One stage's work on one cluster; the last one to end closes its connection and gives its
+/// permit back.
+#[must_use = "the connection may stay open only while the session is held"]
+pub struct Session(Arc<Sessions>);
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        let sessions = &self.0;
+        let mut state = sessions
+            .state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        state.open = state.open.saturating_sub(1);
+        if state.open == 0 {
+            if sessions.limit.closes
+                && let Some(close) = sessions.close.get()
+            {
+                close();
+            }
+            state.permit = None;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    fn counted(limit: &ConnectionLimit) -> (Arc<Sessions>, Arc<AtomicUsize>) {
+        let closed = Arc::new(AtomicUsize::new(0));
+        let c = closed.clone();
+        let sessions = Sessions::new(limit.clone());
+        sessions.closes_with(Box::new(move || {
+            c.fetch_add(1, Ordering::SeqCst);
+        }));
+        (sessions, closed)
+    }
+
+    #[tokio::test]
+    async fn nested_sessions_take_one_permit_and_the_last_one_closes() {
+        let limit = ConnectionLimit::new(1);
+        let (a, closed) = counted(&limit);
+        let outer = a.open().await;
+        let inner = a.open().await;
+        assert_eq!(limit.in_use(), 1);
+        drop(outer);
+        assert_eq!(closed.load(Ordering::SeqCst), 0);
+        assert_eq!(limit.in_use(), 1);
+        drop(inner);
+        assert_eq!(closed.load(Ordering::SeqCst), 1);
+        assert_eq!(limit.in_use(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_cluster_waits_for_a_permit_until_another_closes() {
+        let limit = ConnectionLimit::new(1);
+        let (a, a_closed) = counted(&limit);
+        let (b, _) = counted(&limit);
+        let held = a.open().await;
+        let mut waiting = Box::pin(b.open());
+        assert!(futures::poll!(&mut waiting).is_pending());
+        drop(held);
+        assert_eq!(a_closed.load(Ordering::SeqCst), 1);
+        let _b = waiting.await;
+        assert_eq!(limit.in_use(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_connection_opened_in_a_session_holds_its_permit_until_it_is_closed() {
+        let limit = ConnectionLimit::new(1);
+        let (a, _) = counted(&limit);
+        let (b, _) = counted(&limit);
+        let session = a.open().await;
+        let connection = a.hold();
+        assert!(connection.is_some());
+        drop(session);
+        // Closed, but its socket not dropped yet: the permit is still out.
+        let mut waiting = Box::pin(b.open());
+        assert!(futures::poll!(&mut waiting).is_pending());
+        drop(connection);
+        let _b = waiting.await;
+        assert_eq!(limit.in_use(), 1);
+        // Outside a session, or where connections stay open, nothing is held.
+        assert!(a.hold().is_none());
+        let kept = ConnectionLimit::for_clusters(2, 2);
+        let (c, _) = counted(&kept);
+        let _c = c.open().await;
+        assert!(c.hold().is_none());
+    }
+
+    #[tokio::test]
+    async fn a_run_whose_clusters_all_fit_keeps_their_connections_open() {
+        let limit = ConnectionLimit::for_clusters(2, 2);
+        let (a, a_closed) = counted(&limit);
+        let (b, b_closed) = counted(&limit);
+        drop((a.open().await, b.open().await));
+        let _again = a.open().await;
+        assert_eq!(a_closed.load(Ordering::SeqCst), 0);
+        assert_eq!(b_closed.load(Ordering::SeqCst), 0);
+        assert!(ConnectionLimit::for_clusters(2, 3).closes());
+        assert!(!ConnectionLimit::unbounded().closes());
+    }
+
+    #[tokio::test]
+    async fn a_wait_given_up_takes_nothing() {
+        let limit = ConnectionLimit::new(1);
+        let (a, _) = counted(&limit);
+        let (b, b_closed) = counted(&limit);
+        let held = a.open().await;
+        {
+            let mut waiting = Box::pin(b.open());
+            assert!(futures::poll!(&mut waiting).is_pending());
+        }
+        drop(held);
+        assert_eq!(limit.in_use(), 0);
+        assert_eq!(b_closed.load(Ordering::SeqCst), 0);
+        let _b = b.open().await;
+        assert_eq!(limit.in_use(), 1);
+    }
+}
