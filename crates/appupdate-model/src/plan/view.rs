@@ -37,6 +37,12 @@ pub trait MakeView: Send + Sync {
         let _ = base;
         self.make()
     }
+
+    /// The parts the view is made of, when it can be written from them without being made
+    /// ([`crate::view_parts::Part`]'s `Serialize`); `None`: it is made to be written.
+    fn parts(&self) -> Option<crate::view_parts::Part<'_>> {
+        None
+    }
 }
 
 impl View {
@@ -95,9 +101,17 @@ impl fmt::Debug for View {
     }
 }
 
+/// A view made when read is written from its parts when it has them: a large plan's
+/// after-views are written without being made.
 impl Serialize for View {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.get().serialize(s)
+        match &self.0 {
+            ViewRepr::Made(made) => match made.parts() {
+                Some(parts) => parts.serialize(s),
+                None => made.make().serialize(s),
+            },
+            ViewRepr::Held(v) => v.serialize(s),
+        }
     }
 }
 

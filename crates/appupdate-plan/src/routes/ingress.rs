@@ -558,6 +558,21 @@ impl MakeView for Viewed {
             &key_strs(&self.keys),
         )
     }
+
+    fn parts(&self) -> Option<Part<'_>> {
+        // A view made from another made view is made to be written.
+        let Cow::Borrowed(object) = self.object.get() else {
+            return None;
+        };
+        let patch = self.patch.as_deref().and_then(Value::as_object);
+        Some(patched_parts(
+            object,
+            patch,
+            &self.namespace,
+            &self.name,
+            &key_strs(&self.keys),
+        ))
+    }
 }
 
 /// The endpoint paths an Ingress (live object or focused view) serves, in the flavour it is
