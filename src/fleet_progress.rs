@@ -3,10 +3,15 @@
 //! lines in place; otherwise every change is one plain line on stderr (`context eu-1:
 //! updated`), for logs. The text handed in is escaped by the caller; indicatif draws itself,
 //! the plain lines go through the output layer's writer.
+//!
+//! A fleet of more than [`ONE_LINE_EACH_UP_TO`] clusters is told in counts instead
+//! ([`Tally`]): one line for the whole fleet, `300 clusters: 120 dry run passed, 180 writing 1
+//! change` — in place on a terminal, and in a log at most once a second and once at the end.
+//! The report that follows names the clusters of every outcome.
 
 use std::io::Write;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
@@ -24,8 +29,65 @@ enum Draw {
         out: Box<dyn Write + Send>,
         last: Vec<String>,
     },
+    /// One line of counts for a large fleet: a spinner on a terminal (`bar`), else plain
+    /// lines written to `out` at most every [`TALLY_EVERY`].
+    Counts {
+        tally: Tally,
+        bar: Option<ProgressBar>,
+        out: Box<dyn Write + Send>,
+        /// When the last plain line was written, and what it said.
+        written: Option<(Instant, String)>,
+        /// [`TALLY_EVERY`].
+        every: Duration,
+    },
     /// Nothing shown: one cluster's writes are told by its report.
     Hidden,
+}
+
+/// Up to this many clusters, each has a line of its own; beyond, the fleet is told in counts.
+pub const ONE_LINE_EACH_UP_TO: usize = 32;
+
+/// A log gets a line of counts at most this often (and one more at the end).
+const TALLY_EVERY: Duration = Duration::from_secs(1);
+
+/// Where each cluster stands, told as counts: clusters are counted together when their status
+/// is the same up to its first `": "` (`following the rollout: 2 of 3 updated` and `…: 3 of 3
+/// updated` are both "following the rollout"), in the order of the first cluster that stands
+/// there.
+#[derive(Debug)]
+pub struct Tally {
+    statuses: Vec<Option<String>>,
+}
+
+impl Tally {
+    pub fn new(clusters: usize) -> Tally {
+        Tally {
+            statuses: vec![None; clusters],
+        }
+    }
+
+    /// Cluster `i` now stands at `status`.
+    pub fn set(&mut self, i: usize, status: &str) {
+        if let Some(slot) = self.statuses.get_mut(i) {
+            let group = status.split_once(": ").map_or(status, |(head, _)| head);
+            *slot = Some(group.to_owned());
+        }
+    }
+
+    /// `300 clusters: 120 dry run passed, 180 writing 1 change`; clusters with no status yet
+    /// are `waiting`.
+    pub fn line(&self) -> String {
+        let mut groups: Vec<(&str, usize)> = Vec::new();
+        for status in &self.statuses {
+            let status = status.as_deref().unwrap_or("waiting");
+            match groups.iter_mut().find(|(s, _)| *s == status) {
+                Some((_, n)) => *n += 1,
+                None => groups.push((status, 1)),
+            }
+        }
+        let counts: Vec<String> = groups.iter().map(|(s, n)| format!("{n} {s}")).collect();
+        format!("{} clusters: {}", self.statuses.len(), counts.join(", "))
+    }
 }
 
 /// One line per cluster, in the order of the contexts.
@@ -36,12 +98,14 @@ pub struct FleetProgress {
 }
 
 impl FleetProgress {
-    /// Bars on a terminal (`terminal`), else plain lines written to `out`.
+    /// Bars on a terminal (`terminal`), else plain lines written to `out`; one line of counts
+    /// instead when there are more than [`ONE_LINE_EACH_UP_TO`] contexts and not `each`.
     pub fn new(
         contexts: &[String],
         order: &crate::fleet::FleetOrder,
         terminal: bool,
         color: bool,
+        each: bool,
         out: Box<dyn Write + Send>,
     ) -> Arc<Self> {
         let names: Vec<String> = contexts
@@ -56,7 +120,27 @@ impl FleetProgress {
                 }
             })
             .collect();
-        let draw = if terminal {
+        let draw = if contexts.len() > ONE_LINE_EACH_UP_TO && !each {
+            let bar = terminal.then(|| {
+                let template = if color {
+                    "{spinner:.cyan} {msg}"
+                } else {
+                    "{spinner} {msg}"
+                };
+                let style = ProgressStyle::with_template(template)
+                    .unwrap_or_else(|_| ProgressStyle::default_spinner());
+                ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr())
+                    .with_style(style)
+                    .with_message(Tally::new(contexts.len()).line())
+            });
+            Draw::Counts {
+                tally: Tally::new(contexts.len()),
+                bar,
+                out,
+                written: None,
+                every: TALLY_EVERY,
+            }
+        } else if terminal {
             let width = names.iter().map(|n| n.chars().count()).max().unwrap_or(0);
             let template = if color {
                 "{spinner:.cyan} {prefix:.bold} {msg}"
@@ -102,11 +186,22 @@ impl FleetProgress {
     /// Cluster `i` is busy with `status` (escaped text): shown on a terminal only, where the
     /// line changes in place; plain lines say where each cluster got to, not every step.
     pub fn busy(&self, i: usize, status: &str) {
-        let draw = self.draw.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Draw::Bars { bars, .. } = &*draw
-            && let Some(bar) = bars.get(i)
-        {
-            bar.set_message(status.to_owned());
+        let mut draw = self.draw.lock().unwrap_or_else(PoisonError::into_inner);
+        match &mut *draw {
+            Draw::Bars { bars, .. } => {
+                if let Some(bar) = bars.get(i) {
+                    bar.set_message(status.to_owned());
+                }
+            }
+            Draw::Counts {
+                tally,
+                bar: Some(bar),
+                ..
+            } => {
+                tally.set(i, status);
+                bar.set_message(tally.line());
+            }
+            _ => {}
         }
     }
 
@@ -128,6 +223,29 @@ impl FleetProgress {
                     let _ = out.flush();
                 }
             }
+            Draw::Counts {
+                tally,
+                bar,
+                out,
+                written,
+                every,
+            } => {
+                tally.set(i, status);
+                let line = tally.line();
+                match bar {
+                    Some(bar) => bar.set_message(line),
+                    None => {
+                        if written
+                            .as_ref()
+                            .is_none_or(|(at, last)| *last != line && at.elapsed() >= *every)
+                        {
+                            let _ = writeln!(out, "{line}");
+                            let _ = out.flush();
+                            *written = Some((Instant::now(), line));
+                        }
+                    }
+                }
+            }
             Draw::Hidden => {}
         }
     }
@@ -139,28 +257,56 @@ impl FleetProgress {
             Draw::Bars { multi, .. } => {
                 let _ = multi.println(line.trim_start_matches('\n'));
             }
-            Draw::Lines { .. } | Draw::Hidden => crate::streams::notice(line),
+            Draw::Counts { bar: Some(bar), .. } => {
+                bar.suspend(|| crate::streams::notice(line));
+            }
+            Draw::Lines { .. } | Draw::Counts { bar: None, .. } | Draw::Hidden => {
+                crate::streams::notice(line)
+            }
         }
     }
 
     /// Moves the spinners on (called a few times a second while the fleet applies).
     pub fn tick(&self) {
         let draw = self.draw.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Draw::Bars { bars, .. } = &*draw {
-            for bar in bars {
-                bar.tick();
+        match &*draw {
+            Draw::Bars { bars, .. } => {
+                for bar in bars {
+                    bar.tick();
+                }
             }
+            Draw::Counts { bar: Some(bar), .. } => bar.tick(),
+            _ => {}
         }
     }
 
-    /// Clears the lines from the terminal (the report follows).
+    /// Clears the lines from the terminal (the report follows); a log gets the last counts if
+    /// it has not had them yet.
     pub fn finish(&self) {
-        let draw = self.draw.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Draw::Bars { multi, bars } = &*draw {
-            for bar in bars {
-                bar.finish_and_clear();
+        let mut draw = self.draw.lock().unwrap_or_else(PoisonError::into_inner);
+        match &mut *draw {
+            Draw::Bars { multi, bars } => {
+                for bar in bars {
+                    bar.finish_and_clear();
+                }
+                let _ = multi.clear();
             }
-            let _ = multi.clear();
+            Draw::Counts { bar: Some(bar), .. } => bar.finish_and_clear(),
+            Draw::Counts {
+                tally,
+                bar: None,
+                out,
+                written,
+                ..
+            } => {
+                let line = tally.line();
+                if written.as_ref().is_some_and(|(_, last)| *last != line) {
+                    let _ = writeln!(out, "{line}");
+                    let _ = out.flush();
+                    *written = Some((Instant::now(), line));
+                }
+            }
+            Draw::Lines { .. } | Draw::Hidden => {}
         }
     }
 
@@ -208,5 +354,122 @@ impl wait::Progress for RolloutLine {
     fn reason(&mut self, reason: &str) {
         self.progress
             .set(self.index, &format!("following the rollout: {reason}"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A writer the test reads back.
+    #[derive(Clone, Default)]
+    struct Shared(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Shared {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Shared {
+        fn text(&self) -> String {
+            String::from_utf8_lossy(&self.0.lock().unwrap_or_else(PoisonError::into_inner))
+                .into_owned()
+        }
+    }
+
+    fn contexts(n: usize) -> Vec<String> {
+        (0..n).map(|i| format!("c{i:04}")).collect()
+    }
+
+    #[test]
+    fn the_counts_group_statuses_by_what_precedes_their_first_colon() {
+        let mut tally = Tally::new(5);
+        assert_eq!(tally.line(), "5 clusters: 5 waiting");
+        tally.set(0, "dry run passed");
+        tally.set(1, "following the rollout: 1 of 3 updated");
+        tally.set(2, "following the rollout: 2 of 3 updated");
+        tally.set(3, "NOT updated: refused by the dry run");
+        assert_eq!(
+            tally.line(),
+            "5 clusters: 1 dry run passed, 2 following the rollout, 1 NOT updated, 1 waiting"
+        );
+        tally.set(0, "updated");
+        tally.set(9, "out of range"); // ignored
+        assert_eq!(
+            tally.line(),
+            "5 clusters: 1 updated, 2 following the rollout, 1 NOT updated, 1 waiting"
+        );
+    }
+
+    #[test]
+    fn a_large_fleet_logs_counts_at_most_once_a_second_and_the_last_at_the_end() {
+        let out = Shared::default();
+        let n = ONE_LINE_EACH_UP_TO + 1;
+        let progress = FleetProgress::new(
+            &contexts(n),
+            &crate::fleet::FleetOrder::default(),
+            false,
+            false,
+            false,
+            Box::new(out.clone()),
+        );
+        // A second that never ends, however slow the machine.
+        if let Draw::Counts { every, .. } =
+            &mut *progress.draw.lock().unwrap_or_else(PoisonError::into_inner)
+        {
+            *every = Duration::from_secs(3600);
+        }
+        for i in 0..n {
+            progress.set(i, "dry run passed");
+        }
+        for i in 0..n {
+            progress.set(i, "updated");
+        }
+        // The first change is logged at once; the rest within the interval are not.
+        assert_eq!(
+            out.text(),
+            format!("{n} clusters: 1 dry run passed, 32 waiting\n")
+        );
+        progress.finish();
+        assert_eq!(
+            out.text(),
+            format!("{n} clusters: 1 dry run passed, 32 waiting\n{n} clusters: {n} updated\n")
+        );
+        // Nothing new, nothing more.
+        progress.finish();
+        assert_eq!(out.text().lines().count(), 2);
+    }
+
+    #[test]
+    fn up_to_the_limit_or_verbose_each_cluster_has_its_line() {
+        for (n, each) in [
+            (ONE_LINE_EACH_UP_TO, false),
+            (ONE_LINE_EACH_UP_TO + 1, true),
+        ] {
+            let out = Shared::default();
+            let progress = FleetProgress::new(
+                &contexts(n),
+                &crate::fleet::FleetOrder::default(),
+                false,
+                false,
+                each,
+                Box::new(out.clone()),
+            );
+            for i in 0..n {
+                progress.set(i, "updated");
+            }
+            progress.finish();
+            let text = out.text();
+            assert_eq!(text.lines().count(), n, "{text}");
+            assert!(text.starts_with("context c0000: updated\n"), "{text}");
+        }
     }
 }

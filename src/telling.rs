@@ -468,6 +468,7 @@ impl Telling for Fleet {
             &planned.order,
             settings.stderr_is_terminal && settings.verbose == 0,
             streams.color(streams::Kind::Notice),
+            settings.verbose > 0,
             streams.writer(streams::Kind::Notice),
         );
         (progress, true)

@@ -110,6 +110,18 @@ fn two_hundred_clusters_under_an_open_files_limit_of_64_are_planned_applied_and_
         "{out}"
     );
     assert_eq!(many.images(), every(NEW_IMAGE));
+    // Progress in counts, not a line per cluster and step: the log ends with where all 200
+    // stand.
+    assert!(!err.contains("context f000:"), "{err}");
+    assert_eq!(
+        err.lines().last(),
+        Some("200 clusters: 200 updated"),
+        "{err}"
+    );
+    assert!(
+        err.lines().all(|l| l.starts_with("200 clusters: ")),
+        "{err}"
+    );
     // The 200 clusters that ended the same way are told once, with their count.
     let report: Vec<&str> = out
         .lines()
