@@ -264,23 +264,28 @@ mod tests {
         )
     }
 
+    /// The fleet of `members`, without waves or owners.
+    fn fleet(members: Vec<Member<'_>>) -> FleetPlan<'_> {
+        FleetPlan {
+            app: "web",
+            members,
+            waves: &[],
+            owners: Vec::new(),
+        }
+    }
+
     #[test]
     fn plans_that_differ_only_in_resource_versions_fold_into_one_section() {
         let (a, b, c) = (plan("a", "10", 5), plan("b", "77", 5), plan("c", "10", 4));
-        let fleet = FleetPlan {
-            app: "web",
-            members: vec![
-                Member::Planned(&a),
-                Member::Skipped {
-                    context: "x",
-                    reason: "unreachable",
-                },
-                Member::Planned(&b),
-                Member::Planned(&c),
-            ],
-            waves: &[],
-            owners: Vec::new(),
-        };
+        let fleet = fleet(vec![
+            Member::Planned(&a),
+            Member::Skipped {
+                context: "x",
+                reason: "unreachable",
+            },
+            Member::Planned(&b),
+            Member::Planned(&c),
+        ]);
         let sections = fleet.sections();
         assert_eq!(sections.len(), 2);
         assert_eq!(sections[0].contexts(), ["a", "b"]);
@@ -306,16 +311,11 @@ mod tests {
         a.image_notes = note("linux/amd64");
         b.image_notes = note("linux/amd64, linux/arm64");
         c.image_notes = note("linux/amd64");
-        let fleet = FleetPlan {
-            app: "web",
-            members: vec![
-                Member::Planned(&a),
-                Member::Planned(&b),
-                Member::Planned(&c),
-            ],
-            waves: &[],
-            owners: Vec::new(),
-        };
+        let fleet = fleet(vec![
+            Member::Planned(&a),
+            Member::Planned(&b),
+            Member::Planned(&c),
+        ]);
         let sections = fleet.sections();
         assert_eq!(sections.len(), 2);
         assert_eq!(sections[0].contexts(), ["a", "c"]);
@@ -330,16 +330,11 @@ mod tests {
         let a = plan("a", "10", 5);
         let b = plan_in("b", "shop-b", "11", 5);
         let c = plan_in("c", "shop-b", "12", 5);
-        let fleet = FleetPlan {
-            app: "web",
-            members: vec![
-                Member::Planned(&a),
-                Member::Planned(&b),
-                Member::Planned(&c),
-            ],
-            waves: &[],
-            owners: Vec::new(),
-        };
+        let fleet = fleet(vec![
+            Member::Planned(&a),
+            Member::Planned(&b),
+            Member::Planned(&c),
+        ]);
         let sections = fleet.sections();
         assert_eq!(sections.len(), 2);
         assert_eq!(sections[1].contexts(), ["b", "c"]);
@@ -364,12 +359,7 @@ mod tests {
     fn a_fleet_without_changes_says_so_in_total() {
         let a = plan("a", "1", 9);
         assert_eq!(a.objects[0].change.action(), Action::Unchanged);
-        let fleet = FleetPlan {
-            app: "web",
-            members: vec![Member::Planned(&a)],
-            waves: &[],
-            owners: Vec::new(),
-        };
+        let fleet = fleet(vec![Member::Planned(&a)]);
         assert!(!fleet.has_changes());
         assert_eq!(total_line(&fleet), "Total: no changes on any of 1 cluster.");
     }
