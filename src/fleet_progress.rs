@@ -51,9 +51,10 @@ pub const ONE_LINE_EACH_UP_TO: usize = 32;
 const TALLY_EVERY: Duration = Duration::from_secs(1);
 
 /// Where each cluster stands, told as counts: clusters are counted together when their status
-/// is the same up to its first `": "` (`following the rollout: 2 of 3 updated` and `…: 3 of 3
-/// updated` are both "following the rollout"), in the order of the first cluster that stands
-/// there.
+/// is the same up to its first `": "` or `" ("` (`following the rollout: 2 of 3 updated` and
+/// `…: 3 of 3 updated` are both "following the rollout"; `successfully rolled out (1 replica …)`
+/// and `(3 replicas …)` both "successfully rolled out"), in the order of the first cluster that
+/// stands there.
 #[derive(Debug)]
 pub struct Tally {
     statuses: Vec<Option<String>>,
@@ -69,7 +70,12 @@ impl Tally {
     /// Cluster `i` now stands at `status`.
     pub fn set(&mut self, i: usize, status: &str) {
         if let Some(slot) = self.statuses.get_mut(i) {
-            let group = status.split_once(": ").map_or(status, |(head, _)| head);
+            let end = [": ", " ("]
+                .iter()
+                .filter_map(|sep| status.find(sep))
+                .min()
+                .unwrap_or(status.len());
+            let group = &status[..end];
             *slot = Some(group.to_owned());
         }
     }
@@ -390,7 +396,7 @@ mod tests {
     }
 
     #[test]
-    fn the_counts_group_statuses_by_what_precedes_their_first_colon() {
+    fn the_counts_group_statuses_by_what_precedes_their_details() {
         let mut tally = Tally::new(5);
         assert_eq!(tally.line(), "5 clusters: 5 waiting");
         tally.set(0, "dry run passed");
@@ -401,11 +407,23 @@ mod tests {
             tally.line(),
             "5 clusters: 1 dry run passed, 2 following the rollout, 1 NOT updated, 1 waiting"
         );
+        tally.set(
+            1,
+            "successfully rolled out (1 replica updated and available)",
+        );
+        tally.set(
+            2,
+            "successfully rolled out (3 replicas updated and available)",
+        );
+        assert_eq!(
+            tally.line(),
+            "5 clusters: 1 dry run passed, 2 successfully rolled out, 1 NOT updated, 1 waiting"
+        );
         tally.set(0, "updated");
         tally.set(9, "out of range"); // ignored
         assert_eq!(
             tally.line(),
-            "5 clusters: 1 updated, 2 following the rollout, 1 NOT updated, 1 waiting"
+            "5 clusters: 1 updated, 2 successfully rolled out, 1 NOT updated, 1 waiting"
         );
     }
 
