@@ -340,10 +340,58 @@ pub fn replace_section(report: &str, section: &str) -> String {
     crate::report::replace_marked(report, section, BEGIN, END)
 }
 
+/// The scenario's objects as a `v1` List for `kubectl create -f` into any namespace: the
+/// Deployment, Service and HPA of the application and every Ingress of the namespace, without
+/// what a server sets (namespace, uid, resourceVersion, generation, creationTimestamp,
+/// managedFields, status, a Service's cluster IPs).
+pub fn manifests(sb: &Sandbox) -> Value {
+    fn bare(mut obj: Value) -> Value {
+        if let Some(o) = obj.as_object_mut() {
+            o.remove("status");
+        }
+        if let Some(m) = obj["metadata"].as_object_mut() {
+            for k in [
+                "namespace",
+                "uid",
+                "resourceVersion",
+                "generation",
+                "creationTimestamp",
+                "managedFields",
+                "selfLink",
+            ] {
+                m.remove(k);
+            }
+        }
+        // A Service's cluster IPs are allocated from the server's own range.
+        if let Some(spec) = obj["spec"].as_object_mut() {
+            spec.remove("clusterIP");
+            spec.remove("clusterIPs");
+        }
+        obj
+    }
+    let mut items: Vec<Value> = [
+        scenario::deployment_path(),
+        format!("/api/v1/namespaces/{NAMESPACE}/services/{APP}"),
+        scenario::hpa_path(),
+    ]
+    .iter()
+    .filter_map(|p| sb.get(p))
+    .collect();
+    items.extend(sb.list(&ingress_collection()));
+    serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "List",
+        "items": items.into_iter().map(bare).collect::<Vec<_>>(),
+    })
+}
+
 /// `--xl-serve DIR`: the scenario's sandbox, until standard input closes (for profiling the
-/// plugin by hand).
+/// plugin by hand). DIR also gets `objects-xl.json` ([`manifests`]), the same state for a real
+/// server (`scripts/xl-real.sh`).
 pub fn serve(dir: &Path) -> Result<(), String> {
     let s = setup(dir)?;
+    let objects = serde_json::to_vec(&manifests(&s.sb)).map_err(|e| e.to_string())?;
+    std::fs::write(dir.join("objects-xl.json"), objects).map_err(|e| e.to_string())?;
     let args = plugin_args(&s.kubeconfig, &s.endpoints);
     eprintln!(
         "XL sandbox at {} ({} Ingresses); run:\n  kubectl-appupdate {}\nclose standard input to stop",
@@ -438,6 +486,30 @@ pub fn plot(_path: &Path, _r: &Results) -> Result<(), Box<dyn std::error::Error>
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_manifests_hold_the_application_and_every_ingress_without_server_fields() {
+        let dir = std::env::temp_dir().join(format!("xl-manifests-{}", std::process::id()));
+        let s = setup(&dir).unwrap();
+        let list = manifests(&s.sb);
+        let items = list["items"].as_array().unwrap();
+        let kinds = |k: &str| items.iter().filter(|i| i["kind"] == k).count();
+        assert_eq!(kinds("Deployment"), 1);
+        assert_eq!(kinds("Service"), 1);
+        assert_eq!(kinds("HorizontalPodAutoscaler"), 1);
+        assert_eq!(kinds("Ingress"), s.sb.list(&ingress_collection()).len());
+        assert!(kinds("Ingress") > GROUPS);
+        for i in items {
+            let m = &i["metadata"];
+            assert!(m["name"].is_string());
+            for k in ["namespace", "uid", "resourceVersion", "managedFields"] {
+                assert!(m[k].is_null(), "{k} kept in {m}");
+            }
+            assert!(i["status"].is_null());
+            assert!(i["spec"]["clusterIP"].is_null());
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn the_file_has_ten_thousand_endpoints_and_half_the_groups_change() {
