@@ -738,12 +738,15 @@ pub(crate) fn connected(conn: Connection, verbose: u8, prefix: Option<String>) -
 /// Two contexts that point at the same API server and namespace would write the same objects
 /// twice (and a plan file's plan for them would be applied twice): refused, naming both.
 fn one_context_per_cluster(planned: &Planned) -> Result<(), AppError> {
-    let members: Vec<&Member> = planned.members().collect();
-    for (k, m) in members.iter().enumerate() {
-        if let Some(other) = members[..k].iter().find(|o| {
-            o.cluster.conn.server == m.cluster.conn.server
-                && o.cluster.namespace() == m.cluster.namespace()
-        }) {
+    // By (server, namespace), the first member with them: a fleet of thousands is looked up,
+    // not compared pair by pair.
+    let mut first: std::collections::HashMap<(&str, &str), &Member> =
+        std::collections::HashMap::new();
+    for m in planned.members() {
+        let other = *first
+            .entry((m.cluster.conn.server.as_str(), m.cluster.namespace()))
+            .or_insert(m);
+        if !std::ptr::eq(other, m) {
             return Err(SettingsError::Invalid(format!(
                 "contexts {:?} and {:?} both point at the API server {} and namespace {:?}: the application would be updated twice; name one of them",
                 Untrusted(&planned.contexts[other.index]),

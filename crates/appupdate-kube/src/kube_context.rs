@@ -6,7 +6,9 @@
 //! Error messages never include credential or certificate data: kube's errors are translated
 //! into our own words, naming files, contexts, clusters and users only.
 
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use kube::config::{KubeConfigOptions, Kubeconfig, LoadDataError};
 
@@ -408,43 +410,87 @@ fn names<T>(items: &[T], name: impl Fn(&T) -> &String) -> String {
 /// (quadratic in the fleet's size: at 256 clusters, a fifth of the run's CPU time).
 fn selected_only(
     kubeconfig: &Kubeconfig,
+    entries: &Entries,
     sel: &ClusterSelection,
     context: &str,
     cluster: &str,
 ) -> Kubeconfig {
     let user = sel.user.as_deref().or_else(|| {
-        kubeconfig
-            .contexts
-            .iter()
-            .find(|c| c.name == context)
+        entries
+            .context(kubeconfig, context)
             .and_then(|c| c.context.as_ref())
             .and_then(|c| c.user.as_deref())
     });
+    let all = |index: &HashMap<String, Vec<usize>>, name: Option<&str>| -> Vec<usize> {
+        name.and_then(|n| index.get(n)).cloned().unwrap_or_default()
+    };
     Kubeconfig {
         preferences: kubeconfig.preferences.clone(),
-        clusters: kubeconfig
-            .clusters
-            .iter()
-            .filter(|c| c.name == cluster)
-            .cloned()
+        clusters: all(&entries.clusters, Some(cluster))
+            .into_iter()
+            .map(|i| kubeconfig.clusters[i].clone())
             .collect(),
-        auth_infos: kubeconfig
-            .auth_infos
-            .iter()
-            .filter(|u| Some(u.name.as_str()) == user)
-            .cloned()
+        auth_infos: all(&entries.users, user)
+            .into_iter()
+            .map(|i| kubeconfig.auth_infos[i].clone())
             .collect(),
-        contexts: kubeconfig
-            .contexts
-            .iter()
-            .filter(|c| c.name == context)
-            .cloned()
+        contexts: all(&entries.contexts, Some(context))
+            .into_iter()
+            .map(|i| kubeconfig.contexts[i].clone())
             .collect(),
         current_context: Some(context.to_owned()),
         extensions: kubeconfig.extensions.clone(),
         kind: kubeconfig.kind.clone(),
         api_version: kubeconfig.api_version.clone(),
         other: kubeconfig.other.clone(),
+    }
+}
+
+/// Where the entries of each name are in a kubeconfig's lists, in order: made once per run, so
+/// that each context of a fleet is looked up by name instead of by a scan of every entry (a
+/// fleet of N clusters has N contexts, clusters and users or more: N scans of them each were
+/// quadratic in the fleet's size).
+#[derive(Debug, Default)]
+struct Entries {
+    contexts: HashMap<String, Vec<usize>>,
+    clusters: HashMap<String, Vec<usize>>,
+    users: HashMap<String, Vec<usize>>,
+}
+
+impl Entries {
+    fn of(kubeconfig: &Kubeconfig) -> Entries {
+        fn index<'a>(names: impl Iterator<Item = &'a String>) -> HashMap<String, Vec<usize>> {
+            let mut map: HashMap<String, Vec<usize>> = HashMap::new();
+            for (i, name) in names.enumerate() {
+                map.entry(name.clone()).or_default().push(i);
+            }
+            map
+        }
+        Entries {
+            contexts: index(kubeconfig.contexts.iter().map(|c| &c.name)),
+            clusters: index(kubeconfig.clusters.iter().map(|c| &c.name)),
+            users: index(kubeconfig.auth_infos.iter().map(|u| &u.name)),
+        }
+    }
+
+    /// The first context named `name`, as kube's loader finds it.
+    fn context<'k>(
+        &self,
+        kubeconfig: &'k Kubeconfig,
+        name: &str,
+    ) -> Option<&'k kube::config::NamedContext> {
+        let i = *self.contexts.get(name)?.first()?;
+        kubeconfig.contexts.get(i)
+    }
+
+    /// The first user named `name`.
+    fn user<'k>(
+        &self,
+        kubeconfig: &'k Kubeconfig,
+        name: &str,
+    ) -> Option<&'k kube::config::NamedAuthInfo> {
+        let i = *self.users.get(name)?.first()?;
+        kubeconfig.auth_infos.get(i)
     }
 }
 
@@ -462,6 +508,7 @@ struct Selected {
 /// silently run as system:anonymous).
 fn select(
     kubeconfig: &Kubeconfig,
+    entries: &Entries,
     sel: &ClusterSelection,
     context: Option<&str>,
     files: &str,
@@ -481,10 +528,8 @@ fn select(
             });
         }
     };
-    let Some(context) = kubeconfig
-        .contexts
-        .iter()
-        .find(|c| c.name == context_name)
+    let Some(context) = entries
+        .context(kubeconfig, &context_name)
         .and_then(|c| c.context.as_ref())
     else {
         return Err(KubeconfigError::NoSuchContext {
@@ -494,7 +539,7 @@ fn select(
         });
     };
     let cluster = sel.cluster.clone().unwrap_or(context.cluster.clone());
-    if !kubeconfig.clusters.iter().any(|c| c.name == cluster) {
+    if !entries.clusters.contains_key(&cluster) {
         return Err(KubeconfigError::NoSuchCluster {
             cluster,
             context: context_name,
@@ -507,7 +552,7 @@ fn select(
         None => (context.user.as_ref().filter(|u| !u.is_empty()), true),
     };
     if let Some(user) = user
-        && !kubeconfig.auth_infos.iter().any(|u| &u.name == user)
+        && !entries.users.contains_key(user)
     {
         return Err(KubeconfigError::NoSuchUser {
             user: user.clone(),
@@ -541,6 +586,8 @@ fn select(
 #[derive(Clone)]
 pub struct Loaded {
     kubeconfig: Kubeconfig,
+    /// Its entries by name.
+    entries: Arc<Entries>,
     /// The files it came from, for messages.
     files: String,
     /// kubectl's credential plugin policy (its kuberc), read once.
@@ -554,6 +601,7 @@ impl Loaded {
     pub fn load(sel: &ClusterSelection) -> Result<Loaded, KubeconfigError> {
         let (kubeconfig, files) = load_kubeconfig(&sel.kubeconfig)?;
         Ok(Loaded {
+            entries: Arc::new(Entries::of(&kubeconfig)),
             kubeconfig,
             files: list(&files),
             credential_policy: CredentialPolicy::load(&sel.credential_policy),
@@ -577,11 +625,17 @@ impl Loaded {
         for context in contexts {
             let selected = select(
                 &self.kubeconfig,
+                &self.entries,
                 sel,
                 context.or(sel.context.as_deref()),
                 &self.files,
             )?;
-            check_plugin(&self.kubeconfig, &self.credential_policy, &selected)?;
+            check_plugin(
+                &self.kubeconfig,
+                &self.entries,
+                &self.credential_policy,
+                &selected,
+            )?;
         }
         Ok(())
     }
@@ -597,15 +651,16 @@ impl Loaded {
     ) -> Result<Vec<String>, KubeconfigError> {
         let known = || names(&self.kubeconfig.contexts, |c| &c.name);
         let mut chosen: Vec<String> = Vec::new();
+        let mut seen: HashSet<&str> = HashSet::new();
         for name in named {
-            if !self.kubeconfig.contexts.iter().any(|c| &c.name == name) {
+            if !self.entries.contexts.contains_key(name) {
                 return Err(KubeconfigError::NoSuchContext {
                     context: name.clone(),
                     files: self.files.clone(),
                     contexts: known(),
                 });
             }
-            if !chosen.contains(name) {
+            if seen.insert(name) {
                 chosen.push(name.clone());
             }
         }
@@ -625,7 +680,7 @@ impl Loaded {
                 });
             }
             for name in matched {
-                if !chosen.contains(name) {
+                if seen.insert(name) {
                     chosen.push(name.clone());
                 }
             }
@@ -657,16 +712,7 @@ impl Loaded {
         context: Option<&str>,
         on_warning: fn(&str),
     ) -> Result<Connection, KubeconfigError> {
-        connect_to(
-            &self.kubeconfig,
-            &self.files,
-            &self.credential_policy,
-            sel,
-            context.or(sel.context.as_deref()),
-            on_warning,
-            &self.limit,
-        )
-        .await
+        connect_to(self, sel, context.or(sel.context.as_deref()), on_warning).await
     }
 }
 
@@ -683,16 +729,15 @@ pub async fn connect(
 /// it), checked against the credential plugin policy.
 fn check_plugin(
     kubeconfig: &Kubeconfig,
+    entries: &Entries,
     policy: &CredentialPolicy,
     selected: &Selected,
 ) -> Result<(), KubeconfigError> {
     let Some(user) = &selected.user else {
         return Ok(());
     };
-    let command = kubeconfig
-        .auth_infos
-        .iter()
-        .find(|u| &u.name == user)
+    let command = entries
+        .user(kubeconfig, user)
         .and_then(|u| u.auth_info.as_ref())
         .and_then(|a| a.exec.as_ref())
         .and_then(|e| e.command.as_deref());
@@ -711,25 +756,29 @@ fn check_plugin(
 }
 
 async fn connect_to(
-    kubeconfig: &Kubeconfig,
-    files: &str,
-    credential_policy: &CredentialPolicy,
+    loaded: &Loaded,
     sel: &ClusterSelection,
     context: Option<&str>,
     on_warning: fn(&str),
-    limit: &ConnectionLimit,
 ) -> Result<Connection, KubeconfigError> {
+    let Loaded {
+        kubeconfig,
+        entries,
+        files,
+        credential_policy,
+        limit,
+    } = loaded;
     let files = files.to_owned();
-    let selected = select(kubeconfig, sel, context, &files)?;
+    let selected = select(kubeconfig, entries, sel, context, &files)?;
     // Before kube sees the kubeconfig: it may run the plugin while loading it.
-    check_plugin(kubeconfig, credential_policy, &selected)?;
+    check_plugin(kubeconfig, entries, credential_policy, &selected)?;
     let Selected {
         context,
         cluster,
         namespace,
         user,
     } = selected;
-    let mut kubeconfig = selected_only(kubeconfig, sel, &context, &cluster);
+    let mut kubeconfig = selected_only(kubeconfig, entries, sel, &context, &cluster);
 
     // The cluster's proxy-url is ours to interpret (kubectl's rules, `crate::proxy`). Left
     // empty, kube would read HTTPS_PROXY itself (ignoring NO_PROXY) and fail to parse what it
@@ -832,5 +881,112 @@ fn client_setup_reason(e: &kube::Error) -> String {
             | KubeKubeconfigError::ParseCertificates(_),
         ) => CERTIFICATES.into(),
         other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two entries named `a` in each list (a merged kubeconfig keeps both; the loader uses the
+    /// first), and others around them.
+    const KUBECONFIG: &str = r#"
+apiVersion: v1
+kind: Config
+current-context: a
+clusters:
+- {name: a, cluster: {server: "https://a-1.example"}}
+- {name: b, cluster: {server: "https://b.example"}}
+- {name: a, cluster: {server: "https://a-2.example"}}
+users:
+- {name: a, user: {token: first}}
+- {name: b, user: {token: b}}
+- {name: a, user: {token: second}}
+contexts:
+- {name: a, context: {cluster: a, user: a, namespace: one}}
+- {name: b, context: {cluster: b, user: b}}
+- {name: a, context: {cluster: b, user: b, namespace: two}}
+- {name: lost, context: {cluster: nowhere, user: a}}
+- {name: nobody, context: {cluster: a, user: missing}}
+"#;
+
+    fn selection() -> ClusterSelection {
+        ClusterSelection {
+            kubeconfig: KubeconfigSource::Nowhere,
+            context: None,
+            contexts: Vec::new(),
+            context_selector: None,
+            several: false,
+            cluster: None,
+            user: None,
+            namespace: None,
+            as_user: None,
+            as_groups: Vec::new(),
+            request_timeout: None,
+            proxy_env: proxy::ProxyEnv::default(),
+            credential_policy: Default::default(),
+        }
+    }
+
+    #[test]
+    fn a_context_is_the_first_entry_of_its_name() {
+        let k = Kubeconfig::from_yaml(KUBECONFIG).unwrap();
+        let entries = Entries::of(&k);
+        let s = select(&k, &entries, &selection(), Some("a"), "f").unwrap();
+        assert_eq!(
+            (s.cluster.as_str(), s.namespace.as_str(), s.user.as_deref()),
+            ("a", "one", Some("a"))
+        );
+        let s = select(&k, &entries, &selection(), None, "f").unwrap();
+        assert_eq!(s.context, "a");
+        assert!(matches!(
+            select(&k, &entries, &selection(), Some("c"), "f"),
+            Err(KubeconfigError::NoSuchContext { .. })
+        ));
+        assert!(matches!(
+            select(&k, &entries, &selection(), Some("lost"), "f"),
+            Err(KubeconfigError::NoSuchCluster { .. })
+        ));
+        assert!(matches!(
+            select(&k, &entries, &selection(), Some("nobody"), "f"),
+            Err(KubeconfigError::NoSuchUser { .. })
+        ));
+    }
+
+    #[test]
+    fn only_the_entries_of_the_selected_names_are_kept_every_one_in_order() {
+        let k = Kubeconfig::from_yaml(KUBECONFIG).unwrap();
+        let entries = Entries::of(&k);
+        let only = selected_only(&k, &entries, &selection(), "a", "a");
+        let servers: Vec<_> = only
+            .clusters
+            .iter()
+            .map(|c| c.cluster.as_ref().and_then(|c| c.server.clone()).unwrap())
+            .collect();
+        assert_eq!(servers, ["https://a-1.example", "https://a-2.example"]);
+        let names = |v: Vec<&String>| v.into_iter().cloned().collect::<Vec<_>>();
+        assert_eq!(
+            names(only.auth_infos.iter().map(|u| &u.name).collect()),
+            ["a", "a"]
+        );
+        let namespaces: Vec<_> = only
+            .contexts
+            .iter()
+            .map(|c| c.context.as_ref().and_then(|c| c.namespace.clone()))
+            .collect();
+        assert_eq!(namespaces, [Some("one".to_owned()), Some("two".to_owned())]);
+        assert_eq!(only.current_context.as_deref(), Some("a"));
+        // --user names the user instead of the context.
+        let mut sel = selection();
+        sel.user = Some("b".into());
+        let only = selected_only(&k, &entries, &sel, "a", "b");
+        assert_eq!(
+            names(only.auth_infos.iter().map(|u| &u.name).collect()),
+            ["b"]
+        );
+        assert_eq!(
+            names(only.clusters.iter().map(|c| &c.name).collect()),
+            ["b"]
+        );
     }
 }

@@ -339,10 +339,24 @@ impl Drop for Probe<'_> {
     }
 }
 
+/// The TLS client configuration of a cluster's connectors: its CA (or the system's roots), its
+/// client certificate, made once per cluster and shared by its connectors (the HTTP/2 and
+/// HTTP/1.1 ones, the proxy's).
+fn tls_config(config: &kube::Config) -> Result<rustls::ClientConfig, kube::Error> {
+    let mut tls = config.rustls_client_config()?;
+    // rustls's default keeps TLS sessions for up to 256 servers, its table allocated up front
+    // (~14 KB); a cluster's client talks to one server: 27 MB of a fleet of 2 000 was these
+    // tables. A few are kept, so that a cluster reconnected at the next stage (a fleet larger
+    // than its connection limit, `crate::connections`) resumes its session.
+    tls.resumption = rustls::client::Resumption::in_memory_sessions(4);
+    Ok(tls)
+}
+
 fn connector(
     config: &kube::Config,
     h2: bool,
     proxy: Option<&crate::proxy::Proxy>,
+    tls: &rustls::ClientConfig,
 ) -> Result<Connector, kube::Error> {
     let mut http = HttpConnector::new_with_resolver(crate::proxy_connector::Resolver::default());
     http.enforce_http(false);
@@ -352,14 +366,8 @@ fn connector(
     http.set_nodelay(true);
     let http =
         crate::proxy_connector::ProxyConnector::new(http, proxy, || config.rustls_client_config())?;
-    let mut tls = config.rustls_client_config()?;
-    // rustls's default keeps TLS sessions for up to 256 servers, its table allocated up front
-    // (~14 KB); a cluster's client talks to one server: 27 MB of a fleet of 2 000 was these
-    // tables. A few are kept, so that a cluster reconnected at the next stage (a fleet larger
-    // than its connection limit, `crate::connections`) resumes its session.
-    tls.resumption = rustls::client::Resumption::in_memory_sessions(4);
     let builder = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_tls_config(tls)
+        .with_tls_config(tls.clone())
         .https_or_http();
     let builder = match &config.tls_server_name {
         Some(name) => builder.with_server_name_resolver(
@@ -564,7 +572,7 @@ pub fn client(
 ) -> Result<kube::Client, kube::Error> {
     if config.cluster_url.scheme_str() != Some("https") {
         let connector = Holding {
-            inner: connector(&config, false, proxy)?,
+            inner: connector(&config, false, proxy, &tls_config(&config)?)?,
             sessions: sessions.clone(),
         };
         let h1 = Reopening::new(move || {
@@ -671,7 +679,12 @@ pub fn plain_client(
     config: &kube::Config,
     proxy: Option<&crate::proxy::Proxy>,
 ) -> Result<HyperClient<Connector, Body>, kube::Error> {
-    Ok(HyperClient::builder(TokioExecutor::new()).build(connector(config, false, proxy)?))
+    Ok(HyperClient::builder(TokioExecutor::new()).build(connector(
+        config,
+        false,
+        proxy,
+        &tls_config(config)?,
+    )?))
 }
 
 /// What an [`H2OrH1`] is made of, made once per cluster: each [`H2OrH1Connectors::open`] is a
@@ -694,12 +707,14 @@ impl H2OrH1Connectors {
             inner,
             sessions: sessions.clone(),
         };
+        // One configuration (one verifier, one session cache) for both: the same server.
+        let tls = tls_config(config)?;
         Ok(H2OrH1Connectors {
             h2: RequireH2 {
-                inner: holding(connector(config, true, proxy)?),
+                inner: holding(connector(config, true, proxy, &tls)?),
                 protocol: protocol.clone(),
             },
-            h1: holding(connector(config, false, proxy)?),
+            h1: holding(connector(config, false, proxy, &tls)?),
             protocol,
         })
     }

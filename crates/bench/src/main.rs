@@ -65,7 +65,7 @@ struct Args {
     #[arg(long, default_value_t = 20)]
     image_rtt: u64,
     /// Fleet scenario: the cluster counts.
-    #[arg(long, value_delimiter = ',', default_value = "1,4,16,64,256")]
+    #[arg(long, value_delimiter = ',', default_value = "1,16,256,2000")]
     fleet_sizes: Vec<usize>,
     /// Fleet scenario: the RTT to every cluster, in milliseconds.
     #[arg(long, default_value_t = 20)]

@@ -75,6 +75,11 @@ pub struct SandboxOptions {
     /// `(os, arch)`, labelled as a kubelet labels its Node (default: none, as a cluster without
     /// nodes). Nodes are not stored: the list is fixed.
     pub node_platforms: Vec<(String, String)>,
+    /// Serve on this runtime instead of a thread and runtime of the sandbox's own (default:
+    /// `None`, a runtime of its own with `worker_threads`): a benchmark that runs thousands of
+    /// sandboxes in one process shares one runtime between them. Each keeps its own CA, store
+    /// and listener; dropping the sandbox stops its tasks on the shared runtime.
+    pub runtime: Option<tokio::runtime::Handle>,
 }
 
 impl Default for SandboxOptions {
@@ -95,6 +100,7 @@ impl Default for SandboxOptions {
             service_cidr: "10.96.0.0/12".into(),
             worker_threads: 2,
             node_platforms: Vec::new(),
+            runtime: None,
         }
     }
 }
@@ -186,16 +192,6 @@ impl Sandbox {
                 rollout: rollout.clone(),
             })),
         ));
-        let rt = match opts.worker_threads {
-            0 => tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()?,
-            n => tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(n)
-                .enable_all()
-                .thread_name("sandbox-apiserver")
-                .build()?,
-        };
         let url = format!("{}://{addr}", if tls.is_some() { "https" } else { "http" });
         let ca_pem = tls.as_ref().map(|t| t.ca_pem.clone());
         let ca_der = tls.as_ref().map(|t| t.ca_der.clone());
@@ -203,23 +199,44 @@ impl Sandbox {
         let thread_server = server.clone();
         let thread_rollout = rollout.clone();
         let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(), String>>();
-        let thread = std::thread::Builder::new()
-            .name("sandbox-apiserver".into())
-            .spawn(move || {
-                rt.block_on(async move {
-                    let listener = match tokio::net::TcpListener::from_std(listener) {
-                        Ok(l) => l,
-                        Err(e) => {
-                            let _ = ready_tx.send(Err(e.to_string()));
-                            return;
-                        }
-                    };
-                    tokio::spawn(rollout::run(store, thread_rollout, sd_rx.clone()));
-                    let _ = ready_tx.send(Ok(()));
-                    conn::accept_loop(listener, thread_server, acceptor, sd_rx).await;
-                });
-                rt.shutdown_timeout(Duration::from_millis(200));
-            })?;
+        let serve = async move {
+            let listener = match tokio::net::TcpListener::from_std(listener) {
+                Ok(l) => l,
+                Err(e) => {
+                    let _ = ready_tx.send(Err(e.to_string()));
+                    return;
+                }
+            };
+            tokio::spawn(rollout::run(store, thread_rollout, sd_rx.clone()));
+            let _ = ready_tx.send(Ok(()));
+            conn::accept_loop(listener, thread_server, acceptor, sd_rx).await;
+        };
+        let thread = match &opts.runtime {
+            Some(handle) => {
+                handle.spawn(serve);
+                None
+            }
+            None => {
+                let rt = match opts.worker_threads {
+                    0 => tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()?,
+                    n => tokio::runtime::Builder::new_multi_thread()
+                        .worker_threads(n)
+                        .enable_all()
+                        .thread_name("sandbox-apiserver")
+                        .build()?,
+                };
+                Some(
+                    std::thread::Builder::new()
+                        .name("sandbox-apiserver".into())
+                        .spawn(move || {
+                            rt.block_on(serve);
+                            rt.shutdown_timeout(Duration::from_millis(200));
+                        })?,
+                )
+            }
+        };
         match ready_rx.recv() {
             Ok(Ok(())) => {}
             Ok(Err(e)) => return Err(StartError(e)),
@@ -232,7 +249,7 @@ impl Sandbox {
             ca_pem,
             ca_der,
             shutdown: sd_tx,
-            thread: Some(thread),
+            thread,
         };
         if opts.ingress_nginx_webhook.is_some() {
             sandbox

@@ -118,3 +118,60 @@ async fn kube_rs_decodes_patches_and_watches() {
     }
     assert!(seen_init && updated, "init {seen_init}, update {updated}");
 }
+
+/// Sandboxes on one shared runtime (`SandboxOptions::runtime`), as a benchmark of thousands
+/// runs them: each serves with a CA of its own, and dropping one stops it alone.
+#[test]
+fn sandboxes_on_a_shared_runtime_each_keep_their_own_ca() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let start = || {
+        let sb = Sandbox::start(SandboxOptions {
+            runtime: Some(rt.handle().clone()),
+            ..SandboxOptions::default()
+        })
+        .unwrap();
+        sb.seed_demo_app("demo", "web").unwrap();
+        sb
+    };
+    let (one, two) = (start(), start());
+    assert_ne!(one.ca_pem(), two.ca_pem());
+    let (one_addr, two_url) = (one.addr(), two.url().to_owned());
+    rt.block_on(async {
+        for sb in [&one, &two] {
+            let d: Deployment = Api::namespaced(client(sb, "sandbox").await, "demo")
+                .get("web")
+                .await
+                .unwrap();
+            assert_eq!(d.metadata.name.as_deref(), Some("web"));
+        }
+        // The first sandbox's CA does not vouch for the second one's certificate.
+        let yaml = one.kubeconfig_yaml("demo").replace(one.url(), &two_url);
+        let kc = Kubeconfig::from_yaml(&yaml).unwrap();
+        let config = Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+            .await
+            .unwrap();
+        let crossed: Api<Deployment> = Api::namespaced(Client::try_from(config).unwrap(), "demo");
+        assert!(crossed.get("web").await.is_err());
+    });
+    drop(one);
+    // Dropped: its listener closes (polled: its task ends on the shared runtime's threads).
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(one_addr).is_ok() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "a dropped sandbox still accepts connections"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    rt.block_on(async {
+        let d: Deployment = Api::namespaced(client(&two, "sandbox").await, "demo")
+            .get("web")
+            .await
+            .unwrap();
+        assert_eq!(d.metadata.name.as_deref(), Some("web"));
+    });
+}
