@@ -394,6 +394,21 @@ Numbers: medians at RTT 20 ms unless said, same machine, before → after.
    cluster, not this benchmark), reading a JSON kubeconfig with a JSON reader, and keeping
    connections across stages when the descriptors allow it.
 
+21. **This report's machine** (2026-12-07). The report was regenerated on another machine than
+   the one before (an AMD EPYC where the 2026-12-05 report ran on an Intel Xeon, both 2 cores):
+   its CPU figures are not comparable with the earlier ones. The XL dry run's CPU, 60 ms in the
+   2026-12-05 report, measured 92 ms here; to tell the machine from the code, the build this
+   round started from (e36dd27) and main were run alternately, release builds, `appupdate-bench
+   --scenarios XL --no-criterion --reps 7|9 --plugin …`, quiet machine (load average ≤ 1):
+   medians 113, 117, 96, 98, 118 ms before against 117, 93, 110, 118, 120 ms after — the same
+   within the noise; peak RSS 40.3–40.4 → 39.6–39.7 MiB. The goal of 80 ms for this run is not
+   met on this machine (nor by the build before). Criterion was not re-run: its tables are the
+   2026-12-05 figures. In this report's first run the image section measured the check *off*
+   in every row: since the scenarios' arguments carry `--image-check off`, that flag outranked
+   the section's `APPUPDATE_IMAGE_CHECK` (the registry logged 0 requests); the section now sets
+   the flag per row, and the registry's request counts (1 for an index, 2 for a
+   single-platform image) show the check ran.
+
 All existing tests pass unchanged; `tests/it/transport_e2e.rs` checks that a run with image,
 bounds and five Ingress changes uses exactly one HTTP/2 connection, and
 `tests/it/transport_http1_e2e.rs` that a server offering only HTTP/1.1 still works.
