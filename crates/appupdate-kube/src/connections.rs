@@ -14,8 +14,8 @@
 //!
 //! A connection closed at the end of a session is dropped by its own task a moment later: the
 //! permit is therefore held by the session *and* by every connection opened during it
-//! ([`Held`]), and goes back only once both are gone. The bound is on open sockets, not only
-//! on sessions.
+//! (`Held` in [`crate::transport`]), and goes back only once both are gone. The bound is on
+//! open sockets, not only on sessions.
 //!
 //! What a session does not bound: a request sent on a cluster outside any session opens the
 //! connection without a permit, and it stays open until a session on that cluster ends. The
