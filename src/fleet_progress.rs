@@ -237,19 +237,22 @@ impl FleetProgress {
                 every,
             } => {
                 tally.set(i, status);
-                let line = tally.line();
                 match bar {
-                    Some(bar) => bar.set_message(line),
-                    None => {
-                        if written
-                            .as_ref()
-                            .is_none_or(|(at, last)| *last != line && at.elapsed() >= *every)
-                        {
+                    Some(bar) => bar.set_message(tally.line()),
+                    // The line is made only when one may be written: with thousands of
+                    // clusters, a count of them all at every step would add up.
+                    None if written
+                        .as_ref()
+                        .is_none_or(|(at, _)| at.elapsed() >= *every) =>
+                    {
+                        let line = tally.line();
+                        if written.as_ref().is_none_or(|(_, last)| *last != line) {
                             let _ = writeln!(out, "{line}");
                             let _ = out.flush();
                             *written = Some((Instant::now(), line));
                         }
                     }
+                    None => {}
                 }
             }
             Draw::Hidden => {}
