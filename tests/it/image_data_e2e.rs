@@ -16,11 +16,7 @@ use serde_json::{Value, json};
 
 /// The plugin with the check on, no docker config.
 fn checked(env: &Env, args: &[&str]) -> std::process::Output {
-    let mut c = env.cmd();
-    c.env_remove(IMAGE_CHECK_VAR)
-        .env("DOCKER_CONFIG", env.dir.path().join("no-docker-config"))
-        .args(args);
-    c.output().expect("binary runs")
+    registry::checked(env, None, args)
 }
 
 fn plan_schema() -> Value {
@@ -122,10 +118,7 @@ fn the_json_plan_says_when_the_live_image_decided_and_when_nothing_was_checked()
         }])
     );
     // A registry that cannot be reached: not checked, and why (the run went on under auto).
-    let closed = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap()
-    };
+    let closed = registry::closed_addr();
     let unreachable = format!("{closed}/web:2");
     let o = checked(
         &env,

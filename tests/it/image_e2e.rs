@@ -28,11 +28,7 @@ fn set_live(env: &Env, image: &str) {
 
 /// The plugin with the check on (`auto` unless the args say otherwise), no docker config.
 fn checked(env: &Env, args: &[&str]) -> std::process::Output {
-    let mut c = env.cmd();
-    c.env_remove(IMAGE_CHECK_VAR)
-        .env("DOCKER_CONFIG", env.dir.path().join("no-docker-config"))
-        .args(args);
-    c.output().expect("binary runs")
+    registry::checked(env, None, args)
 }
 
 #[test]
@@ -109,10 +105,7 @@ fn an_image_without_a_platform_the_live_one_has_is_refused() {
 #[test]
 fn an_unreachable_registry_is_a_warning_under_auto_and_a_refusal_under_require() {
     let env = Env::new();
-    let closed = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap()
-    };
+    let closed = registry::closed_addr();
     let image = format!("{closed}/web:2");
     let o = checked(
         &env,

@@ -13,11 +13,7 @@ use serde_json::{Value, json};
 
 /// The plugin with the check on, no docker config.
 fn checked(env: &Env, args: &[&str]) -> std::process::Output {
-    let mut c = env.cmd();
-    c.env_remove(IMAGE_CHECK_VAR)
-        .env("DOCKER_CONFIG", env.dir.path().join("no-docker-config"))
-        .args(args);
-    c.output().expect("binary runs")
+    registry::checked(env, None, args)
 }
 
 /// What an admission controller that pins tags does to the Deployment after a write.

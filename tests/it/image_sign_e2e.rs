@@ -114,11 +114,7 @@ fn live(env: &Env, reg: &Registry) {
 
 /// The plugin with the check on (`auto` unless the args say otherwise), no docker config.
 fn checked(env: &Env, args: &[&str]) -> std::process::Output {
-    let mut c = env.cmd();
-    c.env_remove(IMAGE_CHECK_VAR)
-        .env("DOCKER_CONFIG", env.dir.path().join("no-docker-config"))
-        .args(args);
-    c.output().expect("binary runs")
+    registry::checked(env, None, args)
 }
 
 fn started() -> Option<(Registry, Env, Fixtures)> {
@@ -292,10 +288,7 @@ fn a_signature_copied_from_another_image_is_refused() {
 #[test]
 fn a_registry_that_cannot_be_reached_is_a_refusal_with_a_key_under_auto() {
     let env = Env::new();
-    let closed = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap()
-    };
+    let closed = registry::closed_addr();
     let image = format!("{closed}/web:2");
     let pub_key = key("cosign.pub");
     let o = checked(

@@ -10,7 +10,7 @@
 
 use crate::common;
 
-use common::registry::Registry;
+use common::registry::{Registry, checked};
 use common::token_auth::{self, PASSWORD, TokenService, USER};
 use common::*;
 
@@ -51,14 +51,6 @@ fn docker_config(env: &Env, reg: &Registry, user: &str, password: &str) -> std::
 
 /// The plugin with the check on and `docker` as `DOCKER_CONFIG` (a directory without a
 /// config when `None`).
-fn checked(env: &Env, docker: Option<&std::path::Path>, args: &[&str]) -> std::process::Output {
-    let none = env.dir.path().join("no-docker-config");
-    let mut c = env.cmd();
-    c.env_remove(IMAGE_CHECK_VAR)
-        .env("DOCKER_CONFIG", docker.unwrap_or(&none))
-        .args(args);
-    c.output().expect("binary runs")
-}
 
 #[test]
 fn an_anonymous_token_lets_the_check_read_a_repository_anyone_may_pull() {

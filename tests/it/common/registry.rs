@@ -45,8 +45,29 @@ impl Drop for Registry {
 }
 
 fn free_port() -> u16 {
+    closed_addr().port()
+}
+
+/// An address on loopback nothing listens on (a port bound, then let go): a registry that
+/// cannot be reached.
+pub fn closed_addr() -> SocketAddr {
     let l = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
-    l.local_addr().expect("its address").port()
+    l.local_addr().expect("its address")
+}
+
+/// The plugin run with the image check as a user has it (no `APPUPDATE_IMAGE_CHECK`: `auto`,
+/// unless the arguments say otherwise), with the docker configuration in `docker`, or none.
+pub fn checked(
+    env: &super::Env,
+    docker: Option<&std::path::Path>,
+    args: &[&str],
+) -> std::process::Output {
+    let none = env.dir.path().join("no-docker-config");
+    let mut c = env.cmd();
+    c.env_remove(super::IMAGE_CHECK_VAR)
+        .env("DOCKER_CONFIG", docker.unwrap_or(&none))
+        .args(args);
+    c.output().expect("binary runs")
 }
 
 impl Registry {
