@@ -876,44 +876,33 @@ mod tests {
         std::net::SocketAddr,
         std::sync::Arc<std::sync::Mutex<Vec<String>>>,
     ) {
-        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        let log = seen.clone();
-        tokio::spawn(async move {
-            while let Ok((mut socket, _)) = listener.accept().await {
-                let mut buf = vec![0u8; 8192];
-                let n = socket.read(&mut buf).await.unwrap_or(0);
-                let head = String::from_utf8_lossy(&buf[..n]).into_owned();
-                let line = head.lines().next().unwrap_or_default().to_owned();
-                let bearer = head
-                    .lines()
-                    .any(|l| l.eq_ignore_ascii_case("authorization: Bearer tok-123"));
-                log.lock().unwrap().push(format!("{line} bearer={bearer}"));
-                let index = r#"{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[{"digest":"sha256:aa","platform":{"os":"linux","architecture":"arm64"}}]}"#;
-                let answer = if line
-                    .starts_with("GET /token?service=fake&scope=repository%3Aweb%3Apull ")
-                {
-                    let token = r#"{"token": "tok-123"}"#;
-                    format!(
-                        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{token}",
-                        token.len()
-                    )
-                } else if line.starts_with("GET /v2/web/manifests/1 ") && bearer {
-                    format!(
-                        "HTTP/1.1 200 OK\r\nContent-Type: application/vnd.oci.image.index.v1+json\r\nDocker-Content-Digest: sha256:feed\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{index}",
-                        index.len()
-                    )
-                } else {
-                    format!(
-                        "HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Bearer realm=\"http://{addr}/token\",service=\"fake\",scope=\"repository:web:pull\"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-                    )
-                };
-                let _ = socket.write_all(answer.as_bytes()).await;
-            }
-        });
-        (addr, seen)
+        stand_in(|addr, head| {
+            let line = head.lines().next().unwrap_or_default();
+            let bearer = head
+                .lines()
+                .any(|l| l.eq_ignore_ascii_case("authorization: Bearer tok-123"));
+            let index = r#"{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[{"digest":"sha256:aa","platform":{"os":"linux","architecture":"arm64"}}]}"#;
+            let answer = if line
+                .starts_with("GET /token?service=fake&scope=repository%3Aweb%3Apull ")
+            {
+                let token = r#"{"token": "tok-123"}"#;
+                format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{token}",
+                    token.len()
+                )
+            } else if line.starts_with("GET /v2/web/manifests/1 ") && bearer {
+                format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/vnd.oci.image.index.v1+json\r\nDocker-Content-Digest: sha256:feed\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{index}",
+                    index.len()
+                )
+            } else {
+                format!(
+                    "HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Bearer realm=\"http://{addr}/token\",service=\"fake\",scope=\"repository:web:pull\"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                )
+            };
+            (format!("{line} bearer={bearer}"), answer)
+        })
+        .await
     }
 
     #[tokio::test]
@@ -985,7 +974,6 @@ mod tests {
         std::sync::Arc<std::sync::Mutex<Vec<String>>>,
         String,
     ) {
-        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
         let fx: serde_json::Value = serde_json::from_str(FIXTURES).unwrap();
         let image = fx["images"]["bundleLayout"].clone();
         let digest = image["digest"].as_str().unwrap().to_owned();
@@ -1026,6 +1014,35 @@ mod tests {
                     .to_owned(),
             ),
         );
+        let (addr, seen) = stand_in(move |_, head| {
+            let line = head.lines().next().unwrap_or_default();
+            let path = line.split_whitespace().nth(1).unwrap_or_default();
+            let answer = match routes.get(path) {
+                Some((media, body)) => format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: {media}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                ),
+                None => {
+                    "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                        .to_owned()
+                }
+            };
+            (path.to_owned(), answer)
+        })
+        .await;
+        (addr, seen, digest)
+    }
+
+    /// A stand-in registry on loopback: for each connection, reads one request's head, logs
+    /// the first part of what `answer` returns and writes the second (a whole response that
+    /// closes the connection). `answer` is given the stand-in's address.
+    async fn stand_in(
+        answer: impl Fn(std::net::SocketAddr, &str) -> (String, String) + Send + 'static,
+    ) -> (
+        std::net::SocketAddr,
+        std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    ) {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
@@ -1035,27 +1052,12 @@ mod tests {
                 let mut buf = vec![0u8; 8192];
                 let n = socket.read(&mut buf).await.unwrap_or(0);
                 let head = String::from_utf8_lossy(&buf[..n]).into_owned();
-                let line = head.lines().next().unwrap_or_default().to_owned();
-                let path = line
-                    .split_whitespace()
-                    .nth(1)
-                    .unwrap_or_default()
-                    .to_owned();
-                log.lock().unwrap().push(path.clone());
-                let answer = match routes.get(&path) {
-                    Some((media, body)) => format!(
-                        "HTTP/1.1 200 OK\r\nContent-Type: {media}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                        body.len()
-                    ),
-                    None => {
-                        "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-                            .to_owned()
-                    }
-                };
-                let _ = socket.write_all(answer.as_bytes()).await;
+                let (entry, response) = answer(addr, &head);
+                log.lock().unwrap().push(entry);
+                let _ = socket.write_all(response.as_bytes()).await;
             }
         });
-        (addr, seen, digest)
+        (addr, seen)
     }
 
     #[tokio::test]
