@@ -300,7 +300,7 @@ Numbers: medians at RTT 20 ms unless said, same machine, before → after.
    limit is raised to the hard one at start, and a fleet has at most `ulimit -n` less 32
    clusters connected at once, 512 by default (`--max-connections N`); a larger fleet goes
    through each stage a batch at a time, each cluster's connection closed after its part of a
-   stage (`crates/appupdate-kube/src/connections.rs`, `src/open_files.rs`). Same machine, same
+   stage (`crates/appupdate-kube/src/connections.rs`, `crates/appupdate-shell/src/open_files.rs`). Same machine, same
    hour, release builds before and after, one sandbox with the demo application in N
    namespaces and a context each (`cargo run --release --example contexts -- N FILE`), fresh
    for every apply, `/usr/bin/time -v kubectl-appupdate web --kubeconfig FILE
