@@ -114,7 +114,7 @@ fn one_run(kubeconfig: &std::path::Path) -> i32 {
         "off".into(),
     ];
     args.extend(std::env::args_os().skip(1));
-    kubectl_appupdate::main_with_args(args)
+    appupdate_shell::main_with_args(args)
 }
 
 /// A staged rollout in three waves (one cluster each): the plan saved, applied up to the first
@@ -150,7 +150,7 @@ fn waves_demo(kubeconfig: &std::path::Path, dir: &std::path::Path) -> i32 {
             kubeconfig.into(),
         ];
         args.extend(step.iter().map(OsString::from));
-        let code = kubectl_appupdate::main_with_args(args);
+        let code = appupdate_shell::main_with_args(args);
         eprintln!("(exit {code})");
         worst = worst.max(code);
     }

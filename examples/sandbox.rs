@@ -101,7 +101,7 @@ fn main() {
         args.extend(["--image-check".into(), "off".into()]);
     }
     args.extend(extra);
-    let code = kubectl_appupdate::main_with_args(args);
+    let code = appupdate_shell::main_with_args(args);
     print_state(&sandbox);
     let _ = std::fs::remove_dir_all(&dir);
     std::process::exit(code);

@@ -6,7 +6,7 @@ out): lines from the `fn` line to its closing brace, comments and blank lines in
 """
 import os, re, sys
 
-ROOTS = ["src", "crates/appupdate-model/src", "crates/appupdate-plan/src",
+ROOTS = ["src", "crates/appupdate-shell/src", "crates/appupdate-model/src", "crates/appupdate-plan/src",
          "crates/appupdate-render/src", "crates/appupdate-kube/src"]
 FN = re.compile(r"^\s*(pub(\([^)]*\))?\s+)?(async\s+)?(const\s+)?(unsafe\s+)?fn\s+([A-Za-z0-9_]+)")
 

@@ -40,7 +40,7 @@ for addr, name in funcs:
     gdb.execute("break *" + hex(at), to_string=True)
     by_addr[at] = name
 seen = set(); order = []; spine = []
-OURS = r"^(kubectl_appupdate|appupdate_(model|plan|render|kube))::"
+OURS = r"^(kubectl_appupdate|appupdate_(shell|model|plan|render|kube))::"
 def norm(fname):
     # gdb names an async function's poll `f::{async_fn#0}`, its closures `{closure#N}` and
     # `{async_block#N}`, impl blocks `{impl#N}`: the function is what a reader reads.
@@ -108,7 +108,7 @@ def main():
     # trait plumbing and async state machines (their constructors stay: where a reader goes).
     skip = re.compile(r"\{\{closure\}\}|::fmt$|Serialize|Deserialize|serialize|deserialize|"
                       r"drop_in_place|Visitor|<impl (core::|alloc::|std::)")
-    ours = re.compile(r"^(kubectl_appupdate|appupdate_(model|plan|render|kube))::")
+    ours = re.compile(r"^(kubectl_appupdate|appupdate_(shell|model|plan|render|kube))::")
     funcs = []
     for line in subprocess.run(["nm", "-C", binary], capture_output=True, text=True).stdout.splitlines():
         parts = line.split(" ", 2)

@@ -73,10 +73,11 @@ while [ $# -gt 0 ]; do
 done
 
 # The version is the package's, so --version, the archive names and the manifest agree.
+# The workspace's version (`[workspace.package]`), which the binary and the shell inherit.
 version=$(awk '
-  /^\[package\]/ { in_pkg = 1; next }
+  /^\[(workspace\.)?package\]/ { in_pkg = 1; next }
   /^\[/ { in_pkg = 0 }
-  in_pkg && /^version *=/ { gsub(/.*= *"|".*/, ""); print; exit }
+  in_pkg && /^version *= *"/ { gsub(/.*= *"|".*/, ""); print; exit }
 ' "$root/Cargo.toml")
 [[ "$version" =~ ^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$ ]] \
   || die "cannot read a semver version from Cargo.toml (got '$version')"

@@ -5,7 +5,7 @@
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
-    // As Go programs do: a fleet has a connection per cluster (src/open_files.rs).
-    kubectl_appupdate::open_files::raise();
-    std::process::exit(kubectl_appupdate::main_with_args(std::env::args_os()));
+    // As Go programs do: a fleet has a connection per cluster (crates/appupdate-shell/src/open_files.rs).
+    appupdate_shell::open_files::raise();
+    std::process::exit(appupdate_shell::main_with_args(std::env::args_os()));
 }

@@ -26,8 +26,8 @@ use std::time::{Duration, Instant};
 
 use appupdate_model::endpoints_file;
 use appupdate_plan::updaters::validate_image_reference;
-use kubectl_appupdate::cli::{Cli, parse_duration};
-use kubectl_appupdate::settings::{Environment, FileReader, Settings};
+use appupdate_shell::cli::{Cli, parse_duration};
+use appupdate_shell::settings::{Environment, FileReader, Settings};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestError, TestRunner};
 use sandbox_apiserver::{FieldSelector, LabelSelector};

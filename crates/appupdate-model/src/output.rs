@@ -330,6 +330,21 @@ pub fn write_document(
     }
 }
 
+/// [`write_document`] for a plan's document, with the serializer compiled in this crate rather
+/// than in each caller (generic code is built where it is instantiated, at that crate's
+/// optimisation level): the plan is the largest document the plugin writes, 14 MB for 1 000
+/// Ingresses, and the shell that prints it is built for size (docs/releasing.md, "Binary size").
+/// Buffered here, so the many small writes of the serializer are not calls through `out`.
+pub fn write_plan_document(
+    out: &mut dyn Write,
+    format: Format,
+    doc: &PlanDocument<'_>,
+) -> io::Result<()> {
+    let mut out = io::BufWriter::with_capacity(1 << 16, out);
+    write_document(&mut out, format, doc)?;
+    out.flush()
+}
+
 fn write_json_value(out: &mut impl Write, doc: &impl Serialize) -> io::Result<()> {
     let mut ser = serde_json::Serializer::with_formatter(&mut *out, EscapingFormatter::default());
     doc.serialize(&mut ser)?;

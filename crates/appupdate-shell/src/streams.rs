@@ -169,24 +169,23 @@ impl Streams {
         plan: &Plan,
         owners: &[appupdate_model::owners::ObjectOwners],
     ) -> io::Result<()> {
-        let mut out = io::BufWriter::with_capacity(1 << 16, self.writer(Kind::Plan));
-        match self.output {
+        let format = match self.output {
             OutputFormat::Diff => {
+                let mut out = io::BufWriter::with_capacity(1 << 16, self.writer(Kind::Plan));
                 let opts = RenderOptions {
                     color: self.color(Kind::Plan),
                     ..RenderOptions::default()
                 };
                 diff_render::render_plan(&mut out, plan, &opts)?;
+                return out.flush();
             }
-            OutputFormat::Json => {
-                let doc = output::document(plan).with_owners(owners);
-                output::write_document(&mut out, output::Format::Json, &doc)?;
-            }
-            OutputFormat::Yaml => {
-                let doc = output::document(plan).with_owners(owners);
-                output::write_document(&mut out, output::Format::Yaml, &doc)?;
-            }
-        }
+            OutputFormat::Json => output::Format::Json,
+            OutputFormat::Yaml => output::Format::Yaml,
+        };
+        // Buffered by the document's writer itself.
+        let mut out = self.writer(Kind::Plan);
+        let doc = output::document(plan).with_owners(owners);
+        output::write_plan_document(&mut out, format, &doc)?;
         out.flush()
     }
 
