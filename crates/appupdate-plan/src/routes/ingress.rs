@@ -529,6 +529,26 @@ fn patched_parts<'a>(
     ])
 }
 
+/// What the views of a live Ingress read of it ([`patched_parts`]): its labels, annotations and
+/// spec, moved out of it; the rest (status, what the server keeps in metadata) is freed with
+/// it. A change holds this instead of a copy of its before-view.
+fn view_source(mut live: Value) -> Value {
+    let mut meta = Map::with_capacity(2);
+    if let Some(m) = live.get_mut("metadata") {
+        for key in ["labels", "annotations"] {
+            if let Some(v) = m.get_mut(key) {
+                meta.insert(key.into(), v.take());
+            }
+        }
+    }
+    let mut source = Map::with_capacity(2);
+    source.insert("metadata".into(), Value::Object(meta));
+    if let Some(spec) = live.get_mut("spec") {
+        source.insert("spec".into(), spec.take());
+    }
+    Value::Object(source)
+}
+
 /// The focused view of an Ingress read from `from` (a create's body, or the live object), with
 /// a merge patch applied, made when read: a before-view (no patch), or the after-view of a
 /// create or an update. Focusing a focused view again changes nothing, so an update's
@@ -581,7 +601,8 @@ impl MakeView for Viewed {
 /// no flavour wrote is shown as it is.
 pub fn served_paths(ingress: &Value, app: &str) -> Vec<String> {
     let flavor = flavor_of(ingress);
-    let paths: BTreeSet<String> = ingress["spec"]["rules"]
+    // Sorted once, not kept sorted in a tree: a large application asks this of every route.
+    let mut paths: Vec<String> = ingress["spec"]["rules"]
         .as_array()
         .into_iter()
         .flatten()
@@ -594,7 +615,9 @@ pub fn served_paths(ingress: &Value, app: &str) -> Vec<String> {
                 .unwrap_or_else(|| p.to_owned())
         })
         .collect();
-    paths.into_iter().collect()
+    paths.sort_unstable();
+    paths.dedup();
+    paths
 }
 
 /// A paths field of an update whose values are the views' (no copy of them): the field at
@@ -843,15 +866,16 @@ impl IngressUpdater {
         Some(rules)
     }
 
-    /// The update of the live Ingress; `shared`: the same object, given up to the plan, which
-    /// then holds it and reads the views from it instead of copying the before-view.
+    /// The update of the live Ingress, lent or given up: a live Ingress given up is held by the
+    /// change, which reads its views from it ([`view_source`]) instead of copying the
+    /// before-view.
     fn update(
         &self,
         namespace: &str,
-        live: &Value,
-        shared: Option<&Arc<Value>>,
+        given: Cow<'_, Value>,
         flavor: &'static dyn Flavor,
     ) -> Result<ObjectChange, PlanError> {
+        let live: &Value = &given;
         let d = &self.desired;
         check_managed(Kind::Ingress, live, &self.name, &d.app, &d.identifier)?;
         let mut fields = Vec::new();
@@ -910,12 +934,12 @@ impl IngressUpdater {
         // The before-view: read from the live object when the plan holds it (a large
         // application's before-views were a tenth of its CPU, copied), else a copy of its
         // focused parts. `from`: what the after-view is read from (the same parts).
-        let (before, from) = match shared {
-            Some(live) => (
-                View::made(viewed(Arc::clone(live), None, None)),
-                Arc::clone(live),
-            ),
-            None => {
+        let (before, from) = match given {
+            Cow::Owned(live) => {
+                let held = Arc::new(view_source(live));
+                (View::made(viewed(Arc::clone(&held), None, None)), held)
+            }
+            Cow::Borrowed(live) => {
                 let copy = Arc::new(patched_view(
                     live,
                     None,
@@ -934,8 +958,8 @@ impl IngressUpdater {
             field.after = FieldValue::in_view(&patch, &body, &pointer);
             if f.before_in_view {
                 // Rule `i` of the before-view is rule `i` of the live object, with its paths:
-                // read from the object the before-view is read from, not by making the view.
-                field.before = FieldValue::in_view(&View::from(Arc::clone(&from)), live, &pointer);
+                // read from what the before-view is read from, not by making the view.
+                field.before = FieldValue::in_view(&View::from(Arc::clone(&from)), &from, &pointer);
             }
         }
         // The after-view: the before-view as the patch leaves it (the view holds every field a
@@ -1046,21 +1070,21 @@ impl IngressUpdater {
         let flavor = self.flavor()?;
         match live {
             None => Ok(self.create(namespace, flavor)),
-            Some(live) => self.update(namespace, live, None, flavor),
+            Some(live) => self.update(namespace, Cow::Borrowed(live), flavor),
         }
     }
 
-    /// [`IngressUpdater::plan`] against a live object given up to the change, which holds it
-    /// and reads its views from it ([`IngressUpdater::update`]).
-    pub fn plan_shared(
+    /// [`IngressUpdater::plan`] against a live object given up to the change, which holds what
+    /// its views read of it ([`IngressUpdater::update`]).
+    pub fn plan_given(
         &self,
         namespace: &str,
-        live: Option<Arc<Value>>,
+        live: Option<Value>,
     ) -> Result<ObjectChange, PlanError> {
         let flavor = self.flavor()?;
         match live {
             None => Ok(self.create(namespace, flavor)),
-            Some(live) => self.update(namespace, &live, Some(&live), flavor),
+            Some(live) => self.update(namespace, Cow::Owned(live), flavor),
         }
     }
 }
