@@ -238,6 +238,9 @@ mod plain {
         let mut endpoints: Vec<Endpoint> = Vec::new();
         let mut first: HashMap<&str, usize> = HashMap::new();
         let mut indent: Option<usize> = None;
+        // The last `scopes:` text and the endpoint that read it: endpoints of a group usually
+        // follow each other with the same line, which is then not checked again.
+        let mut last_scopes: Option<(&str, usize)> = None;
         while let Some((i, line)) = lines.next() {
             if skippable(line) {
                 continue;
@@ -261,7 +264,15 @@ mod plain {
                 if let Some(rest) = under.and_then(|n| n.get(at..))
                     && next.len() - next.trim_start_matches(' ').len() == at + 2
                 {
-                    list = scopes(rest.strip_prefix("scopes: ")?)?;
+                    let text = rest.strip_prefix("scopes: ")?;
+                    let known = last_scopes
+                        .filter(|(last, _)| *last == text)
+                        .and_then(|(_, from)| endpoints.get(from));
+                    list = match known {
+                        Some(e) => e.scopes.clone(),
+                        None => scopes(text)?,
+                    };
+                    last_scopes = Some((text, endpoints.len()));
                     lines.next();
                 }
             }

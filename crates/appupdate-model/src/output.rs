@@ -353,7 +353,7 @@ fn write_json_value(out: &mut impl Write, doc: &impl Serialize) -> io::Result<()
 
 /// serde_json's pretty layout (two spaces, `": "`), which also escapes what
 /// [`text::is_escaped`] names (serde_json escapes only the controls), as `\uXXXX` (a surrogate
-/// pair above U+FFFF). The line break and indentation before a value are one write, not one per
+/// pair above U+FFFF). The comma, line break and indentation before a value are one write, not one per
 /// level as serde_json's `PrettyFormatter` does.
 #[derive(Default)]
 struct EscapingFormatter {
@@ -361,16 +361,28 @@ struct EscapingFormatter {
     has_value: bool,
 }
 
-/// A line feed and the indentation of the deepest level written at once.
-const NEWLINE_INDENT: &[u8; 129] = b"\n                                                                                                                                ";
+/// A comma, a line feed and the indentation of the deepest level, to be written at once: the
+/// line break before a first value is `[1..]` of it, before a next value `[0..]` (one write
+/// for the comma and the break; a large document has hundreds of thousands).
+const LINE_BREAK: [u8; 2 + 128] = {
+    let mut b = [b' '; 2 + 128];
+    b[0] = b',';
+    b[1] = b'\n';
+    b
+};
 
 impl EscapingFormatter {
     fn newline<W: ?Sized + Write>(&self, w: &mut W) -> io::Result<()> {
+        self.line_break(w, 1)
+    }
+
+    /// The line break from `LINE_BREAK[from]` (0: with the comma).
+    fn line_break<W: ?Sized + Write>(&self, w: &mut W, from: usize) -> io::Result<()> {
         let mut spaces = 2 * self.depth;
-        w.write_all(&NEWLINE_INDENT[..1 + spaces.min(128)])?;
+        w.write_all(&LINE_BREAK[from..2 + spaces.min(128)])?;
         while spaces > 128 {
             spaces -= 128;
-            w.write_all(&NEWLINE_INDENT[1..1 + spaces.min(128)])?;
+            w.write_all(&LINE_BREAK[2..2 + spaces.min(128)])?;
         }
         Ok(())
     }
@@ -390,10 +402,7 @@ impl EscapingFormatter {
     }
 
     fn item<W: ?Sized + Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
-        if !first {
-            w.write_all(b",")?;
-        }
-        self.newline(w)
+        self.line_break(w, if first { 1 } else { 0 })
     }
 }
 
@@ -404,7 +413,7 @@ impl serde_json::ser::Formatter for EscapingFormatter {
         fragment: &str,
     ) -> io::Result<()> {
         // serde_json has escaped the controls; printable ASCII needs nothing.
-        if fragment.bytes().all(text::is_printable_ascii) {
+        if text::all_printable_ascii(fragment.as_bytes()) {
             return writer.write_all(fragment.as_bytes());
         }
         let mut rest = fragment;

@@ -124,6 +124,15 @@ pub fn is_printable_ascii(b: u8) -> bool {
     (0x20..0x7f).contains(&b)
 }
 
+/// Whether every byte of `bytes` is printable ASCII ([`is_printable_ascii`]), tested without
+/// an early exit, which the compiler turns into vector instructions: most strings of a large
+/// document are, and this is asked of each.
+pub fn all_printable_ascii(bytes: &[u8]) -> bool {
+    bytes
+        .iter()
+        .fold(true, |all, &b| all & is_printable_ascii(b))
+}
+
 fn push_escaped(out: &mut String, c: char) {
     // Writing into a String cannot fail.
     let _ = match c {

@@ -134,8 +134,9 @@ fn given_up(live: &mut LiveState, updaters: &[WithLive]) -> Vec<Option<Value>> {
 /// Builds the plan. Errors when a requested change does not fit the live state.
 ///
 /// The live routes it plans from are moved out of `live` and each is freed once its change is
-/// planned (the change keeps what it shows as text): the rest of `live` stays, and a route
-/// left there is `null`. A caller that needs them as read keeps a copy.
+/// planned, or held by it (an Ingress's change reads its views from the live object's parts): the
+/// rest of `live` stays, and a route left there is `null`. A caller that needs them as read
+/// keeps a copy.
 pub fn build_plan(req: &UpdateRequest<'_>, live: &mut LiveState) -> Result<Plan, PlanError> {
     let mut objects = Vec::new();
     if req.container_update.image.is_some() {

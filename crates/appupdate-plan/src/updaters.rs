@@ -108,13 +108,18 @@ impl Updater {
 
     /// [`Updater::plan`] against a live object the caller has no further use for: the same
     /// change, and `live` is freed as soon as it is planned (the planner gives each live route
-    /// up to its updater this way).
+    /// up to its updater this way) — but what the views of a live Ingress read of it, which
+    /// its change holds instead of a copy of its before-view.
     pub fn plan_owned(
         &self,
         namespace: &str,
         live: Option<Value>,
     ) -> Result<ObjectChange, PlanError> {
-        self.plan(namespace, live.as_ref())
+        match self {
+            // The change holds what its views read of the live Ingress.
+            Updater::Ingress(u) => u.plan_given(namespace, live),
+            _ => self.plan(namespace, live.as_ref()),
+        }
     }
 
     /// The updater a saved plan holds (`{"type": …, "spec": …}`); refused when its type is

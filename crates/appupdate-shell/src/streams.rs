@@ -493,16 +493,24 @@ impl Write for LineWriter {
             self.pending.extend_from_slice(buf);
             return Ok(buf.len());
         };
-        let (lines, rest) = buf.split_at(last + 1);
-        if self.pending.is_empty() {
-            // Most writes (a buffered writer's blocks): straight through, not copied first.
-            Self::emit(self.stream, self.color, lines)?;
-        } else {
-            self.pending.extend_from_slice(lines);
+        let (mut lines, rest) = buf.split_at(last + 1);
+        if !self.pending.is_empty() {
+            // A buffered writer's block seldom ends a line: only the line begun before it is
+            // completed here, the block's other lines go straight through, not copied first.
+            let first = lines
+                .iter()
+                .position(|b| *b == b'\n')
+                .map_or(lines.len(), |i| i + 1);
+            let (head, tail) = lines.split_at(first);
+            self.pending.extend_from_slice(head);
             let pending = std::mem::take(&mut self.pending);
             Self::emit(self.stream, self.color, &pending)?;
             self.pending = pending;
             self.pending.clear();
+            lines = tail;
+        }
+        if !lines.is_empty() {
+            Self::emit(self.stream, self.color, lines)?;
         }
         self.pending.extend_from_slice(rest);
         Ok(buf.len())

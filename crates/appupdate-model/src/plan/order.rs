@@ -65,7 +65,12 @@ pub fn write_order<'a>(changes: impl IntoIterator<Item = &'a ObjectChange>) -> W
             _ => (BTreeSet::new(), BTreeSet::new()),
         }
     }
-    let sets: Vec<_> = changes.iter().map(|c| paths(c)).collect();
+    // Only a write's paths are read (a large plan is mostly unchanged routes).
+    let sets: Vec<_> = changes
+        .iter()
+        .zip(&written)
+        .map(|(c, &w)| if w { paths(c) } else { Default::default() })
+        .collect();
     // Path → the writes after which it is served.
     let mut servers: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
     for (i, (_, after)) in sets.iter().enumerate() {

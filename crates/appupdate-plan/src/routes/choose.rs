@@ -124,13 +124,19 @@ pub(crate) fn live_styles(
     out
 }
 
-/// The managed object of `objs` with the smallest name.
+/// The managed object of `objs` with the smallest name (the first of them, if several).
 pub(crate) fn first_sibling(objs: &[Value]) -> Option<&Value> {
-    objs.iter()
-        .filter(|o| label(o, APP_LABEL).is_some() && label(o, IDENTIFIER_LABEL).is_some())
-        .filter_map(|o| Some((name_of(o)?, o)))
-        .min_by(|a, b| a.0.cmp(b.0))
-        .map(|(_, o)| o)
+    // Labels are looked up only for a name smaller than the smallest so far: a listing comes
+    // sorted by name, and a run asks this several times of a thousand Ingresses.
+    let managed = |o: &Value| label(o, APP_LABEL).is_some() && label(o, IDENTIFIER_LABEL).is_some();
+    let mut first: Option<(&str, &Value)> = None;
+    for o in objs {
+        let Some(name) = name_of(o) else { continue };
+        if first.is_none_or(|(smallest, _)| name < smallest) && managed(o) {
+            first = Some((name, o));
+        }
+    }
+    first.map(|(_, o)| o)
 }
 
 /// The auth provider of each live managed HTTPRoute that checks scopes (names sorted): a route

@@ -529,10 +529,35 @@ fn patched_parts<'a>(
     ])
 }
 
-/// The focused view of an Ingress (a create's body, or a before-view) with a merge patch
-/// applied, made when read: the after-view of a create or an update.
+/// What the views of a live Ingress read of it ([`patched_parts`]): its labels, annotations and
+/// spec, moved out of it; the rest (status, what the server keeps in metadata) is freed with
+/// it. A change holds this instead of a copy of its before-view.
+fn view_source(mut live: Value) -> Value {
+    let mut meta = Map::with_capacity(2);
+    if let Some(m) = live.get_mut("metadata") {
+        for key in ["labels", "annotations"] {
+            if let Some(v) = m.get_mut(key) {
+                meta.insert(key.into(), v.take());
+            }
+        }
+    }
+    let mut source = Map::with_capacity(2);
+    source.insert("metadata".into(), Value::Object(meta));
+    if let Some(spec) = live.get_mut("spec") {
+        source.insert("spec".into(), spec.take());
+    }
+    Value::Object(source)
+}
+
+/// The focused view of an Ingress read from `from` (a create's body, or the live object), with
+/// a merge patch applied, made when read: a before-view (no patch), or the after-view of a
+/// create or an update. Focusing a focused view again changes nothing, so an update's
+/// after-view read through the live object is the one read through its before-view.
 struct Viewed {
-    object: View,
+    from: Arc<Value>,
+    /// An update's before-view, which the after-view is the patched view of (read once by a
+    /// caller that needs both, [`MakeView::make_from`]).
+    before: Option<View>,
     patch: Option<Arc<Value>>,
     namespace: String,
     name: String,
@@ -541,11 +566,11 @@ struct Viewed {
 
 impl MakeView for Viewed {
     fn make(&self) -> Value {
-        self.make_from(&self.object.get())
+        self.make_from(&self.from)
     }
 
     fn base(&self) -> Option<&View> {
-        Some(&self.object)
+        self.before.as_ref()
     }
 
     fn make_from(&self, object: &Value) -> Value {
@@ -560,13 +585,9 @@ impl MakeView for Viewed {
     }
 
     fn parts(&self) -> Option<Part<'_>> {
-        // A view made from another made view is made to be written.
-        let Cow::Borrowed(object) = self.object.get() else {
-            return None;
-        };
         let patch = self.patch.as_deref().and_then(Value::as_object);
         Some(patched_parts(
-            object,
+            &self.from,
             patch,
             &self.namespace,
             &self.name,
@@ -580,7 +601,8 @@ impl MakeView for Viewed {
 /// no flavour wrote is shown as it is.
 pub fn served_paths(ingress: &Value, app: &str) -> Vec<String> {
     let flavor = flavor_of(ingress);
-    let paths: BTreeSet<String> = ingress["spec"]["rules"]
+    // Sorted once, not kept sorted in a tree: a large application asks this of every route.
+    let mut paths: Vec<String> = ingress["spec"]["rules"]
         .as_array()
         .into_iter()
         .flatten()
@@ -593,7 +615,9 @@ pub fn served_paths(ingress: &Value, app: &str) -> Vec<String> {
                 .unwrap_or_else(|| p.to_owned())
         })
         .collect();
-    paths.into_iter().collect()
+    paths.sort_unstable();
+    paths.dedup();
+    paths
 }
 
 /// A paths field of an update whose values are the views' (no copy of them): the field at
@@ -670,7 +694,8 @@ impl IngressUpdater {
             fields.push(field);
         }
         let after = View::made(Viewed {
-            object: shared,
+            from: Arc::clone(&body),
+            before: None,
             patch: None,
             namespace: namespace.to_owned(),
             name: self.name.clone(),
@@ -841,13 +866,16 @@ impl IngressUpdater {
         Some(rules)
     }
 
-    /// The update of the live Ingress.
+    /// The update of the live Ingress, lent or given up: a live Ingress given up is held by the
+    /// change, which reads its views from it ([`view_source`]) instead of copying the
+    /// before-view.
     fn update(
         &self,
         namespace: &str,
-        live: &Value,
+        given: Cow<'_, Value>,
         flavor: &'static dyn Flavor,
     ) -> Result<ObjectChange, PlanError> {
+        let live: &Value = &given;
         let d = &self.desired;
         check_managed(Kind::Ingress, live, &self.name, &d.app, &d.identifier)?;
         let mut fields = Vec::new();
@@ -895,13 +923,33 @@ impl IngressUpdater {
         };
         let base = Base::of(live);
         let route = self.info(served_paths(live, &d.app), foreign);
-        let before = View::from(patched_view(
-            live,
-            None,
-            namespace,
-            &self.name,
-            &key_strs(&keys),
-        ));
+        let viewed = |from: Arc<Value>, before: Option<View>, patch: Option<Arc<Value>>| Viewed {
+            from,
+            before,
+            patch,
+            namespace: namespace.to_owned(),
+            name: self.name.clone(),
+            keys: keys.clone(),
+        };
+        // The before-view: read from the live object when the plan holds it (a large
+        // application's before-views were a tenth of its CPU, copied), else a copy of its
+        // focused parts. `from`: what the after-view is read from (the same parts).
+        let (before, from) = match given {
+            Cow::Owned(live) => {
+                let held = Arc::new(view_source(live));
+                (View::made(viewed(Arc::clone(&held), None, None)), held)
+            }
+            Cow::Borrowed(live) => {
+                let copy = Arc::new(patched_view(
+                    live,
+                    None,
+                    namespace,
+                    &self.name,
+                    &key_strs(&keys),
+                ));
+                (View::from(Arc::clone(&copy)), copy)
+            }
+        };
         let patch = View::from(Arc::clone(&body));
         for f in in_views {
             // Rule `i` of the patch is rule `i` of the after-view.
@@ -909,21 +957,16 @@ impl IngressUpdater {
             let field = &mut fields[f.field];
             field.after = FieldValue::in_view(&patch, &body, &pointer);
             if f.before_in_view {
-                // Rule `i` of the before-view is rule `i` of the live object, with its paths.
-                field.before = FieldValue::in_view(&before, live, &pointer);
+                // Rule `i` of the before-view is rule `i` of the live object, with its paths:
+                // read from what the before-view is read from, not by making the view.
+                field.before = FieldValue::in_view(&View::from(Arc::clone(&from)), &from, &pointer);
             }
         }
         // The after-view: the before-view as the patch leaves it (the view holds every field a
         // change touches), made when read; when nothing changes, the before-view itself.
         let after = match &write {
             None => before.clone(),
-            Some(_) => View::made(Viewed {
-                object: before.clone(),
-                patch: Some(body),
-                namespace: namespace.to_owned(),
-                name: self.name.clone(),
-                keys,
-            }),
+            Some(_) => View::made(viewed(from, Some(before.clone()), Some(body))),
         };
         Ok(ObjectChange {
             kind: Kind::Ingress,
@@ -1027,7 +1070,21 @@ impl IngressUpdater {
         let flavor = self.flavor()?;
         match live {
             None => Ok(self.create(namespace, flavor)),
-            Some(live) => self.update(namespace, live, flavor),
+            Some(live) => self.update(namespace, Cow::Borrowed(live), flavor),
+        }
+    }
+
+    /// [`IngressUpdater::plan`] against a live object given up to the change, which holds what
+    /// its views read of it ([`IngressUpdater::update`]).
+    pub fn plan_given(
+        &self,
+        namespace: &str,
+        live: Option<Value>,
+    ) -> Result<ObjectChange, PlanError> {
+        let flavor = self.flavor()?;
+        match live {
+            None => Ok(self.create(namespace, flavor)),
+            Some(live) => self.update(namespace, Cow::Owned(live), flavor),
         }
     }
 }
