@@ -415,9 +415,10 @@ Numbers: medians at RTT 20 ms unless said, same machine, before → after.
    builds at `"s"`; the binary crate, whose level is also the whole-program pass's, holds only
    `main` and stays at 3. Serializing the plan document, which the shell instantiated, has a
    concrete entry point in `appupdate-model` (`write_plan_document`, at 3), and writes through
-   one buffer instead of two. Static musl release binary: 10 151 712 bytes (9.68 MiB). Cost: the
-   XL dry run executes 603 million instructions against 559 million (+7.8 %, callgrind, output
-   byte for byte the same), most of it in reading the LIST, whose serde_json code LLVM inlines
+   one buffer instead of two. Static musl release binary: 10 151 712 bytes (9.68 MiB); with items
+   23 and 24, 10 250 720 (9.78 MiB). Cost: the XL dry run executes 603 million instructions
+   against 559 million (+7.8 %, callgrind, output byte for byte the same; 504 against 461
+   million with item 23), most of it in reading the LIST, whose serde_json code LLVM inlines
    less now that the shell shares those instances (docs/releasing.md has the measurements).
 
 23. **XL's CPU under 80 ms again** (round 13; callgrind over the whole release process, before
