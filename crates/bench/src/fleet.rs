@@ -751,20 +751,42 @@ pub fn markdown(r: &Results, cores: usize) -> String {
         s,
         "How: every plugin run is a child of a helper process (`appupdate-bench --sample-usage --peak-rss …`) that times it from its start to its exit, reads its peak RSS and CPU time from `getrusage(RUSAGE_CHILDREN)` (its only child), and, while it runs, samples `/proc/<pid>/fd` (the number of entries) and the `Threads:` line of `/proc/<pid>/status` every 2 ms, keeping the largest (a peak shorter than that can be missed). The descriptors are the standard three, the runtime's own (epoll, its waker) and one connection per connected cluster: at most {PLUGIN_MAX_CONNECTIONS} clusters are connected at once by default, so a larger fleet goes through each stage in batches, each cluster's connection closed after its part. The benchmark raises its own soft limit of open files to the hard one (its sandboxes and proxies need several per cluster); the plugin inherits it.\n"
     );
-    let connections = r
-        .rows
+    // The connections a cluster took: one while the fleet is within the bound, one per stage
+    // beyond it; each count said with the cluster counts it was seen at.
+    let mut connections: Vec<(u64, Vec<usize>)> = Vec::new();
+    for row in &r.rows {
+        match connections
+            .iter_mut()
+            .find(|(c, _)| *c == row.connections_per_cluster)
+        {
+            Some((_, at)) => at.push(row.clusters),
+            None => connections.push((row.connections_per_cluster, vec![row.clusters])),
+        }
+    }
+    let connections = connections
         .iter()
-        .map(|row| row.connections_per_cluster)
-        .max()
-        .unwrap_or(0);
+        .map(|(c, at)| {
+            let at: Vec<String> = at.iter().map(ToString::to_string).collect();
+            format!(
+                "{c} connection{} at {} cluster{}",
+                if *c == 1 { "" } else { "s" },
+                at.join(", "),
+                if at.len() == 1 && at[0] == "1" {
+                    ""
+                } else {
+                    "s"
+                }
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
     let (least, most) = r.rows.iter().fold((usize::MAX, 0), |(l, m), row| {
         (l.min(row.requests_least), m.max(row.requests_per_cluster))
     });
     let _ = writeln!(
         s,
-        "Per cluster, in every plugin run and at every count: {} connection{}, {} request{}; the same update on one cluster without fleet flags sent {} (one read round with the history's read and who-am-I, then the write with the history record: with one object to write, no dry run; a fleet of several clusters dry-runs everywhere first) in **{}** ms median ({}–{}).\n",
+        "Per cluster, in every plugin run: {}; {} request{}; the same update on one cluster without fleet flags sent {} (one read round with the history's read and who-am-I, then the write with the history record: with one object to write, no dry run; a fleet of several clusters dry-runs everywhere first) in **{}** ms median ({}–{}).\n",
         connections,
-        if connections == 1 { "" } else { "s" },
         if least == most {
             least.to_string()
         } else {
