@@ -117,7 +117,7 @@ impl Updater {
     ) -> Result<ObjectChange, PlanError> {
         match self {
             // The change holds what its views read of the live Ingress.
-            Updater::Ingress(u) => u.plan_given(namespace, live),
+            Updater::Ingress(u) => u.plan_given(namespace, live.map(std::borrow::Cow::Owned)),
             _ => self.plan(namespace, live.as_ref()),
         }
     }

@@ -1067,24 +1067,20 @@ fn check_saved_tls(tls: &Value) -> Result<(), String> {
 impl IngressUpdater {
     /// The change against `live` (`None`: the Ingress does not exist).
     pub fn plan(&self, namespace: &str, live: Option<&Value>) -> Result<ObjectChange, PlanError> {
-        let flavor = self.flavor()?;
-        match live {
-            None => Ok(self.create(namespace, flavor)),
-            Some(live) => self.update(namespace, Cow::Borrowed(live), flavor),
-        }
+        self.plan_given(namespace, live.map(Cow::Borrowed))
     }
 
-    /// [`IngressUpdater::plan`] against a live object given up to the change, which holds what
-    /// its views read of it ([`IngressUpdater::update`]).
+    /// [`IngressUpdater::plan`] against a live object lent, or given up to the change, which
+    /// then holds what its views read of it ([`IngressUpdater::update`]).
     pub fn plan_given(
         &self,
         namespace: &str,
-        live: Option<Value>,
+        live: Option<Cow<'_, Value>>,
     ) -> Result<ObjectChange, PlanError> {
         let flavor = self.flavor()?;
         match live {
             None => Ok(self.create(namespace, flavor)),
-            Some(live) => self.update(namespace, Cow::Owned(live), flavor),
+            Some(live) => self.update(namespace, live, flavor),
         }
     }
 }
