@@ -11,14 +11,13 @@ use kube::core::params::{
     DeleteParams, GetParams, ListParams, Patch, PatchParams, PostParams, Preconditions,
 };
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
-use serde::Deserialize;
-use serde::de::{self, DeserializeOwned, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::describe::{Target, classify, describe_kube_error};
 use crate::kube_context::Connection;
-use appupdate_model::compact_json::{Compact, Scratch};
-use appupdate_model::owners::{self, Entry, FieldSet, Marked, Marks};
+pub use appupdate_model::list_items::ListItems;
+use appupdate_model::owners::{Marked, Marks};
 use appupdate_model::plan::{Base, Kind, PatchType};
 use appupdate_model::text::Untrusted;
 
@@ -182,10 +181,30 @@ impl Cluster {
         what: &str,
         req: http::Request<Vec<u8>>,
     ) -> Result<T, RequestError> {
+        self.send_read(what, req, |text| serde_json::from_str(text))
+            .await
+    }
+
+    /// [`Cluster::send`] with the answer read by `read`, as kube's `Client::request` reads it
+    /// with `serde_json::from_str`: a reader compiled elsewhere (a LIST's items are read in
+    /// `appupdate-model`, whose code is optimised for speed: [`ListItems`]).
+    async fn send_read<T>(
+        &self,
+        what: &str,
+        req: http::Request<Vec<u8>>,
+        read: impl FnOnce(&str) -> serde_json::Result<T>,
+    ) -> Result<T, RequestError> {
         let started = Instant::now();
         let method = req.method().clone();
         let uri = req.uri().to_string();
-        let fut = self.conn.client.request::<T>(req);
+        let client = &self.conn.client;
+        let fut = async move {
+            let text = client.request_text(req).await?;
+            read(&text).map_err(|e| {
+                tracing::warn!("{}, {:?}", text, e);
+                kube::Error::SerdeError(e)
+            })
+        };
         let result = match self.conn.request_timeout {
             Some(t) => match tokio::time::timeout(t, fut).await {
                 Ok(r) => r.map_err(RequestError::from),
@@ -253,7 +272,9 @@ impl Cluster {
     ) -> Result<(Vec<Value>, Vec<Marked>), RequestError> {
         let lp = ListParams::default().labels(label_selector);
         let req = Self::build(Request::new(collection_path(kind, self.namespace())).list(&lp))?;
-        let ListItems(mut items, mut entries) = self.send("list", req).await?;
+        let ListItems(mut items, mut entries) = self
+            .send_read("list", req, appupdate_model::list_items::read_list_items)
+            .await?;
         let mut marked = Vec::new();
         let mut entries = entries.drain(..).peekable();
         for (index, item) in items.iter_mut().enumerate() {
@@ -510,444 +531,9 @@ impl Cluster {
     }
 }
 
-/// The `items` of a LIST answer, each read without its `metadata.managedFields`: the server's
-/// bookkeeping of who set which field (a sixth of a listed Ingress of ten paths; every path
-/// appears in it once more, as a key). This tool never sends a live object back (its writes are
-/// patches, creates and deletes), so what it does not read cannot be lost; a listing of 1 000
-/// such Ingresses takes ~3 MiB less memory to hold. Every other field is read as it is. An
-/// answer without `items` (or with `null`) has none.
-///
-/// What owner detection needs of the managedFields is kept beside the items, by index: the
-/// entries that may make their managers owners ([`owners::may_own`]: server-side appliers and
-/// the Helm, Argo CD, Flux and kapp managers, never a subresource's, people's kubectl or this
-/// tool's), each with its manager, whether it applies, and its field set cut to
-/// [`owners::LISTED_DEPTH`] levels. Items whose entries are all someone else's keep nothing.
-#[derive(Debug, Default, PartialEq)]
-pub struct ListItems(pub Vec<Value>, pub Vec<(usize, Vec<Entry>)>);
-
-impl<'de> Deserialize<'de> for ListItems {
-    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        struct Answer {
-            #[serde(default)]
-            items: Option<Vec<LiveItem>>,
-        }
-        let answer = Answer::deserialize(d)?;
-        let mut items = Vec::new();
-        let mut entries = Vec::new();
-        for (index, LiveItem(item, owned)) in
-            answer.items.unwrap_or_default().into_iter().enumerate()
-        {
-            items.push(item);
-            if !owned.is_empty() {
-                entries.push((index, owned));
-            }
-        }
-        Ok(ListItems(items, entries))
-    }
-}
-
-/// One listed object: an object whose `metadata` is read without `managedFields` ([`Level`]),
-/// every array and object in it at its exact size ([`appupdate_model::compact_json`]); and the
-/// entries of those managedFields that may own ([`ManagedFields`]).
-struct LiveItem(Value, Vec<Entry>);
-
-impl<'de> Deserialize<'de> for LiveItem {
-    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let mut scratch = Scratch::default();
-        let mut entries = Vec::new();
-        d.deserialize_map(Listed(Level::Item, &mut scratch, &mut entries))
-            .map(|item| LiveItem(item, entries))
-    }
-}
-
-/// Which object of a listed item is being read into a [`Value`]: the item itself, whose
-/// `metadata` is read as [`Level::Metadata`], or that metadata, read without `managedFields`.
-#[derive(Clone, Copy)]
-enum Level {
-    Item,
-    Metadata,
-}
-
-/// Reads the object at a [`Level`]; every other value compactly; the managedFields entries
-/// that may own into the vector.
-struct Listed<'s>(Level, &'s mut Scratch, &'s mut Vec<Entry>);
-
-impl<'de> Visitor<'de> for Listed<'_> {
-    type Value = Value;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("an object")
-    }
-
-    fn visit_unit<E: de::Error>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        let Listed(level, scratch, entries) = self;
-        // An item gets its `apiVersion` and `kind` when a LIST leaves them out (`Cluster::list`).
-        let room = match level {
-            Level::Item => 2,
-            Level::Metadata => 0,
-        };
-        scratch
-            .object_with_room(room, |scratch| {
-                while let Some(key) = map.next_key::<String>()? {
-                    let value = match (level, key.as_str()) {
-                        (Level::Item, "metadata") => map.next_value_seed(Listed(
-                            Level::Metadata,
-                            &mut *scratch,
-                            &mut *entries,
-                        ))?,
-                        (Level::Metadata, "managedFields") => {
-                            map.next_value_seed(ManagedFields(&mut *entries))?;
-                            continue;
-                        }
-                        _ => map.next_value_seed(Compact(&mut *scratch))?,
-                    };
-                    scratch.push_entry(key, value);
-                }
-                Ok(())
-            })
-            .map(Value::Object)
-    }
-}
-
-/// Reads a listed object's `metadata.managedFields`, keeping only the entries that may own
-/// ([`Entry::new`]); a value of any other shape is passed over, as the whole list was before.
-struct ManagedFields<'s>(&'s mut Vec<Entry>);
-
-impl<'de> DeserializeSeed<'de> for ManagedFields<'_> {
-    type Value = ();
-
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-/// Passes over a value whose shape is not the one expected.
-macro_rules! pass_over_scalars {
-    ($value:ty, $none:expr) => {
-        fn visit_bool<E: de::Error>(self, _: bool) -> Result<$value, E> {
-            Ok($none)
-        }
-        fn visit_i64<E: de::Error>(self, _: i64) -> Result<$value, E> {
-            Ok($none)
-        }
-        fn visit_u64<E: de::Error>(self, _: u64) -> Result<$value, E> {
-            Ok($none)
-        }
-        fn visit_f64<E: de::Error>(self, _: f64) -> Result<$value, E> {
-            Ok($none)
-        }
-        fn visit_str<E: de::Error>(self, _: &str) -> Result<$value, E> {
-            Ok($none)
-        }
-        fn visit_unit<E: de::Error>(self) -> Result<$value, E> {
-            Ok($none)
-        }
-    };
-}
-
-impl<'de> Visitor<'de> for ManagedFields<'_> {
-    type Value = ();
-
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("managedFields")
-    }
-
-    pass_over_scalars!((), ());
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-        Ok(())
-    }
-
-    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while let Some(entry) = seq.next_element_seed(ManagedEntry)? {
-            self.0.extend(entry);
-        }
-        Ok(())
-    }
-}
-
-/// One managedFields entry: kept ([`Entry::new`]) or not. Its field set is read only when its
-/// manager and operation (which the server writes before it) may own.
-struct ManagedEntry;
-
-impl<'de> DeserializeSeed<'de> for ManagedEntry {
-    type Value = Option<Entry>;
-
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Option<Entry>, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for ManagedEntry {
-    type Value = Option<Entry>;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("a managedFields entry")
-    }
-
-    pass_over_scalars!(Option<Entry>, None);
-
-    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Option<Entry>, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(None)
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<Entry>, A::Error> {
-        let (mut manager, mut operation, mut subresource) = (None, None, None);
-        let mut fields = None;
-        /// The keys of an entry this reads, matched without being copied.
-        #[derive(Deserialize)]
-        #[serde(field_identifier, rename_all = "camelCase")]
-        enum Key {
-            Manager,
-            Operation,
-            Subresource,
-            #[serde(rename = "fieldsV1")]
-            FieldsV1,
-            #[serde(other)]
-            Other,
-        }
-        while let Some(key) = map.next_key::<Key>()? {
-            match key {
-                Key::Manager => manager = Some(map.next_value_seed(Text)?),
-                Key::Operation => operation = Some(map.next_value_seed(Text)?),
-                Key::Subresource => subresource = Some(map.next_value_seed(Text)?),
-                Key::FieldsV1 => {
-                    // An entry already known not to own is passed over unread.
-                    let known_not = match (&manager, &operation) {
-                        (Some(m), Some(o)) => !owners::may_own(m, o, ""),
-                        _ => false,
-                    };
-                    if known_not {
-                        map.next_value::<IgnoredAny>()?;
-                    } else {
-                        fields = Some(map.next_value_seed(Fields(owners::LISTED_DEPTH))?);
-                    }
-                }
-                Key::Other => {
-                    map.next_value::<IgnoredAny>()?;
-                }
-            }
-        }
-        Ok(Entry::new(
-            manager.as_deref().unwrap_or_default(),
-            operation.as_deref().unwrap_or_default(),
-            subresource.as_deref().unwrap_or_default(),
-            fields.unwrap_or_default(),
-        ))
-    }
-}
-
-/// A string of a managedFields entry; a value of another shape reads as empty.
-struct Text;
-
-impl<'de> DeserializeSeed<'de> for Text {
-    type Value = String;
-
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<String, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Text {
-    type Value = String;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("a string")
-    }
-
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<String, E> {
-        Ok(v.to_owned())
-    }
-
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<String, E> {
-        Ok(String::new())
-    }
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<String, E> {
-        Ok(String::new())
-    }
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<String, E> {
-        Ok(String::new())
-    }
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<String, E> {
-        Ok(String::new())
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<String, E> {
-        Ok(String::new())
-    }
-
-    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<String, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(String::new())
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<String, A::Error> {
-        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-        Ok(String::new())
-    }
-}
-
-/// A `fieldsV1` value read `.0` levels deep ([`FieldSet::read`], from the text).
-struct Fields(usize);
-
-impl<'de> DeserializeSeed<'de> for Fields {
-    type Value = FieldSet;
-
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<FieldSet, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Fields {
-    type Value = FieldSet;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("a field set")
-    }
-
-    pass_over_scalars!(FieldSet, FieldSet::default());
-
-    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<FieldSet, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(FieldSet::default())
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<FieldSet, A::Error> {
-        let Fields(depth) = self;
-        let mut keys = Vec::new();
-        let mut cut = false;
-        if depth == 0 {
-            while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {
-                cut = true;
-            }
-        } else {
-            while let Some(key) = map.next_key::<String>()? {
-                let below = map.next_value_seed(Fields(depth - 1))?;
-                keys.push((key.into_boxed_str(), below));
-            }
-        }
-        keys.shrink_to_fit();
-        Ok(FieldSet::new(keys, cut))
-    }
-}
-
-impl<'de> DeserializeSeed<'de> for Listed<'_> {
-    type Value = Value;
-
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
-
     use super::*;
-
-    fn items(answer: &str) -> Vec<Value> {
-        serde_json::from_str::<ListItems>(answer)
-            .unwrap_or_else(|e| panic!("{e}"))
-            .0
-    }
-
-    #[test]
-    fn a_listed_object_is_read_whole_but_for_its_managed_fields() {
-        let item = json!({
-            "metadata": {
-                "name": "web-public",
-                "labels": {"app": "web"},
-                "managedFields": [{"manager": "kubectl", "fieldsV1": {"f:spec": {}}}],
-                "resourceVersion": "7"
-            },
-            "spec": {"rules": [{"http": {"paths": [{"path": "/web/a", "managedFields": 1}]}}]},
-            "managedFields": "kept: not in metadata",
-            "status": {"loadBalancer": {}}
-        });
-        let answer =
-            json!({"kind": "IngressList", "metadata": {"resourceVersion": "9"}, "items": [item]});
-        let got = items(&answer.to_string());
-        let mut want = item.clone();
-        want["metadata"]
-            .as_object_mut()
-            .map(|m| m.remove("managedFields"));
-        assert_eq!(got, vec![want]);
-        // The order of the fields is the server's.
-        let keys: Vec<&String> = got[0]["metadata"]
-            .as_object()
-            .map(|m| m.keys().collect())
-            .unwrap_or_default();
-        assert_eq!(keys, ["name", "labels", "resourceVersion"]);
-    }
-
-    #[test]
-    fn the_managed_fields_entries_that_may_own_are_kept_cut_and_no_others() {
-        let deep = json!({"f:spec": {"f:extAuth": {"f:http": {"f:path": {}, "f:backendRefs": {
-            "k:{\"name\":\"auth\"}": {"f:port": {}}}}}}});
-        let answer = json!({"items": [
-            {"metadata": {"name": "mine", "managedFields": [
-                {"manager": "kubectl-appupdate", "operation": "Update", "fieldsV1": deep.clone()},
-                {"manager": "kubectl-client-side-apply", "operation": "Update", "fieldsV1": deep.clone()},
-                {"manager": "helm", "operation": "Apply", "subresource": "status", "fieldsV1": {}},
-            ]}},
-            {"metadata": {"name": "theirs", "managedFields": [
-                {"manager": "helm", "operation": "Apply", "apiVersion": "v1",
-                 "fieldsType": "FieldsV1", "fieldsV1": deep.clone()},
-                {"fieldsV1": deep.clone(), "operation": "Update", "manager": "argocd-controller"},
-            ]}},
-            {"metadata": {"name": "odd", "managedFields": [1, "x", null, [], {"manager": 3}]}},
-            {"metadata": {"name": "none", "managedFields": null}},
-        ]});
-        let ListItems(items, entries) =
-            serde_json::from_str::<ListItems>(&answer.to_string()).unwrap();
-        assert_eq!(items.len(), 4);
-        assert!(
-            items
-                .iter()
-                .all(|i| i["metadata"].get("managedFields").is_none())
-        );
-        let cut = FieldSet::read(&deep, owners::LISTED_DEPTH);
-        assert_eq!(
-            entries,
-            vec![(
-                1,
-                vec![
-                    Entry::new("helm", "Apply", "", cut.clone()).unwrap(),
-                    Entry::new("argocd-controller", "Update", "", cut).unwrap(),
-                ]
-            )]
-        );
-        // Cut four levels deep: the key under backendRefs is dropped.
-        assert_ne!(
-            FieldSet::read(&deep, owners::LISTED_DEPTH),
-            FieldSet::read(&deep, usize::MAX)
-        );
-    }
-
-    #[test]
-    fn an_answer_without_items_has_none() {
-        assert_eq!(
-            items(r#"{"kind": "IngressList", "items": null}"#),
-            Vec::<Value>::new()
-        );
-        assert_eq!(items(r#"{"kind": "IngressList"}"#), Vec::<Value>::new());
-        assert_eq!(
-            items(r#"{"items": [{"metadata": null}]}"#),
-            vec![json!({"metadata": null})]
-        );
-    }
-
-    #[test]
-    fn an_item_that_is_not_an_object_is_a_decoding_error() {
-        assert!(serde_json::from_str::<ListItems>(r#"{"items": [1]}"#).is_err());
-        assert!(serde_json::from_str::<ListItems>(r#"{"items": [{"metadata": 1}]}"#).is_err());
-    }
 
     #[test]
     fn a_name_is_one_path_segment_whatever_it_holds() {

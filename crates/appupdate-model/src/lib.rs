@@ -16,6 +16,7 @@ pub mod endpoints_file;
 pub mod image;
 pub mod intent;
 pub mod kuberc;
+pub mod list_items;
 pub mod names;
 pub mod output;
 pub mod owners;
