@@ -356,7 +356,6 @@ impl<'de> DeserializeSeed<'de> for Listed<'_> {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -364,9 +363,7 @@ mod tests {
     use super::*;
 
     fn items(answer: &str) -> Vec<Value> {
-        read_list_items(answer)
-            .unwrap_or_else(|e| panic!("{e}"))
-            .0
+        read_list_items(answer).unwrap_or_else(|e| panic!("{e}")).0
     }
 
     #[test]
@@ -459,5 +456,4 @@ mod tests {
         assert!(read_list_items(r#"{"items": [1]}"#).is_err());
         assert!(read_list_items(r#"{"items": [{"metadata": 1}]}"#).is_err());
     }
-
 }

@@ -17,6 +17,8 @@ use serde_json::Value;
 use crate::plan::{Action, AuthProvider, Base, Kind, ObjectChange, Plan, RouteStyle};
 use crate::text;
 
+mod json;
+
 /// Schema identifier; bump on any incompatible change.
 pub const SCHEMA_VERSION: &str = "kubectl-appupdate.plan/v1";
 
@@ -334,129 +336,27 @@ pub fn write_document(
 /// than in each caller (generic code is built where it is instantiated, at that crate's
 /// optimisation level): the plan is the largest document the plugin writes, 14 MB for 1 000
 /// Ingresses, and the shell that prints it is built for size (docs/releasing.md, "Binary size").
-/// Buffered here, so the many small writes of the serializer are not calls through `out`.
+/// Buffered here, so the many small writes of the serializer are not calls through `out` (the
+/// JSON writer gathers its text in blocks itself).
 pub fn write_plan_document(
     out: &mut dyn Write,
     format: Format,
     doc: &PlanDocument<'_>,
 ) -> io::Result<()> {
-    let mut out = io::BufWriter::with_capacity(1 << 16, out);
-    write_document(&mut out, format, doc)?;
-    out.flush()
-}
-
-fn write_json_value(out: &mut impl Write, doc: &impl Serialize) -> io::Result<()> {
-    let mut ser = serde_json::Serializer::with_formatter(&mut *out, EscapingFormatter::default());
-    doc.serialize(&mut ser)?;
-    writeln!(out)
-}
-
-/// serde_json's pretty layout (two spaces, `": "`), which also escapes what
-/// [`text::is_escaped`] names (serde_json escapes only the controls), as `\uXXXX` (a surrogate
-/// pair above U+FFFF). The comma, line break and indentation before a value are one write, not one per
-/// level as serde_json's `PrettyFormatter` does.
-#[derive(Default)]
-struct EscapingFormatter {
-    depth: usize,
-    has_value: bool,
-}
-
-/// A comma, a line feed and the indentation of the deepest level, to be written at once: the
-/// line break before a first value is `[1..]` of it, before a next value `[0..]` (one write
-/// for the comma and the break; a large document has hundreds of thousands).
-const LINE_BREAK: [u8; 2 + 128] = {
-    let mut b = [b' '; 2 + 128];
-    b[0] = b',';
-    b[1] = b'\n';
-    b
-};
-
-impl EscapingFormatter {
-    fn newline<W: ?Sized + Write>(&self, w: &mut W) -> io::Result<()> {
-        self.line_break(w, 1)
-    }
-
-    /// The line break from `LINE_BREAK[from]` (0: with the comma).
-    fn line_break<W: ?Sized + Write>(&self, w: &mut W, from: usize) -> io::Result<()> {
-        let mut spaces = 2 * self.depth;
-        w.write_all(&LINE_BREAK[from..2 + spaces.min(128)])?;
-        while spaces > 128 {
-            spaces -= 128;
-            w.write_all(&LINE_BREAK[2..2 + spaces.min(128)])?;
+    match format {
+        Format::Json => write_json_value(out, doc),
+        Format::Yaml => {
+            let mut out = io::BufWriter::with_capacity(1 << 16, out);
+            write_document(&mut out, format, doc)?;
+            out.flush()
         }
-        Ok(())
-    }
-
-    fn begin<W: ?Sized + Write>(&mut self, w: &mut W, open: &[u8]) -> io::Result<()> {
-        self.depth += 1;
-        self.has_value = false;
-        w.write_all(open)
-    }
-
-    fn end<W: ?Sized + Write>(&mut self, w: &mut W, close: &[u8]) -> io::Result<()> {
-        self.depth -= 1;
-        if self.has_value {
-            self.newline(w)?;
-        }
-        w.write_all(close)
-    }
-
-    fn item<W: ?Sized + Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
-        self.line_break(w, if first { 1 } else { 0 })
     }
 }
 
-impl serde_json::ser::Formatter for EscapingFormatter {
-    fn write_string_fragment<W: ?Sized + Write>(
-        &mut self,
-        writer: &mut W,
-        fragment: &str,
-    ) -> io::Result<()> {
-        // serde_json has escaped the controls; printable ASCII needs nothing.
-        if text::all_printable_ascii(fragment.as_bytes()) {
-            return writer.write_all(fragment.as_bytes());
-        }
-        let mut rest = fragment;
-        while let Some((i, c)) = rest.char_indices().find(|(_, c)| text::is_escaped(*c)) {
-            writer.write_all(&rest.as_bytes()[..i])?;
-            let mut units = [0u16; 2];
-            for unit in c.encode_utf16(&mut units) {
-                write!(writer, "\\u{unit:04x}")?;
-            }
-            rest = &rest[i + c.len_utf8()..];
-        }
-        writer.write_all(rest.as_bytes())
-    }
-
-    fn begin_array<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
-        self.begin(w, b"[")
-    }
-    fn end_array<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
-        self.end(w, b"]")
-    }
-    fn begin_array_value<W: ?Sized + Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
-        self.item(w, first)
-    }
-    fn end_array_value<W: ?Sized + Write>(&mut self, _w: &mut W) -> io::Result<()> {
-        self.has_value = true;
-        Ok(())
-    }
-    fn begin_object<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
-        self.begin(w, b"{")
-    }
-    fn end_object<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
-        self.end(w, b"}")
-    }
-    fn begin_object_key<W: ?Sized + Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
-        self.item(w, first)
-    }
-    fn begin_object_value<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
-        w.write_all(b": ")
-    }
-    fn end_object_value<W: ?Sized + Write>(&mut self, _w: &mut W) -> io::Result<()> {
-        self.has_value = true;
-        Ok(())
-    }
+/// The JSON of [`write_document`] ([`json`]) and its closing line feed.
+fn write_json_value(out: &mut dyn Write, doc: &(impl Serialize + ?Sized)) -> io::Result<()> {
+    json::write(out, doc)?;
+    out.write_all(b"\n")
 }
 
 /// The YAML of [`write_document`]: a string holding a character [`text::is_escaped`] names
@@ -540,6 +440,122 @@ mod tests {
     use super::*;
     use crate::plan::{Base, FieldChange, Kind, RouteInfo, Write};
     use serde_json::json;
+
+    /// The writer [`json`] replaced, kept as its reference: serde_json's pretty layout (two spaces, `": "`), which also escapes what
+    /// [`text::is_escaped`] names (serde_json escapes only the controls), as `\uXXXX` (a surrogate
+    /// pair above U+FFFF). The comma, line break and indentation before a value are one write, not one per
+    /// level as serde_json's `PrettyFormatter` does.
+    #[derive(Default)]
+    struct EscapingFormatter {
+        depth: usize,
+        has_value: bool,
+    }
+
+    /// A comma, a line feed and the indentation of the deepest level, to be written at once: the
+    /// line break before a first value is `[1..]` of it, before a next value `[0..]` (one write
+    /// for the comma and the break; a large document has hundreds of thousands).
+    const LINE_BREAK: [u8; 2 + 128] = {
+        let mut b = [b' '; 2 + 128];
+        b[0] = b',';
+        b[1] = b'\n';
+        b
+    };
+
+    impl EscapingFormatter {
+        fn newline<W: ?Sized + io::Write>(&self, w: &mut W) -> io::Result<()> {
+            self.line_break(w, 1)
+        }
+
+        /// The line break from `LINE_BREAK[from]` (0: with the comma).
+        fn line_break<W: ?Sized + io::Write>(&self, w: &mut W, from: usize) -> io::Result<()> {
+            let mut spaces = 2 * self.depth;
+            w.write_all(&LINE_BREAK[from..2 + spaces.min(128)])?;
+            while spaces > 128 {
+                spaces -= 128;
+                w.write_all(&LINE_BREAK[2..2 + spaces.min(128)])?;
+            }
+            Ok(())
+        }
+
+        fn begin<W: ?Sized + io::Write>(&mut self, w: &mut W, open: &[u8]) -> io::Result<()> {
+            self.depth += 1;
+            self.has_value = false;
+            w.write_all(open)
+        }
+
+        fn end<W: ?Sized + io::Write>(&mut self, w: &mut W, close: &[u8]) -> io::Result<()> {
+            self.depth -= 1;
+            if self.has_value {
+                self.newline(w)?;
+            }
+            w.write_all(close)
+        }
+
+        fn item<W: ?Sized + io::Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
+            self.line_break(w, if first { 1 } else { 0 })
+        }
+    }
+
+    impl serde_json::ser::Formatter for EscapingFormatter {
+        fn write_string_fragment<W: ?Sized + io::Write>(
+            &mut self,
+            writer: &mut W,
+            fragment: &str,
+        ) -> io::Result<()> {
+            // serde_json has escaped the controls; printable ASCII needs nothing.
+            if text::all_printable_ascii(fragment.as_bytes()) {
+                return writer.write_all(fragment.as_bytes());
+            }
+            let mut rest = fragment;
+            while let Some((i, c)) = rest.char_indices().find(|(_, c)| text::is_escaped(*c)) {
+                writer.write_all(&rest.as_bytes()[..i])?;
+                let mut units = [0u16; 2];
+                for unit in c.encode_utf16(&mut units) {
+                    write!(writer, "\\u{unit:04x}")?;
+                }
+                rest = &rest[i + c.len_utf8()..];
+            }
+            writer.write_all(rest.as_bytes())
+        }
+
+        fn begin_array<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+            self.begin(w, b"[")
+        }
+        fn end_array<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+            self.end(w, b"]")
+        }
+        fn begin_array_value<W: ?Sized + io::Write>(
+            &mut self,
+            w: &mut W,
+            first: bool,
+        ) -> io::Result<()> {
+            self.item(w, first)
+        }
+        fn end_array_value<W: ?Sized + io::Write>(&mut self, _w: &mut W) -> io::Result<()> {
+            self.has_value = true;
+            Ok(())
+        }
+        fn begin_object<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+            self.begin(w, b"{")
+        }
+        fn end_object<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+            self.end(w, b"}")
+        }
+        fn begin_object_key<W: ?Sized + io::Write>(
+            &mut self,
+            w: &mut W,
+            first: bool,
+        ) -> io::Result<()> {
+            self.item(w, first)
+        }
+        fn begin_object_value<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+            w.write_all(b": ")
+        }
+        fn end_object_value<W: ?Sized + io::Write>(&mut self, _w: &mut W) -> io::Result<()> {
+            self.has_value = true;
+            Ok(())
+        }
+    }
 
     fn change(kind: Kind, name: &str, action: Action) -> ObjectChange {
         ObjectChange {
@@ -698,6 +714,198 @@ mod tests {
         );
         let back: Value = serde_saphyr::from_str(&text).unwrap();
         assert_eq!(back, doc);
+    }
+
+    /// The text the writer this module had before [`json`] writes: serde_json's serializer with
+    /// [`EscapingFormatter`], and the closing line feed.
+    fn reference_json(doc: &(impl Serialize + ?Sized)) -> serde_json::Result<Vec<u8>> {
+        let mut out = Vec::new();
+        let mut ser =
+            serde_json::Serializer::with_formatter(&mut out, EscapingFormatter::default());
+        doc.serialize(&mut ser)?;
+        out.push(b'\n');
+        Ok(out)
+    }
+
+    fn json_of(doc: &(impl Serialize + ?Sized)) -> io::Result<Vec<u8>> {
+        let mut out = Vec::new();
+        write_json_value(&mut out, doc)?;
+        Ok(out)
+    }
+
+    /// Strings with every kind of character the writers treat apart: serde_json's escapes, the
+    /// other controls, DEL, the C1 controls, format characters and separators, a character
+    /// written as a surrogate pair, plain text and other non-ASCII.
+    fn any_string() -> impl proptest::strategy::Strategy<Value = String> {
+        "[a-z/ \\\\\"\u{0}-\u{1f}\u{7f}\u{80}-\u{9f}\u{a0}\u{ad}\u{200b}\u{202e}\u{2028}\u{feff}\u{e0041}é😀]{0,12}"
+    }
+
+    fn any_document() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(|n| json!(n)),
+            any::<u64>().prop_map(|n| json!(n)),
+            any::<f64>().prop_map(|n| json!(n)),
+            any_string().prop_map(Value::String),
+        ];
+        leaf.prop_recursive(5, 96, 8, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..8).prop_map(Value::Array),
+                prop::collection::vec((any_string(), inner), 0..8)
+                    .prop_map(|entries| Value::Object(entries.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+
+        /// The documents' JSON is the text of the writer it replaced, byte for byte.
+        #[test]
+        fn the_json_is_the_escaping_formatters_byte_for_byte(doc in any_document()) {
+            proptest::prop_assert_eq!(
+                String::from_utf8(json_of(&doc).unwrap()).unwrap(),
+                String::from_utf8(reference_json(&doc).unwrap()).unwrap()
+            );
+        }
+    }
+
+    /// Every shape serde can hand a serializer, written as serde_json writes it.
+    #[test]
+    fn every_serde_shape_is_written_as_serde_json_writes_it() {
+        use std::collections::BTreeMap;
+
+        #[derive(Serialize)]
+        enum Shape {
+            Unit,
+            #[serde(rename = "new-type")]
+            NewType(u8),
+            Tuple(i32, String),
+            Struct {
+                a: Option<bool>,
+                b: Vec<u8>,
+            },
+            EmptyTuple(),
+            EmptyStruct {},
+        }
+        #[derive(Serialize)]
+        struct UnitStruct;
+        #[derive(Serialize)]
+        struct NewTypeStruct(String);
+        #[derive(Serialize)]
+        struct TupleStruct(u8, i64);
+        #[derive(Serialize, PartialEq, Eq, PartialOrd, Ord)]
+        enum KeyVariant {
+            First,
+        }
+        #[derive(Serialize, PartialEq, Eq, PartialOrd, Ord)]
+        struct KeyNewType(u16);
+        #[derive(Serialize)]
+        struct Bytes<'a>(#[serde(serialize_with = "as_bytes")] &'a [u8]);
+        fn as_bytes<S: serde::Serializer>(b: &&[u8], s: S) -> Result<S::Ok, S::Error> {
+            s.serialize_bytes(b)
+        }
+        #[derive(Serialize)]
+        struct Everything<'a> {
+            shapes: Vec<Shape>,
+            unit: (),
+            unit_struct: UnitStruct,
+            new_type: NewTypeStruct,
+            tuple_struct: TupleStruct,
+            tuple: (u8, &'a str, ()),
+            empty_tuple: (),
+            floats: (f64, f64, f64, f32, f64),
+            wide: (i128, u128, i8, i16, u16, u32),
+            extremes: (i64, i64, u64, u64),
+            chars: (char, char, char),
+            bytes: Bytes<'a>,
+            empty_bytes: Bytes<'a>,
+            by_int: BTreeMap<i32, u8>,
+            by_u64: BTreeMap<u64, u8>,
+            by_bool: BTreeMap<bool, ()>,
+            by_char: BTreeMap<char, Option<u8>>,
+            by_variant: BTreeMap<KeyVariant, u8>,
+            by_new_type: BTreeMap<KeyNewType, u8>,
+            by_option: BTreeMap<Option<&'a str>, u8>,
+            empty_map: BTreeMap<String, u8>,
+            empty_seq: Vec<Vec<u8>>,
+            nested: Vec<Vec<BTreeMap<&'a str, Vec<u8>>>>,
+            option: Option<&'a str>,
+            none: Option<u8>,
+            text: String,
+        }
+        let doc = Everything {
+            shapes: vec![
+                Shape::Unit,
+                Shape::NewType(7),
+                Shape::Tuple(-3, hostile("t")),
+                Shape::Struct {
+                    a: Some(true),
+                    b: vec![1, 2],
+                },
+                Shape::Struct {
+                    a: None,
+                    b: Vec::new(),
+                },
+                Shape::EmptyTuple(),
+                Shape::EmptyStruct {},
+            ],
+            unit: (),
+            unit_struct: UnitStruct,
+            new_type: NewTypeStruct(hostile("n")),
+            tuple_struct: TupleStruct(1, i64::MIN),
+            tuple: (0, "x", ()),
+            empty_tuple: (),
+            floats: (0.1, f64::NAN, f64::NEG_INFINITY, 1.5e-7, -0.0),
+            wide: (i128::MIN, u128::MAX, i8::MIN, -1, u16::MAX, 0),
+            extremes: (i64::MIN, i64::MAX, u64::MAX, 0),
+            chars: ('"', '\u{202e}', 'é'),
+            bytes: Bytes(&[0, 255, 10]),
+            empty_bytes: Bytes(&[]),
+            by_int: [(-5, 1), (0, 2), (i32::MAX, 3)].into_iter().collect(),
+            by_u64: [(u64::MAX, 1)].into_iter().collect(),
+            by_bool: [(false, ()), (true, ())].into_iter().collect(),
+            by_char: [('\n', None), ('a', Some(1)), ('\u{2066}', Some(2))]
+                .into_iter()
+                .collect(),
+            by_variant: [(KeyVariant::First, 1)].into_iter().collect(),
+            by_new_type: [(KeyNewType(8080), 1)].into_iter().collect(),
+            by_option: [(Some("some"), 1)].into_iter().collect(),
+            empty_map: BTreeMap::new(),
+            empty_seq: vec![Vec::new(), vec![1]],
+            nested: vec![
+                vec![],
+                vec![BTreeMap::new(), [("k", vec![])].into_iter().collect()],
+            ],
+            option: Some("yes"),
+            none: None,
+            text: hostile("end"),
+        };
+        let ours = String::from_utf8(json_of(&doc).unwrap()).unwrap();
+        let theirs = String::from_utf8(reference_json(&doc).unwrap()).unwrap();
+        assert_eq!(ours, theirs);
+        assert!(ours.contains("\"tuple\": [\n    0,"), "{ours}");
+        // Keys that are no string, nor anything serde_json writes as one, are refused by both.
+        let by_seq: BTreeMap<Vec<u8>, u8> = [(vec![1], 1)].into_iter().collect();
+        assert!(json_of(&by_seq).is_err() && reference_json(&by_seq).is_err());
+        let by_float: Vec<(BTreeMap<&str, u8>, f64)> = Vec::new();
+        assert_eq!(
+            json_of(&by_float).unwrap(),
+            reference_json(&by_float).unwrap()
+        );
+    }
+
+    /// A document larger than the blocks the writer hands on is written whole.
+    #[test]
+    fn a_document_of_many_blocks_is_written_whole() {
+        let doc: Vec<Value> = (0..20_000)
+            .map(|i| json!({"path": format!("/web/{i}"), "n": i, "s": hostile("x")}))
+            .collect();
+        let ours = json_of(&doc).unwrap();
+        assert!(ours.len() > 4 << 16, "{}", ours.len());
+        assert_eq!(ours, reference_json(&doc).unwrap());
     }
 
     #[test]
