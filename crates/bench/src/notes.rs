@@ -452,6 +452,27 @@ Numbers: medians at RTT 20 ms unless said, same machine, before → after.
    CPU per added cluster from 1.10 to 1.85–2.21 ms, the whole gap between the 256 and 2 000 rows.
    Keeping all 2 000 connections across stages would take ~60 KB each, over the 150 MiB line.
 
+25. **XL's CPU reliably under 80 ms** (callgrind over the whole release process, output byte for
+   byte the same: 504 → 415 million instructions, −17.5 %). Item 22's cost found: reading the
+   LIST ran serde_json's and indexmap's code built for size. A crate at `"s"` or `"z"` shares
+   generic instances (rustc's share-generics is on at those levels), so `appupdate-kube`,
+   where the LIST reader was instantiated, called the instances of the crates below it
+   instead of making its own — each map entry copied with `rep movsb`, the `"z"` idiom, 209
+   instructions per entry. The reader is now in `appupdate-model` (`list_items`, at 3, which
+   makes its own instances), called through a concrete `read_list_items` on the answer's
+   text: 164 → 124 million. The `-o json` documents are written by a writer of their own
+   (`output/json.rs`): serde_json's serializer looked at each byte of a string one at a time
+   and called the formatter for every run of plain bytes, comma and line break; now a string
+   of printable ASCII without `"` or `\` — nearly all of a plan — is tested eight bytes at a
+   time and copied at once, into 64 KiB blocks. Same layout and escapes; the escaping
+   formatter it replaces is the tests' reference (a property test over random documents with
+   every kind of character, and every serde shape, byte for byte): writing 175 → 128 million.
+   Alternated, `--scenarios XL --reps 9`, five times each: CPU medians 76–81 → 66–76 ms
+   (the median of the five: 78 → 68 ms), peak RSS 37.5–38.3 → 37.5–37.6 MiB; on
+   kube-apiserver v1.33.3 (`scripts/xl-real.sh --runs 7`): 80.6 → 69.8 ms (the sandbox in the
+   same runs 74.7 → 64.0 ms). The glibc release binary: 10 101 520 → 10 120 336 bytes
+   (+18 816).
+
 All existing tests pass unchanged; `tests/it/transport_e2e.rs` checks that a run with image,
 bounds and five Ingress changes uses exactly one HTTP/2 connection, and
 `tests/it/transport_http1_e2e.rs` that a server offering only HTTP/1.1 still works.
@@ -519,8 +540,10 @@ bounds and five Ingress changes uses exactly one HTTP/2 connection, and
   text are the largest parts left.
 * HTTPRoutes are planned with serde_json's own copies (no `compact_json`, fields not shared
   with views); no scenario has many of them.
-* Writing the 14 MB of `-o json` is a third of XL's user-space instructions, most of it
-  serde_json's own string escaping.
+* Writing the 14 MB of `-o json` is ~30 % of XL's user-space instructions (item 25: 128 of 415
+  million): the strings (35 million), serde_json's walk over `Value`s (21), the last pass over
+  what reaches the terminal (`text::for_terminal` and the UTF-8 check, 20). Across the run,
+  SipHash is ~9 %, most of it over serde_json's map keys (its `Map` fixes the hasher).
 * Scenario L at RTT 0 is about half the sandbox: its request log shows the 62 dry runs and
   the 62 writes served ~0.5–1 ms each on 2 workers that share the 2 cores with the plugin,
   whose own CPU is ~60 ms in all.
