@@ -453,7 +453,7 @@ Numbers: medians at RTT 20 ms unless said, same machine, before → after.
    Keeping all 2 000 connections across stages would take ~60 KB each, over the 150 MiB line.
 
 25. **XL's CPU reliably under 80 ms** (callgrind over the whole release process, output byte for
-   byte the same: 504 → 415 million instructions, −17.5 %). Item 22's cost found: reading the
+   byte the same: 504 → 410 million instructions, −18.5 %). Item 22's cost found: reading the
    LIST ran serde_json's and indexmap's code built for size. A crate at `"s"` or `"z"` shares
    generic instances (rustc's share-generics is on at those levels), so `appupdate-kube`,
    where the LIST reader was instantiated, called the instances of the crates below it
@@ -464,14 +464,16 @@ Numbers: medians at RTT 20 ms unless said, same machine, before → after.
    (`output/json.rs`): serde_json's serializer looked at each byte of a string one at a time
    and called the formatter for every run of plain bytes, comma and line break; now a string
    of printable ASCII without `"` or `\` — nearly all of a plan — is tested eight bytes at a
-   time and copied at once, into 64 KiB blocks. Same layout and escapes; the escaping
-   formatter it replaces is the tests' reference (a property test over random documents with
-   every kind of character, and every serde shape, byte for byte): writing 175 → 128 million.
-   Alternated, `--scenarios XL --reps 9`, five times each: CPU medians 76–81 → 66–76 ms
-   (the median of the five: 78 → 68 ms), peak RSS 37.5–38.3 → 37.5–37.6 MiB; on
-   kube-apiserver v1.33.3 (`scripts/xl-real.sh --runs 7`): 80.6 → 69.8 ms (the sandbox in the
-   same runs 74.7 → 64.0 ms). The glibc release binary: 10 101 520 → 10 120 336 bytes
-   (+18 816).
+   time and copied at once, into 64 KiB blocks, and a string with something to escape passes
+   over its plain runs a word at a time. Same layout and escapes; the escaping formatter it
+   replaces is the tests' reference (a property test over random documents with every kind of
+   character, and every serde shape, byte for byte): writing 175 → 123 million. Alternated,
+   `--scenarios XL --reps 9`, five times each: CPU medians 74–79 → 61–64 ms (the median of the
+   five: 75 → 63 ms), peak RSS 37.4–38.2 → 37.8–38.0 MiB; on kube-apiserver v1.33.3
+   (`scripts/xl-real.sh --runs 7`): 75.2 → 66.6 ms (the sandbox in the same runs 70.0 →
+   61.1 ms; an earlier set, before the escape runs: 80.6 → 69.8 and 74.7 → 64.0 ms). The
+   release binary: glibc 10 101 520 → 10 129 232 bytes (+27 712), static musl (static-pie,
+   as `scripts/release.sh` links it) 10 250 464 → 10 269 856 bytes (+19 392, 9.79 MiB).
 
 All existing tests pass unchanged; `tests/it/transport_e2e.rs` checks that a run with image,
 bounds and five Ingress changes uses exactly one HTTP/2 connection, and
@@ -540,8 +542,8 @@ bounds and five Ingress changes uses exactly one HTTP/2 connection, and
   text are the largest parts left.
 * HTTPRoutes are planned with serde_json's own copies (no `compact_json`, fields not shared
   with views); no scenario has many of them.
-* Writing the 14 MB of `-o json` is ~30 % of XL's user-space instructions (item 25: 128 of 415
-  million): the strings (35 million), serde_json's walk over `Value`s (21), the last pass over
+* Writing the 14 MB of `-o json` is ~30 % of XL's user-space instructions (item 25: ~123 of
+  410 million): the strings (~38 million), serde_json's walk over `Value`s (21), the last pass over
   what reaches the terminal (`text::for_terminal` and the UTF-8 check, 20). Across the run,
   SipHash is ~9 %, most of it over serde_json's map keys (its `Map` fixes the hasher).
 * Scenario L at RTT 0 is about half the sandbox: its request log shows the 62 dry runs and
