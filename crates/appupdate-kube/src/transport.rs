@@ -865,18 +865,23 @@ mod tests {
                 .unwrap();
         let limit = crate::connections::ConnectionLimit::new(1);
         let sessions = Sessions::new(limit.clone());
+        // Another cluster of the run, which waits for the permit.
+        let other = Sessions::new(limit.clone());
         let client = client(config, None, None, &sessions).unwrap();
         let before = open_descriptors();
         let session = sessions.open().await;
         round(&client, 4).await;
         assert!(open_descriptors() > before || !cfg!(target_os = "linux"));
-        assert!(client.0.slot.open.lock().unwrap().is_some());
         drop(session);
-        // kube's client (its request buffer) is dropped with the connection, made again by
-        // the next request.
+        // Kept open while nobody waits for its permit.
+        assert!(open_descriptors() > before || !cfg!(target_os = "linux"));
+        assert!(client.0.slot.open.lock().unwrap().is_some());
+        let mut permit_back = std::pin::pin!(other.open());
+        assert!(futures::poll!(&mut permit_back).is_pending());
+        // Closed once another cluster waits: kube's client (its request buffer) is dropped
+        // with the connection, made again by the next request.
         assert!(client.0.slot.open.lock().unwrap().is_none());
         // The permit comes back once the connection is gone, not before.
-        let mut permit_back = std::pin::pin!(sessions.open());
         let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
         let session = loop {
             assert!(
@@ -899,6 +904,8 @@ mod tests {
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
         }
+        drop(session);
+        let session = sessions.open().await;
         round(&client, 4).await;
         drop(session);
         assert_eq!(sb.counters().connections, 2);
