@@ -19,8 +19,9 @@
 //!
 //! A fleet larger than the limit goes through each stage in batches, so most of its clusters
 //! connect once per stage. A connection whose last session ended stays open, its permit held,
-//! as long as no cluster waits for a permit: the first one to wait closes the connection idle
-//! the longest, and a session that ends while one waits closes its own at once. The clusters
+//! as long as no cluster waits for a permit: a cluster that finds none free closes the
+//! connection idle the longest, or — none idle — the next session to end closes its own at
+//! once; one connection is closed per cluster that waits ([`Idle`]). The clusters
 //! still connected at the end of a stage — its last batch — are where the next stage starts
 //! ([`Sessions::connected`]): they go on over the connection they have, a handshake fewer each.
 //!
@@ -93,12 +94,18 @@ impl ConnectionLimit {
 
 /// Connections kept open after their cluster's last session, the longest idle first, each
 /// with the turn it went idle at (an entry whose cluster was opened again since is stale); and
-/// how many clusters wait for a permit. Locked before any cluster's [`State`].
+/// how many clusters wait for a permit that no connection closed for them yet. Locked before
+/// any cluster's [`State`].
+///
+/// Every cluster waiting for a permit has one on its way (a connection closed for it) or is
+/// counted in `unserved`, so that the next session to end closes its connection instead of
+/// keeping it: a cluster that waits finds no permit free, so every permit is held by an open
+/// session, an idle connection (then it closes one) or a connection being closed.
 #[derive(Debug, Default)]
 struct Idle {
     clusters: std::collections::VecDeque<(u64, std::sync::Weak<Sessions>)>,
     turn: u64,
-    waiting: usize,
+    unserved: usize,
 }
 
 impl Idle {
@@ -121,13 +128,19 @@ impl Idle {
     }
 }
 
-/// Counts a cluster waiting for a permit until it has one (or gave up).
-struct Waiting<'a>(&'a ConnectionLimit);
+/// A cluster waiting for a permit: one that gives up takes back its count (or, when a
+/// connection was closed for it, another's: that permit goes to the next cluster waiting).
+struct Waiting<'a> {
+    limit: &'a ConnectionLimit,
+    given_up: bool,
+}
 
 impl Drop for Waiting<'_> {
     fn drop(&mut self) {
-        let mut idle = self.0.idle();
-        idle.waiting = idle.waiting.saturating_sub(1);
+        if self.given_up {
+            let mut idle = self.limit.idle();
+            idle.unserved = idle.unserved.saturating_sub(1);
+        }
     }
 }
 
@@ -236,16 +249,27 @@ impl Sessions {
             return joined;
         }
         let limit = &self.limit;
-        let _waiting = {
+        let free = {
             let mut idle = limit.idle();
-            idle.waiting += 1;
-            if limit.permits.available_permits() == 0 {
-                idle.close_one();
+            let free = limit.permits.clone().try_acquire_owned().ok();
+            if free.is_none() && !idle.close_one() {
+                idle.unserved += 1;
             }
-            Waiting(limit)
+            free
         };
-        // The semaphore is never closed.
-        let permit = limit.permits.clone().acquire_owned().await.ok();
+        let permit = match free {
+            Some(permit) => Some(permit),
+            None => {
+                let mut waiting = Waiting {
+                    limit,
+                    given_up: true,
+                };
+                // The semaphore is never closed.
+                let permit = limit.permits.clone().acquire_owned().await.ok();
+                waiting.given_up = false;
+                permit
+            }
+        };
         let mut state = self.state();
         state.open += 1;
         state.permit = permit.map(Arc::new);
@@ -285,8 +309,11 @@ impl Drop for Session {
         if state.open > 0 {
             return;
         }
-        if idle.waiting > 0 || state.permit.is_none() {
-            // Someone waits for a permit (or none was taken): closed now.
+        if state.permit.is_none() {
+            sessions.close();
+        } else if idle.unserved > 0 {
+            // A cluster waits for a permit no connection was closed for yet: closed now.
+            idle.unserved -= 1;
             sessions.close();
             state.permit = None;
         } else {
@@ -364,6 +391,26 @@ mod tests {
         let _a = a.open().await;
         assert_eq!(b_closed.load(Ordering::SeqCst), 1);
         assert_eq!(c_closed.load(Ordering::SeqCst), 0);
+    }
+
+    #[tokio::test]
+    async fn one_connection_is_closed_per_cluster_waiting_the_others_stay_open() {
+        let limit = ConnectionLimit::new(2);
+        let (a, a_closed) = counted(&limit);
+        let (b, b_closed) = counted(&limit);
+        let (c, _) = counted(&limit);
+        let (in_a, in_b) = (a.open().await, b.open().await);
+        let mut waiting = Box::pin(c.open());
+        assert!(futures::poll!(&mut waiting).is_pending());
+        // a's end closes its connection for c; b's, which ends before c took a's permit, is
+        // kept: nobody else waits.
+        drop(in_a);
+        drop(in_b);
+        assert_eq!(a_closed.load(Ordering::SeqCst), 1);
+        assert_eq!(b_closed.load(Ordering::SeqCst), 0);
+        let _c = waiting.await;
+        assert!(b.connected() && c.connected() && !a.connected());
+        assert_eq!(limit.in_use(), 2);
     }
 
     #[tokio::test]
