@@ -483,11 +483,14 @@ impl Warnings {
 
 /// kube's middleware (see `kube::client::ClientBuilder::try_from`): base URI, retries,
 /// authentication (tokens, exec plugins), impersonation and extra headers, and tracing, over
-/// `transport`; the server's `Warning` headers go to `warnings`.
+/// `transport`; the server's `Warning` headers go to `warnings`. Where the connection is
+/// closed between sessions (`reopens`), kube's client is made again after each close
+/// ([`Client`]); elsewhere one is made now and kept.
 fn stack<S>(
     config: kube::Config,
     transport: S,
     warnings: Option<Warnings>,
+    reopens: bool,
 ) -> Result<Client, kube::Error>
 where
     S: tower::Service<Request<Body>, Response = Response<Incoming>> + Clone + Send + Sync + 'static,
@@ -559,13 +562,17 @@ where
         .map_err(Into::<BoxError>::into)
         .service(transport);
     let namespace = config.default_namespace;
+    if !reopens {
+        return Ok(Client::from(kube::Client::new(service, namespace)));
+    }
     Ok(Client(Reopening::new(move || {
         kube::Client::new(service.clone(), namespace.clone())
     })))
 }
 
 /// A cluster's kube client over its middleware, made by the first request after its
-/// connection was closed and dropped with it ([`client`]). kube's client queues its requests
+/// connection was closed and dropped with it, where connections are closed between sessions
+/// ([`client`]). kube's client queues its requests
 /// in a buffer whose first block (32 requests' room, ~10 KB) is allocated when the client is
 /// made: kept for every cluster of a fleet of 2 000, that was 20 MB of its peak, while at most
 /// the connection bound's clusters send anything at once. The middleware under it — with the
@@ -631,14 +638,14 @@ pub fn client(
                 .push((http::header::PROXY_AUTHORIZATION, auth));
         }
         let close = h1.closer();
-        let client = stack(config, h1, warnings)?;
+        let client = stack(config, h1, warnings, sessions.limit().closes())?;
         sessions.closes_with(closing(&client, close));
         return Ok(client);
     }
     let connectors = H2OrH1Connectors::new(&config, proxy, sessions)?;
     let transport = Reopening::new(move || connectors.open());
     let close = transport.closer();
-    let client = stack(config, transport, warnings)?;
+    let client = stack(config, transport, warnings, sessions.limit().closes())?;
     sessions.closes_with(closing(&client, close));
     Ok(client)
 }
