@@ -191,7 +191,9 @@ fn list(paths: &[PathBuf]) -> String {
 /// A ready client and where it points.
 #[derive(Clone)]
 pub struct Connection {
-    pub client: kube::Client,
+    /// Made again by the first request after the connection was closed
+    /// ([`crate::transport::Client`]).
+    pub client: crate::transport::Client,
     pub namespace: String,
     pub context: String,
     /// The API server URL, for messages and saved plans: its user information (a password or a

@@ -483,12 +483,15 @@ impl Warnings {
 
 /// kube's middleware (see `kube::client::ClientBuilder::try_from`): base URI, retries,
 /// authentication (tokens, exec plugins), impersonation and extra headers, and tracing, over
-/// `transport`; the server's `Warning` headers go to `warnings`.
+/// `transport`; the server's `Warning` headers go to `warnings`. Where the connection is
+/// closed between sessions (`reopens`), kube's client is made again after each close
+/// ([`Client`]); elsewhere one is made now and kept.
 fn stack<S>(
     config: kube::Config,
     transport: S,
     warnings: Option<Warnings>,
-) -> Result<kube::Client, kube::Error>
+    reopens: bool,
+) -> Result<Client, kube::Error>
 where
     S: tower::Service<Request<Body>, Response = Response<Incoming>> + Clone + Send + Sync + 'static,
     S::Error: Into<BoxError> + std::fmt::Display,
@@ -558,7 +561,54 @@ where
         })
         .map_err(Into::<BoxError>::into)
         .service(transport);
-    Ok(kube::Client::new(service, config.default_namespace))
+    let namespace = config.default_namespace;
+    if !reopens {
+        return Ok(Client::from(kube::Client::new(service, namespace)));
+    }
+    Ok(Client(Reopening::new(move || {
+        kube::Client::new(service.clone(), namespace.clone())
+    })))
+}
+
+/// A cluster's kube client over its middleware, made by the first request after its
+/// connection was closed and dropped with it, where connections are closed between sessions
+/// ([`client`]). kube's client queues its requests
+/// in a buffer whose first block (32 requests' room, ~10 KB) is allocated when the client is
+/// made: kept for every cluster of a fleet of 2 000, that was 20 MB of its peak, while at most
+/// the connection bound's clusters send anything at once. The middleware under it — with the
+/// credentials an exec plugin fetched — is kept from one to the next.
+#[derive(Clone)]
+pub struct Client(Reopening<kube::Client>);
+
+impl Client {
+    /// The client, made now if it was dropped.
+    pub fn current(&self) -> kube::Client {
+        self.0.current()
+    }
+
+    /// [`kube::Client::request`] on the current client.
+    pub async fn request<T: serde::de::DeserializeOwned>(
+        &self,
+        request: Request<Vec<u8>>,
+    ) -> kube::Result<T> {
+        self.current().request(request).await
+    }
+}
+
+/// A client that is never dropped (a test's, over a service of its own).
+impl From<kube::Client> for Client {
+    fn from(client: kube::Client) -> Client {
+        Client(Reopening::new(move || client.clone()))
+    }
+}
+
+/// Closes a cluster's connection: drops its kube client, then empties its transport's slot.
+fn closing(client: &Client, transport: crate::connections::Close) -> crate::connections::Close {
+    let client = client.0.closer();
+    Box::new(move || {
+        client();
+        transport();
+    })
 }
 
 /// The client: [`H2OrH1`] for `https://` servers, HTTP/1.1 keep-alive for `http://` ones;
@@ -569,7 +619,7 @@ pub fn client(
     proxy: Option<&crate::proxy::Proxy>,
     warnings: Option<Warnings>,
     sessions: &Arc<Sessions>,
-) -> Result<kube::Client, kube::Error> {
+) -> Result<Client, kube::Error> {
     if config.cluster_url.scheme_str() != Some("https") {
         let connector = Holding {
             inner: connector(&config, false, proxy, &tls_config(&config)?)?,
@@ -587,13 +637,17 @@ pub fn client(
                 .headers
                 .push((http::header::PROXY_AUTHORIZATION, auth));
         }
-        sessions.closes_with(h1.closer());
-        return stack(config, h1, warnings);
+        let close = h1.closer();
+        let client = stack(config, h1, warnings, sessions.limit().closes())?;
+        sessions.closes_with(closing(&client, close));
+        return Ok(client);
     }
     let connectors = H2OrH1Connectors::new(&config, proxy, sessions)?;
     let transport = Reopening::new(move || connectors.open());
-    sessions.closes_with(transport.closer());
-    stack(config, transport, warnings)
+    let close = transport.closer();
+    let client = stack(config, transport, warnings, sessions.limit().closes())?;
+    sessions.closes_with(closing(&client, close));
+    Ok(client)
 }
 
 /// A transport whose connection can be closed between requests: it holds the transport (and
@@ -741,7 +795,7 @@ mod tests {
 
     use super::*;
 
-    async fn client_for(sb: &Sandbox) -> kube::Client {
+    async fn client_for(sb: &Sandbox) -> Client {
         let kubeconfig = Kubeconfig::from_yaml(&sb.kubeconfig_yaml("shop")).unwrap();
         let config =
             kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
@@ -755,7 +809,8 @@ mod tests {
     }
 
     /// `n` requests at once, as the read and dry-run rounds send them.
-    async fn round(client: &kube::Client, n: usize) {
+    async fn round(client: &Client, n: usize) {
+        let client = client.current();
         let requests = (0..n).map(|_| client.request_text(version()));
         for answer in futures::future::join_all(requests).await {
             answer.unwrap();
@@ -817,14 +872,23 @@ mod tests {
                 .unwrap();
         let limit = crate::connections::ConnectionLimit::new(1);
         let sessions = Sessions::new(limit.clone());
+        // Another cluster of the run, which waits for the permit.
+        let other = Sessions::new(limit.clone());
         let client = client(config, None, None, &sessions).unwrap();
         let before = open_descriptors();
         let session = sessions.open().await;
         round(&client, 4).await;
         assert!(open_descriptors() > before || !cfg!(target_os = "linux"));
         drop(session);
+        // Kept open while nobody waits for its permit.
+        assert!(open_descriptors() > before || !cfg!(target_os = "linux"));
+        assert!(client.0.slot.open.lock().unwrap().is_some());
+        let mut permit_back = std::pin::pin!(other.open());
+        assert!(futures::poll!(&mut permit_back).is_pending());
+        // Closed once another cluster waits: kube's client (its request buffer) is dropped
+        // with the connection, made again by the next request.
+        assert!(client.0.slot.open.lock().unwrap().is_none());
         // The permit comes back once the connection is gone, not before.
-        let mut permit_back = std::pin::pin!(sessions.open());
         let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
         let session = loop {
             assert!(
@@ -847,6 +911,8 @@ mod tests {
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
         }
+        drop(session);
+        let session = sessions.open().await;
         round(&client, 4).await;
         drop(session);
         assert_eq!(sb.counters().connections, 2);

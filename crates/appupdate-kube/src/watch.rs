@@ -41,7 +41,7 @@ impl Cluster {
         let gvk = GroupVersionKind::gvk(kind.group(), kind.version(), kind.name());
         let resource = ApiResource::from_gvk_with_plural(&gvk, kind.plural());
         let api: Api<DynamicObject> =
-            Api::namespaced_with(self.conn.client.clone(), self.namespace(), &resource);
+            Api::namespaced_with(self.conn.client.current(), self.namespace(), &resource);
         let config = watcher::Config::default()
             .fields(&format!("metadata.name={name}"))
             .timeout(watch_timeout_secs(self.conn.request_timeout));

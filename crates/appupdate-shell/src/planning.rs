@@ -293,6 +293,20 @@ pub(crate) async fn buffered<F: std::future::Future>(
         .await
 }
 
+/// `members` with those still connected first (in their order), then the others (in theirs):
+/// a fleet larger than its connection bound starts each stage with the clusters whose
+/// connections the stage before left open, so that they need no handshake
+/// ([`appupdate_kube::connections`]). Within the bound every cluster stays connected, and
+/// the order is kept.
+pub(crate) fn connected_first<'a>(members: &[&'a Member]) -> Vec<&'a Member> {
+    let (mut first, rest): (Vec<&Member>, Vec<&Member>) = members
+        .iter()
+        .copied()
+        .partition(|m| m.cluster.conn.sessions.connected());
+    first.extend(rest);
+    first
+}
+
 /// How many of a fleet's `clusters` may have a connection open at once: what the open-files
 /// limit leaves, or `--max-connections`; a fleet that fits keeps each connection for the whole
 /// run, a larger one is connected to in batches at each stage ([`crate::open_files`]).

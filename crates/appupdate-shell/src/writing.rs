@@ -258,9 +258,10 @@ async fn dry_run_all(
     let recording = settings.history_max > 0;
     let unchecked = writes_one_object(members);
     let at_once = members.first().map_or(1, |m| m.cluster.at_once());
+    let order = crate::planning::connected_first(members);
     let preflights = crate::planning::buffered(
         at_once,
-        members.iter().map(|m| async move {
+        order.iter().map(|m| async move {
             if !m.sourced.plan.has_changes() {
                 progress.set(m.index, "nothing to change");
                 return None;
@@ -301,7 +302,7 @@ async fn dry_run_all(
     .await;
     let mut ready: Vec<Option<Ready>> = (0..states.len()).map(|_| None).collect();
     let mut refused = false;
-    for (m, preflight) in members.iter().zip(preflights) {
+    for (m, preflight) in order.iter().zip(preflights) {
         match preflight {
             None => {}
             Some(Ok(r)) => {
@@ -489,12 +490,17 @@ impl Writing<'_> {
     /// their states by index.
     async fn group(
         &self,
-        jobs: Vec<(&Member, Option<Ready>)>,
+        mut jobs: Vec<(&Member, Option<Ready>)>,
         follow: bool,
     ) -> Vec<(usize, ClusterState)> {
         // `--parallel` is at most the connections' bound (a larger one was refused).
         let bound = jobs.first().map_or(1, |(m, _)| m.cluster.at_once());
         let at_once = self.fleet.parallel.unwrap_or(jobs.len()).min(bound).max(1);
+        // Started in the order of the contexts with `--parallel`; else, beyond the bound, the
+        // clusters the dry run left connected first.
+        if self.fleet.parallel.is_none() && at_once < jobs.len() {
+            jobs.sort_by_key(|(m, _)| !m.cluster.conn.sessions.connected());
+        }
         futures::stream::iter(jobs)
             .map(|(m, r)| async move { (m.index, self.one(m, r, follow).await) })
             .buffer_unordered(at_once)

@@ -451,6 +451,53 @@ Numbers: medians at RTT 20 ms unless said, same machine, before → after.
    derivation, TCP and the loopback writes): `--max-connections 100` at 256 clusters raised the
    CPU per added cluster from 1.10 to 1.85–2.21 ms, the whole gap between the 256 and 2 000 rows.
    Keeping all 2 000 connections across stages would take ~60 KB each, over the 150 MiB line.
+25. **A fleet beyond its connection bound: a handshake fewer at each stage** (round 14). A
+   fleet larger than the bound (512 by default) connected every cluster once per stage —
+   reads and planning, the dry run, the writes — and closed each connection at the end of its
+   part: 3 TLS handshakes per cluster at 2 000 clusters, 59 % of the CPU a cluster added. Now a
+   connection whose session ended stays open, its permit held, until another cluster needs a
+   permit: a cluster that finds none free closes the connection idle the longest, or, none
+   idle, the next session to end closes its own — one closed per cluster that waits (a first
+   version closed every connection that ended while any cluster waited, and kept 2.63
+   connections per cluster instead of 2.49). The next stage starts with the clusters still
+   connected, the last batch of the stage before (the writes keep the contexts' order under
+   `--parallel`). The bound is unchanged (an idle connection counts against it until its
+   socket is closed): 2 000 clusters, at most 523 descriptors as before; 6 000 → 4 976
+   connections. Same session, old and new builds alternated, 4 × 3 runs each, load average
+   ~3 from other work on the 2 cores: CPU per added cluster 1.89, 1.84, 1.78 and 1.68 → 1.73,
+   1.71, 1.58 and 1.63 ms, wall 11.1, 10.6, 10.3 and 6.0 → 10.2, 10.2, 9.4 and 9.5 s (the wall
+   time follows the machine's load more than the plugin here); 256 clusters under
+   `--max-connections 100` (the first version): 443 → 372 ms of CPU. Within the bound nothing
+   changes (one connection per cluster for the whole run; 256 clusters, 9 alternated runs of
+   3–5 each: 0.91–1.03 → 0.92–1.17 ms per added cluster, medians 1.00 and 1.00; wall medians
+   798 → 832 ms, within their spread of 455–835 and 443–989).
+   `tests/it/fleet_limits_e2e.rs` counts it: 4 clusters under `--max-connections 2` with
+   `--wait` take 8 connections, not 12; the unit tests of the bound that had a connection
+   closed at its last session's end now have it closed once another cluster waits.
+26. **A cluster's kube client made with its connection** (round 14). kube's `Client` puts a
+   tower buffer in front of its middleware, whose first block (room for 32 requests, ~10 KB)
+   is allocated when the client is made; a fleet made one per cluster at planning and kept
+   them all to its end — 2 000 of them for a fleet of 2 000, while at most the bound's clusters
+   send anything at once. The client is now made by the first request after the cluster's
+   connection was (re)opened and dropped when it is closed; the middleware under it, with the
+   credentials an exec plugin fetched, is kept and cloned into the next one. heaptrack (2 000
+   contexts on one sandbox, debug builds on the system allocator): the buffers' blocks at the
+   peak 20.0 → 5.1 MB, the peak heap 146.4 → 138.6 MB. Where connections are never closed (one
+   cluster, a fleet within the bound) the client is made once when the cluster is connected
+   to, as before. The benchmark's peak RSS at 2 000 clusters, 3-run medians in the same
+   session: 139.1, 139.9, 140.7 and 143.0 → 138.6, 138.4, 138.4 and 137.6 MiB (single runs of
+   the new build between 107 and 136 MiB, as busy as the machine was): the peak moves with how
+   many responses are in flight, and its largest parts are elsewhere — per open connection
+   ~40 KB of HTTP/2 and TLS buffers (h2's write buffer 16 KB, its codec 8 KB, HPACK 4 KB, the
+   TLS reader 4 KB, the connection task; × 512), each cluster's plan (~8 KB of JSON values),
+   the responses parsed and copied, and the writing stage's own allocations (~15 KB per write in
+   flight, × 512). Binary: 10 101 520 → 10 119 376 bytes (+17 856) for both items.
+   What is left of a cluster's CPU beyond the bound: 2.49 handshakes (~0.4 ms each, even
+   resumed) of ~1.7 ms; the rest is its ~6 requests over HTTP/2 (the connection task, the
+   writes, page faults). Folding the dry run into the read session under `--yes` would save
+   another handshake for all but the bound's clusters (~0.3 ms per cluster at 2 000), but moves
+   the dry run before the checks that refuse a run under `--yes` (owners, unseen removals):
+   not done.
 
 25. **XL's CPU reliably under 80 ms** (callgrind over the whole release process, output byte for
    byte the same: 504 → 410 million instructions, −18.5 %). Item 22's cost found: reading the

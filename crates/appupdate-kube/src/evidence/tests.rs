@@ -102,7 +102,7 @@ fn serving(answers: BTreeMap<&'static str, (u16, Value)>) -> (Cluster, Arc<Mutex
         }
     });
     let conn = Connection {
-        client: kube::Client::new(service, "shop"),
+        client: kube::Client::new(service, "shop").into(),
         namespace: "shop".into(),
         context: "prod".into(),
         server: "https://k8s.example:6443".into(),
