@@ -593,6 +593,11 @@ impl Client {
     ) -> kube::Result<T> {
         self.current().request(request).await
     }
+
+    /// [`kube::Client::request_text`] on the current client.
+    pub async fn request_text(&self, request: Request<Vec<u8>>) -> kube::Result<String> {
+        self.current().request_text(request).await
+    }
 }
 
 /// A client that is never dropped (a test's, over a service of its own).

@@ -498,8 +498,7 @@ Numbers: medians at RTT 20 ms unless said, same machine, before → after.
    another handshake for all but the bound's clusters (~0.3 ms per cluster at 2 000), but moves
    the dry run before the checks that refuse a run under `--yes` (owners, unseen removals):
    not done.
-
-25. **XL's CPU reliably under 80 ms** (callgrind over the whole release process, output byte for
+27. **XL's CPU reliably under 80 ms** (callgrind over the whole release process, output byte for
    byte the same: 504 → 410 million instructions, −18.5 %). Item 22's cost found: reading the
    LIST ran serde_json's and indexmap's code built for size. A crate at `"s"` or `"z"` shares
    generic instances (rustc's share-generics is on at those levels), so `appupdate-kube`,
@@ -602,5 +601,6 @@ bounds and five Ingress changes uses exactly one HTTP/2 connection, and
   response arrived".
 * A static musl build was not measured: the toolchain has no musl target and nothing was
   downloaded.
+
 
 "#;
