@@ -263,7 +263,7 @@ impl Cluster {
     /// LIST objects of `kind` matching a label selector; items come without kind/apiVersion, and
     /// are read without their `metadata.managedFields` ([`ListItems`]). With them, the
     /// [`Marks`] of each item that names another possible owner (its labels and annotations,
-    /// and the managedFields entries that may own, cut to [`owners::LISTED_DEPTH`]): who
+    /// and the managedFields entries that may own, cut to [`appupdate_model::owners::LISTED_DEPTH`]): who
     /// else owns a listed object is found from this one request.
     pub async fn list(
         &self,
