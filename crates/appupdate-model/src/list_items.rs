@@ -7,7 +7,7 @@
 //! (`appupdate-kube` is at `"s"`) calls the instances that crates below it made instead of making
 //! its own (rustc's share-generics), built for size too: reading the LIST there ran indexmap's
 //! and serde_json's code in its `"z"` form. [`read_list_items`] is concrete, so the reader of a
-//! LIST of 1 000 Ingresses is built in this crate, at 3 (docs/performance.md, item 25).
+//! LIST of 1 000 Ingresses is built in this crate, at 3 (docs/performance.md, item 27).
 
 use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};

@@ -588,7 +588,7 @@ bounds and five Ingress changes uses exactly one HTTP/2 connection, and
   text are the largest parts left.
 * HTTPRoutes are planned with serde_json's own copies (no `compact_json`, fields not shared
   with views); no scenario has many of them.
-* Writing the 14 MB of `-o json` is ~30 % of XL's user-space instructions (item 25: ~123 of
+* Writing the 14 MB of `-o json` is ~30 % of XL's user-space instructions (item 27: ~123 of
   410 million): the strings (~38 million), serde_json's walk over `Value`s (21), the last pass over
   what reaches the terminal (`text::for_terminal` and the UTF-8 check, 20). Across the run,
   SipHash is ~9 %, most of it over serde_json's map keys (its `Map` fixes the hasher).
