@@ -293,18 +293,13 @@ pub(crate) async fn buffered<F: std::future::Future>(
         .await
 }
 
-/// `members` with those still connected first (in their order), then the others (in theirs):
-/// a fleet larger than its connection bound starts each stage with the clusters whose
-/// connections the stage before left open, so that they need no handshake
-/// ([`appupdate_kube::connections`]). Within the bound every cluster stays connected, and
-/// the order is kept.
-pub(crate) fn connected_first<'a>(members: &[&'a Member]) -> Vec<&'a Member> {
-    let (mut first, rest): (Vec<&Member>, Vec<&Member>) = members
-        .iter()
-        .copied()
-        .partition(|m| m.cluster.conn.sessions.connected());
-    first.extend(rest);
-    first
+/// Orders `items` so that those whose cluster ([`Member`]) is still connected come first, each
+/// part in its order: a fleet larger than its connection bound starts each stage with the
+/// clusters whose connections the stage before left open, so that they need no handshake
+/// ([`appupdate_kube::connections`]). Within the bound no connection is left open between
+/// stages (each cluster keeps its own), and the order is kept.
+pub(crate) fn connected_first<T>(items: &mut [T], member: impl Fn(&T) -> &Member) {
+    items.sort_by_key(|item| !member(item).cluster.conn.sessions.connected());
 }
 
 /// How many of a fleet's `clusters` may have a connection open at once: what the open-files

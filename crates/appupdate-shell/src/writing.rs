@@ -258,7 +258,8 @@ async fn dry_run_all(
     let recording = settings.history_max > 0;
     let unchecked = writes_one_object(members);
     let at_once = members.first().map_or(1, |m| m.cluster.at_once());
-    let order = crate::planning::connected_first(members);
+    let mut order = members.to_vec();
+    crate::planning::connected_first(&mut order, |m| m);
     let preflights = crate::planning::buffered(
         at_once,
         order.iter().map(|m| async move {
@@ -499,7 +500,7 @@ impl Writing<'_> {
         // Started in the order of the contexts with `--parallel`; else, beyond the bound, the
         // clusters the dry run left connected first.
         if self.fleet.parallel.is_none() && at_once < jobs.len() {
-            jobs.sort_by_key(|(m, _)| !m.cluster.conn.sessions.connected());
+            crate::planning::connected_first(&mut jobs, |(m, _)| m);
         }
         futures::stream::iter(jobs)
             .map(|(m, r)| async move { (m.index, self.one(m, r, follow).await) })
