@@ -264,8 +264,7 @@ async fn resolve_unbounded(
 pub fn sha256_digest(body: &[u8]) -> String {
     use sha2::Digest as _;
     let hash = sha2::Sha256::digest(body);
-    let hex: String = hash.iter().map(|b| format!("{b:02x}")).collect();
-    format!("sha256:{hex}")
+    format!("sha256:{}", appupdate_model::text::hex(&hash))
 }
 
 /// An answer, read.

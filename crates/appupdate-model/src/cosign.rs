@@ -219,8 +219,7 @@ fn der_take(input: &[u8], tag: u8) -> Option<(&[u8], &[u8])> {
 /// `sha256:<hex>` of `bytes`.
 pub fn sha256_digest(bytes: &[u8]) -> String {
     let hash = ring::digest::digest(&ring::digest::SHA256, bytes);
-    let hex: String = hash.as_ref().iter().map(|b| format!("{b:02x}")).collect();
-    format!("sha256:{hex}")
+    format!("sha256:{}", crate::text::hex(hash.as_ref()))
 }
 
 /// Whether `digest` is `sha256:<64 hex>`: the only digests a signature's manifests and blobs

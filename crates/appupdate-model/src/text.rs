@@ -133,6 +133,18 @@ pub fn all_printable_ascii(bytes: &[u8]) -> bool {
         .fold(true, |all, &b| all & is_printable_ascii(b))
 }
 
+/// `bytes` as lower-case hexadecimal, two digits a byte (digests, identifiers), written digit
+/// by digit: a large application names a thousand route groups this way.
+pub fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(2 * bytes.len());
+    for b in bytes {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 0xf)]));
+    }
+    out
+}
+
 fn push_escaped(out: &mut String, c: char) {
     // Writing into a String cannot fail.
     let _ = match c {
@@ -316,6 +328,15 @@ pub fn unescape(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hex_is_two_lower_case_digits_a_byte_as_format_writes_them() {
+        let bytes: Vec<u8> = (0..=255).collect();
+        let formatted: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(hex(&bytes), formatted);
+        assert_eq!(hex(&[]), "");
+        assert_eq!(hex(&[0x0f, 0xa0]), "0fa0");
+    }
 
     #[test]
     fn printable_ascii_is_exactly_the_ascii_nothing_is_escaped_in() {

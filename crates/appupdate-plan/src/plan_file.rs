@@ -86,7 +86,7 @@ use appupdate_model::names;
 use appupdate_model::output;
 use appupdate_model::owners::{ObjectOwners, Owner, Reason, Who};
 use appupdate_model::plan::{Kind, ObjectChange};
-use appupdate_model::text::{Untrusted, without_credentials};
+use appupdate_model::text::{Untrusted, hex, without_credentials};
 
 /// The file's schema; any other is refused.
 pub const SCHEMA: &str = "kubectl-appupdate.plan-file/v1";
@@ -439,10 +439,6 @@ pub(crate) fn canonical(value: &Value) -> Vec<u8> {
         }
     }
     serde_json::to_vec(&sorted(value)).unwrap_or_default()
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn from_hex(text: &str) -> Option<Vec<u8>> {

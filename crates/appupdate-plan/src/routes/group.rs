@@ -39,15 +39,7 @@ fn as_set<T: Ord>(mut items: Vec<T>) -> Vec<T> {
 pub fn scope_identifier(scopes: &[String]) -> String {
     let joined = normalize_scopes(scopes).join("\n");
     let digest = Sha256::digest(joined.as_bytes());
-    // Written digit by digit (a large application has a thousand groups; a string per byte
-    // was most of this).
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut id = String::with_capacity(16);
-    for b in digest.iter().take(8) {
-        id.push(char::from(HEX[usize::from(b >> 4)]));
-        id.push(char::from(HEX[usize::from(b & 0xf)]));
-    }
-    id
+    appupdate_model::text::hex(&digest[..8])
 }
 
 /// The scope token (see the module docs): base64url, no padding, of the sorted,
