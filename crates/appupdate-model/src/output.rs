@@ -503,7 +503,7 @@ mod tests {
             fragment: &str,
         ) -> io::Result<()> {
             // serde_json has escaped the controls; printable ASCII needs nothing.
-            if text::all_printable_ascii(fragment.as_bytes()) {
+            if fragment.bytes().all(text::is_printable_ascii) {
                 return writer.write_all(fragment.as_bytes());
             }
             let mut rest = fragment;

@@ -124,15 +124,6 @@ pub fn is_printable_ascii(b: u8) -> bool {
     (0x20..0x7f).contains(&b)
 }
 
-/// Whether every byte of `bytes` is printable ASCII ([`is_printable_ascii`]), tested without
-/// an early exit, which the compiler turns into vector instructions: most strings of a large
-/// document are, and this is asked of each.
-pub fn all_printable_ascii(bytes: &[u8]) -> bool {
-    bytes
-        .iter()
-        .fold(true, |all, &b| all & is_printable_ascii(b))
-}
-
 /// `bytes` as lower-case hexadecimal, two digits a byte (digests, identifiers), written digit
 /// by digit: a large application names a thousand route groups this way.
 pub fn hex(bytes: &[u8]) -> String {

@@ -47,7 +47,7 @@ const LINE_BREAK: [u8; 2 + 128] = {
 
 /// A byte a string can hold as it is in the JSON: printable ASCII other than `"` and `\`.
 fn is_plain(b: u8) -> bool {
-    (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\'
+    text::is_printable_ascii(b) && b != b'"' && b != b'\\'
 }
 
 const ONES: u64 = 0x0101_0101_0101_0101;
