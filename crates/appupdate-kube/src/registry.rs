@@ -229,7 +229,7 @@ async fn resolve_unbounded(
         .header_digest
         .clone()
         .filter(|d| d.starts_with("sha256:"))
-        .unwrap_or_else(|| sha256_digest(&answer.body));
+        .unwrap_or_else(|| cosign::sha256_digest(&answer.body));
     let platforms = match image::parse_manifest(answer.content_type.as_deref(), &answer.body)
         .map_err(Unresolved::Unusable)?
     {
@@ -258,13 +258,6 @@ async fn resolve_unbounded(
         requests: session.requests,
         signature,
     })
-}
-
-/// `sha256:<hex>` of `body`: a manifest's digest when the registry does not send it.
-pub fn sha256_digest(body: &[u8]) -> String {
-    use sha2::Digest as _;
-    let hash = sha2::Sha256::digest(body);
-    format!("sha256:{}", appupdate_model::text::hex(&hash))
 }
 
 /// An answer, read.
@@ -399,7 +392,7 @@ impl Session<'_> {
                 Untrusted(referrer)
             ))));
         };
-        if sha256_digest(&manifest) != referrer {
+        if cosign::sha256_digest(&manifest) != referrer {
             return Ok(Some(Verdict::Unreadable(format!(
                 "the registry's manifest {} does not have that digest",
                 Untrusted(referrer)
@@ -441,7 +434,7 @@ impl Session<'_> {
         let url = format!("{}/v2/{}/blobs/{digest}", self.base, self.repository);
         let answer = self.get(&url, "*/*").await?;
         match answer.status {
-            StatusCode::OK if sha256_digest(&answer.body) == digest => Ok(Ok(answer.body)),
+            StatusCode::OK if cosign::sha256_digest(&answer.body) == digest => Ok(Ok(answer.body)),
             StatusCode::OK => Ok(Err(format!(
                 "the registry's blob {} does not have that digest",
                 Untrusted(digest)
@@ -863,7 +856,7 @@ mod tests {
     #[test]
     fn a_body_without_a_digest_header_is_digested() {
         assert_eq!(
-            sha256_digest(b""),
+            cosign::sha256_digest(b""),
             "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
         );
     }
