@@ -78,7 +78,7 @@ use std::sync::Arc;
 use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use sha2::{Digest, Sha256};
+use sha2::Sha256;
 
 use crate::history::{Source, tool};
 use crate::updaters::{Plan, Planned, Updater};
@@ -455,7 +455,7 @@ fn from_hex(text: &str) -> Option<Vec<u8>> {
 
 /// `sha256:<hex>` of `canonical` content.
 fn checksum_of(canonical: &[u8]) -> String {
-    format!("sha256:{}", hex(&Sha256::digest(canonical)))
+    appupdate_model::cosign::sha256_digest(canonical)
 }
 
 #[cfg(test)]
